@@ -1,0 +1,84 @@
+/* backend.h — the interface every storage backend implements.
+ *
+ * Module prefix: fd_backend_. One backend per file in storage/ (lmdb.c,
+ * leveldb.c, redis.c, mongodb.c). The proxy owns the event loop and calls:
+ *
+ *   open      once at start-up (and on a live swap);
+ *   submit    for every command the command table routes to the backend,
+ *             in client request order;
+ *   end_turn  once per event-loop turn, after the commands read in that turn
+ *             were submitted and BEFORE any of their replies is written to a
+ *             socket (embedded backends commit their group transaction here:
+ *             no write is acknowledged before it is durable at the configured
+ *             setting);
+ *   cron      about every 100 ms (active expiry, reclamation);
+ *   close     at shutdown (flushes and closes files).
+ *
+ * Threads: all entry points run on the loop thread. A backend that would
+ * block (network without an async API) does its blocking work on its own
+ * worker threads and completes requests back on the loop thread.
+ */
+#ifndef FRONTDOOR_BACKEND_H
+#define FRONTDOOR_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "../protocol/resp.h"
+#include "status.h"
+
+struct px_command;   /* a row of the command table (proxy/commands.h) */
+
+/* What the backends need from the configuration. Filled by the proxy from
+ * its directive table; strings are owned by the proxy and outlive open(). */
+typedef struct fd_backend_config {
+    const char *dir;            /* data folder (embedded backends) */
+    int         sync;           /* durability: 1 = sync (fsync per group commit), 0 = nosync */
+    uint64_t    lmdb_map_size;  /* bytes */
+    long long   max_bulk;       /* proto-max-bulk-len: largest string value allowed */
+} fd_backend_config;
+
+/* One command handed to a backend.
+ * Ownership: argv and out are valid only during submit(). A backend that
+ * returns FD_PENDING must copy what it needs and later call done() on the
+ * loop thread with the reply written to the resp_out it is given then. */
+typedef struct fd_request {
+    const struct px_command *cmd;
+    int        argc;
+    resp_arg  *argv;
+    resp_out  *out;          /* reply sink, with the client's protocol version */
+    int64_t    now_ms;       /* wall clock (ms) for expiry decisions */
+    int        is_write;     /* the command may modify data */
+} fd_request;
+
+typedef struct fd_backend fd_backend;
+
+typedef struct fd_backend_ops {
+    const char *name;                                   /* "lmdb", "leveldb", ... */
+    /* 0 or FD_E_*; on failure err gets a human-readable reason. */
+    int  (*open)(fd_backend *b, const fd_backend_config *cfg, char *err, size_t errlen);
+    void (*close)(fd_backend *b);
+    /* FD_OK (reply written to r->out), FD_PENDING, or FD_E_* (nothing written;
+     * the proxy replies with fd_strerror). */
+    int  (*submit)(fd_backend *b, fd_request *r);
+    /* Commit what this turn wrote. FD_OK, or FD_E_* when the group could not be
+     * made durable: the proxy then must not deliver this turn's write replies. */
+    int  (*end_turn)(fd_backend *b);
+    void (*cron)(fd_backend *b, int64_t now_ms);
+    /* Number of keys and keys with an expiry (INFO keyspace). May be estimates. */
+    void (*keyspace)(fd_backend *b, uint64_t *keys, uint64_t *expires);
+    /* Append "name:value\r\n" lines for INFO's backend section. */
+    void (*info)(fd_backend *b, resp_out *lines);
+} fd_backend_ops;
+
+struct fd_backend {
+    const fd_backend_ops *ops;
+    void *state;               /* the backend's own */
+    int   turn_writes;         /* writes submitted since the last end_turn */
+};
+
+/* Look up a compiled-in backend by name; NULL if unknown or not built. */
+const fd_backend_ops *fd_backend_find(const char *name);
+/* Comma-separated names of the backends built in (for error messages). */
+const char *fd_backend_names(void);
+
+#endif
