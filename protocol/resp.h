@@ -127,4 +127,8 @@ int resp_str2ll(const char *s, size_t n, long long *out);
 int resp_str2ld(const char *s, size_t n, long double *out);
 int resp_ll2str(char *buf, size_t buflen, long long v);      /* returns length */
 
+/* Redis's glob matching (stringmatchlen): *, ?, [a-z], [^x], \\ escapes.
+ * Used by KEYS, SCAN MATCH, CONFIG GET. Returns 1 on match. */
+int resp_glob_match(const char *pat, size_t plen, const char *s, size_t slen, int nocase);
+
 #endif
