@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include "../protocol/resp.h"
 #include "../storage/kv/kv_commands.h"
 
 struct px_conn;
@@ -27,7 +28,7 @@ enum {
 };
 
 /* Served by the proxy: writes one reply to the connection's output. */
-typedef void (*px_handler)(struct px_conn *c, int argc, void *argv /* resp_arg* */);
+typedef void (*px_handler)(struct px_conn *c, int argc, resp_arg *argv);
 
 typedef struct px_command {
     const char *name;        /* lower case */
