@@ -1,1 +1,59 @@
-int main(void) { return 0; } /* replaced by the proxy */
+/* main.c — frontdoor: a Redis-protocol front door to Redis, MongoDB, LevelDB
+ * and LMDB. Usage: frontdoor [config-file] [--directive value ...] */
+#include "builtin.h"
+#include "config.h"
+#include "log.h"
+#include "server.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void usage(void) {
+    fprintf(stderr,
+            "Usage: frontdoor [/path/to/frontdoor.conf] [--directive value ...]\n"
+            "       frontdoor --version | --help\n\n"
+            "Examples:\n"
+            "       frontdoor                                (LMDB in ./frontdoor-data, port 6380)\n"
+            "       frontdoor conf/frontdoor.conf\n"
+            "       frontdoor --port 7777 --durability nosync\n"
+            "       frontdoor --config conf/frontdoor.conf --loglevel verbose\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc == 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-v"))) {
+        printf("frontdoor v=%s redis-compat=%s\n", PX_VERSION, PX_REDIS_COMPAT_VERSION);
+        return 0;
+    }
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        usage();
+        return 0;
+    }
+    px_config_init();
+    char err[1024];
+    if (px_config_from_args(argc, argv, err, sizeof err)) {
+        fprintf(stderr, "frontdoor: %s\n", err);
+        return 1;
+    }
+    px_log_open();
+    px_commands_init();
+    if (px_server_init(err, sizeof err)) {
+        px_log(PX_LOG_WARNING, "%s", err);
+        return 1;
+    }
+    if (px_cfg.pidfile[0]) {
+        FILE *f = fopen(px_cfg.pidfile, "w");
+        if (f) { fprintf(f, "%d\n", (int)getpid()); fclose(f); }
+        else px_log(PX_LOG_WARNING, "can't write pidfile %s: %s", px_cfg.pidfile, strerror(errno));
+    }
+    px_log(PX_LOG_NOTICE, "frontdoor %s ready: backend %s (durability %s), data in %s, listening on %s:%lld%s%s",
+           PX_VERSION, px_srv.backend.ops->name, px_cfg.durability ? "sync" : "nosync", px_cfg.dir,
+           px_cfg.bind, px_cfg.port, px_cfg.unixsocket[0] ? " and " : "", px_cfg.unixsocket);
+    px_server_run();
+    px_server_shutdown();
+    if (px_cfg.pidfile[0]) unlink(px_cfg.pidfile);
+    px_log(PX_LOG_NOTICE, "frontdoor is now ready to exit, bye bye...");
+    return 0;
+}

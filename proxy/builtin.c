@@ -1,0 +1,386 @@
+/* builtin.c — PING, ECHO, QUIT, HELLO, AUTH, SELECT, COMMAND, CONFIG,
+ * CLIENT, TIME: served by the proxy with Redis 7.0's replies and errors. */
+#include "builtin.h"
+#include "config.h"
+#include "log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/time.h>
+
+#define ARGIS(a, lit) ((a).len == sizeof(lit) - 1 && !strncasecmp((a).ptr, lit, sizeof(lit) - 1))
+
+static void reply_subcmd_arity(px_conn *c, const char *cmd, resp_arg *sub) {
+    resp_add_errorf(&c->out, "ERR wrong number of arguments for '%s|%.*s' command", cmd, (int)sub->len, sub->ptr);
+}
+
+static void reply_unknown_subcmd(px_conn *c, const char *cmd, resp_arg *sub) {
+    resp_add_errorf(&c->out, "ERR unknown subcommand '%.*s'. Try %s HELP.", (int)(sub->len > 128 ? 128 : sub->len), sub->ptr, cmd);
+}
+
+static void reply_help(px_conn *c, const char *cmd, const char *const *lines) {
+    int n = 0;
+    while (lines[n]) n++;
+    resp_add_array(&c->out, n + 1);
+    char head[128];
+    snprintf(head, sizeof head, "%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", cmd);
+    resp_add_status(&c->out, head);
+    for (int i = 0; i < n; i++) resp_add_status(&c->out, lines[i]);
+}
+
+void px_cmd_ping(px_conn *c, int argc, resp_arg *argv) {
+    if (argc > 2) { resp_add_error(&c->out, "ERR wrong number of arguments for 'ping' command"); return; }
+    if (argc == 2) resp_add_bulk(&c->out, argv[1].ptr, argv[1].len);
+    else resp_add_simple(&c->out, "PONG", 4);
+}
+
+void px_cmd_echo(px_conn *c, int argc, resp_arg *argv) { resp_add_bulk(&c->out, argv[1].ptr, argv[1].len); }
+
+void px_cmd_quit(px_conn *c, int argc, resp_arg *argv) {
+    resp_add_simple(&c->out, "OK", 2);
+    c->flags |= PX_CONN_CLOSE_AFTER_REPLY;
+}
+
+/* 1 if (user, pass) authenticates the default user. */
+static int check_password(const resp_arg *user, const resp_arg *pass) {
+    if (user && !ARGIS(*user, "default")) return 0;
+    const char *want = px_cfg.requirepass;
+    if (!want[0]) return 1;          /* default user without a password: any password */
+    return pass->len == strlen(want) && memcmp(pass->ptr, want, pass->len) == 0;
+}
+
+static const char wrongpass[] = "WRONGPASS invalid username-password pair or user is disabled.";
+
+void px_cmd_auth(px_conn *c, int argc, resp_arg *argv) {
+    if (argc > 3) { resp_add_error(&c->out, "ERR syntax error"); return; }
+    if (argc == 2 && !px_cfg.requirepass[0]) {
+        resp_add_error(&c->out, "ERR AUTH <password> called without any password configured for the default user. "
+                                "Are you sure your configuration is correct?");
+        return;
+    }
+    if (check_password(argc == 3 ? &argv[1] : NULL, &argv[argc - 1])) {
+        c->authed = 1;
+        resp_add_simple(&c->out, "OK", 2);
+    } else {
+        px_log(PX_LOG_VERBOSE, "client %llu (%s): failed AUTH", (unsigned long long)c->id, c->addr);
+        resp_add_error(&c->out, wrongpass);
+    }
+}
+
+/* Client names: printable ASCII without spaces, as Redis. */
+static int valid_client_name(const resp_arg *a) {
+    for (size_t i = 0; i < a->len; i++)
+        if (a->ptr[i] < '!' || a->ptr[i] > '~') return 0;
+    return 1;
+}
+
+static void set_name(px_conn *c, const resp_arg *a) {
+    free(c->name);
+    c->name = NULL;
+    if (a->len) {
+        c->name = malloc(a->len + 1);
+        if (c->name) { memcpy(c->name, a->ptr, a->len); c->name[a->len] = '\0'; }
+    }
+}
+
+void px_cmd_hello(px_conn *c, int argc, resp_arg *argv) {
+    long long ver = 0;
+    if (argc >= 2) {
+        if (resp_str2ll(argv[1].ptr, argv[1].len, &ver)) {
+            resp_add_error(&c->out, "ERR Protocol version is not an integer or out of range");
+            return;
+        }
+        if (ver < 2 || ver > 3) { resp_add_error(&c->out, "NOPROTO unsupported protocol version"); return; }
+    }
+    resp_arg *user = NULL, *pass = NULL, *name = NULL;
+    for (int j = 2; j < argc; j++) {
+        int more = argc - 1 - j;
+        if (ARGIS(argv[j], "AUTH") && more >= 2) { user = &argv[j + 1]; pass = &argv[j + 2]; j += 2; }
+        else if (ARGIS(argv[j], "SETNAME") && more >= 1) { name = &argv[j + 1]; j++; }
+        else {
+            resp_add_errorf(&c->out, "ERR Syntax error in HELLO option '%.*s'", (int)(argv[j].len > 128 ? 128 : argv[j].len), argv[j].ptr);
+            return;
+        }
+    }
+    if (user) {
+        if (!check_password(user, pass)) { resp_add_error(&c->out, wrongpass); return; }
+        c->authed = 1;
+    }
+    if (!c->authed) {
+        resp_add_error(&c->out, "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+                                "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "
+                                "select the RESP protocol version at the same time");
+        return;
+    }
+    if (name) {
+        if (!valid_client_name(name)) {
+            resp_add_error(&c->out, "ERR Client names cannot contain spaces, newlines or special characters.");
+            return;
+        }
+        set_name(c, name);
+    }
+    if (ver) c->out.proto = (int)ver;
+    resp_add_map(&c->out, 7);
+    resp_add_bulk_cstr(&c->out, "server");  resp_add_bulk_cstr(&c->out, "redis");
+    resp_add_bulk_cstr(&c->out, "version"); resp_add_bulk_cstr(&c->out, PX_REDIS_COMPAT_VERSION);
+    resp_add_bulk_cstr(&c->out, "proto");   resp_add_int(&c->out, c->out.proto);
+    resp_add_bulk_cstr(&c->out, "id");      resp_add_int(&c->out, (long long)c->id);
+    resp_add_bulk_cstr(&c->out, "mode");    resp_add_bulk_cstr(&c->out, "standalone");
+    resp_add_bulk_cstr(&c->out, "role");    resp_add_bulk_cstr(&c->out, "master");
+    resp_add_bulk_cstr(&c->out, "modules"); resp_add_array(&c->out, 0);
+}
+
+void px_cmd_select(px_conn *c, int argc, resp_arg *argv) {
+    long long db;
+    if (resp_str2ll(argv[1].ptr, argv[1].len, &db) || db < -2147483648LL || db > 2147483647LL) {
+        resp_add_error(&c->out, "ERR value is not an integer or out of range");
+        return;
+    }
+    if (db != 0) { resp_add_error(&c->out, "ERR DB index is out of range"); return; }
+    c->db = 0;
+    resp_add_simple(&c->out, "OK", 2);
+}
+
+void px_cmd_time(px_conn *c, int argc, resp_arg *argv) {
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    resp_add_array(&c->out, 2);
+    resp_add_bulk_ll(&c->out, (long long)tv.tv_sec);
+    resp_add_bulk_ll(&c->out, (long long)tv.tv_usec);
+}
+
+void px_cmd_lastsave(px_conn *c, int argc, resp_arg *argv) { resp_add_int(&c->out, (long long)px_srv.start_time); }
+
+/* ---------------------------------------------------------------- COMMAND */
+
+static void add_flags(resp_out *o, const px_command *cmd) {
+    static const struct { uint32_t bit; const char *name; } names[] = {
+        {PX_CMD_WRITE, "write"}, {PX_CMD_READONLY, "readonly"}, {PX_CMD_DENYOOM, "denyoom"},
+        {PX_CMD_ADMIN, "admin"}, {PX_CMD_NOAUTH, "no_auth"}, {PX_CMD_FAST, "fast"},
+    };
+    int n = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) n += (cmd->flags & names[i].bit) != 0;
+    resp_add_set(o, n);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (cmd->flags & names[i].bit) resp_add_status(o, names[i].name);
+}
+
+static void add_command_info(resp_out *o, const px_command *cmd) {
+    resp_add_array(o, 10);
+    resp_add_bulk_cstr(o, cmd->name);
+    resp_add_int(o, cmd->arity);
+    add_flags(o, cmd);
+    resp_add_int(o, cmd->first_key);
+    resp_add_int(o, cmd->last_key);
+    resp_add_int(o, cmd->key_step);
+    char cat[32];
+    snprintf(cat, sizeof cat, "@%s", cmd->group);
+    int nc = 1 + ((cmd->flags & PX_CMD_WRITE) != 0) + ((cmd->flags & PX_CMD_READONLY) != 0) + ((cmd->flags & PX_CMD_FAST) != 0);
+    resp_add_set(o, nc);
+    if (cmd->flags & PX_CMD_WRITE) resp_add_status(o, "@write");
+    if (cmd->flags & PX_CMD_READONLY) resp_add_status(o, "@read");
+    resp_add_status(o, cat);
+    if (cmd->flags & PX_CMD_FAST) resp_add_status(o, "@fast");
+    resp_add_array(o, 0);   /* tips */
+    resp_add_array(o, 0);   /* key specs (legacy positions above) */
+    resp_add_array(o, 0);   /* subcommands */
+}
+
+static void add_command_docs(resp_out *o, const px_command *cmd) {
+    resp_add_bulk_cstr(o, cmd->name);
+    resp_add_map(o, 3);
+    resp_add_bulk_cstr(o, "summary"); resp_add_bulk_cstr(o, cmd->summary);
+    resp_add_bulk_cstr(o, "since");   resp_add_bulk_cstr(o, cmd->since);
+    resp_add_bulk_cstr(o, "group");   resp_add_bulk_cstr(o, cmd->group);
+}
+
+void px_cmd_command(px_conn *c, int argc, resp_arg *argv) {
+    size_t n;
+    px_command *t = px_commands_table(&n);
+    if (argc == 1) {
+        resp_add_array(&c->out, (long long)n);
+        for (size_t i = 0; i < n; i++) add_command_info(&c->out, &t[i]);
+        return;
+    }
+    resp_arg *sub = &argv[1];
+    if (ARGIS(*sub, "COUNT")) {
+        if (argc != 2) { reply_subcmd_arity(c, "command", sub); return; }
+        resp_add_int(&c->out, (long long)n);
+    } else if (ARGIS(*sub, "INFO")) {
+        if (argc == 2) {
+            resp_add_array(&c->out, (long long)n);
+            for (size_t i = 0; i < n; i++) add_command_info(&c->out, &t[i]);
+            return;
+        }
+        resp_add_array(&c->out, argc - 2);
+        for (int i = 2; i < argc; i++) {
+            px_command *cmd = px_command_lookup(argv[i].ptr, argv[i].len);
+            if (cmd) add_command_info(&c->out, cmd);
+            else resp_add_null_array(&c->out);
+        }
+    } else if (ARGIS(*sub, "DOCS")) {
+        if (argc == 2) {
+            resp_add_map(&c->out, (long long)n);
+            for (size_t i = 0; i < n; i++) add_command_docs(&c->out, &t[i]);
+            return;
+        }
+        int found = 0;
+        for (int i = 2; i < argc; i++) found += px_command_lookup(argv[i].ptr, argv[i].len) != NULL;
+        resp_add_map(&c->out, found);
+        for (int i = 2; i < argc; i++) {
+            px_command *cmd = px_command_lookup(argv[i].ptr, argv[i].len);
+            if (cmd) add_command_docs(&c->out, cmd);
+        }
+    } else if (ARGIS(*sub, "LIST")) {
+        resp_add_array(&c->out, (long long)n);
+        for (size_t i = 0; i < n; i++) resp_add_bulk_cstr(&c->out, t[i].name);
+    } else if (ARGIS(*sub, "HELP")) {
+        static const char *const help[] = {
+            "(no subcommand)", "    Return details about all commands.",
+            "COUNT", "    Return the total number of commands.",
+            "DOCS [<command-name> ...]", "    Return documentation details about commands.",
+            "INFO [<command-name> ...]", "    Return details about the given commands, or all of them.",
+            "LIST", "    Return a list of all commands.",
+            "HELP", "    Print this help.", NULL};
+        reply_help(c, "COMMAND", help);
+    } else {
+        reply_unknown_subcmd(c, "COMMAND", sub);
+    }
+}
+
+/* ---------------------------------------------------------------- CONFIG */
+
+void px_cmd_config(px_conn *c, int argc, resp_arg *argv) {
+    resp_arg *sub = &argv[1];
+    if (ARGIS(*sub, "GET")) {
+        if (argc < 3) { reply_subcmd_arity(c, "config", sub); return; }
+        px_config_get_reply(&c->out, argc - 2, argv + 2);
+    } else if (ARGIS(*sub, "SET")) {
+        if (argc < 4 || (argc - 2) % 2) { reply_subcmd_arity(c, "config", sub); return; }
+        /* every name is checked before any is set; a bad value stops at that pair */
+        char name[128], value[4096], err[512], val[4096];
+        for (int i = 2; i < argc; i += 2) {
+            snprintf(name, sizeof name, "%.*s", (int)argv[i].len, argv[i].ptr);
+            if (px_config_format(name, val, sizeof val) < 0) {
+                resp_add_errorf(&c->out, "ERR Unknown option or number of arguments for CONFIG SET - '%s'", name);
+                return;
+            }
+        }
+        for (int i = 2; i < argc; i += 2) {
+            snprintf(name, sizeof name, "%.*s", (int)argv[i].len, argv[i].ptr);
+            snprintf(value, sizeof value, "%.*s", (int)argv[i + 1].len, argv[i + 1].ptr);
+            px_config_format(name, val, sizeof val);          /* old value, to roll back */
+            if (px_config_set(name, value, 1, err, sizeof err)) {
+                resp_add_errorf(&c->out, "ERR CONFIG SET failed (possibly related to argument '%s') - %s", name, err);
+                return;
+            }
+            px_log(PX_LOG_NOTICE, "CONFIG SET %s changed from '%s'", name, val);
+        }
+        resp_add_simple(&c->out, "OK", 2);
+    } else if (ARGIS(*sub, "RESETSTAT")) {
+        if (argc != 2) { reply_subcmd_arity(c, "config", sub); return; }
+        size_t n;
+        px_command *t = px_commands_table(&n);
+        for (size_t i = 0; i < n; i++) t[i].calls = t[i].usec = t[i].failed = 0;
+        px_srv.total_commands = px_srv.total_connections = px_srv.rejected_connections = 0;
+        px_srv.net_input = px_srv.net_output = 0;
+        resp_add_simple(&c->out, "OK", 2);
+    } else if (ARGIS(*sub, "HELP")) {
+        static const char *const help[] = {
+            "GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
+            "SET <directive> <value>", "    Set the configuration <directive> to <value>.",
+            "RESETSTAT", "    Reset statistics reported by the INFO command.",
+            "HELP", "    Print this help.", NULL};
+        reply_help(c, "CONFIG", help);
+    } else {
+        reply_unknown_subcmd(c, "CONFIG", sub);
+    }
+}
+
+/* ---------------------------------------------------------------- CLIENT */
+
+static void client_line(px_conn *x, char *buf, size_t len) {
+    ev_tstamp now = ev_now(px_srv.loop);
+    snprintf(buf, len,
+             "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=N db=%d sub=0 psub=0 ssub=0 "
+             "multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu rbp=%zu obl=%zu oll=0 omem=%zu "
+             "tot-mem=%zu events=r cmd=%s user=default redir=-1 resp=%d",
+             (unsigned long long)x->id, x->addr, x->laddr, x->fd, x->name ? x->name : "",
+             (long long)(now - x->created), (long long)(now - x->last_interaction), x->db,
+             x->rlen - x->rpos, x->rcap - x->rlen, x->rcap, x->rlen, x->out.len - x->wpos, x->out.cap,
+             sizeof *x + x->rcap + x->out.cap, x->lastcmd ? x->lastcmd->name : "NULL", x->out.proto);
+}
+
+void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
+    resp_arg *sub = &argv[1];
+    char line[1024];
+    if (ARGIS(*sub, "ID")) {
+        if (argc != 2) { reply_subcmd_arity(c, "client", sub); return; }
+        resp_add_int(&c->out, (long long)c->id);
+    } else if (ARGIS(*sub, "SETNAME")) {
+        if (argc != 3) { reply_subcmd_arity(c, "client", sub); return; }
+        if (!valid_client_name(&argv[2])) {
+            resp_add_error(&c->out, "ERR Client names cannot contain spaces, newlines or special characters.");
+            return;
+        }
+        set_name(c, &argv[2]);
+        resp_add_simple(&c->out, "OK", 2);
+    } else if (ARGIS(*sub, "GETNAME")) {
+        if (argc != 2) { reply_subcmd_arity(c, "client", sub); return; }
+        if (c->name) resp_add_bulk_cstr(&c->out, c->name);
+        else resp_add_null(&c->out);
+    } else if (ARGIS(*sub, "INFO")) {
+        if (argc != 2) { reply_subcmd_arity(c, "client", sub); return; }
+        client_line(c, line, sizeof line);
+        size_t l = strlen(line);
+        line[l] = '\n';
+        resp_add_verbatim(&c->out, "txt", line, l + 1);
+    } else if (ARGIS(*sub, "LIST")) {
+        resp_out all;
+        resp_out_init(&all, 2);
+        for (px_conn *x = px_srv.clients; x; x = x->next) {
+            client_line(x, line, sizeof line);
+            resp_out_raw(&all, line, strlen(line));
+            resp_out_raw(&all, "\n", 1);
+        }
+        resp_add_verbatim(&c->out, "txt", all.data ? all.data : "", all.len);
+        resp_out_free(&all);
+    } else if (ARGIS(*sub, "KILL")) {
+        /* CLIENT KILL ID n | CLIENT KILL ADDR ip:port | CLIENT KILL ip:port */
+        int old = argc == 3, killed = 0;
+        if (!old && (argc != 4)) { resp_add_error(&c->out, "ERR syntax error"); return; }
+        resp_arg *val = old ? &argv[2] : &argv[3];
+        int by_id = !old && ARGIS(argv[2], "ID");
+        if (!old && !by_id && !ARGIS(argv[2], "ADDR")) { resp_add_error(&c->out, "ERR syntax error"); return; }
+        long long id = 0;
+        if (by_id && resp_str2ll(val->ptr, val->len, &id)) {
+            resp_add_error(&c->out, "ERR client-id should be greater than 0");
+            return;
+        }
+        for (px_conn *x = px_srv.clients; x; x = x->next) {
+            int hit = by_id ? x->id == (uint64_t)id
+                            : (strlen(x->addr) == val->len && !memcmp(x->addr, val->ptr, val->len));
+            if (hit) { x->flags |= PX_CONN_CLOSE_AFTER_REPLY; ev_io_stop(px_srv.loop, &x->rio); px_conn_touch(x); killed++; }
+        }
+        if (old) {
+            if (killed) resp_add_simple(&c->out, "OK", 2);
+            else resp_add_error(&c->out, "ERR No such client");
+        } else {
+            resp_add_int(&c->out, killed);
+        }
+    } else if (ARGIS(*sub, "HELP")) {
+        static const char *const help[] = {
+            "GETNAME", "    Return the name of the current connection.",
+            "ID", "    Return the ID of the current connection.",
+            "INFO", "    Return information about the current client connection.",
+            "KILL <ip:port> | KILL ID <id> | KILL ADDR <ip:port>", "    Kill connections.",
+            "LIST", "    Return information about client connections.",
+            "SETNAME <name>", "    Assign the name <name> to the current connection.",
+            "HELP", "    Print this help.", NULL};
+        reply_help(c, "CLIENT", help);
+    } else {
+        reply_unknown_subcmd(c, "CLIENT", sub);
+    }
+}

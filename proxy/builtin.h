@@ -1,0 +1,24 @@
+/* builtin.h — commands the proxy serves itself (no backend involved).
+ * Each writes exactly one reply to c->out. Arity was checked centrally. */
+#ifndef FRONTDOOR_BUILTIN_H
+#define FRONTDOOR_BUILTIN_H
+#include "server.h"
+
+void px_cmd_ping(px_conn *c, int argc, resp_arg *argv);
+void px_cmd_echo(px_conn *c, int argc, resp_arg *argv);
+void px_cmd_quit(px_conn *c, int argc, resp_arg *argv);
+void px_cmd_hello(px_conn *c, int argc, resp_arg *argv);
+void px_cmd_auth(px_conn *c, int argc, resp_arg *argv);
+void px_cmd_select(px_conn *c, int argc, resp_arg *argv);
+void px_cmd_command(px_conn *c, int argc, resp_arg *argv);
+void px_cmd_config(px_conn *c, int argc, resp_arg *argv);
+void px_cmd_client(px_conn *c, int argc, resp_arg *argv);
+void px_cmd_time(px_conn *c, int argc, resp_arg *argv);
+void px_cmd_lastsave(px_conn *c, int argc, resp_arg *argv);
+
+/* The server version frontdoor reports to Redis tools (the Redis release
+ * whose commands and replies it follows). */
+#define PX_REDIS_COMPAT_VERSION "7.0.15"
+#define PX_VERSION "0.1.0"
+
+#endif

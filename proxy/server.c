@@ -1,0 +1,435 @@
+/* server.c — libev loop, listeners, connection I/O, end-of-turn commit and
+ * flush. The only file that touches sockets. */
+#include "server.h"
+#include "config.h"
+#include "log.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+px_server px_srv;
+
+#define READ_CHUNK (16 * 1024)
+#define MAX_LISTENERS 16
+#define BUF_SHRINK (64 * 1024)        /* idle buffers above this are freed */
+
+static ev_io listeners[MAX_LISTENERS];
+static int nlisteners;
+static ev_prepare turn_watcher;
+static ev_timer cron_timer;
+static ev_signal sig_term, sig_int;
+
+int64_t px_now_ms(void) { return (int64_t)(ev_now(px_srv.loop) * 1000.0); }
+
+/* ------------------------------------------------------------ connections */
+
+static void on_read(struct ev_loop *loop, ev_io *w, int revents);
+static void on_write(struct ev_loop *loop, ev_io *w, int revents);
+
+void px_conn_touch(px_conn *c) {
+    if (c->in_turn) return;
+    c->in_turn = 1;
+    c->turn_next = px_srv.turn;
+    px_srv.turn = c;
+}
+
+static void unlink_turn(px_conn *c) {
+    if (!c->in_turn) return;
+    for (px_conn **pp = &px_srv.turn; *pp; pp = &(*pp)->turn_next)
+        if (*pp == c) { *pp = c->turn_next; break; }
+    c->in_turn = 0;
+}
+
+void px_conn_close(px_conn *c) {
+    ev_io_stop(px_srv.loop, &c->rio);
+    ev_io_stop(px_srv.loop, &c->wio);
+    close(c->fd);
+    unlink_turn(c);
+    if (c->prev) c->prev->next = c->next;
+    else px_srv.clients = c->next;
+    if (c->next) c->next->prev = c->prev;
+    px_srv.nclients--;
+    resp_parser_free(&c->parser);
+    resp_out_free(&c->out);
+    free(c->rbuf);
+    free(c->name);
+    free(c);
+}
+
+static void sockaddr_text(const struct sockaddr_storage *ss, char *buf, size_t len) {
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *s = (const void *)ss;
+        inet_ntop(AF_INET, &s->sin_addr, host, sizeof host);
+        port = ntohs(s->sin_port);
+    } else if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *s = (const void *)ss;
+        inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof host);
+        port = ntohs(s->sin6_port);
+    } else {
+        snprintf(buf, len, "%s:0", px_cfg.unixsocket);
+        return;
+    }
+    snprintf(buf, len, "%s:%d", host, port);
+}
+
+static void on_accept(struct ev_loop *loop, ev_io *w, int revents) {
+    for (int i = 0; i < 256; i++) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        int fd = accept4(w->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+                px_log(PX_LOG_WARNING, "accept: %s", strerror(errno));
+            return;
+        }
+        px_srv.total_connections++;
+        if ((long long)px_srv.nclients >= px_cfg.maxclients) {
+            static const char msg[] = "-ERR max number of clients reached\r\n";
+            if (write(fd, msg, sizeof msg - 1) < 0) {}
+            close(fd);
+            px_srv.rejected_connections++;
+            continue;
+        }
+        int one = 1;
+        if (ss.ss_family != AF_UNIX) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        px_conn *c = calloc(1, sizeof *c);
+        if (!c) { close(fd); continue; }
+        c->fd = fd;
+        c->id = ++px_srv.next_id;
+        if (ss.ss_family == AF_UNIX) c->flags |= PX_CONN_UNIX;
+        sockaddr_text(&ss, c->addr, sizeof c->addr);
+        struct sockaddr_storage ls;
+        socklen_t ll = sizeof ls;
+        if (getsockname(fd, (struct sockaddr *)&ls, &ll) == 0) sockaddr_text(&ls, c->laddr, sizeof c->laddr);
+        resp_parser_init(&c->parser, px_cfg.proto_max_bulk_len);
+        resp_out_init(&c->out, 2);
+        c->authed = !px_cfg.requirepass[0];
+        c->created = c->last_interaction = ev_now(loop);
+        ev_io_init(&c->rio, on_read, fd, EV_READ);
+        ev_io_init(&c->wio, on_write, fd, EV_WRITE);
+        c->rio.data = c->wio.data = c;
+        ev_io_start(loop, &c->rio);
+        c->next = px_srv.clients;
+        if (c->next) c->next->prev = c;
+        px_srv.clients = c;
+        px_srv.nclients++;
+    }
+}
+
+/* Send out.data[wpos..safe). Returns -1 if the connection was closed. */
+static int conn_write(px_conn *c) {
+    while (c->wpos < c->safe) {
+        ssize_t n = write(c->fd, c->out.data + c->wpos, c->safe - c->wpos);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+            px_log(PX_LOG_VERBOSE, "client %llu write error: %s", (unsigned long long)c->id, strerror(errno));
+            px_conn_close(c);
+            return -1;
+        }
+        c->wpos += (size_t)n;
+        px_srv.net_output += (uint64_t)n;
+    }
+    if (c->wpos == c->out.len) {
+        c->wpos = c->safe = c->out.len = 0;
+        if (c->out.cap > BUF_SHRINK) { resp_out_free(&c->out); resp_out_init(&c->out, c->out.proto); }
+    } else if (c->wpos > c->out.len / 2 && c->wpos > 4096) {
+        memmove(c->out.data, c->out.data + c->wpos, c->out.len - c->wpos);
+        c->out.len -= c->wpos;
+        c->safe -= c->wpos;
+        c->wpos = 0;
+    }
+    if (c->wpos < c->safe) {
+        ev_io_start(px_srv.loop, &c->wio);
+    } else {
+        ev_io_stop(px_srv.loop, &c->wio);
+        if ((c->flags & PX_CONN_CLOSE_AFTER_REPLY) && c->out.len == 0) {
+            px_conn_close(c);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void on_write(struct ev_loop *loop, ev_io *w, int revents) {
+    px_conn *c = w->data;
+    conn_write(c);
+}
+
+/* Parse and run every complete command in the read buffer. */
+static void process_input(px_conn *c) {
+    while (!(c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP)) && c->rpos < c->rlen) {
+        c->parser.max_bulk = px_cfg.proto_max_bulk_len;
+        c->parser.unauth = !c->authed;
+        size_t consumed = 0;
+        int rc = resp_parse(&c->parser, c->rbuf + c->rpos, c->rlen - c->rpos, &consumed);
+        if (rc == RESP_INCOMPLETE) break;
+        if (rc == RESP_ERROR) {
+            const char *e = resp_parser_error(&c->parser);
+            px_log(PX_LOG_VERBOSE, "client %llu (%s): %s", (unsigned long long)c->id, c->addr, e);
+            resp_add_errorf(&c->out, "ERR %s", e);
+            c->flags |= PX_CONN_CLOSE_AFTER_REPLY;
+            c->rpos = c->rlen;
+            break;
+        }
+        if (rc == RESP_COMMAND) px_dispatch(c, c->parser.argc, c->parser.argv);
+        c->rpos += consumed;
+    }
+    if (c->rpos == c->rlen) {
+        c->rpos = c->rlen = 0;
+        if (c->rcap > BUF_SHRINK) { free(c->rbuf); c->rbuf = NULL; c->rcap = 0; }
+    } else if (c->rpos > 0) {
+        memmove(c->rbuf, c->rbuf + c->rpos, c->rlen - c->rpos);
+        c->rlen -= c->rpos;
+        c->rpos = 0;
+    }
+    if (c->out.len > c->safe || (c->flags & PX_CONN_CLOSE_AFTER_REPLY)) px_conn_touch(c);
+}
+
+static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
+    px_conn *c = w->data;
+    size_t want = resp_parser_want(&c->parser);
+    size_t chunk = want > READ_CHUNK ? want : READ_CHUNK;
+    if (c->rcap - c->rlen < chunk) {
+        size_t ncap = c->rcap ? c->rcap : READ_CHUNK;
+        while (ncap - c->rlen < chunk) ncap *= 2;
+        if (want > READ_CHUNK && ncap > c->rlen + want + READ_CHUNK) ncap = c->rlen + want + READ_CHUNK;
+        char *nb = realloc(c->rbuf, ncap);
+        if (!nb) { px_log(PX_LOG_WARNING, "out of memory reading from client %llu", (unsigned long long)c->id); px_conn_close(c); return; }
+        c->rbuf = nb;
+        c->rcap = ncap;
+    }
+    ssize_t n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
+    if (n <= 0) {
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+        px_conn_close(c);
+        return;
+    }
+    c->rlen += (size_t)n;
+    px_srv.net_input += (uint64_t)n;
+    c->last_interaction = ev_now(loop);
+    process_input(c);
+    if ((long long)(c->rlen - c->rpos) > px_cfg.client_query_buffer_limit) {
+        px_log(PX_LOG_WARNING, "closing client %llu (%s) that reached max query buffer length (%zu bytes)",
+               (unsigned long long)c->id, c->addr, c->rlen - c->rpos);
+        c->flags |= PX_CONN_CLOSE_ASAP;
+        px_conn_touch(c);
+    }
+    if (px_cfg.client_output_buffer_limit && (long long)(c->out.len - c->wpos) > px_cfg.client_output_buffer_limit) {
+        px_log(PX_LOG_WARNING, "closing client %llu (%s) for overcoming of output buffer limits (%zu bytes)",
+               (unsigned long long)c->id, c->addr, c->out.len - c->wpos);
+        c->flags |= PX_CONN_CLOSE_ASAP;
+        px_conn_touch(c);
+    }
+    if (c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP)) ev_io_stop(loop, &c->rio);
+}
+
+/* -------------------------------------------------------- end of a turn */
+
+/* Runs before the loop blocks: commit the turn's writes, then release the
+ * replies. A failed commit means this turn's write replies are false: the
+ * clients that got them are disconnected instead (nothing is acknowledged
+ * that is not stored). */
+static void on_turn_end(struct ev_loop *loop, ev_prepare *w, int revents) {
+    px_srv.turns++;
+    int st = FD_OK;
+    if (px_srv.backend.ops && px_srv.backend.ops->end_turn) st = px_srv.backend.ops->end_turn(&px_srv.backend);
+    if (st != FD_OK) {
+        px_srv.failed_commits++;
+        px_log(PX_LOG_WARNING, "commit failed: %s; closing the clients whose writes it held", fd_strerror(st));
+    }
+    px_conn *c = px_srv.turn;
+    px_srv.turn = NULL;
+    while (c) {
+        px_conn *next = c->turn_next;
+        c->in_turn = 0;
+        c->turn_next = NULL;
+        if ((st != FD_OK && c->turn_wrote) || (c->flags & PX_CONN_CLOSE_ASAP)) {
+            px_conn_close(c);
+        } else {
+            c->turn_wrote = 0;
+            c->safe = c->out.len;
+            conn_write(c);
+        }
+        c = next;
+    }
+}
+
+static void on_cron(struct ev_loop *loop, ev_timer *w, int revents) {
+    ev_tstamp now = ev_now(loop);
+    if (px_srv.backend.ops && px_srv.backend.ops->cron) px_srv.backend.ops->cron(&px_srv.backend, px_now_ms());
+    static ev_tstamp last_clients;
+    if (now - last_clients >= 1.0) {
+        last_clients = now;
+        if (px_cfg.timeout > 0) {
+            for (px_conn *c = px_srv.clients, *next; c; c = next) {
+                next = c->next;
+                if (now - c->last_interaction > (double)px_cfg.timeout && c->wpos == c->out.len) {
+                    px_log(PX_LOG_VERBOSE, "closing idle client %llu", (unsigned long long)c->id);
+                    px_conn_close(c);
+                }
+            }
+        }
+        double dt = now - px_srv.ops_sample_time;
+        if (dt > 0) px_srv.ops_per_sec = (double)(px_srv.total_commands - px_srv.ops_sample_cmds) / dt;
+        px_srv.ops_sample_cmds = px_srv.total_commands;
+        px_srv.ops_sample_time = now;
+    }
+    w->repeat = 1.0 / (double)px_cfg.hz;
+    ev_timer_again(loop, w);
+}
+
+static void on_signal(struct ev_loop *loop, ev_signal *w, int revents) {
+    px_log(PX_LOG_WARNING, "received %s, shutting down", w->signum == SIGINT ? "SIGINT" : "SIGTERM");
+    ev_break(loop, EVBREAK_ALL);
+}
+
+/* ------------------------------------------------------------ listeners */
+
+static int add_listener(int fd, char *err, size_t errlen) {
+    if (nlisteners == MAX_LISTENERS) { snprintf(err, errlen, "too many listeners"); close(fd); return -1; }
+    ev_io_init(&listeners[nlisteners], on_accept, fd, EV_READ);
+    ev_io_start(px_srv.loop, &listeners[nlisteners]);
+    nlisteners++;
+    return 0;
+}
+
+static int listen_tcp(const char *host, char *err, size_t errlen) {
+    struct addrinfo hints = {0}, *res, *ai;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST;
+    char port[16];
+    snprintf(port, sizeof port, "%lld", px_cfg.port);
+    const char *h = host;
+    int ipv6_opt = 0;
+    if (h[0] == '-') { h++; ipv6_opt = 1; }  /* "-::1": optional, as redis */
+    int rc = getaddrinfo(!strcmp(h, "*") ? NULL : h, port, &hints, &res);
+    if (rc) { snprintf(err, errlen, "bind %s: %s", host, gai_strerror(rc)); return -1; }
+    for (ai = res; ai; ai = ai->ai_next) {
+        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) continue;
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (ai->ai_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, (int)px_cfg.tcp_backlog)) {
+            int e = errno;
+            close(fd);
+            if (ipv6_opt) continue;
+            snprintf(err, errlen, "can't listen on %s:%lld: %s", host, px_cfg.port, strerror(e));
+            freeaddrinfo(res);
+            return -1;
+        }
+        if (add_listener(fd, err, errlen)) { freeaddrinfo(res); return -1; }
+    }
+    freeaddrinfo(res);
+    return 0;
+}
+
+static int listen_unix(const char *path, char *err, size_t errlen) {
+    struct sockaddr_un sa = {0};
+    if (strlen(path) >= sizeof sa.sun_path) { snprintf(err, errlen, "unixsocket path too long: %s", path); return -1; }
+    sa.sun_family = AF_UNIX;
+    strcpy(sa.sun_path, path);
+    unlink(path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) || listen(fd, (int)px_cfg.tcp_backlog)) {
+        snprintf(err, errlen, "can't listen on unix socket %s: %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    if (px_cfg.unixsocketperm) chmod(path, (mode_t)px_cfg.unixsocketperm);
+    return add_listener(fd, err, errlen);
+}
+
+int px_server_init(char *err, size_t errlen) {
+    signal(SIGPIPE, SIG_IGN);
+    struct rlimit rl;
+    rlim_t need = (rlim_t)px_cfg.maxclients + 64;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < need) {
+        rl.rlim_cur = need < rl.rlim_max ? need : rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        if (rl.rlim_cur < need)
+            px_log(PX_LOG_WARNING, "open files limit %llu is below maxclients %lld + 64",
+                   (unsigned long long)rl.rlim_cur, px_cfg.maxclients);
+    }
+    px_srv.loop = EV_DEFAULT;
+    px_srv.start_time = time(NULL);
+    px_srv.ops_sample_time = ev_now(px_srv.loop);
+
+    const fd_backend_ops *ops = fd_backend_find(px_cfg.backend);
+    if (!ops) {
+        snprintf(err, errlen, "unknown backend '%s' (built in: %s)", px_cfg.backend, fd_backend_names());
+        return -1;
+    }
+    fd_backend_config bc = {
+        .dir = px_cfg.dir,
+        .sync = px_cfg.durability,
+        .lmdb_map_size = (uint64_t)px_cfg.lmdb_map_size,
+        .max_bulk = px_cfg.proto_max_bulk_len,
+    };
+    px_srv.backend.ops = ops;
+    char berr[512] = "";
+    if (ops->open(&px_srv.backend, &bc, berr, sizeof berr) != FD_OK) {
+        snprintf(err, errlen, "backend %s: %s", ops->name, berr);
+        px_srv.backend.ops = NULL;
+        return -1;
+    }
+
+    /* bind: one or more addresses separated by spaces, as redis.conf */
+    char binds[1024];
+    snprintf(binds, sizeof binds, "%s", px_cfg.bind);
+    if (px_cfg.port > 0) {
+        char *save = NULL;
+        for (char *h = strtok_r(binds, " ", &save); h; h = strtok_r(NULL, " ", &save))
+            if (listen_tcp(h, err, errlen)) return -1;
+    }
+    if (px_cfg.unixsocket[0] && listen_unix(px_cfg.unixsocket, err, errlen)) return -1;
+    if (nlisteners == 0) { snprintf(err, errlen, "nothing to listen on (port 0 and no unixsocket)"); return -1; }
+
+    ev_prepare_init(&turn_watcher, on_turn_end);
+    ev_prepare_start(px_srv.loop, &turn_watcher);
+    ev_init(&cron_timer, on_cron);
+    cron_timer.repeat = 1.0 / (double)px_cfg.hz;
+    ev_timer_again(px_srv.loop, &cron_timer);
+    ev_signal_init(&sig_term, on_signal, SIGTERM);
+    ev_signal_init(&sig_int, on_signal, SIGINT);
+    ev_signal_start(px_srv.loop, &sig_term);
+    ev_signal_start(px_srv.loop, &sig_int);
+    return 0;
+}
+
+void px_server_run(void) { ev_run(px_srv.loop, 0); }
+void px_server_stop(void) { ev_break(px_srv.loop, EVBREAK_ALL); }
+
+void px_server_shutdown(void) {
+    /* Commit and deliver what was answered; then close everything. */
+    on_turn_end(px_srv.loop, &turn_watcher, 0);
+    while (px_srv.clients) px_conn_close(px_srv.clients);
+    for (int i = 0; i < nlisteners; i++) {
+        ev_io_stop(px_srv.loop, &listeners[i]);
+        close(listeners[i].fd);
+    }
+    nlisteners = 0;
+    if (px_cfg.unixsocket[0]) unlink(px_cfg.unixsocket);
+    if (px_srv.backend.ops) {
+        px_srv.backend.ops->close(&px_srv.backend);
+        px_srv.backend.ops = NULL;
+    }
+}

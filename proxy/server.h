@@ -1,0 +1,91 @@
+/* server.h — the event loop, listeners, connections and the end-of-turn
+ * flush. Module prefix: px_.
+ *
+ * A command's life: on_read() fills conn->rbuf → resp_parse() yields argv
+ * slices into rbuf → px_dispatch() checks it against the command table and
+ * runs it (proxy handler, or backend submit) → the reply is appended to
+ * conn->out. Nothing is written to a socket until the end of the loop turn
+ * (ev_prepare): the backend commits the turn's writes first (group commit),
+ * then every connection touched in the turn is flushed. Bytes of conn->out
+ * beyond conn->safe belong to commands whose writes are not yet committed and
+ * are never sent.
+ */
+#ifndef FRONTDOOR_SERVER_H
+#define FRONTDOOR_SERVER_H
+
+#include <ev.h>
+#include <stdint.h>
+#include "../protocol/resp.h"
+#include "../storage/backend.h"
+#include "commands.h"
+
+enum {
+    PX_CONN_CLOSE_AFTER_REPLY = 1 << 0,  /* QUIT, protocol error: close once out is sent */
+    PX_CONN_CLOSE_ASAP        = 1 << 1,  /* limit exceeded: close without sending more */
+    PX_CONN_UNIX              = 1 << 2,
+};
+
+typedef struct px_conn {
+    int        fd;
+    uint64_t   id;
+    int        flags;
+    ev_io      rio, wio;
+    /* input: unparsed bytes are rbuf[rpos..rlen) */
+    char      *rbuf;
+    size_t     rlen, rcap, rpos;
+    resp_parser parser;
+    /* output: out.data[wpos..safe) may be sent now; [safe..out.len) waits for commit */
+    resp_out   out;
+    size_t     wpos, safe;
+    /* session */
+    int        authed;
+    int        db;
+    char      *name;
+    char       addr[64], laddr[64];
+    ev_tstamp  created, last_interaction;
+    const px_command *lastcmd;
+    /* lists: all connections; connections touched in this turn */
+    struct px_conn *prev, *next;
+    struct px_conn *turn_next;
+    int        in_turn;
+    int        turn_wrote;               /* a backend write was submitted this turn */
+} px_conn;
+
+typedef struct px_server {
+    struct ev_loop *loop;
+    fd_backend      backend;
+    px_conn        *clients;             /* doubly linked */
+    px_conn        *turn;                /* touched this turn (singly linked) */
+    uint64_t        nclients, next_id;
+    /* stats (INFO) */
+    time_t          start_time;
+    uint64_t        total_connections, rejected_connections, total_commands;
+    uint64_t        net_input, net_output, turns, failed_commits;
+    uint64_t        ops_sample_cmds; ev_tstamp ops_sample_time; double ops_per_sec;
+} px_server;
+
+extern px_server px_srv;
+
+/* Start listening and open the backend; -1 with err on failure. */
+int  px_server_init(char *err, size_t errlen);
+void px_server_run(void);          /* until SIGTERM/SIGINT or px_server_stop */
+void px_server_stop(void);
+void px_server_shutdown(void);     /* commit, close backend, listeners, files */
+
+/* The connection's output goes out at the end of this turn. */
+void px_conn_touch(px_conn *c);
+/* Close now (the reply may be lost). */
+void px_conn_close(px_conn *c);
+
+/* dispatch.c: run one parsed command. */
+void px_dispatch(px_conn *c, int argc, resp_arg *argv);
+/* Current wall clock in ms (cached per loop turn by libev). */
+int64_t px_now_ms(void);
+
+/* Reply an error from a status code, formatting "%s" with the command name. */
+void px_reply_status(resp_out *o, int status, const char *cmdname);
+
+/* info.c */
+void px_info_reply(px_conn *c, int argc, resp_arg *argv);
+
+#endif
