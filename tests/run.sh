@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh Debian 12 machine:
+# installs what is missing, builds, runs every test (ctest), then rebuilds
+# gives the parser's fuzzer a short run, then rebuilds with AddressSanitizer +
+# UndefinedBehaviorSanitizer and runs the suite again (its summary ends the output).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tests/setup-debian.sh --test
+jobs=$(nproc)
+
+echo "== build (RelWithDebInfo)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$jobs"
+echo "== tests"
+ctest --test-dir build --output-on-failure
+
+if command -v clang >/dev/null; then
+  echo "== fuzz the RESP parser (libFuzzer, 30 s)"
+  cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DFRONTDOOR_FUZZ=ON -DFRONTDOOR_TESTS=OFF >/dev/null
+  cmake --build build-fuzz -j"$jobs" --target fuzz_resp
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  cp tests/fuzz/corpus/* "$work"/
+  ./build-fuzz/fuzz_resp -max_total_time=30 -print_final_stats=1 "$work" 2>&1 | tail -n 3
+fi
+
+echo "== build (ASan + UBSan)"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DFRONTDOOR_SANITIZE=ON >/dev/null
+cmake --build build-asan -j"$jobs"
+echo "== tests under sanitizers"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure

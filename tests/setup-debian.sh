@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what frontdoor needs on Debian 12, and only what is missing.
+#   bash tests/setup-debian.sh          build + run dependencies
+#   bash tests/setup-debian.sh --test   also what the test suite and bench use
+set -euo pipefail
+
+pkgs=(cmake make gcc pkg-config libev-dev liblmdb-dev)
+if [ "${1:-}" = "--test" ]; then
+  # redis-server: the differential oracle; redis-tools: redis-benchmark/redis-cli;
+  # clang + libclang-rt: the parser's libFuzzer target
+  pkgs+=(redis-server redis-tools python3 clang libclang-rt-14-dev procps)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+echo "installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Debian's redis-server package starts a system service on 6379 where it can;
+# frontdoor's tests never use it (they start their own on free ports).
