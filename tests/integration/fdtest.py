@@ -1,0 +1,1022 @@
+"""fdtest — shared harness for frontdoor's integration tests (stdlib only).
+
+What it gives a test file:
+
+  * free_port()                    a free loopback port (bind to port 0)
+  * start_frontdoor(**directives)  frontdoor on a free port with a fresh temp
+                                   --dir, waited for until it answers PING
+  * start_redis(**directives)      a real redis-server (--save '' --appendonly no)
+  * Conn(port)                     a raw RESP client: send()/send_raw(), read()
+                                   returns the raw bytes of exactly one reply
+                                   (nested aggregates, RESP3 types, attributes)
+  * parse(raw)                     raw reply bytes -> Python values
+  * Tests()                        a minimal runner: @T.case, T.main() prints
+                                   every failure and a last line
+                                   "N passed, N failed[, N skipped]"
+  * cleanup                        every server is killed and every temp dir
+                                   removed at the end of its case, at exit, on
+                                   SIGTERM/SIGINT, on a case timeout; servers
+                                   also get PR_SET_PDEATHSIG so a SIGKILLed
+                                   test leaves nothing behind.
+
+The binary under test comes from $FRONTDOOR_BIN (ctest sets it). When it is a
+redis-server, directives that only frontdoor knows are translated or dropped
+(see _translate_for_redis) so the tests can be validated against real Redis.
+
+Environment knobs: FRONTDOOR_BIN, REDIS_SERVER_BIN (default
+/usr/bin/redis-server), FD_KEEP=1 keeps temp dirs, FD_VERBOSE=1 prints more,
+FD_CASE=substr runs only the cases whose name contains substr.
+"""
+
+import atexit
+import ctypes
+import glob
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+HOST = "127.0.0.1"
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+REDIS_SERVER = os.environ.get("REDIS_SERVER_BIN", "/usr/bin/redis-server")
+REDIS_CLI = shutil.which("redis-cli") or "/usr/bin/redis-cli"
+REDIS_BENCHMARK = shutil.which("redis-benchmark") or "/usr/bin/redis-benchmark"
+VERBOSE = os.environ.get("FD_VERBOSE") == "1"
+START_TIMEOUT = 15.0
+
+
+# --------------------------------------------------------------- binaries
+
+def frontdoor_bin():
+    """$FRONTDOOR_BIN, else the newest build*/frontdoor of this checkout."""
+    b = os.environ.get("FRONTDOOR_BIN")
+    if b:
+        return b
+    cands = [p for p in glob.glob(os.path.join(REPO, "build*", "frontdoor"))
+             + glob.glob(os.path.join(REPO, "build*", "*", "frontdoor"))
+             if os.access(p, os.X_OK) and os.path.isfile(p)]
+    if cands:
+        cands.sort(key=os.path.getmtime)
+        return cands[-1]
+    raise SystemExit("fdtest: set FRONTDOOR_BIN to the frontdoor binary "
+                     "(or FRONTDOOR_BIN=/usr/bin/redis-server to validate the tests)")
+
+
+def is_redis_binary(path):
+    return "redis-server" in os.path.basename(path)
+
+
+def frontdoor_is_redis():
+    return is_redis_binary(frontdoor_bin())
+
+
+# --------------------------------------------------------------- ports
+
+def free_port():
+    """A port that was free a moment ago on 127.0.0.1 (never a fixed one)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+    finally:
+        s.close()
+
+
+# --------------------------------------------------------------- RESP encoding
+
+def _b(x):
+    if isinstance(x, (bytes, bytearray, memoryview)):
+        return bytes(x)
+    if isinstance(x, str):
+        return x.encode("utf-8", "surrogateescape")
+    if isinstance(x, bool):
+        return b"1" if x else b"0"
+    if isinstance(x, (int, float)):
+        return repr(x).encode()
+    raise TypeError("cannot encode %r" % (x,))
+
+
+def encode(*args):
+    """Encode one command as a RESP multibulk."""
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        a = _b(a)
+        out.append(b"$%d\r\n" % len(a))
+        out.append(a)
+        out.append(b"\r\n")
+    return b"".join(out)
+
+
+def encode_many(cmds):
+    return b"".join(encode(*c) for c in cmds)
+
+
+# --------------------------------------------------------------- RESP client
+
+class ConnClosed(Exception):
+    """The peer closed the connection (EOF or reset) before a full reply."""
+
+    def __init__(self, msg, partial=b""):
+        Exception.__init__(self, msg)
+        self.partial = partial
+
+
+class ReplyTimeout(Exception):
+    pass
+
+
+class Conn:
+    """A raw RESP connection. read() returns the exact bytes of one reply."""
+
+    def __init__(self, port, timeout=5.0, host=HOST, connect_timeout=5.0):
+        self.port = port
+        self.timeout = timeout
+        self.sock = socket.create_connection((host, port), timeout=connect_timeout)
+        self.sock.settimeout(timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = bytearray()
+        self.pos = 0
+        self.eof = False
+
+    # -- sending
+    def send(self, *args):
+        self.sock.sendall(encode(*args))
+
+    def send_raw(self, data):
+        self.sock.sendall(_b(data))
+
+    def send_many(self, cmds):
+        self.sock.sendall(encode_many(cmds))
+
+    # -- receiving
+    def _fill(self, deadline):
+        if self.eof:
+            raise ConnClosed("connection closed by server", bytes(self.buf[self.pos:]))
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise ReplyTimeout("no complete reply within %.1fs (have %r)"
+                               % (self.timeout, bytes(self.buf[self.pos:self.pos + 200])))
+        self.sock.settimeout(left)
+        try:
+            chunk = self.sock.recv(1 << 16)
+        except socket.timeout:
+            raise ReplyTimeout("no complete reply within %.1fs (have %r)"
+                               % (self.timeout, bytes(self.buf[self.pos:self.pos + 200])))
+        except (ConnectionResetError, BrokenPipeError) as e:
+            self.eof = True
+            raise ConnClosed("connection reset: %s" % e, bytes(self.buf[self.pos:]))
+        if not chunk:
+            self.eof = True
+            raise ConnClosed("connection closed by server", bytes(self.buf[self.pos:]))
+        if self.pos > (1 << 20) and self.pos > len(self.buf) // 2:
+            del self.buf[:self.pos]
+            self.pos = 0
+        self.buf += chunk
+
+    def _line_end(self, start, deadline):
+        while True:
+            i = self.buf.find(b"\r\n", start)
+            if i >= 0:
+                return i
+            start = max(start, len(self.buf) - 1)
+            self._fill(deadline)
+
+    def _need(self, end, deadline):
+        while len(self.buf) < end:
+            self._fill(deadline)
+
+    def _skip_one(self, p, deadline):
+        """Return the offset just past the complete reply starting at p."""
+        self._need(p + 1, deadline)
+        e = self._line_end(p, deadline)
+        t = self.buf[p:p + 1]
+        head = bytes(self.buf[p + 1:e])
+        q = e + 2
+        if t in (b"+", b"-", b":", b"_", b",", b"#", b"("):
+            return q
+        if t in (b"$", b"!", b"="):
+            n = int(head)
+            if n < 0:
+                return q
+            self._need(q + n + 2, deadline)
+            if self.buf[q + n:q + n + 2] != b"\r\n":
+                raise AssertionError("bulk not terminated by CRLF: %r"
+                                     % bytes(self.buf[p:q + n + 2]))
+            return q + n + 2
+        if t in (b"*", b"~", b">", b"%", b"|"):
+            n = int(head)
+            if n < 0:
+                return q
+            if t in (b"%", b"|"):
+                n *= 2
+            for _ in range(n):
+                q = self._skip_one(q, deadline)
+            if t == b"|":          # an attribute precedes the actual reply
+                q = self._skip_one(q, deadline)
+            return q
+        raise AssertionError("bad RESP type byte %r in %r"
+                             % (bytes(t), bytes(self.buf[p:p + 80])))
+
+    def read(self, timeout=None):
+        """Raw bytes of exactly one complete reply."""
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        end = self._skip_one(self.pos, deadline)
+        out = bytes(self.buf[self.pos:end])
+        self.pos = end
+        if self.pos == len(self.buf):
+            self.buf.clear()
+            self.pos = 0
+        return out
+
+    def read_n(self, n, timeout=None):
+        return [self.read(timeout) for _ in range(n)]
+
+    def cmd(self, *args):
+        """Send one command, return its raw reply."""
+        self.send(*args)
+        return self.read()
+
+    def call(self, *args):
+        """Send one command, return its parsed reply."""
+        return parse(self.cmd(*args))
+
+    def pending(self):
+        return bytes(self.buf[self.pos:])
+
+    def read_all_until_close(self, timeout=5.0, limit=1 << 31):
+        """Read until EOF; returns (bytes, closed?)."""
+        deadline = time.monotonic() + timeout
+        data = bytearray(self.buf[self.pos:])
+        self.buf.clear()
+        self.pos = 0
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return bytes(data), False
+            self.sock.settimeout(left)
+            try:
+                chunk = self.sock.recv(1 << 16)
+            except socket.timeout:
+                return bytes(data), False
+            except (ConnectionResetError, BrokenPipeError):
+                self.eof = True
+                return bytes(data), True
+            if not chunk:
+                self.eof = True
+                return bytes(data), True
+            if len(data) < limit:
+                data += chunk
+
+    def wait_closed(self, timeout=5.0):
+        """True if the server closes the connection within timeout (any
+        unread data is discarded)."""
+        return self.read_all_until_close(timeout)[1]
+
+    def is_open(self, wait=0.2):
+        """Still connected and silent for `wait` seconds?"""
+        data, closed = self.read_all_until_close(wait)
+        if data:
+            self.buf += data
+        return not closed
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        self.close()
+
+
+# --------------------------------------------------------------- RESP parsing
+
+class Err(str):
+    """An error reply (the text without the leading '-')."""
+
+    def __repr__(self):
+        return "Err(%s)" % str.__repr__(self)
+
+
+class Push(list):
+    pass
+
+
+class Verbatim(bytes):
+    fmt = b"txt"
+
+
+def parse(raw):
+    """Parse one complete raw reply into Python values:
+    +simple -> str, -err -> Err, :n -> int, $ -> bytes, null -> None,
+    * -> list, % -> dict, ~ -> list, > -> Push, , -> float, # -> bool,
+    ( -> int, = -> Verbatim (bytes without the format), | -> skipped."""
+    v, end = _parse_at(raw, 0)
+    if end != len(raw):
+        raise ValueError("trailing bytes after reply: %r" % raw[end:end + 50])
+    return v
+
+
+def _parse_at(raw, p):
+    e = raw.index(b"\r\n", p)
+    t = raw[p:p + 1]
+    head = raw[p + 1:e]
+    q = e + 2
+    if t == b"+":
+        return head.decode("utf-8", "surrogateescape"), q
+    if t == b"-":
+        return Err(head.decode("utf-8", "surrogateescape")), q
+    if t in (b":", b"("):
+        return int(head), q
+    if t == b"_":
+        return None, q
+    if t == b",":
+        h = head.decode()
+        return float(h), q
+    if t == b"#":
+        return head == b"t", q
+    if t in (b"$", b"!", b"="):
+        n = int(head)
+        if n < 0:
+            return None, q
+        body = raw[q:q + n]
+        if t == b"=":
+            v = Verbatim(body[4:])
+            v.fmt = body[:3]
+            return v, q + n + 2
+        if t == b"!":
+            return Err(body.decode("utf-8", "surrogateescape")), q + n + 2
+        return body, q + n + 2
+    if t in (b"*", b"~", b">"):
+        n = int(head)
+        if n < 0:
+            return None, q
+        out = Push() if t == b">" else []
+        for _ in range(n):
+            v, q = _parse_at(raw, q)
+            out.append(v)
+        return out, q
+    if t in (b"%", b"|"):
+        n = int(head)
+        d = {}
+        for _ in range(n):
+            k, q = _parse_at(raw, q)
+            v, q = _parse_at(raw, q)
+            if isinstance(k, list):
+                k = tuple(k)
+            d[k] = v
+        if t == b"|":
+            return _parse_at(raw, q)
+        return d, q
+    raise ValueError("bad RESP type byte %r" % t)
+
+
+def to_str(v):
+    if isinstance(v, (bytes, bytearray)):
+        return bytes(v).decode("utf-8", "replace")
+    return str(v)
+
+
+def kv_pairs(v):
+    """A map reply in RESP2 (flat list) or RESP3 (dict) form -> dict with
+    str keys."""
+    if isinstance(v, dict):
+        return {to_str(k): v[k] for k in v}
+    if isinstance(v, list):
+        return {to_str(v[i]): v[i + 1] for i in range(0, len(v) - 1, 2)}
+    raise AssertionError("not a map reply: %r" % (v,))
+
+
+def info_fields(text):
+    """INFO text -> {field: value} (section headers dropped)."""
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8", "replace")
+    out = {}
+    for line in text.split("\r\n"):
+        if not line or line.startswith("#") or ":" not in line:
+            continue
+        k, v = line.split(":", 1)
+        out[k] = v
+    return out
+
+
+def info_sections(text):
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8", "replace")
+    return [l[2:].strip() for l in text.split("\r\n") if l.startswith("# ")]
+
+
+# --------------------------------------------------------------- servers
+
+_live_servers = []
+_live_dirs = []
+
+
+def _pdeathsig():
+    """preexec_fn: the child dies with us, even if we are SIGKILLed."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)   # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def make_tempdir(prefix="fdtest-"):
+    d = tempfile.mkdtemp(prefix=prefix)
+    _live_dirs.append(d)
+    return d
+
+
+def _remove_dir(d):
+    if os.environ.get("FD_KEEP") == "1":
+        return
+    shutil.rmtree(d, ignore_errors=True)
+    try:
+        _live_dirs.remove(d)
+    except ValueError:
+        pass
+
+
+def _size_arg(v):
+    return str(v)
+
+
+def _translate_for_redis(directives):
+    """frontdoor directives -> redis-server argv pieces (for validating the
+    tests against real Redis). Returns (args, config_file)."""
+    args = []
+    cfg = None
+    for name, val in directives:
+        n = name.replace("_", "-")
+        if n == "config":
+            cfg = val
+            continue
+        if n in ("backend", "lmdb-map-size", "leveldb-cache-size"):
+            continue
+        if n == "durability":
+            if val == "sync":
+                args += ["--appendonly", "yes", "--appendfsync", "always"]
+            continue
+        if n == "client-output-buffer-limit":
+            v = str(val)
+            if len(v.split()) == 1:
+                v = "normal %s %s 0" % (v, v)
+            args += ["--" + n, v]
+            continue
+        args += ["--" + n, str(val)]
+    return args, cfg
+
+
+def _directive_list(kw):
+    out = []
+    for k, v in kw.items():
+        if v is None:
+            continue
+        out.append((k.replace("_", "-"), v))
+    return out
+
+
+class Server:
+    """One server process (frontdoor or redis-server) on a free loopback port.
+
+    kind: "frontdoor" (the binary under test; may be a redis-server stand-in)
+          or "redis" (the reference redis-server)."""
+
+    def __init__(self, kind="frontdoor", directives=None, datadir=None,
+                 binary=None, extra_args=None, password=None):
+        self.kind = kind
+        self.binary = binary or (frontdoor_bin() if kind == "frontdoor" else REDIS_SERVER)
+        self.as_redis = is_redis_binary(self.binary)
+        self.directives = list(directives or [])
+        self.extra_args = list(extra_args or [])
+        self.own_dir = datadir is None
+        self.dir = datadir or make_tempdir("fdtest-%s-" % kind)
+        self.logpath = os.path.join(self.dir if kind == "redis" else
+                                    make_tempdir("fdtest-log-"), "server.log")
+        self.password = password
+        for n, v in self.directives:
+            if n == "requirepass":
+                self.password = v
+        self.proc = None
+        self.port = None
+        self.log_offset = 0
+        self.keep = False      # True: shared by cases, cleaned up at exit only
+
+    # -- argv
+    def argv(self, port):
+        if self.kind == "redis":
+            a = [self.binary, "--port", str(port), "--bind", HOST, "--dir", self.dir,
+                 "--save", "", "--appendonly", "no", "--daemonize", "no",
+                 "--logfile", ""]
+            for n, v in self.directives:
+                a += ["--" + n, str(v)]
+            return a + self.extra_args
+        if self.as_redis:
+            rest, cfg = _translate_for_redis(self.directives)
+            a = [self.binary]
+            if cfg:
+                a.append(cfg)
+            # frontdoor has one database: SELECT 1 is an error there too
+            a += ["--port", str(port), "--bind", HOST, "--dir", self.dir,
+                  "--daemonize", "no", "--logfile", "", "--databases", "1"]
+            return a + rest + self.extra_args
+        a = [self.binary, "--port", str(port), "--bind", HOST, "--dir", self.dir]
+        for n, v in self.directives:
+            a += ["--" + n, str(v)]
+        return a + self.extra_args
+
+    # -- lifecycle
+    def start(self, wait=True, port=None):
+        tries = 1 if port else 3
+        last = None
+        for _ in range(tries):
+            self.port = port or free_port()
+            self._spawn()
+            if not wait:
+                return self
+            try:
+                self.wait_ready()
+                return self
+            except RuntimeError as e:
+                last = e
+                if "in use" not in self.log() and "EADDRINUSE" not in self.log():
+                    raise
+        raise last
+
+    def _spawn(self):
+        argv = self.argv(self.port)
+        if VERBOSE:
+            print("  [start %s] %s" % (self.kind, " ".join(repr(x) for x in argv)))
+        logf = open(self.logpath, "ab")
+        self.log_offset = logf.tell()
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=logf,
+                                     stderr=subprocess.STDOUT, preexec_fn=_pdeathsig,
+                                     cwd=self.dir)
+        logf.close()
+        if self not in _live_servers:
+            _live_servers.append(self)
+
+    def wait_ready(self, timeout=START_TIMEOUT):
+        deadline = time.monotonic() + timeout
+        while True:
+            rc = self.proc.poll()
+            if rc is not None:
+                raise RuntimeError("%s exited with status %s before answering PING; "
+                                   "argv: %s\n--- its output ---\n%s"
+                                   % (self.kind, rc, " ".join(self.argv(self.port)),
+                                      self.log()[-4000:]))
+            try:
+                with Conn(self.port, timeout=1.0, connect_timeout=0.5) as c:
+                    r = c.cmd("PING")
+                    if not r.startswith(b"-LOADING"):
+                        return
+            except (OSError, ConnClosed, ReplyTimeout):
+                pass
+            if time.monotonic() > deadline:
+                self.kill()
+                raise RuntimeError("%s did not answer PING on port %d within %.0fs\n"
+                                   "--- its output ---\n%s"
+                                   % (self.kind, self.port, timeout, self.log()[-4000:]))
+            time.sleep(0.05)
+
+    def log(self):
+        try:
+            with open(self.logpath, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    @property
+    def pid(self):
+        return self.proc.pid if self.proc else None
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def rss_kb(self):
+        """VmRSS of the server process in kB."""
+        with open("/proc/%d/status" % self.pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        raise AssertionError("no VmRSS for pid %d" % self.pid)
+
+    def conn(self, timeout=5.0, auth=True):
+        c = Conn(self.port, timeout=timeout)
+        if auth and self.password:
+            r = c.cmd("AUTH", self.password)
+            if r != b"+OK\r\n":
+                raise AssertionError("AUTH failed: %r" % r)
+        return c
+
+    def stop(self, sig=signal.SIGTERM, timeout=10.0):
+        """Send sig, wait for exit; returns the exit status. SIGKILL after timeout."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(sig)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+                raise AssertionError("%s did not exit within %.0fs of signal %d\n%s"
+                                     % (self.kind, timeout, sig, self.log()[-2000:]))
+        return self.proc.returncode
+
+    def kill(self):
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                self.proc.kill()
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def restart(self, wait=True):
+        """Start again on the same --dir (and a new free port)."""
+        if self.alive():
+            self.stop()
+        return self.start(wait=wait)
+
+    def cleanup(self):
+        self.kill()
+        if self in _live_servers:
+            _live_servers.remove(self)
+        if self.own_dir:
+            _remove_dir(self.dir)
+        d = os.path.dirname(self.logpath)
+        if d != self.dir:
+            _remove_dir(d)
+
+
+def start_frontdoor(datadir=None, extra_args=None, wait=True, keep=False, **directives):
+    """Start the binary under test: start_frontdoor(timeout=1, maxclients=2).
+    Keyword names use '_' for '-' (client_query_buffer_limit=...).
+    keep=True: shared by several cases (not killed at the end of a case)."""
+    s = Server("frontdoor", _directive_list(directives), datadir=datadir,
+               extra_args=extra_args)
+    s.keep = keep
+    return s.start(wait=wait)
+
+
+def start_redis(extra_args=None, keep=False, **directives):
+    """Start a reference redis-server (--save '' --appendonly no)."""
+    s = Server("redis", _directive_list(directives), extra_args=extra_args)
+    s.keep = keep
+    return s.start()
+
+
+def frontdoor_argv(directives, datadir, port=None, extra_args=None):
+    s = Server("frontdoor", directives, datadir=datadir, extra_args=extra_args)
+    return s.argv(port or free_port())
+
+
+def run_frontdoor_expect_exit(directives=None, extra_args=None, timeout=10.0):
+    """Run the binary with the given directives and expect it to exit by
+    itself (startup error). Returns (returncode, output). A server that is
+    still running after `timeout` is killed and reported as returncode None."""
+    d = make_tempdir("fdtest-startup-")
+    try:
+        s = Server("frontdoor", list(directives or []), datadir=d, extra_args=extra_args)
+        argv = s.argv(free_port())
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, preexec_fn=_pdeathsig, cwd=d)
+        try:
+            out, _ = p.communicate(timeout=timeout)
+            return p.returncode, out.decode("utf-8", "replace")
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, _ = p.communicate(timeout=5)
+            return None, out.decode("utf-8", "replace")
+    finally:
+        _remove_dir(d)
+
+
+def cleanup_all():
+    for s in list(_live_servers):
+        try:
+            s.cleanup()
+        except Exception:
+            pass
+    for d in list(_live_dirs):
+        _remove_dir(d)
+
+
+atexit.register(cleanup_all)
+
+
+def _on_term(signum, frame):
+    cleanup_all()
+    sys.stdout.flush()
+    os._exit(128 + signum)
+
+
+signal.signal(signal.SIGTERM, _on_term)
+signal.signal(signal.SIGHUP, _on_term)
+
+
+# --------------------------------------------------------------- runner
+
+class Skip(Exception):
+    pass
+
+
+class CaseTimeout(BaseException):
+    pass
+
+
+def skip(reason):
+    raise Skip(reason)
+
+
+def check(cond, msg="check failed", *info):
+    if not cond:
+        raise AssertionError(msg + ("".join("\n  " + _show(i) for i in info)))
+
+
+def _show(x):
+    if isinstance(x, (bytes, bytearray)) and len(x) > 600:
+        return repr(bytes(x[:600])) + "...(%d bytes)" % len(x)
+    s = repr(x)
+    return s if len(s) < 1200 else s[:1200] + "..."
+
+
+def eq(got, want, what=""):
+    if got != want:
+        raise AssertionError("%s\n     got: %s\n    want: %s" % (what or "mismatch",
+                                                                 _show(got), _show(want)))
+
+
+def wait_until(pred, timeout=5.0, interval=0.05, what="condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out after %.1fs waiting for %s" % (timeout, what))
+        time.sleep(interval)
+
+
+class Tests:
+    """@T.case registers a function (no args); T.main() runs them."""
+
+    def __init__(self, name=None, case_timeout=45):
+        self.name = name or os.path.basename(sys.argv[0])
+        self.cases = []
+        self.case_timeout = case_timeout
+        self.setup_fns = []
+        self.teardown_fns = []
+        self.failures = []
+
+    def case(self, fn=None, timeout=None):
+        def reg(f):
+            self.cases.append((f.__name__, f, timeout or self.case_timeout))
+            return f
+        if fn is not None:
+            return reg(fn)
+        return reg
+
+    def add(self, name, fn, timeout=None):
+        self.cases.append((name, fn, timeout or self.case_timeout))
+
+    def teardown(self, fn):
+        self.teardown_fns.append(fn)
+        return fn
+
+    def main(self):
+        def on_alarm(signum, frame):
+            raise CaseTimeout("case timed out")
+        signal.signal(signal.SIGALRM, on_alarm)
+        only = os.environ.get("FD_CASE")
+        passed = failed = skipped = 0
+        t_all = time.monotonic()
+        print("%s: binary under test: %s" % (self.name, frontdoor_bin()))
+        sys.stdout.flush()
+        try:
+            for name, fn, tmo in self.cases:
+                if only and only not in name:
+                    continue
+                before = list(_live_servers)
+                t0 = time.monotonic()
+                signal.alarm(int(tmo))
+                try:
+                    fn()
+                    signal.alarm(0)
+                    passed += 1
+                    print("ok    %-44s %6.2fs" % (name, time.monotonic() - t0))
+                except Skip as e:
+                    signal.alarm(0)
+                    skipped += 1
+                    print("skip  %-44s (%s)" % (name, e))
+                except KeyboardInterrupt:
+                    signal.alarm(0)
+                    raise
+                except BaseException as e:
+                    signal.alarm(0)
+                    failed += 1
+                    if isinstance(e, CaseTimeout):
+                        detail = "timed out after %ds\n%s" % (tmo, traceback.format_exc())
+                    else:
+                        detail = traceback.format_exc()
+                    self.failures.append((name, detail))
+                    print("FAIL  %-44s %6.2fs" % (name, time.monotonic() - t0))
+                    for line in detail.rstrip().split("\n"):
+                        print("      | " + line)
+                finally:
+                    for s in list(_live_servers):
+                        if s not in before and not s.keep:
+                            try:
+                                s.cleanup()
+                            except BaseException:
+                                pass
+                sys.stdout.flush()
+            for fn in self.teardown_fns:
+                try:
+                    fn()
+                except Exception:
+                    pass
+        finally:
+            cleanup_all()
+        if self.failures:
+            print("\nFailed cases: " + ", ".join(n for n, _ in self.failures))
+        print("(%.1fs)" % (time.monotonic() - t_all))
+        line = "%d passed, %d failed" % (passed, failed)
+        if skipped:
+            line += ", %d skipped" % skipped
+        print(line)
+        sys.stdout.flush()
+        sys.exit(1 if failed else 0)
+
+
+# --------------------------------------------------------------- misc helpers
+
+def run(argv, timeout=60, input=None, env=None):
+    """subprocess.run with a hard timeout; returns (rc, stdout+stderr text)."""
+    try:
+        p = subprocess.run(argv, input=input, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=timeout, env=env,
+                           preexec_fn=_pdeathsig)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout or b""
+        return None, out.decode("utf-8", "replace")
+    return p.returncode, p.stdout.decode("utf-8", "replace")
+
+
+def unknown_command_reply(conn, probe_args):
+    """True if the server answers probe_args with '-ERR unknown command'."""
+    r = conn.cmd(*probe_args)
+    return r.startswith(b"-ERR unknown command")
+
+
+# --------------------------------------------------------------- differential
+
+def _abbrev(args, n=120):
+    parts = []
+    for a in args:
+        b = _b(a)
+        parts.append(repr(b[:60]) + ("..(%d)" % len(b) if len(b) > 60 else ""))
+    s = " ".join(parts)
+    return s if len(s) <= n * 3 else s[:n * 3] + "..."
+
+
+def norm_sorted(raw):
+    """Order-free array reply (KEYS, SMEMBERS...): parsed and sorted."""
+    v = parse(raw)
+    if isinstance(v, list):
+        return ("array", sorted(v, key=lambda x: repr(x)))
+    return v
+
+
+def norm_pairs(raw):
+    """Field/value reply in unspecified order (HGETALL): as a sorted list of pairs."""
+    v = parse(raw)
+    if isinstance(v, dict):
+        return ("map", sorted(v.items(), key=lambda kv: repr(kv)))
+    if isinstance(v, list):
+        return ("map", sorted(((v[i], v[i + 1]) for i in range(0, len(v) - 1, 2)),
+                              key=lambda kv: repr(kv)))
+    return v
+
+
+def ttl_close(tol):
+    """Normaliser factory for TTL/PTTL: -1/-2 exactly, positives within tol."""
+    def cmp(a, b):
+        va, vb = parse(a), parse(b)
+        if not (isinstance(va, int) and isinstance(vb, int)):
+            return a == b
+        if va < 0 or vb < 0:
+            return va == vb
+        return abs(va - vb) <= tol
+    return cmp
+
+
+class Diff:
+    """Send the same commands to a reference redis-server and to frontdoor
+    and compare every reply byte for byte (or through a normaliser). All
+    mismatches of a case are collected; finish() raises with the list."""
+
+    def __init__(self, ref_conn, fd_conn, max_report=25):
+        self.ref = ref_conn
+        self.fd = fd_conn
+        self.mismatches = []
+        self.max_report = max_report
+        self.count = 0
+
+    def _compare(self, what, a, b, norm=None, same=None):
+        self.count += 1
+        if same is not None:
+            ok = same(a, b)
+        elif norm is not None:
+            try:
+                ok = norm(a) == norm(b)
+            except Exception:
+                ok = a == b
+        else:
+            ok = a == b
+        if not ok:
+            self.mismatches.append((what, a, b))
+        return ok
+
+    def cmd(self, *args, norm=None, same=None):
+        a = self.ref.cmd(*args)
+        try:
+            b = self.fd.cmd(*args)
+        except (ConnClosed, ReplyTimeout) as e:
+            b = ("<%s: %s>" % (type(e).__name__, e)).encode()
+            self.mismatches.append((_abbrev(args), a, b))
+            self.fail_now()
+        self._compare(_abbrev(args), a, b, norm, same)
+        return a, b
+
+    def ttl(self, key, pttl=False):
+        if pttl:
+            return self.cmd("PTTL", key, same=ttl_close(2500))
+        return self.cmd("TTL", key, same=ttl_close(2))
+
+    def raw(self, data, nreplies=1, what=None):
+        self.ref.send_raw(data)
+        self.fd.send_raw(data)
+        out = []
+        for i in range(nreplies):
+            a = self.ref.read()
+            try:
+                b = self.fd.read()
+            except (ConnClosed, ReplyTimeout) as e:
+                b = ("<%s: %s>" % (type(e).__name__, e)).encode()
+                self.mismatches.append((what or repr(_b(data)[:100]), a, b))
+                self.fail_now()
+            self._compare((what or "raw %r" % _b(data)[:100]) + " reply %d" % i, a, b)
+            out.append((a, b))
+        return out
+
+    def pipeline(self, cmds, norms=None):
+        """Pipeline cmds to both, compare reply i with reply i. norms[i] is an
+        optional (norm, same) pair. Returns the index of the first mismatch
+        or -1."""
+        self.ref.send_many(cmds)
+        self.fd.send_many(cmds)
+        first = -1
+        for i, c in enumerate(cmds):
+            a = self.ref.read()
+            try:
+                b = self.fd.read()
+            except (ConnClosed, ReplyTimeout) as e:
+                b = ("<%s: %s>" % (type(e).__name__, e)).encode()
+                self.mismatches.append((_abbrev(c), a, b))
+                self.fail_now()
+            n, s = (norms[i] if norms and norms[i] else (None, None))
+            if not self._compare(_abbrev(c), a, b, n, s) and first < 0:
+                first = i
+        return first
+
+    def report(self):
+        lines = ["%d of %d replies differ (redis-server vs frontdoor):"
+                 % (len(self.mismatches), self.count)]
+        for what, a, b in self.mismatches[:self.max_report]:
+            lines.append("  cmd %s\n     redis: %s\n     fd:    %s" % (what, _show(a), _show(b)))
+        if len(self.mismatches) > self.max_report:
+            lines.append("  ... and %d more" % (len(self.mismatches) - self.max_report))
+        return "\n".join(lines)
+
+    def fail_now(self):
+        raise AssertionError(self.report() + "\n  (frontdoor connection lost; case aborted)")
+
+    def finish(self):
+        if self.mismatches:
+            raise AssertionError(self.report())

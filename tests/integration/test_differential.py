@@ -1,0 +1,711 @@
+#!/usr/bin/python3
+"""Differential test: the same commands go to a real redis-server and to
+frontdoor; every reply is compared byte for byte (order-free replies such as
+KEYS are sorted first, positive TTLs are compared within a tolerance).
+
+(a) scripted cases, one per topic; (b) a seeded random sequence (FD_SEED=n
+reproduces, FD_RANDOM_N=count sets its length).
+
+Commands of the data types frontdoor does not have yet (lists, hashes, sets,
+sorted sets) are probed once at start: a command frontdoor answers with
+"-ERR unknown command" is skipped, so the test grows as the server does.
+
+The reference redis-server runs with --databases 1 so that SELECT 1 gets the
+same error frontdoor gives (it has one database).
+"""
+import os
+import random
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fdtest import (Tests, Diff, start_frontdoor, start_redis, encode, parse,
+                    norm_sorted, norm_pairs, skip, check, eq, kv_pairs, Err)
+
+T = Tests(case_timeout=50)
+
+_servers = {}
+
+
+def servers():
+    """One reference redis-server and one frontdoor shared by all cases
+    (each case flushes). A server found dead is reported and restarted."""
+    for name in ("ref", "fd"):
+        s = _servers.get(name)
+        if s is not None and not s.alive():
+            print("      !! %s (pid %d) died with status %s; restarting it. Its output:\n%s"
+                  % (s.kind, s.pid, s.proc.returncode, s.log()[-3000:]))
+            s.cleanup()
+            s = None
+        if s is None:
+            _servers[name] = (start_redis(databases=1, keep=True) if name == "ref"
+                              else start_frontdoor(keep=True))
+    return _servers["ref"], _servers["fd"]
+
+
+def diff(flush=True):
+    ref, fd = servers()
+    d = Diff(ref.conn(), fd.conn())
+    if flush:
+        d.cmd("FLUSHDB")
+    return d
+
+
+# ------------------------------------------------------------ support probe
+
+_support = {}
+
+
+def supported(*names):
+    """Is every command in names known to frontdoor (not '-ERR unknown
+    command')? Probed with no arguments: a known command answers with an
+    arity error, an unknown one with 'unknown command'."""
+    ref, fd = servers()
+    missing = [n for n in names if not _probe(fd, n)]
+    return not missing, missing
+
+
+def _probe(fd, name):
+    if name not in _support:
+        with fd.conn() as c:
+            r = c.cmd(name)
+        _support[name] = not r.startswith(b"-ERR unknown command")
+    return _support[name]
+
+
+def need(*names):
+    ok, missing = supported(*names)
+    if not ok:
+        skip("frontdoor does not implement %s yet" % ", ".join(missing))
+
+
+def run_script(d, steps):
+    """steps: tuples of args; ("TTL", k)/("PTTL", k) compared with tolerance;
+    a step may be (norm, args...) with norm in {'sorted', 'pairs'}."""
+    for st in steps:
+        if st and st[0] == "sorted":
+            d.cmd(*st[1:], norm=norm_sorted)
+        elif st and st[0] == "pairs":
+            d.cmd(*st[1:], norm=norm_pairs)
+        elif st and isinstance(st[0], str) and st[0].upper() in ("TTL", "PTTL") and len(st) == 2:
+            d.ttl(st[1], pttl=st[0].upper() == "PTTL")
+        else:
+            d.cmd(*st)
+
+
+def scripted(name, steps, requires=()):
+    def fn():
+        if requires:
+            need(*requires)
+        d = diff()
+        run_script(d, steps)
+        d.finish()
+    fn.__name__ = name
+    T.add(name, fn)
+
+
+# ============================================================ (a) scripted
+
+scripted("strings_get_set_basic", [
+    ("GET", "nokey"), ("SET", "k", "v"), ("GET", "k"), ("SET", "k", "v2"), ("GET", "k"),
+    ("SET", "k", ""), ("GET", "k"), ("STRLEN", "k"), ("SET", "", "emptykey"), ("GET", ""),
+    ("SET", "n", "123"), ("GET", "n"), ("TYPE", "k"), ("TYPE", "nokey"),
+    ("set", "lower", "case"), ("GeT", "lower"),
+    ("SET", "big", "x" * 100000), ("GET", "big"), ("STRLEN", "big"),
+])
+
+scripted("strings_set_options", [
+    ("SET", "a", "1", "EX", "100"), ("TTL", "a"), ("PTTL", "a"),
+    ("SET", "a", "1", "PX", "100000"), ("TTL", "a"),
+    ("SET", "a", "1", "EXAT", str(int(time.time()) + 1000)), ("TTL", "a"),
+    ("SET", "a", "1", "PXAT", str(int(time.time() * 1000) + 1000000)), ("TTL", "a"),
+    ("SET", "a", "2"), ("TTL", "a"),
+    ("SET", "a", "3", "ex", "50"), ("SET", "a", "4", "KEEPTTL"), ("TTL", "a"), ("GET", "a"),
+    ("SET", "a", "5", "keepttl", "GET"), ("TTL", "a"),
+    ("SET", "nx1", "v", "NX"), ("SET", "nx1", "w", "NX"), ("GET", "nx1"),
+    ("SET", "xx1", "v", "XX"), ("GET", "xx1"), ("SET", "nx1", "z", "XX"), ("GET", "nx1"),
+    ("SET", "g", "new", "GET"), ("SET", "g", "newer", "GET"), ("GET", "g"),
+    ("SET", "g", "n2", "NX", "GET"), ("GET", "g"), ("SET", "g2", "n", "NX", "GET"), ("GET", "g2"),
+    ("SET", "g", "n3", "XX", "GET"), ("SET", "gmiss", "n", "XX", "GET"), ("EXISTS", "gmiss"),
+    ("SET", "g", "v", "GET", "EX", "100"), ("TTL", "g"),
+    ("SET", "past", "v", "EXAT", "1"), ("EXISTS", "past"), ("GET", "past"),
+    ("SET", "past", "v", "PXAT", "1000"), ("EXISTS", "past"),
+])
+
+scripted("strings_set_bad_combinations", [
+    ("SET", "a", "1", "NX", "XX"), ("SET", "a", "1", "EX", "10", "PX", "100"),
+    ("SET", "a", "1", "EX", "10", "EX", "10"), ("SET", "a", "1", "KEEPTTL", "EX", "10"),
+    ("SET", "a", "1", "PX", "10", "KEEPTTL"), ("SET", "a", "1", "EXAT", "10", "PXAT", "10"),
+    ("SET", "a", "1", "EX"), ("SET", "a", "1", "PX"), ("SET", "a", "1", "FOO"),
+    ("SET", "a", "1", "EX", "0"), ("SET", "a", "1", "EX", "-5"), ("SET", "a", "1", "PX", "0"),
+    ("SET", "a", "1", "EX", "abc"), ("SET", "a", "1", "EX", "1.5"), ("SET", "a", "1", "PX", ""),
+    ("SET", "a", "1", "EX", "9999999999999999"), ("SET", "a", "1", "PX", "9223372036854775807"),
+    ("SET", "a", "1", "EXAT", "0"), ("SET", "a", "1", "PXAT", "-1"),
+    ("SET", "a", "1", "GET", "GET"), ("SET", "a", "1", "NX", "NX"),
+    ("EXISTS", "a"),
+])
+
+scripted("strings_setnx_setex_psetex", [
+    ("SETNX", "a", "1"), ("SETNX", "a", "2"), ("GET", "a"),
+    ("SETEX", "b", "100", "v"), ("TTL", "b"), ("GET", "b"),
+    ("SETEX", "b", "0", "v"), ("SETEX", "b", "-1", "v"), ("SETEX", "b", "abc", "v"),
+    ("SETEX", "b", "9999999999999999", "v"),
+    ("PSETEX", "c", "100000", "v"), ("PTTL", "c"), ("TTL", "c"), ("GET", "c"),
+    ("PSETEX", "c", "0", "v"), ("PSETEX", "c", "x", "v"),
+    ("SETEX", "b", "10"), ("PSETEX", "c"), ("SETNX", "a"),
+])
+
+scripted("strings_getset_getdel_getex", [
+    ("GETSET", "a", "1"), ("GETSET", "a", "2"), ("GET", "a"),
+    ("SET", "t", "v", "EX", "100"), ("GETSET", "t", "w"), ("TTL", "t"),
+    ("GETDEL", "a"), ("GETDEL", "a"), ("EXISTS", "a"),
+    ("SET", "e", "v"), ("GETEX", "e"), ("TTL", "e"),
+    ("GETEX", "e", "EX", "100"), ("TTL", "e"), ("GETEX", "e", "PX", "200000"), ("TTL", "e"),
+    ("GETEX", "e", "EXAT", str(int(time.time()) + 500)), ("TTL", "e"),
+    ("GETEX", "e", "PXAT", str(int(time.time() * 1000) + 600000)), ("TTL", "e"),
+    ("GETEX", "e", "PERSIST"), ("TTL", "e"),
+    ("GETEX", "e", "EX", "10", "PERSIST"), ("GETEX", "e", "PERSIST", "EX", "10"),
+    ("GETEX", "e", "EX", "0"), ("GETEX", "e", "EX", "-1"), ("GETEX", "e", "EX", "x"),
+    ("GETEX", "e", "EX"), ("GETEX", "e", "FOO"), ("GETEX", "e", "EX", "10", "PX", "10"),
+    ("GETEX", "nokey"), ("GETEX", "nokey", "EX", "10"), ("EXISTS", "nokey"),
+    ("GETEX", "e", "EXAT", "1"), ("EXISTS", "e"),
+])
+
+scripted("strings_mget_mset_msetnx", [
+    ("MSET", "a", "1", "b", "2", "c", "3"), ("MGET", "a", "b", "c", "d"), ("MGET", "d"),
+    ("MSET", "a", "x", "a", "y"), ("GET", "a"),
+    ("MSET", "a"), ("MSET", "a", "1", "b"), ("MGET",),
+    ("MSETNX", "d", "4", "e", "5"), ("MSETNX", "e", "6", "f", "7"), ("MGET", "d", "e", "f"),
+    ("MSETNX", "g", "1", "g", "2"), ("GET", "g"), ("MSETNX", "h"),
+    ("SET", "t", "v", "EX", "100"), ("MSET", "t", "w"), ("TTL", "t"),
+])
+
+scripted("strings_incr_decr", [
+    ("INCR", "n"), ("INCR", "n"), ("INCRBY", "n", "10"), ("INCRBY", "n", "-20"),
+    ("DECR", "n"), ("DECRBY", "n", "5"), ("DECRBY", "n", "-5"), ("GET", "n"),
+    ("SET", "s", "abc"), ("INCR", "s"), ("DECR", "s"), ("INCRBY", "s", "1"),
+    ("SET", "s", " 1"), ("INCR", "s"), ("SET", "s", "1 "), ("INCR", "s"),
+    ("SET", "s", "01"), ("INCR", "s"), ("SET", "s", "+1"), ("INCR", "s"),
+    ("SET", "s", "-0"), ("INCR", "s"), ("SET", "s", ""), ("INCR", "s"),
+    ("SET", "s", "1.0"), ("INCR", "s"), ("SET", "s", "-"), ("INCR", "s"),
+    ("SET", "s", "0"), ("INCR", "s"), ("SET", "s", "-5"), ("INCR", "s"),
+    ("INCRBY", "n", "abc"), ("INCRBY", "n", ""), ("INCRBY", "n", "1.5"), ("DECRBY", "n", "x"),
+    ("SET", "m", "9223372036854775807"), ("INCR", "m"), ("INCRBY", "m", "1"), ("INCRBY", "m", "0"),
+    ("SET", "m", "9223372036854775808"), ("INCR", "m"),
+    ("SET", "m", "-9223372036854775808"), ("DECR", "m"), ("DECRBY", "m", "1"),
+    ("INCRBY", "m", "-1"), ("INCRBY", "m", "9223372036854775807"), ("GET", "m"),
+    ("SET", "m", "5"), ("DECRBY", "m", "-9223372036854775808"),
+    ("DECRBY", "m", "9223372036854775807"), ("DECRBY", "m", "9223372036854775807"),
+    ("INCRBY", "m", "9223372036854775808"), ("INCRBY", "m", "-9223372036854775809"),
+    ("SET", "t", "1", "EX", "100"), ("INCR", "t"), ("TTL", "t"),
+    ("INCR", "n", "x"), ("INCRBY", "n"), ("DECRBY", "n"), ("DECR",),
+])
+
+scripted("strings_incrbyfloat", [
+    ("SET", "f", "10.5"), ("INCRBYFLOAT", "f", "0.1"), ("GET", "f"),
+    ("INCRBYFLOAT", "g", "3.0e3"), ("INCRBYFLOAT", "g", "2.0e2"), ("GET", "g"),
+    ("INCRBYFLOAT", "h", "0.1"), ("INCRBYFLOAT", "h", "0.2"),
+    ("INCRBYFLOAT", "i", "1"), ("INCRBYFLOAT", "i", "-1"), ("INCRBYFLOAT", "i", "-1.5"),
+    ("INCRBYFLOAT", "j", "5.0e-3"), ("INCRBYFLOAT", "j", "1e-10"),
+    ("INCRBYFLOAT", "k", "1.23456789012345678"), ("INCRBYFLOAT", "k", "100000000000"),
+    ("INCRBYFLOAT", "l", "-0"), ("INCRBYFLOAT", "l", "-0.0"), ("INCRBYFLOAT", "l", "0"),
+    ("SET", "n", "17"), ("INCRBYFLOAT", "n", "0.5"), ("INCRBYFLOAT", "n", "-0.5"), ("INCR", "n"),
+    ("SET", "s", "abc"), ("INCRBYFLOAT", "s", "1"), ("INCRBYFLOAT", "f", "abc"),
+    ("INCRBYFLOAT", "f", ""), ("INCRBYFLOAT", "f", " 1"), ("INCRBYFLOAT", "f", "1 "),
+    ("INCRBYFLOAT", "f", "inf"), ("INCRBYFLOAT", "f", "-inf"), ("INCRBYFLOAT", "f", "nan"),
+    ("INCRBYFLOAT", "f", "+inf"), ("INCRBYFLOAT", "f", "1e"), ("INCRBYFLOAT", "f", "0x10"),
+    ("INCRBYFLOAT", "f", ".5"), ("INCRBYFLOAT", "f", "5."), ("INCRBYFLOAT", "f", "+1.5"),
+    ("SET", "s", "1.5 "), ("INCRBYFLOAT", "s", "1"), ("SET", "s", "1e5"), ("INCRBYFLOAT", "s", "1"),
+    ("SET", "t", "1", "EX", "100"), ("INCRBYFLOAT", "t", "1.5"), ("TTL", "t"),
+    ("INCRBYFLOAT", "f"), ("INCRBYFLOAT", "f", "1", "2"),
+])
+
+scripted("strings_incrbyfloat_extremes", [
+    ("SET", "a", "1e308"), ("INCRBYFLOAT", "a", "1e308"),
+    ("INCRBYFLOAT", "b", "1e400"),
+    ("INCRBYFLOAT", "c", "1e-320"),
+    ("INCRBYFLOAT", "d", "123456789012345678901234567890"),
+    ("INCRBYFLOAT", "e", "0.1"), ("INCRBYFLOAT", "e", "0.7"), ("INCRBYFLOAT", "e", "0.2"),
+    ("SET", "f", "9223372036854775807"), ("INCRBYFLOAT", "f", "1"),
+])
+
+scripted("strings_append_strlen", [
+    ("APPEND", "a", "hello"), ("APPEND", "a", " world"), ("GET", "a"), ("STRLEN", "a"),
+    ("APPEND", "a", ""), ("STRLEN", "nokey"), ("APPEND", "e", ""), ("EXISTS", "e"), ("GET", "e"),
+    ("SET", "n", "10"), ("APPEND", "n", "5"), ("INCR", "n"),
+    ("SET", "t", "x", "EX", "100"), ("APPEND", "t", "y"), ("TTL", "t"),
+    ("APPEND", "a"), ("STRLEN",), ("STRLEN", "a", "b"),
+])
+
+scripted("strings_getrange", [
+    ("SET", "s", "Hello World"),
+    ("GETRANGE", "s", "0", "4"), ("GETRANGE", "s", "-5", "-1"), ("GETRANGE", "s", "0", "-1"),
+    ("GETRANGE", "s", "-3", "-5"), ("GETRANGE", "s", "5", "2"), ("GETRANGE", "s", "0", "100"),
+    ("GETRANGE", "s", "-100", "-50"), ("GETRANGE", "s", "-100", "2"), ("GETRANGE", "s", "20", "30"),
+    ("GETRANGE", "s", "10", "10"), ("GETRANGE", "s", "11", "11"), ("GETRANGE", "s", "-1", "-1"),
+    ("GETRANGE", "s", "0", "0"), ("GETRANGE", "s", "-11", "-11"), ("GETRANGE", "s", "-12", "0"),
+    ("GETRANGE", "s", "3", "-100"),
+    ("GETRANGE", "nokey", "0", "-1"), ("GETRANGE", "s", "a", "1"), ("GETRANGE", "s", "0", "b"),
+    ("GETRANGE", "s", "0", "9223372036854775807"), ("GETRANGE", "s", "-9223372036854775808", "1"),
+    ("SET", "e", ""), ("GETRANGE", "e", "0", "-1"), ("GETRANGE", "e", "0", "0"),
+    ("GETRANGE", "s", "0"), ("SUBSTR", "s", "0", "2"),
+])
+
+scripted("strings_setrange", [
+    ("SETRANGE", "a", "5", "x"), ("GET", "a"), ("STRLEN", "a"),
+    ("SETRANGE", "a", "0", "ab"), ("GET", "a"), ("SETRANGE", "a", "3", "LONGER"), ("GET", "a"),
+    ("SETRANGE", "a", "-1", "x"), ("SETRANGE", "a", "x", "x"),
+    ("SETRANGE", "a", "536870912", "x"), ("SETRANGE", "a", "536870911", ""),
+    ("SETRANGE", "b", "0", ""), ("EXISTS", "b"), ("SETRANGE", "b", "10", ""), ("EXISTS", "b"),
+    ("SETRANGE", "a", "100", ""), ("STRLEN", "a"),
+    ("SET", "n", "1234"), ("SETRANGE", "n", "1", "9"), ("INCR", "n"),
+    ("SET", "t", "x", "EX", "100"), ("SETRANGE", "t", "2", "y"), ("TTL", "t"), ("GET", "t"),
+    ("SETRANGE", "a", "1"), ("SETRANGE", "a", "1", "b", "c"),
+])
+
+scripted("keys_del_unlink_exists_touch", [
+    ("MSET", "a", "1", "b", "2", "c", "3", "d", "4"),
+    ("EXISTS", "a"), ("EXISTS", "a", "a", "a"), ("EXISTS", "a", "b", "x", "b"), ("EXISTS", "x"),
+    ("DEL", "a", "a"), ("DEL", "a"), ("DEL", "b", "x", "c"), ("UNLINK", "d", "d", "zz"),
+    ("DBSIZE",), ("MSET", "a", "1", "b", "2"), ("TOUCH", "a", "b", "x", "a"), ("TOUCH", "x"),
+    ("DEL",), ("UNLINK",), ("EXISTS",), ("TOUCH",), ("DBSIZE", "x"),
+])
+
+scripted("keys_expire_family", [
+    ("SET", "a", "v"), ("EXPIRE", "a", "100"), ("TTL", "a"), ("EXPIRE", "nokey", "100"),
+    ("EXPIRE", "a", "200", "NX"), ("TTL", "a"), ("EXPIRE", "a", "300", "XX"), ("TTL", "a"),
+    ("EXPIRE", "a", "100", "GT"), ("TTL", "a"), ("EXPIRE", "a", "1000", "GT"), ("TTL", "a"),
+    ("EXPIRE", "a", "2000", "LT"), ("TTL", "a"), ("EXPIRE", "a", "500", "LT"), ("TTL", "a"),
+    ("SET", "b", "v"), ("EXPIRE", "b", "100", "XX"), ("TTL", "b"), ("EXPIRE", "b", "100", "GT"),
+    ("TTL", "b"), ("EXPIRE", "b", "100", "LT"), ("TTL", "b"), ("PERSIST", "b"),
+    ("EXPIRE", "b", "100", "NX"), ("TTL", "b"),
+    ("EXPIRE", "a", "10", "NX", "XX"), ("EXPIRE", "a", "10", "GT", "LT"),
+    ("EXPIRE", "a", "10", "NX", "GT"), ("EXPIRE", "a", "10", "FOO"), ("EXPIRE", "a", "10", "nx"),
+    ("EXPIRE", "a", "abc"), ("EXPIRE", "a", "1.5"), ("EXPIRE", "a", ""),
+    ("EXPIRE", "a", "9223372036854775807"), ("EXPIRE", "a", "-9223372036854775808"),
+    ("PEXPIRE", "a", "9223372036854775807"), ("EXPIREAT", "a", "9223372036854775807"),
+    ("PEXPIRE", "a", "500000"), ("PTTL", "a"), ("TTL", "a"),
+    ("EXPIREAT", "a", str(int(time.time()) + 700)), ("TTL", "a"),
+    ("PEXPIREAT", "a", str(int(time.time() * 1000) + 800000)), ("TTL", "a"),
+    ("SET", "p", "v"), ("EXPIRE", "p", "-1"), ("EXISTS", "p"),
+    ("SET", "p", "v"), ("EXPIRE", "p", "0"), ("EXISTS", "p"),
+    ("SET", "p", "v"), ("PEXPIRE", "p", "-100"), ("EXISTS", "p"),
+    ("SET", "p", "v"), ("EXPIREAT", "p", "100"), ("EXISTS", "p"),
+    ("SET", "p", "v"), ("PEXPIREAT", "p", "1000"), ("EXISTS", "p"),
+    ("SET", "p", "v"), ("EXPIREAT", "p", "100", "XX"), ("EXISTS", "p"),
+    ("SET", "p", "v"), ("EXPIRE", "p", "-1", "GT"), ("EXISTS", "p"),
+    ("SET", "p", "v"), ("EXPIRE", "p", "-1", "LT"), ("EXISTS", "p"),
+    ("TTL", "nokey"), ("PTTL", "nokey"), ("SET", "q", "v"), ("TTL", "q"), ("PTTL", "q"),
+    ("PERSIST", "q"), ("PERSIST", "nokey"),
+    ("EXPIRE", "a"), ("TTL",), ("PTTL", "a", "b"), ("PERSIST",), ("EXPIREAT", "a"),
+])
+
+scripted("keys_keys_patterns", [
+    ("MSET", "hello", "1", "hallo", "2", "hxllo", "3", "hllo", "4", "heeeello", "5",
+     "h*llo", "6", "h?llo", "7", "a[b", "8", "", "9", "k1", "a", "k2", "b", "k10", "c",
+     "\x00bin", "x", "UPPER", "u"),
+    ("sorted", "KEYS", "*"), ("sorted", "KEYS", "h?llo"), ("sorted", "KEYS", "h*llo"),
+    ("sorted", "KEYS", "h[ae]llo"), ("sorted", "KEYS", "h[^e]llo"), ("sorted", "KEYS", "h[a-b]llo"),
+    ("sorted", "KEYS", "h\\*llo"), ("sorted", "KEYS", "h\\?llo"), ("sorted", "KEYS", "k?"),
+    ("sorted", "KEYS", "k*"), ("sorted", "KEYS", "k[0-9]*"), ("sorted", "KEYS", "nomatch*"),
+    ("sorted", "KEYS", "a[b"), ("sorted", "KEYS", "a\\[b"), ("sorted", "KEYS", ""),
+    ("sorted", "KEYS", "upper"), ("sorted", "KEYS", "UPP*"), ("sorted", "KEYS", "?bin"),
+    ("sorted", "KEYS", "*llo"), ("sorted", "KEYS", "[hk]*"), ("sorted", "KEYS", "h[!e]llo"),
+    ("KEYS",), ("KEYS", "a", "b"),
+])
+
+scripted("keys_rename_renamenx", [
+    ("SET", "a", "1"), ("RENAME", "a", "b"), ("GET", "a"), ("GET", "b"),
+    ("RENAME", "nokey", "x"), ("RENAMENX", "nokey", "x"),
+    ("RENAME", "b", "b"), ("GET", "b"), ("RENAMENX", "b", "b"),
+    ("SET", "c", "3"), ("RENAMENX", "b", "c"), ("GET", "b"), ("RENAMENX", "b", "d"), ("GET", "d"),
+    ("SET", "t", "v", "EX", "100"), ("RENAME", "t", "u"), ("TTL", "u"), ("TTL", "t"),
+    ("SET", "w", "x"), ("EXPIRE", "c", "1000"), ("RENAME", "w", "c"), ("TTL", "c"), ("GET", "c"),
+    ("SET", "z", "x", "EX", "100"), ("RENAMENX", "z", "zz"), ("TTL", "zz"),
+    ("RENAME", "a"), ("RENAMENX", "a"), ("RENAME", "a", "b", "c"),
+])
+
+scripted("keys_randomkey_dbsize_flushdb", [
+    ("RANDOMKEY",), ("DBSIZE",), ("SET", "only", "1"), ("RANDOMKEY",), ("DBSIZE",),
+    ("MSET", "a", "1", "b", "2"), ("DBSIZE",), ("FLUSHDB",), ("DBSIZE",), ("RANDOMKEY",),
+    ("SET", "a", "1"), ("FLUSHDB", "ASYNC"), ("DBSIZE",), ("SET", "a", "1"),
+    ("FLUSHDB", "SYNC"), ("DBSIZE",), ("FLUSHDB", "FOO"), ("FLUSHDB", "SYNC", "ASYNC"),
+    ("RANDOMKEY", "x"),
+])
+
+scripted("binary_safe_keys_values", [
+    ("SET", b"\x00", b"\x00\x00"), ("GET", b"\x00"), ("STRLEN", b"\x00"),
+    ("SET", b"k\r\nx", b"v\r\n\r\n"), ("GET", b"k\r\nx"),
+    ("SET", b"\xff\xfe", bytes(range(256))), ("GET", b"\xff\xfe"),
+    ("APPEND", b"\xff\xfe", b"\x00\r\n"), ("GETRANGE", b"\xff\xfe", "250", "-1"),
+    ("MGET", b"\x00", b"k\r\nx", b"\xff\xfe", b"missing\x00"),
+    ("EXISTS", b"\x00", b"\x00 "), ("TYPE", b"k\r\nx"), ("RENAME", b"k\r\nx", b"\r\n"),
+    ("GET", b"\r\n"), ("sorted", "KEYS", "*"), ("DEL", b"\x00", b"\r\n"), ("DBSIZE",),
+    ("SET", "", ""), ("GET", ""), ("STRLEN", ""), ("EXISTS", ""), ("APPEND", "", ""),
+    ("SETRANGE", "", "3", b"\x00"), ("GET", ""),
+])
+
+scripted("ping_echo_select", [
+    ("PING",), ("PING", "hello"), ("PING", b"\x00\r\n"), ("PING", "a", "b"), ("ping",),
+    ("ECHO", "hi"), ("ECHO", ""), ("ECHO", b"\x00\xff"), ("ECHO",), ("ECHO", "a", "b"),
+    ("SELECT", "0"), ("SELECT", "1"), ("SELECT", "-1"), ("SELECT", "abc"), ("SELECT", "16"),
+    ("SELECT",), ("SELECT", "0", "1"), ("SET", "x", "1"), ("SELECT", "0"), ("GET", "x"),
+])
+
+# -- wrong arity, every command: (name, a too-short argv, a too-long argv or None)
+ARITY = [
+    ("get", [], ["a", "b"]), ("set", ["a"], None), ("setnx", ["a"], ["a", "b", "c"]),
+    ("setex", ["a", "1"], ["a", "1", "v", "x"]), ("psetex", ["a", "1"], ["a", "1", "v", "x"]),
+    ("getset", ["a"], ["a", "b", "c"]), ("getdel", [], ["a", "b"]), ("getex", [], None),
+    ("mget", [], None), ("mset", ["a"], None), ("msetnx", ["a"], None),
+    ("incr", [], ["a", "b"]), ("decr", [], ["a", "b"]), ("incrby", ["a"], ["a", "1", "2"]),
+    ("decrby", ["a"], ["a", "1", "2"]), ("incrbyfloat", ["a"], ["a", "1", "2"]),
+    ("append", ["a"], ["a", "b", "c"]), ("strlen", [], ["a", "b"]),
+    ("getrange", ["a", "0"], ["a", "0", "1", "2"]), ("setrange", ["a", "0"], ["a", "0", "x", "y"]),
+    ("del", [], None), ("unlink", [], None), ("exists", [], None), ("type", [], ["a", "b"]),
+    ("expire", ["a"], None), ("pexpire", ["a"], None), ("expireat", ["a"], None),
+    ("pexpireat", ["a"], None), ("ttl", [], ["a", "b"]), ("pttl", [], ["a", "b"]),
+    ("persist", [], ["a", "b"]), ("keys", [], ["a", "b"]), ("rename", ["a"], ["a", "b", "c"]),
+    ("renamenx", ["a"], ["a", "b", "c"]), ("randomkey", None, ["a"]), ("dbsize", None, ["a"]),
+    ("touch", [], None), ("echo", [], ["a", "b"]), ("ping", None, ["a", "b"]),
+    ("select", [], ["0", "1"]),
+]
+
+
+@T.case
+def arity_errors():
+    d = diff()
+    for name, short, long_ in ARITY:
+        for argv in (short, long_):
+            if argv is None:
+                continue
+            d.cmd(name, *argv)
+            d.cmd(name.upper(), *argv)
+    d.finish()
+
+
+@T.case
+def unknown_command_errors():
+    d = diff()
+    d.cmd("FOO")
+    d.cmd("foo", "a", "b")
+    d.cmd("NoSuchCommand", "arg1")
+    d.cmd("foo", "x" * 200, "y")
+    d.cmd("x" * 300, "a")
+    d.cmd("foo", *["a%d" % i for i in range(60)])
+    d.cmd("foo", "")
+    d.cmd("foo", "a\r\nb")
+    d.cmd("foo\r\nbar", "a")
+    d.cmd(b"\xff\x00", "a")
+    d.cmd("")
+    d.finish()
+
+
+@T.case
+def inline_commands():
+    d = diff()
+    d.raw(b"SET a b\r\n", 1, "inline SET")
+    d.raw(b"GET a\r\n", 1, "inline GET")
+    d.raw(b"  PING   \r\n", 1, "inline PING with spaces")
+    d.raw(b"PING\n", 1, "inline LF only")
+    d.raw(b"\r\n\r\nPING\r\n", 1, "empty lines then PING")
+    d.raw(b'SET "a b" "c\\x41\\n\\t"\r\n', 1, "inline quoted")
+    d.raw(b'GET "a b"\r\n', 1, "inline GET quoted")
+    d.raw(b"SET q 'single quoted'\r\nGET q\r\n", 2, "inline single quotes")
+    d.raw(b"ECHO \"\"\r\n", 1, "inline empty quoted arg")
+    d.raw(b"MGET a q nokey\r\n", 1, "inline MGET")
+    d.raw(b"SET x 1\r\nINCR x\r\nINCRBY x 5\r\nGET x\r\n", 4, "inline pipeline")
+    d.raw(b"foo bar baz\r\n", 1, "inline unknown")
+    d.raw(b"GET\r\n", 1, "inline arity")
+    d.raw(b"PING\r\n*1\r\n$4\r\nPING\r\nPING\r\n", 3, "inline/multibulk mixed")
+    d.finish()
+
+
+@T.case
+def resp3_reply_shapes():
+    d = diff()
+    for c in (d.ref, d.fd):
+        r = c.cmd("HELLO", "3")
+        v = parse(r)
+        check(r.startswith(b"%"), "HELLO 3 must reply with a RESP3 map", r)
+        m = kv_pairs(v)
+        for k in ("server", "version", "proto", "id", "mode", "role", "modules"):
+            check(k in m, "HELLO 3 reply lacks %r" % k, r)
+        eq(m["proto"], 3, "HELLO 3 proto field")
+        check(isinstance(m["id"], int), "HELLO id must be an integer", r)
+        check(isinstance(m["modules"], list), "HELLO modules must be an array", r)
+    run_script(d, [
+        ("GET", "nokey"), ("SET", "a", "1"), ("GET", "a"), ("MGET", "a", "nokey"),
+        ("INCRBYFLOAT", "f", "1.5"), ("INCRBYFLOAT", "f", "0.1"), ("EXISTS", "a"),
+        ("SET", "a", "2", "GET"), ("SET", "a", "3", "NX"), ("SET", "b", "v", "XX", "GET"),
+        ("TTL", "nokey"), ("sorted", "KEYS", "*"), ("RANDOMKEY",), ("GETDEL", "nokey"),
+        ("GETEX", "nokey"), ("PING",), ("ECHO", "x"), ("INCR", "a"), ("INCR", "nokey2"),
+        ("DEL", "a", "f", "b", "nokey2"), ("RANDOMKEY",), ("SET", "s", "x"), ("INCR", "s"),
+        ("foo", "bar"), ("GET",), ("GETSET", "nokey", "v"), ("GETRANGE", "nokey", "0", "1"),
+    ])
+    for c in (d.ref, d.fd):
+        v = parse(c.cmd("HELLO", "2"))
+        check(isinstance(v, list) and kv_pairs(v).get("proto") == 2,
+              "HELLO 2 must reply with a flat array and proto 2", v)
+    run_script(d, [("GET", "nokey"), ("MGET", "nokey"), ("FLUSHDB",), ("RANDOMKEY",), ("HELLO", "4"),
+                   ("HELLO", "x"), ("HELLO", "1"), ("GET", "nokey")])
+    d.finish()
+
+
+# -- data types frontdoor gets later: each case skips while frontdoor answers
+#    "unknown command" to one of the commands it needs.
+
+scripted("lists_basic", [
+    ("RPUSH", "l", "a", "b", "c"), ("LPUSH", "l", "z"), ("LRANGE", "l", "0", "-1"),
+    ("LLEN", "l"), ("LINDEX", "l", "1"), ("LINDEX", "l", "-1"), ("LINDEX", "l", "9"),
+    ("LPOP", "l"), ("RPOP", "l"), ("LRANGE", "l", "0", "-1"), ("LPOP", "nokey"),
+    ("LSET", "l", "0", "X"), ("LSET", "l", "9", "X"), ("LSET", "nokey", "0", "x"),
+    ("RPUSH", "l", "a", "a", "b", "a"), ("LREM", "l", "2", "a"), ("LRANGE", "l", "0", "-1"),
+    ("LTRIM", "l", "1", "-1"), ("LRANGE", "l", "0", "-1"), ("LPOP", "l", "2"), ("RPOP", "l", "5"),
+    ("EXISTS", "l"), ("TYPE", "l"), ("SET", "s", "v"), ("LPUSH", "s", "x"), ("RPUSH", "l2", "1"),
+    ("GET", "l2"), ("INCR", "l2"), ("LRANGE", "nokey", "0", "-1"), ("TYPE", "l2"),
+    ("LPUSHX", "nokey", "a"), ("RPUSHX", "l2", "2"), ("LRANGE", "l2", "-100", "100"),
+], requires=("rpush", "lpush", "lrange", "llen", "lindex", "lpop", "rpop", "lset", "lrem",
+             "ltrim", "lpushx", "rpushx"))
+
+scripted("hashes_basic", [
+    ("HSET", "h", "f1", "v1", "f2", "v2"), ("HGET", "h", "f1"), ("HGET", "h", "nof"),
+    ("HSET", "h", "f1", "v9"), ("HMGET", "h", "f1", "nof", "f2"), ("HLEN", "h"),
+    ("HEXISTS", "h", "f2"), ("HEXISTS", "h", "zz"), ("HDEL", "h", "f2", "zz"),
+    ("pairs", "HGETALL", "h"), ("sorted", "HKEYS", "h"), ("sorted", "HVALS", "h"),
+    ("HINCRBY", "h", "n", "5"), ("HINCRBY", "h", "f1", "1"), ("HINCRBYFLOAT", "h", "fl", "1.5"),
+    ("HINCRBYFLOAT", "h", "fl", "0.1"), ("HSETNX", "h", "n", "x"), ("HSETNX", "h", "new", "x"),
+    ("HSTRLEN", "h", "f1"), ("TYPE", "h"), ("GET", "h"), ("HSET", "h", "odd"),
+    ("SET", "s", "v"), ("HGET", "s", "f"), ("pairs", "HGETALL", "nokey"), ("HDEL", "h", "f1", "n", "fl", "new"),
+    ("EXISTS", "h"),
+], requires=("hset", "hget", "hmget", "hlen", "hexists", "hdel", "hgetall", "hkeys", "hvals",
+             "hincrby", "hincrbyfloat", "hsetnx", "hstrlen"))
+
+scripted("sets_basic", [
+    ("SADD", "s", "a", "b", "c", "a"), ("SCARD", "s"), ("SISMEMBER", "s", "a"),
+    ("SISMEMBER", "s", "z"), ("SMISMEMBER", "s", "a", "z"), ("sorted", "SMEMBERS", "s"),
+    ("SREM", "s", "a", "z"), ("SADD", "t", "b", "x"), ("sorted", "SINTER", "s", "t"),
+    ("sorted", "SUNION", "s", "t"), ("sorted", "SDIFF", "s", "t"), ("SMOVE", "s", "t", "c"),
+    ("sorted", "SMEMBERS", "t"), ("TYPE", "s"), ("SET", "str", "v"), ("SADD", "str", "a"),
+    ("SINTER", "s", "nokey"), ("SCARD", "nokey"), ("sorted", "SMEMBERS", "nokey"),
+], requires=("sadd", "scard", "sismember", "smismember", "smembers", "srem", "sinter",
+             "sunion", "sdiff", "smove"))
+
+scripted("zsets_basic", [
+    ("ZADD", "z", "1", "a", "2", "b", "3", "c"), ("ZSCORE", "z", "b"), ("ZCARD", "z"),
+    ("ZRANGE", "z", "0", "-1"), ("ZRANGE", "z", "0", "-1", "WITHSCORES"),
+    ("ZREVRANGE", "z", "0", "1"), ("ZRANGEBYSCORE", "z", "1", "(3"), ("ZRANK", "z", "c"),
+    ("ZINCRBY", "z", "0.5", "a"), ("ZINCRBY", "z", "1e3", "new"), ("ZSCORE", "z", "a"),
+    ("ZADD", "z", "NX", "10", "a"), ("ZADD", "z", "XX", "CH", "10", "a"), ("ZADD", "z", "GT", "1", "a"),
+    ("ZADD", "z", "INCR", "2.5", "b"), ("ZADD", "z", "NX", "XX", "1", "a"), ("ZADD", "z", "x", "a"),
+    ("ZCOUNT", "z", "-inf", "+inf"), ("ZREM", "z", "a", "zz"), ("ZMSCORE", "z", "b", "zz"),
+    ("ZPOPMIN", "z"), ("ZRANGE", "z", "0", "-1", "WITHSCORES"), ("TYPE", "z"),
+    ("ZADD", "z", "0.1", "p"), ("ZINCRBY", "z", "0.2", "p"), ("ZSCORE", "z", "p"),
+    ("SET", "s", "v"), ("ZADD", "s", "1", "a"), ("ZSCORE", "nokey", "a"),
+], requires=("zadd", "zscore", "zcard", "zrange", "zrevrange", "zrangebyscore", "zrank",
+             "zincrby", "zcount", "zrem", "zmscore", "zpopmin"))
+
+
+# ============================================================ (b) randomised
+
+KEYS = ["k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", b"b\x00\xff\r\n", ""]
+VALUES = ["0", "1", "-1", "42", "10.5", "3.0e3", "abc", "", "9223372036854775806",
+          "-9223372036854775807", " 7", "007", "x" * 40, b"\x00\xff\r\n", "1e308", "-0"]
+FLOATS = ["0.1", "-1.5", "3.0e3", "1e-5", "10", "-0", "2.5e2", "abc", "inf", "0.3333333333"]
+INTS = ["1", "-1", "0", "100", "-100", "9223372036854775807", "-9223372036854775808",
+        "abc", "1.5", "4611686018427387904"]
+
+
+def gen_string_cmd(r, now):
+    k = lambda: r.choice(KEYS)
+    v = lambda: r.choice(VALUES)
+    ttl_s = lambda: str(r.randrange(1000, 1000000))
+    ttl_ms = lambda: str(r.randrange(1000000, 1000000000))
+    c = r.randrange(100)
+    if c < 10:
+        opts = []
+        if r.random() < 0.4:
+            opts += r.choice([["EX", ttl_s()], ["PX", ttl_ms()], ["KEEPTTL"],
+                              ["EXAT", str(now + r.randrange(1000, 1000000))],
+                              ["PXAT", str(now * 1000 + r.randrange(1000000, 1000000000))],
+                              ["EX", r.choice(["0", "-1", "x"])], ["EXAT", "1"]])
+        if r.random() < 0.3:
+            opts.append(r.choice(["NX", "XX"]))
+        if r.random() < 0.3:
+            opts.append("GET")
+        r.shuffle(opts) if r.random() < 0.2 else None
+        return ("SET", k(), v()) + tuple(opts)
+    if c < 18:
+        return ("GET", k())
+    if c < 21:
+        return ("MGET",) + tuple(k() for _ in range(r.randrange(1, 5)))
+    if c < 23:
+        n = r.randrange(1, 4)
+        return ("MSET",) + tuple(x for _ in range(n) for x in (k(), v()))
+    if c < 24:
+        n = r.randrange(1, 3)
+        return ("MSETNX",) + tuple(x for _ in range(n) for x in (k(), v()))
+    if c < 30:
+        return r.choice([("INCR", k()), ("DECR", k()), ("INCRBY", k(), r.choice(INTS)),
+                         ("DECRBY", k(), r.choice(INTS))])
+    if c < 34:
+        return ("INCRBYFLOAT", k(), r.choice(FLOATS))
+    if c < 37:
+        return ("APPEND", k(), r.choice(["a", "", "12", b"\x00"]))
+    if c < 39:
+        return ("STRLEN", k())
+    if c < 42:
+        return ("GETRANGE", k(), str(r.randrange(-20, 20)), str(r.randrange(-20, 20)))
+    if c < 44:
+        return ("SETRANGE", k(), str(r.randrange(0, 50)), r.choice(["x", "", "abc", b"\xff"]))
+    if c < 46:
+        return ("SETNX", k(), v())
+    if c < 48:
+        return r.choice([("SETEX", k(), ttl_s(), v()), ("PSETEX", k(), ttl_ms(), v()),
+                         ("SETEX", k(), r.choice(["0", "-5", "x"]), v())])
+    if c < 50:
+        return ("GETSET", k(), v())
+    if c < 52:
+        return ("GETDEL", k())
+    if c < 55:
+        return ("GETEX", k()) + tuple(r.choice([[], ["EX", ttl_s()], ["PX", ttl_ms()],
+                                                ["PERSIST"], ["EXAT", "1"], ["EX", "0"]]))
+    if c < 59:
+        return (r.choice(["DEL", "UNLINK"]),) + tuple(k() for _ in range(r.randrange(1, 4)))
+    if c < 62:
+        return ("EXISTS",) + tuple(k() for _ in range(r.randrange(1, 4)))
+    if c < 64:
+        return ("TYPE", k())
+    if c < 70:
+        base = r.choice([("EXPIRE", k(), ttl_s()), ("PEXPIRE", k(), ttl_ms()),
+                         ("EXPIREAT", k(), str(now + r.randrange(1000, 1000000))),
+                         ("PEXPIREAT", k(), str(now * 1000 + r.randrange(1000000, 1000000000))),
+                         ("EXPIRE", k(), r.choice(["-1", "0"])), ("EXPIREAT", k(), "5")])
+        if r.random() < 0.4:
+            base += (r.choice(["NX", "XX", "GT", "LT"]),)
+        return base
+    if c < 75:
+        return (r.choice(["TTL", "PTTL"]), k())
+    if c < 77:
+        return ("PERSIST", k())
+    if c < 79:
+        return ("KEYS", r.choice(["*", "k*", "k[0-3]", "?", "*\x00*", "k?"]))
+    if c < 82:
+        return (r.choice(["RENAME", "RENAMENX"]), k(), k())
+    if c < 84:
+        return ("DBSIZE",)
+    if c < 86:
+        return ("TOUCH",) + tuple(k() for _ in range(r.randrange(1, 3)))
+    if c < 87:
+        return ("FLUSHDB",) if r.random() < 0.3 else ("PING",)
+    if c < 89:
+        return ("ECHO", v())
+    # errors: wrong arity / syntax mixed in
+    return r.choice([("GET",), ("SET", k()), ("INCRBY", k()), ("EXPIRE", k(), "10", "NX", "XX"),
+                     ("SET", k(), v(), "NX", "XX"), ("GETRANGE", k(), "a", "1"),
+                     ("SETRANGE", k(), "-1", "x"), ("RENAME", "missing", k())])
+
+
+def gen_list_cmd(r, now):
+    k = r.choice(KEYS)
+    v = r.choice(["a", "b", "", "1", "x" * 20])
+    return r.choice([("LPUSH", k, v), ("RPUSH", k, v, v), ("LPOP", k), ("RPOP", k),
+                     ("LLEN", k), ("LRANGE", k, str(r.randrange(-5, 5)), str(r.randrange(-5, 5))),
+                     ("LINDEX", k, str(r.randrange(-4, 4))), ("LREM", k, str(r.randrange(-2, 3)), v),
+                     ("LSET", k, str(r.randrange(-3, 3)), v), ("LTRIM", k, "0", str(r.randrange(0, 6)))])
+
+
+def gen_hash_cmd(r, now):
+    k = r.choice(KEYS)
+    f = r.choice(["f1", "f2", "f3", ""])
+    v = r.choice(["1", "abc", "", "2.5"])
+    return r.choice([("HSET", k, f, v), ("HGET", k, f), ("HDEL", k, f), ("HLEN", k),
+                     ("HEXISTS", k, f), ("HINCRBY", k, f, r.choice(INTS)),
+                     ("HMGET", k, f, "f2"), ("HSETNX", k, f, v), ("HGETALL", k), ("HKEYS", k)])
+
+
+def gen_set_cmd(r, now):
+    k = r.choice(KEYS)
+    m = r.choice(["a", "b", "c", "", "1"])
+    return r.choice([("SADD", k, m, "b"), ("SREM", k, m), ("SCARD", k), ("SISMEMBER", k, m),
+                     ("SMEMBERS", k), ("SINTER", k, r.choice(KEYS)), ("SUNION", k, r.choice(KEYS))])
+
+
+def gen_zset_cmd(r, now):
+    k = r.choice(KEYS)
+    m = r.choice(["a", "b", "c", ""])
+    s = r.choice(["1", "2.5", "-1", "0.1", "1e3", "x"])
+    return r.choice([("ZADD", k, s, m), ("ZINCRBY", k, s, m), ("ZSCORE", k, m), ("ZCARD", k),
+                     ("ZREM", k, m), ("ZRANGE", k, "0", "-1", "WITHSCORES"), ("ZRANK", k, m),
+                     ("ZRANGEBYSCORE", k, "-inf", "+inf")])
+
+
+TYPE_GENS = [
+    (("lpush", "rpush", "lpop", "rpop", "llen", "lrange", "lindex", "lrem", "lset", "ltrim"),
+     gen_list_cmd),
+    (("hset", "hget", "hdel", "hlen", "hexists", "hincrby", "hmget", "hsetnx", "hgetall", "hkeys"),
+     gen_hash_cmd),
+    (("sadd", "srem", "scard", "sismember", "smembers", "sinter", "sunion"), gen_set_cmd),
+    (("zadd", "zincrby", "zscore", "zcard", "zrem", "zrange", "zrank", "zrangebyscore"),
+     gen_zset_cmd),
+]
+
+ORDER_FREE = {"KEYS": norm_sorted, "SMEMBERS": norm_sorted, "SINTER": norm_sorted,
+              "SUNION": norm_sorted, "HGETALL": norm_pairs, "HKEYS": norm_sorted}
+
+
+def norm_for(cmd):
+    name = cmd[0].upper()
+    if name == "TTL":
+        from fdtest import ttl_close
+        return (None, ttl_close(2))
+    if name == "PTTL":
+        from fdtest import ttl_close
+        return (None, ttl_close(2500))
+    if name in ORDER_FREE:
+        return (ORDER_FREE[name], None)
+    return None
+
+
+@T.case(timeout=55)
+def randomised_sequence():
+    seed = int(os.environ.get("FD_SEED", str(int(time.time() * 1000) % 1000000007)))
+    n = int(os.environ.get("FD_RANDOM_N", "4000"))
+    print("      random seed %d, %d commands (reproduce: FD_SEED=%d)" % (seed, n, seed))
+    r = random.Random(seed)
+    gens = [gen_string_cmd]
+    for names, g in TYPE_GENS:
+        ok, missing = supported(*names)
+        if ok:
+            gens.append(g)
+    print("      command groups: %s" % ", ".join(g.__name__ for g in gens))
+    d = diff()
+    now = int(time.time())
+    done = 0
+    while done < n:
+        batch = []
+        for _ in range(min(64, n - done)):
+            g = gen_string_cmd if (len(gens) == 1 or r.random() < 0.5) else r.choice(gens[1:])
+            batch.append(g(r, now))
+        first = d.pipeline(batch, [norm_for(c) for c in batch])
+        if first >= 0:
+            ctx = batch[max(0, first - 8):first + 1]
+            raise AssertionError(
+                "seed %d: first mismatch at command #%d\n  preceding commands in batch:\n%s\n%s"
+                % (seed, done + first, "\n".join("    %r" % (c,) for c in ctx), d.report()))
+        done += len(batch)
+    # final state comparison, key by key
+    for key in KEYS:
+        d.cmd("TYPE", key)
+        d.ttl(key)
+    for key in KEYS:
+        t = parse(d.ref.cmd("TYPE", key))
+        if t == "string":
+            d.cmd("GET", key)
+    d.cmd("DBSIZE")
+    print("      %d replies compared" % d.count)
+    d.finish()
+
+
+if __name__ == "__main__":
+    T.main()
