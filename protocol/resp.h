@@ -49,6 +49,8 @@ typedef struct resp_parser {
     long long mb_left;      /* arguments still expected */
     long long bulk_len;     /* -1 while reading a $ header */
     size_t    pos;          /* bytes of the current command already scanned */
+    size_t    scan;         /* header line: where the search for its end resumes */
+    size_t    avail;        /* buffer length seen by the last resp_parse call */
 
     /* result: argv[0..argc-1] valid after RESP_COMMAND */
     int       argc;
@@ -62,6 +64,8 @@ typedef struct resp_parser {
 
 void resp_parser_init(resp_parser *p, long long max_bulk);
 void resp_parser_free(resp_parser *p);   /* frees argv; the parser may be re-inited */
+/* Forget the command in progress and any error; keeps limits and argv memory. */
+void resp_parser_reset(resp_parser *p);
 
 /* Parse at most one command from buf[0..len). buf must start at the first
  * byte of the command being parsed (i.e. the caller drops *consumed bytes
@@ -120,12 +124,19 @@ int resp_add_verbatim(resp_out *o, const char *fmt3, const void *p, size_t n); /
  * (INCRBYFLOAT uses "%.17Lg"-style human form; see resp_format_double).
  * Writes at most buflen bytes, returns the length. */
 int resp_format_double(char *buf, size_t buflen, double d);
+/* Exactly Redis ld2string(LD_STR_HUMAN) ("%.17Lf", zeros stripped): what
+ * INCRBYFLOAT replies when computed in long double as Redis does. Returns the
+ * length, 0 if buf is too small (needs up to 5 KB for huge values). */
+int resp_format_ld(char *buf, size_t buflen, long double v);
 
 /* Strict parse helpers shared by command handlers (Redis's string2ll /
  * string2ld rules: no spaces, no leading '+', no overflow). 0 on success. */
 int resp_str2ll(const char *s, size_t n, long long *out);
 int resp_str2ld(const char *s, size_t n, long double *out);
 int resp_ll2str(char *buf, size_t buflen, long long v);      /* returns length */
+/* Unterminated decimal digits into dst (room for 20 bytes); returns length. */
+int resp_ll_fmt(char *dst, long long v);
+int resp_u64_fmt(char *dst, unsigned long long v);
 
 /* Redis's glob matching (stringmatchlen): *, ?, [a-z], [^x], \\ escapes.
  * Used by KEYS, SCAN MATCH, CONFIG GET. Returns 1 on match. */
