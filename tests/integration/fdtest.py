@@ -604,11 +604,17 @@ class Server:
 
     def rss_kb(self):
         """VmRSS of the server process in kB."""
+        return self.proc_status_kb("VmRSS")
+
+    def vmsize_kb(self):
+        return self.proc_status_kb("VmSize")
+
+    def proc_status_kb(self, field):
         with open("/proc/%d/status" % self.pid) as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1])
-        raise AssertionError("no VmRSS for pid %d" % self.pid)
+        raise AssertionError("no %s for pid %d" % (field, self.pid))
 
     def conn(self, timeout=5.0, auth=True):
         c = Conn(self.port, timeout=timeout)
