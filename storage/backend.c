@@ -1,0 +1,39 @@
+/* backend.c — the table of compiled-in backends (fd_backend_find/names). */
+#include <string.h>
+#include "backend.h"
+
+#ifdef FRONTDOOR_WITH_LMDB
+extern const fd_backend_ops fd_lmdb_backend;     /* storage/lmdb.c */
+#endif
+
+static const fd_backend_ops *const fd_backends[] = {
+#ifdef FRONTDOOR_WITH_LMDB
+    &fd_lmdb_backend,
+#endif
+    NULL
+};
+
+const fd_backend_ops *fd_backend_find(const char *name)
+{
+    if (!name) return NULL;
+    for (size_t i = 0; fd_backends[i]; i++)
+        if (strcmp(fd_backends[i]->name, name) == 0) return fd_backends[i];
+    return NULL;
+}
+
+const char *fd_backend_names(void)
+{
+    static char names[256];
+    if (!names[0]) {
+        size_t n = 0;
+        for (size_t i = 0; fd_backends[i]; i++) {
+            size_t l = strlen(fd_backends[i]->name);
+            if (n + l + 3 > sizeof names) break;
+            if (n) { names[n++] = ','; names[n++] = ' '; }
+            memcpy(names + n, fd_backends[i]->name, l);
+            n += l;
+        }
+        names[n] = '\0';
+    }
+    return names;
+}

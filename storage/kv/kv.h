@@ -1,0 +1,287 @@
+/* kv.h — the ordered key-value layer shared by the embedded backends.
+ *
+ * Three parts:
+ *   1. kv_driver: what an embedded engine (LMDB, later LevelDB) provides —
+ *      an ordered map of byte strings with a write transaction, nested
+ *      transactions where the engine has them, and cursors.
+ *   2. The key encoding (kv_enc_*): how Redis keys of all five types, their
+ *      metadata, sub-records, expiry index and counters map onto that ordered
+ *      map. docs/encoding.md is the long form; this header is the contract.
+ *   3. The Redis-types layer state (kv_store, struct kv_ctx) and the generic
+ *      backend (kv_backend_*, storage/kv_backend.c) that turns any driver into
+ *      an fd_backend_ops with group commit and active expiry.
+ *
+ * Module prefix: kv_. Everything runs on the loop thread.
+ */
+#ifndef FRONTDOOR_KV_H
+#define FRONTDOOR_KV_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "../../protocol/resp.h"
+#include "../status.h"
+#include "../backend.h"
+#include "kv_commands.h"
+
+/* ================================================================ driver */
+
+typedef struct kv_iter kv_iter;   /* defined by each driver */
+
+/* An ordered KV engine. `db` is the driver's handle, `txn` a transaction it
+ * returned from begin(). Every function returns FD_OK, FD_NOTFOUND where
+ * stated, or an FD_E_* status (engine full → FD_E_OOM, I/O → FD_E_IO,
+ * damaged file → FD_E_CORRUPT, malloc → FD_E_NOMEM).
+ *
+ * Memory returned by get()/cur() belongs to the engine and is valid only
+ * until the next write (put/reserve/del/clear) in that transaction or its
+ * end — copy it first if a write follows.
+ * After an FD_E_* from a write the transaction may be unusable (LMDB marks
+ * it failed): the caller aborts it. */
+typedef struct kv_driver {
+    const char *name;
+    /* Begin a write transaction; parent NULL: the top-level one (at most one
+     * at a time), else a nested one inside parent (FD_E_NOTSUPPORTED if the
+     * engine has none). Reads see the transaction's own writes. */
+    int  (*begin)(void *db, void *parent, void **txn);
+    int  (*commit)(void *txn);          /* the txn is gone whatever the result */
+    void (*abort)(void *txn);
+    int  (*get)(void *txn, const void *k, size_t kl, const void **v, size_t *vl); /* FD_NOTFOUND */
+    int  (*put)(void *txn, const void *k, size_t kl, const void *v, size_t vl);
+    /* Put a value of vl bytes and return where to write them (*dst, valid
+     * until the next driver call); saves a copy of big values. */
+    int  (*reserve)(void *txn, const void *k, size_t kl, size_t vl, void **dst);
+    int  (*del)(void *txn, const void *k, size_t kl);                            /* FD_NOTFOUND */
+    int  (*clear)(void *txn);                                                    /* delete everything */
+    /* Cursors: opened inside a transaction, closed before it ends. Positioning
+     * calls return FD_OK, FD_NOTFOUND (ran off either end) or FD_E_*. */
+    int  (*iter_open)(void *txn, kv_iter **it);
+    void (*iter_close)(kv_iter *it);
+    int  (*seek)(kv_iter *it, const void *k, size_t kl);      /* first record >= k */
+    int  (*seek_le)(kv_iter *it, const void *k, size_t kl);   /* last record <= k */
+    int  (*next)(kv_iter *it);
+    int  (*prev)(kv_iter *it);
+    int  (*cur)(kv_iter *it, const void **k, size_t *kl, const void **v, size_t *vl);
+    /* Non-zero when a write of about `extra` more bytes might not fit (LMDB:
+     * high-water mark above 80% of the map): the backend then runs writes in
+     * nested transactions (see kv_backend.c). NULL: never. */
+    int  (*nearly_full)(void *db, size_t extra);
+} kv_driver;
+
+/* ================================================================ encoding
+ *
+ * One byte of prefix separates the record families; the order is
+ * 'C' < 'E' < 'G' < 'M' < 'S', so SCAN/KEYS walk only the 'M' range.
+ *
+ *   'C' name                       -> counter (8 bytes BE)        keys, expires, version
+ *   'E' expire_ms(8 BE) enc        -> ""                          expiry index
+ *   'G' version(8 BE)              -> subkey prefix to reclaim    garbage queue (O(1) DEL)
+ *   'M' enc                        -> metadata (+ inline string)  one per Redis key
+ *   'S' len(1) enc version(8 BE) tag sub -> element               collection elements
+ *
+ * enc is the encoded key: the key itself when it is at most KV_KEY_INLINE
+ * (200) bytes, else its first 200 bytes followed by a 128-bit SipHash-2-4
+ * (KV_KEY_HASHED = 216 bytes). The two forms never collide: a raw form is
+ * never longer than 200 bytes, a hashed one is always 216.
+ *
+ * Metadata value:
+ *   flags(1) = type (low 4 bits) | KV_F_LONGKEY
+ *   expire_ms(8 BE, 0 = none)
+ *   [KV_F_LONGKEY: full key length (4 BE) + full key]
+ *   string:     the value bytes (stored inline: GET is one read)
+ *   collection: version(8 BE) size(8 BE) [list: head(8 BE) tail(8 BE)]
+ *
+ * Sub-record tags (after the version):
+ *   'f' field'          -> value            hash
+ *   'm' member'         -> ""               set
+ *   'z' member'         -> score(8, kv_enc_double)   zset member -> score
+ *   's' score(8) member'-> ""               zset score index (byte order = numeric order)
+ *   'l' seq(8 BE)       -> element          list (head..tail, start 2^63, SSDB-style)
+ * where field'/member' is encoded like a key (raw up to 200 bytes, else
+ * prefix + hash with the full text at the front of the value).
+ */
+enum { KV_T_NONE = 0, KV_T_STRING = 1, KV_T_LIST = 2, KV_T_HASH = 3, KV_T_SET = 4, KV_T_ZSET = 5 };
+#define KV_F_TYPEMASK   0x0f
+#define KV_F_LONGKEY    0x10   /* the full key follows the expiry */
+
+#define KV_PFX_COUNTER  'C'
+#define KV_PFX_EXPIRE   'E'
+#define KV_PFX_GARBAGE  'G'
+#define KV_PFX_META     'M'
+#define KV_PFX_SUB      'S'
+
+#define KV_TAG_HASH     'f'
+#define KV_TAG_SET      'm'
+#define KV_TAG_ZMEMBER  'z'
+#define KV_TAG_ZSCORE   's'
+#define KV_TAG_LIST     'l'
+
+#define KV_KEY_INLINE   200                     /* longest key stored as is */
+#define KV_KEY_HASHED   (KV_KEY_INLINE + 16)    /* length of a hashed key */
+#define KV_ENC_MAX      KV_KEY_HASHED
+#define KV_MKEY_MAX     (1 + KV_ENC_MAX)
+#define KV_EKEY_MAX     (1 + 8 + KV_ENC_MAX)
+#define KV_SUBPFX_MAX   (1 + 1 + KV_ENC_MAX + 8)
+#define KV_META_HDR     9                       /* flags + expiry */
+#define KV_LIST_SEQ_START 0x8000000000000000ULL /* first list sequence number */
+
+/* SipHash-2-4 of data under a 16-byte key. */
+uint64_t kv_siphash(const uint8_t key[16], const void *data, size_t len);
+/* 128-bit hash: two SipHash-2-4 runs under two fixed keys, big-endian. */
+void     kv_hash128(const void *data, size_t len, uint8_t out[16]);
+
+void     kv_put_u64(uint8_t *p, uint64_t v);    /* big-endian */
+uint64_t kv_get_u64(const uint8_t *p);
+void     kv_put_u32(uint8_t *p, uint32_t v);
+uint32_t kv_get_u32(const uint8_t *p);
+/* Signed 64-bit as 8 bytes whose byte order is numeric order. */
+void     kv_enc_i64(uint8_t out[8], int64_t v);
+int64_t  kv_dec_i64(const uint8_t in[8]);
+/* Double as 8 bytes whose byte order is numeric order, -inf .. +inf.
+ * -0 is stored as +0 (Redis compares them equal); NaN is never stored. */
+void     kv_enc_double(uint8_t out[8], double d);
+double   kv_dec_double(const uint8_t in[8]);
+
+/* Encoded form of a key (or field/member): out must hold KV_ENC_MAX bytes.
+ * Returns its length (len if len <= KV_KEY_INLINE, else KV_KEY_HASHED). */
+size_t kv_enc_key(uint8_t *out, const void *key, size_t len);
+/* 'M' + enc. out: KV_MKEY_MAX bytes. */
+size_t kv_enc_meta_key(uint8_t *out, const void *key, size_t len);
+/* 'E' + expire + enc. */
+size_t kv_enc_expire_key(uint8_t *out, int64_t expire_ms, const uint8_t *enc, size_t elen);
+/* 'S' + len8(enc) + enc + version: the prefix of every element of one
+ * collection version. out: KV_SUBPFX_MAX bytes. */
+size_t kv_enc_sub_prefix(uint8_t *out, const uint8_t *enc, size_t elen, uint64_t version);
+
+/* Parsed metadata record. Pointers are into driver memory (see kv_driver). */
+typedef struct kv_meta {
+    int         found;      /* a record exists (it may be expired) */
+    int         live;       /* found and not expired at c->now_ms */
+    int         type;       /* KV_T_* */
+    int64_t     expire;     /* ms since the epoch, 0 = none */
+    const char *fullkey;    /* KV_F_LONGKEY: the full key, else NULL */
+    size_t      fullkey_len;
+    const char *val;        /* string: the value */
+    size_t      vlen;
+    uint64_t    version, size, head, tail;  /* collections */
+} kv_meta;
+
+/* Parse a metadata value. FD_OK or FD_E_CORRUPT. Sets found=1, live=1
+ * (the caller applies expiry). */
+int kv_meta_parse(const void *v, size_t vl, kv_meta *m);
+
+/* ================================================================ store */
+
+#define KV_SCAN_SLOTS 1024   /* remembered SCAN cursors (ring) */
+
+typedef struct kv_cursor {
+    uint64_t id;             /* cursor number given to the client; 0 = free */
+    uint8_t  len;
+    uint8_t  enc[KV_ENC_MAX];/* encoded key of the last record returned */
+} kv_cursor;
+
+/* Per-store state of the Redis-types layer (one per open backend). */
+typedef struct kv_store {
+    const kv_driver *drv;
+    void    *db;
+    void    *txn;            /* the turn's transaction, or NULL */
+    int      turn_err;       /* FD_E_* of this turn's aborted transaction, reported by end_turn */
+    int      careful;        /* run each write in a nested transaction (map nearly full) */
+    int      oom_sticky;     /* a MAP_FULL happened: stay careful until usage drops */
+    long long max_bulk;      /* proto-max-bulk-len (set by the driver file from its config) */
+    /* counters: committed values, plus this turn's deltas */
+    uint64_t keys, expires, version;
+    int64_t  t_keys, t_expires;
+    int      t_dirty;        /* counter records must be written at commit */
+    /* a reusable scratch buffer for building values (APPEND, SETRANGE...) */
+    char    *buf;
+    size_t   buf_cap;
+    /* SCAN cursor table */
+    kv_cursor *cursors;
+    uint64_t next_cursor;
+    uint64_t rng;            /* RANDOMKEY */
+    /* statistics */
+    uint64_t expired_keys, commits, commit_errors, careful_turns;
+} kv_store;
+
+/* What a handler sees: the command, the reply sink and the transaction. */
+struct kv_ctx {
+    kv_store        *st;
+    const kv_driver *drv;
+    void            *txn;
+    int              argc;
+    resp_arg        *argv;
+    resp_out        *out;
+    int64_t          now_ms;
+    long long        max_bulk;
+    /* counter changes made by this command; merged into the turn on success */
+    int64_t          d_keys, d_expires;
+};
+typedef struct kv_ctx kv_ctx;
+
+/* Initialise st over an open driver handle: loads the counters. */
+int  kv_store_init(kv_store *st, const kv_driver *drv, void *db, char *err, size_t errlen);
+/* Abort any open transaction and free st's memory (not the driver's). */
+void kv_store_free(kv_store *st);
+/* Scratch buffer of at least n bytes (NULL on malloc failure). Valid until
+ * the next call; shrunk at the end of a turn when it grew large. */
+char *kv_scratch(kv_store *st, size_t n);
+
+
+/* ================================================================ backend
+ * The generic fd_backend_ops entry points (storage/kv_backend.c). A driver
+ * file sets fd_backend.state to its kv_store (it may embed it first in a
+ * larger struct) and uses these for submit/end_turn/cron/keyspace. */
+int  kv_backend_submit(fd_backend *b, fd_request *r);
+int  kv_backend_end_turn(fd_backend *b);
+void kv_backend_cron(fd_backend *b, int64_t now_ms);
+void kv_backend_keyspace(fd_backend *b, uint64_t *keys, uint64_t *expires);
+/* Append the layer's INFO lines (kv_keys, kv_expires, ...). */
+void kv_backend_info(kv_store *st, resp_out *lines);
+
+/* ================================================================ internal
+ * Helpers shared by the handler files (kv_store.c, kv_string.c, kv_keys.c). */
+
+/* A key named by a command argument, with its 'M' record key. */
+typedef struct kv_key {
+    const char *key;
+    size_t      klen;
+    uint8_t     mkey[KV_MKEY_MAX];   /* 'M' + enc */
+    size_t      mlen;
+} kv_key;
+#define KV_KEY_ENC(k)  ((k)->mkey + 1)
+#define KV_KEY_ELEN(k) ((k)->mlen - 1)
+
+void kv_key_init(kv_key *k, const void *key, size_t len);
+/* Read k's metadata: FD_OK with m->found = 0 when absent; m->live applies
+ * the expiry at c->now_ms. FD_E_* on storage errors. */
+int  kv_lookup(kv_ctx *c, const kv_key *k, kv_meta *m);
+/* Delete k's record (m from kv_lookup, m->found): metadata, expiry index
+ * entry, counters; a collection's elements go to the garbage queue. */
+int  kv_delete(kv_ctx *c, const kv_key *k, const kv_meta *m);
+/* Write k as a string of a..b (two pieces, either may be empty) with expiry
+ * `expire` (0 none), replacing whatever `old` (from kv_lookup) was. a and b
+ * must not point into driver memory. */
+int  kv_write_string(kv_ctx *c, const kv_key *k, const kv_meta *old, int64_t expire,
+                     const void *a, size_t al, const void *b, size_t bl);
+/* Change the expiry of the live key k (m from kv_lookup): rewrites the
+ * metadata and the expiry index. */
+int  kv_set_expire(kv_ctx *c, const kv_key *k, const kv_meta *m, int64_t expire);
+/* A fresh collection version (unique in the store, never reused). */
+uint64_t kv_new_version(kv_store *st);
+/* Copy every element record of prefix `from` to prefix `to` (RENAME of a
+ * collection); from/to are kv_enc_sub_prefix() outputs. */
+int  kv_copy_prefix(kv_ctx *c, const uint8_t *from, size_t flen, const uint8_t *to, size_t tlen);
+/* Active expiry (keys whose expiry index entry is <= c->now_ms) and garbage
+ * reclamation in c->txn, bounded by max_keys records and budget_us of wall
+ * time. Counter changes accumulate in c->d_*. FD_OK or FD_E_*; *done is the
+ * number of keys expired. */
+int  kv_expire_cycle(kv_ctx *c, int max_keys, int64_t budget_us, int *done);
+/* Write the counter records of st (keys + turn delta, ...) into txn. */
+int  kv_store_flush_counters(kv_store *st, void *txn);
+/* Status that means the transaction is broken (storage failure). */
+static inline int kv_is_storage_error(int s)
+{
+    return s == FD_E_OOM || s == FD_E_IO || s == FD_E_CORRUPT || s == FD_E_NOMEM || s == FD_E_INTERNAL;
+}
+
+#endif

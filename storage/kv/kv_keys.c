@@ -1,0 +1,471 @@
+/* kv_keys.c — the generic key commands (DEL, EXISTS, TYPE, EXPIRE family,
+ * TTL family, PERSIST, TOUCH, KEYS, SCAN, RENAME, RANDOMKEY) and the server
+ * ones (DBSIZE, FLUSHDB) of KV_COMMANDS, with Redis 7.0's semantics.
+ *
+ * KEYS/SCAN/RANDOMKEY walk only the 'M' records. SCAN cursors: the client
+ * sees an integer; the store keeps a bounded ring (KV_SCAN_SLOTS) mapping
+ * each cursor number to the encoded key of the last record visited, as
+ * kvrocks does. An unknown or evicted cursor restarts from the beginning
+ * (the SCAN guarantee — every key present throughout is returned — holds;
+ * some keys may come twice, which SCAN allows). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <limits.h>
+#include "kv.h"
+
+#define OUT(expr) do { if ((expr) != 0) return FD_E_NOMEM; } while (0)
+#define TRY(expr) do { int s_ = (expr); if (s_ != FD_OK) return s_; } while (0)
+
+static int opt_is(const resp_arg *a, const char *name)
+{
+    size_t n = strlen(name);
+    return a->len == n && strncasecmp(a->ptr, name, n) == 0;
+}
+
+static const char *type_name(int t)
+{
+    switch (t) {
+    case KV_T_STRING: return "string";
+    case KV_T_LIST:   return "list";
+    case KV_T_HASH:   return "hash";
+    case KV_T_SET:    return "set";
+    case KV_T_ZSET:   return "zset";
+    default:          return "none";
+    }
+}
+
+/* Insert n bytes at offset mark of o (aggregate headers whose count is known
+ * only after the elements were written). 0 or -1. */
+static int insert_at(resp_out *o, size_t mark, const char *p, size_t n)
+{
+    if (resp_out_reserve(o, n)) return -1;
+    memmove(o->data + mark + n, o->data + mark, o->len - mark);
+    memcpy(o->data + mark, p, n);
+    o->len += n;
+    return 0;
+}
+
+/* The header of an array of n elements in o's protocol, inserted at mark. */
+static int insert_array_header(resp_out *o, size_t mark, long long n)
+{
+    resp_out h;
+    resp_out_init(&h, o->proto);
+    int r = resp_add_array(&h, n);
+    if (r == 0) r = insert_at(o, mark, h.data, h.len);
+    resp_out_free(&h);
+    return r;
+}
+
+/* The full name of the key of an 'M' record (k, kl) with value v. */
+static int record_name(const void *k, size_t kl, const void *v, size_t vl,
+                       const char **name, size_t *nl, kv_meta *m)
+{
+    TRY(kv_meta_parse(v, vl, m));
+    if (m->fullkey) { *name = m->fullkey; *nl = m->fullkey_len; }
+    else { *name = (const char *)k + 1; *nl = kl - 1; }
+    return FD_OK;
+}
+
+/* ---------------------------------------------------------------- DEL/EXISTS/TYPE/TOUCH */
+
+int kv_cmd_del(kv_ctx *c)
+{
+    long long n = 0;
+    for (int j = 1; j < c->argc; j++) {
+        kv_key k; kv_meta m;
+        kv_key_init(&k, c->argv[j].ptr, c->argv[j].len);
+        TRY(kv_lookup(c, &k, &m));
+        if (!m.found) continue;
+        TRY(kv_delete(c, &k, &m));      /* an expired record goes too, uncounted */
+        if (m.live) n++;
+    }
+    OUT(resp_add_int(c->out, n));
+    return FD_OK;
+}
+
+static int count_live(kv_ctx *c)
+{
+    long long n = 0;
+    for (int j = 1; j < c->argc; j++) {
+        kv_key k; kv_meta m;
+        kv_key_init(&k, c->argv[j].ptr, c->argv[j].len);
+        TRY(kv_lookup(c, &k, &m));
+        if (m.live) n++;
+    }
+    OUT(resp_add_int(c->out, n));
+    return FD_OK;
+}
+
+int kv_cmd_exists(kv_ctx *c) { return count_live(c); }
+int kv_cmd_touch(kv_ctx *c)  { return count_live(c); }
+
+int kv_cmd_type(kv_ctx *c)
+{
+    kv_key k; kv_meta m;
+    kv_key_init(&k, c->argv[1].ptr, c->argv[1].len);
+    TRY(kv_lookup(c, &k, &m));
+    OUT(resp_add_status(c->out, m.live ? type_name(m.type) : "none"));
+    return FD_OK;
+}
+
+/* ---------------------------------------------------------------- expiry */
+
+/* EXPIRE/PEXPIRE/EXPIREAT/PEXPIREAT (Redis 7.0 expireGenericCommand). */
+static int expire_generic(kv_ctx *c, int64_t base, int seconds)
+{
+    int nx = 0, xx = 0, gt = 0, lt = 0;
+    for (int j = 3; j < c->argc; j++) {
+        const resp_arg *a = &c->argv[j];
+        if (opt_is(a, "nx")) nx = 1;
+        else if (opt_is(a, "xx")) xx = 1;
+        else if (opt_is(a, "gt")) gt = 1;
+        else if (opt_is(a, "lt")) lt = 1;
+        else {
+            OUT(resp_add_errorf(c->out, "ERR Unsupported option %.*s", (int)a->len, a->ptr));
+            return FD_OK;
+        }
+    }
+    if (nx && (xx || gt || lt)) {
+        OUT(resp_add_error(c->out, "ERR NX and XX, GT or LT options at the same time are not compatible"));
+        return FD_OK;
+    }
+    if (gt && lt) {
+        OUT(resp_add_error(c->out, "ERR GT and LT options at the same time are not compatible"));
+        return FD_OK;
+    }
+    long long when;
+    if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &when) != 0) return FD_E_NOTINT;
+    if (seconds) {
+        if (when > LLONG_MAX / 1000 || when < LLONG_MIN / 1000) return FD_E_EXPIRE;
+        when *= 1000;
+    }
+    if (when > LLONG_MAX - base) return FD_E_EXPIRE;
+    when += base;
+
+    kv_key k; kv_meta m;
+    kv_key_init(&k, c->argv[1].ptr, c->argv[1].len);
+    TRY(kv_lookup(c, &k, &m));
+    if (!m.live) { OUT(resp_add_int(c->out, 0)); return FD_OK; }
+    int64_t cur = m.expire;              /* 0: no expiry (Redis's -1) */
+    if ((nx && cur) || (xx && !cur) || (gt && (!cur || when <= cur)) || (lt && cur && when >= cur)) {
+        OUT(resp_add_int(c->out, 0));
+        return FD_OK;
+    }
+    if (when <= c->now_ms) TRY(kv_delete(c, &k, &m));
+    else TRY(kv_set_expire(c, &k, &m, when));
+    OUT(resp_add_int(c->out, 1));
+    return FD_OK;
+}
+
+int kv_cmd_expire(kv_ctx *c)    { return expire_generic(c, c->now_ms, 1); }
+int kv_cmd_pexpire(kv_ctx *c)   { return expire_generic(c, c->now_ms, 0); }
+int kv_cmd_expireat(kv_ctx *c)  { return expire_generic(c, 0, 1); }
+int kv_cmd_pexpireat(kv_ctx *c) { return expire_generic(c, 0, 0); }
+
+/* TTL (mode 0), PTTL (1), EXPIRETIME (2), PEXPIRETIME (3). */
+static int ttl_generic(kv_ctx *c, int mode)
+{
+    kv_key k; kv_meta m;
+    kv_key_init(&k, c->argv[1].ptr, c->argv[1].len);
+    TRY(kv_lookup(c, &k, &m));
+    long long r;
+    if (!m.live) r = -2;
+    else if (!m.expire) r = -1;
+    else if (mode >= 2) r = mode == 2 ? m.expire / 1000 : m.expire;
+    else {
+        long long ttl = m.expire - c->now_ms;
+        if (ttl < 0) ttl = 0;
+        r = mode == 1 ? ttl : (ttl + 500) / 1000;
+    }
+    OUT(resp_add_int(c->out, r));
+    return FD_OK;
+}
+
+int kv_cmd_ttl(kv_ctx *c)         { return ttl_generic(c, 0); }
+int kv_cmd_pttl(kv_ctx *c)        { return ttl_generic(c, 1); }
+int kv_cmd_expiretime(kv_ctx *c)  { return ttl_generic(c, 2); }
+int kv_cmd_pexpiretime(kv_ctx *c) { return ttl_generic(c, 3); }
+
+int kv_cmd_persist(kv_ctx *c)
+{
+    kv_key k; kv_meta m;
+    kv_key_init(&k, c->argv[1].ptr, c->argv[1].len);
+    TRY(kv_lookup(c, &k, &m));
+    if (!m.live || !m.expire) { OUT(resp_add_int(c->out, 0)); return FD_OK; }
+    TRY(kv_set_expire(c, &k, &m, 0));
+    OUT(resp_add_int(c->out, 1));
+    return FD_OK;
+}
+
+/* ---------------------------------------------------------------- KEYS / SCAN */
+
+int kv_cmd_keys(kv_ctx *c)
+{
+    const resp_arg *pat = &c->argv[1];
+    int all = pat->len == 1 && pat->ptr[0] == '*';
+    /* literal prefix of the pattern: only records starting with it can match */
+    uint8_t start[1 + KV_KEY_INLINE];
+    size_t pl = 0;
+    start[0] = KV_PFX_META;
+    while (pl < pat->len && pl < KV_KEY_INLINE && !strchr("*?[\\", pat->ptr[pl])) {
+        start[1 + pl] = (uint8_t)pat->ptr[pl];
+        pl++;
+    }
+    size_t mark = c->out->len;
+    long long n = 0;
+    kv_iter *it;
+    TRY(c->drv->iter_open(c->txn, &it));
+    int s = c->drv->seek(it, start, 1 + pl);
+    while (s == FD_OK) {
+        const void *kp, *vp; size_t kl, vl;
+        if ((s = c->drv->cur(it, &kp, &kl, &vp, &vl)) != FD_OK) break;
+        if (kl < 1 + pl || memcmp(kp, start, 1 + pl) != 0) { s = FD_NOTFOUND; break; }
+        const char *name; size_t nl; kv_meta m;
+        if ((s = record_name(kp, kl, vp, vl, &name, &nl, &m)) != FD_OK) break;
+        if ((!m.expire || m.expire > c->now_ms) &&
+            (all || resp_glob_match(pat->ptr, pat->len, name, nl, 0))) {
+            if (resp_add_bulk(c->out, name, nl)) { s = FD_E_NOMEM; break; }
+            n++;
+        }
+        s = c->drv->next(it);
+    }
+    c->drv->iter_close(it);
+    if (s == FD_NOTFOUND) s = insert_array_header(c->out, mark, n) ? FD_E_NOMEM : FD_OK;
+    if (s != FD_OK) c->out->len = mark;
+    return s;
+}
+
+int kv_cmd_scan(kv_ctx *c)
+{
+    /* cursor: an unsigned decimal integer, as Redis's parseScanCursorOrReply */
+    const resp_arg *ca = &c->argv[1];
+    uint64_t cursor = 0;
+    int bad = ca->len == 0 || ca->len > 20;
+    for (size_t i = 0; i < ca->len && !bad; i++) {
+        unsigned d = (unsigned char)ca->ptr[i] - '0';
+        if (d > 9 || cursor > (UINT64_MAX - d) / 10) bad = 1;
+        else cursor = cursor * 10 + d;
+    }
+    if (bad) { OUT(resp_add_error(c->out, "ERR invalid cursor")); return FD_OK; }
+
+    long long count = 10;
+    const resp_arg *pat = NULL, *type = NULL;
+    for (int i = 2; i < c->argc; i++) {
+        int more = i + 1 < c->argc;
+        if (opt_is(&c->argv[i], "count") && more) {
+            if (resp_str2ll(c->argv[i + 1].ptr, c->argv[i + 1].len, &count) != 0) return FD_E_NOTINT;
+            if (count < 1) return FD_E_SYNTAX;
+            i++;
+        } else if (opt_is(&c->argv[i], "match") && more) {
+            pat = &c->argv[++i];
+            if (pat->len == 1 && pat->ptr[0] == '*') pat = NULL;
+        } else if (opt_is(&c->argv[i], "type") && more) {
+            type = &c->argv[++i];
+        } else return FD_E_SYNTAX;
+    }
+
+    kv_store *st = c->st;
+    uint8_t start[KV_MKEY_MAX];
+    size_t sl = 1;
+    int skip = 0;
+    start[0] = KV_PFX_META;
+    if (cursor) {
+        kv_cursor *e = &st->cursors[cursor % KV_SCAN_SLOTS];
+        if (e->id == cursor) {
+            memcpy(start + 1, e->enc, e->len);
+            sl = 1 + e->len;
+            skip = 1;
+        }
+    }
+
+    size_t mark = c->out->len;
+    long long n = 0, visited = 0;
+    uint8_t last[KV_ENC_MAX];
+    size_t lastl = 0;
+    kv_iter *it;
+    TRY(c->drv->iter_open(c->txn, &it));
+    int s = c->drv->seek(it, start, sl);
+    while (s == FD_OK) {
+        const void *kp, *vp; size_t kl, vl;
+        if ((s = c->drv->cur(it, &kp, &kl, &vp, &vl)) != FD_OK) break;
+        if (kl < 1 || ((const uint8_t *)kp)[0] != KV_PFX_META || kl > KV_MKEY_MAX) { s = FD_NOTFOUND; break; }
+        if (skip && kl == sl && memcmp(kp, start, kl) == 0) { skip = 0; s = c->drv->next(it); continue; }
+        skip = 0;
+        if (visited == count) break;            /* s == FD_OK: more records follow */
+        visited++;
+        memcpy(last, (const uint8_t *)kp + 1, kl - 1);
+        lastl = kl - 1;
+        const char *name; size_t nl; kv_meta m;
+        if ((s = record_name(kp, kl, vp, vl, &name, &nl, &m)) != FD_OK) break;
+        if ((!m.expire || m.expire > c->now_ms) &&
+            (!type || (type->len == strlen(type_name(m.type)) &&
+                       strncasecmp(type->ptr, type_name(m.type), type->len) == 0)) &&
+            (!pat || resp_glob_match(pat->ptr, pat->len, name, nl, 0))) {
+            if (resp_add_bulk(c->out, name, nl)) { s = FD_E_NOMEM; break; }
+            n++;
+        }
+        s = c->drv->next(it);
+    }
+    c->drv->iter_close(it);
+    if (s != FD_OK && s != FD_NOTFOUND) { c->out->len = mark; return s; }
+
+    uint64_t next = 0;
+    if (s == FD_OK && lastl) {          /* stopped with records left: remember where */
+        next = st->next_cursor++;
+        if (st->next_cursor == 0) st->next_cursor = 1;
+        kv_cursor *e = &st->cursors[next % KV_SCAN_SLOTS];
+        e->id = next;
+        e->len = (uint8_t)lastl;
+        memcpy(e->enc, last, lastl);
+    }
+    /* header: *2, the cursor as a bulk string, then *n */
+    resp_out h;
+    char num[24];
+    int nl = snprintf(num, sizeof num, "%llu", (unsigned long long)next);
+    resp_out_init(&h, c->out->proto);
+    int r = resp_add_array(&h, 2);
+    if (!r) r = resp_add_bulk(&h, num, (size_t)nl);
+    if (!r) r = resp_add_array(&h, n);
+    if (!r) r = insert_at(c->out, mark, h.data, h.len);
+    resp_out_free(&h);
+    if (r) { c->out->len = mark; return FD_E_NOMEM; }
+    return FD_OK;
+}
+
+/* ---------------------------------------------------------------- RANDOMKEY */
+
+static uint64_t rnd(kv_store *st)
+{
+    uint64_t x = st->rng;      /* xorshift64* */
+    x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
+    st->rng = x;
+    return x * 0x2545f4914f6cdd1dULL;
+}
+
+int kv_cmd_randomkey(kv_ctx *c)
+{
+    /* Seek to a random point of the 'M' range and take the first live key
+     * from there (wrapping once). Not uniform across keys, as kvrocks. */
+    uint8_t start[9];
+    start[0] = KV_PFX_META;
+    kv_put_u64(start + 1, rnd(c->st));
+    size_t mark = c->out->len;
+    kv_iter *it;
+    TRY(c->drv->iter_open(c->txn, &it));
+    int s = c->drv->seek(it, start, 9), wrapped = 0, found = 0;
+    for (int steps = 0; steps < 1000 && !found;) {
+        const void *kp, *vp; size_t kl, vl;
+        if (s == FD_OK) s = c->drv->cur(it, &kp, &kl, &vp, &vl);
+        if (s == FD_OK && (kl < 1 || ((const uint8_t *)kp)[0] != KV_PFX_META)) s = FD_NOTFOUND;
+        if (s == FD_NOTFOUND) {
+            if (wrapped++) break;
+            s = c->drv->seek(it, start, 1);
+            continue;
+        }
+        if (s != FD_OK) break;
+        const char *name; size_t nl; kv_meta m;
+        if ((s = record_name(kp, kl, vp, vl, &name, &nl, &m)) != FD_OK) break;
+        if (!m.expire || m.expire > c->now_ms) {
+            if (resp_add_bulk(c->out, name, nl)) s = FD_E_NOMEM;
+            found = 1;
+            break;
+        }
+        steps++;
+        s = c->drv->next(it);
+    }
+    c->drv->iter_close(it);
+    if (s != FD_OK && s != FD_NOTFOUND) { c->out->len = mark; return s; }
+    if (!found) OUT(resp_add_null(c->out));
+    return FD_OK;
+}
+
+/* ---------------------------------------------------------------- RENAME */
+
+static int rename_generic(kv_ctx *c, int nx)
+{
+    const resp_arg *sa = &c->argv[1], *da = &c->argv[2];
+    kv_key sk, dk;
+    kv_meta sm, dm;
+    kv_key_init(&sk, sa->ptr, sa->len);
+    TRY(kv_lookup(c, &sk, &sm));
+    if (!sm.live) return FD_E_NOKEY;
+    if (sa->len == da->len && memcmp(sa->ptr, da->ptr, sa->len) == 0) {
+        if (nx) OUT(resp_add_int(c->out, 0));
+        else OUT(resp_add_status(c->out, "OK"));
+        return FD_OK;
+    }
+    kv_key_init(&dk, da->ptr, da->len);
+    TRY(kv_lookup(c, &dk, &dm));
+    if (nx && dm.live) { OUT(resp_add_int(c->out, 0)); return FD_OK; }
+
+    /* A collection's elements are keyed by its key: copy them under the new
+     * name with a fresh version (O(n), as kvrocks); the old ones go to the
+     * garbage queue with the source's delete below. */
+    uint64_t nver = 0;
+    if (sm.type != KV_T_STRING) {
+        uint8_t from[KV_SUBPFX_MAX], to[KV_SUBPFX_MAX];
+        nver = kv_new_version(c->st);
+        size_t fl = kv_enc_sub_prefix(from, KV_KEY_ENC(&sk), KV_KEY_ELEN(&sk), sm.version);
+        size_t tl = kv_enc_sub_prefix(to, KV_KEY_ENC(&dk), KV_KEY_ELEN(&dk), nver);
+        TRY(kv_copy_prefix(c, from, fl, to, tl));
+    }
+    if (dm.found) TRY(kv_delete(c, &dk, &dm));
+
+    /* the new metadata: the source's, with the destination's name */
+    const void *v; size_t vl;
+    int s = c->drv->get(c->txn, sk.mkey, sk.mlen, &v, &vl);
+    if (s != FD_OK) return s == FD_NOTFOUND ? FD_E_INTERNAL : s;
+    size_t sh = KV_META_HDR + (sm.fullkey ? 4 + sm.fullkey_len : 0);
+    size_t dh = KV_META_HDR + (dk.klen > KV_KEY_INLINE ? 4 + dk.klen : 0);
+    size_t body = vl - sh, nl = dh + body;
+    uint8_t *b = (uint8_t *)kv_scratch(c->st, nl);
+    if (!b) return FD_E_NOMEM;
+    memcpy(b, v, KV_META_HDR);
+    b[0] = (uint8_t)((b[0] & ~KV_F_LONGKEY) | (dk.klen > KV_KEY_INLINE ? KV_F_LONGKEY : 0));
+    if (dk.klen > KV_KEY_INLINE) {
+        kv_put_u32(b + KV_META_HDR, (uint32_t)dk.klen);
+        memcpy(b + KV_META_HDR + 4, dk.key, dk.klen);
+    }
+    memcpy(b + dh, (const uint8_t *)v + sh, body);
+    if (sm.type != KV_T_STRING) kv_put_u64(b + dh, nver);
+
+    TRY(kv_delete(c, &sk, &sm));
+    TRY(c->drv->put(c->txn, dk.mkey, dk.mlen, b, nl));
+    c->d_keys++;
+    if (sm.expire) {
+        uint8_t ek[KV_EKEY_MAX];
+        size_t el = kv_enc_expire_key(ek, sm.expire, KV_KEY_ENC(&dk), KV_KEY_ELEN(&dk));
+        TRY(c->drv->put(c->txn, ek, el, "", 0));
+        c->d_expires++;
+    }
+    if (nx) OUT(resp_add_int(c->out, 1));
+    else OUT(resp_add_status(c->out, "OK"));
+    return FD_OK;
+}
+
+int kv_cmd_rename(kv_ctx *c)   { return rename_generic(c, 0); }
+int kv_cmd_renamenx(kv_ctx *c) { return rename_generic(c, 1); }
+
+/* ---------------------------------------------------------------- server */
+
+int kv_cmd_dbsize(kv_ctx *c)
+{
+    kv_store *st = c->st;
+    OUT(resp_add_int(c->out, (long long)(st->keys + (uint64_t)(st->t_keys + c->d_keys))));
+    return FD_OK;
+}
+
+int kv_cmd_flushdb(kv_ctx *c)
+{
+    if (c->argc > 2 || (c->argc == 2 && !opt_is(&c->argv[1], "async") && !opt_is(&c->argv[1], "sync")))
+        return FD_E_SYNTAX;
+    kv_store *st = c->st;
+    TRY(c->drv->clear(c->txn));
+    c->d_keys = -(int64_t)(st->keys + (uint64_t)st->t_keys);
+    c->d_expires = -(int64_t)(st->expires + (uint64_t)st->t_expires);
+    st->t_dirty = 1;     /* the counter records were wiped too: rewrite them */
+    OUT(resp_add_status(c->out, "OK"));
+    return FD_OK;
+}

@@ -1,0 +1,378 @@
+/* kv_string.c — the string commands of KV_COMMANDS over the ordered-KV layer,
+ * with Redis 7.0's semantics, reply shapes and error texts (t_string.c).
+ *
+ * Strings live inline in the key's metadata record, so GET is one read.
+ * Integers written by INCR are stored as their decimal text, as Redis
+ * replies them. Every handler validates its arguments before its first
+ * write, so a failure leaves no partial change (storage errors excepted:
+ * the backend aborts those, see kv_backend.c). */
+#include <math.h>
+#include <string.h>
+#include <strings.h>
+#include <limits.h>
+#include "kv.h"
+
+#define OUT(expr) do { if ((expr) != 0) return FD_E_NOMEM; } while (0)
+#define TRY(expr) do { int s_ = (expr); if (s_ != FD_OK) return s_; } while (0)
+
+/* Case-insensitive exact comparison of an argument with an option name. */
+static int opt_is(const resp_arg *a, const char *name)
+{
+    size_t n = strlen(name);
+    return a->len == n && strncasecmp(a->ptr, name, n) == 0;
+}
+
+static int arg_ll(const resp_arg *a, long long *v)
+{
+    return resp_str2ll(a->ptr, a->len, v) == 0 ? FD_OK : FD_E_NOTINT;
+}
+
+/* ---------------------------------------------------------------- SET family */
+
+enum {
+    SF_NX = 1 << 0, SF_XX = 1 << 1, SF_GET = 1 << 2, SF_KEEPTTL = 1 << 3, SF_PERSIST = 1 << 4,
+    SF_EX = 1 << 5, SF_PX = 1 << 6, SF_EXAT = 1 << 7, SF_PXAT = 1 << 8
+};
+#define SF_ANYEXP (SF_EX | SF_PX | SF_EXAT | SF_PXAT)
+
+/* Redis's parseExtendedStringArgumentsOrReply: options of SET (is_set) or
+ * GETEX from argv[first]. The same option may repeat (last value wins);
+ * conflicting ones are a syntax error. */
+static int parse_ext(kv_ctx *c, int first, int is_set, int *flags, const resp_arg **exp)
+{
+    *flags = 0;
+    *exp = NULL;
+    for (int j = first; j < c->argc; j++) {
+        const resp_arg *a = &c->argv[j];
+        const resp_arg *next = j + 1 < c->argc ? &c->argv[j + 1] : NULL;
+        int f = *flags;
+        if (opt_is(a, "nx") && !(f & SF_XX) && is_set) *flags |= SF_NX;
+        else if (opt_is(a, "xx") && !(f & SF_NX) && is_set) *flags |= SF_XX;
+        else if (opt_is(a, "get") && is_set) *flags |= SF_GET;
+        else if (opt_is(a, "keepttl") && !(f & (SF_PERSIST | SF_ANYEXP)) && is_set) *flags |= SF_KEEPTTL;
+        else if (opt_is(a, "persist") && !is_set && !(f & (SF_ANYEXP | SF_KEEPTTL))) *flags |= SF_PERSIST;
+        else if (opt_is(a, "ex") && !(f & (SF_KEEPTTL | SF_PERSIST | SF_EXAT | SF_PX | SF_PXAT)) && next) {
+            *flags |= SF_EX; *exp = next; j++;
+        } else if (opt_is(a, "px") && !(f & (SF_KEEPTTL | SF_PERSIST | SF_EX | SF_EXAT | SF_PXAT)) && next) {
+            *flags |= SF_PX; *exp = next; j++;
+        } else if (opt_is(a, "exat") && !(f & (SF_KEEPTTL | SF_PERSIST | SF_EX | SF_PX | SF_PXAT)) && next) {
+            *flags |= SF_EXAT; *exp = next; j++;
+        } else if (opt_is(a, "pxat") && !(f & (SF_KEEPTTL | SF_PERSIST | SF_EX | SF_EXAT | SF_PX)) && next) {
+            *flags |= SF_PXAT; *exp = next; j++;
+        } else return FD_E_SYNTAX;
+    }
+    return FD_OK;
+}
+
+/* Redis's getExpireMillisecondsOrReply: the absolute expiry in ms. */
+static int expire_ms(kv_ctx *c, const resp_arg *a, int flags, int64_t *out)
+{
+    long long v;
+    TRY(arg_ll(a, &v));
+    int seconds = (flags & (SF_EX | SF_EXAT)) != 0;
+    if (v <= 0 || (seconds && v > LLONG_MAX / 1000)) return FD_E_EXPIRE;
+    if (seconds) v *= 1000;
+    if (flags & (SF_EX | SF_PX)) {
+        if (v > LLONG_MAX - c->now_ms) return FD_E_EXPIRE;
+        v += c->now_ms;
+    }
+    if (v <= 0) return FD_E_EXPIRE;
+    *out = v;
+    return FD_OK;
+}
+
+/* The SET core. abort_nx: reply :0/:1 (SETNX) instead of nil/+OK. */
+static int set_generic(kv_ctx *c, int flags, int64_t expire, const resp_arg *key,
+                       const resp_arg *val, int abort_nx)
+{
+    kv_key k;
+    kv_meta m;
+    kv_key_init(&k, key->ptr, key->len);
+    TRY(kv_lookup(c, &k, &m));
+    if ((flags & SF_GET) && m.live && m.type != KV_T_STRING) return FD_E_WRONGTYPE;
+    size_t mark = c->out->len;
+    if (flags & SF_GET) {
+        /* the old value is in driver memory: reply now, before writing */
+        if (m.live) OUT(resp_add_bulk(c->out, m.val, m.vlen));
+        else OUT(resp_add_null(c->out));
+    }
+    if (((flags & SF_NX) && m.live) || ((flags & SF_XX) && !m.live)) {
+        if (flags & SF_GET) return FD_OK;
+        return abort_nx ? (resp_add_int(c->out, 0) ? FD_E_NOMEM : FD_OK)
+                        : (resp_add_null(c->out) ? FD_E_NOMEM : FD_OK);
+    }
+    if ((flags & SF_KEEPTTL) && m.live) expire = m.expire;
+    int s = kv_write_string(c, &k, &m, expire, val->ptr, val->len, NULL, 0);
+    if (s != FD_OK) { c->out->len = mark; return s; }
+    if (flags & SF_GET) return FD_OK;
+    if (abort_nx) OUT(resp_add_int(c->out, 1));
+    else OUT(resp_add_status(c->out, "OK"));
+    return FD_OK;
+}
+
+int kv_cmd_set(kv_ctx *c)
+{
+    int flags;
+    const resp_arg *exp;
+    int64_t expire = 0;
+    TRY(parse_ext(c, 3, 1, &flags, &exp));
+    if (exp) TRY(expire_ms(c, exp, flags, &expire));
+    return set_generic(c, flags, expire, &c->argv[1], &c->argv[2], 0);
+}
+
+int kv_cmd_setnx(kv_ctx *c)
+{
+    return set_generic(c, SF_NX, 0, &c->argv[1], &c->argv[2], 1);
+}
+
+int kv_cmd_setex(kv_ctx *c)
+{
+    int64_t expire;
+    TRY(expire_ms(c, &c->argv[2], SF_EX, &expire));
+    return set_generic(c, 0, expire, &c->argv[1], &c->argv[3], 0);
+}
+
+int kv_cmd_psetex(kv_ctx *c)
+{
+    int64_t expire;
+    TRY(expire_ms(c, &c->argv[2], SF_PX, &expire));
+    return set_generic(c, 0, expire, &c->argv[1], &c->argv[3], 0);
+}
+
+int kv_cmd_getset(kv_ctx *c)
+{
+    return set_generic(c, SF_GET, 0, &c->argv[1], &c->argv[2], 0);
+}
+
+/* ---------------------------------------------------------------- reads */
+
+/* Look up a string: FD_OK with *live set, FD_E_WRONGTYPE, or FD_E_*. */
+static int lookup_string(kv_ctx *c, kv_key *k, kv_meta *m, const resp_arg *key)
+{
+    kv_key_init(k, key->ptr, key->len);
+    TRY(kv_lookup(c, k, m));
+    if (m->live && m->type != KV_T_STRING) return FD_E_WRONGTYPE;
+    return FD_OK;
+}
+
+int kv_cmd_get(kv_ctx *c)
+{
+    kv_key k; kv_meta m;
+    TRY(lookup_string(c, &k, &m, &c->argv[1]));
+    if (!m.live) OUT(resp_add_null(c->out));
+    else OUT(resp_add_bulk(c->out, m.val, m.vlen));
+    return FD_OK;
+}
+
+int kv_cmd_getdel(kv_ctx *c)
+{
+    kv_key k; kv_meta m;
+    TRY(lookup_string(c, &k, &m, &c->argv[1]));
+    if (!m.live) { OUT(resp_add_null(c->out)); return FD_OK; }
+    size_t mark = c->out->len;
+    OUT(resp_add_bulk(c->out, m.val, m.vlen));
+    int s = kv_delete(c, &k, &m);
+    if (s != FD_OK) c->out->len = mark;
+    return s;
+}
+
+int kv_cmd_getex(kv_ctx *c)
+{
+    int flags;
+    const resp_arg *exp;
+    int64_t expire = 0;
+    TRY(parse_ext(c, 2, 0, &flags, &exp));
+    if (exp) TRY(expire_ms(c, exp, flags, &expire));
+    kv_key k; kv_meta m;
+    TRY(lookup_string(c, &k, &m, &c->argv[1]));
+    if (!m.live) { OUT(resp_add_null(c->out)); return FD_OK; }
+    size_t mark = c->out->len;
+    OUT(resp_add_bulk(c->out, m.val, m.vlen));
+    int s = FD_OK;
+    if (exp && expire <= c->now_ms) s = kv_delete(c, &k, &m);
+    else if (exp) s = kv_set_expire(c, &k, &m, expire);
+    else if ((flags & SF_PERSIST) && m.expire) s = kv_set_expire(c, &k, &m, 0);
+    if (s != FD_OK) c->out->len = mark;
+    return s;
+}
+
+int kv_cmd_mget(kv_ctx *c)
+{
+    size_t mark = c->out->len;
+    int s = FD_OK;
+    if (resp_add_array(c->out, c->argc - 1)) return FD_E_NOMEM;
+    for (int j = 1; j < c->argc && s == FD_OK; j++) {
+        kv_key k; kv_meta m;
+        kv_key_init(&k, c->argv[j].ptr, c->argv[j].len);
+        if ((s = kv_lookup(c, &k, &m)) != FD_OK) break;
+        if (m.live && m.type == KV_T_STRING) s = resp_add_bulk(c->out, m.val, m.vlen) ? FD_E_NOMEM : FD_OK;
+        else s = resp_add_null(c->out) ? FD_E_NOMEM : FD_OK;
+    }
+    if (s != FD_OK) c->out->len = mark;
+    return s;
+}
+
+int kv_cmd_strlen(kv_ctx *c)
+{
+    kv_key k; kv_meta m;
+    TRY(lookup_string(c, &k, &m, &c->argv[1]));
+    OUT(resp_add_int(c->out, m.live ? (long long)m.vlen : 0));
+    return FD_OK;
+}
+
+int kv_cmd_getrange(kv_ctx *c)
+{
+    long long start, end;
+    TRY(arg_ll(&c->argv[2], &start));
+    TRY(arg_ll(&c->argv[3], &end));
+    kv_key k; kv_meta m;
+    TRY(lookup_string(c, &k, &m, &c->argv[1]));
+    long long len = m.live ? (long long)m.vlen : 0;
+    if (!m.live || (start < 0 && end < 0 && start > end)) { OUT(resp_add_bulk(c->out, "", 0)); return FD_OK; }
+    if (start < 0) start = len + start;
+    if (end < 0) end = len + end;
+    if (start < 0) start = 0;
+    if (end < 0) end = 0;
+    if (end >= len) end = len - 1;
+    if (start > end || len == 0) OUT(resp_add_bulk(c->out, "", 0));
+    else OUT(resp_add_bulk(c->out, m.val + start, (size_t)(end - start + 1)));
+    return FD_OK;
+}
+
+/* ---------------------------------------------------------------- writes */
+
+int kv_cmd_mset(kv_ctx *c)
+{
+    if (c->argc % 2 == 0) {
+        OUT(resp_add_error(c->out, "ERR wrong number of arguments for 'mset' command"));
+        return FD_OK;
+    }
+    for (int j = 1; j < c->argc; j += 2) {
+        kv_key k; kv_meta m;
+        kv_key_init(&k, c->argv[j].ptr, c->argv[j].len);
+        TRY(kv_lookup(c, &k, &m));
+        TRY(kv_write_string(c, &k, &m, 0, c->argv[j + 1].ptr, c->argv[j + 1].len, NULL, 0));
+    }
+    OUT(resp_add_status(c->out, "OK"));
+    return FD_OK;
+}
+
+int kv_cmd_msetnx(kv_ctx *c)
+{
+    if (c->argc % 2 == 0) {
+        OUT(resp_add_error(c->out, "ERR wrong number of arguments for 'msetnx' command"));
+        return FD_OK;
+    }
+    for (int j = 1; j < c->argc; j += 2) {
+        kv_key k; kv_meta m;
+        kv_key_init(&k, c->argv[j].ptr, c->argv[j].len);
+        TRY(kv_lookup(c, &k, &m));
+        if (m.live) { OUT(resp_add_int(c->out, 0)); return FD_OK; }
+    }
+    for (int j = 1; j < c->argc; j += 2) {
+        kv_key k; kv_meta m;
+        kv_key_init(&k, c->argv[j].ptr, c->argv[j].len);
+        TRY(kv_lookup(c, &k, &m));
+        TRY(kv_write_string(c, &k, &m, 0, c->argv[j + 1].ptr, c->argv[j + 1].len, NULL, 0));
+    }
+    OUT(resp_add_int(c->out, 1));
+    return FD_OK;
+}
+
+static int incr_generic(kv_ctx *c, long long incr)
+{
+    kv_key k; kv_meta m;
+    TRY(lookup_string(c, &k, &m, &c->argv[1]));
+    long long v = 0;
+    if (m.live && resp_str2ll(m.val, m.vlen, &v) != 0) return FD_E_NOTINT;
+    if ((incr < 0 && v < 0 && incr < LLONG_MIN - v) || (incr > 0 && v > 0 && incr > LLONG_MAX - v))
+        return FD_E_OVERFLOW;
+    v += incr;
+    char buf[32];
+    int n = resp_ll2str(buf, sizeof buf, v);
+    TRY(kv_write_string(c, &k, &m, m.live ? m.expire : 0, buf, (size_t)n, NULL, 0));
+    OUT(resp_add_int(c->out, v));
+    return FD_OK;
+}
+
+int kv_cmd_incr(kv_ctx *c) { return incr_generic(c, 1); }
+int kv_cmd_decr(kv_ctx *c) { return incr_generic(c, -1); }
+
+int kv_cmd_incrby(kv_ctx *c)
+{
+    long long incr;
+    TRY(arg_ll(&c->argv[2], &incr));
+    return incr_generic(c, incr);
+}
+
+int kv_cmd_decrby(kv_ctx *c)
+{
+    long long incr;
+    TRY(arg_ll(&c->argv[2], &incr));
+    if (incr == LLONG_MIN) {
+        OUT(resp_add_error(c->out, "ERR decrement would overflow"));
+        return FD_OK;
+    }
+    return incr_generic(c, -incr);
+}
+
+int kv_cmd_incrbyfloat(kv_ctx *c)
+{
+    kv_key k; kv_meta m;
+    TRY(lookup_string(c, &k, &m, &c->argv[1]));
+    long double v = 0, incr;
+    if (m.live && resp_str2ld(m.val, m.vlen, &v) != 0) return FD_E_NOTFLOAT;
+    if (resp_str2ld(c->argv[2].ptr, c->argv[2].len, &incr) != 0) return FD_E_NOTFLOAT;
+    v += incr;
+    if (isnan(v) || isinf(v)) return FD_E_NAN;
+    char buf[5 * 1024 + 64];     /* "%.17Lf" of a huge long double: ~5 KB */
+    int n = resp_format_ld(buf, sizeof buf, v);     /* Redis: long double, human form */
+    if (n <= 0 || (size_t)n >= sizeof buf) return FD_E_INTERNAL;
+    TRY(kv_write_string(c, &k, &m, m.live ? m.expire : 0, buf, (size_t)n, NULL, 0));
+    OUT(resp_add_bulk(c->out, buf, (size_t)n));
+    return FD_OK;
+}
+
+int kv_cmd_append(kv_ctx *c)
+{
+    kv_key k; kv_meta m;
+    const resp_arg *a = &c->argv[2];
+    TRY(lookup_string(c, &k, &m, &c->argv[1]));
+    if (!m.live) {
+        TRY(kv_write_string(c, &k, &m, 0, a->ptr, a->len, NULL, 0));
+        OUT(resp_add_int(c->out, (long long)a->len));
+        return FD_OK;
+    }
+    if ((long long)m.vlen + (long long)a->len > c->max_bulk) return FD_E_STRLEN;
+    /* the old value is in driver memory that the write may reuse: copy it */
+    char *old = kv_scratch(c->st, m.vlen);
+    if (!old && m.vlen) return FD_E_NOMEM;
+    if (m.vlen) memcpy(old, m.val, m.vlen);
+    size_t total = m.vlen + a->len;
+    TRY(kv_write_string(c, &k, &m, m.expire, old, m.vlen, a->ptr, a->len));
+    OUT(resp_add_int(c->out, (long long)total));
+    return FD_OK;
+}
+
+int kv_cmd_setrange(kv_ctx *c)
+{
+    long long off;
+    const resp_arg *a = &c->argv[3];
+    TRY(arg_ll(&c->argv[2], &off));
+    if (off < 0) return FD_E_OFFSET;
+    kv_key k; kv_meta m;
+    TRY(lookup_string(c, &k, &m, &c->argv[1]));
+    size_t olen = m.live ? m.vlen : 0;
+    if (a->len == 0) { OUT(resp_add_int(c->out, (long long)olen)); return FD_OK; }
+    if (off > c->max_bulk - (long long)a->len) return FD_E_STRLEN;
+    size_t end = (size_t)off + a->len;
+    size_t nlen = end > olen ? end : olen;
+    char *b = kv_scratch(c->st, nlen);
+    if (!b) return FD_E_NOMEM;
+    if (olen) memcpy(b, m.val, olen);
+    if ((size_t)off > olen) memset(b + olen, 0, (size_t)off - olen);
+    memcpy(b + off, a->ptr, a->len);
+    TRY(kv_write_string(c, &k, &m, m.live ? m.expire : 0, b, nlen, NULL, 0));
+    OUT(resp_add_int(c->out, (long long)nlen));
+    return FD_OK;
+}

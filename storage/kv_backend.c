@@ -1,0 +1,249 @@
+/* kv_backend.c — the generic fd_backend_ops of the embedded backends, over
+ * any kv_driver (storage/kv/kv.h). fd_backend.state is the kv_store.
+ *
+ * Group commit. The first submit of an event-loop turn begins ONE write
+ * transaction; every command of the turn, reads and writes alike, runs in it
+ * (commands are atomic for free: one thread, one transaction); end_turn
+ * commits it — one fsync per turn in sync mode — before the proxy writes any
+ * of the turn's replies. A turn without writes commits nothing to disk.
+ *
+ * Map full (LMDB). When a put fails with MDB_MAP_FULL, LMDB marks the whole
+ * transaction failed: every command of the turn is lost. So:
+ *   - careful mode: when the map is nearly full at turn start (high-water
+ *     mark > 80%, kv_driver.nearly_full), after a MAP_FULL, or for one write
+ *     whose arguments are big compared with the room left, each write command
+ *     runs in a NESTED transaction: a MAP_FULL aborts only that command, which
+ *     fails with FD_E_OOM ("-OOM ..."), and the turn goes on. The counter
+ *     records are rewritten inside each nested transaction so the final
+ *     counter write at commit needs no new page.
+ *   - outside careful mode a storage error (FD_E_OOM, FD_E_IO, ...) aborts the
+ *     turn's transaction: that submit returns the error, later submits of the
+ *     same turn return it too without running, end_turn returns it (the proxy
+ *     then withholds the turn's write replies by closing those clients: their
+ *     writes were not made), and the store switches to careful mode until a
+ *     turn starts below the mark again.
+ *
+ * Active expiry: cron deletes keys due by the expiry index, at most
+ * KV_CRON_KEYS keys or KV_CRON_BUDGET_US per call, in its own short
+ * transaction — or, when a turn's transaction is open (the proxy's timer
+ * fired between submits and end_turn), in a transaction nested in it.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
+#include "kv/kv.h"
+#include "../proxy/commands.h"
+
+#define KV_CRON_KEYS       1000
+#define KV_CRON_BUDGET_US  1000
+#define KV_BIG_WRITE       (64 * 1024)        /* args above this: check the room left */
+#define KV_SCRATCH_KEEP    (8u << 20)         /* scratch above this is freed at end_turn */
+
+static void reset_turn(kv_store *st)
+{
+    st->t_keys = st->t_expires = 0;
+    st->t_dirty = 0;
+}
+
+static void merge(kv_store *st, const kv_ctx *c)
+{
+    st->t_keys += c->d_keys;
+    st->t_expires += c->d_expires;
+    if (c->d_keys || c->d_expires) st->t_dirty = 1;
+}
+
+/* Write the counters (turn deltas + c's) into txn. */
+static int flush_with(kv_store *st, void *txn, const kv_ctx *c)
+{
+    st->t_keys += c->d_keys;
+    st->t_expires += c->d_expires;
+    int s = kv_store_flush_counters(st, txn);
+    st->t_keys -= c->d_keys;
+    st->t_expires -= c->d_expires;
+    return s;
+}
+
+/* Commit the turn's transaction with its counters. FD_OK or FD_E_*. */
+static int commit_turn(kv_store *st)
+{
+    const kv_driver *d = st->drv;
+    int s = FD_OK;
+    if (!st->txn) return FD_OK;
+    if (st->t_dirty) s = kv_store_flush_counters(st, st->txn);
+    if (s == FD_OK) s = d->commit(st->txn);
+    else d->abort(st->txn);
+    st->txn = NULL;
+    if (s == FD_OK) {
+        st->keys += (uint64_t)st->t_keys;
+        st->expires += (uint64_t)st->t_expires;
+        st->commits++;
+    } else {
+        st->commit_errors++;
+        if (s == FD_E_OOM) st->oom_sticky = 1;
+    }
+    reset_turn(st);
+    return s;
+}
+
+static void abort_turn(kv_store *st, int status)
+{
+    if (st->txn) st->drv->abort(st->txn);
+    st->txn = NULL;
+    reset_turn(st);
+    st->turn_err = status;
+    if (status == FD_E_OOM) st->oom_sticky = 1;
+}
+
+static int begin_turn(kv_store *st)
+{
+    const kv_driver *d = st->drv;
+    int s = d->begin(st->db, NULL, &st->txn);
+    if (s != FD_OK) { st->txn = NULL; return s; }
+    int full = d->nearly_full && d->nearly_full(st->db, 0);
+    if (!full) st->oom_sticky = 0;
+    st->careful = full || st->oom_sticky;
+    if (st->careful) st->careful_turns++;
+    return FD_OK;
+}
+
+int kv_backend_submit(fd_backend *b, fd_request *r)
+{
+    kv_store *st = b->state;
+    const kv_driver *d = st->drv;
+    if (!r->cmd || !r->cmd->kv) return FD_E_NOTSUPPORTED;
+    if (st->turn_err) return st->turn_err;
+    if (!st->txn) {
+        int s = begin_turn(st);
+        if (s != FD_OK) return s;
+    }
+    if (r->is_write) b->turn_writes++;
+
+    kv_ctx c;
+    memset(&c, 0, sizeof c);
+    c.st = st;
+    c.drv = d;
+    c.txn = st->txn;
+    c.argc = r->argc;
+    c.argv = r->argv;
+    c.out = r->out;
+    c.now_ms = r->now_ms;
+    c.max_bulk = st->max_bulk > 0 ? st->max_bulk : RESP_DEFAULT_MAX_BULK;
+
+    int nested = 0;
+    if (r->is_write && d->nearly_full) {
+        nested = st->careful;
+        if (!nested) {
+            size_t bytes = 0;
+            for (int i = 0; i < r->argc; i++) bytes += r->argv[i].len;
+            nested = bytes > KV_BIG_WRITE && d->nearly_full(st->db, bytes);
+        }
+    }
+    if (nested) {
+        int s = d->begin(st->db, st->txn, &c.txn);
+        if (s == FD_E_NOTSUPPORTED) { nested = 0; c.txn = st->txn; }
+        else if (s != FD_OK) return s;
+    }
+
+    size_t mark = r->out->len;
+    int s = r->cmd->kv(&c);
+    if (nested) {
+        /* only this command is at stake: the turn's transaction is intact */
+        if (!kv_is_storage_error(s) && (c.d_keys || c.d_expires || st->t_dirty)) {
+            int fs = flush_with(st, c.txn, &c);
+            if (fs != FD_OK) s = fs;
+        }
+        if (kv_is_storage_error(s)) {
+            d->abort(c.txn);
+            r->out->len = mark;
+            return s;
+        }
+        int cs = d->commit(c.txn);
+        if (cs != FD_OK) { r->out->len = mark; return cs; }
+        merge(st, &c);
+        return s;
+    }
+    if (kv_is_storage_error(s)) {
+        /* the transaction may be unusable (LMDB after MAP_FULL): the turn is lost */
+        r->out->len = mark;
+        abort_turn(st, s);
+        return s;
+    }
+    merge(st, &c);
+    return s;
+}
+
+int kv_backend_end_turn(fd_backend *b)
+{
+    kv_store *st = b->state;
+    int err = st->turn_err;
+    st->turn_err = 0;
+    b->turn_writes = 0;
+    int s = commit_turn(st);
+    if (!err) err = s;
+    if (st->buf_cap > KV_SCRATCH_KEEP) {
+        free(st->buf);
+        st->buf = NULL;
+        st->buf_cap = 0;
+    }
+    return err;
+}
+
+void kv_backend_cron(fd_backend *b, int64_t now_ms)
+{
+    kv_store *st = b->state;
+    const kv_driver *d = st->drv;
+    if (st->turn_err) return;                 /* the turn failed: end_turn first */
+    int own = !st->txn, nested = 0, s, done = 0;
+    kv_ctx c;
+    memset(&c, 0, sizeof c);
+    c.st = st;
+    c.drv = d;
+    c.now_ms = now_ms;
+    if (own) {
+        if (begin_turn(st) != FD_OK) return;
+        c.txn = st->txn;
+    } else {
+        s = d->begin(st->db, st->txn, &c.txn);
+        if (s == FD_OK) nested = 1;
+        else if (s == FD_E_NOTSUPPORTED) c.txn = st->txn;
+        else return;
+    }
+    s = kv_expire_cycle(&c, KV_CRON_KEYS, KV_CRON_BUDGET_US, &done);
+    if (nested) {
+        if (s == FD_OK && (c.d_keys || c.d_expires)) s = flush_with(st, c.txn, &c);
+        if (s == FD_OK) s = d->commit(c.txn);
+        else d->abort(c.txn);
+        if (s == FD_OK) merge(st, &c);
+        return;                               /* a failure lost only this cycle */
+    }
+    if (s != FD_OK) {
+        if (own) { d->abort(st->txn); st->txn = NULL; reset_turn(st); }
+        else abort_turn(st, s);
+        return;
+    }
+    merge(st, &c);
+    if (own) commit_turn(st);
+}
+
+void kv_backend_keyspace(fd_backend *b, uint64_t *keys, uint64_t *expires)
+{
+    kv_store *st = b->state;
+    *keys = st->keys + (uint64_t)st->t_keys;
+    *expires = st->expires + (uint64_t)st->t_expires;
+}
+
+void kv_backend_info(kv_store *st, resp_out *lines)
+{
+    char buf[512];
+    int n = snprintf(buf, sizeof buf,
+                     "kv_keys:%llu\r\nkv_expires:%llu\r\nkv_expired_keys:%llu\r\n"
+                     "kv_commits:%llu\r\nkv_commit_errors:%llu\r\nkv_careful_turns:%llu\r\n"
+                     "kv_careful_mode:%d\r\nkv_collection_versions:%llu\r\n",
+                     (unsigned long long)(st->keys + (uint64_t)st->t_keys),
+                     (unsigned long long)(st->expires + (uint64_t)st->t_expires),
+                     (unsigned long long)st->expired_keys,
+                     (unsigned long long)st->commits, (unsigned long long)st->commit_errors,
+                     (unsigned long long)st->careful_turns, st->careful || st->oom_sticky,
+                     (unsigned long long)st->version);
+    if (n > 0) resp_out_raw(lines, buf, (size_t)n);
+}

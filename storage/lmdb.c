@@ -1,0 +1,332 @@
+/* lmdb.c — the LMDB backend: a kv_driver over one LMDB environment (the
+ * unnamed database of cfg->dir) and `fd_lmdb_backend`, whose submit /
+ * end_turn / cron are the generic ones of kv_backend.c.
+ *
+ * Environment: MDB_NOTLS (transactions are not tied to threads), and
+ * MDB_NOSYNC when cfg->sync == 0: commits are written to the file but not
+ * fsync'ed — the data survive a crash of the process, while a power loss or
+ * OS crash may lose the last commits (LMDB: and may damage the file if the
+ * filesystem reorders writes). With sync, each commit (one per event-loop
+ * turn that wrote) fsyncs before any reply of that turn is released.
+ * No MDB_WRITEMAP: it would forbid the nested transactions careful mode
+ * needs (kv_backend.c). The map size is cfg->lmdb_map_size; a put that
+ * does not fit fails with MDB_MAP_FULL, reported as FD_E_OOM.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <lmdb.h>
+#include "kv/kv.h"
+
+#define LM_MAX_DEPTH 4
+#define LM_DEFAULT_MAP (1ULL << 30)
+
+typedef struct lm_db lm_db;
+
+typedef struct lm_txn {
+    MDB_txn *t;
+    lm_db   *db;
+    int      used;
+} lm_txn;
+
+struct lm_db {
+    MDB_env *env;
+    MDB_dbi  dbi;
+    uint64_t map_size;
+    int      sync;
+    lm_txn   tx[LM_MAX_DEPTH];   /* the turn transaction and nested ones */
+};
+
+struct kv_iter {
+    MDB_cursor *c;
+    MDB_val     k, v;
+};
+
+typedef struct lm_backend {
+    kv_store st;                 /* first: fd_backend.state points here */
+    lm_db    db;
+} lm_backend;
+
+static int lm_status(int rc)
+{
+    switch (rc) {
+    case MDB_SUCCESS:        return FD_OK;
+    case MDB_NOTFOUND:       return FD_NOTFOUND;
+    case MDB_MAP_FULL:
+    case MDB_TXN_FULL:       return FD_E_OOM;
+    case MDB_CORRUPTED:
+    case MDB_PAGE_NOTFOUND:
+    case MDB_INVALID:
+    case MDB_VERSION_MISMATCH: return FD_E_CORRUPT;
+    case ENOMEM:             return FD_E_NOMEM;
+    case MDB_BAD_VALSIZE:
+    case MDB_BAD_TXN:
+    case EINVAL:             return FD_E_INTERNAL;
+    default:                 return FD_E_IO;
+    }
+}
+
+/* ---------------------------------------------------------------- driver */
+
+static int lm_begin(void *dbp, void *parent, void **txn)
+{
+    lm_db *db = dbp;
+    lm_txn *slot = NULL;
+    for (int i = 0; i < LM_MAX_DEPTH; i++)
+        if (!db->tx[i].used) { slot = &db->tx[i]; break; }
+    if (!slot) return FD_E_INTERNAL;
+    int rc = mdb_txn_begin(db->env, parent ? ((lm_txn *)parent)->t : NULL, 0, &slot->t);
+    if (rc) return lm_status(rc);
+    slot->db = db;
+    slot->used = 1;
+    *txn = slot;
+    return FD_OK;
+}
+
+static int lm_commit(void *txn)
+{
+    lm_txn *x = txn;
+    int rc = mdb_txn_commit(x->t);
+    x->t = NULL;
+    x->used = 0;
+    return lm_status(rc);
+}
+
+static void lm_abort(void *txn)
+{
+    lm_txn *x = txn;
+    mdb_txn_abort(x->t);
+    x->t = NULL;
+    x->used = 0;
+}
+
+static int lm_get(void *txn, const void *k, size_t kl, const void **v, size_t *vl)
+{
+    lm_txn *x = txn;
+    MDB_val key = { kl, (void *)k }, val;
+    int rc = mdb_get(x->t, x->db->dbi, &key, &val);
+    if (rc) return lm_status(rc);
+    *v = val.mv_data;
+    *vl = val.mv_size;
+    return FD_OK;
+}
+
+static int lm_put(void *txn, const void *k, size_t kl, const void *v, size_t vl)
+{
+    lm_txn *x = txn;
+    MDB_val key = { kl, (void *)k }, val = { vl, (void *)v };
+    return lm_status(mdb_put(x->t, x->db->dbi, &key, &val, 0));
+}
+
+static int lm_reserve(void *txn, const void *k, size_t kl, size_t vl, void **dst)
+{
+    lm_txn *x = txn;
+    MDB_val key = { kl, (void *)k }, val = { vl, NULL };
+    int rc = mdb_put(x->t, x->db->dbi, &key, &val, MDB_RESERVE);
+    if (rc) return lm_status(rc);
+    *dst = val.mv_data;
+    return FD_OK;
+}
+
+static int lm_del(void *txn, const void *k, size_t kl)
+{
+    lm_txn *x = txn;
+    MDB_val key = { kl, (void *)k };
+    return lm_status(mdb_del(x->t, x->db->dbi, &key, NULL));
+}
+
+static int lm_clear(void *txn)
+{
+    lm_txn *x = txn;
+    return lm_status(mdb_drop(x->t, x->db->dbi, 0));
+}
+
+static int lm_iter_open(void *txn, kv_iter **it)
+{
+    lm_txn *x = txn;
+    kv_iter *i = malloc(sizeof *i);
+    if (!i) return FD_E_NOMEM;
+    int rc = mdb_cursor_open(x->t, x->db->dbi, &i->c);
+    if (rc) { free(i); return lm_status(rc); }
+    *it = i;
+    return FD_OK;
+}
+
+static void lm_iter_close(kv_iter *it)
+{
+    mdb_cursor_close(it->c);
+    free(it);
+}
+
+static int lm_seek(kv_iter *it, const void *k, size_t kl)
+{
+    it->k.mv_size = kl;
+    it->k.mv_data = (void *)k;
+    return lm_status(mdb_cursor_get(it->c, &it->k, &it->v, MDB_SET_RANGE));
+}
+
+static int lm_seek_le(kv_iter *it, const void *k, size_t kl)
+{
+    it->k.mv_size = kl;
+    it->k.mv_data = (void *)k;
+    int rc = mdb_cursor_get(it->c, &it->k, &it->v, MDB_SET_RANGE);
+    if (rc == MDB_NOTFOUND) return lm_status(mdb_cursor_get(it->c, &it->k, &it->v, MDB_LAST));
+    if (rc) return lm_status(rc);
+    if (it->k.mv_size == kl && memcmp(it->k.mv_data, k, kl) == 0) return FD_OK;
+    return lm_status(mdb_cursor_get(it->c, &it->k, &it->v, MDB_PREV));
+}
+
+static int lm_next(kv_iter *it)
+{
+    return lm_status(mdb_cursor_get(it->c, &it->k, &it->v, MDB_NEXT));
+}
+
+static int lm_prev(kv_iter *it)
+{
+    return lm_status(mdb_cursor_get(it->c, &it->k, &it->v, MDB_PREV));
+}
+
+static int lm_cur(kv_iter *it, const void **k, size_t *kl, const void **v, size_t *vl)
+{
+    int rc = mdb_cursor_get(it->c, &it->k, &it->v, MDB_GET_CURRENT);
+    if (rc) return lm_status(rc);
+    *k = it->k.mv_data; *kl = it->k.mv_size;
+    *v = it->v.mv_data; *vl = it->v.mv_size;
+    return FD_OK;
+}
+
+/* The high-water mark (pages ever used, free ones included: LMDB reuses
+ * them but never gives them back) above 80% of the map, counting `extra`
+ * twice (a value can need as many pages again while the old copy lives). */
+static int lm_nearly_full(void *dbp, size_t extra)
+{
+    lm_db *db = dbp;
+    MDB_envinfo info;
+    MDB_stat st;
+    if (mdb_env_info(db->env, &info) || mdb_env_stat(db->env, &st)) return 1;
+    uint64_t used = (uint64_t)(info.me_last_pgno + 1) * st.ms_psize;
+    return used + 2 * (uint64_t)extra > info.me_mapsize / 10 * 8;
+}
+
+static const kv_driver lm_driver = {
+    .name = "lmdb",
+    .begin = lm_begin, .commit = lm_commit, .abort = lm_abort,
+    .get = lm_get, .put = lm_put, .reserve = lm_reserve, .del = lm_del, .clear = lm_clear,
+    .iter_open = lm_iter_open, .iter_close = lm_iter_close,
+    .seek = lm_seek, .seek_le = lm_seek_le, .next = lm_next, .prev = lm_prev, .cur = lm_cur,
+    .nearly_full = lm_nearly_full,
+};
+
+/* ---------------------------------------------------------------- backend */
+
+/* mkdir -p; 0 or -1 with errno. */
+static int mkdirs(const char *dir)
+{
+    char path[4096];
+    size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof path) { errno = ENAMETOOLONG; return -1; }
+    memcpy(path, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (path[i] == '/' || path[i] == '\0') {
+            char ch = path[i];
+            path[i] = '\0';
+            if (mkdir(path, 0755) != 0 && errno != EEXIST) return -1;
+            path[i] = ch;
+        }
+    }
+    struct stat sb;
+    if (stat(dir, &sb) != 0) return -1;
+    if (!S_ISDIR(sb.st_mode)) { errno = ENOTDIR; return -1; }
+    return 0;
+}
+
+static int lmdb_open(fd_backend *b, const fd_backend_config *cfg, char *err, size_t errlen)
+{
+    const char *dir = cfg->dir && *cfg->dir ? cfg->dir : "frontdoor-data";
+    if (mkdirs(dir) != 0) {
+        snprintf(err, errlen, "cannot create the data folder '%s': %s", dir, strerror(errno));
+        return FD_E_IO;
+    }
+    lm_backend *lb = calloc(1, sizeof *lb);
+    if (!lb) { snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }
+    lm_db *db = &lb->db;
+    db->map_size = cfg->lmdb_map_size ? cfg->lmdb_map_size : LM_DEFAULT_MAP;
+    db->sync = cfg->sync;
+    int rc = mdb_env_create(&db->env);
+    if (!rc) rc = mdb_env_set_mapsize(db->env, (size_t)db->map_size);
+    if (!rc) rc = mdb_env_open(db->env, dir, MDB_NOTLS | (cfg->sync ? 0 : MDB_NOSYNC), 0644);
+    if (rc) {
+        snprintf(err, errlen, "cannot open the LMDB store in '%s': %s", dir, mdb_strerror(rc));
+        if (db->env) mdb_env_close(db->env);
+        free(lb);
+        return lm_status(rc) == FD_E_CORRUPT ? FD_E_CORRUPT : FD_E_IO;
+    }
+    MDB_txn *t;
+    rc = mdb_txn_begin(db->env, NULL, 0, &t);
+    if (!rc) {
+        rc = mdb_dbi_open(t, NULL, 0, &db->dbi);
+        if (!rc) rc = mdb_txn_commit(t);
+        else mdb_txn_abort(t);
+    }
+    if (rc) {
+        snprintf(err, errlen, "cannot open the LMDB store in '%s': %s", dir, mdb_strerror(rc));
+        mdb_env_close(db->env);
+        free(lb);
+        return lm_status(rc);
+    }
+    int s = kv_store_init(&lb->st, &lm_driver, db, err, errlen);
+    if (s != FD_OK) {
+        mdb_env_close(db->env);
+        free(lb);
+        return s;
+    }
+    lb->st.max_bulk = cfg->max_bulk;
+    b->state = &lb->st;
+    b->turn_writes = 0;
+    return FD_OK;
+}
+
+static void lmdb_close(fd_backend *b)
+{
+    lm_backend *lb = b->state;
+    if (!lb) return;
+    kv_store_free(&lb->st);          /* aborts an uncommitted turn */
+    if (!lb->db.sync) mdb_env_sync(lb->db.env, 1);
+    mdb_env_close(lb->db.env);
+    free(lb);
+    b->state = NULL;
+}
+
+static void lmdb_info(fd_backend *b, resp_out *lines)
+{
+    lm_backend *lb = b->state;
+    MDB_envinfo info;
+    MDB_stat st;
+    char buf[512];
+    if (mdb_env_info(lb->db.env, &info) == 0 && mdb_env_stat(lb->db.env, &st) == 0) {
+        int n = snprintf(buf, sizeof buf,
+                         "lmdb_map_size:%llu\r\nlmdb_used_bytes:%llu\r\nlmdb_page_size:%u\r\n"
+                         "lmdb_last_txnid:%llu\r\nlmdb_entries:%llu\r\nlmdb_depth:%u\r\n"
+                         "lmdb_readers:%u\r\nlmdb_max_readers:%u\r\nlmdb_sync:%s\r\n",
+                         (unsigned long long)info.me_mapsize,
+                         (unsigned long long)(info.me_last_pgno + 1) * st.ms_psize,
+                         st.ms_psize, (unsigned long long)info.me_last_txnid,
+                         (unsigned long long)st.ms_entries, st.ms_depth,
+                         info.me_numreaders, info.me_maxreaders, lb->db.sync ? "yes" : "no");
+        if (n > 0) resp_out_raw(lines, buf, (size_t)n);
+    }
+    kv_backend_info(&lb->st, lines);
+}
+
+const fd_backend_ops fd_lmdb_backend = {
+    .name     = "lmdb",
+    .open     = lmdb_open,
+    .close    = lmdb_close,
+    .submit   = kv_backend_submit,
+    .end_turn = kv_backend_end_turn,
+    .cron     = kv_backend_cron,
+    .keyspace = kv_backend_keyspace,
+    .info     = lmdb_info,
+};
