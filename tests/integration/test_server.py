@@ -1,0 +1,495 @@
+#!/usr/bin/python3
+"""Commands the proxy serves itself (PING/ECHO/QUIT, HELLO, COMMAND, CONFIG,
+INFO, CLIENT, TIME, DBSIZE), the connection limits (idle timeout,
+maxclients, query and output buffer limits), startup errors, and data
+surviving a restart (SIGTERM) and, with --durability sync, a SIGKILL.
+
+Server-specific replies (INFO, CLIENT LIST, HELLO...) are checked for shape
+and content rather than compared with redis-server byte for byte.
+"""
+import os
+import re
+import signal
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fdtest import (Tests, Diff, Conn, ConnClosed, start_frontdoor, start_redis, encode,
+                    encode_many, parse, check, eq, wait_until, kv_pairs, info_fields,
+                    info_sections, run_frontdoor_expect_exit, make_tempdir, frontdoor_is_redis,
+                    skip, Err, to_str)
+
+T = Tests(case_timeout=50)
+
+_shared = {}
+
+
+def fd_shared():
+    s = _shared.get("fd")
+    if s is None or not s.alive():
+        if s is not None:
+            print("      !! frontdoor died (status %s):\n%s" % (s.proc.returncode, s.log()[-3000:]))
+            s.cleanup()
+        s = _shared["fd"] = start_frontdoor(keep=True)
+    return s
+
+
+def is_err(v, prefix="ERR"):
+    return isinstance(v, Err) and v.startswith(prefix)
+
+
+# ------------------------------------------------------------ simple commands
+
+@T.case
+def ping_echo_quit():
+    fd = fd_shared()
+    with fd.conn() as c:
+        eq(c.cmd("PING"), b"+PONG\r\n", "PING")
+        eq(c.cmd("PING", "hi"), b"$2\r\nhi\r\n", "PING msg")
+        eq(c.cmd("ECHO", b"a\x00b"), b"$3\r\na\x00b\r\n", "ECHO")
+        eq(c.cmd("QUIT"), b"+OK\r\n", "QUIT")
+        check(c.wait_closed(2.0), "QUIT must close the connection")
+
+
+@T.case
+def hello_2_and_3():
+    fd = fd_shared()
+    with fd.conn() as c:
+        v = parse(c.cmd("HELLO", "2"))
+        check(isinstance(v, list), "HELLO 2 must be a flat array", v)
+        m = kv_pairs(v)
+        for k in ("server", "version", "proto", "id", "mode", "role", "modules"):
+            check(k in m, "HELLO 2 lacks %r" % k, v)
+        eq(m["proto"], 2, "HELLO 2 proto")
+        my_id = parse(c.cmd("CLIENT", "ID"))
+        eq(m["id"], my_id, "HELLO id == CLIENT ID")
+        r = c.cmd("HELLO", "3")
+        check(r.startswith(b"%7\r\n"), "HELLO 3 must be a 7-entry map", r)
+        m = kv_pairs(parse(r))
+        eq(m["proto"], 3, "HELLO 3 proto")
+        eq(c.cmd("GET", "hello:nokey"), b"_\r\n", "RESP3 null after HELLO 3")
+        r = c.cmd("HELLO")
+        check(r.startswith(b"%"), "HELLO without a version keeps RESP3", r)
+        eq(c.cmd("HELLO", "4"), b"-NOPROTO unsupported protocol version\r\n", "HELLO 4")
+        r = c.cmd("HELLO", "2", "SETNAME", "hname")
+        check(r.startswith(b"*14\r\n"), "HELLO 2 SETNAME must reply like HELLO 2", r)
+        eq(c.cmd("CLIENT", "GETNAME"), b"$5\r\nhname\r\n", "HELLO SETNAME sets the name")
+        eq(c.cmd("GET", "hello:nokey"), b"$-1\r\n", "RESP2 null after HELLO 2")
+
+
+@T.case
+def hello_with_auth():
+    fd = start_frontdoor(requirepass="pw1")
+    with fd.conn(auth=False) as c:
+        eq(c.cmd("GET", "a"), b"-NOAUTH Authentication required.\r\n", "NOAUTH before HELLO")
+        r = c.cmd("HELLO", "3", "AUTH", "default", "nope")
+        eq(r, b"-WRONGPASS invalid username-password pair or user is disabled.\r\n",
+           "HELLO AUTH with a wrong password")
+        r = c.cmd("HELLO", "3", "AUTH", "default", "pw1")
+        check(r.startswith(b"%7\r\n"), "HELLO 3 AUTH default pw must return the map", r)
+        eq(c.cmd("SET", "a", "1"), b"+OK\r\n", "authenticated after HELLO AUTH")
+        eq(c.cmd("GET", "nokey"), b"_\r\n", "RESP3 after HELLO 3 AUTH")
+    with fd.conn(auth=False) as c:
+        r = c.cmd("HELLO", "2", "AUTH", "default", "pw1", "SETNAME", "n1")
+        check(r.startswith(b"*14\r\n"), "HELLO 2 AUTH ... SETNAME", r)
+        eq(c.cmd("CLIENT", "GETNAME"), b"$2\r\nn1\r\n", "name set by HELLO")
+
+
+@T.case
+def command_count_info_docs():
+    fd = fd_shared()
+    with fd.conn() as c:
+        n = parse(c.cmd("COMMAND", "COUNT"))
+        check(isinstance(n, int) and n >= 40, "COMMAND COUNT must be an integer >= 40", n)
+        allc = parse(c.cmd("COMMAND"))
+        check(isinstance(allc, list), "COMMAND must be an array", allc)
+        eq(len(allc), n, "COMMAND entries == COMMAND COUNT")
+        names = set(to_str(e[0]) for e in allc)
+        for want in ("get", "set", "ping", "command", "config", "info", "hello", "auth"):
+            check(want in names, "COMMAND lacks %r" % want)
+        v = parse(c.cmd("COMMAND", "INFO", "get", "set", "mget", "ping", "nosuchcmd"))
+        check(isinstance(v, list) and len(v) == 5, "COMMAND INFO with 5 names -> 5 entries", v)
+        for e, (name, arity, first, last, step) in zip(v, [("get", 2, 1, 1, 1), ("set", -3, 1, 1, 1),
+                                                           ("mget", -2, 1, -1, 1), ("ping", -1, 0, 0, 0)]):
+            check(isinstance(e, list) and len(e) >= 6, "COMMAND INFO %s entry" % name, e)
+            eq((to_str(e[0]), e[1], e[3], e[4], e[5]), (name, arity, first, last, step),
+               "COMMAND INFO %s: name, arity, first, last, step" % name)
+            check(isinstance(e[2], list), "COMMAND INFO %s flags must be an array" % name, e)
+        eq(v[4], None, "COMMAND INFO of an unknown command is a null")
+        d = parse(c.cmd("COMMAND", "DOCS", "get"))
+        dm = kv_pairs(d)
+        check("get" in dm, "COMMAND DOCS get must have a 'get' entry", d)
+        gm = kv_pairs(dm["get"])
+        for k in ("summary", "since", "group"):
+            check(k in gm, "COMMAND DOCS get lacks %r" % k, gm)
+        eq(to_str(gm["group"]), "string", "COMMAND DOCS get group")
+        alld = parse(c.cmd("COMMAND", "DOCS"))
+        check(len(kv_pairs(alld)) >= 40, "COMMAND DOCS without args must document every command")
+        eq(parse(c.cmd("COMMAND", "DOCS", "nosuchcmd")), [], "COMMAND DOCS of unknown command")
+        r = parse(c.cmd("COMMAND", "NOSUCHSUB"))
+        check(is_err(r), "COMMAND NOSUCHSUB must be an error", r)
+
+
+@T.case
+def config_get_for_tools():
+    fd = fd_shared()
+    with fd.conn() as c:
+        for name in ("save", "appendonly"):
+            v = parse(c.cmd("CONFIG", "GET", name))
+            check(isinstance(v, list) and len(v) == 2 and to_str(v[0]) == name,
+                  "CONFIG GET %s must answer [name, value] (redis-benchmark asks)" % name, v)
+        v = parse(c.cmd("CONFIG", "GET", "appendonly"))
+        check(to_str(v[1]) in ("yes", "no"), "appendonly is yes/no", v)
+        eq(kv_pairs(parse(c.cmd("CONFIG", "GET", "port"))), {"port": str(fd.port).encode()},
+           "CONFIG GET port")
+        m = kv_pairs(parse(c.cmd("CONFIG", "GET", "maxclients")))
+        check(re.fullmatch(rb"\d+", m.get("maxclients", b"")), "CONFIG GET maxclients", m)
+        m = kv_pairs(parse(c.cmd("CONFIG", "GET", "max*")))
+        check("maxclients" in m, "CONFIG GET max* must include maxclients", m)
+        check(all(k.startswith("max") for k in m), "CONFIG GET max* returned other names", m)
+        m = kv_pairs(parse(c.cmd("CONFIG", "GET", "*")))
+        for k in ("port", "timeout", "maxclients", "requirepass", "proto-max-bulk-len",
+                  "client-query-buffer-limit", "dir"):
+            check(k in m, "CONFIG GET * lacks %r" % k, sorted(m))
+        eq(parse(c.cmd("CONFIG", "GET", "nosuchdirective")), [], "CONFIG GET of an unknown name")
+        m = kv_pairs(parse(c.cmd("CONFIG", "GET", "port", "timeout")))
+        eq(sorted(m), ["port", "timeout"], "CONFIG GET with several names")
+        r = parse(c.cmd("CONFIG", "GET"))
+        check(is_err(r), "CONFIG GET without a name must be an error", r)
+
+
+@T.case
+def config_set_then_get():
+    fd = start_frontdoor()
+    with fd.conn() as c:
+        eq(c.cmd("CONFIG", "SET", "timeout", "123"), b"+OK\r\n", "CONFIG SET timeout")
+        eq(kv_pairs(parse(c.cmd("CONFIG", "GET", "timeout"))), {"timeout": b"123"},
+           "CONFIG GET after SET")
+        eq(c.cmd("CONFIG", "SET", "maxclients", "77"), b"+OK\r\n", "CONFIG SET maxclients")
+        eq(kv_pairs(parse(c.cmd("CONFIG", "GET", "maxclients"))), {"maxclients": b"77"},
+           "CONFIG GET maxclients after SET")
+        r = parse(c.cmd("CONFIG", "SET", "timeout", "abc"))
+        check(is_err(r) and "timeout" in r, "CONFIG SET timeout abc must be an error naming it", r)
+        r = parse(c.cmd("CONFIG", "SET", "maxclients", "-5"))
+        check(is_err(r) and "maxclients" in r, "CONFIG SET maxclients -5 must be an error", r)
+        eq(kv_pairs(parse(c.cmd("CONFIG", "GET", "timeout"))), {"timeout": b"123"},
+           "a failed CONFIG SET must not change the value")
+        r = parse(c.cmd("CONFIG", "SET", "nosuchdirective", "1"))
+        check(is_err(r) and "nosuchdirective" in r, "CONFIG SET of an unknown name", r)
+        r = parse(c.cmd("CONFIG", "SET", "timeout"))
+        check(is_err(r), "CONFIG SET without value", r)
+        r = parse(c.cmd("CONFIG", "NOSUCHSUB"))
+        check(is_err(r), "CONFIG NOSUCHSUB", r)
+
+
+@T.case
+def info_sections_and_counters():
+    fd = start_frontdoor()
+    others = [fd.conn() for _ in range(2)]
+    try:
+        with fd.conn() as c:
+            text = parse(c.cmd("INFO"))
+            check(isinstance(text, bytes), "INFO is a bulk string", text)
+            secs = info_sections(text)
+            for s in ("Server", "Clients", "Stats", "Keyspace"):
+                check(s in secs, "INFO lacks section %r" % s, secs)
+            f = info_fields(text)
+            eq(f.get("tcp_port"), str(fd.port), "INFO tcp_port")
+            eq(f.get("process_id"), str(fd.pid), "INFO process_id")
+            check("uptime_in_seconds" in f, "INFO uptime_in_seconds")
+            eq(f.get("connected_clients"), "3", "INFO connected_clients with 3 connections")
+            check(int(f.get("total_connections_received", "0")) >= 3,
+                  "INFO total_connections_received", f.get("total_connections_received"))
+            check(not any(k.startswith("db0") for k in f), "empty keyspace shows no db0 line", f)
+            srv = info_fields(parse(c.cmd("INFO", "server")))
+            check("tcp_port" in srv and "connected_clients" not in srv,
+                  "INFO server shows only the server section", sorted(srv))
+            c.cmd("SET", "a", "1")
+            c.cmd("SET", "b", "2", "EX", "1000")
+            c.cmd("SET", "c", "3", "PX", "1000000")
+            for _ in range(5):
+                c.cmd("GET", "a")
+            c.cmd("GET")
+            ks = parse(c.cmd("INFO", "keyspace"))
+            check(re.search(rb"(^|\r\n)db0:keys=3,expires=2,", ks),
+                  "INFO keyspace db0:keys=3,expires=2,...", ks)
+            cs = to_str(parse(c.cmd("INFO", "commandstats")))
+            check(re.search(r"(^|\r\n)cmdstat_get:calls=5,usec=\d+,usec_per_call=[\d.]+", cs),
+                  "INFO commandstats cmdstat_get:calls=5,... (the arity error is not a call)", cs)
+            check(re.search(r"(^|\r\n)cmdstat_set:calls=3,", cs), "cmdstat_set:calls=3", cs)
+            st1 = int(info_fields(parse(c.cmd("INFO", "stats")))["total_commands_processed"])
+            c.cmd("PING")
+            c.cmd("PING")
+            st2 = int(info_fields(parse(c.cmd("INFO", "stats")))["total_commands_processed"])
+            eq(st2 - st1, 3, "total_commands_processed counts each command")
+            allinfo = info_sections(parse(c.cmd("INFO", "all")))
+            check("Commandstats" in allinfo, "INFO all includes Commandstats", allinfo)
+    finally:
+        for o in others:
+            o.close()
+
+
+@T.case
+def client_commands():
+    fd = fd_shared()
+    with fd.conn() as c, fd.conn() as c2:
+        eq(c.cmd("CLIENT", "GETNAME"), b"$-1\r\n", "CLIENT GETNAME without name")
+        eq(c.cmd("CLIENT", "SETNAME", "tester"), b"+OK\r\n", "CLIENT SETNAME")
+        eq(c.cmd("CLIENT", "GETNAME"), b"$6\r\ntester\r\n", "CLIENT GETNAME")
+        r = c.cmd("CLIENT", "SETNAME", "a b")
+        eq(r, b"-ERR Client names cannot contain spaces, newlines or special characters.\r\n",
+           "CLIENT SETNAME with a space")
+        cid = parse(c.cmd("CLIENT", "ID"))
+        cid2 = parse(c2.cmd("CLIENT", "ID"))
+        check(isinstance(cid, int) and isinstance(cid2, int) and cid != cid2,
+              "CLIENT ID: distinct integers", cid, cid2)
+        info = to_str(parse(c.cmd("CLIENT", "INFO")))
+        check(info.endswith("\n") and info.count("\n") == 1, "CLIENT INFO: one line", info)
+        fields = dict(kv.split("=", 1) for kv in info.split() if "=" in kv)
+        eq(fields.get("id"), str(cid), "CLIENT INFO id")
+        eq(fields.get("name"), "tester", "CLIENT INFO name")
+        eq(fields.get("addr"), "127.0.0.1:%d" % c.sock.getsockname()[1], "CLIENT INFO addr")
+        lst = to_str(parse(c.cmd("CLIENT", "LIST")))
+        ids = re.findall(r"(?:^|\n)id=(\d+) ", lst)
+        check(str(cid) in ids and str(cid2) in ids, "CLIENT LIST shows both connections", lst)
+        check(re.search(r"id=%d .*name=tester" % cid, lst), "CLIENT LIST shows the name", lst)
+        c.cmd("CLIENT", "SETNAME", "")
+        eq(c.cmd("CLIENT", "GETNAME"), b"$-1\r\n", "CLIENT SETNAME '' clears the name")
+        r = parse(c.cmd("CLIENT", "NOSUCHSUB"))
+        check(is_err(r), "CLIENT NOSUCHSUB", r)
+
+
+@T.case
+def time_and_dbsize():
+    fd = start_frontdoor()
+    with fd.conn() as c:
+        v = parse(c.cmd("TIME"))
+        check(isinstance(v, list) and len(v) == 2 and all(isinstance(x, bytes) for x in v),
+              "TIME: two bulk strings", v)
+        secs, usecs = int(v[0]), int(v[1])
+        check(abs(secs - time.time()) < 5, "TIME seconds near now", v)
+        check(0 <= usecs < 1000000, "TIME microseconds in range", v)
+        eq(c.cmd("DBSIZE"), b":0\r\n", "DBSIZE empty")
+        c.send_many([("SET", "k%d" % i, "v") for i in range(250)])
+        c.read_n(250)
+        eq(c.cmd("DBSIZE"), b":250\r\n", "DBSIZE after 250 SETs")
+        c.cmd("DEL", "k0", "k1")
+        eq(c.cmd("DBSIZE"), b":248\r\n", "DBSIZE after DEL")
+
+
+# ------------------------------------------------------------ connection limits
+
+@T.case
+def idle_timeout_closes():
+    fd = start_frontdoor(timeout=1)
+    busy = fd.conn()
+    idle = fd.conn()
+    t0 = time.monotonic()
+    check(idle.is_open(0.5), "idle connection closed before its timeout")
+    # the busy one keeps talking every 0.3 s
+    closed_at = None
+    while time.monotonic() - t0 < 4.0:
+        eq(busy.cmd("PING"), b"+PONG\r\n", "a busy connection must not time out")
+        if closed_at is None and not idle.is_open(0.3):
+            closed_at = time.monotonic() - t0
+    check(closed_at is not None, "idle connection not closed within 4 s with --timeout 1")
+    check(0.9 <= closed_at <= 3.5, "idle connection closed after %.2fs (want ~1-2s)" % closed_at)
+    busy.close()
+
+
+@T.case
+def maxclients_limit():
+    fd = start_frontdoor(maxclients=2)
+    time.sleep(0.2)   # let the readiness probe's connection go away
+    a, b = fd.conn(), fd.conn()
+    eq(a.cmd("PING"), b"+PONG\r\n", "client 1")
+    eq(b.cmd("PING"), b"+PONG\r\n", "client 2")
+    c = Conn(fd.port)
+    data, closed = c.read_all_until_close(2.0)
+    eq(data, b"-ERR max number of clients reached\r\n", "third client")
+    check(closed, "third client must be disconnected")
+    a.close()
+    time.sleep(0.3)
+    with fd.conn() as d:
+        eq(d.cmd("PING"), b"+PONG\r\n", "a slot freed by a disconnect can be used again")
+    b.close()
+
+
+@T.case
+def query_buffer_limit():
+    fd = start_frontdoor(client_query_buffer_limit=1048576)
+    rss0 = fd.rss_kb()
+    c = fd.conn()
+    c.send_raw(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2097152\r\n")
+    try:
+        for _ in range(32):
+            c.send_raw(b"x" * 65536)
+    except OSError:
+        pass
+    data, closed = c.read_all_until_close(5.0)
+    check(closed, "an unfinished 2 MB bulk over a 1 MB query buffer limit must close the connection")
+    with fd.conn() as d:
+        eq(d.cmd("PING"), b"+PONG\r\n", "server alive")
+        eq(d.cmd("EXISTS", "k"), b":0\r\n", "the oversized command was not run")
+    check(fd.rss_kb() - rss0 < 64 * 1024, "RSS bounded after query buffer overflow")
+
+
+@T.case
+def output_buffer_limit():
+    fd = start_frontdoor(client_output_buffer_limit=4194304)
+    with fd.conn() as c:
+        eq(c.cmd("SET", "big", "x" * 1048576), b"+OK\r\n", "SET 1MB")
+    rss0 = fd.rss_kb()
+    c = fd.conn()
+    c.send_many([("GET", "big")] * 300)      # 300 MB of replies, never read
+    time.sleep(1.5)
+    rss1 = fd.rss_kb()
+    print("      RSS %d kB -> %d kB with a non-reading client" % (rss0, rss1))
+    check(rss1 - rss0 < 100 * 1024, "RSS grew by %d kB: output buffer not bounded" % (rss1 - rss0))
+    n, closed = 0, False
+    c.sock.settimeout(5.0)
+    while n < (64 << 20):
+        try:
+            chunk = c.sock.recv(1 << 20)
+        except socket.timeout:
+            break
+        except OSError:
+            closed = True
+            break
+        if not chunk:
+            closed = True
+            break
+        n += len(chunk)
+    c.close()
+    check(closed and n < (64 << 20),
+          "the client over its output buffer limit must be disconnected (read %d bytes, closed=%s)"
+          % (n, closed))
+    with fd.conn() as d:
+        eq(d.cmd("STRLEN", "big"), b":1048576\r\n", "server alive and data intact")
+
+
+# ------------------------------------------------------------ startup errors
+
+def _startup_fails(directives, names, line=None, what=""):
+    rc, out = run_frontdoor_expect_exit(directives)
+    check(rc is not None, "%s: frontdoor kept running (should exit with an error)\n%s" % (what, out[-2000:]))
+    check(rc != 0, "%s: exit status 0 on a bad configuration\n%s" % (what, out[-2000:]))
+    for n in names:
+        check(n in out, "%s: the message must name %r" % (what, n), out[-2000:])
+    if line is not None:
+        check(re.search(r"(line\s*%d\b|:%d\b)" % (line, line), out),
+              "%s: the message must give line %d" % (what, line), out[-2000:])
+
+
+@T.case
+def startup_errors_command_line():
+    _startup_fails([("nosuchdirective", "1")], ["nosuchdirective"], what="unknown directive")
+    _startup_fails([("maxclients", "abc")], ["maxclients"], what="bad maxclients")
+    _startup_fails([("timeout", "-3")], ["timeout"], what="negative timeout")
+    _startup_fails([("proto-max-bulk-len", "lots")], ["proto-max-bulk-len"], what="bad size")
+
+
+@T.case
+def startup_errors_config_file():
+    d = make_tempdir("fdtest-conf-")
+    p1 = os.path.join(d, "unknown.conf")
+    with open(p1, "w") as f:
+        f.write("# a comment\n\nnosuchdirective 1\ntimeout 5\n")
+    _startup_fails([("config", p1)], ["nosuchdirective"], line=3, what="unknown directive in file")
+    p2 = os.path.join(d, "badvalue.conf")
+    with open(p2, "w") as f:
+        f.write("timeout 5\nmaxclients notanumber\n")
+    _startup_fails([("config", p2)], ["maxclients"], line=2, what="bad value in file")
+    p3 = os.path.join(d, "missing.conf")
+    rc, out = run_frontdoor_expect_exit([("config", p3)])
+    check(rc not in (None, 0), "a missing config file must make frontdoor exit non-zero", rc, out[-1000:])
+
+
+@T.case
+def config_file_is_applied():
+    d = make_tempdir("fdtest-conf-")
+    p = os.path.join(d, "good.conf")
+    with open(p, "w") as f:
+        f.write("# frontdoor test config\nmaxclients 33\ntimeout 7\n  \nrequirepass \"se cret\"\n")
+    fd = start_frontdoor(config=p, timeout=9)
+    with Conn(fd.port) as c:
+        eq(c.cmd("AUTH", "se cret"), b"+OK\r\n", "requirepass with a quoted value from the file")
+        eq(kv_pairs(parse(c.cmd("CONFIG", "GET", "maxclients"))), {"maxclients": b"33"},
+           "maxclients from the file")
+        eq(kv_pairs(parse(c.cmd("CONFIG", "GET", "timeout"))), {"timeout": b"9"},
+           "the command line overrides the file")
+
+
+# ------------------------------------------------------------ persistence
+
+@T.case
+def data_survives_restart():
+    fd = start_frontdoor()
+    with fd.conn() as c:
+        c.cmd("SET", "plain", "value")
+        c.cmd("SET", b"bin\x00\xff", b"\r\n\x00")
+        c.cmd("SET", "ttl", "t", "EX", "1000")
+        c.cmd("SET", "gone", "x", "PX", "200")
+        c.cmd("INCRBY", "n", "41")
+        c.cmd("INCR", "n")
+        c.cmd("SET", "big", "B" * 300000)
+        c.cmd("SET", "deleted", "x")
+        c.cmd("DEL", "deleted")
+    time.sleep(0.4)
+    rc = fd.stop(signal.SIGTERM)
+    eq(rc, 0, "exit status after SIGTERM")
+    fd.start()
+    with fd.conn() as c:
+        eq(c.cmd("GET", "plain"), b"$5\r\nvalue\r\n", "plain key after restart")
+        eq(c.cmd("GET", b"bin\x00\xff"), b"$3\r\n\r\n\x00\r\n", "binary key after restart")
+        eq(c.cmd("GET", "n"), b"$2\r\n42\r\n", "counter after restart")
+        eq(c.cmd("STRLEN", "big"), b":300000\r\n", "big value after restart")
+        ttl = parse(c.cmd("TTL", "ttl"))
+        check(isinstance(ttl, int) and 990 <= ttl <= 1000, "TTL kept across restart", ttl)
+        eq(c.cmd("EXISTS", "gone", "deleted"), b":0\r\n", "expired/deleted keys stay gone")
+        eq(c.cmd("DBSIZE"), b":5\r\n", "DBSIZE after restart")
+    rc = fd.stop(signal.SIGINT)
+    eq(rc, 0, "exit status after SIGINT")
+
+
+@T.case
+def durability_sync_survives_sigkill():
+    fd = start_frontdoor(durability="sync")
+    n = 300
+    with fd.conn() as c:
+        for i in range(n):
+            eq(c.cmd("SET", "d%d" % i, "v%d" % i), b"+OK\r\n", "SET acknowledged")
+        eq(c.cmd("INCRBY", "ctr", "7"), b":7\r\n", "INCRBY acknowledged")
+        eq(c.cmd("DEL", "d0"), b":1\r\n", "DEL acknowledged")
+    fd.stop(signal.SIGKILL)
+    fd.start()
+    with fd.conn() as c:
+        vals = parse(c.cmd("MGET", *["d%d" % i for i in range(n)]))
+        missing = [i for i in range(1, n) if vals[i] != ("v%d" % i).encode()]
+        eq(missing, [], "acknowledged SETs lost after kill -9 (indexes)")
+        eq(vals[0], None, "acknowledged DEL lost after kill -9")
+        eq(c.cmd("GET", "ctr"), b"$1\r\n7\r\n", "acknowledged INCRBY after kill -9")
+
+
+@T.case
+def lmdb_map_full_is_an_error_not_a_crash():
+    if frontdoor_is_redis():
+        skip("frontdoor-only directive --lmdb-map-size")
+    fd = start_frontdoor(backend="lmdb", lmdb_map_size=4 * 1048576)
+    with fd.conn() as c:
+        eq(c.cmd("SET", "small", "1"), b"+OK\r\n", "SET in a small map")
+        errs = 0
+        for i in range(40):
+            r = c.cmd("SET", "fill%d" % i, "F" * 262144)
+            if r.startswith(b"-"):
+                errs += 1
+            else:
+                eq(r, b"+OK\r\n", "SET")
+        check(errs > 0, "10 MB into a 4 MB LMDB map must give an error reply")
+        eq(c.cmd("GET", "small"), b"$1\r\n1\r\n", "earlier data readable after map full")
+        eq(c.cmd("PING"), b"+PONG\r\n", "server alive after map full")
+
+
+if __name__ == "__main__":
+    T.main()
