@@ -1,0 +1,1 @@
+"""frontdoor self-benchmark helpers (used by bench/run)."""

@@ -1,0 +1,288 @@
+"""What the benchmark points redis-benchmark at. A target starts everything
+it needs on free loopback ports with a fresh data folder, waits for it to
+answer, reports the pids to sample, and stops it all again."""
+import os
+import re
+import shutil
+import subprocess
+import time
+
+from . import procs
+
+EMBEDDED = ["lmdb", "leveldb"]          # frontdoor backends with a durability setting
+SERVICE = ["redis", "mongodb"]          # frontdoor backends in front of another server
+ALL_TARGETS = ["redis-direct", "twemproxy", "lmdb-sync", "lmdb-nosync", "leveldb-sync", "leveldb-nosync",
+               "redis", "mongodb"]
+GROUPS = {b: [f"{b}-sync", f"{b}-nosync"] for b in EMBEDDED}
+
+# How frontdoor is pointed at the server behind a service backend. These
+# directives do not exist yet: the issue that adds the backend settles them,
+# and this table follows. A frontdoor that rejects them is reported as such.
+SERVICE_ARGS = {
+    "redis": lambda addr: ["--redis-address", addr],
+    "mongodb": lambda uri: ["--mongodb-uri", uri],
+}
+START_TIMEOUT = 20.0
+
+
+class Skip(Exception):
+    """The target can't run here; the message says why (shown in the report)."""
+
+
+def expand(names):
+    out = []
+    for n in names:
+        n = n.strip()
+        if not n:
+            continue
+        for x in GROUPS.get(n, [n]):
+            if x not in out:
+                out.append(x)
+    return out
+
+
+def find_frontdoor(repo):
+    cands = [os.path.join(repo, "build", "frontdoor")]
+    try:
+        others = [os.path.join(repo, d, "frontdoor") for d in os.listdir(repo) if d.startswith("build")]
+    except OSError:
+        others = []
+    others = sorted((p for p in others if p not in cands and os.access(p, os.X_OK)),
+                    key=lambda p: -os.path.getmtime(p))
+    for p in cands + others:
+        if os.path.isfile(p) and os.access(p, os.X_OK):
+            return p
+    return shutil.which("frontdoor")
+
+
+def frontdoor_version(path):
+    if not path:
+        return None
+    try:
+        r = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10)
+        return (r.stdout or r.stderr).strip() or f"(exit {r.returncode}, no output)"
+    except Exception as e:  # noqa: BLE001
+        return f"unknown ({e})"
+
+
+# Redis-style log prefix: "9718:M 02 Dec 2026 10:12:02.179 # "
+_LOGPREFIX = re.compile(r"^\d+:[A-Z] \d+ \w+ \d+ [\d:.]+ [#*.-] ")
+
+
+def _tail(path, n=5):
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - 8192))
+            lines = f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return ""
+    lines = [_LOGPREFIX.sub("", ln).strip() for ln in lines]
+    return " | ".join(ln for ln in lines[-n:] if ln)
+
+
+class Target:
+    def __init__(self, name, workroot, frontdoor=None):
+        self.name = name
+        self.frontdoor = frontdoor
+        self.workdir = os.path.join(workroot, name)
+        self.procs = []        # (role, Popen)
+        self.datadirs = []
+        self.port = None
+        self.kind, self.backend, self.durability = self._classify(name)
+        self.dead = None       # reason once a server process exited mid-run
+
+    @staticmethod
+    def _classify(name):
+        if name == "redis-direct":
+            return "redis-direct", None, None
+        if name == "twemproxy":
+            return "twemproxy", None, None
+        for b in EMBEDDED:
+            for d in ("sync", "nosync"):
+                if name == f"{b}-{d}":
+                    return "frontdoor", b, d
+        if name in SERVICE:
+            return "frontdoor", name, None
+        raise Skip(f"unknown target '{name}' (known: {', '.join(ALL_TARGETS)}, or lmdb/leveldb for both durabilities)")
+
+    def describe(self):
+        if self.kind == "redis-direct":
+            return "redis-server alone, no persistence: the baseline"
+        if self.kind == "twemproxy":
+            return "nutcracker (twemproxy) in front of its own redis-server, no persistence"
+        if self.backend in EMBEDDED:
+            return f"frontdoor, {self.backend} backend, durability {self.durability}"
+        return f"frontdoor, {self.backend} backend"
+
+    # ---- lifecycle ---------------------------------------------------------
+
+    def start(self):
+        os.makedirs(self.workdir, exist_ok=True)
+        if self.kind == "redis-direct":
+            self.port = self._start_redis("redis-server")
+        elif self.kind == "twemproxy":
+            self._start_twemproxy()
+        else:
+            self._start_frontdoor()
+
+    def stop(self):
+        codes = {}
+        for role, p in reversed(self.procs):
+            codes[role] = procs.stop(p)
+        return codes
+
+    def server_pids(self):
+        return {role: p.pid for role, p in self.procs}
+
+    def check_alive(self):
+        for role, p in self.procs:
+            if p.poll() is not None:
+                self.dead = f"{role} exited (code {p.returncode}): {_tail(self._log(role), 3)}"
+                return False
+        return True
+
+    def _log(self, role):
+        return os.path.join(self.workdir, f"{role}.log")
+
+    def _wait_ready(self, role, p, port, ready, what):
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if p.poll() is not None:
+                return False
+            if ready(port):
+                return True
+            time.sleep(0.05)
+        raise Skip(f"{what} did not answer PING on port {port} within {START_TIMEOUT:.0f} s: {_tail(self._log(role))}")
+
+    def _start_redis(self, role):
+        exe = shutil.which("redis-server")
+        if not exe:
+            raise Skip("redis-server not installed")
+        data = os.path.join(self.workdir, f"{role}-data")
+        os.makedirs(data, exist_ok=True)
+        self.datadirs.append(data)
+        for _ in range(3):
+            port = procs.free_port()
+            argv = [exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", data, "--save", "",
+                    "--appendonly", "no", "--daemonize", "no", "--logfile", "", "--protected-mode", "no"]
+            p = procs.spawn(argv, self._log(role))
+            self.procs.append((role, p))
+            if self._wait_ready(role, p, port, procs.ping, "redis-server"):
+                return port
+            self.procs.pop()
+            procs.stop(p)
+            if "Address already in use" not in _tail(self._log(role), 20):
+                break
+        raise Skip(f"redis-server failed to start: {_tail(self._log(role))}")
+
+    def _start_twemproxy(self):
+        exe = shutil.which("nutcracker")
+        if not exe:
+            raise Skip("nutcracker not installed (Debian package 'nutcracker'; not installed by bench/run)")
+        rport = self._start_redis("redis-server")
+        for _ in range(3):
+            port, sport = procs.free_port(), procs.free_port()
+            conf = os.path.join(self.workdir, "nutcracker.yml")
+            with open(conf, "w") as f:
+                f.write("bench:\n"
+                        f"  listen: 127.0.0.1:{port}\n"
+                        "  hash: fnv1a_64\n"
+                        "  distribution: ketama\n"
+                        "  redis: true\n"
+                        "  auto_eject_hosts: false\n"
+                        "  server_connections: 1\n"
+                        "  servers:\n"
+                        f"   - 127.0.0.1:{rport}:1\n")
+            argv = [exe, "-c", conf, "-s", str(sport), "-a", "127.0.0.1", "-o", self._log("nutcracker") + ".own"]
+            p = procs.spawn(argv, self._log("nutcracker"))
+            self.procs.append(("nutcracker", p))
+            # twemproxy answers PING itself only in some versions: a port that
+            # accepts connections, with the redis-server behind it up, is ready.
+            if self._wait_ready("nutcracker", p, port, procs.port_open, "nutcracker"):
+                self.port = port
+                return
+            self.procs.pop()
+            procs.stop(p)
+            log = _tail(self._log("nutcracker"), 20) + _tail(self._log("nutcracker") + ".own", 20)
+            if "in use" not in log:
+                break
+        raise Skip(f"nutcracker failed to start: {_tail(self._log('nutcracker') + '.own') or _tail(self._log('nutcracker'))}")
+
+    def _frontdoor_argv(self, port, data, extra=()):
+        argv = [self.frontdoor, "--port", str(port), "--bind", "127.0.0.1", "--dir", data,
+                "--backend", self.backend]
+        if self.durability:
+            argv += ["--durability", self.durability]
+        if self.backend == "lmdb":
+            argv += ["--lmdb-map-size", "4gb"]
+        return argv + list(extra)
+
+    def _try_frontdoor(self, extra=(), probe=False):
+        """Start frontdoor once. Returns (Popen, port) when it answers PING,
+        raises Skip with the reason otherwise."""
+        role = "frontdoor"
+        data = os.path.join(self.workdir, "probe-data" if probe else "data")
+        os.makedirs(data, exist_ok=True)
+        for _ in range(3):
+            port = procs.free_port()
+            p = procs.spawn(self._frontdoor_argv(port, data, extra), self._log(role))
+            if self._wait_ready(role, p, port, procs.ping, "frontdoor"):
+                return p, port, data
+            procs.stop(p)
+            log = _tail(self._log(role), 20)
+            if "in use" in log:
+                continue
+            low = log.lower()
+            if self.backend in low and any(w in low for w in ("unknown", "not built", "not compiled", "no such",
+                                                               "unsupported", "invalid", "must be one of",
+                                                               "not available")):
+                raise Skip(f"not built (frontdoor: {_tail(self._log(role), 2)})")
+            raise Skip(f"frontdoor exited with code {p.returncode}: {_tail(self._log(role), 3)}")
+        raise Skip("frontdoor: no free port after 3 tries")
+
+    def _start_frontdoor(self):
+        if not self.frontdoor:
+            raise Skip("frontdoor binary not found (build: cmake -S . -B build && cmake --build build --target frontdoor; or --frontdoor PATH)")
+        if not os.access(self.frontdoor, os.X_OK):
+            raise Skip(f"frontdoor binary {self.frontdoor} is not executable")
+        extra = []
+        if self.backend in SERVICE:
+            # First: is the backend compiled in at all? (Only PING is sent.)
+            p, _, data = self._try_frontdoor(probe=True)
+            procs.stop(p)
+            shutil.rmtree(data, ignore_errors=True)
+            if self.backend == "redis":
+                rport = self._start_redis("redis-server")
+                extra = SERVICE_ARGS["redis"](f"127.0.0.1:{rport}")
+            else:
+                uri = os.environ.get("BENCH_MONGODB_URI")
+                if not uri:
+                    raise Skip("no MongoDB server: set BENCH_MONGODB_URI (an emulator's speed says nothing about MongoDB)")
+                extra = SERVICE_ARGS["mongodb"](uri)
+        try:
+            p, port, data = self._try_frontdoor(extra)
+        except Skip as e:
+            if extra and any(a.lstrip("-") in str(e) for a in extra[::2]):
+                raise Skip(f"backend built, but bench/fdbench/targets.py SERVICE_ARGS does not match its settings: {e}")
+            raise
+        self.procs.append(("frontdoor", p))
+        self.datadirs.append(data)
+        self.port = port
+
+    # ---- sampling ------------------------------------------------------------
+
+    def sample(self):
+        """CPU seconds and memory of every server process, data size on disk."""
+        s = {"cpu_s": {}, "mem_kb": {}}
+        for role, p in self.procs:
+            s["cpu_s"][role] = procs.cpu_seconds(p.pid)
+            s["mem_kb"][role] = procs.mem_kb(p.pid)
+        disk = apparent = 0
+        for d in self.datadirs:
+            a, b = procs.dir_size(d)
+            disk += a
+            apparent += b
+        s["data_disk_bytes"], s["data_apparent_bytes"] = disk, apparent
+        return s
