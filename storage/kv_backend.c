@@ -20,8 +20,10 @@
  *     turn's transaction: that submit returns the error, later submits of the
  *     same turn return it too without running, end_turn returns it (the proxy
  *     then withholds the turn's write replies by closing those clients: their
- *     writes were not made), and the store switches to careful mode until a
- *     turn starts below the mark again.
+ *     writes were not made), and the store switches to careful mode for the
+ *     next KV_CAREFUL_TURNS turns that start below the mark (an aborted
+ *     transaction does not move LMDB's high-water mark, so the mark alone
+ *     would not remember the failure).
  *
  * Active expiry: cron deletes keys due by the expiry index, at most
  * KV_CRON_KEYS keys or KV_CRON_BUDGET_US per call, in its own short
@@ -38,6 +40,7 @@
 #define KV_CRON_BUDGET_US  1000
 #define KV_BIG_WRITE       (64 * 1024)        /* args above this: check the room left */
 #define KV_SCRATCH_KEEP    (8u << 20)         /* scratch above this is freed at end_turn */
+#define KV_CAREFUL_TURNS   1000               /* turns kept careful after a MAP_FULL */
 
 static void reset_turn(kv_store *st)
 {
@@ -79,7 +82,7 @@ static int commit_turn(kv_store *st)
         st->commits++;
     } else {
         st->commit_errors++;
-        if (s == FD_E_OOM) st->oom_sticky = 1;
+        if (s == FD_E_OOM) st->oom_sticky = KV_CAREFUL_TURNS;
     }
     reset_turn(st);
     return s;
@@ -91,7 +94,7 @@ static void abort_turn(kv_store *st, int status)
     st->txn = NULL;
     reset_turn(st);
     st->turn_err = status;
-    if (status == FD_E_OOM) st->oom_sticky = 1;
+    if (status == FD_E_OOM) st->oom_sticky = KV_CAREFUL_TURNS;
 }
 
 static int begin_turn(kv_store *st)
@@ -100,8 +103,8 @@ static int begin_turn(kv_store *st)
     int s = d->begin(st->db, NULL, &st->txn);
     if (s != FD_OK) { st->txn = NULL; return s; }
     int full = d->nearly_full && d->nearly_full(st->db, 0);
-    if (!full) st->oom_sticky = 0;
-    st->careful = full || st->oom_sticky;
+    st->careful = full || st->oom_sticky > 0;
+    if (!full && st->oom_sticky > 0) st->oom_sticky--;
     if (st->careful) st->careful_turns++;
     return FD_OK;
 }

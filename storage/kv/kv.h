@@ -186,7 +186,7 @@ typedef struct kv_store {
     void    *txn;            /* the turn's transaction, or NULL */
     int      turn_err;       /* FD_E_* of this turn's aborted transaction, reported by end_turn */
     int      careful;        /* run each write in a nested transaction (map nearly full) */
-    int      oom_sticky;     /* a MAP_FULL happened: stay careful until usage drops */
+    int      oom_sticky;     /* turns left in careful mode after a MAP_FULL */
     long long max_bulk;      /* proto-max-bulk-len (set by the driver file from its config) */
     /* counters: committed values, plus this turn's deltas */
     uint64_t keys, expires, version;
