@@ -107,6 +107,11 @@ int kv_lookup(kv_ctx *c, const kv_key *k, kv_meta *m)
     if (s == FD_NOTFOUND) { memset(m, 0, sizeof *m); return FD_OK; }
     if (s != FD_OK) return s;
     if ((s = kv_meta_parse(v, vl, m)) != FD_OK) return s;
+    /* A long key shares its record only with a 128-bit hash collision: refuse
+     * to read or overwrite another key's data rather than mix them up. */
+    if (k->key && m->fullkey &&
+        (m->fullkey_len != k->klen || memcmp(m->fullkey, k->key, k->klen) != 0))
+        return FD_E_CORRUPT;
     if (m->expire && m->expire <= c->now_ms) m->live = 0;
     return FD_OK;
 }
