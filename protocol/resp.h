@@ -72,7 +72,9 @@ void resp_parser_reset(resp_parser *p);
  * after each RESP_COMMAND / RESP_EMPTY). On RESP_INCOMPLETE the caller keeps
  * the bytes (it may move them: only offsets are stored) and calls again once
  * more have arrived. Returns enum resp_status. On RESP_ERROR the parser stays
- * in error until resp_parser_init; the caller replies "-ERR <err>" and closes.
+ * in error until resp_parser_reset/init; the caller replies "-ERR <err>" and closes.
+ * p->argv/argc are valid until the next resp_parse call (which reuses them).
+ * Inline commands are unescaped in place: buf[0..*consumed) is modified.
  * Errors: the texts of Redis 7 networking.c (see resp_parser_error). */
 int resp_parse(resp_parser *p, char *buf, size_t len, size_t *consumed);
 
@@ -82,7 +84,9 @@ const char *resp_parser_error(const resp_parser *p);
 
 /* Bytes the parser still needs before it can make progress: for a bulk it is
  * in the middle of, the rest of that bulk (so the caller can read a big
- * argument with one exact-size buffer growth); otherwise 0 (unknown). */
+ * argument with one exact-size buffer growth), counting the 2 bytes of CRLF
+ * after it, measured from the len of the last resp_parse call; otherwise 0
+ * (unknown). */
 size_t resp_parser_want(const resp_parser *p);
 
 /* ---------------------------------------------------------------- writer */

@@ -101,6 +101,7 @@ static size_t find_eol(resp_parser *p, const char *buf, size_t len, size_t start
     size_t limit = start + RESP_INLINE_MAX + 1;
     if (limit > len) limit = len;
     *too_big = 0;
+    if (len <= start) return (size_t)-1;          /* (a caller that shrank the buffer) */
     if (p->scan < start) p->scan = start;
     if (p->scan < limit) {
         const char *hit = memchr(buf + p->scan, c, limit - p->scan);

@@ -213,10 +213,14 @@ int resp_format_double(char *buf, size_t buflen, double d) {
 
 /* ------------------------------------------------------------ glob */
 
-/* ASCII-only lower case, like tolower() in the "C" locale Redis runs its
- * ctype functions in; bytes >= 0x80 (negative here) are left alone. */
+/* tolower() as Redis gets it: "C" locale (Redis sets only LC_COLLATE) on
+ * glibc, called with a signed char. ASCII letters are lowered; glibc maps
+ * the negative values -128..-2 to their unsigned byte (128..254) and keeps
+ * -1 (EOF, i.e. byte 0xff) as -1. Only nocase ranges can tell the difference. */
 static int lower(int c) {
-    return (c >= 'A' && c <= 'Z') ? c + ('a' - 'A') : c;
+    if (c >= 'A' && c <= 'Z') return c + ('a' - 'A');
+    if (c < -1) return c + 256;
+    return c;
 }
 
 /* One pattern element at pat[*pi] (not '*') against the byte c. Advances

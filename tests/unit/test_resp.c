@@ -725,6 +725,12 @@ static void test_glob(void) {
     CHECK(gmi("h[^E]llo", "hallo"));
     CHECK(!gmi("h[^E]llo", "hello"));
     CHECK(!gm("HELLO", "hello"));
+    /* nocase ranges with bytes >= 0x80 follow glibc tolower(signed char):
+     * -7 becomes 249, so the range 0xf9..']' in [\xf9-] is -7..93 with
+     * case and the empty 249..93 without */
+    CHECK(gm("[\xf9-]", "]"));
+    CHECK(!gmi("[\xf9-]", "]"));
+    CHECK(gmi("[\xff-\xfe]", "\xff") == 0 && gm("[\xff-\xfe]", "\xff") == 1);
     CHECK(gmi("maxmemory*", "maxmemory-policy"));
     /* pathological pattern stays fast (no exponential backtracking) */
     {
