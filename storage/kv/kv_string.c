@@ -182,10 +182,11 @@ int kv_cmd_getex(kv_ctx *c)
     const resp_arg *exp;
     int64_t expire = 0;
     TRY(parse_ext(c, 2, 0, &flags, &exp));
-    if (exp) TRY(expire_ms(c, exp, flags, &expire));
     kv_key k; kv_meta m;
     TRY(lookup_string(c, &k, &m, &c->argv[1]));
     if (!m.live) { OUT(resp_add_null(c->out)); return FD_OK; }
+    /* as Redis 7.0: the expiry value is validated only for an existing string */
+    if (exp) TRY(expire_ms(c, exp, flags, &expire));
     size_t mark = c->out->len;
     OUT(resp_add_bulk(c->out, m.val, m.vlen));
     int s = FD_OK;

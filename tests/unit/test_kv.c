@@ -252,6 +252,8 @@ static void test_strings(void)
     EXPECT("-ERR syntax error\r\n", getex, W, "a", "KEEPTTL");
     EXPECT("-ERR invalid expire time in 'getex' command\r\n", getex, W, "a", "PX", "0");
     EXPECT("$-1\r\n", getex, W, "nokey");
+    EXPECT("$-1\r\n", getex, W, "nokey", "EX", "0");      /* Redis: no key, no check */
+    EXPECT("$-1\r\n", getex, W, "nokey", "EX", "x");
 
     /* counters */
     EXPECT(":1\r\n", incr, W, "n");
