@@ -354,6 +354,42 @@ scripted("ping_echo_select", [
     ("SELECT",), ("SELECT", "0", "1"), ("SET", "x", "1"), ("SELECT", "0"), ("GET", "x"),
 ])
 
+def _long_key_steps():
+    steps = []
+    for n in (100, 400, 479, 480, 511, 512, 513, 1000, 5000, 70000):
+        k = ("K%d:" % n).encode() + bytes((i * 7 + n) % 256 for i in range(n))
+        k = k[:n]
+        steps += [("SET", k, "v%d" % n), ("GET", k), ("EXISTS", k), ("STRLEN", k),
+                  ("APPEND", k, "+"), ("GET", k), ("EXPIRE", k, "1000"), ("TTL", k),
+                  ("INCR", k + b"n"), ("INCRBYFLOAT", k + b"n", "0.5"),
+                  ("RENAME", k, k + b"r"), ("GET", k), ("GET", k + b"r"),
+                  ("SETNX", k, "again"), ("MGET", k, k + b"r", k + b"x")]
+    steps += [("DBSIZE",), ("sorted", "KEYS", "K*"), ("sorted", "KEYS", "K5000:*"),
+              ("EXISTS",) + tuple(s[1] for s in steps if s[0] == "SET")]
+    # keys sharing a long prefix must stay distinct
+    pre = b"p" * 600
+    steps += [("SET", pre + b"a", "1"), ("SET", pre + b"b", "2"), ("SET", pre, "0"),
+              ("MGET", pre, pre + b"a", pre + b"b", pre + b"c"), ("DEL", pre + b"a"),
+              ("MGET", pre, pre + b"a", pre + b"b"), ("sorted", "KEYS", "ppp*")]
+    return steps
+
+
+scripted("long_keys", _long_key_steps())
+
+scripted("big_values_and_many_args", [
+    ("SET", "big", "x" * 3000000), ("STRLEN", "big"), ("APPEND", "big", "y" * 1000000),
+    ("GETRANGE", "big", "2999998", "3000001"), ("GETRANGE", "big", "-2", "-1"),
+    ("SETRANGE", "pad", "4000000", "end"), ("STRLEN", "pad"), ("GETRANGE", "pad", "3999998", "-1"),
+    ("GET", "big"),
+    ("MSET",) + tuple(x for i in range(30000) for x in ("m%d" % i, "v%d" % i)),
+    ("DBSIZE",), ("MGET",) + tuple("m%d" % i for i in range(0, 30000, 3)),
+    ("EXISTS",) + tuple("m%d" % i for i in range(40000)),
+    ("DEL",) + tuple("m%d" % i for i in range(0, 30000, 2)), ("DBSIZE",),
+    ("TOUCH",) + tuple("m%d" % i for i in range(100)),
+    ("UNLINK",) + tuple("m%d" % i for i in range(30000)), ("DBSIZE",),
+])
+
+
 # -- wrong arity, every command: (name, a too-short argv, a too-long argv or None)
 ARITY = [
     ("get", [], ["a", "b"]), ("set", ["a"], None), ("setnx", ["a"], ["a", "b", "c"]),
