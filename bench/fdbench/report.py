@@ -14,8 +14,14 @@ def _med(xs):
     return statistics.median(xs) if xs else None
 
 
-def _short(reason, width=70):
+def _norm(reason):
+    """The reason without the per-run detail, so equal causes group."""
     reason = " ".join(str(reason).split())
+    return reason.split(", with args beginning with")[0]
+
+
+def _short(reason, width=70):
+    reason = _norm(reason)
     return reason if len(reason) <= width else reason[:width - 1] + "…"
 
 
@@ -64,7 +70,9 @@ def _ratio(a, b):
 
 
 def _ran(results):
-    return [n for n, t in results["targets"].items() if t.get("status") == "ran"]
+    """Targets that ran, baseline first, then twemproxy, then as asked."""
+    ran = [n for n, t in results["targets"].items() if t.get("status") == "ran"]
+    return sorted(ran, key=lambda n: (n != BASE, n != PROXY))
 
 
 def _configs(results):
@@ -193,12 +201,13 @@ def render(results):
     L.append(f"- Machine: {m['cpu_model']}, {m['nproc']} cores (nproc), Linux {m['kernel']}, "
              f"load average at start {m['loadavg_start']}, git {m.get('git', '?')}")
     L.append(f"- {m['redis_benchmark']}; {m['redis_server']}; frontdoor: {m.get('frontdoor_version') or 'not found'}"
-             + (f" ({m['frontdoor_path']})" if m.get("frontdoor_path") else "")
+             + (f" ({m['frontdoor_path']}" + (f", {m['frontdoor_build']}" if m.get("frontdoor_build") else "") + ")"
+                if m.get("frontdoor_path") else "")
              + (f"; {m['nutcracker']}" if m.get("nutcracker") else ""))
     extra = "".join(f" {k} {v}" for k, v in (("-d", s.get("data_size")), ("-r", s.get("keyspace"))) if v is not None)
     L.append(f"- Load: stock `redis-benchmark --csv`, one `-t` test per invocation, -n {s['requests']}, "
              f"-c {','.join(map(str, s['clients']))}, -P {','.join(map(str, s['pipelines']))}{extra}; "
-             f"{s['repeats']} repeat(s), targets interleaved per test and repeat; cells show the median"
+             f"{s['repeats']} repeat{'s' if s['repeats'] > 1 else ''}, targets interleaved per test and repeat; cells show the median"
              + (" (min–max)" if s["repeats"] > 1 else "") + " in thousands of requests/s.")
     L.append("- Client (redis-benchmark), proxies and servers share the same "
              f"{m['nproc']} cores: at -P 1 the client itself needs about a core, so P1 figures are partly client-bound.")
@@ -210,7 +219,9 @@ def render(results):
     desc = ", ".join(f"{n} ({results['targets'][n]['describe']})" for n in ran) or "nothing"
     L.append(f"- Ran: {desc}")
     if skipped:
-        L.append("- Skipped: " + "; ".join(f"{n} — {t.get('reason')}" for n, t in skipped.items()))
+        L.append("- Skipped:")
+        for n, t in skipped.items():
+            L.append(f"  - {n}: {t.get('reason')}")
     L.append("")
     if ran:
         L.append("## Requests per second")
@@ -230,11 +241,16 @@ def render(results):
         L.append("")
     fails = [r for r in results["runs"] if not r["ok"]]
     if fails:
-        L.append("## Failed runs")
+        L.append(f"## Failed runs ({len(fails)} of {len(results['runs'])})")
         L.append("")
+        groups = {}
         for r in fails:
-            L.append(f"- {r['target']} {r['test'].upper()} -P {r['pipeline']} -c {r['clients']} repeat {r['repeat']}: "
-                     f"{_esc(' '.join(str(r['reason']).split()))}")
+            groups.setdefault(_norm(r["reason"]), []).append(r)
+        for reason, rs in groups.items():
+            tg = ", ".join(dict.fromkeys(r["target"] for r in rs))
+            ts = ", ".join(dict.fromkeys(r["test"].upper() for r in rs))
+            cf = ", ".join(dict.fromkeys(f"-P {r['pipeline']} -c {r['clients']}" for r in rs))
+            L.append(f"- {_esc(reason)} — {tg}: {ts} ({cf}; {len(rs)} run{'s' if len(rs) > 1 else ''})")
         L.append("")
     L.append("Raw runs, machine and versions: `results.json` beside this file.")
     return "\n".join(L) + "\n"

@@ -4,6 +4,7 @@ answer, reports the pids to sample, and stops it all again."""
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 
@@ -49,10 +50,12 @@ def find_frontdoor(repo):
         others = []
     others = sorted((p for p in others if p not in cands and os.access(p, os.X_OK)),
                     key=lambda p: -os.path.getmtime(p))
-    for p in cands + others:
-        if os.path.isfile(p) and os.access(p, os.X_OK):
+    found = [p for p in cands + others if os.path.isfile(p) and os.access(p, os.X_OK)]
+    # A sanitizer build is many times slower: take it only if there is nothing else.
+    for p in found:
+        if "sanitizers on" not in (build_flavour(p) or ""):
             return p
-    return shutil.which("frontdoor")
+    return found[0] if found else shutil.which("frontdoor")
 
 
 def frontdoor_version(path):
@@ -139,7 +142,10 @@ class Target:
     def check_alive(self):
         for role, p in self.procs:
             if p.poll() is not None:
-                self.dead = f"{role} exited (code {p.returncode}): {_tail(self._log(role), 3)}"
+                rc = p.returncode
+                how = f"killed by {signal.Signals(-rc).name}" if rc < 0 else f"exit code {rc}"
+                last = _tail(self._log(role), 1)
+                self.dead = f"{role} exited ({how})" + (f": {last}" if last and "ready" not in last else "")
                 return False
         return True
 
@@ -154,7 +160,9 @@ class Target:
             if ready(port):
                 return True
             time.sleep(0.05)
-        raise Skip(f"{what} did not answer PING on port {port} within {START_TIMEOUT:.0f} s: {_tail(self._log(role))}")
+        procs.stop(p)
+        tail = _tail(self._log(role))
+        raise Skip(f"{what} did not answer PING on port {port} within {START_TIMEOUT:.0f} s" + (f": {tail}" if tail else ""))
 
     def _start_redis(self, role):
         exe = shutil.which("redis-server")
@@ -286,3 +294,26 @@ class Target:
             apparent += b
         s["data_disk_bytes"], s["data_apparent_bytes"] = disk, apparent
         return s
+
+
+def build_flavour(path):
+    """'CMAKE_BUILD_TYPE=Release' (+ sanitizers) from the CMakeCache.txt beside
+    the binary, so a debug or ASan build is visible in the report."""
+    if not path:
+        return None
+    cache = os.path.join(os.path.dirname(path), "CMakeCache.txt")
+    vals = {}
+    try:
+        with open(cache) as f:
+            for line in f:
+                k, _, v = line.strip().partition("=")
+                name = k.split(":", 1)[0]
+                if name in ("CMAKE_BUILD_TYPE", "CMAKE_C_FLAGS") or "SANITIZ" in name.upper():
+                    vals[name] = v
+    except OSError:
+        return None
+    out = f"build type {vals.get('CMAKE_BUILD_TYPE') or '(none: no -O)'}"
+    flags = " ".join(v for k, v in vals.items() if k != "CMAKE_BUILD_TYPE")
+    if "sanitize" in flags.lower() or any(k for k, v in vals.items() if "SANITIZ" in k.upper() and v.upper() in ("ON", "1", "TRUE", "YES")):
+        out += ", **sanitizers on: not a speed build**"
+    return out
