@@ -8,6 +8,7 @@
  */
 #include "protocol/resp.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -142,7 +143,9 @@ int resp_add_null_array(resp_out *o) {
 int resp_add_array(resp_out *o, long long n) { return add_hdr(o, '*', n); }
 
 int resp_add_map(resp_out *o, long long n) {
-    return o->proto == 3 ? add_hdr(o, '%', n) : add_hdr(o, '*', n * 2);
+    if (o->proto == 3) return add_hdr(o, '%', n);
+    if (n > LLONG_MAX / 2 || n < LLONG_MIN / 2) return -1;
+    return add_hdr(o, '*', n * 2);
 }
 
 int resp_add_set(resp_out *o, long long n) { return add_hdr(o, o->proto == 3 ? '~' : '*', n); }
