@@ -16,6 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <lmdb.h>
 #include "kv/kv.h"
@@ -36,6 +39,7 @@ struct lm_db {
     MDB_dbi  dbi;
     uint64_t map_size;
     int      sync;
+    int      lockfd;             /* flock'ed: one frontdoor per data folder */
     lm_txn   tx[LM_MAX_DEPTH];   /* the turn transaction and nested ones */
 };
 
@@ -249,9 +253,24 @@ static int lmdb_open(fd_backend *b, const fd_backend_config *cfg, char *err, siz
         snprintf(err, errlen, "cannot create the data folder '%s': %s", dir, strerror(errno));
         return FD_E_IO;
     }
+    /* A second process writing the same environment would make this loop
+     * wait on LMDB's writer lock: refuse it up front. */
+    char lockpath[4200];
+    snprintf(lockpath, sizeof lockpath, "%s/frontdoor.lock", dir);
+    int lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lockfd < 0) {
+        snprintf(err, errlen, "cannot create '%s': %s", lockpath, strerror(errno));
+        return FD_E_IO;
+    }
+    if (flock(lockfd, LOCK_EX | LOCK_NB) != 0) {
+        snprintf(err, errlen, "the data folder '%s' is in use by another process", dir);
+        close(lockfd);
+        return FD_E_IO;
+    }
     lm_backend *lb = calloc(1, sizeof *lb);
-    if (!lb) { snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }
+    if (!lb) { close(lockfd); snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }
     lm_db *db = &lb->db;
+    db->lockfd = lockfd;
     db->map_size = cfg->lmdb_map_size ? cfg->lmdb_map_size : LM_DEFAULT_MAP;
     db->sync = cfg->sync;
     int rc = mdb_env_create(&db->env);
@@ -260,6 +279,7 @@ static int lmdb_open(fd_backend *b, const fd_backend_config *cfg, char *err, siz
     if (rc) {
         snprintf(err, errlen, "cannot open the LMDB store in '%s': %s", dir, mdb_strerror(rc));
         if (db->env) mdb_env_close(db->env);
+        close(lockfd);
         free(lb);
         return lm_status(rc) == FD_E_CORRUPT ? FD_E_CORRUPT : FD_E_IO;
     }
@@ -273,12 +293,14 @@ static int lmdb_open(fd_backend *b, const fd_backend_config *cfg, char *err, siz
     if (rc) {
         snprintf(err, errlen, "cannot open the LMDB store in '%s': %s", dir, mdb_strerror(rc));
         mdb_env_close(db->env);
+        close(lockfd);
         free(lb);
         return lm_status(rc);
     }
     int s = kv_store_init(&lb->st, &lm_driver, db, err, errlen);
     if (s != FD_OK) {
         mdb_env_close(db->env);
+        close(lockfd);
         free(lb);
         return s;
     }
@@ -295,6 +317,7 @@ static void lmdb_close(fd_backend *b)
     kv_store_free(&lb->st);          /* aborts an uncommitted turn */
     if (!lb->db.sync) mdb_env_sync(lb->db.env, 1);
     mdb_env_close(lb->db.env);
+    close(lb->db.lockfd);
     free(lb);
     b->state = NULL;
 }

@@ -712,6 +712,12 @@ static void test_restart(void)
     submit("set", kv_cmd_set, 1, "p5", "v5", (const char *)NULL);
     CHECK(B.turn_writes == 2);
     CHECK(ops->end_turn(&B) == FD_OK && B.turn_writes == 0);
+    /* a second open of the same folder is refused (LMDB's writer lock
+     * would otherwise block the loop) */
+    fd_backend b2 = { .ops = ops };
+    fd_backend_config cfg2 = { .dir = dir, .lmdb_map_size = 64u << 20 };
+    char err[256] = "";
+    CHECK(ops->open(&b2, &cfg2, err, sizeof err) != FD_OK && strstr(err, "in use") != NULL);
     /* an uncommitted turn is lost at close */
     submit("set", kv_cmd_set, 1, "lost", "v", (const char *)NULL);
     close_store();
