@@ -166,6 +166,8 @@ static void lm_iter_close(kv_iter *it)
 
 static int lm_seek(kv_iter *it, const void *k, size_t kl)
 {
+    if (kl == 0)                  /* LMDB refuses empty keys: the first record */
+        return lm_status(mdb_cursor_get(it->c, &it->k, &it->v, MDB_FIRST));
     it->k.mv_size = kl;
     it->k.mv_data = (void *)k;
     return lm_status(mdb_cursor_get(it->c, &it->k, &it->v, MDB_SET_RANGE));
@@ -173,6 +175,7 @@ static int lm_seek(kv_iter *it, const void *k, size_t kl)
 
 static int lm_seek_le(kv_iter *it, const void *k, size_t kl)
 {
+    if (kl == 0) return FD_NOTFOUND;   /* no record is <= the empty key */
     it->k.mv_size = kl;
     it->k.mv_data = (void *)k;
     int rc = mdb_cursor_get(it->c, &it->k, &it->v, MDB_SET_RANGE);

@@ -194,6 +194,51 @@ static int submit(const char *name, kv_handler h, int is_write, ...)
     if (strcmp(got_, want) != 0) fprintf(stderr, "  %s: got %s", #name " " #__VA_ARGS__, got_); \
     CHECK(strcmp(got_, want) == 0); } while (0)
 
+/* The store's invariants, checked by walking every record in a turn of its
+ * own: one 'M' per counted key, one 'E' per key with an expiry and none
+ * stale, counters equal to the records. */
+static void check_consistency(const char *where)
+{
+    kv_store *st = B.state;
+    submit("dbsize", kv_cmd_dbsize, 0, (const char *)NULL);   /* opens the turn */
+    long long dbsize = atoll(reply + 1);
+    const kv_driver *d = st->drv;
+    kv_iter *it;
+    long long metas = 0, with_exp = 0, eidx = 0, stale = 0;
+    CHECK(d->iter_open(st->txn, &it) == FD_OK);
+    for (int s = d->seek(it, "", 0); s == FD_OK; s = d->next(it)) {
+        const void *k, *v; size_t kl, vl;
+        d->cur(it, &k, &kl, &v, &vl);
+        const uint8_t *kb = k;
+        if (kb[0] == KV_PFX_META) {
+            kv_meta m;
+            CHECK(kv_meta_parse(v, vl, &m) == FD_OK);
+            metas++;
+            if (m.expire) with_exp++;
+        } else if (kb[0] == KV_PFX_EXPIRE) {
+            eidx++;
+            /* the key it names must have exactly this expiry */
+            const void *mv; size_t mvl; kv_meta m;
+            uint8_t mk[KV_MKEY_MAX];
+            mk[0] = KV_PFX_META;
+            memcpy(mk + 1, kb + 9, kl - 9);
+            if (d->get(st->txn, mk, kl - 8, &mv, &mvl) != FD_OK ||
+                kv_meta_parse(mv, mvl, &m) != FD_OK || m.expire != (int64_t)kv_get_u64(kb + 1))
+                stale++;
+        }
+    }
+    d->iter_close(it);
+    ops->end_turn(&B);
+    uint64_t keys, expires;
+    ops->keyspace(&B, &keys, &expires);
+    int ok = metas == dbsize && (uint64_t)metas == keys && with_exp == eidx &&
+             (uint64_t)eidx == expires && stale == 0;
+    if (!ok) fprintf(stderr, "  consistency (%s): M %lld dbsize %lld keys %llu, expiring %lld E %lld expires %llu, stale %lld\n",
+                     where, metas, dbsize, (unsigned long long)keys, with_exp, eidx,
+                     (unsigned long long)expires, stale);
+    CHECK(ok);
+}
+
 /* ---------------------------------------------------------------- commands */
 
 static void test_strings(void)
@@ -701,6 +746,59 @@ static void test_map_full(void)
     open_store(dir, 64u << 20);
 }
 
+/* The proxy's cron timer can fire between a turn's submits and its
+ * end_turn: expiry then runs nested in the open transaction. */
+static void test_cron_in_turn(void)
+{
+    EXPECT("+OK\r\n", flushdb, W, "SYNC");
+    EXPECT("+OK\r\n", set, W, "soon", "v", "PX", "10");
+    EXPECT("+OK\r\n", set, W, "later", "v", "EX", "100");
+    now_ms += 20;
+    submit("set", kv_cmd_set, 1, "w1", "v", (const char *)NULL);
+    ops->cron(&B, now_ms);
+    submit("set", kv_cmd_set, 1, "w2", "v", (const char *)NULL);
+    CHECK(ops->end_turn(&B) == FD_OK);
+    EXPECT(":3\r\n", dbsize, RD, "x");
+    EXPECT(":2\r\n", exists, RD, "w1", "w2");
+    EXPECT(":1\r\n", exists, RD, "later");
+    uint64_t keys, expires;
+    ops->keyspace(&B, &keys, &expires);
+    CHECK(keys == 3 && expires == 1);
+    /* RESP3 replies come from the same writer */
+    out.proto = 3;
+    EXPECT("_\r\n", get, RD, "nokey");
+    out.proto = 2;
+}
+
+/* The driver's cursor contract (seek >=, seek <=, next, prev) that the
+ * collection commands will use for ranges and reverse ranges. */
+static void test_driver_cursor(void)
+{
+    kv_store *st = B.state;
+    const kv_driver *d = st->drv;
+    submit("dbsize", kv_cmd_dbsize, 0, (const char *)NULL);
+    void *txn = st->txn;
+    CHECK(d->put(txn, "Sa", 2, "1", 1) == FD_OK);
+    CHECK(d->put(txn, "Sb", 2, "2", 1) == FD_OK);
+    CHECK(d->put(txn, "Sc", 2, "3", 1) == FD_OK);
+    kv_iter *it;
+    const void *k, *v; size_t kl, vl;
+    CHECK(d->iter_open(txn, &it) == FD_OK);
+    CHECK(d->seek(it, "Sbb", 3) == FD_OK && d->cur(it, &k, &kl, &v, &vl) == FD_OK && kl == 2 && !memcmp(k, "Sc", 2));
+    CHECK(d->seek_le(it, "Sbb", 3) == FD_OK && d->cur(it, &k, &kl, &v, &vl) == FD_OK && !memcmp(k, "Sb", 2));
+    CHECK(d->seek_le(it, "Sa", 2) == FD_OK && d->cur(it, &k, &kl, &v, &vl) == FD_OK && !memcmp(k, "Sa", 2));
+    CHECK(d->seek_le(it, "\xff", 1) == FD_OK && d->cur(it, &k, &kl, &v, &vl) == FD_OK && !memcmp(k, "Sc", 2));
+    CHECK(d->prev(it) == FD_OK && d->cur(it, &k, &kl, &v, &vl) == FD_OK && !memcmp(k, "Sb", 2) && vl == 1 && !memcmp(v, "2", 1));
+    CHECK(d->next(it) == FD_OK && d->next(it) == FD_NOTFOUND);
+    CHECK(d->seek(it, "T", 1) == FD_NOTFOUND);
+    CHECK(d->seek_le(it, "", 0) == FD_NOTFOUND);
+    CHECK(d->get(txn, "Sz", 2, &v, &vl) == FD_NOTFOUND);
+    CHECK(d->del(txn, "Sz", 2) == FD_NOTFOUND);
+    d->iter_close(it);
+    CHECK(d->del(txn, "Sa", 2) == FD_OK && d->del(txn, "Sb", 2) == FD_OK && d->del(txn, "Sc", 2) == FD_OK);
+    CHECK(ops->end_turn(&B) == FD_OK);
+}
+
 static void test_restart(void)
 {
     EXPECT("+OK\r\n", flushdb, W, "SYNC");
@@ -763,11 +861,20 @@ int main(void)
     resp_out_init(&out, 2);
     open_store(dir, 64u << 20);
     test_strings();
+    check_consistency("test_strings");
     test_keys();
+    check_consistency("test_keys");
     test_types();
+    check_consistency("test_types");
     test_scan();
+    check_consistency("test_scan");
     test_binary_and_long();
+    check_consistency("test_binary_and_long");
+    test_cron_in_turn();
+    test_driver_cursor();
+    check_consistency("test_cron_in_turn");
     test_restart();
+    check_consistency("test_restart");
     test_map_full();
     close_store();
     resp_out_free(&out);
