@@ -142,7 +142,7 @@ def resources(results):
     cfgs = _configs(results)
     for (p, c) in cfgs:
         head.append(f"server CPU µs/req (-P {p} -c {c})")
-    head += ["client CPU µs/req", "peak RSS MB (VmHWM)", "RSS MB after each repeat", "data on disk"]
+    head += ["client CPU µs/req", "peak RSS MB (VmHWM)", "RSS MB after each pass", "data on disk"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name in ran:
         runs = [r for r in results["runs"] if r["target"] == name and r["ok"]]
@@ -235,7 +235,7 @@ def render(results):
         L.append("## Resources")
         L.append("")
         L.append("Server CPU: utime+stime of the server processes (/proc/PID/stat) over the successful runs, per request sent. "
-                 "Client CPU: redis-benchmark's. RSS from /proc/PID/status at the end of each repeat; peak = VmHWM at the end.")
+                 "Client CPU: redis-benchmark's. RSS from /proc/PID/status after each pass over the tests (one per repeat and -P/-c setting); peak = VmHWM at the end.")
         L.append("")
         L.append(resources(results))
         L.append("")
