@@ -45,7 +45,7 @@
 static void reset_turn(kv_store *st)
 {
     st->t_keys = st->t_expires = 0;
-    st->t_dirty = 0;
+    st->t_dirty = st->t_cleared = 0;
 }
 
 static void merge(kv_store *st, const kv_ctx *c)

@@ -72,7 +72,7 @@ typedef struct kv_driver {
  * One byte of prefix separates the record families; the order is
  * 'C' < 'E' < 'G' < 'M' < 'S', so SCAN/KEYS walk only the 'M' range.
  *
- *   'C' name                       -> counter (8 bytes BE)        keys, expires, version
+ *   'C' name                       -> counter (8 bytes BE)        format, keys, expires, version
  *   'E' expire_ms(8 BE) enc        -> ""                          expiry index
  *   'G' version(8 BE)              -> subkey prefix to reclaim    garbage queue (O(1) DEL)
  *   'M' enc                        -> metadata (+ inline string)  one per Redis key
@@ -99,6 +99,7 @@ typedef struct kv_driver {
  * where field'/member' is encoded like a key (raw up to 200 bytes, else
  * prefix + hash with the full text at the front of the value).
  */
+#define KV_FORMAT 1   /* 'C' "format": bumped by any incompatible change below */
 enum { KV_T_NONE = 0, KV_T_STRING = 1, KV_T_LIST = 2, KV_T_HASH = 3, KV_T_SET = 4, KV_T_ZSET = 5 };
 #define KV_F_TYPEMASK   0x0f
 #define KV_F_LONGKEY    0x10   /* the full key follows the expiry */
@@ -192,6 +193,7 @@ typedef struct kv_store {
     uint64_t keys, expires, version;
     int64_t  t_keys, t_expires;
     int      t_dirty;        /* counter records must be written at commit */
+    int      t_cleared;      /* FLUSHDB ran this turn: rewrite the format stamp */
     /* a reusable scratch buffer for building values (APPEND, SETRANGE...) */
     char    *buf;
     size_t   buf_cap;

@@ -466,6 +466,7 @@ int kv_cmd_flushdb(kv_ctx *c)
     c->d_keys = -(int64_t)(st->keys + (uint64_t)st->t_keys);
     c->d_expires = -(int64_t)(st->expires + (uint64_t)st->t_expires);
     st->t_dirty = 1;     /* the counter records were wiped too: rewrite them */
+    st->t_cleared = 1;
     OUT(resp_add_status(c->out, "OK"));
     return FD_OK;
 }

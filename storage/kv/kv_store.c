@@ -11,6 +11,7 @@
 static const uint8_t ck_keys[]    = { KV_PFX_COUNTER, 'k', 'e', 'y', 's' };
 static const uint8_t ck_expires[] = { KV_PFX_COUNTER, 'e', 'x', 'p', 'i', 'r', 'e', 's' };
 static const uint8_t ck_version[] = { KV_PFX_COUNTER, 'v', 'e', 'r', 's', 'i', 'o', 'n' };
+static const uint8_t ck_format[]  = { KV_PFX_COUNTER, 'f', 'o', 'r', 'm', 'a', 't' };
 
 /* ---------------------------------------------------------------- store */
 
@@ -36,14 +37,29 @@ int kv_store_init(kv_store *st, const kv_driver *drv, void *db, char *err, size_
     st->rng = 0x9e3779b97f4a7c15ULL ^ (uint64_t)time(NULL);
 
     void *txn;
+    uint64_t format = 0;
     int s = drv->begin(db, NULL, &txn);
     if (s == FD_OK) {
-        s = read_counter(drv, txn, ck_keys, sizeof ck_keys, &st->keys);
+        s = read_counter(drv, txn, ck_format, sizeof ck_format, &format);
+        if (s == FD_OK) s = read_counter(drv, txn, ck_keys, sizeof ck_keys, &st->keys);
         if (s == FD_OK) s = read_counter(drv, txn, ck_expires, sizeof ck_expires, &st->expires);
         if (s == FD_OK) s = read_counter(drv, txn, ck_version, sizeof ck_version, &st->version);
-        drv->abort(txn);
+        if (s == FD_OK && format == 0) {        /* a new store: stamp the format */
+            uint8_t v[8];
+            kv_put_u64(v, KV_FORMAT);
+            s = drv->put(txn, ck_format, sizeof ck_format, v, 8);
+            if (s == FD_OK) s = drv->commit(txn);
+            else drv->abort(txn);
+            format = KV_FORMAT;
+        } else {
+            drv->abort(txn);
+        }
     }
-    if (s != FD_OK) {
+    if (s == FD_OK && format != KV_FORMAT) {
+        snprintf(err, errlen, "the data were written in storage format %llu; this frontdoor reads format %d",
+                 (unsigned long long)format, KV_FORMAT);
+        s = FD_E_CORRUPT;
+    } else if (s != FD_OK) {
         snprintf(err, errlen, "cannot read the store's counters: %s", fd_strerror(s));
         free(st->cursors);
         st->cursors = NULL;
@@ -82,7 +98,12 @@ int kv_store_flush_counters(kv_store *st, void *txn)
     kv_put_u64(v, st->expires + (uint64_t)st->t_expires);
     if ((s = st->drv->put(txn, ck_expires, sizeof ck_expires, v, 8)) != FD_OK) return s;
     kv_put_u64(v, st->version);
-    return st->drv->put(txn, ck_version, sizeof ck_version, v, 8);
+    if ((s = st->drv->put(txn, ck_version, sizeof ck_version, v, 8)) != FD_OK) return s;
+    if (st->t_cleared) {            /* FLUSHDB wiped the format stamp too */
+        kv_put_u64(v, KV_FORMAT);
+        s = st->drv->put(txn, ck_format, sizeof ck_format, v, 8);
+    }
+    return s;
 }
 
 uint64_t kv_new_version(kv_store *st)

@@ -799,6 +799,31 @@ static void test_driver_cursor(void)
     CHECK(ops->end_turn(&B) == FD_OK);
 }
 
+/* A store stamped with another format is refused at open, with a reason;
+ * FLUSHDB keeps the stamp. */
+static void test_format_stamp(void)
+{
+    char d3[80];
+    snprintf(d3, sizeof d3, "%s/format", dir);
+    close_store();
+    open_store(d3, 8u << 20);
+    EXPECT("+OK\r\n", flushdb, W, "SYNC");
+    close_store();
+    open_store(d3, 8u << 20);                 /* still format 1 after FLUSHDB */
+    kv_store *st = B.state;
+    submit("dbsize", kv_cmd_dbsize, 0, (const char *)NULL);
+    uint8_t v[8];
+    kv_put_u64(v, 99);
+    CHECK(st->drv->put(st->txn, "Cformat", 7, v, 8) == FD_OK);
+    CHECK(ops->end_turn(&B) == FD_OK);
+    close_store();
+    fd_backend b = { .ops = ops };
+    fd_backend_config cfg = { .dir = d3, .lmdb_map_size = 8u << 20 };
+    char err[256] = "";
+    CHECK(ops->open(&b, &cfg, err, sizeof err) == FD_E_CORRUPT && strstr(err, "format 99") != NULL);
+    open_store(dir, 64u << 20);
+}
+
 static void test_restart(void)
 {
     EXPECT("+OK\r\n", flushdb, W, "SYNC");
@@ -874,6 +899,7 @@ int main(void)
     test_driver_cursor();
     check_consistency("test_cron_in_turn");
     test_restart();
+    test_format_stamp();
     check_consistency("test_restart");
     test_map_full();
     close_store();
