@@ -61,6 +61,8 @@ int kv_store_init(kv_store *st, const kv_driver *drv, void *db, char *err, size_
         s = FD_E_CORRUPT;
     } else if (s != FD_OK) {
         snprintf(err, errlen, "cannot read the store's counters: %s", fd_strerror(s));
+    }
+    if (s != FD_OK) {
         free(st->cursors);
         st->cursors = NULL;
     }
