@@ -510,6 +510,8 @@ class Server:
         self.port = None
         self.log_offset = 0
         self.keep = False      # True: shared by cases, cleaned up at exit only
+        self.expected_exit = False   # set when the test itself stops/kills it
+        self.scanned = 0             # log bytes already checked for sanitizer reports
 
     # -- argv
     def argv(self, port):
@@ -553,6 +555,7 @@ class Server:
         raise last
 
     def _spawn(self):
+        self.expected_exit = False
         argv = self.argv(self.port)
         if VERBOSE:
             print("  [start %s] %s" % (self.kind, " ".join(repr(x) for x in argv)))
@@ -628,6 +631,7 @@ class Server:
         """Send sig, wait for exit; returns the exit status. SIGKILL after timeout."""
         if self.proc is None:
             return None
+        self.expected_exit = True
         if self.proc.poll() is None:
             try:
                 self.proc.send_signal(sig)
@@ -643,6 +647,7 @@ class Server:
         return self.proc.returncode
 
     def kill(self):
+        self.expected_exit = True
         if self.proc is not None and self.proc.poll() is None:
             try:
                 self.proc.kill()
@@ -658,6 +663,27 @@ class Server:
         if self.alive():
             self.stop()
         return self.start(wait=wait)
+
+    def health_problems(self):
+        """Problems to blame on the current case: the server exited without
+        being asked to, or its log has new sanitizer reports."""
+        out = []
+        if self.proc is not None and self.proc.poll() is not None and not self.expected_exit:
+            out.append("%s (pid %d) exited unexpectedly with status %s" %
+                       (self.kind, self.proc.pid, self.proc.returncode))
+        log = self.log()
+        new = log[self.scanned:]
+        self.scanned = len(log)
+        for pat in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
+                    "WARNING: ThreadSanitizer", "Assertion `", "SUMMARY: "):
+            i = new.find(pat)
+            if i >= 0:
+                out.append("%s log has a sanitizer/assert report:\n%s" %
+                           (self.kind, new[max(0, i - 200):i + 3000]))
+                break
+        if out and (self.proc is None or self.proc.poll() is not None):
+            out.append("--- last output ---\n" + log[-2500:])
+        return out
 
     def cleanup(self):
         self.kill()
@@ -779,6 +805,15 @@ def wait_until(pred, timeout=5.0, interval=0.05, what="condition"):
         time.sleep(interval)
 
 
+def _health():
+    time.sleep(0.05)
+    probs = []
+    for s in list(_live_servers):
+        if s.kind == "frontdoor":
+            probs += s.health_problems()
+    return probs
+
+
 class Tests:
     """@T.case registers a function (no args); T.main() runs them."""
 
@@ -824,6 +859,9 @@ class Tests:
                 try:
                     fn()
                     signal.alarm(0)
+                    probs = _health()
+                    if probs:
+                        raise AssertionError("the case passed, but:\n" + "\n".join(probs))
                     passed += 1
                     print("ok    %-44s %6.2fs" % (name, time.monotonic() - t0))
                 except Skip as e:
@@ -840,6 +878,13 @@ class Tests:
                         detail = "timed out after %ds\n%s" % (tmo, traceback.format_exc())
                     else:
                         detail = traceback.format_exc()
+                    if "the case passed, but:" not in detail:
+                        try:
+                            probs = _health()
+                        except BaseException:
+                            probs = []
+                        if probs:
+                            detail += "\nserver health:\n" + "\n".join(probs)
                     self.failures.append((name, detail))
                     print("FAIL  %-44s %6.2fs" % (name, time.monotonic() - t0))
                     for line in detail.rstrip().split("\n"):

@@ -390,6 +390,66 @@ scripted("big_values_and_many_args", [
 ])
 
 
+scripted("keys_expiretime_flushall", [
+    ("SET", "a", "v"), ("EXPIRETIME", "a"), ("PEXPIRETIME", "a"), ("EXPIRETIME", "nokey"),
+    ("PEXPIRETIME", "nokey"), ("EXPIREAT", "a", "4000000000"), ("EXPIRETIME", "a"),
+    ("PEXPIRETIME", "a"), ("PEXPIREAT", "a", "4000000000123"), ("EXPIRETIME", "a"),
+    ("PEXPIRETIME", "a"), ("SET", "b", "v", "EXAT", "4100000000"), ("EXPIRETIME", "b"),
+    ("SET", "c", "v", "PXAT", "4100000000999"), ("PEXPIRETIME", "c"), ("EXPIRETIME", "c"),
+    ("GETEX", "a", "EXAT", "4200000000"), ("PEXPIRETIME", "a"), ("PERSIST", "a"),
+    ("EXPIRETIME", "a"), ("EXPIREAT", "a", "4000000000", "NX"), ("EXPIREAT", "a", "3000000000", "GT"),
+    ("EXPIRETIME", "a"), ("EXPIREAT", "a", "3000000000", "LT"), ("EXPIRETIME", "a"),
+    ("RENAME", "a", "z"), ("EXPIRETIME", "z"), ("EXPIRETIME",), ("PEXPIRETIME", "a", "b"),
+    ("DBSIZE",), ("FLUSHALL",), ("DBSIZE",), ("SET", "x", "1"), ("FLUSHALL", "ASYNC"),
+    ("DBSIZE",), ("SET", "x", "1"), ("FLUSHALL", "SYNC"), ("EXISTS", "x"), ("FLUSHALL", "FOO"),
+])
+
+scripted("scan_errors", [
+    ("SET", "a", "1"), ("SCAN", "abc"), ("SCAN", "0", "COUNT", "0"),
+    ("SCAN", "0", "COUNT", "-1"), ("SCAN", "0", "COUNT", "x"), ("SCAN", "0", "MATCH"),
+    ("SCAN", "0", "FOO", "bar"), ("SCAN", "0", "COUNT"), ("SCAN",),
+    ("SCAN", "18446744073709551616"),
+], requires=("scan",))
+
+# Redis parses the cursor with strtoull, which takes "-1" (wrapping it)
+scripted("quirk_scan_negative_cursor", [("SET", "a", "1"), ("SCAN", "-1"), ("SCAN", "-0")],
+         requires=("scan",))
+
+
+@T.case
+def scan_full_iteration():
+    """SCAN's order is unspecified: iterate to cursor 0 and compare the sets."""
+    need("scan")
+    ref, fd = servers()
+    d = diff()
+    d.cmd("MSET", *[x for i in range(1000) for x in ("sk:%d" % i, "v")])
+    d.cmd("MSET", *[x for i in range(50) for x in ("other:%d" % i, "v")])
+    d.cmd("SET", b"bin\x00\xff", "v")
+    d.finish()
+
+    def scan_all(conn, *opts):
+        seen, cursor, rounds = [], b"0", 0
+        while True:
+            v = parse(conn.cmd("SCAN", cursor, *opts))
+            check(isinstance(v, list) and len(v) == 2 and isinstance(v[1], list),
+                  "SCAN reply must be [cursor, [keys]]", v)
+            cursor = v[0]
+            seen += v[1]
+            rounds += 1
+            check(rounds < 5000, "SCAN did not return cursor 0 within 5000 calls")
+            if cursor == b"0":
+                return seen, rounds
+    for opts in ((), ("COUNT", "7"), ("MATCH", "sk:1*"), ("MATCH", "sk:1*", "COUNT", "100"),
+                 ("COUNT", "5000"), ("MATCH", "nomatch*"), ("TYPE", "string"),
+                 ("MATCH", "*\x00*")):
+        want, _ = scan_all(d.ref, *opts)
+        got, rounds = scan_all(d.fd, *opts)
+        eq(sorted(set(got)), sorted(set(want)), "keys seen by a full SCAN %s" % (opts,))
+        check(len(got) <= 2 * len(set(got)) + 10, "SCAN %s returned too many duplicates" % (opts,))
+    got, _ = scan_all(d.fd, "TYPE", "list")
+    eq(got, [], "SCAN TYPE list on a string-only database")
+
+
 # -- wrong arity, every command: (name, a too-short argv, a too-long argv or None)
 ARITY = [
     ("get", [], ["a", "b"]), ("set", ["a"], None), ("setnx", ["a"], ["a", "b", "c"]),
@@ -406,6 +466,8 @@ ARITY = [
     ("persist", [], ["a", "b"]), ("keys", [], ["a", "b"]), ("rename", ["a"], ["a", "b", "c"]),
     ("renamenx", ["a"], ["a", "b", "c"]), ("randomkey", None, ["a"]), ("dbsize", None, ["a"]),
     ("touch", [], None), ("echo", [], ["a", "b"]), ("ping", None, ["a", "b"]),
+    ("expiretime", [], ["a", "b"]), ("pexpiretime", [], ["a", "b"]), ("scan", [], None),
+    ("substr", ["a", "0"], ["a", "0", "1", "2"]), ("flushdb", None, ["a", "b", "c"]),
     ("select", [], ["0", "1"]),
 ]
 
@@ -625,7 +687,7 @@ def gen_string_cmd(r, now):
             base += (r.choice(["NX", "XX", "GT", "LT"]),)
         return base
     if c < 75:
-        return (r.choice(["TTL", "PTTL"]), k())
+        return (r.choice(["TTL", "PTTL", "TTL", "PTTL", "EXPIRETIME", "PEXPIRETIME"]), k())
     if c < 77:
         return ("PERSIST", k())
     if c < 79:
@@ -699,6 +761,12 @@ def norm_for(cmd):
     if name == "TTL":
         from fdtest import ttl_close
         return (None, ttl_close(2))
+    if name == "EXPIRETIME":
+        from fdtest import ttl_close
+        return (None, ttl_close(2))
+    if name == "PEXPIRETIME":
+        from fdtest import ttl_close
+        return (None, ttl_close(2500))
     if name == "PTTL":
         from fdtest import ttl_close
         return (None, ttl_close(2500))
