@@ -36,7 +36,10 @@ typedef struct kv_iter kv_iter;   /* defined by each driver */
  * until the next write (put/reserve/del/clear) in that transaction or its
  * end — copy it first if a write follows.
  * After an FD_E_* from a write the transaction may be unusable (LMDB marks
- * it failed): the caller aborts it. */
+ * it failed): the caller aborts it.
+ * A driver without nested transactions (LevelDB: a write batch) returns
+ * FD_E_NOTSUPPORTED from begin(parent != NULL) and sets nearly_full NULL;
+ * the backend then runs every command directly in the turn's transaction. */
 typedef struct kv_driver {
     const char *name;
     /* Begin a write transaction; parent NULL: the top-level one (at most one
@@ -177,7 +180,7 @@ int kv_meta_parse(const void *v, size_t vl, kv_meta *m);
 typedef struct kv_cursor {
     uint64_t id;             /* cursor number given to the client; 0 = free */
     uint8_t  len;
-    uint8_t  enc[KV_ENC_MAX];/* encoded key of the last record returned */
+    uint8_t  enc[KV_ENC_MAX];/* encoded key of the last record visited */
 } kv_cursor;
 
 /* Per-store state of the Redis-types layer (one per open backend). */
@@ -205,7 +208,10 @@ typedef struct kv_store {
     uint64_t expired_keys, commits, commit_errors, careful_turns;
 } kv_store;
 
-/* What a handler sees: the command, the reply sink and the transaction. */
+/* What a handler sees: the command, the reply sink and the transaction.
+ * Built on the stack by kv_backend_submit for one command; argv and out are
+ * the request's (valid only during the call); txn is the turn's transaction
+ * or, in careful mode, a transaction nested in it. */
 struct kv_ctx {
     kv_store        *st;
     const kv_driver *drv;
