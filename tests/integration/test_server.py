@@ -270,6 +270,8 @@ def time_and_dbsize():
         secs, usecs = int(v[0]), int(v[1])
         check(abs(secs - time.time()) < 5, "TIME seconds near now", v)
         check(0 <= usecs < 1000000, "TIME microseconds in range", v)
+        ls = parse(c.cmd("LASTSAVE"))
+        check(isinstance(ls, int) and 0 < ls <= time.time() + 5, "LASTSAVE: a unix time", ls)
         eq(c.cmd("DBSIZE"), b":0\r\n", "DBSIZE empty")
         c.send_many([("SET", "k%d" % i, "v") for i in range(250)])
         c.read_n(250)

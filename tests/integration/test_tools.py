@@ -216,6 +216,14 @@ def cli_pipe_mass_insert():
         eq(c.cmd("DBSIZE"), b":%d\r\n" % n, "DBSIZE after --pipe")
         eq(c.cmd("GET", "mass:9999"), b"$10\r\nvalue-9999\r\n", "last mass-inserted value")
         eq(c.cmd("GET", "mass:0"), b"$7\r\nvalue-0\r\n", "first mass-inserted value")
+    # redis-cli --scan (SCAN with MATCH) over what --pipe wrote
+    rc, out = cli(fd.port, [], extra=["--scan", "--pattern", "mass:99*"])
+    want = sorted(["mass:99"] + ["mass:99%d" % i for i in range(10)] +
+                  ["mass:99%02d" % i for i in range(100)])
+    eq((rc, sorted(set(out.split()))), (0, want), "redis-cli --scan --pattern mass:99*")
+    rc, out = cli(fd.port, [], extra=["--bigkeys"], timeout=30)
+    check(rc == 0 and "Biggest string found" in out and "10000 strings with" in out,
+          "redis-cli --bigkeys", out[-1500:])
 
 
 if __name__ == "__main__":
