@@ -286,6 +286,106 @@ def large_values_across_reads():
     d.finish()
 
 
+def exchange_halfclose(server, data, wait=3.0):
+    """Send data, shut down our write side, read until the server closes."""
+    c = server.conn()
+    try:
+        c.send_raw(data)
+        try:
+            c.sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        return c.read_all_until_close(wait)
+    finally:
+        c.close()
+
+
+@T.case
+def half_close_delivers_all_replies():
+    """A client that sends its commands and then shuts down its write side
+    (printf ... | nc -N) still gets every reply, then the server closes."""
+    ref, fd = servers()
+    cmds = [("SET", "hc%d" % i, "v" * (i % 50)) for i in range(300)] + \
+           [("GET", "hc%d" % i) for i in range(300)] + [("DEL",) + tuple("hc%d" % i for i in range(300))]
+    data = encode_many(cmds) + b"PING\r\n"
+    want = exchange_halfclose(ref, data)
+    got = exchange_halfclose(fd, data)
+    eq(got, want, "(replies, closed?) after half-close, frontdoor vs redis")
+    eq(want[1], True, "redis closed")
+
+
+def _mutations(r, base):
+    b = bytearray(base)
+    for _ in range(r.randrange(1, 4)):
+        if not b:
+            break
+        op = r.randrange(8)
+        i = r.randrange(len(b))
+        if op == 0:                                   # flip a digit / protocol char
+            b[i] = ord(r.choice("0123456789*$\r\n-+: x\""))
+        elif op == 1:                                 # delete a byte
+            del b[i]
+        elif op == 2:                                 # insert a byte
+            b[i:i] = bytes([ord(r.choice("0123456789*$\r\n -\"'\\"))])
+        elif op == 3:                                 # truncate
+            del b[i:]
+        elif op == 4:                                 # duplicate a slice
+            j = min(len(b), i + r.randrange(1, 30))
+            b[i:i] = b[i:j]
+        elif op == 5:                                 # change a length digit
+            k = b.find(b"$", i)
+            if k >= 0 and k + 1 < len(b):
+                b[k + 1] = ord(r.choice("0123456789"))
+        elif op == 6:                                 # a big number in a header
+            k = b.find(r.choice([b"*", b"$"]), i)
+            if k >= 0:
+                b[k + 1:k + 1] = r.choice([b"99999", b"-", b"0", b"2147483648", b"1"])
+        else:                                         # swap CRLF for LF or CR
+            k = b.find(b"\r\n", i)
+            if k >= 0:
+                b[k:k + 2] = r.choice([b"\n", b"\r", b"\r\r\n", b""])
+    return bytes(b)
+
+
+@T.case(timeout=55)
+def mutated_streams_differential():
+    """Seeded byte-level mutations of small valid pipelines (multibulk and
+    inline); each stream goes to both servers on a fresh connection that
+    half-closes; replies and the close must be the same. FD_SEED reproduces."""
+    seed = int(os.environ.get("FD_SEED", str(int(time.time() * 1000) % 1000000007)))
+    n = int(os.environ.get("FD_FUZZ_N", "1500"))
+    print("      mutation seed %d, %d streams (reproduce: FD_SEED=%d)" % (seed, n, seed))
+    r = random.Random(seed)
+    ref, fd = servers()
+    bad = []
+    for it in range(n):
+        cmds = []
+        for _ in range(r.randrange(1, 5)):
+            k = "z%d" % r.randrange(5)
+            cmds.append(r.choice([("SET", k, r.choice(["v1", "abc", "12", ""])), ("GET", k),
+                                  ("INCR", k), ("DEL", k), ("EXISTS", k, "z1"), ("PING",),
+                                  ("ECHO", "e"), ("MGET", k, "z2"), ("APPEND", k, "q")]))
+        base = b""
+        for c in cmds:
+            if r.random() < 0.3:
+                base += b" ".join(x.encode() if x else b'""' for x in c) + b"\r\n"
+            else:
+                base += encode(*c)
+        data = _mutations(r, base) + encode("PING")
+        for s in (ref, fd):
+            with s.conn() as c:
+                c.send_raw(encode("DEL", "z0", "z1", "z2", "z3", "z4"))
+                c.read()
+        want = exchange_halfclose(ref, data)
+        got = exchange_halfclose(fd, data)
+        if got != want:
+            bad.append("stream #%d %r\n     redis: %r\n     fd:    %r" % (it, data, want, got))
+            if len(bad) >= 10:
+                break
+    check(not bad, "seed %d: %d mutated stream(s) answered differently:\n%s"
+          % (seed, len(bad), "\n".join(bad)))
+
+
 # ------------------------------------------------------------- requirepass
 
 @T.case

@@ -417,6 +417,32 @@ def concurrent_clients_are_atomic():
 
 
 @T.case
+def many_connections_accounted():
+    fd = start_frontdoor()
+    n = 400
+    conns = []
+    try:
+        for i in range(n):
+            c = fd.conn()
+            c.send_raw(encode("SET", "conn:%d" % i, str(i)) + encode("PING"))
+            conns.append(c)
+        for i, c in enumerate(conns):
+            eq(c.read_n(2), [b"+OK\r\n", b"+PONG\r\n"], "connection %d" % i)
+        with fd.conn() as c:
+            f = info_fields(parse(c.cmd("INFO", "clients")))
+            eq(f.get("connected_clients"), str(n + 1), "connected_clients with %d open" % (n + 1))
+            eq(c.cmd("DBSIZE"), b":%d\r\n" % n, "one key per connection")
+            for x in conns:
+                x.close()
+            conns = []
+            wait_until(lambda: info_fields(parse(c.cmd("INFO", "clients"))).get("connected_clients")
+                       == "1", timeout=5, what="connected_clients back to 1 after closing")
+    finally:
+        for x in conns:
+            x.close()
+
+
+@T.case
 def keys_expire_in_real_time():
     fd = start_frontdoor()
     with fd.conn() as c:
