@@ -864,5 +864,61 @@ def randomised_sequence():
     d.finish()
 
 
+def _restart_case(sig, durability):
+    import signal as _signal
+    seed = int(os.environ.get("FD_SEED", str(int(time.time() * 1000) % 1000000007)))
+    print("      seed %d (reproduce: FD_SEED=%d)" % (seed, seed))
+    r = random.Random(seed)
+    ref = servers()[0]
+    fd = start_frontdoor(durability=durability)
+    now = int(time.time())
+
+    def run_batch(d, count):
+        for _ in range(count // 50):
+            batch = [gen_string_cmd(r, now) for _ in range(50)]
+            batch = [c for c in batch if c[0].upper() not in ("FLUSHDB",)]
+            first = d.pipeline(batch, [norm_for(c) for c in batch])
+            if first >= 0:
+                raise AssertionError("seed %d: mismatch before the restart was even tested\n%s"
+                                     % (seed, d.report()))
+
+    def compare_state(d, what):
+        kr = sorted(parse(d.ref.cmd("KEYS", "*")))
+        kf = sorted(parse(d.fd.cmd("KEYS", "*")))
+        eq(kf, kr, "%s: the set of keys" % what)
+        d.cmd("DBSIZE")
+        for k in kr:
+            d.cmd("GET", k)
+            d.ttl(k)
+        if d.mismatches:
+            raise AssertionError("seed %d: %s\n%s" % (seed, what, d.report()))
+
+    with ref.conn() as rc:
+        rc.cmd("FLUSHDB")
+    d = Diff(ref.conn(), fd.conn())
+    run_batch(d, 1500)
+    compare_state(d, "before the restart")
+    d.fd.close()
+    fd.stop(sig)
+    fd.start()
+    d.fd = fd.conn()
+    compare_state(d, "after %s and restart" % ("SIGKILL" if sig == _signal.SIGKILL else "SIGTERM"))
+    run_batch(d, 1000)
+    compare_state(d, "1000 commands after the restart")
+    d.finish()
+
+
+@T.case
+def random_state_survives_sigterm_restart():
+    import signal as _signal
+    _restart_case(_signal.SIGTERM, "nosync")
+
+
+@T.case
+def random_state_survives_sigkill_with_sync():
+    import signal as _signal
+    _restart_case(_signal.SIGKILL, "sync")
+
+
 if __name__ == "__main__":
     T.main()
