@@ -181,6 +181,19 @@ def config_set_then_get():
         check(is_err(r), "CONFIG SET without value", r)
         r = parse(c.cmd("CONFIG", "NOSUCHSUB"))
         check(is_err(r), "CONFIG NOSUCHSUB", r)
+        # a CONFIG SET takes effect: maxclients
+        eq(c.cmd("CONFIG", "SET", "maxclients", "2"), b"+OK\r\n", "CONFIG SET maxclients 2")
+        with fd.conn() as c2:
+            eq(c2.cmd("PING"), b"+PONG\r\n", "second client under maxclients 2")
+            c3 = Conn(fd.port)
+            data, closed = c3.read_all_until_close(2.0)
+            eq((data, closed), (b"-ERR max number of clients reached\r\n", True),
+               "third client after CONFIG SET maxclients 2")
+        eq(c.cmd("CONFIG", "SET", "maxclients", "100"), b"+OK\r\n", "CONFIG SET maxclients 100")
+        # and timeout
+        eq(c.cmd("CONFIG", "SET", "timeout", "1"), b"+OK\r\n", "CONFIG SET timeout 1")
+        idle = fd.conn()
+        check(idle.wait_closed(4.0), "an idle client is closed after CONFIG SET timeout 1")
 
 
 @T.case
@@ -583,7 +596,8 @@ def config_file_is_applied():
     d = make_tempdir("fdtest-conf-")
     p = os.path.join(d, "good.conf")
     with open(p, "w") as f:
-        f.write("# frontdoor test config\nmaxclients 33\ntimeout 7\n  \nrequirepass \"se cret\"\n")
+        f.write("# frontdoor test config\nMaxClients 33\ntimeout 7\n  \nrequirepass \"se cret\"\n"
+                "client-query-buffer-limit 2mb\nproto-max-bulk-len 64mb\n")
     fd = start_frontdoor(config=p, timeout=9)
     with Conn(fd.port) as c:
         eq(c.cmd("AUTH", "se cret"), b"+OK\r\n", "requirepass with a quoted value from the file")
@@ -591,6 +605,10 @@ def config_file_is_applied():
            "maxclients from the file")
         eq(kv_pairs(parse(c.cmd("CONFIG", "GET", "timeout"))), {"timeout": b"9"},
            "the command line overrides the file")
+        eq(kv_pairs(parse(c.cmd("CONFIG", "GET", "client-query-buffer-limit"))),
+           {"client-query-buffer-limit": b"2097152"}, "memory units (2mb) in the file")
+        eq(kv_pairs(parse(c.cmd("CONFIG", "GET", "proto-max-bulk-len"))),
+           {"proto-max-bulk-len": b"67108864"}, "memory units (64mb) in the file")
 
 
 # ------------------------------------------------------------ persistence
