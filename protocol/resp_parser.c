@@ -94,11 +94,13 @@ static int grow(resp_parser *p) {
 }
 
 /* Find the byte c in the line starting at `start`, resuming at p->scan and
- * looking no further than RESP_INLINE_MAX + 1 bytes into the line. Returns
- * its offset, or (size_t)-1 with p->scan advanced. *too_big is set when the
- * line has no c within the limit (and the limit is buffered). */
+ * looking no further than RESP_INLINE_MAX + 2 bytes into the line. As Redis:
+ * more than 64 KB buffered without a newline is an error, but a 64 KB line
+ * whose CRLF has arrived is accepted. Returns its offset, or (size_t)-1 with p->scan advanced.
+ * *too_big is set when the line has no c within the limit (and the limit is
+ * buffered). */
 static size_t find_eol(resp_parser *p, const char *buf, size_t len, size_t start, char c, int *too_big) {
-    size_t limit = start + RESP_INLINE_MAX + 1;
+    size_t limit = start + RESP_INLINE_MAX + 2;
     if (limit > len) limit = len;
     *too_big = 0;
     if (len <= start) return (size_t)-1;          /* (a caller that shrank the buffer) */

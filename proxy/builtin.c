@@ -110,7 +110,7 @@ void px_cmd_hello(px_conn *c, int argc, resp_arg *argv) {
     }
     if (!c->authed) {
         resp_add_error(&c->out, "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
-                                "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "
+                                "HELLO AUTH <user> <pass> option can be used to authenticate the client and "
                                 "select the RESP protocol version at the same time");
         return;
     }
