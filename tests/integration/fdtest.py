@@ -113,6 +113,29 @@ def encode(*args):
     return b"".join(out)
 
 
+_INLINE_PLAIN = set(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:.-+*?[]^!,/@#%&=<>~")
+
+
+def encode_inline(*args):
+    """One command as an inline line: plain args as they are, others in
+    double quotes with \\xHH escapes (as sdssplitargs reads them)."""
+    parts = []
+    for a in args:
+        a = _b(a)
+        if a and all(ch in _INLINE_PLAIN for ch in a):
+            parts.append(a)
+        else:
+            q = bytearray(b'"')
+            for ch in a:
+                if 32 <= ch < 127 and ch not in (0x22, 0x5c):
+                    q.append(ch)
+                else:
+                    q += b"\\x%02x" % ch
+            q += b'"'
+            parts.append(bytes(q))
+    return b" ".join(parts) + b"\r\n"
+
+
 def encode_many(cmds):
     return b"".join(encode(*c) for c in cmds)
 
@@ -1035,6 +1058,20 @@ class Diff:
             self._compare((what or "raw %r" % _b(data)[:100]) + " reply %d" % i, a, b)
             out.append((a, b))
         return out
+
+    def send_compare(self, data, what, norm=None, same=None):
+        """Send raw bytes holding one command to both, compare one reply."""
+        self.ref.send_raw(data)
+        self.fd.send_raw(data)
+        a = self.ref.read()
+        try:
+            b = self.fd.read()
+        except (ConnClosed, ReplyTimeout) as e:
+            b = ("<%s: %s>" % (type(e).__name__, e)).encode()
+            self.mismatches.append((what, a, b))
+            self.fail_now()
+        self._compare(what, a, b, norm, same)
+        return a, b
 
     def pipeline(self, cmds, norms=None):
         """Pipeline cmds to both, compare reply i with reply i. norms[i] is an

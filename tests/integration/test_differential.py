@@ -19,7 +19,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import (Tests, Diff, start_frontdoor, start_redis, encode, parse,
+from fdtest import (Tests, Diff, start_frontdoor, start_redis, encode, encode_inline, parse,
                     norm_sorted, norm_pairs, skip, check, eq, kv_pairs, Err)
 
 T = Tests(case_timeout=50)
@@ -79,21 +79,44 @@ def need(*names):
         skip("frontdoor does not implement %s yet" % ", ".join(missing))
 
 
-def run_script(d, steps):
+def run_script(d, steps, inline=False):
     """steps: tuples of args; ("TTL", k)/("PTTL", k) compared with tolerance;
-    a step may be (norm, args...) with norm in {'sorted', 'pairs'}."""
-    for st in steps:
+    a step may be (norm, args...) with norm in {'sorted', 'pairs'}.
+    inline=True: every command is sent as an inline line instead."""
+    from fdtest import ttl_close
+    bad_steps = []
+    for idx, st in enumerate(steps):
+        before = len(d.mismatches)
+        _run_step(d, st, inline, ttl_close)
+        if len(d.mismatches) > before:
+            bad_steps.append(idx)
+    return bad_steps
+
+
+def _run_step(d, st, inline, ttl_close):
+    if True:
+        norm = same = None
         if st and st[0] == "sorted":
-            d.cmd(*st[1:], norm=norm_sorted)
+            norm, st = norm_sorted, st[1:]
         elif st and st[0] == "pairs":
-            d.cmd(*st[1:], norm=norm_pairs)
+            norm, st = norm_pairs, st[1:]
         elif st and isinstance(st[0], str) and st[0].upper() in ("TTL", "PTTL") and len(st) == 2:
-            d.ttl(st[1], pttl=st[0].upper() == "PTTL")
+            same = ttl_close(2) if st[0].upper() == "TTL" else ttl_close(2500)
+        if inline:
+            data = encode_inline(*st)
+            if len(data) > 60000 or not st:
+                return
+            d.send_compare(data, "inline " + repr(data[:120]), norm=norm, same=same)
         else:
-            d.cmd(*st)
+            d.cmd(*st, norm=norm, same=same)
+
+
+SCRIPTS = []
 
 
 def scripted(name, steps, requires=()):
+    SCRIPTS.append((name, steps, requires))
+
     def fn():
         if requires:
             need(*requires)
@@ -450,6 +473,33 @@ def scan_full_iteration():
     eq(got, [], "SCAN TYPE list on a string-only database")
 
 
+def _all_scripts(mode):
+    def fn():
+        ran, failed = 0, []
+        for name, steps, requires in SCRIPTS:
+            if requires and not supported(*requires)[0]:
+                continue
+            # steps that already differ in plain RESP2 are reported by the
+            # script's own case: only differences new in this mode count
+            known = set(run_script(diff(), steps))
+            d = diff()
+            if mode == "resp3":
+                for c in (d.ref, d.fd):
+                    r = c.cmd("HELLO", "3")
+                    check(r.startswith(b"%"), "HELLO 3 must reply with a map", r)
+            bad = [i for i in run_script(d, steps, inline=(mode == "inline")) if i not in known]
+            ran += 1
+            if bad:
+                failed.append("[%s] steps %s:\n%s" % (name, bad, d.report()))
+        print("      %d scripts replayed (%s)" % (ran, mode))
+        check(not failed, "%d script(s) differ in %s mode:\n%s" % (len(failed), mode, "\n".join(failed)))
+    return fn
+
+
+# every scripted case again with RESP3 replies, and again as inline commands
+# (registered below, after all scripts exist)
+
+
 # -- wrong arity, every command: (name, a too-short argv, a too-long argv or None)
 ARITY = [
     ("get", [], ["a", "b"]), ("set", ["a"], None), ("setnx", ["a"], ["a", "b", "c"]),
@@ -604,6 +654,10 @@ scripted("zsets_basic", [
     ("SET", "s", "v"), ("ZADD", "s", "1", "a"), ("ZSCORE", "nokey", "a"),
 ], requires=("zadd", "zscore", "zcard", "zrange", "zrevrange", "zrangebyscore", "zrank",
              "zincrby", "zcount", "zrem", "zmscore", "zpopmin"))
+
+
+T.add("all_scripts_resp3", _all_scripts("resp3"))
+T.add("all_scripts_inline", _all_scripts("inline"))
 
 
 # ============================================================ (b) randomised
