@@ -25,7 +25,8 @@ redis-server, directives that only frontdoor knows are translated or dropped
 
 Environment knobs: FRONTDOOR_BIN, REDIS_SERVER_BIN (default
 /usr/bin/redis-server), FD_KEEP=1 keeps temp dirs, FD_VERBOSE=1 prints more,
-FD_CASE=substr runs only the cases whose name contains substr.
+FD_CASE=substr runs only the cases whose name contains substr, FD_BACKEND=name
+adds --backend name to every frontdoor started without an explicit backend.
 """
 
 import atexit
@@ -723,6 +724,8 @@ def start_frontdoor(datadir=None, extra_args=None, wait=True, keep=False, **dire
     """Start the binary under test: start_frontdoor(timeout=1, maxclients=2).
     Keyword names use '_' for '-' (client_query_buffer_limit=...).
     keep=True: shared by several cases (not killed at the end of a case)."""
+    if os.environ.get("FD_BACKEND") and "backend" not in directives:
+        directives["backend"] = os.environ["FD_BACKEND"]
     s = Server("frontdoor", _directive_list(directives), datadir=datadir,
                extra_args=extra_args)
     s.keep = keep
