@@ -190,6 +190,13 @@ static void process_input(px_conn *c) {
         }
         if (rc == RESP_COMMAND) px_dispatch(c, c->parser.argc, c->parser.argv);
         c->rpos += consumed;
+        /* checked after every reply, as Redis does, so one read's pipeline
+         * cannot pile up more than one reply beyond the limit */
+        if (px_cfg.client_output_buffer_limit && (long long)(c->out.len - c->wpos) > px_cfg.client_output_buffer_limit) {
+            px_log(PX_LOG_WARNING, "closing client %llu (%s) for overcoming of output buffer limits (%zu bytes)",
+                   (unsigned long long)c->id, c->addr, c->out.len - c->wpos);
+            c->flags |= PX_CONN_CLOSE_ASAP;
+        }
     }
     if (c->rpos == c->rlen) {
         c->rpos = c->rlen = 0;
@@ -199,17 +206,24 @@ static void process_input(px_conn *c) {
         c->rlen -= c->rpos;
         c->rpos = 0;
     }
-    if (c->out.len > c->safe || (c->flags & PX_CONN_CLOSE_AFTER_REPLY)) px_conn_touch(c);
+    if (c->out.len > c->safe || (c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP))) px_conn_touch(c);
 }
 
 static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
     px_conn *c = w->data;
+    /* Room for the next read. A big bulk in progress grows the buffer by
+     * doubling what has arrived (capped at what the bulk still needs), never
+     * straight to the size its header announces: memory follows the bytes
+     * actually received, and the copies stay amortised O(n). */
     size_t want = resp_parser_want(&c->parser);
-    size_t chunk = want > READ_CHUNK ? want : READ_CHUNK;
+    size_t chunk = READ_CHUNK;
+    if (want > chunk) {
+        size_t grow = c->rlen > chunk ? c->rlen : chunk;
+        chunk = want < grow ? want : grow;
+    }
     if (c->rcap - c->rlen < chunk) {
         size_t ncap = c->rcap ? c->rcap : READ_CHUNK;
         while (ncap - c->rlen < chunk) ncap *= 2;
-        if (want > READ_CHUNK && ncap > c->rlen + want + READ_CHUNK) ncap = c->rlen + want + READ_CHUNK;
         char *nb = realloc(c->rbuf, ncap);
         if (!nb) { px_log(PX_LOG_WARNING, "out of memory reading from client %llu", (unsigned long long)c->id); px_conn_close(c); return; }
         c->rbuf = nb;
@@ -228,12 +242,6 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
     if ((long long)(c->rlen - c->rpos) > px_cfg.client_query_buffer_limit) {
         px_log(PX_LOG_WARNING, "closing client %llu (%s) that reached max query buffer length (%zu bytes)",
                (unsigned long long)c->id, c->addr, c->rlen - c->rpos);
-        c->flags |= PX_CONN_CLOSE_ASAP;
-        px_conn_touch(c);
-    }
-    if (px_cfg.client_output_buffer_limit && (long long)(c->out.len - c->wpos) > px_cfg.client_output_buffer_limit) {
-        px_log(PX_LOG_WARNING, "closing client %llu (%s) for overcoming of output buffer limits (%zu bytes)",
-               (unsigned long long)c->id, c->addr, c->out.len - c->wpos);
         c->flags |= PX_CONN_CLOSE_ASAP;
         px_conn_touch(c);
     }
