@@ -485,6 +485,52 @@ def keys_expire_in_real_time():
 
 
 @T.case
+def expiry_follows_the_latest_write():
+    """A TTL that was replaced, removed or moved must not fire later (stale
+    expiry-index entries), and one that was kept must."""
+    fd = start_frontdoor()
+    P = ("PX", "300")
+    steps = [
+        ("SET", "flushed", "1") + P, ("FLUSHDB",), ("SET", "flushed", "again"),
+        ("SET", "overwritten", "old") + P, ("SET", "overwritten", "new"),
+        ("SET", "deleted", "old") + P, ("DEL", "deleted"), ("SET", "deleted", "new"),
+        ("SET", "persisted", "v") + P, ("PERSIST", "persisted"),
+        ("SET", "getexp", "v") + P, ("GETEX", "getexp", "PERSIST"),
+        ("SET", "extended", "v") + P, ("PEXPIRE", "extended", "100000"),
+        ("SET", "gt", "v") + P, ("PEXPIRE", "gt", "100000", "GT"),
+        ("SET", "keepttl", "v") + P, ("SET", "keepttl", "v2", "KEEPTTL"),
+        ("SET", "src", "v") + P, ("RENAME", "src", "dst"), ("SET", "src", "fresh"),
+        ("SET", "over2", "v") + P, ("SET", "nottl", "v"), ("RENAME", "nottl", "over2"),
+        ("SET", "longa", "v", "PX", "100000"), ("SET", "shortb", "v") + P, ("RENAME", "longa", "shortb"),
+        ("SET", "getset", "v") + P, ("GETSET", "getset", "v2"),
+        ("SET", "incr", "1") + P, ("INCR", "incr"),
+        ("SET", "append", "1") + P, ("APPEND", "append", "x"),
+        ("SET", "setrange", "1") + P, ("SETRANGE", "setrange", "0", "x"),
+        ("SET", "msetk", "1") + P, ("MSET", "msetk", "2"),
+        ("SET", "setex", "1") + P, ("SETEX", "setex", "100", "v"),
+        ("SET", "setnx", "1") + P, ("SETNX", "setnx", "2"),
+    ]
+    present = ["flushed", "overwritten", "deleted", "persisted", "getexp", "extended", "gt",
+               "src", "over2", "shortb", "getset", "msetk", "setex"]
+    gone = ["keepttl", "dst", "longa", "incr", "append", "setrange", "setnx", "nottl"]
+    with fd.conn() as c:
+        c.send_many(steps)
+        reps = c.read_n(len(steps))
+        errs = [(st, r) for st, r in zip(steps, reps) if r.startswith(b"-")]
+        eq(errs, [], "error replies while setting up")
+        time.sleep(1.2)
+        got = {k: parse(c.cmd("EXISTS", k)) for k in present + gone}
+        wrong = {k: v for k, v in got.items() if v != (1 if k in present else 0)}
+        eq(wrong, {}, "keys whose existence after 1.2 s is wrong (EXISTS reply)")
+        eq(c.cmd("GET", "overwritten"), b"$3\r\nnew\r\n", "overwritten value")
+        eq(c.cmd("TTL", "overwritten"), b":-1\r\n", "no TTL after a plain SET")
+        eq(c.cmd("GET", "src"), b"$5\r\nfresh\r\n", "RENAME source re-created without TTL")
+        eq(c.cmd("TTL", "over2"), b":-1\r\n", "RENAME onto a key with a TTL drops that TTL")
+        wait_until(lambda: c.cmd("DBSIZE") == b":%d\r\n" % len(present), timeout=10,
+                   what="DBSIZE == %d once the expired keys are reclaimed" % len(present))
+
+
+@T.case
 def keys_expire_while_stopped():
     fd = start_frontdoor()
     with fd.conn() as c:
