@@ -500,6 +500,44 @@ def _all_scripts(mode):
 # (registered below, after all scripts exist)
 
 
+def _byte_keys_steps():
+    keys = [bytes([i]) for i in range(256)] + [b"\x00\x00", b"\x00\xff", b"\xff\x00", b"\xff\xff",
+                                               b"\xff" * 600, b"\x00" * 600, b"\x01" * 3]
+    steps = [("MSET",) + tuple(x for k in keys for x in (k, k + b"v"))]
+    steps += [("sorted", "KEYS", "*"), ("DBSIZE",), ("sorted", "KEYS", "?"),
+              ("sorted", "KEYS", b"\x00*"), ("sorted", "KEYS", b"*\xff"), ("sorted", "KEYS", "[a-c]"),
+              ("sorted", "KEYS", "\\*"), ("sorted", "KEYS", "[\\[]")]
+    steps += [("GET", k) for k in keys[::7]]
+    steps += [("INCR", b"\x02"), ("EXPIRE", b"\xff" * 600, "1000"), ("TTL", b"\xff" * 600),
+              ("RENAME", b"\x00", b"\x00\x00\x00"), ("EXISTS", b"\x00", b"\x00\x00\x00")]
+    steps += [("DEL",) + tuple(keys), ("DBSIZE",), ("sorted", "KEYS", "*")]
+    return steps
+
+
+scripted("all_byte_keys", _byte_keys_steps())
+
+
+@T.case
+def hundred_thousand_keys():
+    d = diff()
+    n = 100000
+    for base in range(0, n, 2000):
+        cmds = [("MSET",) + tuple(x for i in range(base, base + 2000) for x in ("key:%06d" % i, str(i)))]
+        cmds.append(("EXPIRE", "key:%06d" % base, "10000"))
+        d.pipeline(cmds)
+    d.cmd("DBSIZE")
+    d.cmd("KEYS", "*", norm=norm_sorted)
+    d.cmd("KEYS", "key:0999*", norm=norm_sorted)
+    d.cmd("MGET", *["key:%06d" % i for i in range(0, n, 97)])
+    d.cmd("DEL", *["key:%06d" % i for i in range(0, n, 3)])
+    d.cmd("DBSIZE")
+    d.cmd("KEYS", "key:00*", norm=norm_sorted)
+    d.cmd("FLUSHDB")
+    d.cmd("DBSIZE")
+    d.cmd("KEYS", "*")
+    d.finish()
+
+
 # -- wrong arity, every command: (name, a too-short argv, a too-long argv or None)
 ARITY = [
     ("get", [], ["a", "b"]), ("set", ["a"], None), ("setnx", ["a"], ["a", "b", "c"]),

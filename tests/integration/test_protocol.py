@@ -15,7 +15,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fdtest import (Tests, Diff, Conn, start_frontdoor, start_redis, encode, encode_many,
-                    parse, check, eq, wait_until, ConnClosed)
+                    parse, check, eq, wait_until, ConnClosed, info_fields)
 
 T = Tests(case_timeout=50)
 
@@ -384,6 +384,44 @@ def mutated_streams_differential():
                 break
     check(not bad, "seed %d: %d mutated stream(s) answered differently:\n%s"
           % (seed, len(bad), "\n".join(bad)))
+
+
+@T.case
+def abrupt_disconnects():
+    """Clients vanishing (RST) mid-command, mid-pipeline and mid-reply must
+    not disturb the server or the other clients."""
+    import struct
+    ref, fd = servers()
+    with fd.conn() as c:
+        eq(c.cmd("SET", "abrupt:big", "b" * 2000000), b"+OK\r\n", "SET 2MB")
+    watcher = fd.conn()
+    payloads = [
+        b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100000\r\nabc",          # mid-bulk
+        encode_many([("GET", "abrupt:big")] * 20),                    # mid-reply
+        encode_many([("INCR", "abrupt:ctr")] * 500) + b"*2\r\n$3\r\nGET",  # mid-pipeline
+        b"SET abrupt:inline ",                                        # mid-inline
+        b"*1000000\r\n",                                              # huge pending count
+    ]
+    for rnd in range(6):
+        for p in payloads:
+            c = fd.conn()
+            c.send_raw(p)
+            if rnd % 2:
+                time.sleep(0.01)
+            c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            c.close()                                                 # RST
+        eq(watcher.cmd("PING"), b"+PONG\r\n", "another client during the disconnects")
+    time.sleep(0.3)
+    with fd.conn() as c:
+        eq(c.cmd("STRLEN", "abrupt:big"), b":2000000\r\n", "data intact")
+        eq(c.cmd("EXISTS", "k", "abrupt:inline"), b":0\r\n", "unfinished commands not run")
+        v = parse(c.cmd("GET", "abrupt:ctr"))
+        check(v is None or int(v) <= 6 * 500, "INCR counter sane", v)
+        f = info_fields(parse(c.cmd("INFO", "clients")))
+        wait_until(lambda: info_fields(parse(c.cmd("INFO", "clients")))["connected_clients"] == "2",
+                   timeout=5, what="connected_clients back to 2 (watcher + this one)")
+        c.cmd("DEL", "abrupt:big", "abrupt:ctr")
+    watcher.close()
 
 
 # ------------------------------------------------------------- requirepass
