@@ -173,7 +173,7 @@ static int ttl_generic(kv_ctx *c, int mode)
     long long r;
     if (!m.live) r = -2;
     else if (!m.expire) r = -1;
-    else if (mode >= 2) r = mode == 2 ? m.expire / 1000 : m.expire;
+    else if (mode >= 2) r = mode == 2 ? (m.expire + 500) / 1000 : m.expire;   /* Redis rounds EXPIRETIME too */
     else {
         long long ttl = m.expire - c->now_ms;
         if (ttl < 0) ttl = 0;
@@ -239,16 +239,23 @@ int kv_cmd_keys(kv_ctx *c)
 
 int kv_cmd_scan(kv_ctx *c)
 {
-    /* cursor: an unsigned decimal integer, as Redis's parseScanCursorOrReply */
+    /* cursor: as Redis's parseScanCursorOrReply (strtoul): an optional sign,
+     * then decimal digits; "-N" wraps around as strtoul does. A cursor we
+     * did not hand out restarts the iteration (SCAN may repeat keys, never
+     * miss one). */
     const resp_arg *ca = &c->argv[1];
     uint64_t cursor = 0;
-    int bad = ca->len == 0 || ca->len > 20;
-    for (size_t i = 0; i < ca->len && !bad; i++) {
+    size_t i0 = 0;
+    int neg = 0;
+    if (ca->len && (ca->ptr[0] == '-' || ca->ptr[0] == '+')) { neg = ca->ptr[0] == '-'; i0 = 1; }
+    int bad = ca->len == i0 || ca->len - i0 > 20;
+    for (size_t i = i0; i < ca->len && !bad; i++) {
         unsigned d = (unsigned char)ca->ptr[i] - '0';
         if (d > 9 || cursor > (UINT64_MAX - d) / 10) bad = 1;
         else cursor = cursor * 10 + d;
     }
     if (bad) { OUT(resp_add_error(c->out, "ERR invalid cursor")); return FD_OK; }
+    if (neg) cursor = (uint64_t)0 - cursor;
 
     long long count = 10;
     const resp_arg *pat = NULL, *type = NULL;
