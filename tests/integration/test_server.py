@@ -96,6 +96,52 @@ def hello_with_auth():
         eq(c.cmd("CLIENT", "GETNAME"), b"$2\r\nn1\r\n", "name set by HELLO")
 
 
+def _skeleton(raw, depth=2):
+    """The RESP type structure of a reply down to `depth` levels: aggregates
+    as (type, count, children), leaves as their type byte."""
+    from fdtest import _parse_at
+    def walk(p, lvl):
+        t = raw[p:p + 1]
+        e = raw.index(b"\r\n", p)
+        if t in b"*~%>":
+            n = int(raw[p + 1:e])
+            kids = []
+            q = e + 2
+            for _ in range(n * (2 if t == b"%" else 1)):
+                k, q = walk(q, lvl + 1)
+                kids.append(k)
+            return ((t.decode(), n, tuple(kids) if lvl < depth else None), q)
+        _, q = _parse_at(raw, p)
+        return t.decode(), q
+    return walk(0, 0)[0]
+
+
+@T.case
+def resp3_reply_types_of_server_commands():
+    """In RESP3 INFO / CLIENT LIST / CLIENT INFO are verbatim strings, CONFIG
+    GET and COMMAND DOCS maps, COMMAND INFO flags sets - as redis-server."""
+    fd = fd_shared()
+    ref = start_redis()
+    cmds = [("INFO", "server"), ("CLIENT", "LIST"), ("CLIENT", "INFO"), ("CONFIG", "GET", "port"),
+            ("CONFIG", "GET", "maxclients", "timeout"), ("COMMAND", "DOCS", "get"),
+            ("COMMAND", "INFO", "get", "nosuchcmd"), ("TIME",), ("CLIENT", "GETNAME"),
+            ("CLIENT", "ID"), ("LASTSAVE",), ("DBSIZE",), ("COMMAND", "COUNT")]
+    bad = []
+    for s in (ref, fd):
+        s.c3 = s.conn()
+        s.c3.cmd("HELLO", "3")
+    for cmd in cmds:
+        a = ref.c3.cmd(*cmd)
+        b = fd.c3.cmd(*cmd)
+        depth = 0 if cmd[0] == "COMMAND" else 3
+        if _skeleton(a, depth) != _skeleton(b, depth):
+            bad.append("%s\n     redis: %s\n     fd:    %s" % (" ".join(cmd), _skeleton(a, depth),
+                                                             _skeleton(b, depth)))
+    for s in (ref, fd):
+        s.c3.close()
+    check(not bad, "RESP3 reply types differ from redis-server:\n" + "\n".join(bad))
+
+
 @T.case
 def command_count_info_docs():
     fd = fd_shared()
