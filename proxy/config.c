@@ -31,6 +31,7 @@ typedef struct directive {
 
 static const char *const durability_names[] = {"nosync", "sync", NULL};
 static const char *const loglevel_names[] = {"debug", "verbose", "notice", "warning", NULL};
+static const char *const compression_names[] = {"snappy", "none", NULL};   /* = FD_LEVELDB_* */
 
 #define OFF(f) offsetof(px_settings, f)
 #define GB (1024LL * 1024 * 1024)
@@ -45,6 +46,10 @@ static const directive directives[] = {
     {"dir", T_STR, OFF(dir), "./frontdoor-data", 0, 0, F_IMMUTABLE, NULL},
     {"durability", T_ENUM, OFF(durability), "sync", 0, 0, F_IMMUTABLE, durability_names},
     {"hz", T_INT, OFF(hz), "10", 1, 500, 0, NULL},
+    {"leveldb-block-cache-size", T_MEM, OFF(leveldb_block_cache_size), "64mb", 1024 * 1024, 1LL << 40, F_IMMUTABLE, NULL},
+    {"leveldb-compression", T_ENUM, OFF(leveldb_compression), "snappy", 0, 0, F_IMMUTABLE, compression_names},
+    {"leveldb-max-open-files", T_INT, OFF(leveldb_max_open_files), "1000", 64, 1000000, F_IMMUTABLE, NULL},
+    {"leveldb-write-buffer-size", T_MEM, OFF(leveldb_write_buffer_size), "64mb", 64 * 1024, GB, F_IMMUTABLE, NULL},
     {"lmdb-map-size", T_MEM, OFF(lmdb_map_size), "1gb", 1024 * 1024, 1LL << 46, F_IMMUTABLE, NULL},
     {"logfile", T_STR, OFF(logfile), "", 0, 0, F_IMMUTABLE, NULL},
     {"loglevel", T_ENUM, OFF(loglevel), "notice", 0, 0, 0, loglevel_names},

@@ -19,6 +19,10 @@ typedef struct px_settings {
     char     *dir;
     int       durability;            /* 1 = sync, 0 = nosync */
     long long lmdb_map_size;
+    long long leveldb_block_cache_size;
+    long long leveldb_write_buffer_size;
+    int       leveldb_compression;   /* 0 snappy, 1 none (FD_LEVELDB_*) */
+    long long leveldb_max_open_files;
     char     *requirepass;
     long long maxclients;
     long long timeout;               /* seconds; 0 = never close idle clients */

@@ -390,6 +390,10 @@ int px_server_init(char *err, size_t errlen) {
         .dir = px_cfg.dir,
         .sync = px_cfg.durability,
         .lmdb_map_size = (uint64_t)px_cfg.lmdb_map_size,
+        .leveldb_block_cache_size = (uint64_t)px_cfg.leveldb_block_cache_size,
+        .leveldb_write_buffer_size = (uint64_t)px_cfg.leveldb_write_buffer_size,
+        .leveldb_compression = px_cfg.leveldb_compression,
+        .leveldb_max_open_files = (int)px_cfg.leveldb_max_open_files,
         .max_bulk = px_cfg.proto_max_bulk_len,
     };
     px_srv.backend.ops = ops;

@@ -5,10 +5,16 @@
 #ifdef FRONTDOOR_WITH_LMDB
 extern const fd_backend_ops fd_lmdb_backend;     /* storage/lmdb.c */
 #endif
+#ifdef FRONTDOOR_WITH_LEVELDB
+extern const fd_backend_ops fd_leveldb_backend;  /* storage/leveldb.c */
+#endif
 
 static const fd_backend_ops *const fd_backends[] = {
 #ifdef FRONTDOOR_WITH_LMDB
     &fd_lmdb_backend,
+#endif
+#ifdef FRONTDOOR_WITH_LEVELDB
+    &fd_leveldb_backend,
 #endif
     NULL
 };

@@ -34,8 +34,14 @@ typedef struct fd_backend_config {
     const char *dir;            /* data folder (embedded backends) */
     int         sync;           /* durability: 1 = sync (fsync per group commit), 0 = nosync */
     uint64_t    lmdb_map_size;  /* bytes */
+    /* LevelDB (0 = the backend's default for each) */
+    uint64_t    leveldb_block_cache_size;   /* bytes of the LRU block cache */
+    uint64_t    leveldb_write_buffer_size;  /* bytes of memtable before a flush to L0 */
+    int         leveldb_compression;        /* FD_LEVELDB_SNAPPY (0) or FD_LEVELDB_NONE */
+    int         leveldb_max_open_files;
     long long   max_bulk;       /* proto-max-bulk-len: largest string value allowed */
 } fd_backend_config;
+enum { FD_LEVELDB_SNAPPY = 0, FD_LEVELDB_NONE = 1 };   /* leveldb_compression */
 
 /* One command handed to a backend.
  * Ownership: argv and out are valid only during submit(). A backend that

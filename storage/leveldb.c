@@ -1,0 +1,875 @@
+/* leveldb.c — the LevelDB backend: a kv_driver over one LevelDB database
+ * (cfg->dir) and `fd_leveldb_backend`, whose submit / end_turn / cron are the
+ * generic ones of kv_backend.c. docs/leveldb.md is the long form.
+ *
+ * LevelDB has no transactions, and its reads do not see a WriteBatch that is
+ * not yet written. The turn's transaction is therefore an in-memory OVERLAY:
+ * a skiplist of key -> value | tombstone holding every write of the turn.
+ *   - get() looks in the overlay first, then in LevelDB;
+ *   - a cursor merges a LevelDB iterator with the overlay (overlay wins on
+ *     equal keys, tombstones hide keys), forwards and backwards; it sees
+ *     writes made after it was positioned (as an LMDB cursor does);
+ *   - clear() (FLUSHDB) empties the overlay and hides all of LevelDB;
+ *   - commit = ONE leveldb_write of a WriteBatch built from the overlay (all
+ *     of LevelDB's keys deleted first after a clear), with WriteOptions.sync
+ *     when cfg->sync: one write + one fsync per event-loop turn (group
+ *     commit); a turn that wrote nothing writes nothing;
+ *   - abort = drop the overlay.
+ * Nothing but this process writes the database while a turn is open (one
+ * transaction at a time, LevelDB's LOCK plus frontdoor.lock), so reads need
+ * no snapshot: LevelDB is unchanged from the turn's begin to its commit.
+ * No nested transactions (begin(parent) is FD_E_NOTSUPPORTED, nearly_full is
+ * NULL): a write to the overlay can only fail on malloc, so careful mode has
+ * nothing to protect.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <leveldb/c.h>
+#include "kv/kv.h"
+
+#define LD_MAX_LEVEL      20
+#define LD_DEFAULT_CACHE  (64ULL << 20)
+#define LD_DEFAULT_WBUF   (64ULL << 20)
+#define LD_DEFAULT_FILES  1000
+#define LD_BLOOM_BITS     10
+#define LD_SLOW_COMMIT_US 100000          /* a commit above this counts as slow */
+
+/* ---------------------------------------------------------------- overlay */
+
+typedef struct ov_node {
+    char    *val;            /* malloc'ed, vcap bytes; NULL when vcap == 0 */
+    size_t   vlen, vcap;
+    uint32_t klen;
+    uint8_t  dead;           /* tombstone: deleted in this turn */
+    uint8_t  level;
+    struct ov_node *next[];  /* `level` pointers, then the key bytes */
+} ov_node;
+
+#define OV_KEY(n) ((const char *)((n)->next + (n)->level))
+
+typedef struct overlay {
+    ov_node *head;           /* sentinel with LD_MAX_LEVEL pointers */
+    int      level;          /* levels in use */
+    size_t   count;          /* nodes (tombstones included) */
+    size_t   bytes;          /* keys + values held */
+    uint64_t gen;            /* bumped by every insert and by clear: cursors re-find */
+    uint64_t rng;
+} overlay;
+
+static int keycmp(const char *a, size_t al, const char *b, size_t bl)
+{
+    size_t n = al < bl ? al : bl;
+    int c = n ? memcmp(a, b, n) : 0;
+    if (c) return c;
+    return al < bl ? -1 : al > bl;
+}
+
+static int ov_cmp(const ov_node *n, const char *k, size_t kl)
+{
+    return keycmp(OV_KEY(n), n->klen, k, kl);
+}
+
+static int ov_init(overlay *ov)
+{
+    memset(ov, 0, sizeof *ov);
+    ov->head = calloc(1, sizeof(ov_node) + LD_MAX_LEVEL * sizeof(ov_node *));
+    if (!ov->head) return FD_E_NOMEM;
+    ov->head->level = LD_MAX_LEVEL;
+    ov->level = 1;
+    ov->rng = 0x9e3779b97f4a7c15ULL ^ (uint64_t)(uintptr_t)ov->head;
+    return FD_OK;
+}
+
+/* Free every node (not the head); the overlay is empty afterwards. */
+static void ov_reset(overlay *ov)
+{
+    ov_node *n = ov->head->next[0];
+    while (n) {
+        ov_node *nx = n->next[0];
+        free(n->val);
+        free(n);
+        n = nx;
+    }
+    memset(ov->head->next, 0, LD_MAX_LEVEL * sizeof(ov_node *));
+    ov->level = 1;
+    ov->count = 0;
+    ov->bytes = 0;
+    ov->gen++;
+}
+
+static void ov_free(overlay *ov)
+{
+    if (!ov->head) return;
+    ov_reset(ov);
+    free(ov->head);
+    ov->head = NULL;
+}
+
+/* The last node < k (strict) or <= k (!strict); the head when none.
+ * update (optional) gets the predecessor at every level. */
+static ov_node *ov_walk(const overlay *ov, const char *k, size_t kl, int or_equal, ov_node **update)
+{
+    ov_node *x = ov->head;
+    for (int i = ov->level - 1; i >= 0; i--) {
+        for (;;) {
+            ov_node *n = x->next[i];
+            if (!n) break;
+            int c = ov_cmp(n, k, kl);
+            if (c < 0 || (or_equal && c == 0)) x = n;
+            else break;
+        }
+        if (update) update[i] = x;
+    }
+    return x;
+}
+
+static ov_node *ov_find(const overlay *ov, const char *k, size_t kl)
+{
+    ov_node *n = ov_walk(ov, k, kl, 0, NULL)->next[0];
+    return n && ov_cmp(n, k, kl) == 0 ? n : NULL;
+}
+
+/* First node >= k (> k when strict), or NULL. */
+static ov_node *ov_ge(const overlay *ov, const char *k, size_t kl, int strict)
+{
+    return ov_walk(ov, k, kl, strict, NULL)->next[0];
+}
+
+/* Last node < k (<= k when or_equal), or NULL. */
+static ov_node *ov_lt(const overlay *ov, const char *k, size_t kl, int or_equal)
+{
+    ov_node *x = ov_walk(ov, k, kl, or_equal, NULL);
+    return x == ov->head ? NULL : x;
+}
+
+static int ov_random_level(overlay *ov)
+{
+    /* xorshift64*; a level goes up with probability 1/4 */
+    uint64_t x = ov->rng;
+    x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
+    ov->rng = x;
+    uint64_t r = x * 0x2545F4914F6CDD1DULL;
+    int lvl = 1;
+    while (lvl < LD_MAX_LEVEL && (r & 3) == 0) { lvl++; r >>= 2; }
+    return lvl;
+}
+
+/* The node of k, created (as a tombstone with no value) when absent. */
+static ov_node *ov_upsert(overlay *ov, const char *k, size_t kl, int *created)
+{
+    ov_node *update[LD_MAX_LEVEL];
+    ov_node *x = ov_walk(ov, k, kl, 0, update)->next[0];
+    *created = 0;
+    if (x && ov_cmp(x, k, kl) == 0) return x;
+    int lvl = ov_random_level(ov);
+    ov_node *n = malloc(sizeof(ov_node) + (size_t)lvl * sizeof(ov_node *) + kl);
+    if (!n) return NULL;
+    n->val = NULL;
+    n->vlen = n->vcap = 0;
+    n->klen = (uint32_t)kl;
+    n->dead = 1;
+    n->level = (uint8_t)lvl;
+    if (kl) memcpy((char *)OV_KEY(n), k, kl);
+    if (lvl > ov->level) {
+        for (int i = ov->level; i < lvl; i++) update[i] = ov->head;
+        ov->level = lvl;
+    }
+    for (int i = 0; i < lvl; i++) {
+        n->next[i] = update[i]->next[i];
+        update[i]->next[i] = n;
+    }
+    ov->count++;
+    ov->bytes += kl;
+    ov->gen++;
+    *created = 1;
+    return n;
+}
+
+/* Make n live with the value v (vl bytes), or with vl bytes of undefined
+ * contents when v is NULL (reserve). v may point into n's own value (a
+ * caller passing back what get() returned): copied before the old buffer
+ * goes. The buffer is reused when it fits and is not far too big. */
+static int ov_assign(overlay *ov, ov_node *n, const void *v, size_t vl)
+{
+    if (vl > n->vcap || (n->vcap > 4096 && vl < n->vcap / 4)) {
+        size_t cap = vl ? vl : 1;
+        char *nv = malloc(cap);
+        if (!nv) return FD_E_NOMEM;
+        if (v && vl) memcpy(nv, v, vl);
+        free(n->val);
+        ov->bytes -= n->vcap;
+        n->val = nv;
+        n->vcap = cap;
+        ov->bytes += cap;
+    } else if (v && vl) {
+        memmove(n->val, v, vl);
+    }
+    n->vlen = vl;
+    n->dead = 0;
+    return FD_OK;
+}
+
+/* ---------------------------------------------------------------- state */
+
+typedef struct ld_db ld_db;
+
+typedef struct ld_txn {
+    ld_db   *db;
+    int      used;
+    int      cleared;        /* clear() ran: LevelDB's records are hidden */
+    overlay  ov;
+    char   **reads;          /* leveldb_get results handed out: freed at the next write */
+    size_t   nreads, capreads;
+} ld_txn;
+
+struct ld_db {
+    leveldb_t              *ldb;
+    leveldb_options_t      *opts;
+    leveldb_cache_t        *cache;
+    leveldb_filterpolicy_t *bloom;
+    leveldb_readoptions_t  *ropts;
+    leveldb_writeoptions_t *wopts;
+    char    *dir;
+    int      sync;
+    int      lockfd;         /* flock'ed: one frontdoor per data folder */
+    uint64_t cache_size, wbuf_size;
+    int      compression, max_files;
+    ld_txn   tx;             /* the one top-level transaction */
+    /* statistics */
+    uint64_t commits, commit_bytes, commit_records, last_commit_us, max_commit_us;
+    uint64_t slow_commits, total_commit_us, max_overlay;
+    char     last_error[256];
+};
+
+struct kv_iter {
+    ld_txn             *tx;
+    leveldb_iterator_t *bi;  /* over LevelDB as it was at iter_open */
+    ov_node            *on;  /* overlay side (see the invariants at it_next) */
+    uint64_t            gen; /* tx->ov.gen when `on` was found */
+    int                 dir; /* +1 forwards, -1 backwards, 0 unpositioned */
+    int                 valid;
+    int                 from_ov;      /* the current record is the overlay's */
+    char               *key;          /* copy of the current key */
+    size_t              klen, kcap;
+};
+
+typedef struct ld_backend {
+    kv_store st;             /* first: fd_backend.state points here */
+    ld_db    db;
+} ld_backend;
+
+/* LevelDB reports errors as Status::ToString() text. Keeps the text for
+ * INFO (leveldb_last_error) and frees it. */
+static int ld_status(ld_db *db, char *err)
+{
+    if (!err) return FD_OK;
+    int s = FD_E_IO;
+    if (strncmp(err, "Corruption:", 11) == 0) s = FD_E_CORRUPT;
+    else if (strncmp(err, "Invalid argument:", 17) == 0 || strncmp(err, "Not implemented:", 16) == 0)
+        s = FD_E_INTERNAL;
+    if (db) snprintf(db->last_error, sizeof db->last_error, "%s", err);
+    leveldb_free(err);
+    return s;
+}
+
+static void release_reads(ld_txn *x)
+{
+    for (size_t i = 0; i < x->nreads; i++) leveldb_free(x->reads[i]);
+    x->nreads = 0;
+    if (x->capreads > 64) {
+        free(x->reads);
+        x->reads = NULL;
+        x->capreads = 0;
+    }
+}
+
+static void txn_end(ld_txn *x)
+{
+    release_reads(x);
+    ov_reset(&x->ov);
+    x->cleared = 0;
+    x->used = 0;
+}
+
+static int64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* ---------------------------------------------------------------- driver */
+
+static int ld_begin(void *dbp, void *parent, void **txn)
+{
+    ld_db *db = dbp;
+    if (parent) return FD_E_NOTSUPPORTED;
+    if (db->tx.used) return FD_E_INTERNAL;
+    if (!db->tx.ov.head && ov_init(&db->tx.ov) != FD_OK) return FD_E_NOMEM;
+    db->tx.db = db;
+    db->tx.used = 1;
+    db->tx.cleared = 0;
+    *txn = &db->tx;
+    return FD_OK;
+}
+
+static void ld_abort(void *txn)
+{
+    txn_end(txn);
+}
+
+static int ld_commit(void *txn)
+{
+    ld_txn *x = txn;
+    ld_db *db = x->db;
+    if (x->ov.count == 0 && !x->cleared) { txn_end(x); return FD_OK; }
+    int64_t t0 = mono_us();
+    leveldb_writebatch_t *wb = leveldb_writebatch_create();
+    uint64_t records = 0;
+    int s = FD_OK;
+    if (x->cleared) {
+        /* FLUSHDB: every record LevelDB holds goes, in the same batch */
+        leveldb_iterator_t *it = leveldb_create_iterator(db->ldb, db->ropts);
+        for (leveldb_iter_seek_to_first(it); leveldb_iter_valid(it); leveldb_iter_next(it)) {
+            size_t kl;
+            const char *k = leveldb_iter_key(it, &kl);
+            leveldb_writebatch_delete(wb, k, kl);
+            records++;
+        }
+        char *err = NULL;
+        leveldb_iter_get_error(it, &err);
+        leveldb_iter_destroy(it);
+        s = ld_status(db, err);
+    }
+    if (s == FD_OK) {
+        for (ov_node *n = x->ov.head->next[0]; n; n = n->next[0]) {
+            if (n->dead) leveldb_writebatch_delete(wb, OV_KEY(n), n->klen);
+            else leveldb_writebatch_put(wb, OV_KEY(n), n->klen, n->val ? n->val : "", n->vlen);
+            records++;
+        }
+        char *err = NULL;
+        leveldb_write(db->ldb, db->wopts, wb, &err);
+        s = ld_status(db, err);
+    }
+    leveldb_writebatch_destroy(wb);
+    if (x->ov.count > db->max_overlay) db->max_overlay = x->ov.count;
+    if (s == FD_OK) {
+        uint64_t us = (uint64_t)(mono_us() - t0);
+        db->commits++;
+        db->commit_records += records;
+        db->commit_bytes += x->ov.bytes;
+        db->last_commit_us = us;
+        db->total_commit_us += us;
+        if (us > db->max_commit_us) db->max_commit_us = us;
+        if (us > LD_SLOW_COMMIT_US) db->slow_commits++;
+    }
+    txn_end(x);
+    return s;
+}
+
+static const char empty_val[1];
+
+static int ld_get(void *txn, const void *k, size_t kl, const void **v, size_t *vl)
+{
+    ld_txn *x = txn;
+    ov_node *n = ov_find(&x->ov, k, kl);
+    if (n) {
+        if (n->dead) return FD_NOTFOUND;
+        *v = n->val ? n->val : empty_val;
+        *vl = n->vlen;
+        return FD_OK;
+    }
+    if (x->cleared) return FD_NOTFOUND;
+    if (x->nreads == x->capreads) {
+        size_t cap = x->capreads ? x->capreads * 2 : 16;
+        char **r = realloc(x->reads, cap * sizeof *r);
+        if (!r) return FD_E_NOMEM;
+        x->reads = r;
+        x->capreads = cap;
+    }
+    char *err = NULL;
+    size_t len = 0;
+    char *val = leveldb_get(x->db->ldb, x->db->ropts, k, kl, &len, &err);
+    if (err) { leveldb_free(val); return ld_status(x->db, err); }
+    if (!val) return FD_NOTFOUND;
+    x->reads[x->nreads++] = val;
+    *v = val;
+    *vl = len;
+    return FD_OK;
+}
+
+static int ld_put(void *txn, const void *k, size_t kl, const void *v, size_t vl)
+{
+    ld_txn *x = txn;
+    int created;
+    if (kl > UINT32_MAX) return FD_E_INTERNAL;
+    ov_node *n = ov_upsert(&x->ov, k, kl, &created);
+    if (!n) return FD_E_NOMEM;
+    /* v may be this node's own value or a get() result: copy, then release */
+    int s = ov_assign(&x->ov, n, v, vl);
+    release_reads(x);
+    return s;
+}
+
+static int ld_reserve(void *txn, const void *k, size_t kl, size_t vl, void **dst)
+{
+    ld_txn *x = txn;
+    int created;
+    if (kl > UINT32_MAX) return FD_E_INTERNAL;
+    ov_node *n = ov_upsert(&x->ov, k, kl, &created);
+    if (!n) return FD_E_NOMEM;
+    int s = ov_assign(&x->ov, n, NULL, vl);
+    release_reads(x);
+    if (s != FD_OK) return s;
+    *dst = n->val;
+    return FD_OK;
+}
+
+static int ld_del(void *txn, const void *k, size_t kl)
+{
+    ld_txn *x = txn;
+    ov_node *n = ov_find(&x->ov, k, kl);
+    if (n) {
+        if (n->dead) return FD_NOTFOUND;
+    } else {
+        if (x->cleared) return FD_NOTFOUND;
+        /* only a record LevelDB holds needs a tombstone */
+        char *err = NULL;
+        size_t len = 0;
+        char *val = leveldb_get(x->db->ldb, x->db->ropts, k, kl, &len, &err);
+        if (err) { leveldb_free(val); return ld_status(x->db, err); }
+        if (!val) return FD_NOTFOUND;
+        leveldb_free(val);
+        int created;
+        n = ov_upsert(&x->ov, k, kl, &created);
+        if (!n) return FD_E_NOMEM;
+    }
+    n->dead = 1;
+    x->ov.bytes -= n->vcap;
+    free(n->val);
+    n->val = NULL;
+    n->vlen = n->vcap = 0;
+    release_reads(x);
+    return FD_OK;
+}
+
+static int ld_clear(void *txn)
+{
+    ld_txn *x = txn;
+    ov_reset(&x->ov);
+    x->cleared = 1;
+    release_reads(x);
+    return FD_OK;
+}
+
+/* ---------------------------------------------------------------- cursors
+ *
+ * A cursor is the merge of `bi` (LevelDB) and the overlay. Its position is
+ * the copy of the current key; the overlay side is re-found by key whenever
+ * the overlay's structure changed since (tx->ov.gen), so writes made while
+ * a cursor is open are seen and freed nodes are never touched.
+ * Invariants between moves, where cur is the current key:
+ *   forwards:  bi is at the first LevelDB key >= cur (or invalid);
+ *              on is the first overlay node >= cur (or NULL);
+ *   backwards: bi is at the last LevelDB key <= cur (or invalid);
+ *              on is the last overlay node <= cur (or NULL).
+ * On equal keys the overlay wins; a tombstone hides the key. */
+
+static int ld_iter_open(void *txn, kv_iter **itp)
+{
+    ld_txn *x = txn;
+    kv_iter *it = calloc(1, sizeof *it);
+    if (!it) return FD_E_NOMEM;
+    it->tx = x;
+    it->bi = leveldb_create_iterator(x->db->ldb, x->db->ropts);
+    if (!it->bi) { free(it); return FD_E_NOMEM; }
+    *itp = it;
+    return FD_OK;
+}
+
+static void ld_iter_close(kv_iter *it)
+{
+    leveldb_iter_destroy(it->bi);
+    free(it->key);
+    free(it);
+}
+
+static int base_valid(const kv_iter *it)
+{
+    return !it->tx->cleared && leveldb_iter_valid(it->bi);
+}
+
+static int base_at(const kv_iter *it, const char *k, size_t kl)
+{
+    if (!base_valid(it)) return 0;
+    size_t bl;
+    const char *bk = leveldb_iter_key(it->bi, &bl);
+    return keycmp(bk, bl, k, kl) == 0;
+}
+
+static int set_cur(kv_iter *it, const char *k, size_t kl, int from_ov)
+{
+    if (kl > it->kcap) {
+        size_t cap = kl < 64 ? 64 : kl * 2;
+        char *nk = realloc(it->key, cap);
+        if (!nk) { it->valid = 0; return FD_E_NOMEM; }
+        it->key = nk;
+        it->kcap = cap;
+    }
+    if (kl) memcpy(it->key, k, kl);
+    it->klen = kl;
+    it->from_ov = from_ov;
+    it->valid = 1;
+    return FD_OK;
+}
+
+/* Nothing more on the LevelDB side: an error, or simply the end. */
+static int base_end_status(kv_iter *it)
+{
+    char *err = NULL;
+    leveldb_iter_get_error(it->bi, &err);
+    return ld_status(it->tx->db, err);
+}
+
+static int resolve_fwd(kv_iter *it)
+{
+    it->dir = 1;
+    it->gen = it->tx->ov.gen;
+    for (;;) {
+        int bv = base_valid(it);
+        ov_node *o = it->on;
+        if (!bv && !it->tx->cleared) {
+            int s = base_end_status(it);
+            if (s != FD_OK) { it->valid = 0; return s; }
+        }
+        if (!bv && !o) { it->valid = 0; return FD_NOTFOUND; }
+        size_t bl = 0;
+        const char *bk = bv ? leveldb_iter_key(it->bi, &bl) : NULL;
+        int c = !bv ? 1 : !o ? -1 : keycmp(bk, bl, OV_KEY(o), o->klen);
+        if (c < 0) return set_cur(it, bk, bl, 0);
+        if (o->dead) {
+            if (c == 0) leveldb_iter_next(it->bi);
+            it->on = o->next[0];
+            continue;
+        }
+        return set_cur(it, OV_KEY(o), o->klen, 1);
+    }
+}
+
+static int resolve_bwd(kv_iter *it)
+{
+    it->dir = -1;
+    it->gen = it->tx->ov.gen;
+    for (;;) {
+        int bv = base_valid(it);
+        ov_node *o = it->on;
+        if (!bv && !it->tx->cleared) {
+            int s = base_end_status(it);
+            if (s != FD_OK) { it->valid = 0; return s; }
+        }
+        if (!bv && !o) { it->valid = 0; return FD_NOTFOUND; }
+        size_t bl = 0;
+        const char *bk = bv ? leveldb_iter_key(it->bi, &bl) : NULL;
+        int c = !bv ? -1 : !o ? 1 : keycmp(bk, bl, OV_KEY(o), o->klen);
+        if (c > 0) return set_cur(it, bk, bl, 0);
+        if (o->dead) {
+            if (c == 0) leveldb_iter_prev(it->bi);
+            it->on = ov_lt(&it->tx->ov, OV_KEY(o), o->klen, 0);
+            continue;
+        }
+        return set_cur(it, OV_KEY(o), o->klen, 1);
+    }
+}
+
+static int ld_seek(kv_iter *it, const void *k, size_t kl)
+{
+    leveldb_iter_seek(it->bi, k, kl);
+    it->on = ov_ge(&it->tx->ov, k, kl, 0);
+    return resolve_fwd(it);
+}
+
+static int ld_seek_le(kv_iter *it, const void *k, size_t kl)
+{
+    leveldb_iter_seek(it->bi, k, kl);
+    if (leveldb_iter_valid(it->bi)) {
+        if (!base_at(it, k, kl)) leveldb_iter_prev(it->bi);
+    } else {
+        leveldb_iter_seek_to_last(it->bi);
+    }
+    it->on = ov_lt(&it->tx->ov, k, kl, 1);
+    return resolve_bwd(it);
+}
+
+static int ld_next(kv_iter *it)
+{
+    if (!it->valid) return FD_NOTFOUND;
+    const char *k = it->key;
+    size_t kl = it->klen;
+    overlay *ov = &it->tx->ov;
+    if (it->dir == 1) {
+        if (base_at(it, k, kl)) leveldb_iter_next(it->bi);
+        if (it->gen != ov->gen) it->on = ov_ge(ov, k, kl, 1);
+        else if (it->on && ov_cmp(it->on, k, kl) == 0) it->on = it->on->next[0];
+    } else {
+        leveldb_iter_seek(it->bi, k, kl);
+        if (base_at(it, k, kl)) leveldb_iter_next(it->bi);
+        it->on = ov_ge(ov, k, kl, 1);
+    }
+    return resolve_fwd(it);
+}
+
+static int ld_prev(kv_iter *it)
+{
+    if (!it->valid) return FD_NOTFOUND;
+    const char *k = it->key;
+    size_t kl = it->klen;
+    overlay *ov = &it->tx->ov;
+    if (it->dir == -1) {
+        if (base_at(it, k, kl)) leveldb_iter_prev(it->bi);
+        if (it->gen != ov->gen || (it->on && ov_cmp(it->on, k, kl) == 0))
+            it->on = ov_lt(ov, k, kl, 0);
+    } else {
+        leveldb_iter_seek(it->bi, k, kl);
+        if (leveldb_iter_valid(it->bi)) leveldb_iter_prev(it->bi);   /* last < k */
+        else leveldb_iter_seek_to_last(it->bi);
+        it->on = ov_lt(ov, k, kl, 0);
+    }
+    return resolve_bwd(it);
+}
+
+static int ld_cur(kv_iter *it, const void **k, size_t *kl, const void **v, size_t *vl)
+{
+    if (!it->valid) return FD_NOTFOUND;
+    if (it->from_ov) {
+        ov_node *n = it->on;
+        if (it->gen != it->tx->ov.gen) {
+            n = ov_find(&it->tx->ov, it->key, it->klen);
+            it->on = n;
+            it->gen = it->tx->ov.gen;
+        }
+        if (!n || n->dead) return FD_NOTFOUND;   /* deleted under the cursor */
+        *v = n->val ? n->val : empty_val;
+        *vl = n->vlen;
+    } else {
+        if (!base_valid(it)) return FD_NOTFOUND;  /* cleared under the cursor */
+        *v = leveldb_iter_value(it->bi, vl);
+    }
+    *k = it->key;
+    *kl = it->klen;
+    return FD_OK;
+}
+
+static const kv_driver ld_driver = {
+    .name = "leveldb",
+    .begin = ld_begin, .commit = ld_commit, .abort = ld_abort,
+    .get = ld_get, .put = ld_put, .reserve = ld_reserve, .del = ld_del, .clear = ld_clear,
+    .iter_open = ld_iter_open, .iter_close = ld_iter_close,
+    .seek = ld_seek, .seek_le = ld_seek_le, .next = ld_next, .prev = ld_prev, .cur = ld_cur,
+    .nearly_full = NULL,     /* no nested transactions: see the top of the file */
+};
+
+/* ---------------------------------------------------------------- backend */
+
+/* mkdir -p; 0 or -1 with errno. */
+static int mkdirs(const char *dir)
+{
+    char path[4096];
+    size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof path) { errno = ENAMETOOLONG; return -1; }
+    memcpy(path, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (path[i] == '/' || path[i] == '\0') {
+            char ch = path[i];
+            path[i] = '\0';
+            if (mkdir(path, 0755) != 0 && errno != EEXIST) return -1;
+            path[i] = ch;
+        }
+    }
+    struct stat sb;
+    if (stat(dir, &sb) != 0) return -1;
+    if (!S_ISDIR(sb.st_mode)) { errno = ENOTDIR; return -1; }
+    return 0;
+}
+
+static void ld_release(ld_db *db)
+{
+    if (db->ldb) leveldb_close(db->ldb);
+    if (db->opts) leveldb_options_destroy(db->opts);
+    if (db->cache) leveldb_cache_destroy(db->cache);
+    if (db->bloom) leveldb_filterpolicy_destroy(db->bloom);
+    if (db->ropts) leveldb_readoptions_destroy(db->ropts);
+    if (db->wopts) leveldb_writeoptions_destroy(db->wopts);
+    ov_free(&db->tx.ov);
+    free(db->tx.reads);
+    free(db->dir);
+    if (db->lockfd >= 0) close(db->lockfd);
+}
+
+static int leveldb_backend_open(fd_backend *b, const fd_backend_config *cfg, char *err, size_t errlen)
+{
+    const char *dir = cfg->dir && *cfg->dir ? cfg->dir : "frontdoor-data";
+    if (mkdirs(dir) != 0) {
+        snprintf(err, errlen, "cannot create the data folder '%s': %s", dir, strerror(errno));
+        return FD_E_IO;
+    }
+    char path[4200];
+    /* the LMDB backend's files: this folder belongs to another engine */
+    snprintf(path, sizeof path, "%s/data.mdb", dir);
+    if (access(path, F_OK) == 0) {
+        snprintf(err, errlen, "the data folder '%s' holds an LMDB store (data.mdb): "
+                 "use 'backend lmdb', or another 'dir' for leveldb", dir);
+        return FD_E_IO;
+    }
+    /* LevelDB's own LOCK refuses a second process too; frontdoor.lock gives
+     * the same message as the LMDB backend and covers mixed engines. */
+    snprintf(path, sizeof path, "%s/frontdoor.lock", dir);
+    int lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lockfd < 0) {
+        snprintf(err, errlen, "cannot create '%s': %s", path, strerror(errno));
+        return FD_E_IO;
+    }
+    if (flock(lockfd, LOCK_EX | LOCK_NB) != 0) {
+        snprintf(err, errlen, "the data folder '%s' is in use by another process", dir);
+        close(lockfd);
+        return FD_E_IO;
+    }
+    ld_backend *lb = calloc(1, sizeof *lb);
+    if (!lb) { close(lockfd); snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }
+    ld_db *db = &lb->db;
+    db->lockfd = lockfd;
+    db->sync = cfg->sync;
+    db->cache_size = cfg->leveldb_block_cache_size ? cfg->leveldb_block_cache_size : LD_DEFAULT_CACHE;
+    db->wbuf_size = cfg->leveldb_write_buffer_size ? cfg->leveldb_write_buffer_size : LD_DEFAULT_WBUF;
+    db->compression = cfg->leveldb_compression;
+    db->max_files = cfg->leveldb_max_open_files > 0 ? cfg->leveldb_max_open_files : LD_DEFAULT_FILES;
+    db->dir = strdup(dir);
+    db->opts = leveldb_options_create();
+    db->cache = leveldb_cache_create_lru((size_t)db->cache_size);
+    db->bloom = leveldb_filterpolicy_create_bloom(LD_BLOOM_BITS);
+    db->ropts = leveldb_readoptions_create();
+    db->wopts = leveldb_writeoptions_create();
+    if (!db->dir || !db->opts || !db->cache || !db->bloom || !db->ropts || !db->wopts ||
+        ov_init(&db->tx.ov) != FD_OK) {
+        ld_release(db);
+        free(lb);
+        snprintf(err, errlen, "out of memory");
+        return FD_E_NOMEM;
+    }
+    leveldb_options_set_create_if_missing(db->opts, 1);
+    leveldb_options_set_cache(db->opts, db->cache);
+    leveldb_options_set_filter_policy(db->opts, db->bloom);
+    leveldb_options_set_write_buffer_size(db->opts, (size_t)db->wbuf_size);
+    leveldb_options_set_max_open_files(db->opts, db->max_files);
+    leveldb_options_set_compression(db->opts, db->compression == FD_LEVELDB_SNAPPY
+                                    ? leveldb_snappy_compression : leveldb_no_compression);
+    leveldb_writeoptions_set_sync(db->wopts, (uint8_t)(cfg->sync != 0));
+    char *lerr = NULL;
+    db->ldb = leveldb_open(db->opts, dir, &lerr);
+    if (lerr || !db->ldb) {
+        int s = lerr && strncmp(lerr, "Corruption:", 11) == 0 ? FD_E_CORRUPT : FD_E_IO;
+        if (lerr && strstr(lerr, "LOCK"))
+            snprintf(err, errlen, "the data folder '%s' is in use by another process (%s)", dir, lerr);
+        else
+            snprintf(err, errlen, "cannot open the LevelDB store in '%s': %s", dir,
+                     lerr ? lerr : "unknown error");
+        leveldb_free(lerr);
+        db->ldb = NULL;
+        ld_release(db);
+        free(lb);
+        return s;
+    }
+    int s = kv_store_init(&lb->st, &ld_driver, db, err, errlen);
+    if (s != FD_OK) {
+        ld_release(db);
+        free(lb);
+        return s;
+    }
+    lb->st.max_bulk = cfg->max_bulk;
+    b->state = &lb->st;
+    b->turn_writes = 0;
+    return FD_OK;
+}
+
+static void leveldb_backend_close(fd_backend *b)
+{
+    ld_backend *lb = b->state;
+    if (!lb) return;
+    kv_store_free(&lb->st);          /* aborts an uncommitted turn */
+    if (!lb->db.sync) {
+        /* nosync: make the log durable once, at shutdown (an empty synced
+         * write fsyncs LevelDB's log) */
+        leveldb_writeoptions_t *wo = leveldb_writeoptions_create();
+        leveldb_writebatch_t *wb = leveldb_writebatch_create();
+        char *e = NULL;
+        leveldb_writeoptions_set_sync(wo, 1);
+        leveldb_write(lb->db.ldb, wo, wb, &e);
+        leveldb_free(e);
+        leveldb_writebatch_destroy(wb);
+        leveldb_writeoptions_destroy(wo);
+    }
+    ld_release(&lb->db);
+    free(lb);
+    b->state = NULL;
+}
+
+static unsigned long long ld_prop_ull(ld_db *db, const char *name)
+{
+    char *v = leveldb_property_value(db->ldb, name);
+    unsigned long long n = v ? strtoull(v, NULL, 10) : 0;
+    leveldb_free(v);
+    return n;
+}
+
+static void leveldb_backend_info(fd_backend *b, resp_out *lines)
+{
+    ld_backend *lb = b->state;
+    ld_db *db = &lb->db;
+    char buf[1536];
+    char files[128];
+    int fl = 0;
+    for (int lvl = 0; lvl < 7; lvl++) {
+        char name[64];
+        snprintf(name, sizeof name, "leveldb.num-files-at-level%d", lvl);
+        fl += snprintf(files + fl, sizeof files - (size_t)fl, "%s%llu", lvl ? "," : "", ld_prop_ull(db, name));
+        if (fl >= (int)sizeof files) break;
+    }
+    int n = snprintf(buf, sizeof buf,
+                     "leveldb_version:%d.%d\r\nleveldb_sync:%s\r\nleveldb_block_cache_size:%llu\r\n"
+                     "leveldb_write_buffer_size:%llu\r\nleveldb_compression:%s\r\n"
+                     "leveldb_max_open_files:%d\r\nleveldb_approximate_memory_usage:%llu\r\n"
+                     "leveldb_files_per_level:%s\r\n"
+                     "leveldb_commits:%llu\r\nleveldb_commit_records:%llu\r\nleveldb_commit_bytes:%llu\r\n"
+                     "leveldb_last_commit_us:%llu\r\nleveldb_max_commit_us:%llu\r\n"
+                     "leveldb_avg_commit_us:%llu\r\nleveldb_slow_commits:%llu\r\n"
+                     "leveldb_max_turn_records:%llu\r\nleveldb_last_error:%s\r\n",
+                     leveldb_major_version(), leveldb_minor_version(), db->sync ? "yes" : "no",
+                     (unsigned long long)db->cache_size, (unsigned long long)db->wbuf_size,
+                     db->compression == FD_LEVELDB_SNAPPY ? "snappy" : "none", db->max_files,
+                     ld_prop_ull(db, "leveldb.approximate-memory-usage"), files,
+                     (unsigned long long)db->commits, (unsigned long long)db->commit_records,
+                     (unsigned long long)db->commit_bytes, (unsigned long long)db->last_commit_us,
+                     (unsigned long long)db->max_commit_us,
+                     (unsigned long long)(db->commits ? db->total_commit_us / db->commits : 0),
+                     (unsigned long long)db->slow_commits, (unsigned long long)db->max_overlay,
+                     db->last_error);
+    if (n > 0) resp_out_raw(lines, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+    kv_backend_info(&lb->st, lines);
+}
+
+const fd_backend_ops fd_leveldb_backend = {
+    .name     = "leveldb",
+    .open     = leveldb_backend_open,
+    .close    = leveldb_backend_close,
+    .submit   = kv_backend_submit,
+    .end_turn = kv_backend_end_turn,
+    .cron     = kv_backend_cron,
+    .keyspace = kv_backend_keyspace,
+    .info     = leveldb_backend_info,
+};
