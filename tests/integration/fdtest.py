@@ -744,11 +744,12 @@ def frontdoor_argv(directives, datadir, port=None, extra_args=None):
     return s.argv(port or free_port())
 
 
-def run_frontdoor_expect_exit(directives=None, extra_args=None, timeout=10.0):
+def run_frontdoor_expect_exit(directives=None, extra_args=None, timeout=10.0, datadir=None):
     """Run the binary with the given directives and expect it to exit by
     itself (startup error). Returns (returncode, output). A server that is
     still running after `timeout` is killed and reported as returncode None."""
-    d = make_tempdir("fdtest-startup-")
+    own = datadir is None
+    d = datadir or make_tempdir("fdtest-startup-")
     try:
         s = Server("frontdoor", list(directives or []), datadir=d, extra_args=extra_args)
         argv = s.argv(free_port())
@@ -762,7 +763,8 @@ def run_frontdoor_expect_exit(directives=None, extra_args=None, timeout=10.0):
             out, _ = p.communicate(timeout=5)
             return None, out.decode("utf-8", "replace")
     finally:
-        _remove_dir(d)
+        if own:
+            _remove_dir(d)
 
 
 def cleanup_all():

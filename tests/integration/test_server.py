@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fdtest import (Tests, Diff, Conn, ConnClosed, start_frontdoor, start_redis, encode,
                     encode_many, parse, check, eq, wait_until, kv_pairs, info_fields,
                     info_sections, run_frontdoor_expect_exit, make_tempdir, frontdoor_is_redis,
-                    skip, Err, to_str)
+                    skip, Err, to_str, run)
 
 T = Tests(case_timeout=50)
 
@@ -692,6 +692,29 @@ def startup_errors_config_file():
     p3 = os.path.join(d, "missing.conf")
     rc, out = run_frontdoor_expect_exit([("config", p3)])
     check(rc not in (None, 0), "a missing config file must make frontdoor exit non-zero", rc, out[-1000:])
+
+
+@T.case
+def version_and_help_exit_zero():
+    from fdtest import frontdoor_bin
+    rc, out = run([frontdoor_bin(), "--version"], timeout=10)
+    check(rc == 0 and re.search(r"\d+\.\d+\.\d+", out), "--version: exit 0 and a version", rc, out)
+    if frontdoor_is_redis():
+        return
+    rc, out = run([frontdoor_bin(), "--help"], timeout=10)
+    check(rc == 0 and "Usage" in out, "--help: exit 0 and a usage text", rc, out)
+
+
+@T.case
+def second_server_on_same_dir_refused():
+    if frontdoor_is_redis():
+        skip("redis-server does not lock its --dir")
+    fd = start_frontdoor()
+    rc, out = run_frontdoor_expect_exit([], datadir=fd.dir, timeout=10)
+    check(rc is not None, "a second frontdoor on the same --dir kept running\n" + out[-1500:])
+    check(rc != 0, "a second frontdoor on the same --dir exited 0\n" + out[-1500:])
+    with fd.conn() as c:
+        eq(c.cmd("SET", "still", "works"), b"+OK\r\n", "the first server is unaffected")
 
 
 @T.case
