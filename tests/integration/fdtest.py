@@ -1078,12 +1078,13 @@ class Diff:
         self._compare(what, a, b, norm, same)
         return a, b
 
-    def pipeline(self, cmds, norms=None):
+    def pipeline(self, cmds, norms=None, encoder=None):
         """Pipeline cmds to both, compare reply i with reply i. norms[i] is an
-        optional (norm, same) pair. Returns the index of the first mismatch
-        or -1."""
-        self.ref.send_many(cmds)
-        self.fd.send_many(cmds)
+        optional (norm, same) pair; encoder(i, cmd) -> bytes (default:
+        multibulk). Returns the index of the first mismatch or -1."""
+        data = b"".join(encoder(i, c) for i, c in enumerate(cmds)) if encoder else encode_many(cmds)
+        self.ref.send_raw(data)
+        self.fd.send_raw(data)
         first = -1
         for i, c in enumerate(cmds):
             a = self.ref.read()

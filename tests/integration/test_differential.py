@@ -915,15 +915,45 @@ def replay_with_dbsize(cmds):
 def randomised_sequence():
     seed = int(os.environ.get("FD_SEED", str(int(time.time() * 1000) % 1000000007)))
     n = int(os.environ.get("FD_RANDOM_N", "4000"))
-    print("      random seed %d, %d commands (reproduce: FD_SEED=%d)" % (seed, n, seed))
+    _random_run(seed, n)
+
+
+@T.case(timeout=55)
+def randomised_sequence_resp3_inline():
+    """The same generator with RESP3 replies and a third of the commands sent
+    as inline lines (binary arguments quoted with \\x escapes)."""
+    seed = int(os.environ.get("FD_SEED", str(int(time.time() * 1000) % 1000000007))) + 1
+    n = int(os.environ.get("FD_RANDOM_N", "4000")) // 2
+    _random_run(seed, n, resp3=True, inline_ratio=0.33)
+
+
+def _random_run(seed, n, resp3=False, inline_ratio=0.0):
+    print("      random seed %d, %d commands%s (reproduce: FD_SEED=%d)"
+          % (seed, n, " RESP3/inline" if resp3 else "", seed - (1 if resp3 else 0)))
     r = random.Random(seed)
+    ri = random.Random(seed * 7 + 1)
+
+    def fresh():
+        dd = diff()
+        if resp3:
+            for c in (dd.ref, dd.fd):
+                rep = c.cmd("HELLO", "3")
+                check(rep.startswith(b"%"), "HELLO 3", rep)
+        return dd
+
+    def enc(i, c):
+        if inline_ratio and ri.random() < inline_ratio:
+            data = encode_inline(*c)
+            if len(data) < 60000:
+                return data
+        return encode(*c)
     gens = [gen_string_cmd]
     for names, g in TYPE_GENS:
         ok, missing = supported(*names)
         if ok:
             gens.append(g)
     print("      command groups: %s" % ", ".join(g.__name__ for g in gens))
-    d = diff()
+    d = fresh()
     now = int(time.time())
     done = 0
     history = []
@@ -935,7 +965,7 @@ def randomised_sequence():
             g = gen_string_cmd if (len(gens) == 1 or r.random() < 0.5) else r.choice(gens[1:])
             batch.append(g(r, now))
         d.mismatches = []
-        first = d.pipeline(batch, [norm_for(c) for c in batch])
+        first = d.pipeline(batch, [norm_for(c) for c in batch], encoder=enc)
         if first >= 0:
             what, ra, fa = d.mismatches[0]
             sig = (batch[first][0].upper(), ra.split(b"\r\n")[0][:40], fa.split(b"\r\n")[0][:40])
@@ -948,7 +978,7 @@ def randomised_sequence():
                                  "\n".join("    %r" % (c,) for c in ctx), d.report(),
                                  state_diff(d), replay_with_dbsize(history + batch[:first + 1])))
             # resync: start both from an empty database again
-            d = diff()
+            d = fresh()
             history = []
         else:
             history += batch
