@@ -39,6 +39,7 @@ static const char *const compression_names[] = {"snappy", "none", NULL};   /* = 
 static const directive directives[] = {
     {"appendonly", T_CONST, 0, "no", 0, 0, F_IMMUTABLE, NULL},
     {"backend", T_STR, OFF(backend), "lmdb", 0, 0, F_IMMUTABLE, NULL},
+    {"backend-timeout", T_INT, OFF(backend_timeout), "1000", 1, 3600000, 0, NULL},
     {"bind", T_STR, OFF(bind), "127.0.0.1", 0, 0, F_IMMUTABLE, NULL},
     {"client-output-buffer-limit", T_MEM, OFF(client_output_buffer_limit), "512mb", 0, LLONG_MAX, 0, NULL},
     {"client-query-buffer-limit", T_MEM, OFF(client_query_buffer_limit), "1gb", 1024 * 1024, LLONG_MAX, 0, NULL},
@@ -57,6 +58,10 @@ static const directive directives[] = {
     {"pidfile", T_STR, OFF(pidfile), "", 0, 0, F_IMMUTABLE, NULL},
     {"port", T_INT, OFF(port), "6380", 0, 65535, F_IMMUTABLE, NULL},
     {"proto-max-bulk-len", T_MEM, OFF(proto_max_bulk_len), "512mb", 1024 * 1024, LLONG_MAX, 0, NULL},
+    {"redis-address", T_STR, OFF(redis_address), "127.0.0.1:6379", 0, 0, F_IMMUTABLE, NULL},
+    {"redis-db", T_INT, OFF(redis_db), "0", 0, 1000000, F_IMMUTABLE, NULL},
+    {"redis-password", T_STR, OFF(redis_password), "", 0, 0, F_IMMUTABLE, NULL},
+    {"redis-pool-size", T_INT, OFF(redis_pool_size), "4", 1, 1024, F_IMMUTABLE, NULL},
     {"requirepass", T_STR, OFF(requirepass), "", 0, 0, 0, NULL},
     {"save", T_CONST, 0, "", 0, 0, F_IMMUTABLE, NULL},
     {"tcp-backlog", T_INT, OFF(tcp_backlog), "511", 0, INT_MAX, F_IMMUTABLE, NULL},

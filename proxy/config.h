@@ -23,6 +23,11 @@ typedef struct px_settings {
     long long leveldb_write_buffer_size;
     int       leveldb_compression;   /* 0 snappy, 1 none (FD_LEVELDB_*) */
     long long leveldb_max_open_files;
+    char     *redis_address;         /* redis backend: host:port or unix socket path */
+    long long redis_pool_size;
+    char     *redis_password;
+    long long redis_db;
+    long long backend_timeout;       /* ms: a network backend's request fails after this */
     char     *requirepass;
     long long maxclients;
     long long timeout;               /* seconds; 0 = never close idle clients */

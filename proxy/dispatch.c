@@ -6,13 +6,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-
-static uint64_t mono_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 void px_reply_status(resp_out *o, int status, const char *cmdname) {
     const char *text = fd_strerror(status);
@@ -40,10 +33,43 @@ static void reply_unknown(px_conn *c, int argc, resp_arg *argv) {
                     (int)(argv[0].len > 128 ? 128 : argv[0].len), argv[0].ptr, args);
 }
 
-void px_dispatch(px_conn *c, int argc, resp_arg *argv) {
+/* Hand a command to the backend. Returns 1 if its reply is now owed
+ * (pending), 0 if it was written (or an error status was). */
+static int submit(px_conn *c, px_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen, uint64_t t0) {
+    fd_backend *b = &px_srv.backend;
+    fd_request r = {
+        .cmd = cmd, .argc = argc, .argv = argv, .out = &c->out,
+        .now_ms = px_now_ms(), .is_write = cmd ? (cmd->flags & PX_CMD_WRITE) != 0 : 1,
+        .raw = raw, .rawlen = rawlen, .client_id = c->id,
+    };
+    if (!b->ops) { px_reply_status(&c->out, FD_E_UNAVAILABLE, cmd ? cmd->name : ""); return 0; }
+    if (b->ops->async && !(r.pending = px_pending_push(c, cmd, t0))) {
+        px_reply_status(&c->out, FD_E_NOMEM, cmd ? cmd->name : "");
+        return 0;
+    }
+    int st = b->ops->submit(b, &r);
+    if (r.is_write) c->turn_wrote = 1;
+    if (st == FD_PENDING) return r.pending ? 1 : (px_reply_status(&c->out, FD_E_INTERNAL, ""), 0);
+    if (r.pending) px_pending_drop(r.pending);   /* not taken: the backend did not touch it */
+    if (st != FD_OK) {
+        px_reply_status(&c->out, st, cmd ? cmd->name : "");
+        if (cmd) cmd->failed++;
+    }
+    return 0;
+}
+
+void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
     px_command *cmd = px_command_lookup(argv[0].ptr, argv[0].len);
     px_srv.total_commands++;
-    if (!cmd) { reply_unknown(c, argc, argv); return; }
+    if (!cmd) {
+        /* a backend that is itself a Redis server answers what we don't know */
+        if (px_srv.backend.ops && px_srv.backend.ops->passthrough && c->authed) {
+            submit(c, NULL, argc, argv, raw, rawlen, 0);
+            return;
+        }
+        reply_unknown(c, argc, argv);
+        return;
+    }
     if ((cmd->arity > 0 && argc != cmd->arity) || (cmd->arity < 0 && argc < -cmd->arity)) {
         resp_add_errorf(&c->out, "ERR wrong number of arguments for '%s' command", cmd->name);
         cmd->failed++;
@@ -55,27 +81,9 @@ void px_dispatch(px_conn *c, int argc, resp_arg *argv) {
         return;
     }
     c->lastcmd = cmd;
-    uint64_t t0 = mono_us();
-    if (cmd->proxy) {
-        cmd->proxy(c, argc, argv);
-    } else {
-        fd_request r = {
-            .cmd = cmd, .argc = argc, .argv = argv, .out = &c->out,
-            .now_ms = px_now_ms(), .is_write = (cmd->flags & PX_CMD_WRITE) != 0,
-        };
-        fd_backend *b = &px_srv.backend;
-        int st = b->ops ? b->ops->submit(b, &r) : FD_E_UNAVAILABLE;
-        if (r.is_write) c->turn_wrote = 1;
-        if (st == FD_PENDING) {
-            /* No backend completes asynchronously yet; the reply-slot queue
-             * arrives with the network backends. */
-            st = FD_E_INTERNAL;
-        }
-        if (st != FD_OK) {
-            px_reply_status(&c->out, st, cmd->name);
-            cmd->failed++;
-        }
-    }
     cmd->calls++;
-    cmd->usec += mono_us() - t0;
+    uint64_t t0 = px_mono_us();
+    if (cmd->proxy) cmd->proxy(c, argc, argv);
+    else if (submit(c, cmd, argc, argv, raw, rawlen, t0)) return;   /* latency counted on completion */
+    cmd->usec += px_mono_us() - t0;
 }

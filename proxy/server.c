@@ -59,6 +59,7 @@ void px_conn_close(px_conn *c) {
     ev_io_stop(px_srv.loop, &c->wio);
     close(c->fd);
     unlink_turn(c);
+    px_conn_orphan_pending(c);
     if (c->prev) c->prev->next = c->next;
     else px_srv.clients = c->next;
     if (c->next) c->next->prev = c->prev;
@@ -147,10 +148,12 @@ static int conn_write(px_conn *c) {
         px_srv.net_output += (uint64_t)n;
     }
     if (c->wpos == c->out.len) {
+        px_conn_out_shifted(c, c->wpos);
         c->wpos = c->safe = c->out.len = 0;
         if (c->out.cap > BUF_SHRINK) { resp_out_free(&c->out); resp_out_init(&c->out, c->out.proto); }
     } else if (c->wpos > c->out.len / 2 && c->wpos > 4096) {
         memmove(c->out.data, c->out.data + c->wpos, c->out.len - c->wpos);
+        px_conn_out_shifted(c, c->wpos);
         c->out.len -= c->wpos;
         c->safe -= c->wpos;
         c->wpos = 0;
@@ -159,7 +162,7 @@ static int conn_write(px_conn *c) {
         ev_io_start(px_srv.loop, &c->wio);
     } else {
         ev_io_stop(px_srv.loop, &c->wio);
-        if ((c->flags & PX_CONN_CLOSE_AFTER_REPLY) && c->out.len == 0) {
+        if ((c->flags & PX_CONN_CLOSE_AFTER_REPLY) && c->out.len == 0 && !c->pend_head) {
             px_conn_close(c);
             return -1;
         }
@@ -188,7 +191,9 @@ static void process_input(px_conn *c) {
             c->rpos = c->rlen;
             break;
         }
-        if (rc == RESP_COMMAND) px_dispatch(c, c->parser.argc, c->parser.argv);
+        if (rc == RESP_COMMAND)
+            px_dispatch(c, c->parser.argc, c->parser.argv,
+                        c->rbuf[c->rpos] == '*' ? c->rbuf + c->rpos : NULL, consumed);
         c->rpos += consumed;
         /* checked after every reply, as Redis does, so one read's pipeline
          * cannot pile up more than one reply beyond the limit */
@@ -272,7 +277,7 @@ static void on_turn_end(struct ev_loop *loop, ev_prepare *w, int revents) {
             px_conn_close(c);
         } else {
             c->turn_wrote = 0;
-            c->safe = c->out.len;
+            c->safe = px_conn_sendable(c);
             conn_write(c);
         }
         c = next;
@@ -288,7 +293,7 @@ static void on_cron(struct ev_loop *loop, ev_timer *w, int revents) {
         if (px_cfg.timeout > 0) {
             for (px_conn *c = px_srv.clients, *next; c; c = next) {
                 next = c->next;
-                if (now - c->last_interaction > (double)px_cfg.timeout && c->wpos == c->out.len) {
+                if (now - c->last_interaction > (double)px_cfg.timeout && c->wpos == c->out.len && !c->pend_head) {
                     px_log(PX_LOG_VERBOSE, "closing idle client %llu", (unsigned long long)c->id);
                     px_conn_close(c);
                 }
@@ -394,6 +399,12 @@ int px_server_init(char *err, size_t errlen) {
         .leveldb_write_buffer_size = (uint64_t)px_cfg.leveldb_write_buffer_size,
         .leveldb_compression = px_cfg.leveldb_compression,
         .leveldb_max_open_files = (int)px_cfg.leveldb_max_open_files,
+        .loop = px_srv.loop,
+        .redis_address = px_cfg.redis_address,
+        .redis_pool_size = (int)px_cfg.redis_pool_size,
+        .redis_password = px_cfg.redis_password,
+        .redis_db = (int)px_cfg.redis_db,
+        .backend_timeout_ms = px_cfg.backend_timeout,
         .max_bulk = px_cfg.proto_max_bulk_len,
     };
     px_srv.backend.ops = ops;

@@ -49,7 +49,21 @@ typedef struct px_conn {
     struct px_conn *turn_next;
     int        in_turn;
     int        turn_wrote;               /* a backend write was submitted this turn */
+    /* replies a backend owes, oldest first; each marks where in `out` its
+     * reply goes (nothing at or after the first is sent before it arrives) */
+    struct fd_pending *pend_head, *pend_tail;
 } px_conn;
+
+/* A reply owed by an asynchronous backend (storage/backend.h). Owned by the
+ * proxy; freed when the backend completes it. `conn` is NULL once the client
+ * has gone (the reply is then dropped). */
+struct fd_pending {
+    px_conn           *conn;
+    size_t             off;              /* where the reply goes in conn->out */
+    struct fd_pending *prev, *next;
+    px_command        *cmd;              /* NULL for a passthrough command */
+    uint64_t           t0_us;            /* for commandstats */
+};
 
 typedef struct px_server {
     struct ev_loop *loop;
@@ -77,8 +91,19 @@ void px_conn_touch(px_conn *c);
 /* Close now (the reply may be lost). */
 void px_conn_close(px_conn *c);
 
-/* dispatch.c: run one parsed command. */
-void px_dispatch(px_conn *c, int argc, resp_arg *argv);
+/* dispatch.c: run one parsed command. raw/rawlen: the command's bytes as
+ * received when it came as multibulk (NULL for inline commands). */
+void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t rawlen);
+/* Where `out` may be sent up to once the turn's writes are committed. */
+size_t px_conn_sendable(const px_conn *c);
+/* Bytes were removed from the front of c->out: move the reply markers. */
+void px_conn_out_shifted(px_conn *c, size_t n);
+/* The client is gone: orphan its pending replies. */
+void px_conn_orphan_pending(px_conn *c);
+uint64_t px_mono_us(void);
+/* pending.c: a reply mark at the end of c->out; NULL when out of memory. */
+fd_pending *px_pending_push(px_conn *c, px_command *cmd, uint64_t t0_us);
+void        px_pending_drop(fd_pending *p);
 /* Current wall clock in ms (cached per loop turn by libev). */
 int64_t px_now_ms(void);
 

@@ -26,6 +26,8 @@
 #include "../protocol/resp.h"
 #include "status.h"
 
+struct ev_loop;
+
 struct px_command;   /* a row of the command table (proxy/commands.h) */
 
 /* What the backends need from the configuration. Filled by the proxy from
@@ -40,13 +42,24 @@ typedef struct fd_backend_config {
     int         leveldb_compression;        /* FD_LEVELDB_SNAPPY (0) or FD_LEVELDB_NONE */
     int         leveldb_max_open_files;
     long long   max_bulk;       /* proto-max-bulk-len: largest string value allowed */
+    /* network backends */
+    struct ev_loop *loop;       /* the proxy's libev loop: attach watchers here (loop thread only) */
+    const char *redis_address;  /* "host:port" or a unix socket path */
+    int         redis_pool_size;        /* backend connections */
+    const char *redis_password; /* AUTH on connect ("" = none) */
+    int         redis_db;       /* SELECT on connect */
+    long long   backend_timeout_ms;     /* a request unanswered this long fails */
 } fd_backend_config;
 enum { FD_LEVELDB_SNAPPY = 0, FD_LEVELDB_NONE = 1 };   /* leveldb_compression */
 
+/* A reply the proxy is waiting for (see FD_PENDING). */
+typedef struct fd_pending fd_pending;
+
 /* One command handed to a backend.
- * Ownership: argv and out are valid only during submit(). A backend that
- * returns FD_PENDING must copy what it needs and later call done() on the
- * loop thread with the reply written to the resp_out it is given then. */
+ * Ownership: argv, raw and out are valid only during submit(). A backend that
+ * returns FD_PENDING copies what it needs (raw is exactly what a RESP server
+ * expects on the wire) and later completes `pending` exactly once, on the
+ * loop thread, with fd_pending_reply or fd_pending_error. */
 typedef struct fd_request {
     const struct px_command *cmd;
     int        argc;
@@ -54,12 +67,24 @@ typedef struct fd_request {
     resp_out  *out;          /* reply sink, with the client's protocol version */
     int64_t    now_ms;       /* wall clock (ms) for expiry decisions */
     int        is_write;     /* the command may modify data */
+    const char *raw;         /* the command as received, if it came as multibulk; else NULL */
+    size_t     rawlen;
+    fd_pending *pending;     /* non-NULL only for backends with ops->async set */
+    uint64_t   client_id;    /* the proxy's id of the client (for per-client ordering) */
 } fd_request;
+
+/* Complete a pending request with one whole RESP reply (copied), or with an
+ * error status (the proxy writes fd_strerror's text). After either call the
+ * handle is gone. Safe when the client has disconnected meanwhile. */
+void fd_pending_reply(fd_pending *p, const void *reply, size_t len);
+void fd_pending_error(fd_pending *p, int status);
 
 typedef struct fd_backend fd_backend;
 
 typedef struct fd_backend_ops {
     const char *name;                                   /* "lmdb", "leveldb", ... */
+    int         async;                                  /* submit may return FD_PENDING */
+    int         passthrough;                            /* takes commands the table does not know (r->cmd NULL), e.g. a Redis server */
     /* 0 or FD_E_*; on failure err gets a human-readable reason. */
     int  (*open)(fd_backend *b, const fd_backend_config *cfg, char *err, size_t errlen);
     void (*close)(fd_backend *b);

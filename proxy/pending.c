@@ -1,0 +1,95 @@
+/* pending.c — replies owed by asynchronous backends, kept in request order.
+ *
+ * Each pending request marks an offset in its client's output buffer: the
+ * replies of later commands (served by the proxy, or by the backend sooner)
+ * are appended behind it, and nothing at or after the first marker is sent.
+ * When the backend completes a request its reply is inserted at its mark.
+ * One mechanism keeps every client's replies in request order whatever the
+ * order in which backends complete. */
+#include "server.h"
+#include "config.h"
+#include "log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+uint64_t px_mono_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+size_t px_conn_sendable(const px_conn *c) { return c->pend_head ? c->pend_head->off : c->out.len; }
+
+void px_conn_out_shifted(px_conn *c, size_t n) {
+    for (fd_pending *p = c->pend_head; p; p = p->next) p->off -= n;
+}
+
+void px_conn_orphan_pending(px_conn *c) {
+    for (fd_pending *p = c->pend_head; p; p = p->next) p->conn = NULL;
+    c->pend_head = c->pend_tail = NULL;
+}
+
+fd_pending *px_pending_push(px_conn *c, px_command *cmd, uint64_t t0) {
+    fd_pending *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->conn = c;
+    p->off = c->out.len;
+    p->cmd = cmd;
+    p->t0_us = t0;
+    p->prev = c->pend_tail;
+    if (c->pend_tail) c->pend_tail->next = p;
+    else c->pend_head = p;
+    c->pend_tail = p;
+    return p;
+}
+
+static void unlink_pending(px_conn *c, fd_pending *p) {
+    if (p->prev) p->prev->next = p->next;
+    else c->pend_head = p->next;
+    if (p->next) p->next->prev = p->prev;
+    else c->pend_tail = p->prev;
+}
+
+/* Forget a pending request the backend did not take (submit did not return
+ * FD_PENDING). */
+void px_pending_drop(fd_pending *p) {
+    if (p->conn) unlink_pending(p->conn, p);
+    free(p);
+}
+
+void fd_pending_reply(fd_pending *p, const void *reply, size_t len) {
+    px_conn *c = p->conn;
+    if (c) {
+        if (p->cmd) p->cmd->usec += px_mono_us() - p->t0_us;
+        if (p->cmd && len && ((const char *)reply)[0] == '-') p->cmd->failed++;
+        if (resp_out_reserve(&c->out, len) == 0) {
+            char *at = c->out.data + p->off;
+            memmove(at + len, at, c->out.len - p->off);
+            memcpy(at, reply, len);
+            c->out.len += len;
+            for (fd_pending *q = p->next; q; q = q->next) q->off += len;
+        } else {
+            px_log(PX_LOG_WARNING, "out of memory for a reply to client %llu: closing it", (unsigned long long)c->id);
+            c->flags |= PX_CONN_CLOSE_ASAP;
+        }
+        unlink_pending(c, p);
+        if (px_cfg.client_output_buffer_limit && (long long)(c->out.len - c->wpos) > px_cfg.client_output_buffer_limit) {
+            px_log(PX_LOG_WARNING, "closing client %llu (%s) for overcoming of output buffer limits (%zu bytes)",
+                   (unsigned long long)c->id, c->addr, c->out.len - c->wpos);
+            c->flags |= PX_CONN_CLOSE_ASAP;
+        }
+        px_conn_touch(c);
+    }
+    free(p);
+}
+
+void fd_pending_error(fd_pending *p, int status) {
+    resp_out o;
+    resp_out_init(&o, 2);
+    px_reply_status(&o, status, p->cmd ? p->cmd->name : "");
+    fd_pending_reply(p, o.data, o.len);
+    resp_out_free(&o);
+}
