@@ -647,13 +647,19 @@ static int ld_prev(kv_iter *it)
 static int ld_cur(kv_iter *it, const void **k, size_t *kl, const void **v, size_t *vl)
 {
     if (!it->valid) return FD_NOTFOUND;
-    if (it->from_ov) {
-        ov_node *n = it->on;
-        if (it->gen != it->tx->ov.gen) {
-            n = ov_find(&it->tx->ov, it->key, it->klen);
+    if (it->gen != it->tx->ov.gen) {
+        /* written since the cursor got here: the overlay may now hold (or,
+         * after a clear, no longer hold) this key. `on` at the key itself
+         * satisfies the invariants of both directions. */
+        ov_node *n = ov_find(&it->tx->ov, it->key, it->klen);
+        if (n || it->from_ov) {
             it->on = n;
             it->gen = it->tx->ov.gen;
+            it->from_ov = 1;
         }
+    }
+    if (it->from_ov) {
+        ov_node *n = it->on;
         if (!n || n->dead) return FD_NOTFOUND;   /* deleted under the cursor */
         *v = n->val ? n->val : empty_val;
         *vl = n->vlen;

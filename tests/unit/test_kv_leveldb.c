@@ -1,0 +1,660 @@
+/* test_kv_leveldb.c — the LevelDB backend (storage/leveldb.c).
+ *
+ *   1. the driver contract on its own: the turn overlay (get/put/reserve/del
+ *      with read-your-writes and tombstones), commit and abort, durability
+ *      across close/open, clear, no nesting;
+ *   2. the merged cursor against a model: random LevelDB contents, random
+ *      overlay writes on top (overwrites, tombstones, clear), random seek /
+ *      seek_le / next / prev, also with writes made while the cursor is open;
+ *   3. string and key commands through the backend as the proxy drives them
+ *      (submit per command, end_turn per turn, cron), and a random command
+ *      mix run on LevelDB and LMDB side by side: every reply must be equal.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include "test.h"
+#include "../../storage/kv/kv.h"
+#include "../../proxy/commands.h"
+
+static char root[64];
+static int64_t now_ms = 1700000000000LL;
+
+static uint64_t rng_state = 0x2545F4914F6CDD1DULL;
+static uint32_t rnd(uint32_t n)
+{
+    uint64_t x = rng_state;
+    x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
+    rng_state = x;
+    return (uint32_t)((x * 0x2545F4914F6CDD1DULL) >> 33) % n;
+}
+
+static int open_backend(fd_backend *b, const char *name, const char *dir)
+{
+    fd_backend_config cfg = { .dir = dir, .sync = 0, .lmdb_map_size = 256u << 20,
+                              .max_bulk = RESP_DEFAULT_MAX_BULK,
+                              .leveldb_write_buffer_size = 1u << 20,   /* small: flushes happen */
+                              .leveldb_block_cache_size = 8u << 20 };
+    char err[256] = "";
+    memset(b, 0, sizeof *b);
+    b->ops = fd_backend_find(name);
+    if (!b->ops) { fprintf(stderr, "backend %s not built\n", name); return -1; }
+    int s = b->ops->open(b, &cfg, err, sizeof err);
+    if (s) fprintf(stderr, "open %s %s: %s\n", name, dir, err);
+    return s;
+}
+
+static kv_store *ST(fd_backend *b) { return b->state; }
+
+/* ------------------------------------------------------------ 1. driver */
+
+static int getv(const kv_driver *d, void *txn, const char *k, const char *want)
+{
+    const void *v; size_t vl;
+    int s = d->get(txn, k, strlen(k), &v, &vl);
+    if (!want) return s == FD_NOTFOUND;
+    return s == FD_OK && vl == strlen(want) && memcmp(v, want, vl) == 0;
+}
+
+static void test_driver(void)
+{
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/driver", root);
+    fd_backend B;
+    CHECK(open_backend(&B, "leveldb", dir) == FD_OK);
+    const kv_driver *d = ST(&B)->drv;
+    void *db = ST(&B)->db, *txn, *nested;
+    CHECK(strcmp(d->name, "leveldb") == 0);
+    CHECK(d->nearly_full == NULL);
+
+    CHECK(d->begin(db, NULL, &txn) == FD_OK);
+    CHECK(d->begin(db, txn, &nested) == FD_E_NOTSUPPORTED);     /* no nesting */
+    CHECK(d->begin(db, NULL, &nested) != FD_OK);                 /* one at a time */
+    CHECK(getv(d, txn, "a", NULL));
+    CHECK(d->put(txn, "a", 1, "1", 1) == FD_OK);
+    CHECK(getv(d, txn, "a", "1"));                               /* read-your-writes */
+    CHECK(d->put(txn, "a", 1, "one", 3) == FD_OK);
+    CHECK(getv(d, txn, "a", "one"));
+    CHECK(d->put(txn, "b", 1, "", 0) == FD_OK);                  /* empty value */
+    CHECK(getv(d, txn, "b", ""));
+    CHECK(d->del(txn, "b", 1) == FD_OK);
+    CHECK(getv(d, txn, "b", NULL));
+    CHECK(d->del(txn, "b", 1) == FD_NOTFOUND);
+    CHECK(d->del(txn, "zz", 2) == FD_NOTFOUND);
+    void *dst;
+    CHECK(d->reserve(txn, "r", 1, 5, &dst) == FD_OK);
+    memcpy(dst, "hello", 5);
+    CHECK(getv(d, txn, "r", "hello"));
+    CHECK(d->commit(txn) == FD_OK);
+
+    /* committed: visible to the next transaction; abort drops a turn */
+    CHECK(d->begin(db, NULL, &txn) == FD_OK);
+    CHECK(getv(d, txn, "a", "one") && getv(d, txn, "r", "hello") && getv(d, txn, "b", NULL));
+    CHECK(d->del(txn, "a", 1) == FD_OK);                          /* a LevelDB record */
+    CHECK(getv(d, txn, "a", NULL));
+    CHECK(d->del(txn, "a", 1) == FD_NOTFOUND);
+    CHECK(d->put(txn, "x", 1, "X", 1) == FD_OK);
+    d->abort(txn);
+    CHECK(d->begin(db, NULL, &txn) == FD_OK);
+    CHECK(getv(d, txn, "a", "one") && getv(d, txn, "x", NULL));
+
+    /* get() results stay valid together until the next write; a put of a
+     * value that points into the store's own memory (its get() result, or
+     * the same key's overlay value) copies it first */
+    const void *v1, *v2; size_t l1, l2;
+    CHECK(d->get(txn, "a", 1, &v1, &l1) == FD_OK && d->get(txn, "r", 1, &v2, &l2) == FD_OK);
+    CHECK(l1 == 3 && memcmp(v1, "one", 3) == 0 && l2 == 5 && memcmp(v2, "hello", 5) == 0);
+    CHECK(d->put(txn, "c", 1, v2, l2) == FD_OK && getv(d, txn, "c", "hello"));
+    CHECK(d->get(txn, "c", 1, &v1, &l1) == FD_OK);
+    CHECK(d->put(txn, "c", 1, (const char *)v1 + 1, 3) == FD_OK && getv(d, txn, "c", "ell"));
+    /* a big value, then a small one in its place (the buffer shrinks) */
+    size_t big = 5u << 20;
+    char *bv = malloc(big);
+    for (size_t i = 0; i < big; i++) bv[i] = (char)('a' + i % 23);
+    CHECK(d->put(txn, "big", 3, bv, big) == FD_OK);
+    CHECK(d->get(txn, "big", 3, &v1, &l1) == FD_OK && l1 == big && memcmp(v1, bv, big) == 0);
+    CHECK(d->put(txn, "big", 3, (const char *)v1 + 10, 7) == FD_OK);
+    CHECK(d->get(txn, "big", 3, &v1, &l1) == FD_OK && l1 == 7 && memcmp(v1, bv + 10, 7) == 0);
+    CHECK(d->put(txn, "big2", 4, bv, big) == FD_OK);
+    /* binary keys with NUL and 0xff; the empty key */
+    CHECK(d->put(txn, "k\0\xff", 3, "\0", 1) == FD_OK);
+    CHECK(d->get(txn, "k\0\xff", 3, &v1, &l1) == FD_OK && l1 == 1 && ((const char *)v1)[0] == 0);
+    CHECK(d->get(txn, "k\0", 2, &v1, &l1) == FD_NOTFOUND);
+    CHECK(d->put(txn, "", 0, "empty", 5) == FD_OK);
+    CHECK(d->commit(txn) == FD_OK);
+
+    /* durability across close/open */
+    B.ops->close(&B);
+    CHECK(open_backend(&B, "leveldb", dir) == FD_OK);
+    d = ST(&B)->drv;
+    db = ST(&B)->db;
+    CHECK(d->begin(db, NULL, &txn) == FD_OK);
+    CHECK(getv(d, txn, "a", "one") && getv(d, txn, "c", "ell") && getv(d, txn, "x", NULL));
+    CHECK(d->get(txn, "big", 3, &v1, &l1) == FD_OK && l1 == 7);
+    CHECK(d->get(txn, "big2", 4, &v1, &l1) == FD_OK && l1 == big && memcmp(v1, bv, big) == 0);
+    CHECK(d->get(txn, "k\0\xff", 3, &v1, &l1) == FD_OK && l1 == 1);
+    CHECK(d->get(txn, "", 0, &v1, &l1) == FD_OK && l1 == 5);
+    kv_iter *it;
+    const void *k; size_t kl;
+    CHECK(d->iter_open(txn, &it) == FD_OK);
+    CHECK(d->seek_le(it, "", 0) == FD_OK && d->cur(it, &k, &kl, &v1, &l1) == FD_OK && kl == 0);
+    CHECK(d->prev(it) == FD_NOTFOUND);
+    d->iter_close(it);
+
+    /* clear: everything hidden at once, new writes on top, then committed */
+    CHECK(d->clear(txn) == FD_OK);
+    CHECK(getv(d, txn, "a", NULL) && d->del(txn, "c", 1) == FD_NOTFOUND);
+    CHECK(d->put(txn, "after", 5, "1", 1) == FD_OK);
+    CHECK(d->iter_open(txn, &it) == FD_OK);
+    CHECK(d->seek(it, "", 0) == FD_OK && d->cur(it, &k, &kl, &v1, &l1) == FD_OK &&
+          kl == 5 && memcmp(k, "after", 5) == 0);
+    CHECK(d->next(it) == FD_NOTFOUND);
+    CHECK(d->seek_le(it, "\xff", 1) == FD_OK && d->cur(it, &k, &kl, &v1, &l1) == FD_OK && kl == 5);
+    d->iter_close(it);
+    CHECK(d->commit(txn) == FD_OK);
+    B.ops->close(&B);
+    CHECK(open_backend(&B, "leveldb", dir) == FD_OK);
+    d = ST(&B)->drv;
+    db = ST(&B)->db;
+    CHECK(d->begin(db, NULL, &txn) == FD_OK);
+    CHECK(getv(d, txn, "after", "1") && getv(d, txn, "a", NULL) && getv(d, txn, "big2", NULL));
+    int n = 0;
+    CHECK(d->iter_open(txn, &it) == FD_OK);
+    for (int s = d->seek(it, "", 0); s == FD_OK; s = d->next(it)) n++;
+    d->iter_close(it);
+    CHECK(n == 2);                                  /* "after" and the format stamp */
+    d->abort(txn);
+
+    /* a second open of the folder is refused, naming it */
+    fd_backend B2 = { .ops = B.ops };
+    fd_backend_config cfg = { .dir = dir };
+    char err[512] = "";
+    CHECK(B2.ops->open(&B2, &cfg, err, sizeof err) != FD_OK && strstr(err, "in use") && strstr(err, dir));
+    B.ops->close(&B);
+    /* a folder holding an LMDB store is refused, not silently shadowed */
+    char ldir[160];
+    snprintf(ldir, sizeof ldir, "%s/lmdbdir", root);
+    fd_backend L;
+    if (fd_backend_find("lmdb") && open_backend(&L, "lmdb", ldir) == FD_OK) {
+        L.ops->close(&L);
+        fd_backend_config c2 = { .dir = ldir };
+        err[0] = 0;
+        CHECK(B2.ops->open(&B2, &c2, err, sizeof err) != FD_OK && strstr(err, "LMDB") && strstr(err, ldir));
+    }
+    /* an uncreatable folder is named */
+    fd_backend_config c3 = { .dir = "/proc/frontdoor-no/x" };
+    err[0] = 0;
+    CHECK(B2.ops->open(&B2, &c3, err, sizeof err) != FD_OK && strstr(err, "/proc/frontdoor-no/x"));
+    free(bv);
+}
+
+/* ------------------------------------------------------------ 2. cursor model
+ * Keys: every string of 1..3 letters over "abcd" (84), sorted bytewise. */
+
+#define NK 84
+static char mkeys[NK][4];
+static size_t mklen[NK];
+static int base_has[NK], cur_has[NK];
+static unsigned base_val[NK], cur_val[NK];
+static unsigned stamp;
+
+static int bcmp_(const char *a, size_t al, const char *b, size_t bl)
+{
+    size_t n = al < bl ? al : bl;
+    int c = n ? memcmp(a, b, n) : 0;
+    return c ? c : (al < bl ? -1 : al > bl);
+}
+
+static int key_order(const void *a, const void *b)
+{
+    return bcmp_(a, strlen(a), b, strlen(b));
+}
+
+static void model_keys(void)
+{
+    int n = 0;
+    for (int len = 1; len <= 3; len++) {
+        int total = 1;
+        for (int i = 0; i < len; i++) total *= 4;
+        for (int x = 0; x < total; x++) {
+            int y = x;
+            for (int i = len - 1; i >= 0; i--) { mkeys[n][i] = (char)('a' + y % 4); y /= 4; }
+            mkeys[n][len] = 0;
+            n++;
+        }
+    }
+    qsort(mkeys, NK, sizeof mkeys[0], key_order);
+    for (int i = 0; i < NK; i++) mklen[i] = strlen(mkeys[i]);
+}
+
+/* A model position: index of the expected key, -1 = none. */
+static int m_ge(const char *p, size_t pl, int strict)
+{
+    for (int i = 0; i < NK; i++) {
+        int c = bcmp_(mkeys[i], mklen[i], p, pl);
+        if (cur_has[i] && (strict ? c > 0 : c >= 0)) return i;
+    }
+    return -1;
+}
+
+static int m_le(const char *p, size_t pl, int strict)
+{
+    for (int i = NK - 1; i >= 0; i--) {
+        int c = bcmp_(mkeys[i], mklen[i], p, pl);
+        if (cur_has[i] && (strict ? c < 0 : c <= 0)) return i;
+    }
+    return -1;
+}
+
+static int model_fail;
+
+/* Compare the cursor's answer (status s) with the model's index. Records of
+ * the kv layer ('C...') sort before the model's keys: seen backwards, they
+ * count as "no record". Returns 1 when the cursor is on a model key. */
+static int same(const kv_driver *d, kv_iter *it, int s, int want, const char *what)
+{
+    const void *k, *v; size_t kl, vl;
+    int got = -1;
+    if (s == FD_OK) {
+        if (d->cur(it, &k, &kl, &v, &vl) != FD_OK) got = -2;
+        else if (kl && ((const char *)k)[0] == KV_PFX_COUNTER) got = -1;
+        else {
+            got = -3;
+            for (int i = 0; i < NK; i++)
+                if (kl == mklen[i] && memcmp(k, mkeys[i], kl) == 0) { got = i; break; }
+            if (got >= 0) {
+                char want_v[16];
+                snprintf(want_v, sizeof want_v, "%u", cur_val[got]);
+                if (vl != strlen(want_v) || memcmp(v, want_v, vl) != 0) {
+                    if (model_fail++ < 5) fprintf(stderr, "  model %s: key %s value %.*s, want %s\n",
+                                                  what, mkeys[got], (int)vl, (const char *)v, want_v);
+                    CHECK(0);
+                }
+            }
+        }
+    } else if (s != FD_NOTFOUND) got = -4;
+    if (got != want) {
+        if (model_fail++ < 5) fprintf(stderr, "  model %s: got %s (%d), want %s\n", what,
+                                      got >= 0 ? mkeys[got] : "-", got, want >= 0 ? mkeys[want] : "-");
+        CHECK(got == want);
+        return 0;
+    }
+    return got >= 0;
+}
+
+static void m_write(const kv_driver *d, void *txn)
+{
+    int i = (int)rnd(NK);
+    if (rnd(3) == 0) {
+        int s = d->del(txn, mkeys[i], mklen[i]);
+        CHECK(s == (cur_has[i] ? FD_OK : FD_NOTFOUND));
+        cur_has[i] = 0;
+    } else {
+        char v[16];
+        cur_val[i] = ++stamp;
+        snprintf(v, sizeof v, "%u", cur_val[i]);
+        CHECK(d->put(txn, mkeys[i], mklen[i], v, strlen(v)) == FD_OK);
+        cur_has[i] = 1;
+    }
+}
+
+static void random_probe(char *p, size_t *pl)
+{
+    *pl = 1 + rnd(4);
+    for (size_t i = 0; i < *pl; i++) p[i] = (char)('a' + rnd(5));   /* 'e' is never a key */
+}
+
+/* Full scans both ways equal the model. */
+static void m_scan(const kv_driver *d, void *txn, const char *what)
+{
+    kv_iter *it;
+    CHECK(d->iter_open(txn, &it) == FD_OK);
+    int want = m_ge("a", 1, 0);
+    int s = d->seek(it, "a", 1);
+    while (same(d, it, s, want, what)) {
+        want = m_ge(mkeys[want], mklen[want], 1);
+        s = d->next(it);
+    }
+    want = m_le("\xff", 1, 0);
+    s = d->seek_le(it, "\xff", 1);
+    while (same(d, it, s, want, what)) {
+        want = m_le(mkeys[want], mklen[want], 1);
+        s = d->prev(it);
+    }
+    d->iter_close(it);
+}
+
+static void test_cursor_model(void)
+{
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/model", root);
+    fd_backend B;
+    CHECK(open_backend(&B, "leveldb", dir) == FD_OK);
+    model_keys();
+    const kv_driver *d = ST(&B)->drv;
+    void *db = ST(&B)->db, *txn;
+    int rounds = 400, steps_total = 0;
+    for (int r = 0; r < rounds; r++) {
+        CHECK(d->begin(db, NULL, &txn) == FD_OK);
+        /* overlay writes on top of what LevelDB holds */
+        int nw = (int)rnd(r % 7 == 0 ? 80 : 20);
+        if (rnd(12) == 0) {
+            CHECK(d->clear(txn) == FD_OK);
+            memset(cur_has, 0, sizeof cur_has);
+        }
+        for (int i = 0; i < nw; i++) m_write(d, txn);
+        m_scan(d, txn, "scan in txn");
+        /* random moves, with writes while the cursor is open */
+        kv_iter *it;
+        CHECK(d->iter_open(txn, &it) == FD_OK);
+        int on = 0, pos = -1;
+        for (int step = 0; step < 150; step++, steps_total++) {
+            char p[8]; size_t pl;
+            int op = on ? (int)rnd(6) : (int)rnd(2);
+            if (op == 0) {
+                random_probe(p, &pl);
+                pos = m_ge(p, pl, 0);
+                on = same(d, it, d->seek(it, p, pl), pos, "seek");
+            } else if (op == 1) {
+                random_probe(p, &pl);
+                pos = m_le(p, pl, 0);
+                on = same(d, it, d->seek_le(it, p, pl), pos, "seek_le");
+            } else if (op == 2 || op == 3) {
+                pos = m_ge(mkeys[pos], mklen[pos], 1);
+                on = same(d, it, d->next(it), pos, "next");
+            } else if (op == 4) {
+                pos = m_le(mkeys[pos], mklen[pos], 1);
+                on = same(d, it, d->prev(it), pos, "prev");
+            } else {
+                /* a write while positioned: the cursor's key itself or another */
+                int i = rnd(2) ? pos : (int)rnd(NK);
+                char v[16];
+                cur_val[i] = ++stamp;
+                snprintf(v, sizeof v, "%u", cur_val[i]);
+                if (rnd(3) == 0 && i != pos) {
+                    int s = d->del(txn, mkeys[i], mklen[i]);
+                    CHECK(s == (cur_has[i] ? FD_OK : FD_NOTFOUND));
+                    cur_has[i] = 0;
+                } else {
+                    CHECK(d->put(txn, mkeys[i], mklen[i], v, strlen(v)) == FD_OK);
+                    cur_has[i] = 1;
+                }
+                if (i == pos) on = same(d, it, FD_OK, pos, "cur after write");
+            }
+        }
+        d->iter_close(it);
+        if (rnd(3) == 0) {
+            d->abort(txn);
+            memcpy(cur_has, base_has, sizeof cur_has);
+            memcpy(cur_val, base_val, sizeof cur_val);
+        } else {
+            CHECK(d->commit(txn) == FD_OK);
+            memcpy(base_has, cur_has, sizeof cur_has);
+            memcpy(base_val, cur_val, sizeof cur_val);
+        }
+        if (r % 50 == 49) {                          /* committed state survives reopen */
+            B.ops->close(&B);
+            CHECK(open_backend(&B, "leveldb", dir) == FD_OK);
+            d = ST(&B)->drv;
+            db = ST(&B)->db;
+        }
+        CHECK(d->begin(db, NULL, &txn) == FD_OK);
+        m_scan(d, txn, "scan after end");
+        d->abort(txn);
+    }
+    B.ops->close(&B);
+    if (model_fail) fprintf(stderr, "  cursor model: %d mismatches\n", model_fail);
+    CHECK(steps_total == rounds * 150);
+}
+
+/* ------------------------------------------------------------ 3. commands */
+
+static resp_out out;
+static char reply[1 << 16];
+
+static int submit_to(fd_backend *b, const char *name, kv_handler h, int is_write, int argc, resp_arg *argv)
+{
+    px_command row;
+    memset(&row, 0, sizeof row);
+    row.name = name;
+    row.kv = h;
+    fd_request r = { .cmd = &row, .argc = argc, .argv = argv, .out = &out,
+                     .now_ms = now_ms, .is_write = is_write };
+    out.len = 0;
+    int s = b->ops->submit(b, &r);
+    if (s == FD_OK) {
+        size_t n = out.len < sizeof reply - 1 ? out.len : sizeof reply - 1;
+        memcpy(reply, out.data, n);
+        reply[n] = '\0';
+    } else {
+        char fmt[256];
+        snprintf(fmt, sizeof fmt, "-%s\r\n", fd_strerror(s));
+        snprintf(reply, sizeof reply, fmt, name);
+    }
+    return s;
+}
+
+static fd_backend *cur_b;
+
+static const char *run(const char *name, kv_handler h, int w, ...)
+{
+    resp_arg argv[32];
+    int argc = 0;
+    va_list ap;
+    va_start(ap, w);
+    argv[argc].ptr = (char *)name;
+    argv[argc++].len = strlen(name);
+    for (const char *a; (a = va_arg(ap, const char *)) != NULL;) {
+        argv[argc].ptr = (char *)a;
+        argv[argc++].len = strlen(a);
+    }
+    va_end(ap);
+    submit_to(cur_b, name, h, w, argc, argv);
+    cur_b->ops->end_turn(cur_b);
+    return reply;
+}
+
+#define R(name, w, ...) run(#name, kv_cmd_##name, w, __VA_ARGS__, (const char *)NULL)
+#define EXPECT(want, name, w, ...) do { const char *got_ = R(name, w, __VA_ARGS__); \
+    if (strcmp(got_, want) != 0) fprintf(stderr, "  %s: got %s", #name " " #__VA_ARGS__, got_); \
+    CHECK(strcmp(got_, want) == 0); } while (0)
+#define W 1
+#define RD 0
+
+static void test_commands(void)
+{
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/cmds", root);
+    fd_backend B;
+    CHECK(open_backend(&B, "leveldb", dir) == FD_OK);
+    cur_b = &B;
+    EXPECT("$-1\r\n", get, RD, "k");
+    EXPECT("+OK\r\n", set, W, "k", "v1");
+    EXPECT("$2\r\nv1\r\n", get, RD, "k");
+    EXPECT("$-1\r\n", set, W, "k", "v2", "NX");
+    EXPECT("$2\r\nv1\r\n", set, W, "k", "v3", "GET");
+    EXPECT(":1\r\n", incr, W, "n");
+    EXPECT(":11\r\n", incrby, W, "n", "10");
+    EXPECT(":5\r\n", append, W, "s", "Hello");
+    EXPECT(":11\r\n", append, W, "s", " World");
+    EXPECT("$5\r\nWorld\r\n", getrange, RD, "s", "-5", "-1");
+    EXPECT("+OK\r\n", mset, W, "a", "1", "b", "2", "c", "3");
+    EXPECT("*3\r\n$1\r\n1\r\n$-1\r\n$1\r\n3\r\n", mget, RD, "a", "nokey", "c");
+    EXPECT(":6\r\n", dbsize, RD, "x");
+    EXPECT(":2\r\n", del, W, "a", "b", "zz");
+    EXPECT(":1\r\n", expire, W, "c", "100");
+    EXPECT(":100\r\n", ttl, RD, "c");
+    EXPECT("+OK\r\n", rename, W, "c", "c2");
+    EXPECT(":100\r\n", ttl, RD, "c2");
+    EXPECT("+OK\r\n", set, W, "soon", "x", "PX", "50");
+    EXPECT("*5\r\n$2\r\nc2\r\n$1\r\nk\r\n$1\r\nn\r\n$1\r\ns\r\n$4\r\nsoon\r\n", keys, RD, "*");
+    /* several commands in one turn see each other's writes */
+    resp_arg a1[3] = { { "set", 3 }, { "t1", 2 }, { "x", 1 } };
+    resp_arg a2[2] = { { "get", 3 }, { "t1", 2 } };
+    resp_arg a3[2] = { { "del", 3 }, { "t1", 2 } };
+    resp_arg a4[2] = { { "exists", 6 }, { "t1", 2 } };
+    submit_to(&B, "set", kv_cmd_set, 1, 3, a1);
+    submit_to(&B, "get", kv_cmd_get, 0, 2, a2);
+    CHECK(strcmp(reply, "$1\r\nx\r\n") == 0);
+    submit_to(&B, "del", kv_cmd_del, 1, 2, a3);
+    CHECK(strcmp(reply, ":1\r\n") == 0);
+    submit_to(&B, "exists", kv_cmd_exists, 0, 2, a4);
+    CHECK(strcmp(reply, ":0\r\n") == 0);
+    CHECK(B.turn_writes == 2);
+    CHECK(B.ops->end_turn(&B) == FD_OK);
+    /* active expiry by cron */
+    now_ms += 100;
+    B.ops->cron(&B, now_ms);
+    uint64_t keys, expires;
+    B.ops->keyspace(&B, &keys, &expires);
+    CHECK(keys == 4 && expires == 1);
+    /* a turn left open at close is lost, committed ones stay */
+    resp_arg l[3] = { { "set", 3 }, { "lost", 4 }, { "v", 1 } };
+    submit_to(&B, "set", kv_cmd_set, 1, 3, l);
+    B.ops->close(&B);
+    CHECK(open_backend(&B, "leveldb", dir) == FD_OK);
+    EXPECT("$-1\r\n", get, RD, "lost");
+    EXPECT("$11\r\nHello World\r\n", get, RD, "s");
+    EXPECT(":4\r\n", dbsize, RD, "x");
+    EXPECT(":100\r\n", ttl, RD, "c2");
+    /* SCAN walks every key once, also across turns with writes */
+    EXPECT("+OK\r\n", flushdb, W, "SYNC");
+    EXPECT(":0\r\n", dbsize, RD, "x");
+    for (int i = 0; i < 500; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "key:%d", i);
+        EXPECT("+OK\r\n", set, W, k, "v");
+    }
+    int seen = 0, calls = 0;
+    char cursor[32] = "0";
+    do {
+        R(scan, RD, cursor, "COUNT", "9");
+        const char *p = reply + 5;
+        int cl = atoi(p);
+        p = strstr(p, "\r\n") + 2;
+        memcpy(cursor, p, (size_t)cl);
+        cursor[cl] = 0;
+        p += cl + 2;
+        seen += atoi(p + 1);
+        if (++calls == 10) { R(set, W, "zzz-new", "v"); R(del, W, "key:0"); }
+    } while (strcmp(cursor, "0") != 0 && calls < 500);
+    CHECK(seen >= 499 && seen <= 501);
+    /* INFO names the engine and its settings */
+    resp_out info;
+    resp_out_init(&info, 2);
+    B.ops->info(&B, &info);
+    CHECK(memmem(info.data, info.len, "leveldb_compression:snappy", 26) != NULL);
+    CHECK(memmem(info.data, info.len, "leveldb_write_buffer_size:1048576", 33) != NULL);
+    CHECK(memmem(info.data, info.len, "kv_keys:500", 11) != NULL);
+    resp_out_free(&info);
+    B.ops->close(&B);
+}
+
+/* The same random commands on LevelDB and on LMDB: equal replies. */
+static void test_vs_lmdb(void)
+{
+    if (!fd_backend_find("lmdb")) return;
+    char d1[128], d2[128];
+    snprintf(d1, sizeof d1, "%s/vs-leveldb", root);
+    snprintf(d2, sizeof d2, "%s/vs-lmdb", root);
+    fd_backend BL, BM;
+    CHECK(open_backend(&BL, "leveldb", d1) == FD_OK);
+    CHECK(open_backend(&BM, "lmdb", d2) == FD_OK);
+    static char r1[1 << 16];
+    int diffs = 0, cmds = 0;
+    for (int turn = 0; turn < 3000; turn++) {
+        int n = 1 + (int)rnd(8);
+        for (int j = 0; j < n; j++, cmds++) {
+            char k1[16], k2[16], v[32], num[24];
+            snprintf(k1, sizeof k1, "k%u", rnd(40));
+            snprintf(k2, sizeof k2, "k%u", rnd(40));
+            snprintf(v, sizeof v, "v%u", rnd(1000));
+            snprintf(num, sizeof num, "%d", (int)rnd(200) - 20);
+            resp_arg a[8];
+            int argc = 0, w = 1;
+            const char *name;
+            kv_handler h;
+#define A(s) (a[argc].ptr = (char *)(s), a[argc].len = strlen(s), argc++)
+            switch (rnd(22)) {
+            case 0: name = "set"; h = kv_cmd_set; A(name); A(k1); A(v); break;
+            case 1: name = "set"; h = kv_cmd_set; A(name); A(k1); A(v); A("PX"); A(num); break;
+            case 2: name = "set"; h = kv_cmd_set; A(name); A(k1); A(v); A(rnd(2) ? "NX" : "XX"); A("GET"); break;
+            case 3: case 4: name = "get"; h = kv_cmd_get; w = 0; A(name); A(k1); break;
+            case 5: name = "del"; h = kv_cmd_del; A(name); A(k1); A(k2); break;
+            case 6: name = "incr"; h = kv_cmd_incr; A(name); A(k1); break;
+            case 7: name = "incrby"; h = kv_cmd_incrby; A(name); A(k1); A(num); break;
+            case 8: name = "append"; h = kv_cmd_append; A(name); A(k1); A(v); break;
+            case 9: name = "expire"; h = kv_cmd_expire; A(name); A(k1); A(num); break;
+            case 10: name = "pexpire"; h = kv_cmd_pexpire; A(name); A(k1); A(num); break;
+            case 11: name = "ttl"; h = kv_cmd_ttl; w = 0; A(name); A(k1); break;
+            case 12: name = "rename"; h = kv_cmd_rename; A(name); A(k1); A(k2); break;
+            case 13: name = "renamenx"; h = kv_cmd_renamenx; A(name); A(k1); A(k2); break;
+            case 14: name = "exists"; h = kv_cmd_exists; w = 0; A(name); A(k1); A(k2); A(k1); break;
+            case 15: name = "mset"; h = kv_cmd_mset; A(name); A(k1); A(v); A(k2); A(num); break;
+            case 16: name = "keys"; h = kv_cmd_keys; w = 0; A(name); A(rnd(2) ? "*" : "k1*"); break;
+            case 17: name = "scan"; h = kv_cmd_scan; w = 0; A(name); A("0"); A("COUNT"); A("1000"); break;
+            case 18: name = "dbsize"; h = kv_cmd_dbsize; w = 0; A(name); break;
+            case 19: name = "getdel"; h = kv_cmd_getdel; A(name); A(k1); break;
+            case 20: name = "setrange"; h = kv_cmd_setrange; A(name); A(k1); A("3"); A(v); break;
+            default:
+                if (rnd(40) == 0) { name = "flushdb"; h = kv_cmd_flushdb; A(name); }
+                else { name = "persist"; h = kv_cmd_persist; A(name); A(k1); }
+                break;
+            }
+#undef A
+            submit_to(&BL, name, h, w, argc, a);
+            memcpy(r1, reply, strlen(reply) + 1);
+            submit_to(&BM, name, h, w, argc, a);
+            if (strcmp(r1, reply) != 0) {
+                if (diffs++ < 5) fprintf(stderr, "  vs lmdb: %s %.*s: leveldb %s lmdb %s", name,
+                                         (int)a[1].len, argc > 1 ? a[1].ptr : "", r1, reply);
+            }
+        }
+        CHECK(BL.ops->end_turn(&BL) == FD_OK);
+        CHECK(BM.ops->end_turn(&BM) == FD_OK);
+        if (rnd(10) == 0) {
+            now_ms += rnd(60);
+            BL.ops->cron(&BL, now_ms);
+            BM.ops->cron(&BM, now_ms);
+        }
+        if (turn % 1000 == 999) {
+            BL.ops->close(&BL);
+            BM.ops->close(&BM);
+            CHECK(open_backend(&BL, "leveldb", d1) == FD_OK);
+            CHECK(open_backend(&BM, "lmdb", d2) == FD_OK);
+        }
+        uint64_t k1, e1, k2, e2;
+        BL.ops->keyspace(&BL, &k1, &e1);
+        BM.ops->keyspace(&BM, &k2, &e2);
+        if (k1 != k2 || e1 != e2) {
+            if (diffs++ < 5) fprintf(stderr, "  vs lmdb: keyspace %llu/%llu vs %llu/%llu\n",
+                                     (unsigned long long)k1, (unsigned long long)e1,
+                                     (unsigned long long)k2, (unsigned long long)e2);
+        }
+    }
+    CHECK(diffs == 0);
+    CHECK(cmds > 10000);
+    BL.ops->close(&BL);
+    BM.ops->close(&BM);
+}
+
+int main(void)
+{
+    CHECK(fd_backend_find("leveldb") != NULL);
+    CHECK(strstr(fd_backend_names(), "leveldb") != NULL);
+    if (!fd_backend_find("leveldb")) return TEST_DONE();
+    snprintf(root, sizeof root, "/tmp/test_kv_leveldb.XXXXXX");
+    if (!mkdtemp(root)) { perror("mkdtemp"); return 1; }
+    resp_out_init(&out, 2);
+    test_driver();
+    test_cursor_model();
+    test_commands();
+    test_vs_lmdb();
+    resp_out_free(&out);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", root);
+    return TEST_DONE();
+}
