@@ -1,6 +1,7 @@
 /* builtin.c — PING, ECHO, QUIT, HELLO, AUTH, SELECT, COMMAND, CONFIG,
  * CLIENT, TIME: served by the proxy with Redis 7.0's replies and errors. */
 #include "builtin.h"
+#include "cmddocs.h"
 #include "config.h"
 #include "log.h"
 
@@ -189,11 +190,16 @@ static void add_command_info(resp_out *o, const px_command *cmd) {
 }
 
 static void add_command_docs(resp_out *o, const px_command *cmd) {
+    int has_args = cmd->args && cmd->args[0];
     resp_add_bulk_cstr(o, cmd->name);
-    resp_add_map(o, 3);
+    resp_add_map(o, 3 + has_args);
     resp_add_bulk_cstr(o, "summary"); resp_add_bulk_cstr(o, cmd->summary);
     resp_add_bulk_cstr(o, "since");   resp_add_bulk_cstr(o, cmd->since);
     resp_add_bulk_cstr(o, "group");   resp_add_bulk_cstr(o, cmd->group);
+    if (has_args) {
+        resp_add_bulk_cstr(o, "arguments");
+        if (px_docs_add_arguments(o, cmd->args)) resp_add_array(o, 0);   /* test_cmddocs keeps every row valid */
+    }
 }
 
 void px_cmd_command(px_conn *c, int argc, resp_arg *argv) {

@@ -40,6 +40,7 @@ typedef struct px_command {
     const char *group;       /* COMMAND DOCS: "string", "generic", "server", ... */
     const char *since;
     const char *summary;
+    const char *args;        /* syntax as Redis's help shows it, for COMMAND DOCS (cmddocs.h); NULL = none */
     /* statistics (INFO commandstats) */
     uint64_t    calls, usec, failed;
     int         id;          /* index in the table */
