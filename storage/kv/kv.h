@@ -286,6 +286,92 @@ int  kv_copy_prefix(kv_ctx *c, const uint8_t *from, size_t flen, const uint8_t *
 int  kv_expire_cycle(kv_ctx *c, int max_keys, int64_t budget_us, int *done);
 /* Write the counter records of st (keys + turn delta, ...) into txn. */
 int  kv_store_flush_counters(kv_store *st, void *txn);
+/* ---------------------------------------------------------------- collections
+ * Shared by kv_list.c, kv_hash.c, kv_set.c, kv_zset.c (implemented in
+ * kv_store.c). An element record is
+ *   'S' len(enc) enc version(8) tag sub  ->  [u32 len + full sub] value
+ * where the bracketed part is present only when the field/member was longer
+ * than KV_KEY_INLINE (sub is then its 216-byte hashed form). */
+#define KV_ELEM_MAX  (KV_SUBPFX_MAX + 1 + 8 + KV_ENC_MAX)   /* longest element key: 451 */
+#define KV_SEEK_MAX  (KV_ELEM_MAX + 8)
+
+/* Look up the key `key` as a collection of `type`: FD_E_WRONGTYPE when it
+ * holds a live value of another type. An expired record is reported with
+ * m->live = 0 (m->found may be 1: kv_coll_new removes it). */
+int  kv_coll_lookup(kv_ctx *c, kv_key *k, kv_meta *m, const resp_arg *key, int type);
+/* Turn m into a new, empty collection of `type` with a fresh version,
+ * deleting an expired record of the same key first. Nothing is written
+ * until kv_coll_save. */
+int  kv_coll_new(kv_ctx *c, const kv_key *k, kv_meta *m, int type);
+/* Write m's metadata (version, size, head, tail, expiry). When m->size is
+ * 0 the key is deleted instead (its elements must be gone already): an
+ * empty collection never exists. Keeps the key counter right. */
+int  kv_coll_save(kv_ctx *c, const kv_key *k, kv_meta *m);
+/* 'S' len enc version tag: the prefix of m's elements with `tag`. */
+size_t kv_elem_prefix(uint8_t *out, const kv_key *k, const kv_meta *m, int tag);
+/* Prefix (from kv_elem_prefix or longer) + encoded sub (field/member). */
+size_t kv_elem_key(uint8_t *out, const uint8_t *pfx, size_t pl, const void *sub, size_t sl);
+/* Read the element record ek whose sub is (f, fl): FD_OK with *v, *vl the
+ * value proper (after any long-sub prefix), FD_NOTFOUND, or FD_E_*. */
+int  kv_elem_get(kv_ctx *c, const uint8_t *ek, size_t el, const void *f, size_t fl,
+                 const void **v, size_t *vl);
+/* Write element ek with sub (f, fl) and value v (neither may point into
+ * driver memory); v may be NULL when vl is 0. */
+int  kv_elem_put(kv_ctx *c, const uint8_t *ek, size_t el, const void *f, size_t fl,
+                 const void *v, size_t vl);
+/* Decode a record found under a prefix of pl bytes (the sub starts at pl):
+ * the full sub and the value proper. FD_OK or FD_E_CORRUPT. */
+int  kv_elem_decode(const void *k, size_t kl, size_t pl, const void *v, size_t vl,
+                    const char **sub, size_t *sl, const char **val, size_t *vall);
+/* Range walks over one prefix. Seek: forward, the first record >= from;
+ * rev, the last record <= from followed by 0xff bytes (so every key that
+ * starts with `from` is included). Step: next / prev. Both return FD_OK with
+ * the record in *k, *v, FD_NOTFOUND when the walk left pfx, or FD_E_*. */
+int  kv_range_seek(kv_ctx *c, kv_iter *it, const uint8_t *pfx, size_t pl,
+                   const uint8_t *from, size_t fl, int rev,
+                   const void **k, size_t *kl, const void **v, size_t *vl);
+int  kv_range_step(kv_ctx *c, kv_iter *it, const uint8_t *pfx, size_t pl, int rev,
+                   const void **k, size_t *kl, const void **v, size_t *vl);
+/* Position it on a pseudo-random record of the prefix (kv_hash.c). Not
+ * uniform: a random key between the first and the last record, then the
+ * record at or after it (wrapping to the first). */
+int  kv_random_seek(kv_ctx *c, kv_iter *it, const uint8_t *pfx, size_t pl,
+                    const void **k, size_t *kl, const void **v, size_t *vl);
+/* xorshift64* of the store (random pickers). */
+uint64_t kv_rand(kv_store *st);
+/* Insert the header of an aggregate of n elements ('a' array, 'm' map of n
+ * pairs, 's' set) at offset mark of o, in o's protocol. 0 or -1. */
+int  kv_reply_header(resp_out *o, size_t mark, int kind, long long n);
+
+/* A growable list of byte strings (each stored as u32 length + bytes),
+ * for results collected before writing (the driver's memory is invalid
+ * after a write). */
+typedef struct kv_list {
+    char  *p;
+    size_t len, cap;
+    long long n;
+} kv_list;
+int  kv_list_add(kv_list *l, const void *a, size_t al, const void *b, size_t bl);  /* one item: a then b */
+/* Walk: *off starts at 0; returns 1 with the item, 0 at the end. */
+int  kv_list_next(const kv_list *l, size_t *off, const char **p, size_t *n);
+void kv_list_free(kv_list *l);
+
+/* HSCAN/SSCAN/ZSCAN (kv_hash.c): walk the `tag` records of a `type` key. */
+int  kv_subscan(kv_ctx *c, int type, int tag);
+
+/* Case-insensitive exact comparison of an argument with an option name. */
+static inline int kv_opt_is(const resp_arg *a, const char *name)
+{
+    size_t i = 0;
+    for (; name[i]; i++) {
+        if (i >= a->len) return 0;
+        char x = a->ptr[i];
+        if (x >= 'A' && x <= 'Z') x = (char)(x + 32);
+        if (x != name[i]) return 0;
+    }
+    return i == a->len;
+}
+
 /* Status that means the transaction is broken (storage failure). */
 static inline int kv_is_storage_error(int s)
 {

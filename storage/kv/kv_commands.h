@@ -27,6 +27,21 @@ typedef int (*kv_handler)(struct kv_ctx *c);
     X(del) X(exists) X(type) X(expire) X(pexpire) X(expireat) X(pexpireat) \
     X(ttl) X(pttl) X(persist) X(keys) X(scan) X(rename) X(renamenx) X(randomkey) \
     X(expiretime) X(pexpiretime) X(touch) \
+    /* lists */ \
+    X(lpush) X(rpush) X(lpushx) X(rpushx) X(lpop) X(rpop) X(llen) X(lrange) X(lindex) \
+    X(lset) X(ltrim) X(lrem) X(linsert) X(lpos) X(rpoplpush) X(lmove) \
+    /* hashes */ \
+    X(hset) X(hsetnx) X(hmset) X(hget) X(hmget) X(hdel) X(hlen) X(hexists) X(hgetall) \
+    X(hkeys) X(hvals) X(hincrby) X(hincrbyfloat) X(hstrlen) X(hscan) X(hrandfield) \
+    /* sets */ \
+    X(sadd) X(srem) X(spop) X(srandmember) X(smembers) X(sismember) X(smismember) \
+    X(scard) X(smove) X(sinter) X(sunion) X(sdiff) X(sinterstore) X(sunionstore) \
+    X(sdiffstore) X(sintercard) X(sscan) \
+    /* sorted sets */ \
+    X(zadd) X(zincrby) X(zrem) X(zscore) X(zmscore) X(zcard) X(zcount) X(zlexcount) \
+    X(zrank) X(zrevrank) X(zrange) X(zrevrange) X(zrangebyscore) X(zrevrangebyscore) \
+    X(zrangebylex) X(zrevrangebylex) X(zpopmin) X(zpopmax) X(zremrangebyrank) \
+    X(zremrangebyscore) X(zremrangebylex) X(zscan) \
     /* server */ \
     X(dbsize) X(flushdb)
 

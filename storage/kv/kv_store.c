@@ -424,3 +424,218 @@ int kv_expire_cycle(kv_ctx *c, int max_keys, int64_t budget_us, int *done)
     }
     return FD_OK;
 }
+
+/* ---------------------------------------------------------------- collections */
+
+int kv_coll_lookup(kv_ctx *c, kv_key *k, kv_meta *m, const resp_arg *key, int type)
+{
+    kv_key_init(k, key->ptr, key->len);
+    int s = kv_lookup(c, k, m);
+    if (s != FD_OK) return s;
+    if (m->live && m->type != type) return FD_E_WRONGTYPE;
+    return FD_OK;
+}
+
+int kv_coll_new(kv_ctx *c, const kv_key *k, kv_meta *m, int type)
+{
+    if (m->found) {                 /* an expired record: replace it */
+        int s = kv_delete(c, k, m);
+        if (s != FD_OK) return s;
+    }
+    memset(m, 0, sizeof *m);
+    m->live = 1;
+    m->type = type;
+    m->version = kv_new_version(c->st);
+    m->head = KV_LIST_SEQ_START;
+    m->tail = KV_LIST_SEQ_START - 1;
+    return FD_OK;
+}
+
+int kv_coll_save(kv_ctx *c, const kv_key *k, kv_meta *m)
+{
+    int s;
+    if (m->size == 0) {
+        if (!m->found) return FD_OK;
+        if (m->expire) {
+            if ((s = del_expire_entry(c, k, m->expire)) != FD_OK) return s;
+            c->d_expires--;
+        }
+        s = c->drv->del(c->txn, k->mkey, k->mlen);
+        if (s != FD_OK && s != FD_NOTFOUND) return s;
+        c->d_keys--;
+        m->found = 0;
+        m->live = 0;
+        return FD_OK;
+    }
+    uint8_t buf[KV_META_HDR + 32];
+    size_t hl = meta_hdr_len(k), bl = m->type == KV_T_LIST ? 32 : 16;
+    void *dst;
+    if ((s = c->drv->reserve(c->txn, k->mkey, k->mlen, hl + bl, &dst)) != FD_OK) return s;
+    uint8_t *p = meta_hdr_write(dst, k, m->type, m->expire);
+    kv_put_u64(buf, m->version);
+    kv_put_u64(buf + 8, m->size);
+    kv_put_u64(buf + 16, m->head);
+    kv_put_u64(buf + 24, m->tail);
+    memcpy(p, buf, bl);
+    if (!m->found) { c->d_keys++; m->found = 1; }
+    return FD_OK;
+}
+
+size_t kv_elem_prefix(uint8_t *out, const kv_key *k, const kv_meta *m, int tag)
+{
+    size_t n = kv_enc_sub_prefix(out, KV_KEY_ENC(k), KV_KEY_ELEN(k), m->version);
+    out[n++] = (uint8_t)tag;
+    return n;
+}
+
+size_t kv_elem_key(uint8_t *out, const uint8_t *pfx, size_t pl, const void *sub, size_t sl)
+{
+    if (out != pfx) memmove(out, pfx, pl);
+    return pl + kv_enc_key(out + pl, sub, sl);
+}
+
+int kv_elem_get(kv_ctx *c, const uint8_t *ek, size_t el, const void *f, size_t fl,
+                const void **v, size_t *vl)
+{
+    int s = c->drv->get(c->txn, ek, el, v, vl);
+    if (s != FD_OK || fl <= KV_KEY_INLINE) return s;
+    const uint8_t *p = *v;
+    if (*vl < 4) return FD_E_CORRUPT;
+    uint32_t n = kv_get_u32(p);
+    if (*vl - 4 < n) return FD_E_CORRUPT;
+    if (n != fl || memcmp(p + 4, f, fl) != 0) return FD_E_CORRUPT;   /* 128-bit collision */
+    *v = p + 4 + n;
+    *vl -= 4 + n;
+    return FD_OK;
+}
+
+int kv_elem_put(kv_ctx *c, const uint8_t *ek, size_t el, const void *f, size_t fl,
+                const void *v, size_t vl)
+{
+    if (fl <= KV_KEY_INLINE) return c->drv->put(c->txn, ek, el, vl ? v : "", vl);
+    void *dst;
+    int s = c->drv->reserve(c->txn, ek, el, 4 + fl + vl, &dst);
+    if (s != FD_OK) return s;
+    uint8_t *p = dst;
+    kv_put_u32(p, (uint32_t)fl);
+    memcpy(p + 4, f, fl);
+    if (vl) memcpy(p + 4 + fl, v, vl);
+    return FD_OK;
+}
+
+int kv_elem_decode(const void *k, size_t kl, size_t pl, const void *v, size_t vl,
+                   const char **sub, size_t *sl, const char **val, size_t *vall)
+{
+    if (kl < pl) return FD_E_CORRUPT;
+    if (kl - pl == KV_KEY_HASHED) {
+        const uint8_t *p = v;
+        if (vl < 4) return FD_E_CORRUPT;
+        uint32_t n = kv_get_u32(p);
+        if (vl - 4 < n) return FD_E_CORRUPT;
+        *sub = (const char *)p + 4;
+        *sl = n;
+        *val = (const char *)p + 4 + n;
+        *vall = vl - 4 - n;
+    } else {
+        *sub = (const char *)k + pl;
+        *sl = kl - pl;
+        *val = v;
+        *vall = vl;
+    }
+    return FD_OK;
+}
+
+static int range_cur(kv_ctx *c, kv_iter *it, const uint8_t *pfx, size_t pl,
+                     const void **k, size_t *kl, const void **v, size_t *vl)
+{
+    int s = c->drv->cur(it, k, kl, v, vl);
+    if (s != FD_OK) return s;
+    if (*kl < pl || memcmp(*k, pfx, pl) != 0) return FD_NOTFOUND;
+    return FD_OK;
+}
+
+int kv_range_seek(kv_ctx *c, kv_iter *it, const uint8_t *pfx, size_t pl,
+                  const uint8_t *from, size_t fl, int rev,
+                  const void **k, size_t *kl, const void **v, size_t *vl)
+{
+    int s;
+    if (!rev) {
+        s = c->drv->seek(it, from, fl);
+    } else {
+        /* longer than any element key that starts with `from`, and within
+         * LMDB's 511-byte key limit */
+        uint8_t key[KV_ELEM_MAX + 2];
+        size_t n = fl <= KV_ELEM_MAX ? KV_ELEM_MAX + 1 - fl : 1;
+        if (fl + n > sizeof key) return FD_E_INTERNAL;
+        memcpy(key, from, fl);
+        memset(key + fl, 0xff, n);
+        s = c->drv->seek_le(it, key, fl + n);
+    }
+    if (s != FD_OK) return s;
+    return range_cur(c, it, pfx, pl, k, kl, v, vl);
+}
+
+int kv_range_step(kv_ctx *c, kv_iter *it, const uint8_t *pfx, size_t pl, int rev,
+                  const void **k, size_t *kl, const void **v, size_t *vl)
+{
+    int s = rev ? c->drv->prev(it) : c->drv->next(it);
+    if (s != FD_OK) return s;
+    return range_cur(c, it, pfx, pl, k, kl, v, vl);
+}
+
+uint64_t kv_rand(kv_store *st)
+{
+    uint64_t x = st->rng;      /* xorshift64* */
+    x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
+    st->rng = x;
+    return x * 0x2545f4914f6cdd1dULL;
+}
+
+int kv_reply_header(resp_out *o, size_t mark, int kind, long long n)
+{
+    resp_out h;
+    resp_out_init(&h, o->proto);
+    int r = kind == 'm' ? resp_add_map(&h, n) : kind == 's' ? resp_add_set(&h, n) : resp_add_array(&h, n);
+    if (r == 0) r = resp_out_reserve(o, h.len);
+    if (r == 0) {
+        memmove(o->data + mark + h.len, o->data + mark, o->len - mark);
+        memcpy(o->data + mark, h.data, h.len);
+        o->len += h.len;
+    }
+    resp_out_free(&h);
+    return r;
+}
+
+int kv_list_add(kv_list *l, const void *a, size_t al, const void *b, size_t bl)
+{
+    size_t need = l->len + 4 + al + bl;
+    if (need > l->cap) {
+        size_t cap = l->cap ? l->cap : 1024;
+        while (cap < need) cap *= 2;
+        char *p = realloc(l->p, cap);
+        if (!p) return FD_E_NOMEM;
+        l->p = p;
+        l->cap = cap;
+    }
+    kv_put_u32((uint8_t *)l->p + l->len, (uint32_t)(al + bl));
+    if (al) memcpy(l->p + l->len + 4, a, al);
+    if (bl) memcpy(l->p + l->len + 4 + al, b, bl);
+    l->len = need;
+    l->n++;
+    return FD_OK;
+}
+
+int kv_list_next(const kv_list *l, size_t *off, const char **p, size_t *n)
+{
+    if (*off >= l->len) return 0;
+    *n = kv_get_u32((const uint8_t *)l->p + *off);
+    *p = l->p + *off + 4;
+    *off += 4 + *n;
+    return 1;
+}
+
+void kv_list_free(kv_list *l)
+{
+    free(l->p);
+    memset(l, 0, sizeof *l);
+}

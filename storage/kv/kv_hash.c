@@ -1,0 +1,512 @@
+/* kv_hash.c — the hash commands of KV_COMMANDS over the ordered-KV layer,
+ * with Redis 7.0's semantics, reply shapes and error texts (t_hash.c), and
+ * the generic HSCAN/SSCAN/ZSCAN walk.
+ *
+ * A hash is its metadata (version, size) plus one record per field:
+ *   'S' len enc version 'f' field' -> value
+ * HGET/HSET/HDEL/HEXISTS are one point read or write per field, HLEN one
+ * metadata read, HGETALL/HKEYS/HVALS one range scan. Fields come back in
+ * byte order (Redis: insertion order for small hashes, hash order else —
+ * neither is specified). */
+#include <math.h>
+#include <string.h>
+#include <stdlib.h>
+#include <limits.h>
+#include "kv.h"
+
+#define OUT(expr) do { if ((expr) != 0) return FD_E_NOMEM; } while (0)
+#define TRY(expr) do { int s_ = (expr); if (s_ != FD_OK) return s_; } while (0)
+
+static int hash_lookup(kv_ctx *c, kv_key *k, kv_meta *m)
+{
+    return kv_coll_lookup(c, k, m, &c->argv[1], KV_T_HASH);
+}
+
+/* Look up field f of the live hash (k, m): FD_OK / FD_NOTFOUND / FD_E_*. */
+static int field_get(kv_ctx *c, const kv_key *k, const kv_meta *m, const resp_arg *f,
+                     const void **v, size_t *vl)
+{
+    uint8_t ek[KV_ELEM_MAX];
+    size_t pl = kv_elem_prefix(ek, k, m, KV_TAG_HASH);
+    size_t el = kv_elem_key(ek, ek, pl, f->ptr, f->len);
+    return kv_elem_get(c, ek, el, f->ptr, f->len, v, vl);
+}
+
+/* Set field f to (v, vl) (not driver memory); *created += 1 when new. */
+static int field_set(kv_ctx *c, const kv_key *k, const kv_meta *m, const char *f, size_t fl,
+                     const void *v, size_t vl, long long *created)
+{
+    uint8_t ek[KV_ELEM_MAX];
+    size_t pl = kv_elem_prefix(ek, k, m, KV_TAG_HASH);
+    size_t el = kv_elem_key(ek, ek, pl, f, fl);
+    const void *ov; size_t ovl;
+    int s = kv_elem_get(c, ek, el, f, fl, &ov, &ovl);
+    if (s == FD_NOTFOUND) (*created)++;
+    else if (s != FD_OK) return s;
+    return kv_elem_put(c, ek, el, f, fl, v, vl);
+}
+
+/* ---------------------------------------------------------------- writes */
+
+static int hset_generic(kv_ctx *c, int hmset)
+{
+    if (c->argc % 2 == 1) {
+        OUT(resp_add_errorf(c->out, "ERR wrong number of arguments for '%s' command",
+                            hmset ? "hmset" : "hset"));
+        return FD_OK;
+    }
+    kv_key k; kv_meta m;
+    TRY(hash_lookup(c, &k, &m));
+    if (!m.live) TRY(kv_coll_new(c, &k, &m, KV_T_HASH));
+    long long created = 0;
+    for (int j = 2; j < c->argc; j += 2)
+        TRY(field_set(c, &k, &m, c->argv[j].ptr, c->argv[j].len,
+                      c->argv[j + 1].ptr, c->argv[j + 1].len, &created));
+    m.size += (uint64_t)created;
+    TRY(kv_coll_save(c, &k, &m));
+    if (hmset) OUT(resp_add_status(c->out, "OK"));
+    else OUT(resp_add_int(c->out, created));
+    return FD_OK;
+}
+
+int kv_cmd_hset(kv_ctx *c)  { return hset_generic(c, 0); }
+int kv_cmd_hmset(kv_ctx *c) { return hset_generic(c, 1); }
+
+int kv_cmd_hsetnx(kv_ctx *c)
+{
+    kv_key k; kv_meta m;
+    TRY(hash_lookup(c, &k, &m));
+    if (m.live) {
+        const void *v; size_t vl;
+        int s = field_get(c, &k, &m, &c->argv[2], &v, &vl);
+        if (s == FD_OK) { OUT(resp_add_int(c->out, 0)); return FD_OK; }
+        if (s != FD_NOTFOUND) return s;
+    } else {
+        TRY(kv_coll_new(c, &k, &m, KV_T_HASH));
+    }
+    long long created = 0;
+    TRY(field_set(c, &k, &m, c->argv[2].ptr, c->argv[2].len, c->argv[3].ptr, c->argv[3].len, &created));
+    m.size += (uint64_t)created;
+    TRY(kv_coll_save(c, &k, &m));
+    OUT(resp_add_int(c->out, 1));
+    return FD_OK;
+}
+
+int kv_cmd_hdel(kv_ctx *c)
+{
+    kv_key k; kv_meta m;
+    TRY(hash_lookup(c, &k, &m));
+    long long n = 0;
+    if (m.live) {
+        uint8_t ek[KV_ELEM_MAX];
+        size_t pl = kv_elem_prefix(ek, &k, &m, KV_TAG_HASH);
+        for (int j = 2; j < c->argc && (uint64_t)n < m.size; j++) {
+            size_t el = kv_elem_key(ek, ek, pl, c->argv[j].ptr, c->argv[j].len);
+            const void *v; size_t vl;
+            int s = kv_elem_get(c, ek, el, c->argv[j].ptr, c->argv[j].len, &v, &vl);
+            if (s == FD_NOTFOUND) continue;
+            if (s != FD_OK) return s;
+            TRY(c->drv->del(c->txn, ek, el));
+            n++;
+        }
+        if (n) {
+            m.size -= (uint64_t)n;
+            TRY(kv_coll_save(c, &k, &m));
+        }
+    }
+    OUT(resp_add_int(c->out, n));
+    return FD_OK;
+}
+
+int kv_cmd_hincrby(kv_ctx *c)
+{
+    long long incr, v = 0;
+    if (resp_str2ll(c->argv[3].ptr, c->argv[3].len, &incr) != 0) return FD_E_NOTINT;
+    kv_key k; kv_meta m;
+    TRY(hash_lookup(c, &k, &m));
+    if (m.live) {
+        const void *ov; size_t ovl;
+        int s = field_get(c, &k, &m, &c->argv[2], &ov, &ovl);
+        if (s == FD_OK && resp_str2ll(ov, ovl, &v) != 0) {
+            OUT(resp_add_error(c->out, "ERR hash value is not an integer"));
+            return FD_OK;
+        }
+        if (s != FD_OK && s != FD_NOTFOUND) return s;
+    } else {
+        TRY(kv_coll_new(c, &k, &m, KV_T_HASH));
+    }
+    if ((incr < 0 && v < 0 && incr < LLONG_MIN - v) || (incr > 0 && v > 0 && incr > LLONG_MAX - v))
+        return FD_E_OVERFLOW;
+    v += incr;
+    char buf[32];
+    int n = resp_ll2str(buf, sizeof buf, v);
+    long long created = 0;
+    TRY(field_set(c, &k, &m, c->argv[2].ptr, c->argv[2].len, buf, (size_t)n, &created));
+    m.size += (uint64_t)created;
+    TRY(kv_coll_save(c, &k, &m));
+    OUT(resp_add_int(c->out, v));
+    return FD_OK;
+}
+
+int kv_cmd_hincrbyfloat(kv_ctx *c)
+{
+    long double v = 0, incr;
+    if (resp_str2ld(c->argv[3].ptr, c->argv[3].len, &incr) != 0) return FD_E_NOTFLOAT;
+    if (isnan(incr) || isinf(incr)) {
+        OUT(resp_add_error(c->out, "ERR value is NaN or Infinity"));
+        return FD_OK;
+    }
+    kv_key k; kv_meta m;
+    TRY(hash_lookup(c, &k, &m));
+    if (m.live) {
+        const void *ov; size_t ovl;
+        int s = field_get(c, &k, &m, &c->argv[2], &ov, &ovl);
+        if (s == FD_OK && resp_str2ld(ov, ovl, &v) != 0) {
+            OUT(resp_add_error(c->out, "ERR hash value is not a float"));
+            return FD_OK;
+        }
+        if (s != FD_OK && s != FD_NOTFOUND) return s;
+    } else {
+        TRY(kv_coll_new(c, &k, &m, KV_T_HASH));
+    }
+    v += incr;
+    if (isnan(v) || isinf(v)) return FD_E_NAN;
+    char buf[5 * 1024 + 64];
+    int n = resp_format_ld(buf, sizeof buf, v);
+    if (n <= 0 || (size_t)n >= sizeof buf) return FD_E_INTERNAL;
+    long long created = 0;
+    TRY(field_set(c, &k, &m, c->argv[2].ptr, c->argv[2].len, buf, (size_t)n, &created));
+    m.size += (uint64_t)created;
+    TRY(kv_coll_save(c, &k, &m));
+    OUT(resp_add_bulk(c->out, buf, (size_t)n));
+    return FD_OK;
+}
+
+/* ---------------------------------------------------------------- reads */
+
+int kv_cmd_hget(kv_ctx *c)
+{
+    kv_key k; kv_meta m;
+    TRY(hash_lookup(c, &k, &m));
+    if (!m.live) { OUT(resp_add_null(c->out)); return FD_OK; }
+    const void *v; size_t vl;
+    int s = field_get(c, &k, &m, &c->argv[2], &v, &vl);
+    if (s == FD_NOTFOUND) OUT(resp_add_null(c->out));
+    else if (s != FD_OK) return s;
+    else OUT(resp_add_bulk(c->out, v, vl));
+    return FD_OK;
+}
+
+int kv_cmd_hmget(kv_ctx *c)
+{
+    kv_key k; kv_meta m;
+    TRY(hash_lookup(c, &k, &m));
+    size_t mark = c->out->len;
+    OUT(resp_add_array(c->out, c->argc - 2));
+    for (int j = 2; j < c->argc; j++) {
+        const void *v; size_t vl;
+        int s = m.live ? field_get(c, &k, &m, &c->argv[j], &v, &vl) : FD_NOTFOUND;
+        if (s == FD_OK) s = resp_add_bulk(c->out, v, vl) ? FD_E_NOMEM : FD_OK;
+        else if (s == FD_NOTFOUND) s = resp_add_null(c->out) ? FD_E_NOMEM : FD_OK;
+        if (s != FD_OK) { c->out->len = mark; return s; }
+    }
+    return FD_OK;
+}
+
+int kv_cmd_hlen(kv_ctx *c)
+{
+    kv_key k; kv_meta m;
+    TRY(hash_lookup(c, &k, &m));
+    OUT(resp_add_int(c->out, m.live ? (long long)m.size : 0));
+    return FD_OK;
+}
+
+int kv_cmd_hexists(kv_ctx *c)
+{
+    kv_key k; kv_meta m;
+    TRY(hash_lookup(c, &k, &m));
+    int found = 0;
+    if (m.live) {
+        const void *v; size_t vl;
+        int s = field_get(c, &k, &m, &c->argv[2], &v, &vl);
+        if (s != FD_OK && s != FD_NOTFOUND) return s;
+        found = s == FD_OK;
+    }
+    OUT(resp_add_int(c->out, found));
+    return FD_OK;
+}
+
+int kv_cmd_hstrlen(kv_ctx *c)
+{
+    kv_key k; kv_meta m;
+    TRY(hash_lookup(c, &k, &m));
+    long long n = 0;
+    if (m.live) {
+        const void *v; size_t vl;
+        int s = field_get(c, &k, &m, &c->argv[2], &v, &vl);
+        if (s != FD_OK && s != FD_NOTFOUND) return s;
+        if (s == FD_OK) n = (long long)vl;
+    }
+    OUT(resp_add_int(c->out, n));
+    return FD_OK;
+}
+
+/* HGETALL (keys and values), HKEYS, HVALS: one range scan. */
+static int getall_generic(kv_ctx *c, int keys, int vals)
+{
+    kv_key k; kv_meta m;
+    TRY(hash_lookup(c, &k, &m));
+    size_t mark = c->out->len;
+    long long n = m.live ? (long long)m.size : 0;
+    if (keys && vals) OUT(resp_add_map(c->out, n));
+    else OUT(resp_add_array(c->out, n));
+    if (!n) return FD_OK;
+    uint8_t pfx[KV_ELEM_MAX];
+    size_t pl = kv_elem_prefix(pfx, &k, &m, KV_TAG_HASH);
+    kv_iter *it;
+    TRY(c->drv->iter_open(c->txn, &it));
+    const void *kp, *vp; size_t kl, vl;
+    int s = kv_range_seek(c, it, pfx, pl, pfx, pl, 0, &kp, &kl, &vp, &vl);
+    long long got = 0;
+    while (s == FD_OK) {
+        const char *f, *v; size_t fl, vvl;
+        if ((s = kv_elem_decode(kp, kl, pl, vp, vl, &f, &fl, &v, &vvl)) != FD_OK) break;
+        if ((keys && resp_add_bulk(c->out, f, fl)) || (vals && resp_add_bulk(c->out, v, vvl))) {
+            s = FD_E_NOMEM;
+            break;
+        }
+        got++;
+        s = kv_range_step(c, it, pfx, pl, 0, &kp, &kl, &vp, &vl);
+    }
+    c->drv->iter_close(it);
+    if (s == FD_NOTFOUND) s = got == n ? FD_OK : FD_E_CORRUPT;
+    if (s != FD_OK) c->out->len = mark;
+    return s;
+}
+
+int kv_cmd_hgetall(kv_ctx *c) { return getall_generic(c, 1, 1); }
+int kv_cmd_hkeys(kv_ctx *c)   { return getall_generic(c, 1, 0); }
+int kv_cmd_hvals(kv_ctx *c)   { return getall_generic(c, 0, 1); }
+
+/* ---------------------------------------------------------------- HRANDFIELD */
+
+int kv_random_seek(kv_ctx *c, kv_iter *it, const uint8_t *pfx, size_t pl,
+                   const void **k, size_t *kl, const void **v, size_t *vl)
+{
+    uint8_t first[KV_ELEM_MAX], key[KV_ELEM_MAX + 8];
+    size_t fl;
+    int s = kv_range_seek(c, it, pfx, pl, pfx, pl, 0, k, kl, v, vl);
+    if (s != FD_OK) return s;
+    fl = *kl < sizeof first ? *kl : sizeof first;
+    memcpy(first, *k, fl);
+    if ((s = kv_range_seek(c, it, pfx, pl, pfx, pl, 1, k, kl, v, vl)) != FD_OK) return s;
+    const uint8_t *last = *k;
+    size_t ll = *kl, cp = pl;
+    while (cp < fl && cp < ll && first[cp] == last[cp]) cp++;
+    memcpy(key, first, cp);
+    size_t n = cp;
+    uint64_t r = kv_rand(c->st);
+    if (cp < fl && cp < ll) {
+        unsigned lo = first[cp], hi = last[cp];
+        key[n++] = (uint8_t)(lo + r % (hi - lo + 1));
+        r = kv_rand(c->st);
+    }
+    for (int i = 0; i < 8 && n < sizeof key; i++) key[n++] = (uint8_t)(r >> (8 * i));
+    s = kv_range_seek(c, it, pfx, pl, key, n, 0, k, kl, v, vl);
+    if (s == FD_NOTFOUND) s = kv_range_seek(c, it, pfx, pl, pfx, pl, 0, k, kl, v, vl);
+    return s;
+}
+
+int kv_cmd_hrandfield(kv_ctx *c)
+{
+    long long count = 0;
+    int withvalues = 0, hascount = c->argc >= 3;
+    if (c->argc > 4 || (c->argc == 4 && !kv_opt_is(&c->argv[3], "withvalues"))) return FD_E_SYNTAX;
+    withvalues = c->argc == 4;
+    if (hascount && resp_str2ll(c->argv[2].ptr, c->argv[2].len, &count) != 0) return FD_E_NOTINT;
+    if (hascount && count == LLONG_MIN) {
+        OUT(resp_add_error(c->out, "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"));
+        return FD_OK;
+    }
+    kv_key k; kv_meta m;
+    TRY(hash_lookup(c, &k, &m));
+    if (!m.live) {
+        if (hascount) OUT(resp_add_array(c->out, 0));
+        else OUT(resp_add_null(c->out));
+        return FD_OK;
+    }
+    if (hascount && count == 0) { OUT(resp_add_array(c->out, 0)); return FD_OK; }
+    uint8_t pfx[KV_ELEM_MAX];
+    size_t pl = kv_elem_prefix(pfx, &k, &m, KV_TAG_HASH);
+    size_t mark = c->out->len;
+    int repeat = count < 0, nested = withvalues && c->out->proto == 3;
+    long long want = !hascount ? 1 : repeat ? -count : (count < (long long)m.size ? count : (long long)m.size);
+    if (hascount) {
+        if (withvalues && !nested) OUT(resp_add_array(c->out, want * 2));
+        else OUT(resp_add_array(c->out, want));
+    }
+    kv_iter *it;
+    TRY(c->drv->iter_open(c->txn, &it));
+    const void *kp, *vp; size_t kl, vl;
+    int s = FD_OK;
+    /* distinct: a random start, then consecutive records (wrapping);
+     * with repetitions: an independent random position per pick */
+    if (!repeat) s = want == (long long)m.size ? kv_range_seek(c, it, pfx, pl, pfx, pl, 0, &kp, &kl, &vp, &vl)
+                                              : kv_random_seek(c, it, pfx, pl, &kp, &kl, &vp, &vl);
+    for (long long i = 0; i < want && s == FD_OK; i++) {
+        if (repeat) s = kv_random_seek(c, it, pfx, pl, &kp, &kl, &vp, &vl);
+        if (s != FD_OK) break;
+        const char *f, *v; size_t fl, vvl;
+        if ((s = kv_elem_decode(kp, kl, pl, vp, vl, &f, &fl, &v, &vvl)) != FD_OK) break;
+        if ((nested && resp_add_array(c->out, 2)) || resp_add_bulk(c->out, f, fl) ||
+            (withvalues && resp_add_bulk(c->out, v, vvl))) { s = FD_E_NOMEM; break; }
+        if (!repeat && i + 1 < want) {
+            s = kv_range_step(c, it, pfx, pl, 0, &kp, &kl, &vp, &vl);
+            if (s == FD_NOTFOUND) s = kv_range_seek(c, it, pfx, pl, pfx, pl, 0, &kp, &kl, &vp, &vl);
+        }
+    }
+    c->drv->iter_close(it);
+    if (s == FD_NOTFOUND) s = FD_E_CORRUPT;     /* the size said there were more */
+    if (s != FD_OK) c->out->len = mark;
+    return s;
+}
+
+/* ---------------------------------------------------------------- *SCAN */
+
+/* Redis's parseScanCursorOrReply (strtoul): 0 or -1 after an error reply. */
+static int parse_cursor(kv_ctx *c, const resp_arg *ca, uint64_t *out)
+{
+    uint64_t cursor = 0;
+    size_t i0 = 0;
+    int neg = 0;
+    if (ca->len && (ca->ptr[0] == '-' || ca->ptr[0] == '+')) { neg = ca->ptr[0] == '-'; i0 = 1; }
+    int bad = ca->len == i0 || ca->len - i0 > 20;
+    for (size_t i = i0; i < ca->len && !bad; i++) {
+        unsigned d = (unsigned char)ca->ptr[i] - '0';
+        if (d > 9 || cursor > (UINT64_MAX - d) / 10) bad = 1;
+        else cursor = cursor * 10 + d;
+    }
+    if (bad) return -1;
+    *out = neg ? (uint64_t)0 - cursor : cursor;
+    return 0;
+}
+
+/* Collections up to this size are returned whole by one call, cursor 0
+ * (as Redis does for its small listpack/intset encodings). */
+#define KV_SCAN_WHOLE 128
+
+int kv_subscan(kv_ctx *c, int type, int tag)
+{
+    uint64_t cursor;
+    if (parse_cursor(c, &c->argv[2], &cursor) != 0) {
+        OUT(resp_add_error(c->out, "ERR invalid cursor"));
+        return FD_OK;
+    }
+    kv_key k; kv_meta m;
+    TRY(kv_coll_lookup(c, &k, &m, &c->argv[1], type));
+    if (!m.live) {
+        OUT(resp_add_array(c->out, 2));
+        OUT(resp_add_bulk(c->out, "0", 1));
+        OUT(resp_add_array(c->out, 0));
+        return FD_OK;
+    }
+    long long count = 10;
+    const resp_arg *pat = NULL;
+    for (int i = 3; i < c->argc; i++) {
+        int more = i + 1 < c->argc;
+        if (kv_opt_is(&c->argv[i], "count") && more) {
+            if (resp_str2ll(c->argv[i + 1].ptr, c->argv[i + 1].len, &count) != 0) return FD_E_NOTINT;
+            if (count < 1) return FD_E_SYNTAX;
+            i++;
+        } else if (kv_opt_is(&c->argv[i], "match") && more) {
+            pat = &c->argv[++i];
+            if (pat->len == 1 && pat->ptr[0] == '*') pat = NULL;
+        } else return FD_E_SYNTAX;
+    }
+    /* a small sorted set is walked in score order, as Redis's listpack */
+    int by_score = 0;
+    if (m.size <= KV_SCAN_WHOLE) {
+        cursor = 0;
+        count = KV_SCAN_WHOLE + 1;
+        if (tag == KV_TAG_ZMEMBER) { by_score = 1; tag = KV_TAG_ZSCORE; }
+    }
+
+    kv_store *st = c->st;
+    uint8_t pfx[KV_ELEM_MAX], start[KV_ELEM_MAX];
+    size_t pl = kv_elem_prefix(pfx, &k, &m, tag), sl = pl;
+    int skip = 0;
+    memcpy(start, pfx, pl);
+    if (cursor) {
+        kv_cursor *e = &st->cursors[cursor % KV_SCAN_SLOTS];
+        if (e->id == cursor) {
+            memcpy(start + pl, e->enc, e->len);
+            sl = pl + e->len;
+            skip = 1;
+        }
+    }
+    size_t mark = c->out->len;
+    long long n = 0, visited = 0;
+    uint8_t last[KV_ENC_MAX];
+    size_t lastl = 0;
+    kv_iter *it;
+    TRY(c->drv->iter_open(c->txn, &it));
+    const void *kp, *vp; size_t kl, vl;
+    int s = kv_range_seek(c, it, pfx, pl, start, sl, 0, &kp, &kl, &vp, &vl);
+    while (s == FD_OK) {
+        if (skip && kl == sl && memcmp(kp, start, kl) == 0) {
+            skip = 0;
+            s = kv_range_step(c, it, pfx, pl, 0, &kp, &kl, &vp, &vl);
+            continue;
+        }
+        skip = 0;
+        if (visited == count) break;          /* s == FD_OK: more follow */
+        visited++;
+        lastl = kl - pl < sizeof last ? kl - pl : sizeof last;
+        memcpy(last, (const uint8_t *)kp + pl, lastl);
+        const char *f, *v; size_t fl, vvl;
+        if (by_score && kl < pl + 8) { s = FD_E_CORRUPT; break; }
+        if ((s = kv_elem_decode(kp, kl, pl + (by_score ? 8 : 0), vp, vl, &f, &fl, &v, &vvl)) != FD_OK) break;
+        if (by_score) { v = (const char *)kp + pl; vvl = 8; }
+        if (!pat || resp_glob_match(pat->ptr, pat->len, f, fl, 0)) {
+            int r = resp_add_bulk(c->out, f, fl);
+            if (!r && tag == KV_TAG_HASH) r = resp_add_bulk(c->out, v, vvl);
+            if (!r && (tag == KV_TAG_ZMEMBER || tag == KV_TAG_ZSCORE)) {
+                char buf[64];
+                int bl = vvl >= 8 ? resp_format_double(buf, sizeof buf, kv_dec_double((const uint8_t *)v)) : 0;
+                r = resp_add_bulk(c->out, buf, (size_t)bl);
+            }
+            if (r) { s = FD_E_NOMEM; break; }
+            n += tag == KV_TAG_SET ? 1 : 2;
+        }
+        s = kv_range_step(c, it, pfx, pl, 0, &kp, &kl, &vp, &vl);
+    }
+    c->drv->iter_close(it);
+    if (s != FD_OK && s != FD_NOTFOUND) { c->out->len = mark; return s; }
+    uint64_t next = 0;
+    if (s == FD_OK && lastl) {
+        next = st->next_cursor++;
+        if (st->next_cursor == 0) st->next_cursor = 1;
+        kv_cursor *e = &st->cursors[next % KV_SCAN_SLOTS];
+        e->id = next;
+        e->len = (uint8_t)lastl;
+        memcpy(e->enc, last, lastl);
+    }
+    if (kv_reply_header(c->out, mark, 'a', n)) { c->out->len = mark; return FD_E_NOMEM; }
+    resp_out h;
+    char num[24];
+    int nl = resp_u64_fmt(num, next);
+    resp_out_init(&h, c->out->proto);
+    int r = resp_add_array(&h, 2);
+    if (!r) r = resp_add_bulk(&h, num, (size_t)nl);
+    if (!r) r = resp_out_reserve(c->out, h.len);
+    if (!r) {
+        memmove(c->out->data + mark + h.len, c->out->data + mark, c->out->len - mark);
+        memcpy(c->out->data + mark, h.data, h.len);
+        c->out->len += h.len;
+    }
+    resp_out_free(&h);
+    if (r) { c->out->len = mark; return FD_E_NOMEM; }
+    return FD_OK;
+}
+
+int kv_cmd_hscan(kv_ctx *c) { return kv_subscan(c, KV_T_HASH, KV_TAG_HASH); }

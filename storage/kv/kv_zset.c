@@ -1,0 +1,664 @@
+/* kv_zset.c — the sorted-set commands of KV_COMMANDS over the ordered-KV
+ * layer, with Redis 7.0's semantics, reply shapes and error texts (t_zset.c).
+ *
+ * A sorted set is its metadata (version, size) plus two records per member:
+ *   'S' len enc version 'z' member'           -> score(8)   member -> score
+ *   'S' len enc version 's' score(8) member'  -> ""         the score index
+ * (score = kv_enc_double: byte order is numeric order, -inf..+inf; ties
+ * order by member bytes, as Redis). Costs, in stored records:
+ *   ZADD/ZREM/ZINCRBY: O(1) point operations per member (one 'z' read,
+ *     then 'z' + 's' writes, the old 's' deleted on a score change);
+ *   ZSCORE/ZMSCORE O(1) per member; ZCARD O(1) (metadata);
+ *   ZRANGEBYSCORE/ZRANGEBYLEX/ZCOUNT/ZLEXCOUNT: a seek, then O(offset +
+ *     returned) (ZCOUNT/ZLEXCOUNT O(counted));
+ *   ZRANGE by rank: O(start + returned) from the nearer... the chosen end;
+ *   ZRANK/ZREVRANK: an index scan from that end up to the member, O(rank);
+ *   ZPOPMIN/ZPOPMAX O(count); ZREMRANGEBY*: O(removed) (+ the skip).
+ * -0 is stored as 0 (Redis replies "-0" for a score set to -0). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <limits.h>
+#include <ctype.h>
+#include "kv.h"
+
+#define OUT(expr) do { if ((expr) != 0) return FD_E_NOMEM; } while (0)
+#define TRY(expr) do { int s_ = (expr); if (s_ != FD_OK) return s_; } while (0)
+
+typedef struct zref {
+    kv_key  k;
+    kv_meta m;
+    uint8_t zp[KV_ELEM_MAX], sp[KV_ELEM_MAX];  /* 'z' and 's' prefixes */
+    size_t  pl;                                /* both have the same length */
+} zref;
+
+static void zref_prefixes(zref *r)
+{
+    r->pl = kv_elem_prefix(r->zp, &r->k, &r->m, KV_TAG_ZMEMBER);
+    kv_elem_prefix(r->sp, &r->k, &r->m, KV_TAG_ZSCORE);
+}
+
+static int zref_load(kv_ctx *c, zref *r, const resp_arg *key)
+{
+    TRY(kv_coll_lookup(c, &r->k, &r->m, key, KV_T_ZSET));
+    if (r->m.live) zref_prefixes(r);
+    return FD_OK;
+}
+
+static int zref_create(kv_ctx *c, zref *r)
+{
+    if (r->m.live) return FD_OK;
+    TRY(kv_coll_new(c, &r->k, &r->m, KV_T_ZSET));
+    zref_prefixes(r);
+    return FD_OK;
+}
+
+/* The score of member mb: FD_OK, FD_NOTFOUND or FD_E_*. */
+static int score_get(kv_ctx *c, const zref *r, const char *mb, size_t ml, double *score)
+{
+    if (!r->m.live) return FD_NOTFOUND;
+    uint8_t ek[KV_ELEM_MAX];
+    size_t el = kv_elem_key(ek, r->zp, r->pl, mb, ml);
+    const void *v; size_t vl;
+    int s = kv_elem_get(c, ek, el, mb, ml, &v, &vl);
+    if (s != FD_OK) return s;
+    if (vl != 8) return FD_E_CORRUPT;
+    *score = kv_dec_double(v);
+    return FD_OK;
+}
+
+static size_t index_key(uint8_t *out, const zref *r, double score, const char *mb, size_t ml)
+{
+    memcpy(out, r->sp, r->pl);
+    kv_enc_double(out + r->pl, score);
+    return r->pl + 8 + kv_enc_key(out + r->pl + 8, mb, ml);
+}
+
+/* Set member mb to score (old: its current score when had_old). */
+static int member_write(kv_ctx *c, zref *r, const char *mb, size_t ml, double score,
+                        int had_old, double old)
+{
+    uint8_t ek[KV_ELEM_MAX], sc[8];
+    size_t el;
+    if (had_old) {
+        el = index_key(ek, r, old, mb, ml);
+        int s = c->drv->del(c->txn, ek, el);
+        if (s != FD_OK && s != FD_NOTFOUND) return s;
+    }
+    el = index_key(ek, r, score, mb, ml);
+    TRY(kv_elem_put(c, ek, el, mb, ml, NULL, 0));
+    kv_enc_double(sc, score);
+    el = kv_elem_key(ek, r->zp, r->pl, mb, ml);
+    return kv_elem_put(c, ek, el, mb, ml, sc, 8);
+}
+
+static int member_del(kv_ctx *c, zref *r, const char *mb, size_t ml, double score)
+{
+    uint8_t ek[KV_ELEM_MAX];
+    size_t el = index_key(ek, r, score, mb, ml);
+    int s = c->drv->del(c->txn, ek, el);
+    if (s != FD_OK && s != FD_NOTFOUND) return s;
+    el = kv_elem_key(ek, r->zp, r->pl, mb, ml);
+    s = c->drv->del(c->txn, ek, el);
+    return s == FD_NOTFOUND ? FD_OK : s;
+}
+
+/* ---------------------------------------------------------------- parsing */
+
+/* Redis's string2d: strtod over the whole argument, no leading space, no
+ * overflow, no NaN. */
+static int parse_score(const resp_arg *a, double *out)
+{
+    char buf[128], *p = buf, *end;
+    if (a->len == 0 || isspace((unsigned char)a->ptr[0])) return -1;
+    if (a->len >= sizeof buf && !(p = malloc(a->len + 1))) return -1;
+    memcpy(p, a->ptr, a->len);
+    p[a->len] = '\0';
+    errno = 0;
+    double d = strtod(p, &end);
+    int bad = (size_t)(end - p) != a->len ||
+              (errno == ERANGE && (d == HUGE_VAL || d == -HUGE_VAL || fpclassify(d) == FP_ZERO)) || isnan(d);
+    if (p != buf) free(p);
+    if (bad) return -1;
+    *out = d;
+    return 0;
+}
+
+/* One bound of zslParseRange: "(" prefix = exclusive; strtod must reach
+ * the end of the C string (so an embedded NUL ends it, as in Redis). */
+static int parse_bound(const resp_arg *a, double *out, int *ex)
+{
+    char buf[128], *p = buf, *end;
+    if (a->len >= sizeof buf && !(p = malloc(a->len + 1))) return -1;
+    memcpy(p, a->ptr, a->len);
+    p[a->len] = '\0';
+    *ex = p[0] == '(';
+    double d = strtod(p + *ex, &end);
+    int bad = end[0] != '\0' || isnan(d);
+    if (p != buf) free(p);
+    if (bad) return -1;
+    *out = d;
+    return 0;
+}
+
+/* One item of zslParseLexRange: 1 = -inf ("-"), 2 = +inf ("+"), 0 = a
+ * string ("[" inclusive, "(" exclusive); -1 invalid. */
+static int parse_lex(const resp_arg *a, const char **s, size_t *l, int *ex)
+{
+    if (a->len == 0) return -1;
+    switch (a->ptr[0]) {
+    case '-': if (a->len != 1) return -1; *ex = 1; return 1;
+    case '+': if (a->len != 1) return -1; *ex = 1; return 2;
+    case '(': *ex = 1; *s = a->ptr + 1; *l = a->len - 1; return 0;
+    case '[': *ex = 0; *s = a->ptr + 1; *l = a->len - 1; return 0;
+    default: return -1;
+    }
+}
+
+static int lexcmp(const char *a, size_t al, const char *b, size_t bl)
+{
+    int r = memcmp(a, b, al < bl ? al : bl);
+    if (r) return r;
+    return al < bl ? -1 : al > bl;
+}
+
+/* ---------------------------------------------------------------- range walks */
+
+enum { Z_RANK, Z_SCORE, Z_LEX };
+enum { ACT_REPLY, ACT_COUNT, ACT_COLLECT };
+
+typedef struct zspec {
+    int type, rev;
+    long long start, end;               /* rank: 0-based from the walk's end, sanitized */
+    double min, max;
+    int minex, maxex;
+    int lmin_kind, lmax_kind;           /* parse_lex results */
+    const char *lmin, *lmax;
+    size_t lminl, lmaxl;
+    long long offset, limit;            /* limit < 0: no limit */
+} zspec;
+
+typedef struct zsink {
+    int act, withscores;
+    long long n;
+    kv_list l;                          /* ACT_COLLECT: score(8) + member */
+} zsink;
+
+static int lex_gte_min(const zspec *z, const char *mb, size_t ml)
+{
+    if (z->lmin_kind == 1) return 1;
+    if (z->lmin_kind == 2) return 0;
+    int r = lexcmp(mb, ml, z->lmin, z->lminl);
+    return z->minex ? r > 0 : r >= 0;
+}
+
+static int lex_lte_max(const zspec *z, const char *mb, size_t ml)
+{
+    if (z->lmax_kind == 2) return 1;
+    if (z->lmax_kind == 1) return 0;
+    int r = lexcmp(mb, ml, z->lmax, z->lmaxl);
+    return z->maxex ? r < 0 : r <= 0;
+}
+
+static int score_gte_min(const zspec *z, double d) { return z->minex ? d > z->min : d >= z->min; }
+static int score_lte_max(const zspec *z, double d) { return z->maxex ? d < z->max : d <= z->max; }
+
+static int sink_emit(kv_ctx *c, zsink *k, const uint8_t *sc8, double score, const char *mb, size_t ml)
+{
+    k->n++;
+    if (k->act == ACT_COUNT) return FD_OK;
+    if (k->act == ACT_COLLECT) return kv_list_add(&k->l, sc8, 8, mb, ml);
+    int r = 0;
+    if (k->withscores && c->out->proto == 3) r = resp_add_array(c->out, 2);
+    if (!r) r = resp_add_bulk(c->out, mb, ml);
+    if (!r && k->withscores) r = resp_add_double(c->out, score);
+    return r ? FD_E_NOMEM : FD_OK;
+}
+
+/* Walk the score index of r as z says, sending each member to k. */
+static int zwalk(kv_ctx *c, const zref *r, const zspec *z, zsink *k)
+{
+    if (!r->m.live) return FD_OK;
+    if (z->type == Z_SCORE && (z->min > z->max || (z->min == z->max && (z->minex || z->maxex))))
+        return FD_OK;
+    if (z->type == Z_LEX && (z->lmin_kind == 2 || z->lmax_kind == 1)) return FD_OK;
+    if (z->type == Z_LEX && z->lmin_kind == 0 && z->lmax_kind == 0) {
+        int cmp = lexcmp(z->lmin, z->lminl, z->lmax, z->lmaxl);
+        if (cmp > 0 || (cmp == 0 && (z->minex || z->maxex))) return FD_OK;
+    }
+    if (z->type != Z_RANK && z->offset < 0) return FD_OK;   /* Redis skips past the end */
+    if (z->type != Z_RANK && z->limit == 0) return FD_OK;
+    const size_t pl = r->pl;
+    const int rev = z->rev;
+    uint8_t from[KV_ELEM_MAX + 8];
+    size_t fl = pl;
+    memcpy(from, r->sp, pl);
+    kv_iter *it;
+    TRY(c->drv->iter_open(c->txn, &it));
+    const void *kp, *vp; size_t kl, vl;
+    int s;
+    if (z->type == Z_SCORE) {
+        kv_enc_double(from + pl, rev ? z->max : z->min);
+        fl = pl + 8;
+        if (!rev && isinf(z->min) && z->min < 0) fl = pl;
+        if (rev && isinf(z->max) && z->max > 0) fl = pl;
+    } else if (z->type == Z_LEX && ((!rev && z->lmin_kind == 0) || (rev && z->lmax_kind == 0))) {
+        /* members of equal scores: seek inside the first (last) score */
+        s = kv_range_seek(c, it, r->sp, pl, r->sp, pl, rev, &kp, &kl, &vp, &vl);
+        if (s == FD_OK && kl >= pl + 8) {
+            memcpy(from + pl, (const uint8_t *)kp + pl, 8);
+            fl = pl + 8 + kv_enc_key(from + pl + 8, rev ? z->lmax : z->lmin, rev ? z->lmaxl : z->lminl);
+        }
+    }
+    s = kv_range_seek(c, it, r->sp, pl, from, fl, rev, &kp, &kl, &vp, &vl);
+    long long idx = 0, skip = z->type == Z_RANK ? z->start : z->offset;
+    long long left = z->type == Z_RANK ? z->end - z->start + 1 : z->limit;
+    int started = 0;
+    while (s == FD_OK && left != 0) {
+        if (kl < pl + 8) { s = FD_E_CORRUPT; break; }
+        const uint8_t *sc8 = (const uint8_t *)kp + pl;
+        double score = kv_dec_double(sc8);
+        const char *mb, *v; size_t ml, vvl;
+        if ((s = kv_elem_decode(kp, kl, pl + 8, vp, vl, &mb, &ml, &v, &vvl)) != FD_OK) break;
+        if (z->type == Z_SCORE) {
+            if (!started && !(rev ? score_lte_max(z, score) : score_gte_min(z, score))) goto next;
+            if (!(rev ? score_gte_min(z, score) : score_lte_max(z, score))) break;
+        } else if (z->type == Z_LEX) {
+            if (!started && !(rev ? lex_lte_max(z, mb, ml) : lex_gte_min(z, mb, ml))) goto next;
+            if (!(rev ? lex_gte_min(z, mb, ml) : lex_lte_max(z, mb, ml))) break;
+        }
+        started = 1;
+        if (skip > 0) { skip--; goto next; }
+        if ((s = sink_emit(c, k, sc8, score, mb, ml)) != FD_OK) break;
+        if (left > 0) left--;
+    next:
+        idx++;
+        s = kv_range_step(c, it, r->sp, pl, rev, &kp, &kl, &vp, &vl);
+    }
+    c->drv->iter_close(it);
+    if (s == FD_NOTFOUND) s = FD_OK;
+    return s;
+}
+
+/* Rank range sanitizing (genericZrangebyrankCommand): 0 = empty. */
+static int rank_range(long long n, long long *start, long long *end)
+{
+    if (*start < 0) *start += n;
+    if (*end < 0) *end += n;
+    if (*start < 0) *start = 0;
+    if (*start > *end || *start >= n) return 0;
+    if (*end >= n) *end = n - 1;
+    return 1;
+}
+
+/* Delete the collected members of k from r; returns FD_OK. */
+static int delete_collected(kv_ctx *c, zref *r, zsink *k)
+{
+    size_t off = 0;
+    const char *p; size_t n;
+    while (kv_list_next(&k->l, &off, &p, &n))
+        TRY(member_del(c, r, p + 8, n - 8, kv_dec_double((const uint8_t *)p)));
+    r->m.size -= (uint64_t)k->l.n;
+    return kv_coll_save(c, &r->k, &r->m);
+}
+
+/* ---------------------------------------------------------------- ZADD / ZINCRBY */
+
+static int zadd_generic(kv_ctx *c, int incr)
+{
+    int nx = 0, xx = 0, gt = 0, lt = 0, ch = 0, idx = 2;
+    while (idx < c->argc) {
+        const resp_arg *a = &c->argv[idx];
+        if (kv_opt_is(a, "nx")) nx = 1;
+        else if (kv_opt_is(a, "xx")) xx = 1;
+        else if (kv_opt_is(a, "ch")) ch = 1;
+        else if (kv_opt_is(a, "incr")) incr = 1;
+        else if (kv_opt_is(a, "gt")) gt = 1;
+        else if (kv_opt_is(a, "lt")) lt = 1;
+        else break;
+        idx++;
+    }
+    int elements = c->argc - idx;
+    if (elements % 2 || !elements) return FD_E_SYNTAX;
+    elements /= 2;
+    if (nx && xx) {
+        OUT(resp_add_error(c->out, "ERR XX and NX options at the same time are not compatible"));
+        return FD_OK;
+    }
+    if ((gt && nx) || (lt && nx) || (gt && lt)) {
+        OUT(resp_add_error(c->out, "ERR GT, LT, and/or NX options at the same time are not compatible"));
+        return FD_OK;
+    }
+    if (incr && elements > 1) {
+        OUT(resp_add_error(c->out, "ERR INCR option supports a single increment-element pair"));
+        return FD_OK;
+    }
+    for (int j = 0; j < elements; j++) {
+        double d;
+        if (parse_score(&c->argv[idx + 2 * j], &d) != 0) return FD_E_NOTFLOAT;
+    }
+    zref r;
+    TRY(zref_load(c, &r, &c->argv[1]));
+    long long added = 0, updated = 0, processed = 0;
+    double score = 0;
+    if (!r.m.live && xx) goto reply;
+    TRY(zref_create(c, &r));
+    for (int j = 0; j < elements; j++) {
+        const resp_arg *mb = &c->argv[idx + 2 * j + 1];
+        double cur;
+        parse_score(&c->argv[idx + 2 * j], &score);
+        int s = score_get(c, &r, mb->ptr, mb->len, &cur);
+        if (s == FD_OK) {
+            if (nx) continue;
+            if (incr) {
+                score += cur;
+                if (isnan(score)) {
+                    OUT(resp_add_error(c->out, "ERR resulting score is not a number (NaN)"));
+                    return FD_OK;
+                }
+            }
+            if ((lt && score >= cur) || (gt && score <= cur)) continue;
+            processed++;
+            if (score != cur) {
+                TRY(member_write(c, &r, mb->ptr, mb->len, score, 1, cur));
+                updated++;
+            }
+        } else if (s == FD_NOTFOUND) {
+            if (xx) continue;
+            TRY(member_write(c, &r, mb->ptr, mb->len, score, 0, 0));
+            added++;
+            processed++;
+        } else return s;
+    }
+    r.m.size += (uint64_t)added;
+    TRY(kv_coll_save(c, &r.k, &r.m));
+reply:
+    if (incr) {
+        if (processed) OUT(resp_add_double(c->out, score));
+        else OUT(resp_add_null(c->out));
+    } else OUT(resp_add_int(c->out, ch ? added + updated : added));
+    return FD_OK;
+}
+
+int kv_cmd_zadd(kv_ctx *c)    { return zadd_generic(c, 0); }
+int kv_cmd_zincrby(kv_ctx *c) { return zadd_generic(c, 1); }
+
+int kv_cmd_zrem(kv_ctx *c)
+{
+    zref r;
+    TRY(zref_load(c, &r, &c->argv[1]));
+    long long n = 0;
+    if (r.m.live) {
+        for (int j = 2; j < c->argc && (uint64_t)n < r.m.size; j++) {
+            double cur;
+            int s = score_get(c, &r, c->argv[j].ptr, c->argv[j].len, &cur);
+            if (s == FD_NOTFOUND) continue;
+            if (s != FD_OK) return s;
+            TRY(member_del(c, &r, c->argv[j].ptr, c->argv[j].len, cur));
+            n++;
+        }
+        if (n) {
+            r.m.size -= (uint64_t)n;
+            TRY(kv_coll_save(c, &r.k, &r.m));
+        }
+    }
+    OUT(resp_add_int(c->out, n));
+    return FD_OK;
+}
+
+/* ---------------------------------------------------------------- point reads */
+
+int kv_cmd_zscore(kv_ctx *c)
+{
+    zref r;
+    TRY(zref_load(c, &r, &c->argv[1]));
+    double d;
+    int s = score_get(c, &r, c->argv[2].ptr, c->argv[2].len, &d);
+    if (s == FD_NOTFOUND) OUT(resp_add_null(c->out));
+    else if (s != FD_OK) return s;
+    else OUT(resp_add_double(c->out, d));
+    return FD_OK;
+}
+
+int kv_cmd_zmscore(kv_ctx *c)
+{
+    zref r;
+    TRY(zref_load(c, &r, &c->argv[1]));
+    size_t mark = c->out->len;
+    OUT(resp_add_array(c->out, c->argc - 2));
+    for (int j = 2; j < c->argc; j++) {
+        double d;
+        int s = score_get(c, &r, c->argv[j].ptr, c->argv[j].len, &d);
+        if (s == FD_OK) s = resp_add_double(c->out, d) ? FD_E_NOMEM : FD_OK;
+        else if (s == FD_NOTFOUND) s = resp_add_null(c->out) ? FD_E_NOMEM : FD_OK;
+        if (s != FD_OK) { c->out->len = mark; return s; }
+    }
+    return FD_OK;
+}
+
+int kv_cmd_zcard(kv_ctx *c)
+{
+    zref r;
+    TRY(zref_load(c, &r, &c->argv[1]));
+    OUT(resp_add_int(c->out, r.m.live ? (long long)r.m.size : 0));
+    return FD_OK;
+}
+
+/* ZRANK (rev 0) / ZREVRANK (1): count the index records before the member,
+ * walking from that end: O(rank). */
+static int rank_generic(kv_ctx *c, int rev)
+{
+    zref r;
+    TRY(zref_load(c, &r, &c->argv[1]));
+    const resp_arg *mb = &c->argv[2];
+    double d;
+    int s = score_get(c, &r, mb->ptr, mb->len, &d);
+    if (s == FD_NOTFOUND) { OUT(resp_add_null(c->out)); return FD_OK; }
+    if (s != FD_OK) return s;
+    uint8_t target[KV_ELEM_MAX + 8];
+    size_t tl = index_key(target, &r, d, mb->ptr, mb->len);
+    kv_iter *it;
+    TRY(c->drv->iter_open(c->txn, &it));
+    const void *kp, *vp; size_t kl, vl;
+    long long rank = 0;
+    s = kv_range_seek(c, it, r.sp, r.pl, r.sp, r.pl, rev, &kp, &kl, &vp, &vl);
+    while (s == FD_OK) {
+        if (kl == tl && memcmp(kp, target, tl) == 0) break;
+        rank++;
+        s = kv_range_step(c, it, r.sp, r.pl, rev, &kp, &kl, &vp, &vl);
+    }
+    c->drv->iter_close(it);
+    if (s == FD_NOTFOUND) s = FD_E_CORRUPT;
+    if (s != FD_OK) return s;
+    OUT(resp_add_int(c->out, rank));
+    return FD_OK;
+}
+
+int kv_cmd_zrank(kv_ctx *c)    { return rank_generic(c, 0); }
+int kv_cmd_zrevrank(kv_ctx *c) { return rank_generic(c, 1); }
+
+/* ---------------------------------------------------------------- ZRANGE family */
+
+/* Parse the range arguments argv[minidx], argv[maxidx] into z by type.
+ * FD_OK, or an error reply was written (*replied = 1), or FD_E_*. */
+static int parse_range(kv_ctx *c, zspec *z, int minidx, int maxidx, int *replied)
+{
+    *replied = 0;
+    if (z->type == Z_RANK) {
+        if (resp_str2ll(c->argv[minidx].ptr, c->argv[minidx].len, &z->start) != 0 ||
+            resp_str2ll(c->argv[maxidx].ptr, c->argv[maxidx].len, &z->end) != 0) return FD_E_NOTINT;
+    } else if (z->type == Z_SCORE) {
+        if (parse_bound(&c->argv[minidx], &z->min, &z->minex) != 0 ||
+            parse_bound(&c->argv[maxidx], &z->max, &z->maxex) != 0) {
+            OUT(resp_add_error(c->out, "ERR min or max is not a float"));
+            *replied = 1;
+        }
+    } else {
+        if ((z->lmin_kind = parse_lex(&c->argv[minidx], &z->lmin, &z->lminl, &z->minex)) < 0 ||
+            (z->lmax_kind = parse_lex(&c->argv[maxidx], &z->lmax, &z->lmaxl, &z->maxex)) < 0) {
+            OUT(resp_add_error(c->out, "ERR min or max not valid string range item"));
+            *replied = 1;
+        }
+    }
+    return FD_OK;
+}
+
+/* zrangeGenericCommand: type/rev fixed by the command name, or -1 (ZRANGE:
+ * chosen by BYSCORE/BYLEX/REV). */
+static int zrange_generic(kv_ctx *c, int type, int rev)
+{
+    zspec z;
+    memset(&z, 0, sizeof z);
+    z.limit = -1;
+    int withscores = 0, auto_type = type < 0, auto_dir = rev < 0, have_limit = 0;
+    if (auto_type) type = -1;
+    if (auto_dir) rev = 0;
+    for (int j = 4; j < c->argc; j++) {
+        int left = c->argc - j - 1;
+        const resp_arg *a = &c->argv[j];
+        if (kv_opt_is(a, "withscores")) withscores = 1;
+        else if (kv_opt_is(a, "limit") && left >= 2) {
+            if (resp_str2ll(c->argv[j + 1].ptr, c->argv[j + 1].len, &z.offset) != 0 ||
+                resp_str2ll(c->argv[j + 2].ptr, c->argv[j + 2].len, &z.limit) != 0) return FD_E_NOTINT;
+            have_limit = 1;
+            j += 2;
+        } else if (auto_dir && !rev && kv_opt_is(a, "rev")) rev = 1;
+        else if (auto_type && type == -1 && kv_opt_is(a, "bylex")) type = Z_LEX;
+        else if (auto_type && type == -1 && kv_opt_is(a, "byscore")) type = Z_SCORE;
+        else return FD_E_SYNTAX;
+    }
+    if (type == -1) type = Z_RANK;
+    if (have_limit && z.limit != -1 && type == Z_RANK) {
+        OUT(resp_add_error(c->out, "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"));
+        return FD_OK;
+    }
+    if (withscores && type == Z_LEX) {
+        OUT(resp_add_error(c->out, "ERR syntax error, WITHSCORES not supported in combination with BYLEX"));
+        return FD_OK;
+    }
+    int minidx = 2, maxidx = 3;
+    if (rev && type != Z_RANK) { minidx = 3; maxidx = 2; }
+    z.type = type;
+    z.rev = rev;
+    int replied;
+    TRY(parse_range(c, &z, minidx, maxidx, &replied));
+    if (replied) return FD_OK;
+    zref r;
+    TRY(zref_load(c, &r, &c->argv[1]));
+    if (!r.m.live) { OUT(resp_add_array(c->out, 0)); return FD_OK; }
+    if (type == Z_RANK && !rank_range((long long)r.m.size, &z.start, &z.end)) {
+        OUT(resp_add_array(c->out, 0));
+        return FD_OK;
+    }
+    zsink k = { .act = ACT_REPLY, .withscores = withscores };
+    size_t mark = c->out->len;
+    int s = zwalk(c, &r, &z, &k);
+    if (s == FD_OK && kv_reply_header(c->out, mark, 'a', withscores && c->out->proto != 3 ? 2 * k.n : k.n))
+        s = FD_E_NOMEM;
+    if (s != FD_OK) c->out->len = mark;
+    return s;
+}
+
+int kv_cmd_zrange(kv_ctx *c)            { return zrange_generic(c, -1, -1); }
+int kv_cmd_zrevrange(kv_ctx *c)         { return zrange_generic(c, Z_RANK, 1); }
+int kv_cmd_zrangebyscore(kv_ctx *c)     { return zrange_generic(c, Z_SCORE, 0); }
+int kv_cmd_zrevrangebyscore(kv_ctx *c)  { return zrange_generic(c, Z_SCORE, 1); }
+int kv_cmd_zrangebylex(kv_ctx *c)       { return zrange_generic(c, Z_LEX, 0); }
+int kv_cmd_zrevrangebylex(kv_ctx *c)    { return zrange_generic(c, Z_LEX, 1); }
+
+static int count_generic(kv_ctx *c, int type)
+{
+    zspec z;
+    memset(&z, 0, sizeof z);
+    z.type = type;
+    z.limit = -1;
+    int replied;
+    TRY(parse_range(c, &z, 2, 3, &replied));
+    if (replied) return FD_OK;
+    zref r;
+    TRY(zref_load(c, &r, &c->argv[1]));
+    zsink k = { .act = ACT_COUNT };
+    TRY(zwalk(c, &r, &z, &k));
+    OUT(resp_add_int(c->out, k.n));
+    return FD_OK;
+}
+
+int kv_cmd_zcount(kv_ctx *c)    { return count_generic(c, Z_SCORE); }
+int kv_cmd_zlexcount(kv_ctx *c) { return count_generic(c, Z_LEX); }
+
+static int remrange_generic(kv_ctx *c, int type)
+{
+    zspec z;
+    memset(&z, 0, sizeof z);
+    z.type = type;
+    z.limit = -1;
+    int replied;
+    TRY(parse_range(c, &z, 2, 3, &replied));
+    if (replied) return FD_OK;
+    zref r;
+    TRY(zref_load(c, &r, &c->argv[1]));
+    if (!r.m.live || (type == Z_RANK && !rank_range((long long)r.m.size, &z.start, &z.end))) {
+        OUT(resp_add_int(c->out, 0));
+        return FD_OK;
+    }
+    zsink k = { .act = ACT_COLLECT };
+    int s = zwalk(c, &r, &z, &k);
+    if (s == FD_OK && k.n) {
+        if ((uint64_t)k.n >= r.m.size) s = kv_delete(c, &r.k, &r.m);   /* all: O(1) */
+        else s = delete_collected(c, &r, &k);
+    }
+    if (s == FD_OK && resp_add_int(c->out, k.n)) s = FD_E_NOMEM;
+    kv_list_free(&k.l);
+    return s;
+}
+
+int kv_cmd_zremrangebyrank(kv_ctx *c)  { return remrange_generic(c, Z_RANK); }
+int kv_cmd_zremrangebyscore(kv_ctx *c) { return remrange_generic(c, Z_SCORE); }
+int kv_cmd_zremrangebylex(kv_ctx *c)   { return remrange_generic(c, Z_LEX); }
+
+/* ZPOPMIN (rev 0) / ZPOPMAX (rev 1). */
+static int pop_generic(kv_ctx *c, int rev)
+{
+    long long count = -1;
+    if (c->argc > 3) return FD_E_SYNTAX;
+    if (c->argc == 3) {
+        /* getPositiveLongFromObjectOrReply: one text for both errors */
+        if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &count) != 0 || count < 0) return FD_E_RANGE_POSITIVE;
+    }
+    int nested = c->out->proto == 3 && count != -1;
+    zref r;
+    TRY(zref_load(c, &r, &c->argv[1]));
+    if (!r.m.live || count == 0) { OUT(resp_add_array(c->out, 0)); return FD_OK; }
+    if (count == -1) count = 1;
+    zspec z;
+    memset(&z, 0, sizeof z);
+    z.type = Z_RANK;
+    z.rev = rev;
+    z.start = 0;
+    z.end = count < (long long)r.m.size ? count - 1 : (long long)r.m.size - 1;
+    zsink k = { .act = ACT_COLLECT };
+    int s = zwalk(c, &r, &z, &k);
+    if (s == FD_OK) {
+        if ((uint64_t)k.n >= r.m.size) s = kv_delete(c, &r.k, &r.m);
+        else s = delete_collected(c, &r, &k);
+    }
+    if (s == FD_OK) {
+        size_t mark = c->out->len, off = 0;
+        const char *p; size_t n;
+        int e = resp_add_array(c->out, nested ? k.n : 2 * k.n);
+        while (!e && kv_list_next(&k.l, &off, &p, &n)) {
+            if (nested) e = resp_add_array(c->out, 2);
+            if (!e) e = resp_add_bulk(c->out, p + 8, n - 8);
+            if (!e) e = resp_add_double(c->out, kv_dec_double((const uint8_t *)p));
+        }
+        if (e) { c->out->len = mark; s = FD_E_NOMEM; }
+    }
+    kv_list_free(&k.l);
+    return s;
+}
+
+int kv_cmd_zpopmin(kv_ctx *c) { return pop_generic(c, 0); }
+int kv_cmd_zpopmax(kv_ctx *c) { return pop_generic(c, 1); }
+
+int kv_cmd_zscan(kv_ctx *c) { return kv_subscan(c, KV_T_ZSET, KV_TAG_ZMEMBER); }
