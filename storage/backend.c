@@ -8,6 +8,9 @@ extern const fd_backend_ops fd_lmdb_backend;     /* storage/lmdb.c */
 #ifdef FRONTDOOR_WITH_LEVELDB
 extern const fd_backend_ops fd_leveldb_backend;  /* storage/leveldb.c */
 #endif
+#ifdef FRONTDOOR_WITH_REDIS
+extern const fd_backend_ops fd_redis_backend;    /* storage/redis.c */
+#endif
 
 static const fd_backend_ops *const fd_backends[] = {
 #ifdef FRONTDOOR_WITH_LMDB
@@ -15,6 +18,9 @@ static const fd_backend_ops *const fd_backends[] = {
 #endif
 #ifdef FRONTDOOR_WITH_LEVELDB
     &fd_leveldb_backend,
+#endif
+#ifdef FRONTDOOR_WITH_REDIS
+    &fd_redis_backend,
 #endif
     NULL
 };
