@@ -26,7 +26,9 @@ redis-server, directives that only frontdoor knows are translated or dropped
 Environment knobs: FRONTDOOR_BIN, REDIS_SERVER_BIN (default
 /usr/bin/redis-server), FD_KEEP=1 keeps temp dirs, FD_VERBOSE=1 prints more,
 FD_CASE=substr runs only the cases whose name contains substr, FD_BACKEND=name
-adds --backend name to every frontdoor started without an explicit backend.
+adds --backend name to every frontdoor started without an explicit backend
+(FD_BACKEND=redis also starts a redis-server for each such frontdoor to
+forward to, unless redis_address is given).
 """
 
 import atexit
@@ -726,9 +728,16 @@ def start_frontdoor(datadir=None, extra_args=None, wait=True, keep=False, **dire
     keep=True: shared by several cases (not killed at the end of a case)."""
     if os.environ.get("FD_BACKEND") and "backend" not in directives:
         directives["backend"] = os.environ["FD_BACKEND"]
+    backing = None
+    if (directives.get("backend") == "redis" and "redis_address" not in directives
+            and not frontdoor_is_redis()):
+        # the redis backend forwards to a redis-server: give it its own
+        backing = start_redis(keep=keep)
+        directives["redis_address"] = "%s:%d" % (HOST, backing.port)
     s = Server("frontdoor", _directive_list(directives), datadir=datadir,
                extra_args=extra_args)
     s.keep = keep
+    s.backing = backing
     return s.start(wait=wait)
 
 
