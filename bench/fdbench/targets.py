@@ -16,9 +16,10 @@ ALL_TARGETS = ["redis-direct", "twemproxy", "lmdb-sync", "lmdb-nosync", "leveldb
                "redis", "mongodb"]
 GROUPS = {b: [f"{b}-sync", f"{b}-nosync"] for b in EMBEDDED}
 
-# How frontdoor is pointed at the server behind a service backend. These
-# directives do not exist yet: the issue that adds the backend settles them,
-# and this table follows. A frontdoor that rejects them is reported as such.
+# How frontdoor is pointed at the server behind a service backend: redis's
+# is `redis-address host:port` (docs/redis-backend.md; pool size and timeout
+# left at their defaults); mongodb's is a guess until its backend lands. A
+# frontdoor that rejects them is reported as such.
 SERVICE_ARGS = {
     "redis": lambda addr: ["--redis-address", addr],
     "mongodb": lambda uri: ["--mongodb-uri", uri],
