@@ -1,6 +1,6 @@
 /* test_kv_types.c — lists, hashes, sets and sorted sets of the ordered-KV
  * layer (storage/kv/kv_list.c, kv_hash.c, kv_set.c, kv_zset.c), driven
- * through the LMDB backend in a temporary folder exactly as the proxy drives
+ * through the LMDB backend (or $FD_TEST_BACKEND) in a temporary folder as the proxy drives
  * them (submit per command, end_turn per turn, cron for expiry and for the
  * reclamation of deleted collections). The harness is test_kv.c's. */
 #include <stdarg.h>
@@ -722,8 +722,10 @@ static void test_long_names(void)
 
 int main(void)
 {
-    ops = fd_backend_find("lmdb");
-    if (!ops) { fprintf(stderr, "lmdb backend not built\n"); return 1; }
+    /* FD_TEST_BACKEND=leveldb runs the same cases over another embedded driver */
+    const char *bname = getenv("FD_TEST_BACKEND") ? getenv("FD_TEST_BACKEND") : "lmdb";
+    ops = fd_backend_find(bname);
+    if (!ops) { fprintf(stderr, "%s backend not built\n", bname); return 1; }
     snprintf(dir, sizeof dir, "/tmp/test_kv_types.XXXXXX");
     if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
     resp_out_init(&out, 2);
