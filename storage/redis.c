@@ -177,7 +177,7 @@ static void obuf_put(rb_conn *c, const void *p, size_t n) {
 /* Bytes of argv encoded as a multibulk. */
 static size_t multibulk_len(int argc, const resp_arg *argv) {
     size_t n = 24;
-    for (int i = 0; i < argc; i++) n += argv[i].len + 24;
+    for (int i = 0; i < argc; i++) n += argv[i].len + 32;   /* "$<20 digits>\r\n" + "\r\n" */
     return n;
 }
 
