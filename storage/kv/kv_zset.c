@@ -11,8 +11,9 @@
  *   ZSCORE/ZMSCORE O(1) per member; ZCARD O(1) (metadata);
  *   ZRANGEBYSCORE/ZRANGEBYLEX/ZCOUNT/ZLEXCOUNT: a seek, then O(offset +
  *     returned) (ZCOUNT/ZLEXCOUNT O(counted));
- *   ZRANGE by rank: O(start + returned) from the nearer... the chosen end;
- *   ZRANK/ZREVRANK: an index scan from that end up to the member, O(rank);
+ *   ZRANGE by rank: O(start + returned) from the end the direction starts at;
+ *   ZRANK/ZREVRANK: index walks from the member and from that end in step,
+ *     O(min(rank, size - rank));
  *   ZPOPMIN/ZPOPMAX O(count); ZREMRANGEBY*: O(removed) (+ the skip).
  * -0 is stored as 0 (Redis replies "-0" for a score set to -0). */
 #include <errno.h>
@@ -445,8 +446,10 @@ int kv_cmd_zcard(kv_ctx *c)
     return FD_OK;
 }
 
-/* ZRANK (rev 0) / ZREVRANK (1): count the index records before the member,
- * walking from that end: O(rank). */
+/* ZRANK (rev 0) / ZREVRANK (1). Two walks in step: one from the starting
+ * end towards the member (counting the records before it), one from the
+ * member towards the other end (counting those after it); the first to
+ * finish gives the rank: O(min(rank, size - rank)). */
 static int rank_generic(kv_ctx *c, int rev)
 {
     zref r;
@@ -458,19 +461,31 @@ static int rank_generic(kv_ctx *c, int rev)
     if (s != FD_OK) return s;
     uint8_t target[KV_ELEM_MAX + 8];
     size_t tl = index_key(target, &r, d, mb->ptr, mb->len);
-    kv_iter *it;
-    TRY(c->drv->iter_open(c->txn, &it));
+    kv_iter *a, *b;
+    TRY(c->drv->iter_open(c->txn, &a));
+    if ((s = c->drv->iter_open(c->txn, &b)) != FD_OK) { c->drv->iter_close(a); return s; }
     const void *kp, *vp; size_t kl, vl;
-    long long rank = 0;
-    s = kv_range_seek(c, it, r.sp, r.pl, r.sp, r.pl, rev, &kp, &kl, &vp, &vl);
-    while (s == FD_OK) {
-        if (kl == tl && memcmp(kp, target, tl) == 0) break;
-        rank++;
-        s = kv_range_step(c, it, r.sp, r.pl, rev, &kp, &kl, &vp, &vl);
+    long long before = 0, after = 0, rank = -1, n = (long long)r.m.size;
+    int sa = kv_range_seek(c, a, r.sp, r.pl, r.sp, r.pl, rev, &kp, &kl, &vp, &vl);
+    if (sa == FD_OK && kl == tl && memcmp(kp, target, tl) == 0) rank = 0;
+    int sb = rank < 0 ? kv_range_seek(c, b, r.sp, r.pl, target, tl, 0, &kp, &kl, &vp, &vl) : FD_OK;
+    if (rank < 0 && sb == FD_OK && !(kl == tl && memcmp(kp, target, tl) == 0)) sb = FD_E_CORRUPT;
+    while (rank < 0 && sa == FD_OK && sb == FD_OK) {
+        /* a: one more record before the member */
+        before++;
+        sa = kv_range_step(c, a, r.sp, r.pl, rev, &kp, &kl, &vp, &vl);
+        if (sa == FD_OK && kl == tl && memcmp(kp, target, tl) == 0) { rank = before; break; }
+        /* b: one more record on the member's other side */
+        sb = kv_range_step(c, b, r.sp, r.pl, rev, &kp, &kl, &vp, &vl);
+        if (sb == FD_NOTFOUND) { rank = n - 1 - after; break; }
+        after++;
     }
-    c->drv->iter_close(it);
-    if (s == FD_NOTFOUND) s = FD_E_CORRUPT;
-    if (s != FD_OK) return s;
+    c->drv->iter_close(a);
+    c->drv->iter_close(b);
+    if (rank < 0) {
+        s = sa != FD_OK ? sa : sb;
+        return s == FD_NOTFOUND || s == FD_OK ? FD_E_CORRUPT : s;
+    }
     OUT(resp_add_int(c->out, rank));
     return FD_OK;
 }

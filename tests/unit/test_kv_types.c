@@ -607,6 +607,19 @@ static void test_zsets(void)
     EXPECT(":999\r\n", zrevrank, RD, "bz", "m0000");        /* score 0: the lowest */
     EXPECT("*2\r\n$5\r\nm0000\r\n$1\r\n0\r\n", zpopmin, W, "bz");
     EXPECT(":999\r\n", zcard, RD, "bz");
+    /* ZRANK/ZREVRANK agree with ZRANGE at both ends and in the middle */
+    int rank_ok = 1;
+    for (int i = 0; i < 999; i += (i < 5 || i > 993) ? 1 : 97) {
+        char idx[16], want[32], mb[16];
+        snprintf(idx, sizeof idx, "%d", i);
+        R(zrange, RD, "bz", idx, idx);
+        if (sscanf(reply, "*1\r\n$5\r\n%5s", mb) != 1) { rank_ok = 0; break; }
+        snprintf(want, sizeof want, ":%d\r\n", i);
+        if (strcmp(R(zrank, RD, "bz", mb), want) != 0) rank_ok = 0;
+        snprintf(want, sizeof want, ":%d\r\n", 998 - i);
+        if (strcmp(R(zrevrank, RD, "bz", mb), want) != 0) rank_ok = 0;
+    }
+    CHECK(rank_ok);
     long step;
     reclaim_all(&step);
     CHECK(count_family(KV_PFX_SUB) == 2 * (999 + 3 + 3));   /* 'z' + 's' per member */
