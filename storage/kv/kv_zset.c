@@ -11,7 +11,8 @@
  *   ZSCORE/ZMSCORE O(1) per member; ZCARD O(1) (metadata);
  *   ZRANGEBYSCORE/ZRANGEBYLEX/ZCOUNT/ZLEXCOUNT: a seek, then O(offset +
  *     returned) (ZCOUNT/ZLEXCOUNT O(counted));
- *   ZRANGE by rank: O(start + returned) from the end the direction starts at;
+ *   ZRANGE/ZREMRANGEBYRANK by rank: O(min(start, size - end) + returned),
+ *     walked from the nearer end;
  *   ZRANK/ZREVRANK: index walks from the member and from that end in step,
  *     O(min(rank, size - rank));
  *   ZPOPMIN/ZPOPMAX O(count); ZREMRANGEBY*: O(removed) (+ the skip).
@@ -566,6 +567,35 @@ static int zrange_generic(kv_ctx *c, int type, int rev)
         OUT(resp_add_array(c->out, 0));
         return FD_OK;
     }
+    long long n = (long long)r.m.size;
+    if (type == Z_RANK && z.start > n - 1 - z.end) {
+        /* nearer the other end: walk from there and reply in reverse */
+        zspec f = z;
+        f.rev = !z.rev;
+        f.start = n - 1 - z.end;
+        f.end = n - 1 - z.start;
+        zsink k = { .act = ACT_COLLECT };
+        int s = zwalk(c, &r, &f, &k);
+        size_t *offs = s == FD_OK ? malloc(((size_t)k.l.n + 1) * sizeof *offs) : NULL;
+        if (s == FD_OK && !offs) s = FD_E_NOMEM;
+        if (s == FD_OK) {
+            size_t off = 0, mark = c->out->len;
+            const char *p; size_t pl;
+            long long i = 0;
+            while (i < k.l.n && (offs[i] = off, kv_list_next(&k.l, &off, &p, &pl))) i++;
+            int e = resp_add_array(c->out, withscores && c->out->proto != 3 ? 2 * k.l.n : k.l.n);
+            zsink rk = { .act = ACT_REPLY, .withscores = withscores };
+            for (long long j = i - 1; j >= 0 && !e; j--) {
+                size_t o = offs[j];
+                kv_list_next(&k.l, &o, &p, &pl);
+                e = sink_emit(c, &rk, (const uint8_t *)p, kv_dec_double((const uint8_t *)p), p + 8, pl - 8) != FD_OK;
+            }
+            if (e) { c->out->len = mark; s = FD_E_NOMEM; }
+        }
+        free(offs);
+        kv_list_free(&k.l);
+        return s;
+    }
     zsink k = { .act = ACT_REPLY, .withscores = withscores };
     size_t mark = c->out->len;
     int s = zwalk(c, &r, &z, &k);
@@ -616,6 +646,13 @@ static int remrange_generic(kv_ctx *c, int type)
     if (!r.m.live || (type == Z_RANK && !rank_range((long long)r.m.size, &z.start, &z.end))) {
         OUT(resp_add_int(c->out, 0));
         return FD_OK;
+    }
+    long long n = (long long)r.m.size;
+    if (type == Z_RANK && z.start > n - 1 - z.end) {    /* nearer the other end */
+        long long st = z.start;
+        z.rev = 1;
+        z.start = n - 1 - z.end;
+        z.end = n - 1 - st;
     }
     zsink k = { .act = ACT_COLLECT };
     int s = zwalk(c, &r, &z, &k);
