@@ -62,7 +62,11 @@ void px_pending_drop(fd_pending *p) {
 
 void fd_pending_reply(fd_pending *p, const void *reply, size_t len) {
     px_conn *c = p->conn;
-    if (c) {
+    if (c && (c->flags & PX_CONN_CLOSE_ASAP)) {
+        /* closing without sending more (output limit, out of memory): the
+         * reply is dropped, not copied, and the limit is not logged again */
+        unlink_pending(c, p);
+    } else if (c) {
         if (p->cmd) p->cmd->usec += px_mono_us() - p->t0_us;
         if (p->cmd && len && ((const char *)reply)[0] == '-') p->cmd->failed++;
         if (resp_out_reserve(&c->out, len) == 0) {
