@@ -27,7 +27,7 @@ typedef struct resp_arg {
  * and the CVE-2021-32675 limits for clients that are not authenticated. */
 #define RESP_INLINE_MAX          (64 * 1024)
 #define RESP_DEFAULT_MAX_BULK    (512LL * 1024 * 1024)
-#define RESP_DEFAULT_MAX_ARGS    (1024LL * 1024 * 1024)   /* Redis: INT_MAX; argv grows only as args arrive */
+#define RESP_DEFAULT_MAX_ARGS    2147483647LL   /* Redis: INT_MAX; argv grows only as args arrive */
 #define RESP_UNAUTH_MAX_ARGS     10
 #define RESP_UNAUTH_MAX_BULK     16384
 
