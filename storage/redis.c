@@ -140,6 +140,7 @@ typedef struct rb_backend {
     rb_conn   *dirty;
     ev_timer   tick;
     int        warned;          /* a "backend unreachable" warning is standing */
+    char      *no_resp3;        /* the server refused HELLO 3 (pre-6 Redis): why, for RESP3 clients */
     /* statistics */
     uint64_t   forwarded, refused, failed, reconnects, timeouts, connects;
 } rb_backend;
@@ -383,10 +384,16 @@ static int handle_reply(rb_conn *c, const char *data, size_t len) {
         return 0;
     }
     if (data[0] == '-') {
-        size_t l = len > 2 ? len - 2 : 0;
+        size_t l = len > 3 ? len - 3 : 0;   /* without the "-" and the CRLF */
         set_err(c, "%s failed: %.*s", s.kind == SLOT_AUTH ? "AUTH" : s.kind == SLOT_SELECT ? "SELECT" : "HELLO",
                 (int)(l > 120 ? 120 : l), data + 1);
         px_log(PX_LOG_WARNING, "redis backend %s: %s", c->b->addr, c->lasterr);
+        if (s.kind == SLOT_HELLO && !c->b->no_resp3) {
+            /* a server without HELLO cannot give RESP3 replies: from now on
+             * RESP3 clients get an error instead of breaking the connection
+             * for everyone sharing it */
+            c->b->no_resp3 = strdup(c->lasterr);
+        }
         c->b->warned = 1;
         conn_fail(c);
         return -1;
@@ -627,6 +634,7 @@ static void rb_close(fd_backend *fb) {
         free(c->ibuf);
     }
     free(b->conns);
+    free(b->no_resp3);
     free(b->password);
     free(b);
     fb->state = NULL;
@@ -687,6 +695,11 @@ static int rb_submit(fd_backend *fb, fd_request *r) {
         return FD_OK;
     }
     int proto = r->out->proto == 3 ? 3 : 2;
+    if (proto == 3 && b->no_resp3) {
+        resp_add_errorf(r->out, "ERR RESP3 is not available through frontdoor's redis backend (redis %s: %s)",
+                        b->addr, b->no_resp3);
+        return FD_OK;
+    }
     size_t need = r->raw ? r->rawlen : multibulk_len(r->argc, r->argv);
     if (proto != c->proto) need += 32;
     if (obuf_reserve(c, need)) return FD_E_NOMEM;

@@ -528,6 +528,103 @@ def auth_select_and_unix_socket():
         eq(d.cmd("LRANGE", "l", "0", "-1"), b"*2\r\n$1\r\na\r\n$1\r\nb\r\n")
 
 
+class FakeResp:
+    """A tiny RESP server standing in for an old or broken backend: HELLO is
+    an unknown command (Redis < 6), GARBAGE gets a reply that is not RESP,
+    GET a null, anything else +OK."""
+
+    def __init__(self):
+        self.ls = socket.socket()
+        self.ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.ls.bind((HOST, 0))
+        self.ls.listen(16)
+        self.port = self.ls.getsockname()[1]
+        self.stop = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.stop:
+            try:
+                s, _ = self.ls.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(s,), daemon=True).start()
+
+    def _serve(self, s):
+        buf = b""
+        try:
+            while not self.stop:
+                data = s.recv(65536)
+                if not data:
+                    return
+                buf += data
+                while True:
+                    cmd, buf2 = self._parse(buf)
+                    if cmd is None:
+                        break
+                    buf = buf2
+                    name = cmd[0].upper()
+                    if name == b"HELLO":
+                        s.sendall(b"-ERR unknown command 'HELLO'\r\n")
+                    elif name == b"GARBAGE":
+                        s.sendall(b"?bad\r\n")
+                    elif name == b"GET":
+                        s.sendall(b"$-1\r\n")
+                    else:
+                        s.sendall(b"+OK\r\n")
+        except OSError:
+            pass
+        finally:
+            s.close()
+
+    @staticmethod
+    def _parse(buf):
+        if not buf.startswith(b"*") or b"\r\n" not in buf:
+            return None, buf
+        e = buf.index(b"\r\n")
+        n, p, out = int(buf[1:e]), e + 2, []
+        for _ in range(n):
+            if b"\r\n" not in buf[p:]:
+                return None, buf
+            e = buf.index(b"\r\n", p)
+            ln = int(buf[p + 1:e])
+            if len(buf) < e + 2 + ln + 2:
+                return None, buf
+            out.append(buf[e + 2:e + 2 + ln])
+            p = e + 2 + ln + 2
+        return out, buf[p:]
+
+    def close(self):
+        self.stop = True
+        self.ls.close()
+
+
+@T.case
+def old_server_without_hello_and_broken_replies():
+    """A backend without HELLO: RESP2 clients work, RESP3 clients get an
+    error naming why (after the first HELLO failed) instead of breaking the
+    shared connection again and again. A reply that is not RESP resets the
+    connection with a protocol error; service resumes."""
+    need_frontdoor()
+    fake = FakeResp()
+    try:
+        fd = start_frontdoor(backend="redis", redis_address="%s:%d" % (HOST, fake.port), redis_pool_size=1)
+        with fd.conn() as c2, fd.conn() as c3:
+            eq(c2.cmd("SET", "k", "v"), b"+OK\r\n")
+            c3.cmd("HELLO", "3")
+            first = c3.cmd("GET", "k")
+            check(first.startswith(UNAVAILABLE) and b"HELLO failed: ERR unknown command" in first, "first RESP3 command", first)
+            wait_until(lambda: c2.cmd("GET", "k") == b"$-1\r\n", timeout=5, what="RESP2 service after the failed HELLO")
+            eq(c3.cmd("GET", "k"), b"-ERR RESP3 is not available through frontdoor's redis backend (redis 127.0.0.1:%d: "
+                                   b"HELLO failed: ERR unknown command 'HELLO')\r\n" % fake.port)
+            eq(c2.cmd("GET", "k"), b"$-1\r\n", "RESP2 client unaffected")
+            got = c2.cmd("GARBAGE")
+            check(got.startswith(UNAVAILABLE) and b"protocol error" in got, "a reply that is not RESP", got)
+            wait_until(lambda: c2.cmd("SET", "k", "v") == b"+OK\r\n", timeout=5, what="service after the protocol error")
+    finally:
+        fake.close()
+
+
 # ============================================================ (d) redis-benchmark
 
 @T.case(timeout=50)
