@@ -23,6 +23,7 @@
  * nothing to protect.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,6 +246,12 @@ struct ld_db {
     /* statistics */
     uint64_t commits, commit_bytes, commit_records, last_commit_us, max_commit_us;
     uint64_t slow_commits, total_commit_us, max_overlay;
+    /* after a FLUSHDB: a helper thread compacts the whole key space */
+    pthread_t       cthread;
+    pthread_mutex_t cmu;
+    pthread_cond_t  ccv;
+    int             cstarted, cwant, cstop;
+    uint64_t        compactions;
     char     last_error[256];
 };
 
@@ -296,6 +303,47 @@ static void txn_end(ld_txn *x)
     ov_reset(&x->ov);
     x->cleared = 0;
     x->used = 0;
+}
+
+/* FLUSHDB leaves a tombstone for every record. Until compactions drop them,
+ * every seek into a deleted range (cron's seek to the expiry index, KEYS,
+ * SCAN) steps over all of them: slow, on the loop thread. So after a clear
+ * is committed a helper thread runs leveldb_compact_range over everything
+ * (requests made meanwhile are merged into one more run); the loop goes on
+ * serving. */
+static void *compactor(void *arg)
+{
+    ld_db *db = arg;
+    pthread_mutex_lock(&db->cmu);
+    for (;;) {
+        while (!db->cwant && !db->cstop) pthread_cond_wait(&db->ccv, &db->cmu);
+        if (db->cstop) break;
+        db->cwant = 0;
+        pthread_mutex_unlock(&db->cmu);
+        leveldb_compact_range(db->ldb, NULL, 0, NULL, 0);
+        pthread_mutex_lock(&db->cmu);
+        db->compactions++;
+    }
+    pthread_mutex_unlock(&db->cmu);
+    return NULL;
+}
+
+static void request_compaction(ld_db *db)
+{
+    if (!db->cstarted) {
+        if (pthread_mutex_init(&db->cmu, NULL) != 0) return;
+        if (pthread_cond_init(&db->ccv, NULL) != 0) { pthread_mutex_destroy(&db->cmu); return; }
+        if (pthread_create(&db->cthread, NULL, compactor, db) != 0) {
+            pthread_cond_destroy(&db->ccv);
+            pthread_mutex_destroy(&db->cmu);
+            return;                  /* no helper: LevelDB compacts in its own time */
+        }
+        db->cstarted = 1;
+    }
+    pthread_mutex_lock(&db->cmu);
+    db->cwant = 1;
+    pthread_cond_signal(&db->ccv);
+    pthread_mutex_unlock(&db->cmu);
 }
 
 static int64_t mono_us(void)
@@ -360,6 +408,7 @@ static int ld_commit(void *txn)
     }
     leveldb_writebatch_destroy(wb);
     if (x->ov.count > db->max_overlay) db->max_overlay = x->ov.count;
+    if (s == FD_OK && x->cleared) request_compaction(db);
     if (s == FD_OK) {
         uint64_t us = (uint64_t)(mono_us() - t0);
         db->commits++;
@@ -706,6 +755,16 @@ static int mkdirs(const char *dir)
 
 static void ld_release(ld_db *db)
 {
+    if (db->cstarted) {              /* waits for a compaction in progress */
+        pthread_mutex_lock(&db->cmu);
+        db->cstop = 1;
+        pthread_cond_signal(&db->ccv);
+        pthread_mutex_unlock(&db->cmu);
+        pthread_join(db->cthread, NULL);
+        pthread_cond_destroy(&db->ccv);
+        pthread_mutex_destroy(&db->cmu);
+        db->cstarted = 0;
+    }
     if (db->ldb) leveldb_close(db->ldb);
     if (db->opts) leveldb_options_destroy(db->opts);
     if (db->cache) leveldb_cache_destroy(db->cache);
@@ -833,6 +892,15 @@ static unsigned long long ld_prop_ull(ld_db *db, const char *name)
     return n;
 }
 
+static uint64_t leveldb_compactions_done(ld_db *db)
+{
+    if (!db->cstarted) return 0;
+    pthread_mutex_lock(&db->cmu);
+    uint64_t n = db->compactions;
+    pthread_mutex_unlock(&db->cmu);
+    return n;
+}
+
 static void leveldb_backend_info(fd_backend *b, resp_out *lines)
 {
     ld_backend *lb = b->state;
@@ -854,7 +922,8 @@ static void leveldb_backend_info(fd_backend *b, resp_out *lines)
                      "leveldb_commits:%llu\r\nleveldb_commit_records:%llu\r\nleveldb_commit_bytes:%llu\r\n"
                      "leveldb_last_commit_us:%llu\r\nleveldb_max_commit_us:%llu\r\n"
                      "leveldb_avg_commit_us:%llu\r\nleveldb_slow_commits:%llu\r\n"
-                     "leveldb_max_turn_records:%llu\r\nleveldb_last_error:%s\r\n",
+                     "leveldb_max_turn_records:%llu\r\nleveldb_flush_compactions:%llu\r\n"
+                     "leveldb_last_error:%s\r\n",
                      leveldb_major_version(), leveldb_minor_version(), db->sync ? "yes" : "no",
                      (unsigned long long)db->cache_size, (unsigned long long)db->wbuf_size,
                      db->compression == FD_LEVELDB_SNAPPY ? "snappy" : "none", db->max_files,
@@ -864,7 +933,7 @@ static void leveldb_backend_info(fd_backend *b, resp_out *lines)
                      (unsigned long long)db->max_commit_us,
                      (unsigned long long)(db->commits ? db->total_commit_us / db->commits : 0),
                      (unsigned long long)db->slow_commits, (unsigned long long)db->max_overlay,
-                     db->last_error);
+                     (unsigned long long)leveldb_compactions_done(db), db->last_error);
     if (n > 0) resp_out_raw(lines, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
     kv_backend_info(&lb->st, lines);
 }
