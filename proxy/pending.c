@@ -24,7 +24,9 @@ uint64_t px_mono_us(void) {
 size_t px_conn_sendable(const px_conn *c) { return c->pend_head ? c->pend_head->off : c->out.len; }
 
 void px_conn_out_shifted(px_conn *c, size_t n) {
-    for (fd_pending *p = c->pend_head; p; p = p->next) p->off -= n;
+    if (!c->pend_head) return;
+    c->pend_head->off -= n;      /* the others are relative to it */
+    c->pend_tail->tail_abs -= n;
 }
 
 void px_conn_orphan_pending(px_conn *c) {
@@ -36,7 +38,8 @@ fd_pending *px_pending_push(px_conn *c, px_command *cmd, uint64_t t0) {
     fd_pending *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->conn = c;
-    p->off = c->out.len;
+    p->off = c->pend_tail ? c->out.len - c->pend_tail->tail_abs : c->out.len;
+    p->tail_abs = c->out.len;
     p->cmd = cmd;
     p->t0_us = t0;
     p->prev = c->pend_tail;
@@ -46,7 +49,26 @@ fd_pending *px_pending_push(px_conn *c, px_command *cmd, uint64_t t0) {
     return p;
 }
 
-static void unlink_pending(px_conn *c, fd_pending *p) {
+/* Offset of p's mark in c->out: O(1) for the oldest, which is the usual one
+ * to complete (a backend answers a client's commands in order). */
+static size_t pending_abs(const px_conn *c, const fd_pending *p) {
+    if (p == c->pend_tail) return p->tail_abs;
+    size_t abs = 0;
+    for (const fd_pending *q = c->pend_head; q; q = q->next) {
+        abs += q->off;
+        if (q == p) break;
+    }
+    return abs;
+}
+
+/* Take p out of the list; `inserted` bytes were just put at its mark. */
+static void unlink_pending(px_conn *c, fd_pending *p, size_t inserted) {
+    if (p->next) p->next->off += p->off + inserted;     /* absolute if p was the head */
+    if (p == c->pend_tail) {
+        if (p->prev) p->prev->tail_abs = p->tail_abs - p->off;
+    } else {
+        c->pend_tail->tail_abs += inserted;
+    }
     if (p->prev) p->prev->next = p->next;
     else c->pend_head = p->next;
     if (p->next) p->next->prev = p->prev;
@@ -56,7 +78,7 @@ static void unlink_pending(px_conn *c, fd_pending *p) {
 /* Forget a pending request the backend did not take (submit did not return
  * FD_PENDING). */
 void px_pending_drop(fd_pending *p) {
-    if (p->conn) unlink_pending(p->conn, p);
+    if (p->conn) unlink_pending(p->conn, p, 0);
     free(p);
 }
 
@@ -65,21 +87,23 @@ void fd_pending_reply(fd_pending *p, const void *reply, size_t len) {
     if (c && (c->flags & PX_CONN_CLOSE_ASAP)) {
         /* closing without sending more (output limit, out of memory): the
          * reply is dropped, not copied, and the limit is not logged again */
-        unlink_pending(c, p);
+        unlink_pending(c, p, 0);
     } else if (c) {
         if (p->cmd) p->cmd->usec += px_mono_us() - p->t0_us;
         if (p->cmd && len && ((const char *)reply)[0] == '-') p->cmd->failed++;
+        size_t inserted = 0;
         if (resp_out_reserve(&c->out, len) == 0) {
-            char *at = c->out.data + p->off;
-            memmove(at + len, at, c->out.len - p->off);
+            size_t abs = pending_abs(c, p);
+            char *at = c->out.data + abs;
+            memmove(at + len, at, c->out.len - abs);
             memcpy(at, reply, len);
             c->out.len += len;
-            for (fd_pending *q = p->next; q; q = q->next) q->off += len;
+            inserted = len;
         } else {
             px_log(PX_LOG_WARNING, "out of memory for a reply to client %llu: closing it", (unsigned long long)c->id);
             c->flags |= PX_CONN_CLOSE_ASAP;
         }
-        unlink_pending(c, p);
+        unlink_pending(c, p, inserted);
         if (px_cfg.client_output_buffer_limit && (long long)(c->out.len - c->wpos) > px_cfg.client_output_buffer_limit) {
             px_log(PX_LOG_WARNING, "closing client %llu (%s) for overcoming of output buffer limits (%zu bytes)",
                    (unsigned long long)c->id, c->addr, c->out.len - c->wpos);

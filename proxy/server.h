@@ -59,7 +59,13 @@ typedef struct px_conn {
  * has gone (the reply is then dropped). */
 struct fd_pending {
     px_conn           *conn;
-    size_t             off;              /* where the reply goes in conn->out */
+    /* Where the reply goes in conn->out. Delta-encoded so that completing,
+     * dropping or sending is O(1) however deep the pipeline: the oldest
+     * (pend_head) holds an offset in conn->out, every other one the bytes
+     * after the previous one's mark; tail_abs is the absolute offset, kept
+     * for pend_tail only (a new mark is placed after it). */
+    size_t             off;
+    size_t             tail_abs;
     struct fd_pending *prev, *next;
     px_command        *cmd;              /* NULL for a passthrough command */
     uint64_t           t0_us;            /* for commandstats */
