@@ -374,16 +374,7 @@ static int handle_reply(rb_conn *c, const char *data, size_t len) {
         return -1;
     }
     rb_slot s = q_pop(c);
-    c->backoff_ms = 0;
-    if (c->b->warned) {
-        px_log(PX_LOG_NOTICE, "redis backend %s is available again", c->b->addr);
-        c->b->warned = 0;
-    }
-    if (s.kind == SLOT_CLIENT) {
-        fd_pending_reply(s.p, data, len);
-        return 0;
-    }
-    if (data[0] == '-') {
+    if (s.kind != SLOT_CLIENT && data[0] == '-') {
         size_t l = len > 3 ? len - 3 : 0;   /* without the "-" and the CRLF */
         set_err(c, "%s failed: %.*s", s.kind == SLOT_AUTH ? "AUTH" : s.kind == SLOT_SELECT ? "SELECT" : "HELLO",
                 (int)(l > 120 ? 120 : l), data + 1);
@@ -395,9 +386,15 @@ static int handle_reply(rb_conn *c, const char *data, size_t len) {
             c->b->no_resp3 = strdup(c->lasterr);
         }
         c->b->warned = 1;
-        conn_fail(c);
+        conn_fail(c);       /* the backoff goes on growing: no tight loop on a wrong password */
         return -1;
     }
+    c->backoff_ms = 0;
+    if (c->b->warned) {
+        px_log(PX_LOG_NOTICE, "redis backend %s is available again", c->b->addr);
+        c->b->warned = 0;
+    }
+    if (s.kind == SLOT_CLIENT) fd_pending_reply(s.p, data, len);
     return 0;
 }
 
