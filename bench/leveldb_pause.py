@@ -96,6 +96,7 @@ def main():
           ", ".join("%s=%s" % kv for kv in sorted(directives.items()) if kv[0] != "backend"),
           " ".join(bench[1:])))
     sys.stdout.flush()
+    load_before = os.getloadavg()
     t_start = time.monotonic()
     proc = subprocess.Popen(bench, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             preexec_fn=fdtest._pdeathsig)
@@ -122,6 +123,7 @@ def main():
             next_t = t1
     out = proc.stdout.read().decode("utf-8", "replace")
     elapsed = time.monotonic() - t_start
+    load_after = os.getloadavg()
     info = info_fields(port)
     disk = 0
     for root, _, files in os.walk(fd.dir):
@@ -144,11 +146,15 @@ def main():
         "probes_over_ms": {str(t): sum(1 for v in vals if v > t / 1000.0) for t in (10, 50, 100, 500, 1000)},
         "worst": [(round(t, 2), round(v * 1000, 1)) for t, v in worst],
         "disk_mb": round(disk / 1048576.0, 1),
+        "loadavg_1m_before_after": [round(load_before[0], 2), round(load_after[0], 2)],
+        "cpus": os.cpu_count(),
         "benchmark_output": out.strip().splitlines()[-3:],
         "info": {k: v for k, v in info.items() if k.startswith(("leveldb_", "lmdb_", "kv_keys", "kv_commits"))},
     }
     print("load: %d SETs of %d B in %.1fs = %.1f MB/s (%d SET/s); data folder %.0f MB at the end"
           % (n, a.value_size, elapsed, res["mb_per_s"], res["sets_per_s"], res["disk_mb"]))
+    print("load average (1 min) before/after: %.2f / %.2f on %d CPUs (other processes skew the probe)"
+          % (load_before[0], load_after[0], os.cpu_count()))
     print("probe (%d PING/GET, one every %.1f ms): p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.1f ms"
           % (len(vals), a.interval_ms, res["probe_ms"]["p50"], res["probe_ms"]["p99"],
              res["probe_ms"]["p99.9"], res["probe_ms"]["max"]))
