@@ -98,7 +98,10 @@ def main():
     sys.stdout.flush()
     load_before = os.getloadavg()
     t_start = time.monotonic()
-    proc = subprocess.Popen(bench, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    # redis-benchmark's progress output goes to a file: a pipe nobody reads
+    # during the run would fill up and stall the load after a few minutes
+    bench_out = open(os.path.join(fdtest.make_tempdir("leveldb-pause-"), "bench.out"), "w+b")
+    proc = subprocess.Popen(bench, stdout=bench_out, stderr=subprocess.STDOUT,
                             preexec_fn=fdtest._pdeathsig)
     lat = []           # (time into the run, seconds)
     i = 0
@@ -121,7 +124,9 @@ def main():
             time.sleep(next_t - t1)
         else:
             next_t = t1
-    out = proc.stdout.read().decode("utf-8", "replace")
+    bench_out.seek(0)
+    out = bench_out.read().decode("utf-8", "replace").replace("\r", "\n")
+    bench_out.close()
     elapsed = time.monotonic() - t_start
     load_after = os.getloadavg()
     info = info_fields(port)
