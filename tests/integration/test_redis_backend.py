@@ -466,14 +466,14 @@ def slow_backend_times_out_proxy_commands_answer():
         check(b"backend_name:redis" in other.cmd("INFO", "backend"), "INFO backend")
         eq(other.cmd("CONFIG", "GET", "backend-timeout"), b"*2\r\n$15\r\nbackend-timeout\r\n$4\r\n1000\r\n")
         dt_proxy = time.monotonic() - t1
-        check(dt_proxy < 0.3, "proxy-served commands were slow: %.2fs" % dt_proxy)
+        check(dt_proxy < 0.5, "proxy-served commands were slow: %.2fs" % dt_proxy)
         got = c.read_n(10, timeout=5)
         dt = time.monotonic() - t0
         print("      timed out after %.3fs (backend-timeout 1000 ms); PING+INFO+CONFIG took %.3fs"
               % (dt, dt_proxy))
         for g in got:
             check(g.startswith(UNAVAILABLE) and b"no reply within 1000 ms" in g, "timeout error", g)
-        check(0.85 <= dt <= 1.5, "timeout after %.2fs, want ~1 s" % dt)
+        check(0.85 <= dt <= 1.8, "timeout after %.2fs, want ~1 s (1.05 s plus scheduling)" % dt)
         eq(direct.read(timeout=5), b"+OK\r\n")   # DEBUG SLEEP done
         wait_until(lambda: c.cmd("GET", "k") == b"$1\r\nv\r\n", timeout=5, what="service after the sleep")
         info = info_fields(parse(c.cmd("INFO", "backend")))
