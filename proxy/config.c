@@ -32,6 +32,7 @@ typedef struct directive {
 static const char *const durability_names[] = {"nosync", "sync", NULL};
 static const char *const loglevel_names[] = {"debug", "verbose", "notice", "warning", NULL};
 static const char *const compression_names[] = {"snappy", "none", NULL};   /* = FD_LEVELDB_* */
+static const char *const mongo_j_names[] = {"auto", "yes", "no", NULL};      /* = FD_MONGO_J_* */
 
 #define OFF(f) offsetof(px_settings, f)
 #define GB (1024LL * 1024 * 1024)
@@ -55,6 +56,12 @@ static const directive directives[] = {
     {"logfile", T_STR, OFF(logfile), "", 0, 0, F_IMMUTABLE, NULL},
     {"loglevel", T_ENUM, OFF(loglevel), "notice", 0, 0, 0, loglevel_names},
     {"maxclients", T_INT, OFF(maxclients), "10000", 1, 1000000, 0, NULL},
+    {"mongo-database", T_STR, OFF(mongo_database), "frontdoor", 0, 0, F_IMMUTABLE, NULL},
+    {"mongo-j", T_ENUM, OFF(mongo_j), "auto", 0, 0, F_IMMUTABLE, mongo_j_names},
+    {"mongo-uri", T_STR, OFF(mongo_uri), "mongodb://127.0.0.1:27017", 0, 0, F_IMMUTABLE, NULL},
+    {"mongo-w", T_STR, OFF(mongo_w), "", 0, 0, F_IMMUTABLE, NULL},
+    {"mongo-workers", T_INT, OFF(mongo_workers), "0", 0, 1024, F_IMMUTABLE, NULL},
+    {"mongo-wtimeout", T_INT, OFF(mongo_wtimeout), "0", 0, 3600000, F_IMMUTABLE, NULL},
     {"pidfile", T_STR, OFF(pidfile), "", 0, 0, F_IMMUTABLE, NULL},
     {"port", T_INT, OFF(port), "6380", 0, 65535, F_IMMUTABLE, NULL},
     {"proto-max-bulk-len", T_MEM, OFF(proto_max_bulk_len), "512mb", 1024 * 1024, LLONG_MAX, 0, NULL},

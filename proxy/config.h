@@ -28,6 +28,12 @@ typedef struct px_settings {
     char     *redis_password;
     long long redis_db;
     long long backend_timeout;       /* ms: a network backend's request fails after this */
+    char     *mongo_uri;             /* mongodb backend */
+    char     *mongo_database;
+    long long mongo_workers;         /* 0 = number of cores */
+    char     *mongo_w;
+    int       mongo_j;               /* FD_MONGO_J_*: auto, yes, no */
+    long long mongo_wtimeout;
     char     *requirepass;
     long long maxclients;
     long long timeout;               /* seconds; 0 = never close idle clients */

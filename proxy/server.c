@@ -237,6 +237,15 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
     ssize_t n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
     if (n <= 0) {
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+        if (n == 0 && c->pend_head) {
+            /* half-close with replies still owed by an asynchronous backend:
+             * deliver them (a server answering synchronously would have sent
+             * them before it saw the EOF), then close */
+            ev_io_stop(loop, &c->rio);
+            c->flags |= PX_CONN_CLOSE_AFTER_REPLY;
+            c->rpos = c->rlen = 0;
+            return;
+        }
         px_conn_close(c);
         return;
     }
@@ -405,6 +414,12 @@ int px_server_init(char *err, size_t errlen) {
         .redis_password = px_cfg.redis_password,
         .redis_db = (int)px_cfg.redis_db,
         .backend_timeout_ms = px_cfg.backend_timeout,
+        .mongo_uri = px_cfg.mongo_uri,
+        .mongo_database = px_cfg.mongo_database,
+        .mongo_workers = (int)px_cfg.mongo_workers,
+        .mongo_w = px_cfg.mongo_w,
+        .mongo_j = px_cfg.mongo_j,
+        .mongo_wtimeout_ms = px_cfg.mongo_wtimeout,
         .max_bulk = px_cfg.proto_max_bulk_len,
     };
     px_srv.backend.ops = ops;

@@ -11,6 +11,9 @@ extern const fd_backend_ops fd_leveldb_backend;  /* storage/leveldb.c */
 #ifdef FRONTDOOR_WITH_REDIS
 extern const fd_backend_ops fd_redis_backend;    /* storage/redis.c */
 #endif
+#ifdef FRONTDOOR_WITH_MONGODB
+extern const fd_backend_ops fd_mongodb_backend;  /* storage/mongodb.c */
+#endif
 
 static const fd_backend_ops *const fd_backends[] = {
 #ifdef FRONTDOOR_WITH_LMDB
@@ -21,6 +24,9 @@ static const fd_backend_ops *const fd_backends[] = {
 #endif
 #ifdef FRONTDOOR_WITH_REDIS
     &fd_redis_backend,
+#endif
+#ifdef FRONTDOOR_WITH_MONGODB
+    &fd_mongodb_backend,
 #endif
     NULL
 };

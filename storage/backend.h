@@ -49,8 +49,16 @@ typedef struct fd_backend_config {
     const char *redis_password; /* AUTH on connect ("" = none) */
     int         redis_db;       /* SELECT on connect */
     long long   backend_timeout_ms;     /* a request unanswered this long fails */
+    /* MongoDB (storage/mongodb.c) */
+    const char *mongo_uri;      /* passed to libmongoc as is */
+    const char *mongo_database;
+    int         mongo_workers;  /* 0 = number of cores */
+    const char *mongo_w;        /* write concern w: "" (URI/server default), a number, "majority" or a tag */
+    int         mongo_j;        /* FD_MONGO_J_* */
+    long long   mongo_wtimeout_ms;      /* 0 = none */
 } fd_backend_config;
 enum { FD_LEVELDB_SNAPPY = 0, FD_LEVELDB_NONE = 1 };   /* leveldb_compression */
+enum { FD_MONGO_J_AUTO = 0, FD_MONGO_J_YES = 1, FD_MONGO_J_NO = 2 };   /* mongo_j; auto: j:true when durability sync */
 
 /* A reply the proxy is waiting for (see FD_PENDING). */
 typedef struct fd_pending fd_pending;

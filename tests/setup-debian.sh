@@ -4,11 +4,12 @@
 #   bash tests/setup-debian.sh --test   also what the test suite and bench use
 set -euo pipefail
 
-pkgs=(cmake make gcc pkg-config libev-dev liblmdb-dev libleveldb-dev)
+pkgs=(cmake make gcc pkg-config libev-dev liblmdb-dev libleveldb-dev libmongoc-dev)
 if [ "${1:-}" = "--test" ]; then
   # redis-server: the differential oracle; redis-tools: redis-benchmark/redis-cli;
   # clang + libclang-rt: the parser's libFuzzer target
-  pkgs+=(redis-server redis-tools python3 clang libclang-rt-14-dev procps)
+  # python3-mockupdb + python3-mongomock: the MongoDB test server (tests/mongo/server.py)
+  pkgs+=(redis-server redis-tools python3 clang libclang-rt-14-dev procps python3-mockupdb python3-mongomock)
 fi
 
 missing=()

@@ -1,0 +1,1951 @@
+/* mongodb.c — the MongoDB backend (`backend mongodb`): Redis keys as MongoDB
+ * documents, through libmongoc on worker threads. docs/mongodb.md has the
+ * data model with an example document per type.
+ *
+ * Data model. One collection per logical database ("db0" in
+ * mongo-database); one document per key:
+ *     { _id: BinData(0, key), type: "string", value: <Int64 | BinData>,
+ *       expireAt: ISODate }            (expireAt only when the key has a TTL)
+ * A string that is the canonical decimal form of a 64-bit integer is stored
+ * as Int64 (as Redis's int encoding), so INCR/INCRBY/DECR are one
+ * findAndModify with $inc; any other string is BinData (binary-safe).
+ * expireAt has a TTL index (expireAfterSeconds 0); the TTL monitor runs about
+ * once a minute, so every read also checks expireAt: an expired key is never
+ * returned.
+ *
+ * Threads. libmongoc calls block, so none runs on the loop thread. The loop
+ * thread copies each request (argv) and queues it to one of `mongo-workers`
+ * threads, chosen by a hash of its key: commands on one key run in order on
+ * one thread, so a read-modify-write (GETSET, APPEND, SETRANGE...) is atomic
+ * against every other command of this frontdoor. A command on several keys
+ * (MSET, DEL a b, RENAME) or on none (KEYS, SCAN, DBSIZE, FLUSHDB) is queued
+ * to every worker its keys hash to (all of them when keyless) and runs once
+ * all of them reached it (the last to arrive runs it; the others wait): it is
+ * ordered with the commands before and after it on each of its keys. No
+ * deadlock: the loop thread queues in one global order, so the oldest barrier
+ * is always at the head of all its queues. Each worker holds one client of a
+ * mongoc_client_pool_t. Results come back through a completion queue and an
+ * ev_async on the loop, where fd_pending_reply is called; the proxy's reply
+ * marks put each client's replies back in request order (proxy/pending.c).
+ *
+ * Faults. serverSelectionTimeoutMS, socketTimeoutMS and connectTimeoutMS
+ * default to backend-timeout (unless the URI sets them). A loop timer fails
+ * every request not answered within backend-timeout with
+ * "-ERR backend unavailable (mongodb: ...)"; a worker skips requests whose
+ * deadline passed while they waited in its queue (so a timed-out write is
+ * not executed late, except the one in flight at the deadline: its outcome
+ * is unknown, as with any network store). libmongoc's topology monitor finds
+ * the server again when it returns; nothing else is needed to recover.
+ * An "admin" thread creates the TTL index (retrying until the server
+ * answers), reads buildInfo (INFO shows whether an emulator answered) and
+ * counts keys for INFO keyspace every few seconds.
+ *
+ * Write concern. mongo-w, mongo-j, mongo-wtimeout; mongo-j "auto" follows
+ * `durability`: sync -> j:true, nosync -> the URI's/server's default.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+#include <ev.h>
+#include <mongoc/mongoc.h>
+
+#include "backend.h"
+#include "../proxy/commands.h"
+#include "../proxy/log.h"
+
+#define MG_COLL        "db0"
+#define MG_TICK_MS     20
+#define MG_SCANS       8            /* SCAN iterations remembered */
+#define MG_SCAN_AGE_US (60 * 1000000LL)
+#define MG_E_MONGO     (FD_STATUS_COUNT + 1)   /* error text in ctx->err */
+#define MG_E_UNKNOWN   (FD_STATUS_COUNT + 2)   /* reply "unknown command" */
+
+typedef struct mg_backend mg_backend;
+typedef struct mg_req mg_req;
+
+typedef struct mg_node { mg_req *r; struct mg_node *next; } mg_node;
+
+typedef struct mg_worker {
+    mg_backend     *b;
+    int             idx;
+    pthread_t       th;
+    pthread_mutex_t mu;
+    pthread_cond_t  cv;
+    mg_node        *head, *tail;
+    int             started;
+} mg_worker;
+
+typedef struct mg_ctx mg_ctx;
+/* a key of a KEYS/SCAN listing, with its scan hash */
+typedef struct mg_keyent { uint64_t h; int64_t expire; int type; uint32_t len; char *key; } mg_keyent;
+typedef int (*mg_fn)(mg_ctx *c);
+
+struct mg_req {
+    mg_req     *next;            /* completion queue */
+    mg_req     *lprev, *lnext;   /* loop thread: in-flight list (submission order) */
+    fd_pending *p;               /* NULL once answered by the timeout */
+    mg_fn       fn;
+    const char *name;
+    int         argc;
+    resp_arg   *argv;            /* copies, in one allocation with the bytes */
+    int         proto;
+    int64_t     now_ms;
+    int64_t     deadline_us;     /* monotonic */
+    /* barrier: a command queued to nw workers */
+    int         nw, arrived, refs, done;
+    pthread_mutex_t bmu;
+    pthread_cond_t  bcv;
+    mg_node    *nodes;           /* nw queue nodes */
+    mg_node     node1;
+    /* result */
+    resp_out    out;
+    int         status;
+    int         skipped;         /* deadline passed before a worker took it */
+};
+
+struct mg_backend {
+    fd_backend_config cfg;
+    char           *uri_str, *dbname;
+    mongoc_uri_t   *uri;
+    mongoc_client_pool_t *pool;
+    mongoc_write_concern_t *wc;
+    int             nworkers;
+    mg_worker      *w;
+    atomic_int      stop;
+    /* completions */
+    pthread_mutex_t cmu;
+    mg_req         *chead, *ctail;
+    ev_async        async;
+    ev_timer        tick;
+    struct ev_loop *loop;
+    /* loop thread: requests not yet completed */
+    mg_req         *ihead, *itail;
+    long long       inflight;
+    /* admin thread */
+    pthread_t       admin;
+    int             admin_started;
+    pthread_mutex_t amu;
+    pthread_cond_t  acv;
+    atomic_int      indexes_ok;
+    atomic_llong    keys, expires;
+    char            server_version[64];
+    int             server_emulator;     /* -1 unknown */
+    /* SCAN: the sorted key list of iterations in progress, by next cursor */
+    pthread_mutex_t smu;
+    struct mg_scan { uint64_t next; mg_keyent *v; size_t n; int64_t born_us; } scans[MG_SCANS];
+    /* statistics (loop thread) */
+    unsigned long long requests, timeouts, errors;
+    atomic_ullong   mongo_errors;
+};
+
+struct mg_ctx {
+    mg_backend      *b;
+    mongoc_collection_t *coll;
+    mongoc_client_t *client;
+    int              argc;
+    resp_arg        *argv;
+    resp_out        *out;
+    int64_t          now_ms;
+    long long        max_bulk;
+    bson_error_t     err;
+};
+
+/* ================================================================ helpers */
+
+static int64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static uint64_t hash_key(const char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) { h ^= (unsigned char)p[i]; h *= 1099511628211ULL; }
+    h ^= h >> 30; h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 27; h *= 0x94d049bb133111ebULL;
+    return h ^ (h >> 31);
+}
+
+#define OUT(expr) do { if ((expr) != 0) return FD_E_NOMEM; } while (0)
+#define TRY(expr) do { int s_ = (expr); if (s_ != FD_OK) return s_; } while (0)
+
+static int opt_is(const resp_arg *a, const char *name)
+{
+    size_t n = strlen(name);
+    return a->len == n && strncasecmp(a->ptr, name, n) == 0;
+}
+
+static int arg_ll(const resp_arg *a, long long *v)
+{
+    return resp_str2ll(a->ptr, a->len, v) == 0 ? FD_OK : FD_E_NOTINT;
+}
+
+/* Is a mongoc error one of "the server cannot be reached"? */
+static int err_unavailable(const bson_error_t *e)
+{
+    return e->domain == MONGOC_ERROR_SERVER_SELECTION || e->domain == MONGOC_ERROR_STREAM ||
+           e->domain == MONGOC_ERROR_PROTOCOL || e->domain == MONGOC_ERROR_CLIENT;
+}
+
+static int mongo_fail(mg_ctx *c)
+{
+    atomic_fetch_add(&c->b->mongo_errors, 1);
+    return MG_E_MONGO;
+}
+
+/* ================================================================ documents */
+
+enum { MG_T_NONE, MG_T_STRING, MG_T_LIST, MG_T_HASH, MG_T_SET, MG_T_ZSET };
+static const char *const type_names[] = {"none", "string", "list", "hash", "set", "zset"};
+
+typedef struct mg_meta {
+    int         found;      /* a document exists (maybe expired) */
+    int         live;       /* found and not expired */
+    int         type;
+    int64_t     expire;     /* ms since epoch, 0 = none */
+    const char *val;        /* string value (points into doc or num) */
+    size_t      vlen;
+    bson_t     *doc;        /* owned copy */
+    char        num[32];
+} mg_meta;
+
+static void meta_free(mg_meta *m)
+{
+    if (m->doc) bson_destroy(m->doc);
+    m->doc = NULL;
+}
+
+static int type_of(const char *s)
+{
+    for (int i = 1; i <= MG_T_ZSET; i++)
+        if (!strcmp(s, type_names[i])) return i;
+    return MG_T_NONE;
+}
+
+static void meta_parse(mg_ctx *c, const bson_t *doc, mg_meta *m)
+{
+    bson_iter_t it;
+    memset(m, 0, sizeof *m);
+    m->found = 1;
+    m->doc = bson_copy(doc);
+    m->val = "";
+    if (bson_iter_init(&it, m->doc)) {
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            if (!strcmp(k, "type") && BSON_ITER_HOLDS_UTF8(&it)) {
+                m->type = type_of(bson_iter_utf8(&it, NULL));
+            } else if (!strcmp(k, "expireAt") && BSON_ITER_HOLDS_DATE_TIME(&it)) {
+                m->expire = bson_iter_date_time(&it);
+            } else if (!strcmp(k, "value")) {
+                switch (bson_iter_type(&it)) {
+                case BSON_TYPE_BINARY: {
+                    bson_subtype_t st; uint32_t n; const uint8_t *p;
+                    bson_iter_binary(&it, &st, &n, &p);
+                    m->val = (const char *)p; m->vlen = n;
+                    break;
+                }
+                case BSON_TYPE_INT64:
+                    m->vlen = (size_t)resp_ll2str(m->num, sizeof m->num, (long long)bson_iter_int64(&it));
+                    m->val = m->num;
+                    break;
+                case BSON_TYPE_INT32:
+                    m->vlen = (size_t)resp_ll2str(m->num, sizeof m->num, (long long)bson_iter_int32(&it));
+                    m->val = m->num;
+                    break;
+                case BSON_TYPE_DOUBLE:
+                    m->vlen = (size_t)snprintf(m->num, sizeof m->num, "%.17g", bson_iter_double(&it));
+                    m->val = m->num;
+                    break;
+                case BSON_TYPE_UTF8: {
+                    uint32_t n; const char *p = bson_iter_utf8(&it, &n);
+                    m->val = p; m->vlen = n;
+                    break;
+                }
+                default: break;
+                }
+            }
+        }
+    }
+    if (m->type == MG_T_NONE) m->type = MG_T_STRING;
+    m->live = !m->expire || m->expire > c->now_ms;
+}
+
+static void append_key(bson_t *b, const char *field, const char *p, size_t n)
+{
+    bson_append_binary(b, field, -1, BSON_SUBTYPE_BINARY, (const uint8_t *)p, (uint32_t)n);
+}
+
+/* value: Int64 when the bytes are a canonical 64-bit integer, else binary */
+static void append_value(bson_t *b, const char *p, size_t n)
+{
+    long long v;
+    char buf[32];
+    if (n && n < 21 && resp_str2ll(p, n, &v) == 0 &&
+        (size_t)resp_ll2str(buf, sizeof buf, v) == n && memcmp(buf, p, n) == 0)
+        bson_append_int64(b, "value", -1, v);
+    else
+        bson_append_binary(b, "value", -1, BSON_SUBTYPE_BINARY, (const uint8_t *)p, (uint32_t)n);
+}
+
+/* { $or: [ {expireAt: {$exists: false}}, {expireAt: {$gt: now}} ] } pieces */
+static void append_live(bson_t *q, int64_t now_ms)
+{
+    bson_t arr, a, b, x;
+    bson_append_array_begin(q, "$or", -1, &arr);
+    bson_append_document_begin(&arr, "0", -1, &a);
+    bson_append_document_begin(&a, "expireAt", -1, &x);
+    bson_append_bool(&x, "$exists", -1, false);
+    bson_append_document_end(&a, &x);
+    bson_append_document_end(&arr, &a);
+    bson_append_document_begin(&arr, "1", -1, &b);
+    bson_append_document_begin(&b, "expireAt", -1, &x);
+    bson_append_date_time(&x, "$gt", -1, now_ms);
+    bson_append_document_end(&b, &x);
+    bson_append_document_end(&arr, &b);
+    bson_append_array_end(q, &arr);
+}
+
+/* Read the document of a key. want_value 0: without the value field. */
+static int mg_lookup(mg_ctx *c, const resp_arg *key, mg_meta *m, int want_value)
+{
+    bson_t q = BSON_INITIALIZER, opts = BSON_INITIALIZER, proj;
+    append_key(&q, "_id", key->ptr, key->len);
+    bson_append_int64(&opts, "limit", -1, 1);
+    bson_append_bool(&opts, "singleBatch", -1, true);
+    if (!want_value) {
+        bson_append_document_begin(&opts, "projection", -1, &proj);
+        bson_append_int32(&proj, "value", -1, 0);
+        bson_append_document_end(&opts, &proj);
+    }
+    mongoc_cursor_t *cur = mongoc_collection_find_with_opts(c->coll, &q, &opts, NULL);
+    const bson_t *doc;
+    memset(m, 0, sizeof *m);
+    m->val = "";
+    if (mongoc_cursor_next(cur, &doc)) meta_parse(c, doc, m);
+    int bad = mongoc_cursor_error(cur, &c->err);
+    mongoc_cursor_destroy(cur);
+    bson_destroy(&q);
+    bson_destroy(&opts);
+    if (bad) { meta_free(m); return mongo_fail(c); }
+    return FD_OK;
+}
+
+static int mg_write_doc(mg_ctx *c, const resp_arg *key, const bson_t *doc)
+{
+    bson_t q = BSON_INITIALIZER, opts = BSON_INITIALIZER;
+    append_key(&q, "_id", key->ptr, key->len);
+    bson_append_bool(&opts, "upsert", -1, true);
+    bool ok = mongoc_collection_replace_one(c->coll, &q, doc, &opts, NULL, &c->err);
+    bson_destroy(&q);
+    bson_destroy(&opts);
+    return ok ? FD_OK : mongo_fail(c);
+}
+
+/* Replace the key's document with a string (expire 0 = none). The value is
+ * a then b (APPEND without a copy). */
+static int mg_write_string(mg_ctx *c, const resp_arg *key, int64_t expire,
+                           const char *a, size_t al, const char *b2, size_t bl)
+{
+    bson_t d = BSON_INITIALIZER;
+    bson_append_utf8(&d, "type", -1, "string", -1);
+    if (bl) {
+        char *v = malloc(al + bl ? al + bl : 1);
+        if (!v) { bson_destroy(&d); return FD_E_NOMEM; }
+        memcpy(v, a, al);
+        memcpy(v + al, b2, bl);
+        append_value(&d, v, al + bl);
+        free(v);
+    } else {
+        append_value(&d, a, al);
+    }
+    if (expire) bson_append_date_time(&d, "expireAt", -1, expire);
+    int s = mg_write_doc(c, key, &d);
+    bson_destroy(&d);
+    return s;
+}
+
+static int mg_delete(mg_ctx *c, const resp_arg *key)
+{
+    bson_t q = BSON_INITIALIZER;
+    append_key(&q, "_id", key->ptr, key->len);
+    bool ok = mongoc_collection_delete_one(c->coll, &q, NULL, NULL, &c->err);
+    bson_destroy(&q);
+    return ok ? FD_OK : mongo_fail(c);
+}
+
+static int mg_set_expire(mg_ctx *c, const resp_arg *key, int64_t expire)
+{
+    bson_t q = BSON_INITIALIZER, u = BSON_INITIALIZER, x;
+    append_key(&q, "_id", key->ptr, key->len);
+    if (expire) {
+        bson_append_document_begin(&u, "$set", -1, &x);
+        bson_append_date_time(&x, "expireAt", -1, expire);
+    } else {
+        bson_append_document_begin(&u, "$unset", -1, &x);
+        bson_append_utf8(&x, "expireAt", -1, "", 0);
+    }
+    bson_append_document_end(&u, &x);
+    bool ok = mongoc_collection_update_one(c->coll, &q, &u, NULL, NULL, &c->err);
+    bson_destroy(&q);
+    bson_destroy(&u);
+    return ok ? FD_OK : mongo_fail(c);
+}
+
+/* Look up a string key: FD_E_WRONGTYPE for another live type. */
+static int lookup_string(mg_ctx *c, const resp_arg *key, mg_meta *m)
+{
+    TRY(mg_lookup(c, key, m, 1));
+    if (m->live && m->type != MG_T_STRING) { meta_free(m); return FD_E_WRONGTYPE; }
+    return FD_OK;
+}
+
+/* ================================================================ strings */
+
+enum {
+    SF_NX = 1 << 0, SF_XX = 1 << 1, SF_GET = 1 << 2, SF_KEEPTTL = 1 << 3, SF_PERSIST = 1 << 4,
+    SF_EX = 1 << 5, SF_PX = 1 << 6, SF_EXAT = 1 << 7, SF_PXAT = 1 << 8
+};
+#define SF_ANYEXP (SF_EX | SF_PX | SF_EXAT | SF_PXAT)
+
+/* Redis's parseExtendedStringArgumentsOrReply (as storage/kv/kv_string.c). */
+static int parse_ext(mg_ctx *c, int first, int is_set, int *flags, const resp_arg **exp)
+{
+    *flags = 0;
+    *exp = NULL;
+    for (int j = first; j < c->argc; j++) {
+        const resp_arg *a = &c->argv[j];
+        const resp_arg *next = j + 1 < c->argc ? &c->argv[j + 1] : NULL;
+        int f = *flags;
+        if (opt_is(a, "nx") && !(f & SF_XX) && is_set) *flags |= SF_NX;
+        else if (opt_is(a, "xx") && !(f & SF_NX) && is_set) *flags |= SF_XX;
+        else if (opt_is(a, "get") && is_set) *flags |= SF_GET;
+        else if (opt_is(a, "keepttl") && !(f & (SF_PERSIST | SF_ANYEXP)) && is_set) *flags |= SF_KEEPTTL;
+        else if (opt_is(a, "persist") && !is_set && !(f & (SF_ANYEXP | SF_KEEPTTL))) *flags |= SF_PERSIST;
+        else if (opt_is(a, "ex") && !(f & (SF_KEEPTTL | SF_PERSIST | SF_EXAT | SF_PX | SF_PXAT)) && next) {
+            *flags |= SF_EX; *exp = next; j++;
+        } else if (opt_is(a, "px") && !(f & (SF_KEEPTTL | SF_PERSIST | SF_EX | SF_EXAT | SF_PXAT)) && next) {
+            *flags |= SF_PX; *exp = next; j++;
+        } else if (opt_is(a, "exat") && !(f & (SF_KEEPTTL | SF_PERSIST | SF_EX | SF_PX | SF_PXAT)) && next) {
+            *flags |= SF_EXAT; *exp = next; j++;
+        } else if (opt_is(a, "pxat") && !(f & (SF_KEEPTTL | SF_PERSIST | SF_EX | SF_EXAT | SF_PX)) && next) {
+            *flags |= SF_PXAT; *exp = next; j++;
+        } else return FD_E_SYNTAX;
+    }
+    return FD_OK;
+}
+
+static int expire_ms(mg_ctx *c, const resp_arg *a, int flags, int64_t *out)
+{
+    long long v;
+    TRY(arg_ll(a, &v));
+    int seconds = (flags & (SF_EX | SF_EXAT)) != 0;
+    if (v <= 0 || (seconds && v > LLONG_MAX / 1000)) return FD_E_EXPIRE;
+    if (seconds) v *= 1000;
+    if (flags & (SF_EX | SF_PX)) {
+        if (v > LLONG_MAX - c->now_ms) return FD_E_EXPIRE;
+        v += c->now_ms;
+    }
+    if (v <= 0) return FD_E_EXPIRE;
+    *out = v;
+    return FD_OK;
+}
+
+static int set_generic(mg_ctx *c, int flags, int64_t expire, const resp_arg *key,
+                       const resp_arg *val, int abort_nx)
+{
+    if (!(flags & (SF_NX | SF_XX | SF_GET | SF_KEEPTTL))) {
+        /* plain SET: one replace, no read */
+        TRY(mg_write_string(c, key, expire, val->ptr, val->len, NULL, 0));
+        OUT(resp_add_status(c->out, "OK"));
+        return FD_OK;
+    }
+    mg_meta m;
+    TRY(mg_lookup(c, key, &m, (flags & SF_GET) != 0));
+    int s = FD_OK;
+    if ((flags & SF_GET) && m.live && m.type != MG_T_STRING) { s = FD_E_WRONGTYPE; goto done; }
+    size_t mark = c->out->len;
+    if (flags & SF_GET) {
+        if (m.live) { if (resp_add_bulk(c->out, m.val, m.vlen)) { s = FD_E_NOMEM; goto done; } }
+        else if (resp_add_null(c->out)) { s = FD_E_NOMEM; goto done; }
+    }
+    if (((flags & SF_NX) && m.live) || ((flags & SF_XX) && !m.live)) {
+        if (flags & SF_GET) goto done;
+        s = abort_nx ? (resp_add_int(c->out, 0) ? FD_E_NOMEM : FD_OK)
+                     : (resp_add_null(c->out) ? FD_E_NOMEM : FD_OK);
+        goto done;
+    }
+    if ((flags & SF_KEEPTTL) && m.live) expire = m.expire;
+    s = mg_write_string(c, key, expire, val->ptr, val->len, NULL, 0);
+    if (s != FD_OK) { c->out->len = mark; goto done; }
+    if (flags & SF_GET) goto done;
+    if (abort_nx) s = resp_add_int(c->out, 1) ? FD_E_NOMEM : FD_OK;
+    else s = resp_add_status(c->out, "OK") ? FD_E_NOMEM : FD_OK;
+done:
+    meta_free(&m);
+    return s;
+}
+
+static int cmd_set(mg_ctx *c)
+{
+    int flags;
+    const resp_arg *exp;
+    int64_t expire = 0;
+    TRY(parse_ext(c, 3, 1, &flags, &exp));
+    if (exp) TRY(expire_ms(c, exp, flags, &expire));
+    return set_generic(c, flags, expire, &c->argv[1], &c->argv[2], 0);
+}
+
+static int cmd_setnx(mg_ctx *c) { return set_generic(c, SF_NX, 0, &c->argv[1], &c->argv[2], 1); }
+
+static int cmd_setex(mg_ctx *c)
+{
+    int64_t expire;
+    TRY(expire_ms(c, &c->argv[2], SF_EX, &expire));
+    return set_generic(c, 0, expire, &c->argv[1], &c->argv[3], 0);
+}
+
+static int cmd_psetex(mg_ctx *c)
+{
+    int64_t expire;
+    TRY(expire_ms(c, &c->argv[2], SF_PX, &expire));
+    return set_generic(c, 0, expire, &c->argv[1], &c->argv[3], 0);
+}
+
+static int cmd_getset(mg_ctx *c) { return set_generic(c, SF_GET, 0, &c->argv[1], &c->argv[2], 0); }
+
+static int cmd_get(mg_ctx *c)
+{
+    mg_meta m;
+    TRY(lookup_string(c, &c->argv[1], &m));
+    int r = m.live ? resp_add_bulk(c->out, m.val, m.vlen) : resp_add_null(c->out);
+    meta_free(&m);
+    return r ? FD_E_NOMEM : FD_OK;
+}
+
+static int cmd_getdel(mg_ctx *c)
+{
+    mg_meta m;
+    TRY(lookup_string(c, &c->argv[1], &m));
+    int s = FD_OK;
+    if (!m.live) s = resp_add_null(c->out) ? FD_E_NOMEM : FD_OK;
+    else {
+        size_t mark = c->out->len;
+        if (resp_add_bulk(c->out, m.val, m.vlen)) s = FD_E_NOMEM;
+        else if ((s = mg_delete(c, &c->argv[1])) != FD_OK) c->out->len = mark;
+    }
+    meta_free(&m);
+    return s;
+}
+
+static int cmd_getex(mg_ctx *c)
+{
+    int flags;
+    const resp_arg *exp;
+    int64_t expire = 0;
+    TRY(parse_ext(c, 2, 0, &flags, &exp));
+    mg_meta m;
+    TRY(lookup_string(c, &c->argv[1], &m));
+    int s = FD_OK;
+    if (!m.live) { s = resp_add_null(c->out) ? FD_E_NOMEM : FD_OK; goto done; }
+    if (exp && (s = expire_ms(c, exp, flags, &expire)) != FD_OK) goto done;
+    size_t mark = c->out->len;
+    if (resp_add_bulk(c->out, m.val, m.vlen)) { s = FD_E_NOMEM; goto done; }
+    if (exp && expire <= c->now_ms) s = mg_delete(c, &c->argv[1]);
+    else if (exp) s = mg_set_expire(c, &c->argv[1], expire);
+    else if ((flags & SF_PERSIST) && m.expire) s = mg_set_expire(c, &c->argv[1], 0);
+    if (s != FD_OK) c->out->len = mark;
+done:
+    meta_free(&m);
+    return s;
+}
+
+/* Sort order of argument indexes by key bytes (lookup_many). */
+typedef struct { const resp_arg *a; int i; } mg_argref;
+
+static int argref_cmp(const void *x, const void *y)
+{
+    const mg_argref *p = x, *q = y;
+    size_t n = p->a->len < q->a->len ? p->a->len : q->a->len;
+    int c = memcmp(p->a->ptr, q->a->ptr, n);
+    if (c) return c;
+    if (p->a->len != q->a->len) return p->a->len < q->a->len ? -1 : 1;
+    return p->i - q->i;
+}
+
+static int keycmp(const char *k, size_t kl, const resp_arg *a)
+{
+    size_t n = kl < a->len ? kl : a->len;
+    int c = memcmp(k, a->ptr, n);
+    if (c) return c;
+    return kl == a->len ? 0 : (kl < a->len ? -1 : 1);
+}
+
+/* Documents of several keys at once ({_id: {$in: [...]}}): metas[i] for
+ * argv[first + i*step]. dup[i] (if not NULL) is set when the key already
+ * appeared at an earlier position. */
+static int lookup_many(mg_ctx *c, int first, int step, mg_meta *metas, int n, int want_value,
+                       unsigned char *dup)
+{
+    mg_argref *refs = malloc((size_t)n * sizeof *refs);
+    if (!refs) return FD_E_NOMEM;
+    for (int i = 0; i < n; i++) { refs[i].a = &c->argv[first + i * step]; refs[i].i = i; }
+    qsort(refs, (size_t)n, sizeof *refs, argref_cmp);
+    bson_t q = BSON_INITIALIZER, in, arr, opts = BSON_INITIALIZER, proj;
+    bson_append_document_begin(&q, "_id", -1, &in);
+    bson_append_array_begin(&in, "$in", -1, &arr);
+    for (int i = 0, k = 0; i < n; i++) {
+        if (dup) dup[refs[i].i] = i > 0 && keycmp(refs[i - 1].a->ptr, refs[i - 1].a->len, refs[i].a) == 0;
+        if (i > 0 && keycmp(refs[i - 1].a->ptr, refs[i - 1].a->len, refs[i].a) == 0) continue;
+        char idx[16];
+        const char *ks;
+        bson_uint32_to_string((uint32_t)k++, &ks, idx, sizeof idx);
+        append_key(&arr, ks, refs[i].a->ptr, refs[i].a->len);
+    }
+    bson_append_array_end(&in, &arr);
+    bson_append_document_end(&q, &in);
+    if (!want_value) {
+        bson_append_document_begin(&opts, "projection", -1, &proj);
+        bson_append_int32(&proj, "value", -1, 0);
+        bson_append_document_end(&opts, &proj);
+    }
+    for (int i = 0; i < n; i++) { memset(&metas[i], 0, sizeof metas[i]); metas[i].val = ""; }
+    mongoc_cursor_t *cur = mongoc_collection_find_with_opts(c->coll, &q, &opts, NULL);
+    const bson_t *doc;
+    while (mongoc_cursor_next(cur, &doc)) {
+        bson_iter_t it;
+        if (!bson_iter_init_find(&it, doc, "_id") || !BSON_ITER_HOLDS_BINARY(&it)) continue;
+        bson_subtype_t st; uint32_t kl; const uint8_t *kp;
+        bson_iter_binary(&it, &st, &kl, &kp);
+        /* the first position of this key in sorted order, then its repeats */
+        int lo = 0, hi = n;
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            if (keycmp((const char *)kp, kl, refs[mid].a) > 0) lo = mid + 1;
+            else hi = mid;
+        }
+        for (int j = lo; j < n && keycmp((const char *)kp, kl, refs[j].a) == 0; j++)
+            if (!metas[refs[j].i].found) meta_parse(c, doc, &metas[refs[j].i]);
+    }
+    int bad = mongoc_cursor_error(cur, &c->err);
+    mongoc_cursor_destroy(cur);
+    bson_destroy(&q);
+    bson_destroy(&opts);
+    free(refs);
+    if (bad) {
+        for (int i = 0; i < n; i++) meta_free(&metas[i]);
+        return mongo_fail(c);
+    }
+    return FD_OK;
+}
+
+static int cmd_mget(mg_ctx *c)
+{
+    int n = c->argc - 1;
+    mg_meta *m = calloc((size_t)n, sizeof *m);
+    if (!m) return FD_E_NOMEM;
+    int s = lookup_many(c, 1, 1, m, n, 1, NULL);
+    if (s == FD_OK) {
+        if (resp_add_array(c->out, n)) s = FD_E_NOMEM;
+        for (int i = 0; i < n && s == FD_OK; i++) {
+            int r = (m[i].live && m[i].type == MG_T_STRING) ? resp_add_bulk(c->out, m[i].val, m[i].vlen)
+                                                           : resp_add_null(c->out);
+            if (r) s = FD_E_NOMEM;
+        }
+        for (int i = 0; i < n; i++) meta_free(&m[i]);
+    }
+    free(m);
+    return s;
+}
+
+static int cmd_strlen(mg_ctx *c)
+{
+    mg_meta m;
+    TRY(lookup_string(c, &c->argv[1], &m));
+    int r = resp_add_int(c->out, m.live ? (long long)m.vlen : 0);
+    meta_free(&m);
+    return r ? FD_E_NOMEM : FD_OK;
+}
+
+static int cmd_getrange(mg_ctx *c)
+{
+    long long start, end;
+    TRY(arg_ll(&c->argv[2], &start));
+    TRY(arg_ll(&c->argv[3], &end));
+    mg_meta m;
+    TRY(lookup_string(c, &c->argv[1], &m));
+    long long len = m.live ? (long long)m.vlen : 0;
+    int r;
+    if (!m.live || (start < 0 && end < 0 && start > end)) r = resp_add_bulk(c->out, "", 0);
+    else {
+        if (start < 0) start = len + start;
+        if (end < 0) end = len + end;
+        if (start < 0) start = 0;
+        if (end < 0) end = 0;
+        if (end >= len) end = len - 1;
+        if (start > end || len == 0) r = resp_add_bulk(c->out, "", 0);
+        else r = resp_add_bulk(c->out, m.val + start, (size_t)(end - start + 1));
+    }
+    meta_free(&m);
+    return r ? FD_E_NOMEM : FD_OK;
+}
+
+static int mset_bulk(mg_ctx *c)
+{
+    mongoc_bulk_operation_t *bulk = mongoc_collection_create_bulk_operation_with_opts(c->coll, NULL);
+    bson_t opts = BSON_INITIALIZER;
+    bson_append_bool(&opts, "upsert", -1, true);
+    int s = FD_OK;
+    for (int j = 1; j < c->argc && s == FD_OK; j += 2) {
+        bson_t q = BSON_INITIALIZER, d = BSON_INITIALIZER;
+        append_key(&q, "_id", c->argv[j].ptr, c->argv[j].len);
+        bson_append_utf8(&d, "type", -1, "string", -1);
+        append_value(&d, c->argv[j + 1].ptr, c->argv[j + 1].len);
+        if (!mongoc_bulk_operation_replace_one_with_opts(bulk, &q, &d, &opts, &c->err)) s = mongo_fail(c);
+        bson_destroy(&q);
+        bson_destroy(&d);
+    }
+    if (s == FD_OK && !mongoc_bulk_operation_execute(bulk, NULL, &c->err)) s = mongo_fail(c);
+    mongoc_bulk_operation_destroy(bulk);
+    bson_destroy(&opts);
+    return s;
+}
+
+static int cmd_mset(mg_ctx *c)
+{
+    if (c->argc % 2 == 0) {
+        OUT(resp_add_error(c->out, "ERR wrong number of arguments for 'mset' command"));
+        return FD_OK;
+    }
+    TRY(mset_bulk(c));
+    OUT(resp_add_status(c->out, "OK"));
+    return FD_OK;
+}
+
+static int cmd_msetnx(mg_ctx *c)
+{
+    if (c->argc % 2 == 0) {
+        OUT(resp_add_error(c->out, "ERR wrong number of arguments for 'msetnx' command"));
+        return FD_OK;
+    }
+    int n = (c->argc - 1) / 2, any = 0;
+    mg_meta *m = calloc((size_t)n, sizeof *m);
+    if (!m) return FD_E_NOMEM;
+    int s = lookup_many(c, 1, 2, m, n, 0, NULL);
+    if (s != FD_OK) { free(m); return s; }
+    for (int i = 0; i < n; i++) { if (m[i].live) any = 1; meta_free(&m[i]); }
+    free(m);
+    if (any) { OUT(resp_add_int(c->out, 0)); return FD_OK; }
+    TRY(mset_bulk(c));
+    OUT(resp_add_int(c->out, 1));
+    return FD_OK;
+}
+
+static int incr_generic(mg_ctx *c, long long incr)
+{
+    const resp_arg *key = &c->argv[1];
+    /* fast path: an existing live integer that will not overflow, in one
+     * findAndModify: {_id, type: string, value <= MAX-incr (numbers only), live} */
+    {
+        bson_t q = BSON_INITIALIZER, rng, u = BSON_INITIALIZER, x, reply;
+        append_key(&q, "_id", key->ptr, key->len);
+        bson_append_utf8(&q, "type", -1, "string", -1);
+        bson_append_document_begin(&q, "value", -1, &rng);
+        if (incr >= 0) bson_append_int64(&rng, "$lte", -1, LLONG_MAX - incr);
+        else bson_append_int64(&rng, "$gte", -1, LLONG_MIN - incr);
+        bson_append_document_end(&q, &rng);
+        append_live(&q, c->now_ms);
+        bson_append_document_begin(&u, "$inc", -1, &x);
+        bson_append_int64(&x, "value", -1, incr);
+        bson_append_document_end(&u, &x);
+        mongoc_find_and_modify_opts_t *fam = mongoc_find_and_modify_opts_new();
+        mongoc_find_and_modify_opts_set_update(fam, &u);
+        mongoc_find_and_modify_opts_set_flags(fam, MONGOC_FIND_AND_MODIFY_RETURN_NEW);
+        bool ok = mongoc_collection_find_and_modify_with_opts(c->coll, &q, fam, &reply, &c->err);
+        int found = 0;
+        long long v = 0;
+        if (ok) {
+            bson_iter_t it;
+            if (bson_iter_init(&it, &reply) && bson_iter_find_descendant(&it, "value.value", &it)) {
+                if (BSON_ITER_HOLDS_INT64(&it)) { v = bson_iter_int64(&it); found = 1; }
+                else if (BSON_ITER_HOLDS_INT32(&it)) { v = bson_iter_int32(&it); found = 1; }
+                else if (BSON_ITER_HOLDS_DOUBLE(&it)) { v = (long long)bson_iter_double(&it); found = 1; }
+            }
+        }
+        bson_destroy(&reply);
+        mongoc_find_and_modify_opts_destroy(fam);
+        bson_destroy(&q);
+        bson_destroy(&u);
+        if (!ok) return mongo_fail(c);
+        if (found) { OUT(resp_add_int(c->out, v)); return FD_OK; }
+    }
+    /* slow path: missing, expired, not an integer, overflow, wrong type */
+    mg_meta m;
+    TRY(lookup_string(c, key, &m));
+    long long v = 0;
+    int s = FD_OK;
+    if (m.live && resp_str2ll(m.val, m.vlen, &v) != 0) s = FD_E_NOTINT;
+    else if ((incr < 0 && v < 0 && incr < LLONG_MIN - v) || (incr > 0 && v > 0 && incr > LLONG_MAX - v))
+        s = FD_E_OVERFLOW;
+    else {
+        v += incr;
+        char buf[32];
+        int n = resp_ll2str(buf, sizeof buf, v);
+        s = mg_write_string(c, key, m.live ? m.expire : 0, buf, (size_t)n, NULL, 0);
+        if (s == FD_OK && resp_add_int(c->out, v)) s = FD_E_NOMEM;
+    }
+    meta_free(&m);
+    return s;
+}
+
+static int cmd_incr(mg_ctx *c) { return incr_generic(c, 1); }
+static int cmd_decr(mg_ctx *c) { return incr_generic(c, -1); }
+
+static int cmd_incrby(mg_ctx *c)
+{
+    long long incr;
+    TRY(arg_ll(&c->argv[2], &incr));
+    return incr_generic(c, incr);
+}
+
+static int cmd_decrby(mg_ctx *c)
+{
+    long long incr;
+    TRY(arg_ll(&c->argv[2], &incr));
+    if (incr == LLONG_MIN) {
+        OUT(resp_add_error(c->out, "ERR decrement would overflow"));
+        return FD_OK;
+    }
+    return incr_generic(c, -incr);
+}
+
+static int cmd_incrbyfloat(mg_ctx *c)
+{
+    mg_meta m;
+    TRY(lookup_string(c, &c->argv[1], &m));
+    long double v = 0, incr;
+    int s = FD_OK;
+    char *buf = NULL;
+    if (m.live && resp_str2ld(m.val, m.vlen, &v) != 0) { s = FD_E_NOTFLOAT; goto done; }
+    if (resp_str2ld(c->argv[2].ptr, c->argv[2].len, &incr) != 0) { s = FD_E_NOTFLOAT; goto done; }
+    v += incr;
+    if (isnan(v) || isinf(v)) { s = FD_E_NAN; goto done; }
+    size_t cap = 5 * 1024 + 64;
+    buf = malloc(cap);
+    if (!buf) { s = FD_E_NOMEM; goto done; }
+    int n = resp_format_ld(buf, cap, v);
+    if (n <= 0 || (size_t)n >= cap) { s = FD_E_INTERNAL; goto done; }
+    s = mg_write_string(c, &c->argv[1], m.live ? m.expire : 0, buf, (size_t)n, NULL, 0);
+    if (s == FD_OK && resp_add_bulk(c->out, buf, (size_t)n)) s = FD_E_NOMEM;
+done:
+    free(buf);
+    meta_free(&m);
+    return s;
+}
+
+static int cmd_append(mg_ctx *c)
+{
+    mg_meta m;
+    const resp_arg *a = &c->argv[2];
+    TRY(lookup_string(c, &c->argv[1], &m));
+    int s;
+    if (!m.live) {
+        s = mg_write_string(c, &c->argv[1], 0, a->ptr, a->len, NULL, 0);
+        if (s == FD_OK && resp_add_int(c->out, (long long)a->len)) s = FD_E_NOMEM;
+    } else if ((long long)m.vlen + (long long)a->len > c->max_bulk) {
+        s = FD_E_STRLEN;
+    } else {
+        size_t total = m.vlen + a->len;
+        s = mg_write_string(c, &c->argv[1], m.expire, m.val, m.vlen, a->ptr, a->len);
+        if (s == FD_OK && resp_add_int(c->out, (long long)total)) s = FD_E_NOMEM;
+    }
+    meta_free(&m);
+    return s;
+}
+
+static int cmd_setrange(mg_ctx *c)
+{
+    long long off;
+    const resp_arg *a = &c->argv[3];
+    TRY(arg_ll(&c->argv[2], &off));
+    if (off < 0) return FD_E_OFFSET;
+    mg_meta m;
+    TRY(lookup_string(c, &c->argv[1], &m));
+    size_t olen = m.live ? m.vlen : 0;
+    int s = FD_OK;
+    if (a->len == 0) { s = resp_add_int(c->out, (long long)olen) ? FD_E_NOMEM : FD_OK; goto done; }
+    if (off > c->max_bulk - (long long)a->len) { s = FD_E_STRLEN; goto done; }
+    size_t end = (size_t)off + a->len;
+    size_t nlen = end > olen ? end : olen;
+    char *b = malloc(nlen);
+    if (!b) { s = FD_E_NOMEM; goto done; }
+    if (olen) memcpy(b, m.val, olen);
+    if ((size_t)off > olen) memset(b + olen, 0, (size_t)off - olen);
+    memcpy(b + off, a->ptr, a->len);
+    s = mg_write_string(c, &c->argv[1], m.live ? m.expire : 0, b, nlen, NULL, 0);
+    free(b);
+    if (s == FD_OK && resp_add_int(c->out, (long long)nlen)) s = FD_E_NOMEM;
+done:
+    meta_free(&m);
+    return s;
+}
+
+/* ================================================================ keys */
+
+static int cmd_del(mg_ctx *c)
+{
+    int n = c->argc - 1;
+    mg_meta *m = calloc((size_t)n, sizeof *m);
+    unsigned char *dup = calloc((size_t)n, 1);
+    if (!m || !dup) { free(m); free(dup); return FD_E_NOMEM; }
+    int s = lookup_many(c, 1, 1, m, n, 0, dup);
+    if (s != FD_OK) { free(m); free(dup); return s; }
+    long long live = 0;
+    int found = 0;
+    for (int i = 0; i < n; i++) {
+        if (dup[i]) continue;                 /* DEL a a counts a once */
+        if (m[i].found) found = 1;
+        if (m[i].live) live++;
+    }
+    if (found) {
+        bson_t q = BSON_INITIALIZER, in, arr;
+        bson_append_document_begin(&q, "_id", -1, &in);
+        bson_append_array_begin(&in, "$in", -1, &arr);
+        for (int i = 0, k = 0; i < n; i++) {
+            if (!m[i].found || dup[i]) continue;
+            char idx[16];
+            const char *ks;
+            bson_uint32_to_string((uint32_t)k++, &ks, idx, sizeof idx);
+            append_key(&arr, ks, c->argv[1 + i].ptr, c->argv[1 + i].len);
+        }
+        bson_append_array_end(&in, &arr);
+        bson_append_document_end(&q, &in);
+        if (!mongoc_collection_delete_many(c->coll, &q, NULL, NULL, &c->err)) s = mongo_fail(c);
+        bson_destroy(&q);
+    }
+    for (int i = 0; i < n; i++) meta_free(&m[i]);
+    free(m);
+    free(dup);
+    TRY(s);
+    OUT(resp_add_int(c->out, live));
+    return FD_OK;
+}
+
+static int cmd_exists(mg_ctx *c)
+{
+    int n = c->argc - 1;
+    mg_meta *m = calloc((size_t)n, sizeof *m);
+    if (!m) return FD_E_NOMEM;
+    int s = lookup_many(c, 1, 1, m, n, 0, NULL);
+    if (s != FD_OK) { free(m); return s; }
+    long long live = 0;
+    for (int i = 0; i < n; i++) { if (m[i].live) live++; meta_free(&m[i]); }
+    free(m);
+    OUT(resp_add_int(c->out, live));
+    return FD_OK;
+}
+
+static int cmd_type(mg_ctx *c)
+{
+    mg_meta m;
+    TRY(mg_lookup(c, &c->argv[1], &m, 0));
+    int r = resp_add_status(c->out, m.live ? type_names[m.type] : "none");
+    meta_free(&m);
+    return r ? FD_E_NOMEM : FD_OK;
+}
+
+static int expire_generic(mg_ctx *c, int64_t base, int seconds)
+{
+    int nx = 0, xx = 0, gt = 0, lt = 0;
+    for (int j = 3; j < c->argc; j++) {
+        const resp_arg *a = &c->argv[j];
+        if (opt_is(a, "nx")) nx = 1;
+        else if (opt_is(a, "xx")) xx = 1;
+        else if (opt_is(a, "gt")) gt = 1;
+        else if (opt_is(a, "lt")) lt = 1;
+        else {
+            OUT(resp_add_errorf(c->out, "ERR Unsupported option %.*s", (int)a->len, a->ptr));
+            return FD_OK;
+        }
+    }
+    if (nx && (xx || gt || lt)) {
+        OUT(resp_add_error(c->out, "ERR NX and XX, GT or LT options at the same time are not compatible"));
+        return FD_OK;
+    }
+    if (gt && lt) {
+        OUT(resp_add_error(c->out, "ERR GT and LT options at the same time are not compatible"));
+        return FD_OK;
+    }
+    long long when;
+    if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &when) != 0) return FD_E_NOTINT;
+    if (seconds) {
+        if (when > LLONG_MAX / 1000 || when < LLONG_MIN / 1000) return FD_E_EXPIRE;
+        when *= 1000;
+    }
+    if (when > LLONG_MAX - base) return FD_E_EXPIRE;
+    when += base;
+    mg_meta m;
+    TRY(mg_lookup(c, &c->argv[1], &m, 0));
+    int s = FD_OK;
+    int64_t cur = m.expire;
+    if (!m.live || (nx && cur) || (xx && !cur) || (gt && (!cur || when <= cur)) || (lt && cur && when >= cur)) {
+        s = resp_add_int(c->out, 0) ? FD_E_NOMEM : FD_OK;
+    } else {
+        s = when <= c->now_ms ? mg_delete(c, &c->argv[1]) : mg_set_expire(c, &c->argv[1], when);
+        if (s == FD_OK && resp_add_int(c->out, 1)) s = FD_E_NOMEM;
+    }
+    meta_free(&m);
+    return s;
+}
+
+static int cmd_expire(mg_ctx *c)    { return expire_generic(c, c->now_ms, 1); }
+static int cmd_pexpire(mg_ctx *c)   { return expire_generic(c, c->now_ms, 0); }
+static int cmd_expireat(mg_ctx *c)  { return expire_generic(c, 0, 1); }
+static int cmd_pexpireat(mg_ctx *c) { return expire_generic(c, 0, 0); }
+
+static int ttl_generic(mg_ctx *c, int mode)
+{
+    mg_meta m;
+    TRY(mg_lookup(c, &c->argv[1], &m, 0));
+    long long r;
+    if (!m.live) r = -2;
+    else if (!m.expire) r = -1;
+    else if (mode >= 2) r = mode == 2 ? (m.expire + 500) / 1000 : m.expire;
+    else {
+        long long ttl = m.expire - c->now_ms;
+        if (ttl < 0) ttl = 0;
+        r = mode == 1 ? ttl : (ttl + 500) / 1000;
+    }
+    meta_free(&m);
+    OUT(resp_add_int(c->out, r));
+    return FD_OK;
+}
+
+static int cmd_ttl(mg_ctx *c)         { return ttl_generic(c, 0); }
+static int cmd_pttl(mg_ctx *c)        { return ttl_generic(c, 1); }
+static int cmd_expiretime(mg_ctx *c)  { return ttl_generic(c, 2); }
+static int cmd_pexpiretime(mg_ctx *c) { return ttl_generic(c, 3); }
+
+static int cmd_persist(mg_ctx *c)
+{
+    mg_meta m;
+    TRY(mg_lookup(c, &c->argv[1], &m, 0));
+    int s = FD_OK;
+    if (!m.live || !m.expire) s = resp_add_int(c->out, 0) ? FD_E_NOMEM : FD_OK;
+    else {
+        s = mg_set_expire(c, &c->argv[1], 0);
+        if (s == FD_OK && resp_add_int(c->out, 1)) s = FD_E_NOMEM;
+    }
+    meta_free(&m);
+    return s;
+}
+
+/* Every live key (with its type and 64-bit scan hash). */
+
+static int keyent_cmp(const void *a, const void *b)
+{
+    const mg_keyent *x = a, *y = b;
+    if (x->h != y->h) return x->h < y->h ? -1 : 1;
+    if (x->len != y->len) return x->len < y->len ? -1 : 1;
+    return memcmp(x->key, y->key, x->len);
+}
+
+static void keys_free(mg_keyent *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) free(v[i].key);
+    free(v);
+}
+
+static int all_keys(mg_ctx *c, mg_keyent **out, size_t *count, int sorted)
+{
+    /* no server-side filter: expiry is checked here (a filter on expireAt
+     * would be a collection scan in MongoDB as well; this way the scan has
+     * nothing to evaluate) */
+    bson_t q = BSON_INITIALIZER, opts = BSON_INITIALIZER, proj;
+    bson_append_document_begin(&opts, "projection", -1, &proj);
+    bson_append_int32(&proj, "type", -1, 1);
+    bson_append_int32(&proj, "expireAt", -1, 1);
+    bson_append_document_end(&opts, &proj);
+    mongoc_cursor_t *cur = mongoc_collection_find_with_opts(c->coll, &q, &opts, NULL);
+    const bson_t *doc;
+    mg_keyent *v = NULL;
+    size_t n = 0, cap = 0;
+    int s = FD_OK;
+    while (s == FD_OK && mongoc_cursor_next(cur, &doc)) {
+        bson_iter_t it;
+        if (!bson_iter_init_find(&it, doc, "_id") || !BSON_ITER_HOLDS_BINARY(&it)) continue;
+        bson_subtype_t st; uint32_t kl; const uint8_t *kp;
+        bson_iter_binary(&it, &st, &kl, &kp);
+        bson_iter_t xi;
+        int64_t xp = 0;
+        if (bson_iter_init_find(&xi, doc, "expireAt") && BSON_ITER_HOLDS_DATE_TIME(&xi))
+            xp = bson_iter_date_time(&xi);
+        if (xp && xp <= c->now_ms) continue;
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            mg_keyent *nv = realloc(v, nc * sizeof *nv);
+            if (!nv) { s = FD_E_NOMEM; break; }
+            v = nv; cap = nc;
+        }
+        mg_keyent *e = &v[n];
+        e->key = malloc(kl ? kl : 1);
+        if (!e->key) { s = FD_E_NOMEM; break; }
+        memcpy(e->key, kp, kl);
+        e->len = kl;
+        e->expire = xp;
+        e->h = hash_key((const char *)kp, kl) | 1;   /* never 0: 0 is "done" */
+        e->type = MG_T_STRING;
+        if (bson_iter_init_find(&it, doc, "type") && BSON_ITER_HOLDS_UTF8(&it)) {
+            int t = type_of(bson_iter_utf8(&it, NULL));
+            if (t) e->type = t;
+        }
+        n++;
+    }
+    if (s == FD_OK && mongoc_cursor_error(cur, &c->err)) s = mongo_fail(c);
+    mongoc_cursor_destroy(cur);
+    bson_destroy(&q);
+    bson_destroy(&opts);
+    if (s != FD_OK) { keys_free(v, n); return s; }
+    if (sorted && n > 1) qsort(v, n, sizeof *v, keyent_cmp);
+    *out = v;
+    *count = n;
+    return FD_OK;
+}
+
+static int cmd_keys(mg_ctx *c)
+{
+    const resp_arg *pat = &c->argv[1];
+    int all = pat->len == 1 && pat->ptr[0] == '*';
+    mg_keyent *v; size_t n;
+    TRY(all_keys(c, &v, &n, 0));
+    long long hits = 0;
+    for (size_t i = 0; i < n; i++)
+        if (all || resp_glob_match(pat->ptr, pat->len, v[i].key, v[i].len, 0)) hits++;
+    int r = resp_add_array(c->out, hits);
+    for (size_t i = 0; i < n && !r; i++)
+        if (all || resp_glob_match(pat->ptr, pat->len, v[i].key, v[i].len, 0))
+            r = resp_add_bulk(c->out, v[i].key, v[i].len);
+    keys_free(v, n);
+    return r ? FD_E_NOMEM : FD_OK;
+}
+
+/* SCAN: keys in the order of a 64-bit hash; the cursor is the hash to resume
+ * from, so a key present for the whole iteration is returned exactly once
+ * whatever is added or deleted meanwhile. Each call reads every key id
+ * (O(keys), as KEYS): fine for tests and small sets; see docs/mongodb.md. */
+static int cmd_scan(mg_ctx *c)
+{
+    const resp_arg *ca = &c->argv[1];
+    uint64_t cursor = 0;
+    size_t i0 = 0;
+    int neg = 0;
+    if (ca->len && (ca->ptr[0] == '-' || ca->ptr[0] == '+')) { neg = ca->ptr[0] == '-'; i0 = 1; }
+    int bad = ca->len == i0 || ca->len - i0 > 20;
+    for (size_t i = i0; i < ca->len && !bad; i++) {
+        unsigned d = (unsigned char)ca->ptr[i] - '0';
+        if (d > 9 || cursor > (UINT64_MAX - d) / 10) bad = 1;
+        else cursor = cursor * 10 + d;
+    }
+    if (bad) { OUT(resp_add_error(c->out, "ERR invalid cursor")); return FD_OK; }
+    if (neg) cursor = (uint64_t)0 - cursor;
+    long long count = 10;
+    const resp_arg *pat = NULL, *type = NULL;
+    for (int i = 2; i < c->argc; i++) {
+        int more = i + 1 < c->argc;
+        if (opt_is(&c->argv[i], "count") && more) {
+            if (resp_str2ll(c->argv[i + 1].ptr, c->argv[i + 1].len, &count) != 0) return FD_E_NOTINT;
+            if (count < 1) return FD_E_SYNTAX;
+            i++;
+        } else if (opt_is(&c->argv[i], "match") && more) {
+            pat = &c->argv[++i];
+            if (pat->len == 1 && pat->ptr[0] == '*') pat = NULL;
+        } else if (opt_is(&c->argv[i], "type") && more) {
+            type = &c->argv[++i];
+        } else return FD_E_SYNTAX;
+    }
+    /* an iteration in progress keeps the key list it started with (SCAN
+     * may return keys deleted meanwhile and miss keys added meanwhile, as
+     * Redis's); a cursor we do not remember reads the list again */
+    mg_keyent *v = NULL; size_t n = 0;
+    mg_backend *b = c->b;
+    if (cursor) {
+        pthread_mutex_lock(&b->smu);
+        for (int k = 0; k < MG_SCANS; k++)
+            if (b->scans[k].v && b->scans[k].next == cursor) {
+                v = b->scans[k].v; n = b->scans[k].n;
+                b->scans[k].v = NULL;
+                break;
+            }
+        pthread_mutex_unlock(&b->smu);
+    }
+    if (!v) TRY(all_keys(c, &v, &n, 1));
+    size_t i = 0;
+    while (i < n && v[i].h < cursor) i++;
+    size_t from = i;
+    long long visited = 0;
+    while (i < n && (visited < count || (i > from && v[i].h == v[i - 1].h))) { i++; visited++; }
+    uint64_t next = i < n ? v[i - 1].h + 1 : 0;
+    if (i < n && i == from) next = 0;
+    long long hits = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        int r = 0;
+        if (pass == 1) {
+            char num[24];
+            int nl = snprintf(num, sizeof num, "%llu", (unsigned long long)next);
+            r = resp_add_array(c->out, 2);
+            if (!r) r = resp_add_bulk(c->out, num, (size_t)nl);
+            if (!r) r = resp_add_array(c->out, hits);
+        }
+        for (size_t k = from; k < i && !r; k++) {
+            if (v[k].expire && v[k].expire <= c->now_ms) continue;
+            if (type && !(type->len == strlen(type_names[v[k].type]) &&
+                          strncasecmp(type->ptr, type_names[v[k].type], type->len) == 0)) continue;
+            if (pat && !resp_glob_match(pat->ptr, pat->len, v[k].key, v[k].len, 0)) continue;
+            if (pass == 0) hits++;
+            else r = resp_add_bulk(c->out, v[k].key, v[k].len);
+        }
+        if (r) { keys_free(v, n); return FD_E_NOMEM; }
+    }
+    if (next) {
+        /* remember the list for the next call (the oldest slot goes) */
+        pthread_mutex_lock(&b->smu);
+        int slot = 0;
+        int64_t now = mono_us();
+        for (int k = 0; k < MG_SCANS; k++) {
+            if (b->scans[k].v && now - b->scans[k].born_us > MG_SCAN_AGE_US) {
+                keys_free(b->scans[k].v, b->scans[k].n);
+                b->scans[k].v = NULL;
+            }
+            if (!b->scans[k].v) { slot = k; break; }
+            if (b->scans[k].born_us < b->scans[slot].born_us) slot = k;
+        }
+        if (b->scans[slot].v) keys_free(b->scans[slot].v, b->scans[slot].n);
+        b->scans[slot].v = v;
+        b->scans[slot].n = n;
+        b->scans[slot].next = next;
+        b->scans[slot].born_us = now;
+        pthread_mutex_unlock(&b->smu);
+    } else {
+        keys_free(v, n);
+    }
+    return FD_OK;
+}
+
+/* RANDOMKEY: $sample of a few documents, the first live one; when all of
+ * them had expired, a live key chosen from the full list. */
+static int cmd_randomkey(mg_ctx *c)
+{
+    bson_t pipe = BSON_INITIALIZER, st, smp, pr;
+    bson_append_document_begin(&pipe, "0", -1, &st);
+    bson_append_document_begin(&st, "$sample", -1, &smp);
+    bson_append_int32(&smp, "size", -1, 16);
+    bson_append_document_end(&st, &smp);
+    bson_append_document_end(&pipe, &st);
+    bson_append_document_begin(&pipe, "1", -1, &st);
+    bson_append_document_begin(&st, "$project", -1, &pr);
+    bson_append_int32(&pr, "expireAt", -1, 1);
+    bson_append_document_end(&st, &pr);
+    bson_append_document_end(&pipe, &st);
+    mongoc_cursor_t *cur = mongoc_collection_aggregate(c->coll, MONGOC_QUERY_NONE, &pipe, NULL, NULL);
+    const bson_t *doc;
+    int found = 0, any = 0, r = 0;
+    while (mongoc_cursor_next(cur, &doc)) {
+        bson_iter_t it;
+        any = 1;
+        if (found || !bson_iter_init_find(&it, doc, "_id") || !BSON_ITER_HOLDS_BINARY(&it)) continue;
+        bson_subtype_t s2; uint32_t kl; const uint8_t *kp;
+        bson_iter_binary(&it, &s2, &kl, &kp);
+        bson_iter_t xi;
+        if (bson_iter_init_find(&xi, doc, "expireAt") && BSON_ITER_HOLDS_DATE_TIME(&xi) &&
+            bson_iter_date_time(&xi) <= c->now_ms) continue;
+        r = resp_add_bulk(c->out, kp, kl);
+        found = 1;
+    }
+    int bad = mongoc_cursor_error(cur, &c->err);
+    mongoc_cursor_destroy(cur);
+    bson_destroy(&pipe);
+    if (bad) return mongo_fail(c);
+    if (!found && any) {
+        mg_keyent *v; size_t n;
+        TRY(all_keys(c, &v, &n, 0));
+        if (n) {
+            size_t pick = (size_t)hash_key((const char *)&c->now_ms, sizeof c->now_ms) % n;
+            r = resp_add_bulk(c->out, v[pick].key, v[pick].len);
+            found = 1;
+        }
+        keys_free(v, n);
+    }
+    if (!found) r = resp_add_null(c->out);
+    return r ? FD_E_NOMEM : FD_OK;
+}
+
+static int rename_generic(mg_ctx *c, int nx)
+{
+    const resp_arg *sa = &c->argv[1], *da = &c->argv[2];
+    mg_meta sm, dm;
+    TRY(mg_lookup(c, sa, &sm, 1));
+    int s = FD_OK;
+    if (!sm.live) { meta_free(&sm); return FD_E_NOKEY; }
+    if (sa->len == da->len && memcmp(sa->ptr, da->ptr, sa->len) == 0) {
+        meta_free(&sm);
+        OUT(nx ? resp_add_int(c->out, 0) : resp_add_status(c->out, "OK"));
+        return FD_OK;
+    }
+    if (nx) {
+        if ((s = mg_lookup(c, da, &dm, 0)) != FD_OK) { meta_free(&sm); return s; }
+        int live = dm.live;
+        meta_free(&dm);
+        if (live) { meta_free(&sm); OUT(resp_add_int(c->out, 0)); return FD_OK; }
+    }
+    /* the source's document under the new _id, then the source goes */
+    bson_t d = BSON_INITIALIZER;
+    bson_iter_t it;
+    if (bson_iter_init(&it, sm.doc))
+        while (bson_iter_next(&it))
+            if (strcmp(bson_iter_key(&it), "_id")) bson_append_iter(&d, NULL, 0, &it);
+    s = mg_write_doc(c, da, &d);
+    bson_destroy(&d);
+    meta_free(&sm);
+    if (s == FD_OK) s = mg_delete(c, sa);
+    TRY(s);
+    OUT(nx ? resp_add_int(c->out, 1) : resp_add_status(c->out, "OK"));
+    return FD_OK;
+}
+
+static int cmd_rename(mg_ctx *c)   { return rename_generic(c, 0); }
+static int cmd_renamenx(mg_ctx *c) { return rename_generic(c, 1); }
+
+/* {count: db0, query: q} -> n, or -1 (the count command: no aggregation
+ * pipeline; with a range on expireAt the TTL index answers it) */
+static int64_t count_cmd(mongoc_collection_t *coll, const bson_t *q, bson_error_t *err)
+{
+    bson_t cmd = BSON_INITIALIZER, reply;
+    bson_append_utf8(&cmd, "count", -1, MG_COLL, -1);
+    if (q) bson_append_document(&cmd, "query", -1, q);
+    int64_t n = -1;
+    if (mongoc_collection_command_simple(coll, &cmd, NULL, &reply, err)) {
+        bson_iter_t it;
+        if (bson_iter_init_find(&it, &reply, "n") && BSON_ITER_HOLDS_NUMBER(&it)) n = bson_iter_as_int64(&it);
+        else bson_set_error(err, MONGOC_ERROR_SERVER, 0, "count gave no n");
+    }
+    bson_destroy(&reply);
+    bson_destroy(&cmd);
+    return n;
+}
+
+/* DBSIZE: every document minus the expired ones still there; the second
+ * count is answered by the TTL index (expireAt <= now). */
+static int cmd_dbsize(mg_ctx *c)
+{
+    bson_t q = BSON_INITIALIZER, x;
+    int64_t all = count_cmd(c->coll, NULL, &c->err);
+    if (all < 0) { bson_destroy(&q); return mongo_fail(c); }
+    bson_append_document_begin(&q, "expireAt", -1, &x);
+    bson_append_date_time(&x, "$lte", -1, c->now_ms);
+    bson_append_document_end(&q, &x);
+    int64_t dead = count_cmd(c->coll, &q, &c->err);
+    bson_destroy(&q);
+    if (dead < 0) return mongo_fail(c);
+    OUT(resp_add_int(c->out, all - dead > 0 ? all - dead : 0));
+    return FD_OK;
+}
+
+static int cmd_flushdb(mg_ctx *c)
+{
+    if (c->argc > 2 || (c->argc == 2 && !opt_is(&c->argv[1], "async") && !opt_is(&c->argv[1], "sync")))
+        return FD_E_SYNTAX;
+    bson_t q = BSON_INITIALIZER;
+    bool ok = mongoc_collection_delete_many(c->coll, &q, NULL, NULL, &c->err);
+    bson_destroy(&q);
+    if (!ok) return mongo_fail(c);
+    OUT(resp_add_status(c->out, "OK"));
+    return FD_OK;
+}
+
+/* ================================================================ table */
+
+typedef struct mg_cmd { const char *name; mg_fn fn; } mg_cmd;
+
+static const mg_cmd mg_cmds[] = {
+    {"get", cmd_get}, {"set", cmd_set}, {"setnx", cmd_setnx}, {"setex", cmd_setex},
+    {"psetex", cmd_psetex}, {"getset", cmd_getset}, {"getdel", cmd_getdel}, {"getex", cmd_getex},
+    {"mget", cmd_mget}, {"mset", cmd_mset}, {"msetnx", cmd_msetnx}, {"incr", cmd_incr},
+    {"incrby", cmd_incrby}, {"incrbyfloat", cmd_incrbyfloat}, {"decr", cmd_decr},
+    {"decrby", cmd_decrby}, {"append", cmd_append}, {"strlen", cmd_strlen},
+    {"getrange", cmd_getrange}, {"substr", cmd_getrange}, {"setrange", cmd_setrange},
+    {"del", cmd_del}, {"unlink", cmd_del}, {"exists", cmd_exists}, {"touch", cmd_exists},
+    {"type", cmd_type}, {"expire", cmd_expire}, {"pexpire", cmd_pexpire},
+    {"expireat", cmd_expireat}, {"pexpireat", cmd_pexpireat}, {"ttl", cmd_ttl},
+    {"pttl", cmd_pttl}, {"expiretime", cmd_expiretime}, {"pexpiretime", cmd_pexpiretime},
+    {"persist", cmd_persist}, {"keys", cmd_keys}, {"scan", cmd_scan}, {"rename", cmd_rename},
+    {"renamenx", cmd_renamenx}, {"randomkey", cmd_randomkey}, {"dbsize", cmd_dbsize},
+    {"flushdb", cmd_flushdb}, {"flushall", cmd_flushdb},
+    {NULL, NULL}
+};
+
+static mg_fn find_fn(const char *name)
+{
+    for (const mg_cmd *m = mg_cmds; m->name; m++)
+        if (!strcmp(m->name, name)) return m->fn;
+    return NULL;
+}
+
+/* ================================================================ workers */
+
+static int ensure_indexes(mongoc_client_t *cl, mg_backend *b, bson_error_t *err)
+{
+    bson_t cmd = BSON_INITIALIZER, arr, ix, key;
+    bson_append_utf8(&cmd, "createIndexes", -1, MG_COLL, -1);
+    bson_append_array_begin(&cmd, "indexes", -1, &arr);
+    bson_append_document_begin(&arr, "0", -1, &ix);
+    bson_append_document_begin(&ix, "key", -1, &key);
+    bson_append_int32(&key, "expireAt", -1, 1);
+    bson_append_document_end(&ix, &key);
+    bson_append_utf8(&ix, "name", -1, "expireAt_ttl", -1);
+    bson_append_int32(&ix, "expireAfterSeconds", -1, 0);
+    bson_append_document_end(&arr, &ix);
+    bson_append_array_end(&cmd, &arr);
+    bool ok = mongoc_client_write_command_with_opts(cl, b->dbname, &cmd, NULL, NULL, err);
+    bson_destroy(&cmd);
+    return ok ? 0 : -1;
+}
+
+static void complete(mg_backend *b, mg_req *r)
+{
+    pthread_mutex_lock(&b->cmu);
+    r->next = NULL;
+    if (b->ctail) b->ctail->next = r;
+    else b->chead = r;
+    b->ctail = r;
+    pthread_mutex_unlock(&b->cmu);
+    ev_async_send(b->loop, &b->async);
+}
+
+static void reply_unavailable(resp_out *o, const char *why)
+{
+    resp_add_errorf(o, "ERR backend unavailable (mongodb: %s)", why);
+}
+
+static void execute(mg_backend *b, mongoc_client_t *cl, mongoc_collection_t *coll, mg_req *r)
+{
+    if (mono_us() > r->deadline_us) { r->skipped = 1; return; }
+    mg_ctx c;
+    memset(&c, 0, sizeof c);
+    c.b = b;
+    c.client = cl;
+    c.coll = coll;
+    c.argc = r->argc;
+    c.argv = r->argv;
+    c.out = &r->out;
+    c.now_ms = r->now_ms;
+    c.max_bulk = b->cfg.max_bulk > 0 ? b->cfg.max_bulk : RESP_DEFAULT_MAX_BULK;
+    size_t mark = r->out.len;
+    int s = r->fn(&c);
+    if (s == MG_E_MONGO) {
+        r->out.len = mark;
+        if (err_unavailable(&c.err)) reply_unavailable(&r->out, c.err.message);
+        else resp_add_errorf(&r->out, "ERR mongodb: %s (code %u)", c.err.message, c.err.code);
+        s = FD_OK;
+    } else if (s != FD_OK) {
+        r->out.len = mark;
+    }
+    r->status = s;
+}
+
+static void *worker_main(void *arg)
+{
+    mg_worker *w = arg;
+    mg_backend *b = w->b;
+    mongoc_client_t *cl = mongoc_client_pool_pop(b->pool);
+    mongoc_collection_t *coll = mongoc_client_get_collection(cl, b->dbname, MG_COLL);
+    mongoc_collection_set_write_concern(coll, b->wc);
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        while (!w->head && !atomic_load(&b->stop)) pthread_cond_wait(&w->cv, &w->mu);
+        if (atomic_load(&b->stop)) { pthread_mutex_unlock(&w->mu); break; }
+        mg_node *n = w->head;
+        w->head = n->next;
+        if (!w->head) w->tail = NULL;
+        pthread_mutex_unlock(&w->mu);
+        mg_req *r = n->r;
+        if (r->nw > 1) {
+            pthread_mutex_lock(&r->bmu);
+            r->arrived++;
+            if (r->arrived < r->nw) {
+                while (!r->done && !atomic_load(&b->stop)) pthread_cond_wait(&r->bcv, &r->bmu);
+                int last = --r->refs == 0;
+                pthread_mutex_unlock(&r->bmu);
+                if (last) complete(b, r);
+                continue;
+            }
+            pthread_mutex_unlock(&r->bmu);
+            execute(b, cl, coll, r);
+            pthread_mutex_lock(&r->bmu);
+            r->done = 1;
+            pthread_cond_broadcast(&r->bcv);
+            int last = --r->refs == 0;
+            pthread_mutex_unlock(&r->bmu);
+            if (last) complete(b, r);
+        } else {
+            execute(b, cl, coll, r);
+            complete(b, r);
+        }
+    }
+    mongoc_collection_destroy(coll);
+    mongoc_client_pool_push(b->pool, cl);
+    return NULL;
+}
+
+/* The admin thread: TTL index, server identity, key counts for INFO. */
+static void *admin_main(void *arg)
+{
+    mg_backend *b = arg;
+    mongoc_client_t *cl = mongoc_client_pool_pop(b->pool);
+    mongoc_collection_t *coll = mongoc_client_get_collection(cl, b->dbname, MG_COLL);
+    int64_t next_count = 0;
+    int logged_down = 0;
+    while (!atomic_load(&b->stop)) {
+        bson_error_t err;
+        if (!atomic_load(&b->indexes_ok)) {
+            if (ensure_indexes(cl, b, &err) == 0) {
+                atomic_store(&b->indexes_ok, 1);
+                bson_t cmd = BSON_INITIALIZER, reply;
+                bson_append_int32(&cmd, "buildInfo", -1, 1);
+                if (mongoc_client_command_simple(cl, "admin", &cmd, NULL, &reply, &err)) {
+                    bson_iter_t it;
+                    pthread_mutex_lock(&b->amu);
+                    if (bson_iter_init_find(&it, &reply, "version") && BSON_ITER_HOLDS_UTF8(&it))
+                        snprintf(b->server_version, sizeof b->server_version, "%s", bson_iter_utf8(&it, NULL));
+                    b->server_emulator = bson_iter_init_find(&it, &reply, "emulator") && bson_iter_as_bool(&it);
+                    pthread_mutex_unlock(&b->amu);
+                    px_log(PX_LOG_NOTICE, "mongodb: connected to %s, server version %s%s", b->cfg.mongo_uri,
+                           b->server_version, b->server_emulator ? " (an EMULATOR: its figures are not MongoDB's)" : "");
+                }
+                bson_destroy(&reply);
+                bson_destroy(&cmd);
+                logged_down = 0;
+            } else if (!logged_down) {
+                px_log(PX_LOG_WARNING, "mongodb: %s not reachable yet (%s); commands fail until it is",
+                       b->cfg.mongo_uri, err.message);
+                logged_down = 1;
+            }
+        }
+        int64_t now = mono_us();
+        if (atomic_load(&b->indexes_ok) && now >= next_count) {
+            bson_t q = BSON_INITIALIZER, x;
+            int64_t keys = count_cmd(coll, NULL, &err);
+            bson_append_document_begin(&q, "expireAt", -1, &x);
+            bson_append_date_time(&x, "$gt", -1, 0);
+            bson_append_document_end(&q, &x);
+            int64_t ex = count_cmd(coll, &q, &err);
+            bson_destroy(&q);
+            if (keys >= 0) atomic_store(&b->keys, keys);
+            if (ex >= 0) atomic_store(&b->expires, ex);
+            next_count = now + 5000000;
+        }
+        pthread_mutex_lock(&b->amu);
+        if (!atomic_load(&b->stop)) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 1;
+            pthread_cond_timedwait(&b->acv, &b->amu, &ts);
+        }
+        pthread_mutex_unlock(&b->amu);
+    }
+    mongoc_collection_destroy(coll);
+    mongoc_client_pool_push(b->pool, cl);
+    return NULL;
+}
+
+/* ================================================================ loop side */
+
+static void free_req(mg_req *r)
+{
+    resp_out_free(&r->out);
+    if (r->nw > 1) {
+        pthread_mutex_destroy(&r->bmu);
+        pthread_cond_destroy(&r->bcv);
+        free(r->nodes);
+    }
+    free(r->argv);
+    free(r);
+}
+
+static void inflight_unlink(mg_backend *b, mg_req *r)
+{
+    if (r->lprev) r->lprev->lnext = r->lnext;
+    else b->ihead = r->lnext;
+    if (r->lnext) r->lnext->lprev = r->lprev;
+    else b->itail = r->lprev;
+    r->lprev = r->lnext = NULL;
+    b->inflight--;
+}
+
+static void timed_out(mg_backend *b, mg_req *r)
+{
+    if (!r->p) return;
+    resp_out o;
+    char why[128];
+    resp_out_init(&o, r->proto);
+    snprintf(why, sizeof why, "no reply within backend-timeout %lld ms", b->cfg.backend_timeout_ms);
+    reply_unavailable(&o, why);
+    fd_pending_reply(r->p, o.data, o.len);
+    resp_out_free(&o);
+    r->p = NULL;
+    b->timeouts++;
+}
+
+static void on_async(struct ev_loop *loop, ev_async *w, int revents)
+{
+    mg_backend *b = w->data;
+    pthread_mutex_lock(&b->cmu);
+    mg_req *r = b->chead;
+    b->chead = b->ctail = NULL;
+    pthread_mutex_unlock(&b->cmu);
+    while (r) {
+        mg_req *next = r->next;
+        inflight_unlink(b, r);
+        if (r->p) {
+            if (r->skipped) timed_out(b, r);
+            else if (r->status == FD_OK) {
+                if (r->out.len && r->out.data[0] == '-') b->errors++;
+                fd_pending_reply(r->p, r->out.data, r->out.len);
+            } else {
+                fd_pending_error(r->p, r->status);
+            }
+        }
+        free_req(r);
+        r = next;
+    }
+}
+
+static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    mg_backend *b = w->data;
+    int64_t now = mono_us();
+    for (mg_req *r = b->ihead; r && r->deadline_us <= now; r = r->lnext) timed_out(b, r);
+    /* timed-out requests stay listed (and allocated) until their worker is done */
+}
+
+static void enqueue(mg_worker *w, mg_node *n)
+{
+    n->next = NULL;
+    pthread_mutex_lock(&w->mu);
+    if (w->tail) w->tail->next = n;
+    else w->head = n;
+    w->tail = n;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static void reply_unknown(resp_out *o, int argc, resp_arg *argv)
+{
+    /* as proxy/dispatch.c: the differential test skips what answers this */
+    char args[512];
+    size_t al = 0;
+    args[0] = '\0';
+    for (int i = 1; i < argc && al < 128; i++) {
+        int room = 128 - (int)al;
+        int n = snprintf(args + al, sizeof args - al, "'%.*s' ",
+                         (int)(argv[i].len < (size_t)room ? argv[i].len : (size_t)room), argv[i].ptr);
+        if (n > 0) al += (size_t)n;
+        if (al >= sizeof args) { al = sizeof args - 1; break; }
+    }
+    resp_add_errorf(o, "ERR unknown command '%.*s', with args beginning with: %s",
+                    (int)(argv[0].len > 128 ? 128 : argv[0].len), argv[0].ptr, args);
+}
+
+static int mg_submit(fd_backend *be, fd_request *req)
+{
+    mg_backend *b = be->state;
+    mg_fn fn = req->cmd ? find_fn(req->cmd->name) : NULL;
+    if (!fn) {
+        reply_unknown(req->out, req->argc, req->argv);
+        return FD_OK;
+    }
+    size_t bytes = 0;
+    for (int i = 0; i < req->argc; i++) bytes += req->argv[i].len + 1;
+    mg_req *r = calloc(1, sizeof *r);
+    if (!r) return FD_E_NOMEM;
+    r->argv = malloc((size_t)req->argc * sizeof(resp_arg) + bytes);
+    if (!r->argv) { free(r); return FD_E_NOMEM; }
+    char *p = (char *)(r->argv + req->argc);
+    for (int i = 0; i < req->argc; i++) {
+        memcpy(p, req->argv[i].ptr, req->argv[i].len);
+        p[req->argv[i].len] = '\0';
+        r->argv[i].ptr = p;
+        r->argv[i].len = req->argv[i].len;
+        p += req->argv[i].len + 1;
+    }
+    r->argc = req->argc;
+    r->fn = fn;
+    r->name = req->cmd->name;
+    r->proto = req->out->proto;
+    r->now_ms = req->now_ms;
+    r->deadline_us = mono_us() + b->cfg.backend_timeout_ms * 1000;
+    r->p = req->pending;
+    resp_out_init(&r->out, r->proto);
+
+    /* the workers this command's keys hash to */
+    const px_command *cmd = req->cmd;
+    int nwk = b->nworkers;
+    unsigned char *need = calloc((size_t)nwk, 1);
+    if (!need) { free(r->argv); free(r); return FD_E_NOMEM; }
+    int count = 0;
+    if ((cmd->flags & PX_CMD_KEYLESS_BACKEND) || cmd->first_key <= 0) {
+        memset(need, 1, (size_t)nwk);
+        count = nwk;
+    } else {
+        int last = cmd->last_key < 0 ? req->argc + cmd->last_key : cmd->last_key;
+        int step = cmd->key_step > 0 ? cmd->key_step : 1;
+        for (int i = cmd->first_key; i <= last && i < req->argc; i += step) {
+            int wi = (int)(hash_key(req->argv[i].ptr, req->argv[i].len) % (uint64_t)nwk);
+            if (!need[wi]) { need[wi] = 1; count++; }
+        }
+        if (!count) { need[0] = 1; count = 1; }
+    }
+    r->nw = count;
+    if (count > 1) {
+        r->nodes = calloc((size_t)count, sizeof(mg_node));
+        if (!r->nodes) { free(need); free(r->argv); free(r); return FD_E_NOMEM; }
+        pthread_mutex_init(&r->bmu, NULL);
+        pthread_cond_init(&r->bcv, NULL);
+        r->refs = count;
+    }
+    /* in flight (loop side) */
+    r->lprev = b->itail;
+    if (b->itail) b->itail->lnext = r;
+    else b->ihead = r;
+    b->itail = r;
+    b->inflight++;
+    b->requests++;
+    if (req->is_write) be->turn_writes++;
+    int k = 0;
+    for (int i = 0; i < nwk; i++) {
+        if (!need[i]) continue;
+        mg_node *n = count > 1 ? &r->nodes[k++] : &r->node1;
+        n->r = r;
+        enqueue(&b->w[i], n);
+    }
+    free(need);
+    return FD_PENDING;
+}
+
+static int mg_end_turn(fd_backend *be)
+{
+    be->turn_writes = 0;
+    return FD_OK;     /* writes are acknowledged by MongoDB at the write concern */
+}
+
+static void mg_keyspace(fd_backend *be, uint64_t *keys, uint64_t *expires)
+{
+    mg_backend *b = be->state;
+    *keys = (uint64_t)atomic_load(&b->keys);
+    *expires = (uint64_t)atomic_load(&b->expires);
+}
+
+static void mg_info(fd_backend *be, resp_out *lines)
+{
+    mg_backend *b = be->state;
+    char buf[1024], ver[64];
+    int emu;
+    pthread_mutex_lock(&b->amu);
+    snprintf(ver, sizeof ver, "%s", b->server_version[0] ? b->server_version : "unknown");
+    emu = b->server_emulator;
+    pthread_mutex_unlock(&b->amu);
+    int n = snprintf(buf, sizeof buf,
+                     "mongodb_database:%s\r\nmongodb_collection:%s\r\nmongodb_workers:%d\r\n"
+                     "mongodb_server_version:%s\r\nmongodb_server_emulator:%d\r\n"
+                     "mongodb_connected:%d\r\nmongodb_requests:%llu\r\nmongodb_inflight:%lld\r\n"
+                     "mongodb_timeouts:%llu\r\nmongodb_error_replies:%llu\r\nmongodb_driver_errors:%llu\r\n",
+                     b->dbname, MG_COLL, b->nworkers, ver, emu < 0 ? 0 : emu,
+                     atomic_load(&b->indexes_ok), b->requests, b->inflight, b->timeouts, b->errors,
+                     (unsigned long long)atomic_load(&b->mongo_errors));
+    if (n > 0) resp_out_raw(lines, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
+static void mg_close(fd_backend *be)
+{
+    mg_backend *b = be->state;
+    if (!b) return;
+    atomic_store(&b->stop, 1);
+    for (int i = 0; i < b->nworkers; i++) {
+        pthread_mutex_lock(&b->w[i].mu);
+        pthread_cond_broadcast(&b->w[i].cv);
+        pthread_mutex_unlock(&b->w[i].mu);
+    }
+    /* wake workers waiting at a barrier */
+    for (mg_req *r = b->ihead; r; r = r->lnext)
+        if (r->nw > 1) {
+            pthread_mutex_lock(&r->bmu);
+            pthread_cond_broadcast(&r->bcv);
+            pthread_mutex_unlock(&r->bmu);
+        }
+    pthread_mutex_lock(&b->amu);
+    pthread_cond_broadcast(&b->acv);
+    pthread_mutex_unlock(&b->amu);
+    for (int i = 0; i < b->nworkers; i++)
+        if (b->w[i].started) pthread_join(b->w[i].th, NULL);
+    if (b->admin_started) pthread_join(b->admin, NULL);
+    on_async(b->loop, &b->async, 0);          /* what finished */
+    /* what never ran: its clients are gone (shutdown) or get an error */
+    for (mg_req *r = b->ihead, *next; r; r = next) {
+        next = r->lnext;
+        if (r->p) fd_pending_error(r->p, FD_E_UNAVAILABLE);
+        free_req(r);
+    }
+    for (int i = 0; i < b->nworkers; i++) {
+        pthread_mutex_destroy(&b->w[i].mu);
+        pthread_cond_destroy(&b->w[i].cv);
+    }
+    ev_async_stop(b->loop, &b->async);
+    ev_timer_stop(b->loop, &b->tick);
+    if (b->pool) mongoc_client_pool_destroy(b->pool);
+    if (b->uri) mongoc_uri_destroy(b->uri);
+    if (b->wc) mongoc_write_concern_destroy(b->wc);
+    free(b->w);
+    free(b->uri_str);
+    free(b->dbname);
+    pthread_mutex_destroy(&b->cmu);
+    pthread_mutex_destroy(&b->amu);
+    for (int k = 0; k < MG_SCANS; k++)
+        if (b->scans[k].v) keys_free(b->scans[k].v, b->scans[k].n);
+    pthread_mutex_destroy(&b->smu);
+    pthread_cond_destroy(&b->acv);
+    free(b);
+    be->state = NULL;
+    mongoc_cleanup();
+}
+
+static int mg_open(fd_backend *be, const fd_backend_config *cfg, char *err, size_t errlen)
+{
+    if (!cfg->loop) { snprintf(err, errlen, "no event loop"); return FD_E_INTERNAL; }
+    mongoc_init();
+    mg_backend *b = calloc(1, sizeof *b);
+    if (!b) { snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }
+    b->cfg = *cfg;
+    b->loop = cfg->loop;
+    b->server_emulator = -1;
+    pthread_mutex_init(&b->cmu, NULL);
+    pthread_mutex_init(&b->amu, NULL);
+    pthread_mutex_init(&b->smu, NULL);
+    pthread_cond_init(&b->acv, NULL);
+    be->state = b;
+    b->uri_str = strdup(cfg->mongo_uri && cfg->mongo_uri[0] ? cfg->mongo_uri : "mongodb://127.0.0.1:27017");
+    b->dbname = strdup(cfg->mongo_database && cfg->mongo_database[0] ? cfg->mongo_database : "frontdoor");
+    b->cfg.mongo_uri = b->uri_str;
+    long long tmo = cfg->backend_timeout_ms > 0 ? cfg->backend_timeout_ms : 1000;
+    b->cfg.backend_timeout_ms = tmo;
+    long nproc = sysconf(_SC_NPROCESSORS_ONLN);
+    b->nworkers = cfg->mongo_workers > 0 ? cfg->mongo_workers : (nproc > 0 ? (int)nproc : 2);
+
+    bson_error_t e;
+    b->uri = mongoc_uri_new_with_error(b->uri_str, &e);
+    if (!b->uri) {
+        snprintf(err, errlen, "bad mongo-uri '%s': %s", b->uri_str, e.message);
+        goto fail;
+    }
+    if (!mongoc_uri_has_option(b->uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS))
+        mongoc_uri_set_option_as_int32(b->uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, (int32_t)tmo);
+    if (!mongoc_uri_has_option(b->uri, MONGOC_URI_SOCKETTIMEOUTMS))
+        mongoc_uri_set_option_as_int32(b->uri, MONGOC_URI_SOCKETTIMEOUTMS, (int32_t)tmo);
+    if (!mongoc_uri_has_option(b->uri, MONGOC_URI_CONNECTTIMEOUTMS))
+        mongoc_uri_set_option_as_int32(b->uri, MONGOC_URI_CONNECTTIMEOUTMS, (int32_t)tmo);
+    if (!mongoc_uri_has_option(b->uri, MONGOC_URI_HEARTBEATFREQUENCYMS))
+        mongoc_uri_set_option_as_int32(b->uri, MONGOC_URI_HEARTBEATFREQUENCYMS, 500);
+    if (!mongoc_uri_get_appname(b->uri)) mongoc_uri_set_appname(b->uri, "frontdoor");
+    if (!mongoc_uri_has_option(b->uri, MONGOC_URI_MAXPOOLSIZE))
+        mongoc_uri_set_option_as_int32(b->uri, MONGOC_URI_MAXPOOLSIZE, b->nworkers + 4);
+
+    /* write concern: the URI's, then the directives that were set */
+    b->wc = mongoc_write_concern_copy(mongoc_uri_get_write_concern(b->uri));
+    if (cfg->mongo_w && cfg->mongo_w[0]) {
+        long long wv;
+        if (resp_str2ll(cfg->mongo_w, strlen(cfg->mongo_w), &wv) == 0) {
+            if (wv < 0 || wv > 1000) { snprintf(err, errlen, "mongo-w must be >= 0, 'majority' or a tag"); goto fail; }
+            mongoc_write_concern_set_w(b->wc, (int32_t)wv);
+        } else if (!strcmp(cfg->mongo_w, "majority")) {
+            mongoc_write_concern_set_w(b->wc, MONGOC_WRITE_CONCERN_W_MAJORITY);
+        } else {
+            mongoc_write_concern_set_wtag(b->wc, cfg->mongo_w);
+        }
+    }
+    if (cfg->mongo_j == FD_MONGO_J_YES || (cfg->mongo_j == FD_MONGO_J_AUTO && cfg->sync))
+        mongoc_write_concern_set_journal(b->wc, true);
+    else if (cfg->mongo_j == FD_MONGO_J_NO)
+        mongoc_write_concern_set_journal(b->wc, false);
+    if (cfg->mongo_wtimeout_ms > 0) mongoc_write_concern_set_wtimeout_int64(b->wc, cfg->mongo_wtimeout_ms);
+    if (!mongoc_write_concern_is_valid(b->wc)) {
+        snprintf(err, errlen, "invalid write concern (mongo-w %s, mongo-j, mongo-wtimeout)", cfg->mongo_w ? cfg->mongo_w : "");
+        goto fail;
+    }
+
+    b->pool = mongoc_client_pool_new(b->uri);
+    if (!b->pool) { snprintf(err, errlen, "cannot create a client pool for '%s'", b->uri_str); goto fail; }
+    mongoc_client_pool_set_error_api(b->pool, MONGOC_ERROR_API_VERSION_2);
+
+    ev_async_init(&b->async, on_async);
+    b->async.data = b;
+    ev_async_start(b->loop, &b->async);
+    double tick = (double)(tmo / 4 < MG_TICK_MS ? (tmo / 4 > 0 ? tmo / 4 : 1) : MG_TICK_MS) / 1000.0;
+    ev_timer_init(&b->tick, on_tick, tick, tick);
+    b->tick.data = b;
+    ev_timer_start(b->loop, &b->tick);
+
+    b->w = calloc((size_t)b->nworkers, sizeof *b->w);
+    if (!b->w) { snprintf(err, errlen, "out of memory"); goto fail; }
+    for (int i = 0; i < b->nworkers; i++) {
+        mg_worker *w = &b->w[i];
+        w->b = b;
+        w->idx = i;
+        pthread_mutex_init(&w->mu, NULL);
+        pthread_cond_init(&w->cv, NULL);
+    }
+    for (int i = 0; i < b->nworkers; i++) {
+        if (pthread_create(&b->w[i].th, NULL, worker_main, &b->w[i]) != 0) {
+            snprintf(err, errlen, "cannot start worker threads: %s", strerror(errno));
+            goto fail;
+        }
+        b->w[i].started = 1;
+    }
+    if (pthread_create(&b->admin, NULL, admin_main, b) == 0) b->admin_started = 1;
+    px_log(PX_LOG_NOTICE, "mongodb backend: %s, database %s, %d workers, timeout %lld ms%s",
+           b->uri_str, b->dbname, b->nworkers, tmo,
+           mongoc_write_concern_get_journal(b->wc) ? ", journaled writes (j:true)" : "");
+    return FD_OK;
+fail:
+    if (ev_is_active(&b->async)) {       /* watchers and maybe threads: close undoes them */
+        if (!b->w) b->nworkers = 0;
+        mg_close(be);
+        return FD_E_UNAVAILABLE;
+    }
+    mongoc_cleanup();
+    if (b->uri) mongoc_uri_destroy(b->uri);
+    if (b->wc) mongoc_write_concern_destroy(b->wc);
+    free(b->uri_str);
+    free(b->dbname);
+    free(b->w);
+    free(b);
+    be->state = NULL;
+    return FD_E_UNAVAILABLE;
+}
+
+const fd_backend_ops fd_mongodb_backend = {
+    .name     = "mongodb",
+    .async    = 1,
+    .open     = mg_open,
+    .close    = mg_close,
+    .submit   = mg_submit,
+    .end_turn = mg_end_turn,
+    .keyspace = mg_keyspace,
+    .info     = mg_info,
+};
