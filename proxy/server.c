@@ -181,6 +181,10 @@ static void process_input(px_conn *c) {
         c->parser.max_bulk = px_cfg.proto_max_bulk_len;
         c->parser.unauth = !c->authed;
         size_t consumed = 0;
+        /* the form is the command's first byte, as the parser decides it; read
+         * it before parsing: an inline line is unescaped in place and may then
+         * start with '*' (raw would wrongly hand the rewritten line on) */
+        int multibulk = c->rbuf[c->rpos] == '*';
         int rc = resp_parse(&c->parser, c->rbuf + c->rpos, c->rlen - c->rpos, &consumed);
         if (rc == RESP_INCOMPLETE) break;
         if (rc == RESP_ERROR) {
@@ -193,7 +197,7 @@ static void process_input(px_conn *c) {
         }
         if (rc == RESP_COMMAND)
             px_dispatch(c, c->parser.argc, c->parser.argv,
-                        c->rbuf[c->rpos] == '*' ? c->rbuf + c->rpos : NULL, consumed);
+                        multibulk ? c->rbuf + c->rpos : NULL, consumed);
         c->rpos += consumed;
         /* checked after every reply, as Redis does, so one read's pipeline
          * cannot pile up more than one reply beyond the limit */
@@ -237,13 +241,15 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
     ssize_t n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
     if (n <= 0) {
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-        if (n == 0 && c->pend_head) {
-            /* half-close with replies still owed by an asynchronous backend:
-             * deliver them (a server answering synchronously would have sent
-             * them before it saw the EOF), then close */
+        if (n == 0 && (c->pend_head || c->wpos < c->out.len)) {
+            /* half-close with replies still owed by an asynchronous backend,
+             * or completed in this same loop turn and not yet sent: deliver
+             * them (a server answering synchronously would have sent them
+             * before it saw the EOF), then close */
             ev_io_stop(loop, &c->rio);
             c->flags |= PX_CONN_CLOSE_AFTER_REPLY;
             c->rpos = c->rlen = 0;
+            px_conn_touch(c);
             return;
         }
         px_conn_close(c);
