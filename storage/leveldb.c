@@ -221,6 +221,21 @@ static int ov_assign(overlay *ov, ov_node *n, const void *v, size_t vl)
 
 typedef struct ld_db ld_db;
 
+/* Seek hints. A LevelDB seek steps over every tombstone between its target
+ * and the first live record: a range emptied by deletes (a collection being
+ * reclaimed 64 records per cron tick, the expiry index after mass expiry)
+ * costs more with each tick, O(n^2) in all. A hint [a, b) records that a
+ * seek to a landed on b, i.e. LevelDB holds no live record in [a, b); a later
+ * seek to k in [a, b) goes straight to b. Deletes keep a hint true; a commit
+ * that puts a key in [a, b) drops it. LD_HINTS slots, least recently used
+ * replaced. */
+#define LD_HINTS 16
+typedef struct ld_hint {
+    char    *a, *b;
+    size_t   al, bl;
+    uint64_t used;           /* 0 = free slot */
+} ld_hint;
+
 typedef struct ld_txn {
     ld_db   *db;
     int      used;
@@ -246,6 +261,8 @@ struct ld_db {
     /* statistics */
     uint64_t commits, commit_bytes, commit_records, last_commit_us, max_commit_us;
     uint64_t slow_commits, total_commit_us, max_overlay;
+    ld_hint  hints[LD_HINTS];
+    uint64_t hint_clock, hint_hits;
     /* after a FLUSHDB: a helper thread compacts the whole key space */
     pthread_t       cthread;
     pthread_mutex_t cmu;
@@ -346,6 +363,63 @@ static void request_compaction(ld_db *db)
     pthread_mutex_unlock(&db->cmu);
 }
 
+static void hint_free(ld_hint *h)
+{
+    free(h->a);
+    free(h->b);
+    memset(h, 0, sizeof *h);
+}
+
+static void hints_clear(ld_db *db)
+{
+    for (int i = 0; i < LD_HINTS; i++) hint_free(&db->hints[i]);
+}
+
+/* After a commit: a hint whose range received a live record is wrong now. */
+static void hints_drop_written(ld_db *db, const overlay *ov)
+{
+    for (int i = 0; i < LD_HINTS; i++) {
+        ld_hint *h = &db->hints[i];
+        if (!h->used) continue;
+        for (ov_node *n = ov_ge(ov, h->a, h->al, 0); n && ov_cmp(n, h->b, h->bl) < 0; n = n->next[0])
+            if (!n->dead) { hint_free(h); break; }
+    }
+}
+
+/* The hint containing k, or NULL. */
+static ld_hint *hint_find(ld_db *db, const char *k, size_t kl)
+{
+    for (int i = 0; i < LD_HINTS; i++) {
+        ld_hint *h = &db->hints[i];
+        if (h->used && keycmp(h->a, h->al, k, kl) <= 0 && keycmp(k, kl, h->b, h->bl) < 0) return h;
+    }
+    return NULL;
+}
+
+/* A seek to a landed on b: [a, b) holds no live record. h: the hint that
+ * was used (extended), else a new one replaces the least recently used. */
+static void hint_note(ld_db *db, ld_hint *h, const char *a, size_t al, const char *b, size_t bl)
+{
+    if (keycmp(a, al, b, bl) >= 0) return;
+    if (!h) {
+        h = &db->hints[0];
+        for (int i = 1; i < LD_HINTS && h->used; i++)
+            if (db->hints[i].used < h->used) h = &db->hints[i];
+        hint_free(h);
+        h->a = malloc(al ? al : 1);
+        if (!h->a) return;
+        if (al) memcpy(h->a, a, al);
+        h->al = al;
+    }
+    char *nb = malloc(bl ? bl : 1);
+    if (!nb) { hint_free(h); return; }
+    if (bl) memcpy(nb, b, bl);
+    free(h->b);
+    h->b = nb;
+    h->bl = bl;
+    h->used = ++db->hint_clock;
+}
+
 static int64_t mono_us(void)
 {
     struct timespec ts;
@@ -409,6 +483,8 @@ static int ld_commit(void *txn)
     leveldb_writebatch_destroy(wb);
     if (x->ov.count > db->max_overlay) db->max_overlay = x->ov.count;
     if (s == FD_OK && x->cleared) request_compaction(db);
+    if (s == FD_OK) hints_drop_written(db, &x->ov);
+    else hints_clear(db);
     if (s == FD_OK) {
         uint64_t us = (uint64_t)(mono_us() - t0);
         db->commits++;
@@ -639,7 +715,20 @@ static int resolve_bwd(kv_iter *it)
 
 static int ld_seek(kv_iter *it, const void *k, size_t kl)
 {
-    leveldb_iter_seek(it->bi, k, kl);
+    ld_db *db = it->tx->db;
+    ld_hint *h = it->tx->cleared ? NULL : hint_find(db, k, kl);
+    if (h) {
+        db->hint_hits++;
+        leveldb_iter_seek(it->bi, h->b, h->bl);
+    } else {
+        leveldb_iter_seek(it->bi, k, kl);
+    }
+    if (!it->tx->cleared && leveldb_iter_valid(it->bi)) {
+        size_t bl;
+        const char *bk = leveldb_iter_key(it->bi, &bl);
+        if (h) hint_note(db, h, h->a, h->al, bk, bl);
+        else hint_note(db, NULL, k, kl, bk, bl);
+    }
     it->on = ov_ge(&it->tx->ov, k, kl, 0);
     return resolve_fwd(it);
 }
@@ -755,6 +844,7 @@ static int mkdirs(const char *dir)
 
 static void ld_release(ld_db *db)
 {
+    hints_clear(db);
     if (db->cstarted) {              /* waits for a compaction in progress */
         pthread_mutex_lock(&db->cmu);
         db->cstop = 1;
@@ -922,7 +1012,8 @@ static void leveldb_backend_info(fd_backend *b, resp_out *lines)
                      "leveldb_commits:%llu\r\nleveldb_commit_records:%llu\r\nleveldb_commit_bytes:%llu\r\n"
                      "leveldb_last_commit_us:%llu\r\nleveldb_max_commit_us:%llu\r\n"
                      "leveldb_avg_commit_us:%llu\r\nleveldb_slow_commits:%llu\r\n"
-                     "leveldb_max_turn_records:%llu\r\nleveldb_flush_compactions:%llu\r\n"
+                     "leveldb_max_turn_records:%llu\r\nleveldb_seek_hint_hits:%llu\r\n"
+                     "leveldb_flush_compactions:%llu\r\n"
                      "leveldb_last_error:%s\r\n",
                      leveldb_major_version(), leveldb_minor_version(), db->sync ? "yes" : "no",
                      (unsigned long long)db->cache_size, (unsigned long long)db->wbuf_size,
@@ -932,7 +1023,7 @@ static void leveldb_backend_info(fd_backend *b, resp_out *lines)
                      (unsigned long long)db->commit_bytes, (unsigned long long)db->last_commit_us,
                      (unsigned long long)db->max_commit_us,
                      (unsigned long long)(db->commits ? db->total_commit_us / db->commits : 0),
-                     (unsigned long long)db->slow_commits, (unsigned long long)db->max_overlay,
+                     (unsigned long long)db->slow_commits, (unsigned long long)db->max_overlay, (unsigned long long)db->hint_hits,
                      (unsigned long long)leveldb_compactions_done(db), db->last_error);
     if (n > 0) resp_out_raw(lines, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
     kv_backend_info(&lb->st, lines);
