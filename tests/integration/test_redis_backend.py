@@ -323,6 +323,43 @@ def protocol_switch_mid_pipeline_keeps_order():
             check(r.startswith(b",") or r == b"_\r\n", "RESP3 client got a RESP2 reply", r)
 
 
+def exchange_halfclose(port, data, wait=3.0):
+    c = Conn(port)
+    try:
+        c.send_raw(data)
+        c.sock.shutdown(socket.SHUT_WR)
+        return c.read_all_until_close(wait)
+    finally:
+        c.close()
+
+
+@T.case
+def half_close_and_odd_inline_lines():
+    """A client that half-closes gets every reply (they are owed by the
+    backend when the EOF is read); inline lines that the parser unescapes in
+    place (leading CR, quotes, escapes) are forwarded as what they mean, never
+    as rewritten bytes that would break the shared backend connection."""
+    ref, back, fd = shared()
+    with fd.conn() as c:
+        c.cmd("FLUSHALL")
+        connects = info_fields(parse(c.cmd("INFO", "backend")))["redis_backend_connects"]
+    with ref.conn() as c:
+        c.cmd("FLUSHALL")
+    streams = [
+        encode_many([("SET", "hc%d" % i, "v") for i in range(200)] + [("GET", "hc%d" % i) for i in range(200)]) + b"PING\r\n",
+        b"\r*2\r\n$4\r\nECHO\r\n$1\r\ne\r\n*1\r\n$4\r\nPING\r\n",
+        b'  SET "q\\x41*" "x y"\r\nGET "q\\x41*"\r\n\t*3 a\r\n*1\r\n$4\r\nPING\r\n',
+        b"*2\r\n$4\r\nINCR\r\n$2\r\nz0\r\n*1\r\n$9\r*1\r\n$4\r\nPING\r\n",   # protocol error after a forwarded command
+    ]
+    for data in streams:
+        want = exchange_halfclose(ref.port, data)
+        got = exchange_halfclose(fd.port, data)
+        eq(got, want, "(replies, closed?) after half-close for %r" % data[:60])
+    with fd.conn() as c:
+        eq(info_fields(parse(c.cmd("INFO", "backend")))["redis_backend_connects"], connects,
+           "the backend connections were never reset")
+
+
 # ============================================================ refused commands
 
 @T.case
