@@ -1826,9 +1826,19 @@ static void mg_close(fd_backend *be)
     mongoc_cleanup();
 }
 
+/* libmongoc's log lines go to frontdoor's log: errors as warnings, its
+ * warnings (a lost connection...) at verbose, the rest dropped. */
+static void mongoc_to_px_log(mongoc_log_level_t level, const char *domain, const char *msg, void *ud)
+{
+    (void)ud;
+    if (level <= MONGOC_LOG_LEVEL_ERROR) px_log(PX_LOG_WARNING, "libmongoc %s: %s", domain, msg);
+    else if (level == MONGOC_LOG_LEVEL_WARNING) px_log(PX_LOG_VERBOSE, "libmongoc %s: %s", domain, msg);
+}
+
 static int mg_open(fd_backend *be, const fd_backend_config *cfg, char *err, size_t errlen)
 {
     if (!cfg->loop) { snprintf(err, errlen, "no event loop"); return FD_E_INTERNAL; }
+    mongoc_log_set_handler(mongoc_to_px_log, NULL);
     mongoc_init();
     mg_backend *b = calloc(1, sizeof *b);
     if (!b) { snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }
