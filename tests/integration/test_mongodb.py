@@ -13,7 +13,8 @@ printed here is the emulator's, never MongoDB's).
     overflow errors, expired keys never returned (the emulator's TTL sweep is
     a minute away);
   * redis-benchmark -n 2000 -c 20 -t set,get,incr,mset,ping: no error reply;
-  * INFO says which server answered and that it is an emulator.
+  * INFO says which server answered and that it is an emulator;
+  * the write concern follows durability / mongo-w / mongo-j / mongo-wtimeout.
 """
 
 import os
@@ -273,6 +274,38 @@ def info_names_the_emulator():
     info = wait_until(lambda: (lambda t: t if b"mongodb_server_emulator:1" in t else None)(
         parse(c.cmd("INFO", "backend"))), timeout=5, what="INFO to show the server")
     check(b"mongodb_server_version:" in info, "server version in INFO", info)
+
+
+def last_write_concern(emu):
+    import pymongo
+    cl = pymongo.MongoClient(emu.uri, serverSelectionTimeoutMS=3000)
+    try:
+        return cl.admin.command("frontdoorTestInfo").get("lastWriteConcern")
+    finally:
+        cl.close()
+
+
+@T.case
+def write_concern_follows_durability():
+    emu = emulator()
+    cases = [
+        (dict(durability="sync"), {"j": True}),
+        (dict(durability="nosync"), None),
+        (dict(durability="nosync", mongo_j="yes"), {"j": True}),
+        (dict(durability="sync", mongo_j="no", mongo_w="majority", mongo_wtimeout=5000),
+         {"w": "majority", "j": False, "wtimeout": 5000}),
+        (dict(mongo_w="2", mongo_j="no"), {"w": 2, "j": False}),
+    ]
+    for directives, want in cases:
+        s = fd(emu, **directives)
+        c = s.conn()
+        eq(c.cmd("SET", "k", "v"), b"+OK\r\n")
+        got = last_write_concern(emu)
+        if got is not None:
+            got = {k: v for k, v in got.items()}
+        eq(got, want, "write concern with %s" % directives)
+        c.close()
+        s.stop()
 
 
 @T.case

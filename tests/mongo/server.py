@@ -15,7 +15,8 @@ hello/isMaster (OP_QUERY and OP_MSG, maxWireVersion 13, no sessions),
 buildInfo (which says it is an emulator), ping, insert, find, update (operators,
 replacement, upsert, multi), delete, findAndModify, count, aggregate,
 createIndexes, listIndexes, drop, dropDatabase, listCollections,
-killCursors/endSessions. Every result is returned in the first batch
+killCursors/endSessions; and frontdoorTestInfo (the write concern of the last
+write, for the tests). Every result is returned in the first batch
 (cursor id 0). Binary values (BSON subtype 0) keep every byte; Int64 stay
 64-bit.
 
@@ -137,6 +138,7 @@ class Emulator:
         self.ttl_interval = ttl_interval
         self.started = time.time()
         self.conn_id = 0
+        self.last_write_concern = None
 
     def coll(self, req, name):
         return self.client[req.doc.get("$db", "test")][name]
@@ -166,6 +168,9 @@ class Emulator:
         if name is None:
             return False
         n = name.lower()
+        if n in ("insert", "update", "delete", "findandmodify"):
+            wc = req.doc.get("writeConcern")
+            self.last_write_concern = dict(wc) if wc is not None else None
         try:
             with self.lock:
                 return self.dispatch(req, n, name)
@@ -180,6 +185,9 @@ class Emulator:
         d = req.doc
         if n in ("hello", "ismaster"):
             return self.hello(req)
+        if n == "frontdoortestinfo":
+            # for the tests: the write concern of the last write received
+            return self.ok(req, lastWriteConcern=self.last_write_concern)
         if n == "buildinfo":
             return self.ok(req, version=VERSION, versionArray=[5, 0, 0, 0],
                            gitVersion="mongomock", emulator=True,
