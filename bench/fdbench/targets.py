@@ -18,11 +18,11 @@ GROUPS = {b: [f"{b}-sync", f"{b}-nosync"] for b in EMBEDDED}
 
 # How frontdoor is pointed at the server behind a service backend: redis's
 # is `redis-address host:port` (docs/redis-backend.md; pool size and timeout
-# left at their defaults); mongodb's is a guess until its backend lands. A
+# left at their defaults); mongodb.s is `mongo-uri URI` (docs/mongodb.md). A
 # frontdoor that rejects them is reported as such.
 SERVICE_ARGS = {
     "redis": lambda addr: ["--redis-address", addr],
-    "mongodb": lambda uri: ["--mongodb-uri", uri],
+    "mongodb": lambda uri: ["--mongo-uri", uri],
 }
 START_TIMEOUT = 20.0
 
