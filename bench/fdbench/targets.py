@@ -18,7 +18,7 @@ GROUPS = {b: [f"{b}-sync", f"{b}-nosync"] for b in EMBEDDED}
 
 # How frontdoor is pointed at the server behind a service backend: redis's
 # is `redis-address host:port` (docs/redis-backend.md; pool size and timeout
-# left at their defaults); mongodb.s is `mongo-uri URI` (docs/mongodb.md). A
+# left at their defaults); mongodb's is `mongo-uri URI` (docs/mongodb.md). A
 # frontdoor that rejects them is reported as such.
 SERVICE_ARGS = {
     "redis": lambda addr: ["--redis-address", addr],
