@@ -9,7 +9,8 @@ printed here is the emulator's, never MongoDB's).
     timeout, no crash, no reply out of order, recovery after a restart);
   * order: pipelined commands on many keys, from several clients at once,
     come back in request order with the values a per-client model predicts;
-  * data: binary keys and values (NUL, 0xff, CR LF), Int64 limits, INCR
+  * data: binary keys and values (NUL, 0xff, CR LF), hash fields with any
+    bytes ('.', '$', NUL), Int64 limits, INCR
     overflow errors, expired keys never returned (the emulator's TTL sweep is
     a minute away);
   * redis-benchmark -n 2000 -c 20 -t set,get,incr,mset,ping: no error reply;
@@ -62,6 +63,9 @@ def fd(emu=None, uri=None, **kw):
     kw.setdefault("backend", "mongodb")
     kw.setdefault("mongo_uri", uri or emu.uri)
     kw.setdefault("mongo_database", "t%d" % random.randrange(1 << 30))
+    # the emulator under a loaded machine can take seconds: only the fault
+    # cases test the timeout, with their own value
+    kw.setdefault("backend_timeout", 20000)
     return start_frontdoor(**kw)
 
 
@@ -263,6 +267,30 @@ def binary_values_int64_and_errors():
     eq(c.cmd("DBSIZE"), b":5\r\n")
     eq(c.cmd("INCR", "e"), b":1\r\n", "INCR on an expired key starts from 0")
     eq(c.cmd("TTL", "e"), b":-1\r\n")
+
+
+@T.case
+def hash_fields_any_bytes():
+    emu = emulator()
+    s = fd(emu)
+    c = s.conn()
+    fields = [b"a.b", b"$set", b"\x00\xff", b"", b"_id", b"x" * 3000]
+    args = []
+    for i, f in enumerate(fields):
+        args += [f, b"v%d\x00" % i]
+    eq(c.cmd("HSET", "h", *args), b":%d\r\n" % len(fields))
+    got = parse(c.cmd("HGETALL", "h"))
+    eq(dict(zip(got[::2], got[1::2])), dict(zip(args[::2], args[1::2])), "fields and values round trip")
+    eq(c.cmd("HGET", "h", b"$set"), b"$3\r\nv1\x00\r\n")
+    eq(c.cmd("TYPE", "h"), b"+hash\r\n")
+    eq(c.cmd("GET", "h"), b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n")
+    eq(c.cmd("EXPIRE", "h", "100"), b":1\r\n")
+    eq(c.cmd("HSET", "h", "new", "1"), b":1\r\n")
+    check(0 < parse(c.cmd("TTL", "h")) <= 100, "a hash write keeps the TTL")
+    eq(c.cmd("RENAME", "h", "h2"), b"+OK\r\n")
+    eq(c.cmd("HLEN", "h2"), b":%d\r\n" % (len(fields) + 1))
+    eq(c.cmd("HDEL", "h2", *(fields + [b"new"])), b":%d\r\n" % (len(fields) + 1))
+    eq(c.cmd("EXISTS", "h2"), b":0\r\n", "the last field gone, the key is gone")
 
 
 @T.case
