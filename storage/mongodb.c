@@ -6,7 +6,8 @@
  * mongo-database); one document per key:
  *     { _id: BinData(0, key), type: "string", value: <Int64 | BinData>,
  *       expireAt: ISODate }            (expireAt only when the key has a TTL)
- * A hash: value is an array of {f: BinData, v: BinData} (see "hashes").
+ * A hash: value is an array of {f: BinData, v: BinData}; a list: an array
+ * of BinData (see "hashes", "lists").
  * A string that is the canonical decimal form of a 64-bit integer is stored
  * as Int64 (as Redis's int encoding), so INCR/INCRBY/DECR are one
  * findAndModify with $inc; any other string is BinData (binary-safe).
@@ -1651,6 +1652,240 @@ static int cmd_hgetall(mg_ctx *c) { return getall_generic(c, 1, 1); }
 static int cmd_hkeys(mg_ctx *c)   { return getall_generic(c, 1, 0); }
 static int cmd_hvals(mg_ctx *c)   { return getall_generic(c, 0, 1); }
 
+/* ================================================================ lists
+ *
+ * { _id, type: "list", value: [ BinData, ... ], expireAt? }: the elements in
+ * order. As hashes: read, change here, write the whole document back. */
+
+typedef struct mg_list { const char **p; size_t *l; size_t n, cap; } mg_list;
+
+static void list_free(mg_list *L) { free(L->p); free(L->l); memset(L, 0, sizeof *L); }
+
+static int list_reserve(mg_list *L, size_t n)
+{
+    if (n <= L->cap) return FD_OK;
+    size_t nc = L->cap ? L->cap : 8;
+    while (nc < n) nc *= 2;
+    const char **np = realloc(L->p, nc * sizeof *np);
+    if (!np) return FD_E_NOMEM;
+    L->p = np;
+    size_t *nl = realloc(L->l, nc * sizeof *nl);
+    if (!nl) return FD_E_NOMEM;
+    L->l = nl;
+    L->cap = nc;
+    return FD_OK;
+}
+
+static int list_load(mg_ctx *c, const resp_arg *key, mg_meta *m, mg_list *L)
+{
+    memset(L, 0, sizeof *L);
+    TRY(mg_lookup(c, key, m, 1));
+    if (!m->live) return FD_OK;
+    if (m->type != MG_T_LIST) { meta_free(m); return FD_E_WRONGTYPE; }
+    bson_iter_t it, arr;
+    if (!bson_iter_init_find(&it, m->doc, "value") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &arr))
+        return FD_OK;
+    while (bson_iter_next(&arr)) {
+        if (!BSON_ITER_HOLDS_BINARY(&arr)) continue;
+        bson_subtype_t st; uint32_t n; const uint8_t *p;
+        bson_iter_binary(&arr, &st, &n, &p);
+        if (list_reserve(L, L->n + 1) != FD_OK) { list_free(L); meta_free(m); return FD_E_NOMEM; }
+        L->p[L->n] = (const char *)p;
+        L->l[L->n++] = n;
+    }
+    return FD_OK;
+}
+
+static int list_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg_list *L)
+{
+    if (!L->n) return m->found ? mg_delete(c, key) : FD_OK;
+    bson_t d = BSON_INITIALIZER, arr;
+    bson_append_utf8(&d, "type", -1, "list", -1);
+    bson_append_array_begin(&d, "value", -1, &arr);
+    for (size_t i = 0; i < L->n; i++) {
+        char idx[16];
+        const char *ks;
+        bson_uint32_to_string((uint32_t)i, &ks, idx, sizeof idx);
+        bson_append_binary(&arr, ks, -1, BSON_SUBTYPE_BINARY, (const uint8_t *)L->p[i], (uint32_t)L->l[i]);
+    }
+    bson_append_array_end(&d, &arr);
+    if (m->live && m->expire) bson_append_date_time(&d, "expireAt", -1, m->expire);
+    int s = mg_write_doc(c, key, &d);
+    bson_destroy(&d);
+    return s;
+}
+
+#define LIST_DONE(st) do { int st_ = (st); list_free(&L); meta_free(&m); return st_; } while (0)
+
+static int push_generic(mg_ctx *c, int left, int xx)
+{
+    mg_meta m; mg_list L;
+    TRY(list_load(c, &c->argv[1], &m, &L));
+    if (!m.live && xx) LIST_DONE(resp_add_int(c->out, 0) ? FD_E_NOMEM : FD_OK);
+    size_t add = (size_t)(c->argc - 2);
+    if (list_reserve(&L, L.n + add) != FD_OK) LIST_DONE(FD_E_NOMEM);
+    if (left) {
+        memmove(L.p + add, L.p, L.n * sizeof *L.p);
+        memmove(L.l + add, L.l, L.n * sizeof *L.l);
+        for (size_t j = 0; j < add; j++) {          /* LPUSH a b c: c first */
+            L.p[add - 1 - j] = c->argv[2 + j].ptr;
+            L.l[add - 1 - j] = c->argv[2 + j].len;
+        }
+    } else {
+        for (size_t j = 0; j < add; j++) { L.p[L.n + j] = c->argv[2 + j].ptr; L.l[L.n + j] = c->argv[2 + j].len; }
+    }
+    L.n += add;
+    int s = list_save(c, &c->argv[1], &m, &L);
+    if (s == FD_OK && resp_add_int(c->out, (long long)L.n)) s = FD_E_NOMEM;
+    LIST_DONE(s);
+}
+
+static int cmd_lpush(mg_ctx *c)  { return push_generic(c, 1, 0); }
+static int cmd_rpush(mg_ctx *c)  { return push_generic(c, 0, 0); }
+static int cmd_lpushx(mg_ctx *c) { return push_generic(c, 1, 1); }
+static int cmd_rpushx(mg_ctx *c) { return push_generic(c, 0, 1); }
+
+static int pop_generic(mg_ctx *c, int left)
+{
+    long long count = 1;
+    int hascount = c->argc == 3;
+    if (c->argc > 3) {
+        OUT(resp_add_errorf(c->out, "ERR wrong number of arguments for '%s' command", left ? "lpop" : "rpop"));
+        return FD_OK;
+    }
+    if (hascount && (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &count) != 0 || count < 0))
+        return FD_E_RANGE_POSITIVE;
+    mg_meta m; mg_list L;
+    TRY(list_load(c, &c->argv[1], &m, &L));
+    if (!m.live) LIST_DONE((hascount ? resp_add_null_array(c->out) : resp_add_null(c->out)) ? FD_E_NOMEM : FD_OK);
+    if (hascount && count == 0) LIST_DONE(resp_add_array(c->out, 0) ? FD_E_NOMEM : FD_OK);
+    if (count > (long long)L.n) count = (long long)L.n;
+    size_t mark = c->out->len;
+    int r = hascount ? resp_add_array(c->out, count) : 0;
+    for (long long i = 0; i < count && !r; i++) {
+        size_t at = left ? (size_t)i : L.n - 1 - (size_t)i;
+        r = resp_add_bulk(c->out, L.p[at], L.l[at]);
+    }
+    if (r) { c->out->len = mark; LIST_DONE(FD_E_NOMEM); }
+    if (left) {
+        memmove(L.p, L.p + count, (L.n - (size_t)count) * sizeof *L.p);
+        memmove(L.l, L.l + count, (L.n - (size_t)count) * sizeof *L.l);
+    }
+    L.n -= (size_t)count;
+    int s = list_save(c, &c->argv[1], &m, &L);
+    if (s != FD_OK) c->out->len = mark;
+    LIST_DONE(s);
+}
+
+static int cmd_lpop(mg_ctx *c) { return pop_generic(c, 1); }
+static int cmd_rpop(mg_ctx *c) { return pop_generic(c, 0); }
+
+static int cmd_llen(mg_ctx *c)
+{
+    mg_meta m; mg_list L;
+    TRY(list_load(c, &c->argv[1], &m, &L));
+    LIST_DONE(resp_add_int(c->out, (long long)L.n) ? FD_E_NOMEM : FD_OK);
+}
+
+static int cmd_lindex(mg_ctx *c)
+{
+    mg_meta m; mg_list L;
+    TRY(list_load(c, &c->argv[1], &m, &L));
+    if (!m.live) LIST_DONE(resp_add_null(c->out) ? FD_E_NOMEM : FD_OK);
+    long long idx, n = (long long)L.n;
+    if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &idx) != 0) LIST_DONE(FD_E_NOTINT);
+    if (idx < 0) idx += n;
+    if (idx < 0 || idx >= n) LIST_DONE(resp_add_null(c->out) ? FD_E_NOMEM : FD_OK);
+    LIST_DONE(resp_add_bulk(c->out, L.p[idx], L.l[idx]) ? FD_E_NOMEM : FD_OK);
+}
+
+static int cmd_lrange(mg_ctx *c)
+{
+    long long start, end;
+    if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &start) != 0 ||
+        resp_str2ll(c->argv[3].ptr, c->argv[3].len, &end) != 0) return FD_E_NOTINT;
+    mg_meta m; mg_list L;
+    TRY(list_load(c, &c->argv[1], &m, &L));
+    long long n = (long long)L.n;
+    if (start < 0) start += n;
+    if (end < 0) end += n;
+    if (start < 0) start = 0;
+    if (start > end || start >= n) LIST_DONE(resp_add_array(c->out, 0) ? FD_E_NOMEM : FD_OK);
+    if (end >= n) end = n - 1;
+    int r = resp_add_array(c->out, end - start + 1);
+    for (long long i = start; i <= end && !r; i++) r = resp_add_bulk(c->out, L.p[i], L.l[i]);
+    LIST_DONE(r ? FD_E_NOMEM : FD_OK);
+}
+
+static int cmd_lset(mg_ctx *c)
+{
+    mg_meta m; mg_list L;
+    TRY(list_load(c, &c->argv[1], &m, &L));
+    if (!m.live) LIST_DONE(FD_E_NOKEY);
+    long long idx, n = (long long)L.n;
+    if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &idx) != 0) LIST_DONE(FD_E_NOTINT);
+    if (idx < 0) idx += n;
+    if (idx < 0 || idx >= n) LIST_DONE(FD_E_INDEX);
+    L.p[idx] = c->argv[3].ptr;
+    L.l[idx] = c->argv[3].len;
+    int s = list_save(c, &c->argv[1], &m, &L);
+    if (s == FD_OK && resp_add_status(c->out, "OK")) s = FD_E_NOMEM;
+    LIST_DONE(s);
+}
+
+static int cmd_ltrim(mg_ctx *c)
+{
+    long long start, end;
+    if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &start) != 0 ||
+        resp_str2ll(c->argv[3].ptr, c->argv[3].len, &end) != 0) return FD_E_NOTINT;
+    mg_meta m; mg_list L;
+    TRY(list_load(c, &c->argv[1], &m, &L));
+    if (!m.live) LIST_DONE(resp_add_status(c->out, "OK") ? FD_E_NOMEM : FD_OK);
+    long long n = (long long)L.n;
+    if (start < 0) start += n;
+    if (end < 0) end += n;
+    if (start < 0) start = 0;
+    int s = FD_OK;
+    if (start > end || start >= n) {
+        L.n = 0;
+    } else {
+        if (end >= n) end = n - 1;
+        memmove(L.p, L.p + start, (size_t)(end - start + 1) * sizeof *L.p);
+        memmove(L.l, L.l + start, (size_t)(end - start + 1) * sizeof *L.l);
+        L.n = (size_t)(end - start + 1);
+    }
+    if (L.n != (size_t)n) s = list_save(c, &c->argv[1], &m, &L);
+    if (s == FD_OK && resp_add_status(c->out, "OK")) s = FD_E_NOMEM;
+    LIST_DONE(s);
+}
+
+static int cmd_lrem(mg_ctx *c)
+{
+    long long toremove;
+    if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &toremove) != 0) return FD_E_NOTINT;
+    mg_meta m; mg_list L;
+    TRY(list_load(c, &c->argv[1], &m, &L));
+    if (!m.live) LIST_DONE(resp_add_int(c->out, 0) ? FD_E_NOMEM : FD_OK);
+    const resp_arg *el = &c->argv[3];
+    int rev = toremove < 0;
+    uint64_t limit = toremove == 0 ? UINT64_MAX : rev ? (uint64_t)0 - (uint64_t)toremove : (uint64_t)toremove;
+    uint64_t removed = 0;
+    unsigned char *gone = calloc(L.n ? L.n : 1, 1);
+    if (!gone) LIST_DONE(FD_E_NOMEM);
+    for (size_t k = 0; k < L.n && removed < limit; k++) {
+        size_t i = rev ? L.n - 1 - k : k;
+        if (L.l[i] == el->len && memcmp(L.p[i], el->ptr, el->len) == 0) { gone[i] = 1; removed++; }
+    }
+    size_t w = 0;
+    for (size_t i = 0; i < L.n; i++)
+        if (!gone[i]) { L.p[w] = L.p[i]; L.l[w] = L.l[i]; w++; }
+    free(gone);
+    L.n = w;
+    int s = removed ? list_save(c, &c->argv[1], &m, &L) : FD_OK;
+    if (s == FD_OK && resp_add_int(c->out, (long long)removed)) s = FD_E_NOMEM;
+    LIST_DONE(s);
+}
+
 /* ================================================================ table */
 
 typedef struct mg_cmd { const char *name; mg_fn fn; } mg_cmd;
@@ -1673,6 +1908,9 @@ static const mg_cmd mg_cmds[] = {
     {"hincrby", cmd_hincrby}, {"hincrbyfloat", cmd_hincrbyfloat}, {"hget", cmd_hget},
     {"hmget", cmd_hmget}, {"hlen", cmd_hlen}, {"hexists", cmd_hexists}, {"hstrlen", cmd_hstrlen},
     {"hgetall", cmd_hgetall}, {"hkeys", cmd_hkeys}, {"hvals", cmd_hvals},
+    {"lpush", cmd_lpush}, {"rpush", cmd_rpush}, {"lpushx", cmd_lpushx}, {"rpushx", cmd_rpushx},
+    {"lpop", cmd_lpop}, {"rpop", cmd_rpop}, {"llen", cmd_llen}, {"lindex", cmd_lindex},
+    {"lrange", cmd_lrange}, {"lset", cmd_lset}, {"ltrim", cmd_ltrim}, {"lrem", cmd_lrem},
     {NULL, NULL}
 };
 
