@@ -6,8 +6,8 @@
  * mongo-database); one document per key:
  *     { _id: BinData(0, key), type: "string", value: <Int64 | BinData>,
  *       expireAt: ISODate }            (expireAt only when the key has a TTL)
- * A hash: value is an array of {f: BinData, v: BinData}; a list: an array
- * of BinData (see "hashes", "lists").
+ * A hash: value is an array of {f: BinData, v: BinData}; a list or a set:
+ * an array of BinData (see "hashes", "lists", "sets").
  * A string that is the canonical decimal form of a 64-bit integer is stored
  * as Int64 (as Redis's int encoding), so INCR/INCRBY/DECR are one
  * findAndModify with $inc; any other string is BinData (binary-safe).
@@ -1676,12 +1676,14 @@ static int list_reserve(mg_list *L, size_t n)
     return FD_OK;
 }
 
-static int list_load(mg_ctx *c, const resp_arg *key, mg_meta *m, mg_list *L)
+/* An array of BinData (a list's elements, a set's members) of a key of
+ * the given type. */
+static int array_load(mg_ctx *c, const resp_arg *key, mg_meta *m, mg_list *L, int type)
 {
     memset(L, 0, sizeof *L);
     TRY(mg_lookup(c, key, m, 1));
     if (!m->live) return FD_OK;
-    if (m->type != MG_T_LIST) { meta_free(m); return FD_E_WRONGTYPE; }
+    if (m->type != type) { meta_free(m); return FD_E_WRONGTYPE; }
     bson_iter_t it, arr;
     if (!bson_iter_init_find(&it, m->doc, "value") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &arr))
         return FD_OK;
@@ -1696,11 +1698,11 @@ static int list_load(mg_ctx *c, const resp_arg *key, mg_meta *m, mg_list *L)
     return FD_OK;
 }
 
-static int list_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg_list *L)
+static int array_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg_list *L, int type)
 {
     if (!L->n) return m->found ? mg_delete(c, key) : FD_OK;
     bson_t d = BSON_INITIALIZER, arr;
-    bson_append_utf8(&d, "type", -1, "list", -1);
+    bson_append_utf8(&d, "type", -1, type_names[type], -1);
     bson_append_array_begin(&d, "value", -1, &arr);
     for (size_t i = 0; i < L->n; i++) {
         char idx[16];
@@ -1713,6 +1715,16 @@ static int list_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg_
     int s = mg_write_doc(c, key, &d);
     bson_destroy(&d);
     return s;
+}
+
+static int list_load(mg_ctx *c, const resp_arg *key, mg_meta *m, mg_list *L)
+{
+    return array_load(c, key, m, L, MG_T_LIST);
+}
+
+static int list_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg_list *L)
+{
+    return array_save(c, key, m, L, MG_T_LIST);
 }
 
 #define LIST_DONE(st) do { int st_ = (st); list_free(&L); meta_free(&m); return st_; } while (0)
@@ -1886,6 +1898,168 @@ static int cmd_lrem(mg_ctx *c)
     LIST_DONE(s);
 }
 
+/* ================================================================ sets
+ *
+ * { _id, type: "set", value: [ BinData, ... ], expireAt? }: the members,
+ * each once. Read, change here, write back, as lists. */
+
+static long set_find(const mg_list *L, const char *p, size_t n)
+{
+    for (size_t i = 0; i < L->n; i++)
+        if (L->l[i] == n && memcmp(L->p[i], p, n) == 0) return (long)i;
+    return -1;
+}
+
+static void set_remove_at(mg_list *L, size_t i)
+{
+    memmove(L->p + i, L->p + i + 1, (L->n - i - 1) * sizeof *L->p);
+    memmove(L->l + i, L->l + i + 1, (L->n - i - 1) * sizeof *L->l);
+    L->n--;
+}
+
+static int cmd_sadd(mg_ctx *c)
+{
+    mg_meta m; mg_list L;
+    TRY(array_load(c, &c->argv[1], &m, &L, MG_T_SET));
+    long long n = 0;
+    for (int j = 2; j < c->argc; j++) {
+        if (set_find(&L, c->argv[j].ptr, c->argv[j].len) >= 0) continue;
+        if (list_reserve(&L, L.n + 1) != FD_OK) LIST_DONE(FD_E_NOMEM);
+        L.p[L.n] = c->argv[j].ptr; L.l[L.n++] = c->argv[j].len;
+        n++;
+    }
+    int s = n ? array_save(c, &c->argv[1], &m, &L, MG_T_SET) : FD_OK;
+    if (s == FD_OK && resp_add_int(c->out, n)) s = FD_E_NOMEM;
+    LIST_DONE(s);
+}
+
+static int cmd_srem(mg_ctx *c)
+{
+    mg_meta m; mg_list L;
+    TRY(array_load(c, &c->argv[1], &m, &L, MG_T_SET));
+    long long n = 0;
+    for (int j = 2; j < c->argc; j++) {
+        long i = set_find(&L, c->argv[j].ptr, c->argv[j].len);
+        if (i >= 0) { set_remove_at(&L, (size_t)i); n++; }
+    }
+    int s = n ? array_save(c, &c->argv[1], &m, &L, MG_T_SET) : FD_OK;
+    if (s == FD_OK && resp_add_int(c->out, n)) s = FD_E_NOMEM;
+    LIST_DONE(s);
+}
+
+static int cmd_scard(mg_ctx *c)
+{
+    mg_meta m; mg_list L;
+    TRY(array_load(c, &c->argv[1], &m, &L, MG_T_SET));
+    LIST_DONE(resp_add_int(c->out, (long long)L.n) ? FD_E_NOMEM : FD_OK);
+}
+
+static int cmd_sismember(mg_ctx *c)
+{
+    mg_meta m; mg_list L;
+    TRY(array_load(c, &c->argv[1], &m, &L, MG_T_SET));
+    LIST_DONE(resp_add_int(c->out, set_find(&L, c->argv[2].ptr, c->argv[2].len) >= 0) ? FD_E_NOMEM : FD_OK);
+}
+
+static int cmd_smismember(mg_ctx *c)
+{
+    mg_meta m; mg_list L;
+    TRY(array_load(c, &c->argv[1], &m, &L, MG_T_SET));
+    int r = resp_add_array(c->out, c->argc - 2);
+    for (int j = 2; j < c->argc && !r; j++) r = resp_add_int(c->out, set_find(&L, c->argv[j].ptr, c->argv[j].len) >= 0);
+    LIST_DONE(r ? FD_E_NOMEM : FD_OK);
+}
+
+static int cmd_smembers(mg_ctx *c)
+{
+    mg_meta m; mg_list L;
+    TRY(array_load(c, &c->argv[1], &m, &L, MG_T_SET));
+    int r = resp_add_set(c->out, (long long)L.n);
+    for (size_t i = 0; i < L.n && !r; i++) r = resp_add_bulk(c->out, L.p[i], L.l[i]);
+    LIST_DONE(r ? FD_E_NOMEM : FD_OK);
+}
+
+static int cmd_smove(mg_ctx *c)
+{
+    mg_meta m, dm; mg_list L, D;
+    TRY(array_load(c, &c->argv[1], &m, &L, MG_T_SET));
+    int s = mg_lookup(c, &c->argv[2], &dm, 0);
+    if (s != FD_OK) LIST_DONE(s);
+    int dlive = dm.live, dtype = dm.type;
+    meta_free(&dm);
+    if (!m.live) LIST_DONE(resp_add_int(c->out, 0) ? FD_E_NOMEM : FD_OK);
+    if (dlive && dtype != MG_T_SET) LIST_DONE(FD_E_WRONGTYPE);
+    const resp_arg *mb = &c->argv[3];
+    long i = set_find(&L, mb->ptr, mb->len);
+    if (c->argv[1].len == c->argv[2].len && memcmp(c->argv[1].ptr, c->argv[2].ptr, c->argv[1].len) == 0)
+        LIST_DONE(resp_add_int(c->out, i >= 0) ? FD_E_NOMEM : FD_OK);
+    if (i < 0) LIST_DONE(resp_add_int(c->out, 0) ? FD_E_NOMEM : FD_OK);
+    set_remove_at(&L, (size_t)i);
+    if ((s = array_save(c, &c->argv[1], &m, &L, MG_T_SET)) != FD_OK) LIST_DONE(s);
+    if ((s = array_load(c, &c->argv[2], &dm, &D, MG_T_SET)) != FD_OK) LIST_DONE(s);
+    if (set_find(&D, mb->ptr, mb->len) < 0) {
+        if (list_reserve(&D, D.n + 1) != FD_OK) s = FD_E_NOMEM;
+        else {
+            D.p[D.n] = mb->ptr; D.l[D.n++] = mb->len;
+            s = array_save(c, &c->argv[2], &dm, &D, MG_T_SET);
+        }
+    }
+    list_free(&D);
+    meta_free(&dm);
+    if (s == FD_OK && resp_add_int(c->out, 1)) s = FD_E_NOMEM;
+    LIST_DONE(s);
+}
+
+enum { OP_INTER, OP_UNION, OP_DIFF };
+
+/* SINTER / SUNION / SDIFF: every key's type is checked first. */
+static int setop_reply(mg_ctx *c, int op)
+{
+    int n = c->argc - 1;
+    mg_meta *ms = calloc((size_t)n, sizeof *ms);
+    mg_list *ls = calloc((size_t)n, sizeof *ls);
+    mg_list out = {0};
+    int s = (ms && ls) ? FD_OK : FD_E_NOMEM, loaded = 0, empty = 0, smallest = -1;
+    for (int j = 0; j < n && s == FD_OK; j++) {
+        s = array_load(c, &c->argv[1 + j], &ms[j], &ls[j], MG_T_SET);
+        if (s != FD_OK) break;
+        loaded = j + 1;
+        if (!ms[j].live) { if (op == OP_INTER) empty = 1; continue; }
+        if (smallest < 0 || ls[j].n < ls[smallest].n) smallest = j;
+    }
+    if (s == FD_OK && !empty) {
+        for (int i = 0; i < n && s == FD_OK; i++) {
+            if ((op == OP_INTER && i != smallest) || (op == OP_DIFF && i != 0)) continue;
+            for (size_t e = 0; e < ls[i].n && s == FD_OK; e++) {
+                int keep = 1;
+                for (int j = 0; j < n && keep; j++) {
+                    if (j == i) continue;
+                    if (op == OP_UNION && j > i) break;
+                    int y = set_find(&ls[j], ls[i].p[e], ls[i].l[e]) >= 0;
+                    keep = op == OP_INTER ? y : !y;
+                }
+                if (!keep) continue;
+                if (list_reserve(&out, out.n + 1) != FD_OK) { s = FD_E_NOMEM; break; }
+                out.p[out.n] = ls[i].p[e]; out.l[out.n++] = ls[i].l[e];
+            }
+        }
+    }
+    if (s == FD_OK) {
+        int r = resp_add_set(c->out, (long long)out.n);
+        for (size_t i = 0; i < out.n && !r; i++) r = resp_add_bulk(c->out, out.p[i], out.l[i]);
+        if (r) s = FD_E_NOMEM;
+    }
+    list_free(&out);
+    for (int j = 0; j < loaded; j++) { list_free(&ls[j]); meta_free(&ms[j]); }
+    free(ms);
+    free(ls);
+    return s;
+}
+
+static int cmd_sinter(mg_ctx *c) { return setop_reply(c, OP_INTER); }
+static int cmd_sunion(mg_ctx *c) { return setop_reply(c, OP_UNION); }
+static int cmd_sdiff(mg_ctx *c)  { return setop_reply(c, OP_DIFF); }
+
 /* ================================================================ table */
 
 typedef struct mg_cmd { const char *name; mg_fn fn; } mg_cmd;
@@ -1911,6 +2085,9 @@ static const mg_cmd mg_cmds[] = {
     {"lpush", cmd_lpush}, {"rpush", cmd_rpush}, {"lpushx", cmd_lpushx}, {"rpushx", cmd_rpushx},
     {"lpop", cmd_lpop}, {"rpop", cmd_rpop}, {"llen", cmd_llen}, {"lindex", cmd_lindex},
     {"lrange", cmd_lrange}, {"lset", cmd_lset}, {"ltrim", cmd_ltrim}, {"lrem", cmd_lrem},
+    {"sadd", cmd_sadd}, {"srem", cmd_srem}, {"scard", cmd_scard}, {"sismember", cmd_sismember},
+    {"smismember", cmd_smismember}, {"smembers", cmd_smembers}, {"smove", cmd_smove},
+    {"sinter", cmd_sinter}, {"sunion", cmd_sunion}, {"sdiff", cmd_sdiff},
     {NULL, NULL}
 };
 
