@@ -10,17 +10,13 @@
  *      (submit per command, end_turn per turn, cron), and a random command
  *      mix run on LevelDB and LMDB side by side: every reply must be equal.
  */
-#include <stdarg.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <unistd.h>
 #include <sys/stat.h>
-#include "test.h"
-#include "../../storage/kv/kv.h"
-#include "../../proxy/commands.h"
+#include "kv_harness.h"
 
 static char root[64];
-static int64_t now_ms = 1700000000000LL;
 
 static uint64_t rng_state = 0x2545F4914F6CDD1DULL;
 static uint32_t rnd(uint32_t n)
@@ -411,58 +407,6 @@ static void test_cursor_model(void)
 
 /* ------------------------------------------------------------ 3. commands */
 
-static resp_out out;
-static char reply[1 << 16];
-
-static int submit_to(fd_backend *b, const char *name, kv_handler h, int is_write, int argc, resp_arg *argv)
-{
-    px_command row;
-    memset(&row, 0, sizeof row);
-    row.name = name;
-    row.kv = h;
-    fd_request r = { .cmd = &row, .argc = argc, .argv = argv, .out = &out,
-                     .now_ms = now_ms, .is_write = is_write };
-    out.len = 0;
-    int s = b->ops->submit(b, &r);
-    if (s == FD_OK) {
-        size_t n = out.len < sizeof reply - 1 ? out.len : sizeof reply - 1;
-        memcpy(reply, out.data, n);
-        reply[n] = '\0';
-    } else {
-        char fmt[256];
-        snprintf(fmt, sizeof fmt, "-%s\r\n", fd_strerror(s));
-        snprintf(reply, sizeof reply, fmt, name);
-    }
-    return s;
-}
-
-static fd_backend *cur_b;
-
-static const char *run(const char *name, kv_handler h, int w, ...)
-{
-    resp_arg argv[32];
-    int argc = 0;
-    va_list ap;
-    va_start(ap, w);
-    argv[argc].ptr = (char *)name;
-    argv[argc++].len = strlen(name);
-    for (const char *a; (a = va_arg(ap, const char *)) != NULL;) {
-        argv[argc].ptr = (char *)a;
-        argv[argc++].len = strlen(a);
-    }
-    va_end(ap);
-    submit_to(cur_b, name, h, w, argc, argv);
-    cur_b->ops->end_turn(cur_b);
-    return reply;
-}
-
-#define R(name, w, ...) run(#name, kv_cmd_##name, w, __VA_ARGS__, (const char *)NULL)
-#define EXPECT(want, name, w, ...) do { const char *got_ = R(name, w, __VA_ARGS__); \
-    if (strcmp(got_, want) != 0) fprintf(stderr, "  %s: got %s", #name " " #__VA_ARGS__, got_); \
-    CHECK(strcmp(got_, want) == 0); } while (0)
-#define W 1
-#define RD 0
-
 static void test_commands(void)
 {
     char dir[128];
@@ -654,16 +598,10 @@ int main(void)
     CHECK(fd_backend_find("leveldb") != NULL);
     CHECK(strstr(fd_backend_names(), "leveldb") != NULL);
     if (!fd_backend_find("leveldb")) return TEST_DONE();
-    snprintf(root, sizeof root, "/tmp/test_kv_leveldb.XXXXXX");
-    if (!mkdtemp(root)) { perror("mkdtemp"); return 1; }
-    resp_out_init(&out, 2);
+    if (harness_begin(root, sizeof root, "test_kv_leveldb") != 0) return 1;
     test_driver();
     test_cursor_model();
     test_commands();
     test_vs_lmdb();
-    resp_out_free(&out);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", root);
-    return TEST_DONE();
+    return harness_end(root);
 }

@@ -2,135 +2,15 @@
  * layer (storage/kv/kv_list.c, kv_hash.c, kv_set.c, kv_zset.c), driven
  * through the LMDB backend (or $FD_TEST_BACKEND) in a temporary folder as the proxy drives
  * them (submit per command, end_turn per turn, cron for expiry and for the
- * reclamation of deleted collections). The harness is test_kv.c's. */
-#include <stdarg.h>
+ * reclamation of deleted collections). The harness is kv_harness.h. */
 #include <stdlib.h>
 #include <stdint.h>
 #include <math.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
-#include "test.h"
-#include "../../storage/kv/kv.h"
-#include "../../proxy/commands.h"
-
-/* ---------------------------------------------------------------- harness */
-
-static const fd_backend_ops *ops;
-static fd_backend B;
-static resp_out out;
-static int64_t now_ms = 1700000000000LL;
-static int last_status;
-static char reply[1 << 16];
-static char dir[64];
-
-static void open_store(const char *path, uint64_t map)
-{
-    fd_backend_config cfg = { .dir = path, .sync = 0, .lmdb_map_size = map, .max_bulk = RESP_DEFAULT_MAX_BULK };
-    char err[256] = "";
-    memset(&B, 0, sizeof B);
-    B.ops = ops;
-    int s = ops->open(&B, &cfg, err, sizeof err);
-    if (s) fprintf(stderr, "open: %s\n", err);
-    CHECK(s == FD_OK);
-}
-
-static void close_store(void) { ops->close(&B); }
-
-/* Submit one command (no end_turn). Returns the status; the reply (or
- * "-<error text>" with the command name filled in) is in `reply`. */
-static int submit_args(const char *name, kv_handler h, int is_write, int argc, resp_arg *argv)
-{
-    px_command row;
-    memset(&row, 0, sizeof row);
-    row.name = name;
-    row.kv = h;
-    fd_request r = { .cmd = &row, .argc = argc, .argv = argv, .out = &out,
-                     .now_ms = now_ms, .is_write = is_write };
-    out.len = 0;
-    int s = ops->submit(&B, &r);
-    last_status = s;
-    if (s == FD_OK) {
-        size_t n = out.len < sizeof reply - 1 ? out.len : sizeof reply - 1;
-        memcpy(reply, out.data, n);
-        reply[n] = '\0';
-    } else {
-        char fmt[256];
-        snprintf(fmt, sizeof fmt, "-%s\r\n", fd_strerror(s));
-        snprintf(reply, sizeof reply, fmt, name);
-    }
-    return s;
-}
-
-static int submit(const char *name, kv_handler h, int is_write, ...)
-{
-    resp_arg argv[64];
-    int argc = 0;
-    va_list ap;
-    va_start(ap, is_write);
-    argv[argc].ptr = (char *)name;
-    argv[argc++].len = strlen(name);
-    for (const char *a; (a = va_arg(ap, const char *)) != NULL;) {
-        argv[argc].ptr = (char *)a;
-        argv[argc++].len = strlen(a);
-    }
-    va_end(ap);
-    return submit_args(name, h, is_write, argc, argv);
-}
-
-/* One command in its own turn: returns the reply text. */
-#define R(name, w, ...) (submit(#name, kv_cmd_##name, w, __VA_ARGS__, (const char *)NULL), \
-                         ops->end_turn(&B), reply)
-#define W 1
-#define RD 0
-#define EXPECT(want, name, w, ...) do { const char *got_ = R(name, w, __VA_ARGS__); \
-    if (strcmp(got_, want) != 0) fprintf(stderr, "  %s: got %s", #name " " #__VA_ARGS__, got_); \
-    CHECK(strcmp(got_, want) == 0); } while (0)
-
-/* The store's invariants, checked by walking every record in a turn of its
- * own: one 'M' per counted key, one 'E' per key with an expiry and none
- * stale, counters equal to the records. */
-static void check_consistency(const char *where)
-{
-    kv_store *st = B.state;
-    submit("dbsize", kv_cmd_dbsize, 0, (const char *)NULL);   /* opens the turn */
-    long long dbsize = atoll(reply + 1);
-    const kv_driver *d = st->drv;
-    kv_iter *it;
-    long long metas = 0, with_exp = 0, eidx = 0, stale = 0;
-    CHECK(d->iter_open(st->txn, &it) == FD_OK);
-    for (int s = d->seek(it, "", 0); s == FD_OK; s = d->next(it)) {
-        const void *k, *v; size_t kl, vl;
-        d->cur(it, &k, &kl, &v, &vl);
-        const uint8_t *kb = k;
-        if (kb[0] == KV_PFX_META) {
-            kv_meta m;
-            CHECK(kv_meta_parse(v, vl, &m) == FD_OK);
-            metas++;
-            if (m.expire) with_exp++;
-        } else if (kb[0] == KV_PFX_EXPIRE) {
-            eidx++;
-            /* the key it names must have exactly this expiry */
-            const void *mv; size_t mvl; kv_meta m;
-            uint8_t mk[KV_MKEY_MAX];
-            mk[0] = KV_PFX_META;
-            memcpy(mk + 1, kb + 9, kl - 9);
-            if (d->get(st->txn, mk, kl - 8, &mv, &mvl) != FD_OK ||
-                kv_meta_parse(mv, mvl, &m) != FD_OK || m.expire != (int64_t)kv_get_u64(kb + 1))
-                stale++;
-        }
-    }
-    d->iter_close(it);
-    ops->end_turn(&B);
-    uint64_t keys, expires;
-    ops->keyspace(&B, &keys, &expires);
-    int ok = metas == dbsize && (uint64_t)metas == keys && with_exp == eidx &&
-             (uint64_t)eidx == expires && stale == 0;
-    if (!ok) fprintf(stderr, "  consistency (%s): M %lld dbsize %lld keys %llu, expiring %lld E %lld expires %llu, stale %lld\n",
-                     where, metas, dbsize, (unsigned long long)keys, with_exp, eidx,
-                     (unsigned long long)expires, stale);
-    CHECK(ok);
-}
+#define KV_HARNESS_STORE
+#include "kv_harness.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -747,9 +627,7 @@ int main(void)
     const char *bname = getenv("FD_TEST_BACKEND") ? getenv("FD_TEST_BACKEND") : "lmdb";
     ops = fd_backend_find(bname);
     if (!ops) { fprintf(stderr, "%s backend not built\n", bname); return 1; }
-    snprintf(dir, sizeof dir, "/tmp/test_kv_types.XXXXXX");
-    if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
-    resp_out_init(&out, 2);
+    if (harness_begin(dir, sizeof dir, "test_kv_types") != 0) return 1;
     open_store(dir, 1024u << 20);
     test_lists();
     check_consistency("lists");
@@ -767,9 +645,5 @@ int main(void)
     check_consistency("ttl/rename/scan");
     test_long_names();
     close_store();
-    resp_out_free(&out);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-    return TEST_DONE();
+    return harness_end(dir);
 }
