@@ -34,6 +34,7 @@
 #include <sys/stat.h>
 #include <leveldb/c.h>
 #include "kv/kv.h"
+#include "datadir.h"
 
 #define LD_MAX_LEVEL      20
 #define LD_DEFAULT_CACHE  (64ULL << 20)
@@ -821,27 +822,6 @@ static const kv_driver ld_driver = {
 
 /* ---------------------------------------------------------------- backend */
 
-/* mkdir -p; 0 or -1 with errno. */
-static int mkdirs(const char *dir)
-{
-    char path[4096];
-    size_t n = strlen(dir);
-    if (n == 0 || n >= sizeof path) { errno = ENAMETOOLONG; return -1; }
-    memcpy(path, dir, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (path[i] == '/' || path[i] == '\0') {
-            char ch = path[i];
-            path[i] = '\0';
-            if (mkdir(path, 0755) != 0 && errno != EEXIST) return -1;
-            path[i] = ch;
-        }
-    }
-    struct stat sb;
-    if (stat(dir, &sb) != 0) return -1;
-    if (!S_ISDIR(sb.st_mode)) { errno = ENOTDIR; return -1; }
-    return 0;
-}
-
 static void ld_release(ld_db *db)
 {
     hints_clear(db);
@@ -869,11 +849,9 @@ static void ld_release(ld_db *db)
 
 static int leveldb_backend_open(fd_backend *b, const fd_backend_config *cfg, char *err, size_t errlen)
 {
-    const char *dir = cfg->dir && *cfg->dir ? cfg->dir : "frontdoor-data";
-    if (mkdirs(dir) != 0) {
-        snprintf(err, errlen, "cannot create the data folder '%s': %s", dir, strerror(errno));
-        return FD_E_IO;
-    }
+    const char *dir = fd_datadir_name(cfg);
+    int ds = fd_datadir_create(dir, err, errlen);
+    if (ds != FD_OK) return ds;
     char path[4200];
     /* the LMDB backend's files: this folder belongs to another engine */
     snprintf(path, sizeof path, "%s/data.mdb", dir);
@@ -884,17 +862,8 @@ static int leveldb_backend_open(fd_backend *b, const fd_backend_config *cfg, cha
     }
     /* LevelDB's own LOCK refuses a second process too; frontdoor.lock gives
      * the same message as the LMDB backend and covers mixed engines. */
-    snprintf(path, sizeof path, "%s/frontdoor.lock", dir);
-    int lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (lockfd < 0) {
-        snprintf(err, errlen, "cannot create '%s': %s", path, strerror(errno));
-        return FD_E_IO;
-    }
-    if (flock(lockfd, LOCK_EX | LOCK_NB) != 0) {
-        snprintf(err, errlen, "the data folder '%s' is in use by another process", dir);
-        close(lockfd);
-        return FD_E_IO;
-    }
+    int lockfd;
+    if ((ds = fd_datadir_lock(dir, &lockfd, err, errlen)) != FD_OK) return ds;
     ld_backend *lb = calloc(1, sizeof *lb);
     if (!lb) { close(lockfd); snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }
     ld_db *db = &lb->db;

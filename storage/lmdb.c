@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <lmdb.h>
 #include "kv/kv.h"
+#include "datadir.h"
 
 #define LM_MAX_DEPTH 4
 #define LM_DEFAULT_MAP (1ULL << 30)
@@ -228,48 +229,15 @@ static const kv_driver lm_driver = {
 
 /* ---------------------------------------------------------------- backend */
 
-/* mkdir -p; 0 or -1 with errno. */
-static int mkdirs(const char *dir)
-{
-    char path[4096];
-    size_t n = strlen(dir);
-    if (n == 0 || n >= sizeof path) { errno = ENAMETOOLONG; return -1; }
-    memcpy(path, dir, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (path[i] == '/' || path[i] == '\0') {
-            char ch = path[i];
-            path[i] = '\0';
-            if (mkdir(path, 0755) != 0 && errno != EEXIST) return -1;
-            path[i] = ch;
-        }
-    }
-    struct stat sb;
-    if (stat(dir, &sb) != 0) return -1;
-    if (!S_ISDIR(sb.st_mode)) { errno = ENOTDIR; return -1; }
-    return 0;
-}
-
 static int lmdb_open(fd_backend *b, const fd_backend_config *cfg, char *err, size_t errlen)
 {
-    const char *dir = cfg->dir && *cfg->dir ? cfg->dir : "frontdoor-data";
-    if (mkdirs(dir) != 0) {
-        snprintf(err, errlen, "cannot create the data folder '%s': %s", dir, strerror(errno));
-        return FD_E_IO;
-    }
+    const char *dir = fd_datadir_name(cfg);
+    int ds = fd_datadir_create(dir, err, errlen);
+    if (ds != FD_OK) return ds;
     /* A second process writing the same environment would make this loop
      * wait on LMDB's writer lock: refuse it up front. */
-    char lockpath[4200];
-    snprintf(lockpath, sizeof lockpath, "%s/frontdoor.lock", dir);
-    int lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (lockfd < 0) {
-        snprintf(err, errlen, "cannot create '%s': %s", lockpath, strerror(errno));
-        return FD_E_IO;
-    }
-    if (flock(lockfd, LOCK_EX | LOCK_NB) != 0) {
-        snprintf(err, errlen, "the data folder '%s' is in use by another process", dir);
-        close(lockfd);
-        return FD_E_IO;
-    }
+    int lockfd;
+    if ((ds = fd_datadir_lock(dir, &lockfd, err, errlen)) != FD_OK) return ds;
     lm_backend *lb = calloc(1, sizeof *lb);
     if (!lb) { close(lockfd); snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }
     lm_db *db = &lb->db;
