@@ -60,6 +60,7 @@
 #include <mongoc/mongoc.h>
 
 #include "backend.h"
+#include "cmdargs.h"
 #include "../proxy/commands.h"
 #include "../proxy/log.h"
 
@@ -413,83 +414,34 @@ static int lookup_string(mg_ctx *c, const resp_arg *key, mg_meta *m)
 
 /* ================================================================ strings */
 
-enum {
-    SF_NX = 1 << 0, SF_XX = 1 << 1, SF_GET = 1 << 2, SF_KEEPTTL = 1 << 3, SF_PERSIST = 1 << 4,
-    SF_EX = 1 << 5, SF_PX = 1 << 6, SF_EXAT = 1 << 7, SF_PXAT = 1 << 8
-};
-#define SF_ANYEXP (SF_EX | SF_PX | SF_EXAT | SF_PXAT)
-
-/* Redis's parseExtendedStringArgumentsOrReply (as storage/kv/kv_string.c). */
-static int parse_ext(mg_ctx *c, int first, int is_set, int *flags, const resp_arg **exp)
-{
-    *flags = 0;
-    *exp = NULL;
-    for (int j = first; j < c->argc; j++) {
-        const resp_arg *a = &c->argv[j];
-        const resp_arg *next = j + 1 < c->argc ? &c->argv[j + 1] : NULL;
-        int f = *flags;
-        if (opt_is(a, "nx") && !(f & SF_XX) && is_set) *flags |= SF_NX;
-        else if (opt_is(a, "xx") && !(f & SF_NX) && is_set) *flags |= SF_XX;
-        else if (opt_is(a, "get") && is_set) *flags |= SF_GET;
-        else if (opt_is(a, "keepttl") && !(f & (SF_PERSIST | SF_ANYEXP)) && is_set) *flags |= SF_KEEPTTL;
-        else if (opt_is(a, "persist") && !is_set && !(f & (SF_ANYEXP | SF_KEEPTTL))) *flags |= SF_PERSIST;
-        else if (opt_is(a, "ex") && !(f & (SF_KEEPTTL | SF_PERSIST | SF_EXAT | SF_PX | SF_PXAT)) && next) {
-            *flags |= SF_EX; *exp = next; j++;
-        } else if (opt_is(a, "px") && !(f & (SF_KEEPTTL | SF_PERSIST | SF_EX | SF_EXAT | SF_PXAT)) && next) {
-            *flags |= SF_PX; *exp = next; j++;
-        } else if (opt_is(a, "exat") && !(f & (SF_KEEPTTL | SF_PERSIST | SF_EX | SF_PX | SF_PXAT)) && next) {
-            *flags |= SF_EXAT; *exp = next; j++;
-        } else if (opt_is(a, "pxat") && !(f & (SF_KEEPTTL | SF_PERSIST | SF_EX | SF_EXAT | SF_PX)) && next) {
-            *flags |= SF_PXAT; *exp = next; j++;
-        } else return FD_E_SYNTAX;
-    }
-    return FD_OK;
-}
-
-static int expire_ms(mg_ctx *c, const resp_arg *a, int flags, int64_t *out)
-{
-    long long v;
-    TRY(arg_ll(a, &v));
-    int seconds = (flags & (SF_EX | SF_EXAT)) != 0;
-    if (v <= 0 || (seconds && v > LLONG_MAX / 1000)) return FD_E_EXPIRE;
-    if (seconds) v *= 1000;
-    if (flags & (SF_EX | SF_PX)) {
-        if (v > LLONG_MAX - c->now_ms) return FD_E_EXPIRE;
-        v += c->now_ms;
-    }
-    if (v <= 0) return FD_E_EXPIRE;
-    *out = v;
-    return FD_OK;
-}
-
 static int set_generic(mg_ctx *c, int flags, int64_t expire, const resp_arg *key,
                        const resp_arg *val, int abort_nx)
 {
-    if (!(flags & (SF_NX | SF_XX | SF_GET | SF_KEEPTTL))) {
+    if (!(flags & (FD_SET_NX | FD_SET_XX | FD_SET_GET | FD_SET_KEEPTTL))) {
         /* plain SET: one replace, no read */
         TRY(mg_write_string(c, key, expire, val->ptr, val->len, NULL, 0));
         OUT(resp_add_status(c->out, "OK"));
         return FD_OK;
     }
     mg_meta m;
-    TRY(mg_lookup(c, key, &m, (flags & SF_GET) != 0));
+    TRY(mg_lookup(c, key, &m, (flags & FD_SET_GET) != 0));
     int s = FD_OK;
-    if ((flags & SF_GET) && m.live && m.type != MG_T_STRING) { s = FD_E_WRONGTYPE; goto done; }
+    if ((flags & FD_SET_GET) && m.live && m.type != MG_T_STRING) { s = FD_E_WRONGTYPE; goto done; }
     size_t mark = c->out->len;
-    if (flags & SF_GET) {
+    if (flags & FD_SET_GET) {
         if (m.live) { if (resp_add_bulk(c->out, m.val, m.vlen)) { s = FD_E_NOMEM; goto done; } }
         else if (resp_add_null(c->out)) { s = FD_E_NOMEM; goto done; }
     }
-    if (((flags & SF_NX) && m.live) || ((flags & SF_XX) && !m.live)) {
-        if (flags & SF_GET) goto done;
+    if (((flags & FD_SET_NX) && m.live) || ((flags & FD_SET_XX) && !m.live)) {
+        if (flags & FD_SET_GET) goto done;
         s = abort_nx ? (resp_add_int(c->out, 0) ? FD_E_NOMEM : FD_OK)
                      : (resp_add_null(c->out) ? FD_E_NOMEM : FD_OK);
         goto done;
     }
-    if ((flags & SF_KEEPTTL) && m.live) expire = m.expire;
+    if ((flags & FD_SET_KEEPTTL) && m.live) expire = m.expire;
     s = mg_write_string(c, key, expire, val->ptr, val->len, NULL, 0);
     if (s != FD_OK) { c->out->len = mark; goto done; }
-    if (flags & SF_GET) goto done;
+    if (flags & FD_SET_GET) goto done;
     if (abort_nx) s = resp_add_int(c->out, 1) ? FD_E_NOMEM : FD_OK;
     else s = resp_add_status(c->out, "OK") ? FD_E_NOMEM : FD_OK;
 done:
@@ -502,28 +454,28 @@ static int cmd_set(mg_ctx *c)
     int flags;
     const resp_arg *exp;
     int64_t expire = 0;
-    TRY(parse_ext(c, 3, 1, &flags, &exp));
-    if (exp) TRY(expire_ms(c, exp, flags, &expire));
+    TRY(fd_parse_set_opts(c->argv, c->argc, 3, 1, &flags, &exp));
+    if (exp) TRY(fd_set_expire_ms(exp, flags, c->now_ms, &expire));
     return set_generic(c, flags, expire, &c->argv[1], &c->argv[2], 0);
 }
 
-static int cmd_setnx(mg_ctx *c) { return set_generic(c, SF_NX, 0, &c->argv[1], &c->argv[2], 1); }
+static int cmd_setnx(mg_ctx *c) { return set_generic(c, FD_SET_NX, 0, &c->argv[1], &c->argv[2], 1); }
 
 static int cmd_setex(mg_ctx *c)
 {
     int64_t expire;
-    TRY(expire_ms(c, &c->argv[2], SF_EX, &expire));
+    TRY(fd_set_expire_ms(&c->argv[2], FD_SET_EX, c->now_ms, &expire));
     return set_generic(c, 0, expire, &c->argv[1], &c->argv[3], 0);
 }
 
 static int cmd_psetex(mg_ctx *c)
 {
     int64_t expire;
-    TRY(expire_ms(c, &c->argv[2], SF_PX, &expire));
+    TRY(fd_set_expire_ms(&c->argv[2], FD_SET_PX, c->now_ms, &expire));
     return set_generic(c, 0, expire, &c->argv[1], &c->argv[3], 0);
 }
 
-static int cmd_getset(mg_ctx *c) { return set_generic(c, SF_GET, 0, &c->argv[1], &c->argv[2], 0); }
+static int cmd_getset(mg_ctx *c) { return set_generic(c, FD_SET_GET, 0, &c->argv[1], &c->argv[2], 0); }
 
 static int cmd_get(mg_ctx *c)
 {
@@ -554,17 +506,17 @@ static int cmd_getex(mg_ctx *c)
     int flags;
     const resp_arg *exp;
     int64_t expire = 0;
-    TRY(parse_ext(c, 2, 0, &flags, &exp));
+    TRY(fd_parse_set_opts(c->argv, c->argc, 2, 0, &flags, &exp));
     mg_meta m;
     TRY(lookup_string(c, &c->argv[1], &m));
     int s = FD_OK;
     if (!m.live) { s = resp_add_null(c->out) ? FD_E_NOMEM : FD_OK; goto done; }
-    if (exp && (s = expire_ms(c, exp, flags, &expire)) != FD_OK) goto done;
+    if (exp && (s = fd_set_expire_ms(exp, flags, c->now_ms, &expire)) != FD_OK) goto done;
     size_t mark = c->out->len;
     if (resp_add_bulk(c->out, m.val, m.vlen)) { s = FD_E_NOMEM; goto done; }
     if (exp && expire <= c->now_ms) s = mg_delete(c, &c->argv[1]);
     else if (exp) s = mg_set_expire(c, &c->argv[1], expire);
-    else if ((flags & SF_PERSIST) && m.expire) s = mg_set_expire(c, &c->argv[1], 0);
+    else if ((flags & FD_SET_PERSIST) && m.expire) s = mg_set_expire(c, &c->argv[1], 0);
     if (s != FD_OK) c->out->len = mark;
 done:
     meta_free(&m);

@@ -11,16 +11,10 @@
 #include <strings.h>
 #include <limits.h>
 #include "kv.h"
+#include "../cmdargs.h"
 
 #define OUT(expr) do { if ((expr) != 0) return FD_E_NOMEM; } while (0)
 #define TRY(expr) do { int s_ = (expr); if (s_ != FD_OK) return s_; } while (0)
-
-/* Case-insensitive exact comparison of an argument with an option name. */
-static int opt_is(const resp_arg *a, const char *name)
-{
-    size_t n = strlen(name);
-    return a->len == n && strncasecmp(a->ptr, name, n) == 0;
-}
 
 static int arg_ll(const resp_arg *a, long long *v)
 {
@@ -28,58 +22,6 @@ static int arg_ll(const resp_arg *a, long long *v)
 }
 
 /* ---------------------------------------------------------------- SET family */
-
-enum {
-    SF_NX = 1 << 0, SF_XX = 1 << 1, SF_GET = 1 << 2, SF_KEEPTTL = 1 << 3, SF_PERSIST = 1 << 4,
-    SF_EX = 1 << 5, SF_PX = 1 << 6, SF_EXAT = 1 << 7, SF_PXAT = 1 << 8
-};
-#define SF_ANYEXP (SF_EX | SF_PX | SF_EXAT | SF_PXAT)
-
-/* Redis's parseExtendedStringArgumentsOrReply: options of SET (is_set) or
- * GETEX from argv[first]. The same option may repeat (last value wins);
- * conflicting ones are a syntax error. */
-static int parse_ext(kv_ctx *c, int first, int is_set, int *flags, const resp_arg **exp)
-{
-    *flags = 0;
-    *exp = NULL;
-    for (int j = first; j < c->argc; j++) {
-        const resp_arg *a = &c->argv[j];
-        const resp_arg *next = j + 1 < c->argc ? &c->argv[j + 1] : NULL;
-        int f = *flags;
-        if (opt_is(a, "nx") && !(f & SF_XX) && is_set) *flags |= SF_NX;
-        else if (opt_is(a, "xx") && !(f & SF_NX) && is_set) *flags |= SF_XX;
-        else if (opt_is(a, "get") && is_set) *flags |= SF_GET;
-        else if (opt_is(a, "keepttl") && !(f & (SF_PERSIST | SF_ANYEXP)) && is_set) *flags |= SF_KEEPTTL;
-        else if (opt_is(a, "persist") && !is_set && !(f & (SF_ANYEXP | SF_KEEPTTL))) *flags |= SF_PERSIST;
-        else if (opt_is(a, "ex") && !(f & (SF_KEEPTTL | SF_PERSIST | SF_EXAT | SF_PX | SF_PXAT)) && next) {
-            *flags |= SF_EX; *exp = next; j++;
-        } else if (opt_is(a, "px") && !(f & (SF_KEEPTTL | SF_PERSIST | SF_EX | SF_EXAT | SF_PXAT)) && next) {
-            *flags |= SF_PX; *exp = next; j++;
-        } else if (opt_is(a, "exat") && !(f & (SF_KEEPTTL | SF_PERSIST | SF_EX | SF_PX | SF_PXAT)) && next) {
-            *flags |= SF_EXAT; *exp = next; j++;
-        } else if (opt_is(a, "pxat") && !(f & (SF_KEEPTTL | SF_PERSIST | SF_EX | SF_EXAT | SF_PX)) && next) {
-            *flags |= SF_PXAT; *exp = next; j++;
-        } else return FD_E_SYNTAX;
-    }
-    return FD_OK;
-}
-
-/* Redis's getExpireMillisecondsOrReply: the absolute expiry in ms. */
-static int expire_ms(kv_ctx *c, const resp_arg *a, int flags, int64_t *out)
-{
-    long long v;
-    TRY(arg_ll(a, &v));
-    int seconds = (flags & (SF_EX | SF_EXAT)) != 0;
-    if (v <= 0 || (seconds && v > LLONG_MAX / 1000)) return FD_E_EXPIRE;
-    if (seconds) v *= 1000;
-    if (flags & (SF_EX | SF_PX)) {
-        if (v > LLONG_MAX - c->now_ms) return FD_E_EXPIRE;
-        v += c->now_ms;
-    }
-    if (v <= 0) return FD_E_EXPIRE;
-    *out = v;
-    return FD_OK;
-}
 
 /* The SET core. abort_nx: reply :0/:1 (SETNX) instead of nil/+OK. */
 static int set_generic(kv_ctx *c, int flags, int64_t expire, const resp_arg *key,
@@ -89,22 +31,22 @@ static int set_generic(kv_ctx *c, int flags, int64_t expire, const resp_arg *key
     kv_meta m;
     kv_key_init(&k, key->ptr, key->len);
     TRY(kv_lookup(c, &k, &m));
-    if ((flags & SF_GET) && m.live && m.type != KV_T_STRING) return FD_E_WRONGTYPE;
+    if ((flags & FD_SET_GET) && m.live && m.type != KV_T_STRING) return FD_E_WRONGTYPE;
     size_t mark = c->out->len;
-    if (flags & SF_GET) {
+    if (flags & FD_SET_GET) {
         /* the old value is in driver memory: reply now, before writing */
         if (m.live) OUT(resp_add_bulk(c->out, m.val, m.vlen));
         else OUT(resp_add_null(c->out));
     }
-    if (((flags & SF_NX) && m.live) || ((flags & SF_XX) && !m.live)) {
-        if (flags & SF_GET) return FD_OK;
+    if (((flags & FD_SET_NX) && m.live) || ((flags & FD_SET_XX) && !m.live)) {
+        if (flags & FD_SET_GET) return FD_OK;
         return abort_nx ? (resp_add_int(c->out, 0) ? FD_E_NOMEM : FD_OK)
                         : (resp_add_null(c->out) ? FD_E_NOMEM : FD_OK);
     }
-    if ((flags & SF_KEEPTTL) && m.live) expire = m.expire;
+    if ((flags & FD_SET_KEEPTTL) && m.live) expire = m.expire;
     int s = kv_write_string(c, &k, &m, expire, val->ptr, val->len, NULL, 0);
     if (s != FD_OK) { c->out->len = mark; return s; }
-    if (flags & SF_GET) return FD_OK;
+    if (flags & FD_SET_GET) return FD_OK;
     if (abort_nx) OUT(resp_add_int(c->out, 1));
     else OUT(resp_add_status(c->out, "OK"));
     return FD_OK;
@@ -115,33 +57,33 @@ int kv_cmd_set(kv_ctx *c)
     int flags;
     const resp_arg *exp;
     int64_t expire = 0;
-    TRY(parse_ext(c, 3, 1, &flags, &exp));
-    if (exp) TRY(expire_ms(c, exp, flags, &expire));
+    TRY(fd_parse_set_opts(c->argv, c->argc, 3, 1, &flags, &exp));
+    if (exp) TRY(fd_set_expire_ms(exp, flags, c->now_ms, &expire));
     return set_generic(c, flags, expire, &c->argv[1], &c->argv[2], 0);
 }
 
 int kv_cmd_setnx(kv_ctx *c)
 {
-    return set_generic(c, SF_NX, 0, &c->argv[1], &c->argv[2], 1);
+    return set_generic(c, FD_SET_NX, 0, &c->argv[1], &c->argv[2], 1);
 }
 
 int kv_cmd_setex(kv_ctx *c)
 {
     int64_t expire;
-    TRY(expire_ms(c, &c->argv[2], SF_EX, &expire));
+    TRY(fd_set_expire_ms(&c->argv[2], FD_SET_EX, c->now_ms, &expire));
     return set_generic(c, 0, expire, &c->argv[1], &c->argv[3], 0);
 }
 
 int kv_cmd_psetex(kv_ctx *c)
 {
     int64_t expire;
-    TRY(expire_ms(c, &c->argv[2], SF_PX, &expire));
+    TRY(fd_set_expire_ms(&c->argv[2], FD_SET_PX, c->now_ms, &expire));
     return set_generic(c, 0, expire, &c->argv[1], &c->argv[3], 0);
 }
 
 int kv_cmd_getset(kv_ctx *c)
 {
-    return set_generic(c, SF_GET, 0, &c->argv[1], &c->argv[2], 0);
+    return set_generic(c, FD_SET_GET, 0, &c->argv[1], &c->argv[2], 0);
 }
 
 /* ---------------------------------------------------------------- reads */
@@ -181,18 +123,18 @@ int kv_cmd_getex(kv_ctx *c)
     int flags;
     const resp_arg *exp;
     int64_t expire = 0;
-    TRY(parse_ext(c, 2, 0, &flags, &exp));
+    TRY(fd_parse_set_opts(c->argv, c->argc, 2, 0, &flags, &exp));
     kv_key k; kv_meta m;
     TRY(lookup_string(c, &k, &m, &c->argv[1]));
     if (!m.live) { OUT(resp_add_null(c->out)); return FD_OK; }
     /* as Redis 7.0: the expiry value is validated only for an existing string */
-    if (exp) TRY(expire_ms(c, exp, flags, &expire));
+    if (exp) TRY(fd_set_expire_ms(exp, flags, c->now_ms, &expire));
     size_t mark = c->out->len;
     OUT(resp_add_bulk(c->out, m.val, m.vlen));
     int s = FD_OK;
     if (exp && expire <= c->now_ms) s = kv_delete(c, &k, &m);
     else if (exp) s = kv_set_expire(c, &k, &m, expire);
-    else if ((flags & SF_PERSIST) && m.expire) s = kv_set_expire(c, &k, &m, 0);
+    else if ((flags & FD_SET_PERSIST) && m.expire) s = kv_set_expire(c, &k, &m, 0);
     if (s != FD_OK) c->out->len = mark;
     return s;
 }

@@ -1,0 +1,68 @@
+/* cmdargs.h — option parsing shared by the Redis-types backends (the
+ * ordered-KV layer in storage/kv/ and storage/mongodb.c), so that every
+ * backend accepts and refuses the same arguments, with the same error, in
+ * the same order of checks as Redis 7.0.
+ *
+ * Module prefix: fd_. Pure functions of the arguments: no store access; the
+ * callers keep the order in which these are called relative to their own
+ * key lookups (e.g. GETEX validates its expiry only for an existing string,
+ * HSCAN parses COUNT/MATCH only after the key's type is checked). */
+#ifndef FRONTDOOR_CMDARGS_H
+#define FRONTDOOR_CMDARGS_H
+
+#include <stdint.h>
+#include "../protocol/resp.h"
+#include "status.h"
+
+/* Case-insensitive exact comparison of an argument with an option name. */
+int fd_opt_is(const resp_arg *a, const char *name);
+
+/* ---- SET / GETEX (Redis's parseExtendedStringArgumentsOrReply) */
+
+enum {
+    FD_SET_NX = 1 << 0, FD_SET_XX = 1 << 1, FD_SET_GET = 1 << 2, FD_SET_KEEPTTL = 1 << 3,
+    FD_SET_PERSIST = 1 << 4,
+    FD_SET_EX = 1 << 5, FD_SET_PX = 1 << 6, FD_SET_EXAT = 1 << 7, FD_SET_PXAT = 1 << 8
+};
+
+/* Options of SET (is_set) or GETEX from argv[first]: *flags, and *exp the
+ * expiry argument (NULL: none). The same option may repeat (last value
+ * wins); conflicting ones are FD_E_SYNTAX. */
+int fd_parse_set_opts(const resp_arg *argv, int argc, int first, int is_set,
+                      int *flags, const resp_arg **exp);
+
+/* Redis's getExpireMillisecondsOrReply: the absolute expiry in ms of the
+ * argument a of the unit in flags (FD_SET_EX/PX/EXAT/PXAT). FD_OK,
+ * FD_E_NOTINT or FD_E_EXPIRE. */
+int fd_set_expire_ms(const resp_arg *a, int flags, int64_t now_ms, int64_t *out);
+
+/* ---- EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT (expireGenericCommand) */
+
+enum { FD_EXPIRE_NX = 1 << 0, FD_EXPIRE_XX = 1 << 1, FD_EXPIRE_GT = 1 << 2, FD_EXPIRE_LT = 1 << 3 };
+
+/* The NX/XX/GT/LT options from argv[first]. 0 with *flags; 1 after writing
+ * Redis's error reply to out (unsupported or incompatible options: the
+ * command is done); -1 out of memory. */
+int fd_parse_expire_opts(const resp_arg *argv, int argc, int first, int *flags, resp_out *out);
+
+/* The absolute expiry in ms of the time argument a, relative to base (0 for
+ * the *AT forms), in seconds or ms. FD_OK, FD_E_NOTINT or FD_E_EXPIRE. */
+int fd_expire_when(const resp_arg *a, int64_t base, int seconds, long long *when);
+
+/* Do the options refuse to change the expiry cur (0: none) to when? */
+int fd_expire_refused(int flags, int64_t cur, long long when);
+
+/* ---- SCAN / HSCAN / SSCAN / ZSCAN */
+
+/* Redis's parseScanCursorOrReply (strtoul: an optional sign, then decimal
+ * digits; "-N" wraps around). 0, or -1: the caller replies
+ * "ERR invalid cursor". */
+int fd_parse_cursor(const resp_arg *ca, uint64_t *out);
+
+/* COUNT / MATCH (and TYPE when type is not NULL) from argv[first]: *count
+ * (default 10), *pat (NULL for none or "*"), *type (NULL: none). FD_OK,
+ * FD_E_NOTINT or FD_E_SYNTAX. */
+int fd_parse_scan_opts(const resp_arg *argv, int argc, int first, long long *count,
+                       const resp_arg **pat, const resp_arg **type);
+
+#endif
