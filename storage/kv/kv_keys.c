@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <limits.h>
 #include "kv.h"
+#include "../cmdargs.h"
 
 #define OUT(expr) do { if ((expr) != 0) return FD_E_NOMEM; } while (0)
 #define TRY(expr) do { int s_ = (expr); if (s_ != FD_OK) return s_; } while (0)
@@ -115,41 +116,18 @@ int kv_cmd_type(kv_ctx *c)
 /* EXPIRE/PEXPIRE/EXPIREAT/PEXPIREAT (Redis 7.0 expireGenericCommand). */
 static int expire_generic(kv_ctx *c, int64_t base, int seconds)
 {
-    int nx = 0, xx = 0, gt = 0, lt = 0;
-    for (int j = 3; j < c->argc; j++) {
-        const resp_arg *a = &c->argv[j];
-        if (opt_is(a, "nx")) nx = 1;
-        else if (opt_is(a, "xx")) xx = 1;
-        else if (opt_is(a, "gt")) gt = 1;
-        else if (opt_is(a, "lt")) lt = 1;
-        else {
-            OUT(resp_add_errorf(c->out, "ERR Unsupported option %.*s", (int)a->len, a->ptr));
-            return FD_OK;
-        }
-    }
-    if (nx && (xx || gt || lt)) {
-        OUT(resp_add_error(c->out, "ERR NX and XX, GT or LT options at the same time are not compatible"));
-        return FD_OK;
-    }
-    if (gt && lt) {
-        OUT(resp_add_error(c->out, "ERR GT and LT options at the same time are not compatible"));
-        return FD_OK;
-    }
+    int flags;
+    int r = fd_parse_expire_opts(c->argv, c->argc, 3, &flags, c->out);
+    if (r) return r > 0 ? FD_OK : FD_E_NOMEM;    /* 1: an error was replied */
     long long when;
-    if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &when) != 0) return FD_E_NOTINT;
-    if (seconds) {
-        if (when > LLONG_MAX / 1000 || when < LLONG_MIN / 1000) return FD_E_EXPIRE;
-        when *= 1000;
-    }
-    if (when > LLONG_MAX - base) return FD_E_EXPIRE;
-    when += base;
+    TRY(fd_expire_when(&c->argv[2], base, seconds, &when));
 
     kv_key k; kv_meta m;
     kv_key_init(&k, c->argv[1].ptr, c->argv[1].len);
     TRY(kv_lookup(c, &k, &m));
     if (!m.live) { OUT(resp_add_int(c->out, 0)); return FD_OK; }
     int64_t cur = m.expire;              /* 0: no expiry (Redis's -1) */
-    if ((nx && cur) || (xx && !cur) || (gt && (!cur || when <= cur)) || (lt && cur && when >= cur)) {
+    if (fd_expire_refused(flags, cur, when)) {
         OUT(resp_add_int(c->out, 0));
         return FD_OK;
     }
