@@ -1075,34 +1075,14 @@ static int cmd_keys(mg_ctx *c)
  * (O(keys), as KEYS): fine for tests and small sets; see docs/mongodb.md. */
 static int cmd_scan(mg_ctx *c)
 {
-    const resp_arg *ca = &c->argv[1];
-    uint64_t cursor = 0;
-    size_t i0 = 0;
-    int neg = 0;
-    if (ca->len && (ca->ptr[0] == '-' || ca->ptr[0] == '+')) { neg = ca->ptr[0] == '-'; i0 = 1; }
-    int bad = ca->len == i0 || ca->len - i0 > 20;
-    for (size_t i = i0; i < ca->len && !bad; i++) {
-        unsigned d = (unsigned char)ca->ptr[i] - '0';
-        if (d > 9 || cursor > (UINT64_MAX - d) / 10) bad = 1;
-        else cursor = cursor * 10 + d;
+    uint64_t cursor;
+    if (fd_parse_cursor(&c->argv[1], &cursor) != 0) {
+        OUT(resp_add_error(c->out, "ERR invalid cursor"));
+        return FD_OK;
     }
-    if (bad) { OUT(resp_add_error(c->out, "ERR invalid cursor")); return FD_OK; }
-    if (neg) cursor = (uint64_t)0 - cursor;
-    long long count = 10;
-    const resp_arg *pat = NULL, *type = NULL;
-    for (int i = 2; i < c->argc; i++) {
-        int more = i + 1 < c->argc;
-        if (opt_is(&c->argv[i], "count") && more) {
-            if (resp_str2ll(c->argv[i + 1].ptr, c->argv[i + 1].len, &count) != 0) return FD_E_NOTINT;
-            if (count < 1) return FD_E_SYNTAX;
-            i++;
-        } else if (opt_is(&c->argv[i], "match") && more) {
-            pat = &c->argv[++i];
-            if (pat->len == 1 && pat->ptr[0] == '*') pat = NULL;
-        } else if (opt_is(&c->argv[i], "type") && more) {
-            type = &c->argv[++i];
-        } else return FD_E_SYNTAX;
-    }
+    long long count;
+    const resp_arg *pat, *type;
+    TRY(fd_parse_scan_opts(c->argv, c->argc, 2, &count, &pat, &type));
     /* an iteration in progress keeps the key list it started with (SCAN
      * may return keys deleted meanwhile and miss keys added meanwhile, as
      * Redis's); a cursor we do not remember reads the list again */

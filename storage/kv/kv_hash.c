@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <limits.h>
 #include "kv.h"
+#include "../cmdargs.h"
 
 #define OUT(expr) do { if ((expr) != 0) return FD_E_NOMEM; } while (0)
 #define TRY(expr) do { int s_ = (expr); if (s_ != FD_OK) return s_; } while (0)
@@ -373,24 +374,6 @@ int kv_cmd_hrandfield(kv_ctx *c)
 
 /* ---------------------------------------------------------------- *SCAN */
 
-/* Redis's parseScanCursorOrReply (strtoul): 0 or -1 after an error reply. */
-static int parse_cursor(kv_ctx *c, const resp_arg *ca, uint64_t *out)
-{
-    uint64_t cursor = 0;
-    size_t i0 = 0;
-    int neg = 0;
-    if (ca->len && (ca->ptr[0] == '-' || ca->ptr[0] == '+')) { neg = ca->ptr[0] == '-'; i0 = 1; }
-    int bad = ca->len == i0 || ca->len - i0 > 20;
-    for (size_t i = i0; i < ca->len && !bad; i++) {
-        unsigned d = (unsigned char)ca->ptr[i] - '0';
-        if (d > 9 || cursor > (UINT64_MAX - d) / 10) bad = 1;
-        else cursor = cursor * 10 + d;
-    }
-    if (bad) return -1;
-    *out = neg ? (uint64_t)0 - cursor : cursor;
-    return 0;
-}
-
 /* Collections up to this size are returned whole by one call, cursor 0
  * (as Redis does for its small listpack/intset encodings). */
 #define KV_SCAN_WHOLE 128
@@ -398,7 +381,7 @@ static int parse_cursor(kv_ctx *c, const resp_arg *ca, uint64_t *out)
 int kv_subscan(kv_ctx *c, int type, int tag)
 {
     uint64_t cursor;
-    if (parse_cursor(c, &c->argv[2], &cursor) != 0) {
+    if (fd_parse_cursor(&c->argv[2], &cursor) != 0) {
         OUT(resp_add_error(c->out, "ERR invalid cursor"));
         return FD_OK;
     }
@@ -410,19 +393,9 @@ int kv_subscan(kv_ctx *c, int type, int tag)
         OUT(resp_add_array(c->out, 0));
         return FD_OK;
     }
-    long long count = 10;
-    const resp_arg *pat = NULL;
-    for (int i = 3; i < c->argc; i++) {
-        int more = i + 1 < c->argc;
-        if (kv_opt_is(&c->argv[i], "count") && more) {
-            if (resp_str2ll(c->argv[i + 1].ptr, c->argv[i + 1].len, &count) != 0) return FD_E_NOTINT;
-            if (count < 1) return FD_E_SYNTAX;
-            i++;
-        } else if (kv_opt_is(&c->argv[i], "match") && more) {
-            pat = &c->argv[++i];
-            if (pat->len == 1 && pat->ptr[0] == '*') pat = NULL;
-        } else return FD_E_SYNTAX;
-    }
+    long long count;
+    const resp_arg *pat;
+    TRY(fd_parse_scan_opts(c->argv, c->argc, 3, &count, &pat, NULL));    /* no TYPE */
     /* a small sorted set is walked in score order, as Redis's listpack */
     int by_score = 0;
     if (m.size <= KV_SCAN_WHOLE) {

@@ -19,12 +19,6 @@
 #define OUT(expr) do { if ((expr) != 0) return FD_E_NOMEM; } while (0)
 #define TRY(expr) do { int s_ = (expr); if (s_ != FD_OK) return s_; } while (0)
 
-static int opt_is(const resp_arg *a, const char *name)
-{
-    size_t n = strlen(name);
-    return a->len == n && strncasecmp(a->ptr, name, n) == 0;
-}
-
 static const char *type_name(int t)
 {
     switch (t) {
@@ -221,35 +215,15 @@ int kv_cmd_scan(kv_ctx *c)
      * then decimal digits; "-N" wraps around as strtoul does. A cursor we
      * did not hand out restarts the iteration (SCAN may repeat keys, never
      * miss one). */
-    const resp_arg *ca = &c->argv[1];
-    uint64_t cursor = 0;
-    size_t i0 = 0;
-    int neg = 0;
-    if (ca->len && (ca->ptr[0] == '-' || ca->ptr[0] == '+')) { neg = ca->ptr[0] == '-'; i0 = 1; }
-    int bad = ca->len == i0 || ca->len - i0 > 20;
-    for (size_t i = i0; i < ca->len && !bad; i++) {
-        unsigned d = (unsigned char)ca->ptr[i] - '0';
-        if (d > 9 || cursor > (UINT64_MAX - d) / 10) bad = 1;
-        else cursor = cursor * 10 + d;
+    uint64_t cursor;
+    if (fd_parse_cursor(&c->argv[1], &cursor) != 0) {
+        OUT(resp_add_error(c->out, "ERR invalid cursor"));
+        return FD_OK;
     }
-    if (bad) { OUT(resp_add_error(c->out, "ERR invalid cursor")); return FD_OK; }
-    if (neg) cursor = (uint64_t)0 - cursor;
 
-    long long count = 10;
-    const resp_arg *pat = NULL, *type = NULL;
-    for (int i = 2; i < c->argc; i++) {
-        int more = i + 1 < c->argc;
-        if (opt_is(&c->argv[i], "count") && more) {
-            if (resp_str2ll(c->argv[i + 1].ptr, c->argv[i + 1].len, &count) != 0) return FD_E_NOTINT;
-            if (count < 1) return FD_E_SYNTAX;
-            i++;
-        } else if (opt_is(&c->argv[i], "match") && more) {
-            pat = &c->argv[++i];
-            if (pat->len == 1 && pat->ptr[0] == '*') pat = NULL;
-        } else if (opt_is(&c->argv[i], "type") && more) {
-            type = &c->argv[++i];
-        } else return FD_E_SYNTAX;
-    }
+    long long count;
+    const resp_arg *pat, *type;
+    TRY(fd_parse_scan_opts(c->argv, c->argc, 2, &count, &pat, &type));
 
     kv_store *st = c->st;
     uint8_t start[KV_MKEY_MAX];
@@ -444,7 +418,7 @@ int kv_cmd_dbsize(kv_ctx *c)
 
 int kv_cmd_flushdb(kv_ctx *c)
 {
-    if (c->argc > 2 || (c->argc == 2 && !opt_is(&c->argv[1], "async") && !opt_is(&c->argv[1], "sync")))
+    if (c->argc > 2 || (c->argc == 2 && !fd_opt_is(&c->argv[1], "async") && !fd_opt_is(&c->argv[1], "sync")))
         return FD_E_SYNTAX;
     kv_store *st = c->st;
     TRY(c->drv->clear(c->txn));
