@@ -232,6 +232,16 @@ static int reply_list(kv_ctx *c, const kv_list *l, int kind)
     return FD_OK;
 }
 
+/* SPOP / SRANDMEMBER: with a count, the picked members as `kind`
+ * (reply_list); without, the one member as a bulk string. */
+static int reply_picked(kv_ctx *c, const kv_list *l, int hascount, int kind)
+{
+    if (hascount) return reply_list(c, l, kind);
+    size_t off = 0; const char *p; size_t n;
+    kv_list_next(l, &off, &p, &n);
+    return resp_add_bulk(c->out, p, n) ? FD_E_NOMEM : FD_OK;
+}
+
 int kv_cmd_spop(kv_ctx *c)
 {
     long long count = 1;
@@ -260,14 +270,7 @@ int kv_cmd_spop(kv_ctx *c)
         r.m.size -= (uint64_t)removed;
         if (s == FD_OK) s = kv_coll_save(c, &r.k, &r.m);
     }
-    if (s == FD_OK) {
-        if (hascount) s = reply_list(c, &l, 's');
-        else {
-            size_t off = 0; const char *p; size_t n;
-            kv_list_next(&l, &off, &p, &n);
-            s = resp_add_bulk(c->out, p, n) ? FD_E_NOMEM : FD_OK;
-        }
-    }
+    if (s == FD_OK) s = reply_picked(c, &l, hascount, 's');
     kv_list_free(&l);
     return s;
 }
@@ -295,14 +298,7 @@ int kv_cmd_srandmember(kv_ctx *c)
     long long want = repeat ? -count : count < (long long)r.m.size ? count : (long long)r.m.size;
     kv_list l = {0};
     int s = pick_members(c, &r, want, repeat, &l);
-    if (s == FD_OK) {
-        if (hascount) s = reply_list(c, &l, 'a');
-        else {
-            size_t off = 0; const char *p; size_t n;
-            kv_list_next(&l, &off, &p, &n);
-            s = resp_add_bulk(c->out, p, n) ? FD_E_NOMEM : FD_OK;
-        }
-    }
+    if (s == FD_OK) s = reply_picked(c, &l, hascount, 'a');
     kv_list_free(&l);
     return s;
 }
