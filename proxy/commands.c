@@ -181,7 +181,8 @@ static unsigned hash_name(const char *s, size_t n) {
 void px_commands_init(void) {
     for (size_t i = 0; i < NCOMMANDS; i++) {
         table[i].id = (int)i;
-        unsigned h = hash_name(table[i].name, strlen(table[i].name)) & (HASH_SIZE - 1);
+        table[i].namelen = strlen(table[i].name);
+        unsigned h = hash_name(table[i].name, table[i].namelen) & (HASH_SIZE - 1);
         while (buckets[h]) h = (h + 1) & (HASH_SIZE - 1);
         buckets[h] = &table[i];
     }
@@ -191,7 +192,7 @@ px_command *px_command_lookup(const char *name, size_t len) {
     if (len == 0 || len > 32) return NULL;
     unsigned h = hash_name(name, len) & (HASH_SIZE - 1);
     for (px_command *c; (c = buckets[h]) != NULL; h = (h + 1) & (HASH_SIZE - 1))
-        if (strlen(c->name) == len && !strncasecmp(c->name, name, len)) return c;
+        if (c->namelen == len && !strncasecmp(c->name, name, len)) return c;
     return NULL;
 }
 

@@ -44,6 +44,7 @@ typedef struct px_command {
     /* statistics (INFO commandstats) */
     uint64_t    calls, usec, failed;
     int         id;          /* index in the table */
+    size_t      namelen;     /* strlen(name), set at init (lookup compares it first) */
 } px_command;
 
 /* Case-insensitive lookup; NULL if unknown. O(1) (hashed at init). */

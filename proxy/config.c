@@ -264,7 +264,7 @@ static void join_words(char **words, int from, int to, char *buf, size_t buflen)
 
 static int apply_words(char **words, int n, char *err, size_t errlen, int depth);
 
-int px_config_load_file_depth(const char *path, char *err, size_t errlen, int depth) {
+static int load_file_depth(const char *path, char *err, size_t errlen, int depth) {
     if (depth > 4) { snprintf(err, errlen, "%s: config files include each other too deeply", path); return -1; }
     FILE *f = fopen(path, "r");
     if (!f) { snprintf(err, errlen, "can't open config file '%s': %s", path, strerror(errno)); return -1; }
@@ -306,13 +306,13 @@ int px_config_load_file_depth(const char *path, char *err, size_t errlen, int de
 }
 
 int px_config_load_file(const char *path, char *err, size_t errlen) {
-    return px_config_load_file_depth(path, err, errlen, 0);
+    return load_file_depth(path, err, errlen, 0);
 }
 
 static int apply_words(char **words, int n, char *err, size_t errlen, int depth) {
     if (!strcasecmp(words[0], "include") || !strcasecmp(words[0], "config")) {
         if (n != 2) { snprintf(err, errlen, "'%s' takes one file name", words[0]); return -1; }
-        return px_config_load_file_depth(words[1], err, errlen, depth + 1);
+        return load_file_depth(words[1], err, errlen, depth + 1);
     }
     if (!find(words[0])) { snprintf(err, errlen, "unknown directive '%s'", words[0]); return -1; }
     if (n < 2) { snprintf(err, errlen, "directive '%s' needs a value", words[0]); return -1; }
