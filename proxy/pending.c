@@ -104,11 +104,7 @@ void fd_pending_reply(fd_pending *p, const void *reply, size_t len) {
             c->flags |= PX_CONN_CLOSE_ASAP;
         }
         unlink_pending(c, p, inserted);
-        if (px_cfg.client_output_buffer_limit && (long long)(c->out.len - c->wpos) > px_cfg.client_output_buffer_limit) {
-            px_log(PX_LOG_WARNING, "closing client %llu (%s) for overcoming of output buffer limits (%zu bytes)",
-                   (unsigned long long)c->id, c->addr, c->out.len - c->wpos);
-            c->flags |= PX_CONN_CLOSE_ASAP;
-        }
+        px_conn_check_output_limit(c);
         px_conn_touch(c);
     }
     free(p);

@@ -175,6 +175,15 @@ static void on_write(struct ev_loop *loop, ev_io *w, int revents) {
     conn_write(c);
 }
 
+void px_conn_check_output_limit(px_conn *c) {
+    if (!px_cfg.client_output_buffer_limit || (c->flags & PX_CONN_CLOSE_ASAP)) return;
+    if ((long long)(c->out.len - c->wpos) > px_cfg.client_output_buffer_limit) {
+        px_log(PX_LOG_WARNING, "closing client %llu (%s) for overcoming of output buffer limits (%zu bytes)",
+               (unsigned long long)c->id, c->addr, c->out.len - c->wpos);
+        c->flags |= PX_CONN_CLOSE_ASAP;
+    }
+}
+
 /* Parse and run every complete command in the read buffer. */
 static void process_input(px_conn *c) {
     while (!(c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP)) && c->rpos < c->rlen) {
@@ -201,11 +210,7 @@ static void process_input(px_conn *c) {
         c->rpos += consumed;
         /* checked after every reply, as Redis does, so one read's pipeline
          * cannot pile up more than one reply beyond the limit */
-        if (px_cfg.client_output_buffer_limit && (long long)(c->out.len - c->wpos) > px_cfg.client_output_buffer_limit) {
-            px_log(PX_LOG_WARNING, "closing client %llu (%s) for overcoming of output buffer limits (%zu bytes)",
-                   (unsigned long long)c->id, c->addr, c->out.len - c->wpos);
-            c->flags |= PX_CONN_CLOSE_ASAP;
-        }
+        px_conn_check_output_limit(c);
     }
     if (c->rpos == c->rlen) {
         c->rpos = c->rlen = 0;

@@ -94,6 +94,9 @@ void px_server_shutdown(void);     /* commit, close backend, listeners, files */
 
 /* The connection's output goes out at the end of this turn. */
 void px_conn_touch(px_conn *c);
+/* Unsent output over client-output-buffer-limit: mark the client to be
+ * closed (logged once). Checked after every reply. */
+void px_conn_check_output_limit(px_conn *c);
 /* Close now (the reply may be lost). */
 void px_conn_close(px_conn *c);
 
