@@ -203,7 +203,9 @@ def differential_scripted_inline_and_pipelined():
     then all of it as one pipeline."""
     d = diff()
     for st in script():
-        if st[0] in ("sorted", "pairs") or any(" " in x or "'" in x for x in st):
+        # TTL/PTTL are compared with a tolerance by the other two cases: two
+        # servers can read the clock a millisecond apart
+        if st[0] in ("sorted", "pairs", "TTL", "PTTL") or any(" " in x or "'" in x for x in st):
             continue
         data = encode_inline(*st)
         if len(data) > 60000:
