@@ -66,6 +66,7 @@ static const directive directives[] = {
     {"port", T_INT, OFF(port), "6380", 0, 65535, F_IMMUTABLE, NULL},
     {"proto-max-bulk-len", T_MEM, OFF(proto_max_bulk_len), "512mb", 1024 * 1024, LLONG_MAX, 0, NULL},
     {"redis-address", T_STR, OFF(redis_address), "127.0.0.1:6379", 0, 0, F_IMMUTABLE, NULL},
+    {"redis-cluster-seeds", T_STR, OFF(redis_cluster_seeds), "127.0.0.1:7000", 0, 0, F_IMMUTABLE, NULL},
     {"redis-db", T_INT, OFF(redis_db), "0", 0, 1000000, F_IMMUTABLE, NULL},
     {"redis-password", T_STR, OFF(redis_password), "", 0, 0, F_IMMUTABLE, NULL},
     {"redis-pool-size", T_INT, OFF(redis_pool_size), "4", 1, 1024, F_IMMUTABLE, NULL},

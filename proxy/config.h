@@ -27,6 +27,7 @@ typedef struct px_settings {
     long long redis_pool_size;
     char     *redis_password;
     long long redis_db;
+    char     *redis_cluster_seeds;   /* redis-cluster backend: host:port[,host:port...] */
     long long backend_timeout;       /* ms: a network backend's request fails after this */
     char     *mongo_uri;             /* mongodb backend */
     char     *mongo_database;

@@ -424,6 +424,7 @@ int px_server_init(char *err, size_t errlen) {
         .redis_pool_size = (int)px_cfg.redis_pool_size,
         .redis_password = px_cfg.redis_password,
         .redis_db = (int)px_cfg.redis_db,
+        .redis_cluster_seeds = px_cfg.redis_cluster_seeds,
         .backend_timeout_ms = px_cfg.backend_timeout,
         .mongo_uri = px_cfg.mongo_uri,
         .mongo_database = px_cfg.mongo_database,

@@ -49,6 +49,7 @@ typedef struct fd_backend_config {
     const char *redis_password; /* AUTH on connect ("" = none) */
     int         redis_db;       /* SELECT on connect */
     long long   backend_timeout_ms;     /* a request unanswered this long fails */
+    const char *redis_cluster_seeds;    /* redis-cluster backend: "host:port[,host:port...]" */
     /* MongoDB (storage/mongodb.c) */
     const char *mongo_uri;      /* passed to libmongoc as is */
     const char *mongo_database;
