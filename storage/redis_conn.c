@@ -1,0 +1,559 @@
+/* redis_conn.c — non-blocking RESP connections on the libev loop (see
+ * redis_conn.h). Factored out of the redis backend so that the redis and
+ * redis-cluster backends share one piece of connection code.
+ *
+ * Why not hiredis: Debian 12 ships hiredis 0.14.1, whose reply reader has no
+ * RESP3 support, and a proxy only needs to know where each reply ends:
+ * protocol/resp_scan.h finds that without building any object. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "redis_conn.h"
+#include "../proxy/log.h"
+
+#define RC_READ_CHUNK      (64 * 1024)   /* room made before each read */
+#define RC_BUF_SHRINK      (1024 * 1024) /* idle buffers above this are freed */
+#define RC_BACKOFF_MIN_MS  50
+#define RC_BACKOFF_MAX_MS  2000
+#define RC_TICK_MS         50            /* deadline checks */
+#define RC_READS_PER_EVENT 16
+
+enum { K_CLIENT, K_AUTH, K_SELECT, K_HELLO, K_IGNORE };
+
+int64_t rc_mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ------------------------------------------------------------ buffers */
+
+static int obuf_reserve(rc_conn *c, size_t extra) {
+    if (c->ocap - c->olen >= extra) return 0;
+    if (c->opos > 0 && c->opos >= c->olen / 2) {      /* reclaim the written part first */
+        memmove(c->obuf, c->obuf + c->opos, c->olen - c->opos);
+        c->olen -= c->opos;
+        c->opos = 0;
+        if (c->ocap - c->olen >= extra) return 0;
+    }
+    size_t ncap = c->ocap ? c->ocap : 16384;
+    while (ncap - c->olen < extra) ncap *= 2;
+    char *nb = realloc(c->obuf, ncap);
+    if (!nb) return -1;
+    c->obuf = nb;
+    c->ocap = ncap;
+    return 0;
+}
+
+static void obuf_put(rc_conn *c, const void *p, size_t n) {
+    memcpy(c->obuf + c->olen, p, n);
+    c->olen += n;
+}
+
+/* Bytes of argv encoded as a multibulk (an upper bound). */
+static size_t multibulk_len(int argc, const resp_arg *argv) {
+    size_t n = 24;
+    for (int i = 0; i < argc; i++) n += argv[i].len + 32;   /* "$<20 digits>\r\n" + "\r\n" */
+    return n;
+}
+
+static void put_multibulk(rc_conn *c, int argc, const resp_arg *argv) {
+    char h[32];
+    int l = snprintf(h, sizeof h, "*%d\r\n", argc);
+    obuf_put(c, h, (size_t)l);
+    for (int i = 0; i < argc; i++) {
+        l = snprintf(h, sizeof h, "$%zu\r\n", argv[i].len);
+        obuf_put(c, h, (size_t)l);
+        obuf_put(c, argv[i].ptr, argv[i].len);
+        obuf_put(c, "\r\n", 2);
+    }
+}
+
+static int q_push(rc_conn *c, rc_reply_fn fn, void *ctx, int kind, int64_t deadline) {
+    if (c->qcount == c->qcap) {
+        size_t ncap = c->qcap ? c->qcap * 2 : 64;
+        rc_slot *nq = malloc(ncap * sizeof *nq);
+        if (!nq) return -1;
+        for (size_t i = 0; i < c->qcount; i++) nq[i] = c->q[(c->qhead + i) & (c->qcap - 1)];
+        free(c->q);
+        c->q = nq;
+        c->qcap = ncap;
+        c->qhead = 0;
+    }
+    rc_slot *s = &c->q[(c->qhead + c->qcount) & (c->qcap - 1)];
+    s->fn = fn;
+    s->ctx = ctx;
+    s->kind = kind;
+    s->deadline = deadline;
+    c->qcount++;
+    if (fn) c->qclients++;
+    return 0;
+}
+
+static rc_slot q_pop(rc_conn *c) {
+    rc_slot s = c->q[c->qhead];
+    c->qhead = (c->qhead + 1) & (c->qcap - 1);
+    c->qcount--;
+    if (s.fn) c->qclients--;
+    return s;
+}
+
+/* Queue an internal command (AUTH, SELECT, HELLO, ASKING): its reply is consumed here. */
+static int queue_internal(rc_conn *c, int kind, int argc, const resp_arg *argv) {
+    if (obuf_reserve(c, multibulk_len(argc, argv)) || q_push(c, NULL, NULL, kind, rc_mono_ms() + c->sh->timeout_ms))
+        return -1;
+    put_multibulk(c, argc, argv);
+    return 0;
+}
+
+static void mark_dirty(rc_conn *c) {
+    if (c->dirty) return;
+    c->dirty = 1;
+    c->dirty_next = c->sh->dirty;
+    c->sh->dirty = c;
+}
+
+/* ------------------------------------------------------------ failure */
+
+static void conn_connect(rc_conn *c);
+
+size_t rc_unavailable(const rc_conn *c, char *buf, size_t len) {
+    int n = snprintf(buf, len, "-ERR backend unavailable (%s %s: %s)\r\n", c->sh->label, c->addr->name, c->lasterr);
+    if (n < 0) return 0;
+    if ((size_t)n >= len) {
+        n = (int)len - 1;
+        buf[n - 3] = ')';
+        buf[n - 2] = '\r';
+        buf[n - 1] = '\n';
+        buf[n] = '\0';
+    }
+    return (size_t)n;
+}
+
+static void set_err(rc_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_err(rc_conn *c, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->lasterr, sizeof c->lasterr, fmt, ap);
+    va_end(ap);
+    for (char *p = c->lasterr; *p; p++)
+        if (*p == '\r' || *p == '\n') *p = ' ';
+}
+
+static void close_socket(rc_conn *c) {
+    if (c->fd >= 0) {
+        ev_io_stop(c->sh->loop, &c->rio);
+        ev_io_stop(c->sh->loop, &c->wio);
+        close(c->fd);
+        c->fd = -1;
+    }
+    c->wio_on = 0;
+    c->state = RC_DOWN;
+    c->proto = 2;
+    c->olen = c->opos = 0;
+    c->ilen = c->ipos = 0;
+    resp_scanner_init(&c->sc);
+    if (c->ocap > RC_BUF_SHRINK) { free(c->obuf); c->obuf = NULL; c->ocap = 0; }
+    if (c->icap > RC_BUF_SHRINK) { free(c->ibuf); c->ibuf = NULL; c->icap = 0; }
+}
+
+/* Complete every queued request with the local error. The connection is
+ * already down (state, buffers), so a callback that sends again on it is
+ * refused instead of queueing behind the failure. */
+static void fail_queue(rc_conn *c) {
+    char msg[512];
+    size_t ml = rc_unavailable(c, msg, sizeof msg);
+    while (c->qcount) {
+        rc_slot s = q_pop(c);
+        if (s.fn) {
+            c->failed++;
+            s.fn(s.ctx, msg, ml, 1);
+        }
+    }
+}
+
+/* The connection is unusable: close it, fail every request it holds with the
+ * reason in c->lasterr, and schedule a reconnect with backoff. */
+static void conn_fail(rc_conn *c) {
+    rc_shared *sh = c->sh;
+    if (!c->addr->warned) {
+        px_log(PX_LOG_WARNING, "%s backend %s unavailable: %s (retrying)", sh->label, c->addr->name, c->lasterr);
+        c->addr->warned = 1;
+    } else {
+        px_log(PX_LOG_VERBOSE, "%s backend %s connection %d: %s", sh->label, c->addr->name, c->idx, c->lasterr);
+    }
+    close_socket(c);
+    if (!c->backoff_ms) c->backoff_ms = RC_BACKOFF_MIN_MS;
+    ev_timer_stop(sh->loop, &c->retry);
+    if (!c->stopped) {
+        ev_timer_set(&c->retry, c->backoff_ms / 1000.0, 0.);
+        ev_timer_start(sh->loop, &c->retry);
+    }
+    c->backoff_ms = c->backoff_ms * 2 > RC_BACKOFF_MAX_MS ? RC_BACKOFF_MAX_MS : c->backoff_ms * 2;
+    fail_queue(c);
+}
+
+/* ------------------------------------------------------------ writing */
+
+/* Write obuf[opos..olen). Returns -1 if the connection failed. */
+static int conn_write(rc_conn *c) {
+    while (c->opos < c->olen) {
+        ssize_t n = write(c->fd, c->obuf + c->opos, c->olen - c->opos);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+            set_err(c, "%s", strerror(errno));
+            conn_fail(c);
+            return -1;
+        }
+        c->opos += (size_t)n;
+    }
+    if (c->opos == c->olen) {
+        c->opos = c->olen = 0;
+        if (c->ocap > RC_BUF_SHRINK) { free(c->obuf); c->obuf = NULL; c->ocap = 0; }
+        if (c->wio_on) { ev_io_stop(c->sh->loop, &c->wio); c->wio_on = 0; }
+    } else if (!c->wio_on) {
+        ev_io_start(c->sh->loop, &c->wio);
+        c->wio_on = 1;
+    }
+    return 0;
+}
+
+static void on_connected(rc_conn *c) {
+    int err = 0;
+    socklen_t el = sizeof err;
+    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0) err = errno;
+    if (err) {
+        set_err(c, "%s", strerror(err));
+        conn_fail(c);
+        return;
+    }
+    c->state = RC_UP;
+    c->connects++;
+    if (c->ever_up) c->reconnects++;
+    c->ever_up = 1;
+    ev_io_start(c->sh->loop, &c->rio);
+    conn_write(c);
+}
+
+static void on_write(struct ev_loop *loop, ev_io *w, int revents) {
+    rc_conn *c = w->data;
+    if (c->state == RC_CONNECTING) {
+        ev_io_stop(loop, &c->wio);
+        c->wio_on = 0;
+        on_connected(c);
+        return;
+    }
+    conn_write(c);
+}
+
+/* ------------------------------------------------------------ reading */
+
+/* One complete reply at data[0..len). Returns -1 if the connection failed. */
+static int handle_reply(rc_conn *c, const char *data, size_t len) {
+    if (data[0] == '>') return 0;   /* a RESP3 push (no command of ours asks for them): dropped */
+    if (!c->qcount) {
+        set_err(c, "protocol error: a reply nobody asked for (%.40s)", data);
+        conn_fail(c);
+        return -1;
+    }
+    rc_slot s = q_pop(c);
+    if (s.kind != K_CLIENT && s.kind != K_IGNORE && data[0] == '-') {
+        size_t l = len > 3 ? len - 3 : 0;   /* without the "-" and the CRLF */
+        set_err(c, "%s failed: %.*s", s.kind == K_AUTH ? "AUTH" : s.kind == K_SELECT ? "SELECT" : "HELLO",
+                (int)(l > 120 ? 120 : l), data + 1);
+        px_log(PX_LOG_WARNING, "%s backend %s: %s", c->sh->label, c->addr->name, c->lasterr);
+        if (s.kind == K_HELLO && !c->sh->no_resp3) {
+            /* a server without HELLO cannot give RESP3 replies: from now on
+             * RESP3 clients get an error instead of breaking the connection
+             * for everyone sharing it */
+            c->sh->no_resp3 = strdup(c->lasterr);
+        }
+        c->addr->warned = 1;
+        conn_fail(c);       /* the backoff goes on growing: no tight loop on a wrong password */
+        return -1;
+    }
+    c->backoff_ms = 0;
+    if (c->addr->warned) {
+        px_log(PX_LOG_NOTICE, "%s backend %s is available again", c->sh->label, c->addr->name);
+        c->addr->warned = 0;
+    }
+    if (s.fn) s.fn(s.ctx, data, len, 0);
+    return 0;
+}
+
+static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
+    rc_conn *c = w->data;
+    for (int round = 0; round < RC_READS_PER_EVENT; round++) {
+        if (c->icap - c->ilen < RC_READ_CHUNK) {
+            if (c->ipos > 0 && c->ipos >= c->ilen / 2) {
+                memmove(c->ibuf, c->ibuf + c->ipos, c->ilen - c->ipos);
+                c->ilen -= c->ipos;
+                c->ipos = 0;
+            }
+            if (c->icap - c->ilen < RC_READ_CHUNK) {
+                size_t ncap = c->icap ? c->icap : RC_READ_CHUNK * 2;
+                while (ncap - c->ilen < RC_READ_CHUNK) ncap *= 2;
+                char *nb = realloc(c->ibuf, ncap);
+                if (!nb) { set_err(c, "out of memory"); conn_fail(c); return; }
+                c->ibuf = nb;
+                c->icap = ncap;
+            }
+        }
+        size_t room = c->icap - c->ilen;
+        ssize_t n = read(c->fd, c->ibuf + c->ilen, room);
+        if (n == 0) { set_err(c, "connection closed by the server"); conn_fail(c); return; }
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+            set_err(c, "%s", strerror(errno));
+            conn_fail(c);
+            return;
+        }
+        c->ilen += (size_t)n;
+        while (c->ipos < c->ilen) {
+            long long r = resp_scan_reply(&c->sc, c->ibuf + c->ipos, c->ilen - c->ipos);
+            if (r == 0) break;
+            if (r < 0) {
+                set_err(c, "protocol error in the server's replies: %s", c->sc.err ? c->sc.err : "?");
+                conn_fail(c);
+                return;
+            }
+            /* the callback may queue on this connection (obuf), never touch ibuf */
+            size_t at = c->ipos;
+            c->ipos += (size_t)r;
+            if (handle_reply(c, c->ibuf + at, (size_t)r)) return;
+            if (c->state != RC_UP) return;
+        }
+        if (c->ipos == c->ilen) {
+            c->ipos = c->ilen = 0;
+            if (c->icap > RC_BUF_SHRINK) { free(c->ibuf); c->ibuf = NULL; c->icap = 0; }
+        }
+        if ((size_t)n < room) break;
+    }
+}
+
+/* ------------------------------------------------------------ connecting */
+
+static void conn_connect(rc_conn *c) {
+    rc_shared *sh = c->sh;
+    const rc_addr *a = c->addr;
+    c->proto = 2;
+    resp_scanner_init(&c->sc);
+    c->fd = socket(a->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c->fd < 0) {
+        set_err(c, "socket: %s", strerror(errno));
+        conn_fail(c);
+        return;
+    }
+    if (a->sa.ss_family != AF_UNIX) {
+        int one = 1;
+        setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        setsockopt(c->fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    }
+    ev_io_set(&c->rio, c->fd, EV_READ);
+    ev_io_set(&c->wio, c->fd, EV_WRITE);
+    /* the handshake goes first; commands queue behind it */
+    if (sh->password && sh->password[0]) {
+        resp_arg av[2] = { { "AUTH", 4 }, { sh->password, strlen(sh->password) } };
+        if (queue_internal(c, K_AUTH, 2, av)) { set_err(c, "out of memory"); conn_fail(c); return; }
+    }
+    if (sh->db) {
+        char dbs[24];
+        int l = snprintf(dbs, sizeof dbs, "%d", sh->db);
+        resp_arg av[2] = { { "SELECT", 6 }, { dbs, (size_t)l } };
+        if (queue_internal(c, K_SELECT, 2, av)) { set_err(c, "out of memory"); conn_fail(c); return; }
+    }
+    c->connect_deadline = rc_mono_ms() + sh->timeout_ms;
+    int rc;
+    do rc = connect(c->fd, (const struct sockaddr *)&a->sa, a->salen);
+    while (rc < 0 && errno == EINTR);
+    if (rc == 0) {
+        c->state = RC_CONNECTING;
+        on_connected(c);
+    } else if (errno == EINPROGRESS) {
+        c->state = RC_CONNECTING;
+        ev_io_start(sh->loop, &c->wio);
+        c->wio_on = 1;
+    } else {
+        set_err(c, "%s", strerror(errno));
+        conn_fail(c);
+    }
+}
+
+static void on_retry(struct ev_loop *loop, ev_timer *w, int revents) {
+    rc_conn *c = w->data;
+    if (c->state == RC_DOWN && !c->stopped) conn_connect(c);
+}
+
+/* Deadlines: a connection whose oldest request (or whose connect) is overdue
+ * is stuck: reset it. */
+static void on_tick(struct ev_loop *loop, ev_timer *w, int revents) {
+    rc_shared *sh = w->data;
+    int64_t now = rc_mono_ms();
+    rc_conn *next;
+    for (rc_conn *c = sh->all; c; c = next) {
+        next = c->all_next;     /* callbacks must not destroy connections, but be safe with the order */
+        if (c->state == RC_CONNECTING && c->connect_deadline <= now) {
+            c->timeouts++;
+            set_err(c, "connect timed out after %lld ms", (long long)sh->timeout_ms);
+            conn_fail(c);
+        } else if (c->state == RC_UP && c->qcount && c->q[c->qhead].deadline <= now) {
+            c->timeouts++;
+            set_err(c, "no reply within %lld ms", (long long)sh->timeout_ms);
+            conn_fail(c);
+        }
+    }
+}
+
+/* ------------------------------------------------------------ API */
+
+int rc_addr_resolve(rc_addr *a, const char *addr, const char *what, char *err, size_t errlen) {
+    memset(a, 0, sizeof *a);
+    snprintf(a->name, sizeof a->name, "%s", addr);
+    if (addr[0] == '/') {
+        struct sockaddr_un *un = (struct sockaddr_un *)&a->sa;
+        if (strlen(addr) >= sizeof un->sun_path) {
+            snprintf(err, errlen, "%s: unix socket path too long: %s", what, addr);
+            return -1;
+        }
+        un->sun_family = AF_UNIX;
+        strcpy(un->sun_path, addr);
+        a->salen = sizeof *un;
+        return 0;
+    }
+    const char *colon = strrchr(addr, ':');
+    if (!colon || colon == addr || !colon[1]) {
+        snprintf(err, errlen, "%s must be host:port or a unix socket path, got '%s'", what, addr);
+        return -1;
+    }
+    char host[256];
+    size_t hl = (size_t)(colon - addr);
+    if (hl >= sizeof host) { snprintf(err, errlen, "%s: host name too long", what); return -1; }
+    memcpy(host, addr, hl);
+    host[hl] = '\0';
+    if (host[0] == '[' && hl > 2 && host[hl - 1] == ']') {     /* [::1]:6379 */
+        memmove(host, host + 1, hl - 2);
+        host[hl - 2] = '\0';
+    }
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end || port <= 0 || port > 65535) {
+        snprintf(err, errlen, "%s: bad port in '%s'", what, addr);
+        return -1;
+    }
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    int rc = getaddrinfo(host, colon + 1, &hints, &res);
+    if (rc || !res) {
+        snprintf(err, errlen, "%s: cannot resolve '%s': %s", what, host, gai_strerror(rc));
+        return -1;
+    }
+    memcpy(&a->sa, res->ai_addr, res->ai_addrlen);
+    a->salen = res->ai_addrlen;
+    freeaddrinfo(res);
+    return 0;
+}
+
+void rc_shared_init(rc_shared *sh) {
+    if (sh->timeout_ms <= 0) sh->timeout_ms = 1000;
+    int64_t tick = sh->timeout_ms / 4 < RC_TICK_MS ? (sh->timeout_ms / 4 > 0 ? sh->timeout_ms / 4 : 1) : RC_TICK_MS;
+    ev_timer_init(&sh->tick, on_tick, tick / 1000.0, tick / 1000.0);
+    sh->tick.data = sh;
+    ev_timer_start(sh->loop, &sh->tick);
+}
+
+void rc_shared_close(rc_shared *sh) {
+    ev_timer_stop(sh->loop, &sh->tick);
+    free(sh->no_resp3);
+    sh->no_resp3 = NULL;
+}
+
+void rc_conn_init(rc_conn *c, rc_shared *sh, rc_addr *a, int idx) {
+    memset(c, 0, sizeof *c);
+    c->sh = sh;
+    c->addr = a;
+    c->idx = idx;
+    c->fd = -1;
+    c->state = RC_DOWN;
+    c->proto = 2;
+    snprintf(c->lasterr, sizeof c->lasterr, "not connected yet");
+    ev_io_init(&c->rio, on_read, -1, EV_READ);
+    ev_io_init(&c->wio, on_write, -1, EV_WRITE);
+    ev_timer_init(&c->retry, on_retry, 0., 0.);
+    c->rio.data = c->wio.data = c->retry.data = c;
+    resp_scanner_init(&c->sc);
+    c->all_next = sh->all;
+    if (sh->all) sh->all->all_prev = c;
+    sh->all = c;
+    conn_connect(c);
+}
+
+void rc_conn_destroy(rc_conn *c) {
+    rc_shared *sh = c->sh;
+    c->stopped = 1;
+    ev_timer_stop(sh->loop, &c->retry);
+    close_socket(c);
+    snprintf(c->lasterr, sizeof c->lasterr, "shutting down");
+    fail_queue(c);
+    if (c->dirty) {     /* off the flush list */
+        rc_conn **pp = &sh->dirty;
+        while (*pp && *pp != c) pp = &(*pp)->dirty_next;
+        if (*pp) *pp = c->dirty_next;
+        c->dirty = 0;
+    }
+    if (c->all_prev) c->all_prev->all_next = c->all_next;
+    else if (sh->all == c) sh->all = c->all_next;
+    if (c->all_next) c->all_next->all_prev = c->all_prev;
+    c->all_prev = c->all_next = NULL;
+    free(c->q);
+    free(c->obuf);
+    free(c->ibuf);
+    c->q = NULL;
+    c->obuf = c->ibuf = NULL;
+    c->qcap = c->ocap = c->icap = 0;
+}
+
+int rc_send(rc_conn *c, int proto, const char *raw, size_t rawlen, int argc, const resp_arg *argv,
+            rc_reply_fn fn, void *ctx) {
+    if (c->state == RC_DOWN || c->stopped) return -1;
+    if (proto == 0) proto = c->proto;
+    size_t need = raw ? rawlen : multibulk_len(argc, argv);
+    if (proto != c->proto) need += 32;
+    if (obuf_reserve(c, need)) return -1;
+    if (proto != c->proto) {
+        resp_arg h[2] = { { "HELLO", 5 }, { proto == 3 ? "3" : "2", 1 } };
+        if (queue_internal(c, K_HELLO, 2, h)) return -1;
+        c->proto = proto;
+    }
+    if (q_push(c, fn, ctx, fn ? K_CLIENT : K_IGNORE, rc_mono_ms() + c->sh->timeout_ms)) return -1;
+    if (raw) obuf_put(c, raw, rawlen);
+    else put_multibulk(c, argc, argv);
+    mark_dirty(c);
+    return 0;
+}
+
+void rc_flush(rc_shared *sh) {
+    rc_conn *c = sh->dirty;
+    sh->dirty = NULL;
+    while (c) {
+        rc_conn *next = c->dirty_next;
+        c->dirty = 0;
+        c->dirty_next = NULL;
+        if (c->state == RC_UP && !c->wio_on && c->opos < c->olen) conn_write(c);
+        c = next;
+    }
+}

@@ -1,0 +1,142 @@
+/* redis_conn.h — non-blocking RESP connections to Redis servers on the
+ * proxy's libev loop, shared by the redis backend (storage/redis.c) and the
+ * redis-cluster backend (storage/redis_cluster.c). Module prefix: rc_.
+ *
+ * One connection: a non-blocking connect, an output buffer written once per
+ * loop turn (rc_flush, from the backend's end_turn), an input buffer whose
+ * replies are split with resp_scan_reply and handed, in order, to the
+ * callbacks of the in-flight FIFO. Nothing is parsed or re-encoded.
+ *
+ *   - Handshake: AUTH and SELECT (when set) are queued first on every new
+ *     connection; their replies are consumed here. An error reply fails the
+ *     connection.
+ *   - RESP3: rc_send's `proto` says which protocol the reply must be in; when
+ *     it differs from the connection's, an internal HELLO 3 (or HELLO 2) is
+ *     queued first. A server that refuses HELLO sets sh->no_resp3.
+ *   - Deadlines: every in-flight request carries one (sh->timeout_ms); a
+ *     timer resets a connection whose oldest request, or whose connect, is
+ *     overdue.
+ *   - Failure (EOF, reset, protocol error, timeout): every in-flight request
+ *     is completed with "-ERR backend unavailable (LABEL ADDR: reason)" and
+ *     local = 1; the connection reconnects with exponential backoff (50 ms
+ *     doubling to 2 s, back to 50 ms after the first good reply). rc_send on
+ *     a connection that is down fails at once (the caller replies with
+ *     rc_unavailable's text).
+ *
+ * Threads: loop thread only. Ownership: a callback's reply bytes are valid
+ * only during the callback. A callback may call rc_send (on any connection,
+ * including the one completing), but must not destroy connections.
+ */
+#ifndef FRONTDOOR_REDIS_CONN_H
+#define FRONTDOOR_REDIS_CONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <ev.h>
+
+#include "../protocol/resp.h"
+#include "../protocol/resp_scan.h"
+
+/* A request's reply (one whole RESP reply). local = 1: not from the server
+ * but "-ERR backend unavailable (...)" made here (the connection failed, the
+ * deadline passed, or the connection is being destroyed). */
+typedef void (*rc_reply_fn)(void *ctx, const char *reply, size_t len, int local);
+
+/* A server address, owned by the caller; its connections point to it. */
+typedef struct rc_addr {
+    char       name[256];        /* as given ("host:port" or a unix socket path) */
+    struct sockaddr_storage sa;
+    socklen_t  salen;
+    int        warned;           /* a "backend unavailable" warning is standing */
+} rc_addr;
+
+typedef struct rc_conn rc_conn;
+
+/* What a backend's connections share. Fill the settings, then rc_shared_init. */
+typedef struct rc_shared {
+    struct ev_loop *loop;
+    const char *label;           /* "redis", "redis-cluster": in logs and error texts */
+    char       *password;        /* AUTH on connect (NULL = none); owned by the caller */
+    int         db;              /* SELECT on connect when not 0 */
+    int64_t     timeout_ms;
+    /* state */
+    char       *no_resp3;        /* the server refused HELLO 3: why (for RESP3 clients) */
+    rc_conn    *all;             /* every live connection (deadline checks) */
+    rc_conn    *dirty;           /* connections with commands to write this turn */
+    ev_timer    tick;
+} rc_shared;
+
+enum { RC_DOWN, RC_CONNECTING, RC_UP };
+
+typedef struct rc_slot {
+    rc_reply_fn fn;             /* NULL: internal (AUTH, SELECT, HELLO, ignored) */
+    void       *ctx;
+    int64_t     deadline;       /* monotonic ms */
+    int         kind;
+} rc_slot;
+
+struct rc_conn {
+    rc_shared *sh;
+    rc_addr   *addr;
+    int        idx;             /* for logs */
+    int        fd;
+    int        state;
+    int        proto;           /* protocol in effect after the last queued command */
+    int        ever_up;
+    int        wio_on;
+    int        dirty;
+    int        stopped;         /* no reconnects (being destroyed) */
+    rc_conn   *dirty_next, *all_prev, *all_next;
+    int64_t    connect_deadline;
+    int        backoff_ms;
+    ev_io      rio, wio;
+    ev_timer   retry;
+    char      *obuf;            /* not yet written: obuf[opos..olen) */
+    size_t     olen, ocap, opos;
+    char      *ibuf;            /* read: ibuf[ipos..ilen) */
+    size_t     ilen, icap, ipos;
+    resp_scanner sc;
+    rc_slot   *q;               /* in-flight FIFO: ring of qcap (power of two) */
+    size_t     qhead, qcount, qcap;
+    size_t     qclients;        /* slots with a callback */
+    char       lasterr[160];
+    /* statistics */
+    uint64_t   failed, connects, reconnects, timeouts;
+    void      *user;            /* the owner's */
+};
+
+int64_t rc_mono_ms(void);
+
+/* "host:port", "[v6]:port" or "/unix/path" into a (resolved once, here:
+ * getaddrinfo may block, so call it at open). what names the directive in
+ * errors. -1 with err on failure. */
+int  rc_addr_resolve(rc_addr *a, const char *name, const char *what, char *err, size_t errlen);
+
+void rc_shared_init(rc_shared *sh);   /* starts the deadline timer */
+void rc_shared_close(rc_shared *sh);  /* stops it (destroy the connections first) */
+
+/* Set up c for address a and start connecting. */
+void rc_conn_init(rc_conn *c, rc_shared *sh, rc_addr *a, int idx);
+/* Complete every in-flight request (local error), close, free the buffers;
+ * c's memory stays the caller's. Not from inside one of c's callbacks. */
+void rc_conn_destroy(rc_conn *c);
+
+/* Queue a command: raw (the exact multibulk bytes) if not NULL, else argv
+ * encoded. proto 2 or 3: the reply's protocol (a HELLO is queued first if
+ * the connection is on the other); 0: whatever the connection is on.
+ * fn may be NULL (reply ignored, errors included: e.g. ASKING).
+ * 0, or -1 if the connection is down (nothing queued) or out of memory. */
+int  rc_send(rc_conn *c, int proto, const char *raw, size_t rawlen, int argc, const resp_arg *argv,
+             rc_reply_fn fn, void *ctx);
+
+/* Write what every dirty connection queued (once per loop turn). */
+void rc_flush(rc_shared *sh);
+
+/* "-ERR backend unavailable (LABEL ADDR: reason)\r\n" into buf; its length. */
+size_t rc_unavailable(const rc_conn *c, char *buf, size_t len);
+
+/* Requests waiting for a reply (callbacks only). */
+static inline size_t rc_inflight(const rc_conn *c) { return c->qclients; }
+
+#endif
