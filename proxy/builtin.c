@@ -2,6 +2,7 @@
  * CLIENT, TIME: served by the proxy with Redis 7.0's replies and errors. */
 #include "builtin.h"
 #include "cmddocs.h"
+#include "backends.h"
 #include "config.h"
 #include "log.h"
 
@@ -265,8 +266,10 @@ void px_cmd_config(px_conn *c, int argc, resp_arg *argv) {
         px_config_get_reply(&c->out, argc - 2, argv + 2);
     } else if (ARGIS(*sub, "SET")) {
         if (argc < 4 || (argc - 2) % 2) { reply_subcmd_arity(c, "config", sub); return; }
-        /* every name is checked before any is set; a bad value stops at that pair */
+        /* every name is checked before any is set; a bad value stops at that
+         * pair and what was set is rolled back, as Redis 7 does */
         char name[128], value[4096], err[512], val[4096];
+        int groups = 0;
         for (int i = 2; i < argc; i += 2) {
             snprintf(name, sizeof name, "%.*s", (int)argv[i].len, argv[i].ptr);
             if (px_config_format(name, val, sizeof val) < 0) {
@@ -274,17 +277,43 @@ void px_cmd_config(px_conn *c, int argc, resp_arg *argv) {
                 return;
             }
         }
+        px_settings old;
+        px_settings_copy(&old, &px_cfg);
         for (int i = 2; i < argc; i += 2) {
             snprintf(name, sizeof name, "%.*s", (int)argv[i].len, argv[i].ptr);
             snprintf(value, sizeof value, "%.*s", (int)argv[i + 1].len, argv[i + 1].ptr);
-            px_config_format(name, val, sizeof val);          /* old value, to roll back */
+            px_config_format(name, val, sizeof val);
             if (px_config_set(name, value, 1, err, sizeof err)) {
                 resp_add_errorf(&c->out, "ERR CONFIG SET failed (possibly related to argument '%s') - %s", name, err);
-                return;
+                goto rollback;
             }
+            groups |= 1 << px_config_group(name);
             px_log(PX_LOG_NOTICE, "CONFIG SET %s changed from '%s'", name, val);
         }
+        /* a backend's settings apply by reopening it (a live swap) */
+        if ((groups & (1 << PX_CFG_PRIMARY)) && px_backends_swap(0, err, sizeof err)) {
+            resp_add_errorf(&c->out, "ERR CONFIG SET failed: backend %s not opened, still on %s - %s",
+                            px_cfg.be.backend, old.be.backend, err);
+            goto rollback;
+        }
+        if ((groups & (1 << PX_CFG_AB)) && px_backends_ab_apply(err, sizeof err)) {
+            resp_add_errorf(&c->out, "ERR CONFIG SET failed: A/B setup unchanged - %s", err);
+            /* the primary may have been swapped in this call: keep that part */
+            px_backend_settings_assign(&old.be, &px_cfg.be);
+            goto rollback;
+        }
+        px_settings_free(&old);
         resp_add_simple(&c->out, "OK", 2);
+        return;
+    rollback:
+        px_settings_free(&px_cfg);
+        px_cfg = old;
+        return;
+    } else if (ARGIS(*sub, "REWRITE")) {
+        if (argc != 2) { reply_subcmd_arity(c, "config", sub); return; }
+        char err[512];
+        if (px_config_rewrite(err, sizeof err)) resp_add_errorf(&c->out, "ERR %s", err);
+        else { px_log(PX_LOG_NOTICE, "CONFIG REWRITE executed with success."); resp_add_simple(&c->out, "OK", 2); }
     } else if (ARGIS(*sub, "RESETSTAT")) {
         if (argc != 2) { reply_subcmd_arity(c, "config", sub); return; }
         size_t n;
@@ -296,7 +325,8 @@ void px_cmd_config(px_conn *c, int argc, resp_arg *argv) {
     } else if (ARGIS(*sub, "HELP")) {
         static const char *const help[] = {
             "GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
-            "SET <directive> <value>", "    Set the configuration <directive> to <value>.",
+            "SET <directive> <value>", "    Set the configuration <directive> to <value>. Backend directives reopen that backend (a live swap).",
+            "REWRITE", "    Rewrite the configuration file.",
             "RESETSTAT", "    Reset statistics reported by the INFO command.",
             "HELP", "    Print this help.", NULL};
         reply_help(c, "CONFIG", help);

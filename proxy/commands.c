@@ -3,6 +3,7 @@
  * Redis types). Arities, flags and key positions are Redis 7.0's. */
 #include "commands.h"
 #include "builtin.h"
+#include "ab.h"
 
 #include <ctype.h>
 #include <string.h>
@@ -15,6 +16,9 @@
 #define NA PX_CMD_NOAUTH
 #define M  PX_CMD_DENYOOM
 #define KB PX_CMD_KEYLESS_BACKEND
+#define ND PX_CMD_NONDET
+#define UO PX_CMD_UNORDERED
+#define PR (PX_CMD_UNORDERED | PX_CMD_PAIRS)
 
 /* name, arity, flags, first/last/step key, proxy handler, kv handler, group,
  * since, summary, and optionally the syntax line (see cmddocs.h) */
@@ -37,6 +41,7 @@ static px_command table[] = {
     PROXY("info", -1, 0, px_info_reply, "server", "1.0.0", "Returns information and statistics about the server.", "[section...]"),
     PROXY("client", -2, 0, px_cmd_client, "connection", "2.4.0", "Connection management (ID, SETNAME, GETNAME, LIST, INFO).", "subcommand [arg...]"),
     PROXY("time", 1, F, px_cmd_time, "server", "2.6.0", "Returns the server time."),
+    PROXY("frontdoor", -2, A, px_cmd_frontdoor, "server", "0.1.0", "frontdoor's own reports (AB: the latest A/B mismatches; AB RESET; HELP).", "subcommand [arg...]"),
     PROXY("lastsave", 1, F, px_cmd_lastsave, "server", "1.0.0", "Returns the Unix timestamp of the start (frontdoor does not snapshot)."),
 
     /* strings */
@@ -71,17 +76,17 @@ static px_command table[] = {
     KV("pexpire", -3, W | F, 1, 1, 1, pexpire, "generic", "2.6.0", "Sets the expiration time of a key in milliseconds.", "key milliseconds [NX|XX|GT|LT]"),
     KV("expireat", -3, W | F, 1, 1, 1, expireat, "generic", "1.2.0", "Sets the expiration time of a key to a Unix timestamp.", "key unix-time-seconds [NX|XX|GT|LT]"),
     KV("pexpireat", -3, W | F, 1, 1, 1, pexpireat, "generic", "2.6.0", "Sets the expiration time of a key to a Unix milliseconds timestamp.", "key unix-time-milliseconds [NX|XX|GT|LT]"),
-    KV("ttl", 2, R | F, 1, 1, 1, ttl, "generic", "1.0.0", "Returns the expiration time in seconds of a key.", "key"),
-    KV("pttl", 2, R | F, 1, 1, 1, pttl, "generic", "2.6.0", "Returns the expiration time in milliseconds of a key.", "key"),
+    KV("ttl", 2, R | F | ND, 1, 1, 1, ttl, "generic", "1.0.0", "Returns the expiration time in seconds of a key.", "key"),
+    KV("pttl", 2, R | F | ND, 1, 1, 1, pttl, "generic", "2.6.0", "Returns the expiration time in milliseconds of a key.", "key"),
     KV("expiretime", 2, R | F, 1, 1, 1, expiretime, "generic", "7.0.0", "Returns the expiration time of a key as a Unix timestamp.", "key"),
     KV("pexpiretime", 2, R | F, 1, 1, 1, pexpiretime, "generic", "7.0.0", "Returns the expiration time of a key as a Unix milliseconds timestamp.", "key"),
     KV("persist", 2, W | F, 1, 1, 1, persist, "generic", "2.2.0", "Removes the expiration time of a key.", "key"),
     KV("touch", -2, R | F, 1, -1, 1, touch, "generic", "3.2.1", "Returns the number of existing keys out of those specified.", "key..."),
-    KV("keys", 2, R | KB, 0, 0, 0, keys, "generic", "1.0.0", "Returns all key names that match a pattern.", "pattern"),
-    KV("scan", -2, R | KB, 0, 0, 0, scan, "generic", "2.8.0", "Iterates over the key names in the database.", "cursor [MATCH pattern] [COUNT count] [TYPE type]"),
+    KV("keys", 2, R | KB | UO, 0, 0, 0, keys, "generic", "1.0.0", "Returns all key names that match a pattern.", "pattern"),
+    KV("scan", -2, R | KB | ND, 0, 0, 0, scan, "generic", "2.8.0", "Iterates over the key names in the database.", "cursor [MATCH pattern] [COUNT count] [TYPE type]"),
     KV("rename", 3, W, 1, 2, 1, rename, "generic", "1.0.0", "Renames a key and overwrites the destination.", "key newkey"),
     KV("renamenx", 3, W | F, 1, 2, 1, renamenx, "generic", "1.0.0", "Renames a key only when the target key name doesn't exist.", "key newkey"),
-    KV("randomkey", 1, R | KB, 0, 0, 0, randomkey, "generic", "1.0.0", "Returns a random key name from the database."),
+    KV("randomkey", 1, R | KB | ND, 0, 0, 0, randomkey, "generic", "1.0.0", "Returns a random key name from the database."),
 
     /* lists */
     KV("lpush", -3, W | M | F, 1, 1, 1, lpush, "list", "1.0.0", "Prepend one or multiple elements to a list"),
@@ -110,33 +115,33 @@ static px_command table[] = {
     KV("hdel", -3, W | F, 1, 1, 1, hdel, "hash", "2.0.0", "Delete one or more hash fields"),
     KV("hlen", 2, R | F, 1, 1, 1, hlen, "hash", "2.0.0", "Get the number of fields in a hash"),
     KV("hexists", 3, R | F, 1, 1, 1, hexists, "hash", "2.0.0", "Determine if a hash field exists"),
-    KV("hgetall", 2, R, 1, 1, 1, hgetall, "hash", "2.0.0", "Get all the fields and values in a hash"),
-    KV("hkeys", 2, R, 1, 1, 1, hkeys, "hash", "2.0.0", "Get all the fields in a hash"),
-    KV("hvals", 2, R, 1, 1, 1, hvals, "hash", "2.0.0", "Get all the values in a hash"),
+    KV("hgetall", 2, R | PR, 1, 1, 1, hgetall, "hash", "2.0.0", "Get all the fields and values in a hash"),
+    KV("hkeys", 2, R | UO, 1, 1, 1, hkeys, "hash", "2.0.0", "Get all the fields in a hash"),
+    KV("hvals", 2, R | UO, 1, 1, 1, hvals, "hash", "2.0.0", "Get all the values in a hash"),
     KV("hincrby", 4, W | M | F, 1, 1, 1, hincrby, "hash", "2.0.0", "Increment the integer value of a hash field by the given number"),
     KV("hincrbyfloat", 4, W | M | F, 1, 1, 1, hincrbyfloat, "hash", "2.6.0", "Increment the float value of a hash field by the given amount"),
     KV("hstrlen", 3, R | F, 1, 1, 1, hstrlen, "hash", "3.2.0", "Get the length of the value of a hash field"),
-    KV("hscan", -3, R, 1, 1, 1, hscan, "hash", "2.8.0", "Incrementally iterate hash fields and associated values"),
-    KV("hrandfield", -2, R, 1, 1, 1, hrandfield, "hash", "6.2.0", "Get one or multiple random fields from a hash"),
+    KV("hscan", -3, R | ND, 1, 1, 1, hscan, "hash", "2.8.0", "Incrementally iterate hash fields and associated values"),
+    KV("hrandfield", -2, R | ND, 1, 1, 1, hrandfield, "hash", "6.2.0", "Get one or multiple random fields from a hash"),
 
     /* sets */
     KV("sadd", -3, W | M | F, 1, 1, 1, sadd, "set", "1.0.0", "Add one or more members to a set"),
     KV("srem", -3, W | F, 1, 1, 1, srem, "set", "1.0.0", "Remove one or more members from a set"),
-    KV("spop", -2, W | F, 1, 1, 1, spop, "set", "1.0.0", "Remove and return one or multiple random members from a set"),
-    KV("srandmember", -2, R, 1, 1, 1, srandmember, "set", "1.0.0", "Get one or multiple random members from a set"),
-    KV("smembers", 2, R, 1, 1, 1, smembers, "set", "1.0.0", "Get all the members in a set"),
+    KV("spop", -2, W | F | ND, 1, 1, 1, spop, "set", "1.0.0", "Remove and return one or multiple random members from a set"),
+    KV("srandmember", -2, R | ND, 1, 1, 1, srandmember, "set", "1.0.0", "Get one or multiple random members from a set"),
+    KV("smembers", 2, R | UO, 1, 1, 1, smembers, "set", "1.0.0", "Get all the members in a set"),
     KV("sismember", 3, R | F, 1, 1, 1, sismember, "set", "1.0.0", "Determine if a given value is a member of a set"),
     KV("smismember", -3, R | F, 1, 1, 1, smismember, "set", "6.2.0", "Returns the membership associated with the given elements for a set"),
     KV("scard", 2, R | F, 1, 1, 1, scard, "set", "1.0.0", "Get the number of members in a set"),
     KV("smove", 4, W | F, 1, 2, 1, smove, "set", "1.0.0", "Move a member from one set to another"),
-    KV("sinter", -2, R, 1, -1, 1, sinter, "set", "1.0.0", "Intersect multiple sets"),
-    KV("sunion", -2, R, 1, -1, 1, sunion, "set", "1.0.0", "Add multiple sets"),
-    KV("sdiff", -2, R, 1, -1, 1, sdiff, "set", "1.0.0", "Subtract multiple sets"),
+    KV("sinter", -2, R | UO, 1, -1, 1, sinter, "set", "1.0.0", "Intersect multiple sets"),
+    KV("sunion", -2, R | UO, 1, -1, 1, sunion, "set", "1.0.0", "Add multiple sets"),
+    KV("sdiff", -2, R | UO, 1, -1, 1, sdiff, "set", "1.0.0", "Subtract multiple sets"),
     KV("sinterstore", -3, W | M, 1, -1, 1, sinterstore, "set", "1.0.0", "Intersect multiple sets and store the resulting set in a key"),
     KV("sunionstore", -3, W | M, 1, -1, 1, sunionstore, "set", "1.0.0", "Add multiple sets and store the resulting set in a key"),
     KV("sdiffstore", -3, W | M, 1, -1, 1, sdiffstore, "set", "1.0.0", "Subtract multiple sets and store the resulting set in a key"),
     KV("sintercard", -3, R, 0, 0, 0, sintercard, "set", "7.0.0", "Intersect multiple sets and return the cardinality of the result"),
-    KV("sscan", -3, R, 1, 1, 1, sscan, "set", "2.8.0", "Incrementally iterate Set elements"),
+    KV("sscan", -3, R | ND, 1, 1, 1, sscan, "set", "2.8.0", "Incrementally iterate Set elements"),
 
     /* sorted sets */
     KV("zadd", -4, W | M | F, 1, 1, 1, zadd, "sorted-set", "1.2.0", "Add one or more members to a sorted set, or update its score if it already exists"),
@@ -160,7 +165,7 @@ static px_command table[] = {
     KV("zremrangebyrank", 4, W, 1, 1, 1, zremrangebyrank, "sorted-set", "2.0.0", "Remove all members in a sorted set within the given indexes"),
     KV("zremrangebyscore", 4, W, 1, 1, 1, zremrangebyscore, "sorted-set", "1.2.0", "Remove all members in a sorted set within the given scores"),
     KV("zremrangebylex", 4, W, 1, 1, 1, zremrangebylex, "sorted-set", "2.8.9", "Remove all members in a sorted set between the given lexicographical range"),
-    KV("zscan", -3, R, 1, 1, 1, zscan, "sorted-set", "2.8.0", "Incrementally iterate sorted sets elements and associated scores"),
+    KV("zscan", -3, R | ND, 1, 1, 1, zscan, "sorted-set", "2.8.0", "Incrementally iterate sorted sets elements and associated scores"),
 
     /* server, over the data */
     KV("dbsize", 1, R | F | KB, 0, 0, 0, dbsize, "server", "1.0.0", "Returns the number of keys in the database."),

@@ -25,6 +25,10 @@ enum {
     PX_CMD_NOAUTH   = 1 << 4,   /* allowed before AUTH (AUTH, HELLO, QUIT) */
     PX_CMD_DENYOOM  = 1 << 5,   /* may grow the data set */
     PX_CMD_KEYLESS_BACKEND = 1 << 6, /* goes to the backend but has no key (DBSIZE, SCAN...) */
+    /* how A/B mirroring compares two backends' replies (proxy/ab.c) */
+    PX_CMD_NONDET   = 1 << 7,   /* random or clock-dependent reply: not compared */
+    PX_CMD_UNORDERED = 1 << 8,  /* the reply's elements come in no set order: compared sorted */
+    PX_CMD_PAIRS    = 1 << 9,   /* with UNORDERED: elements are (field, value) pairs */
 };
 
 /* Served by the proxy: writes one reply to the connection's output. */
@@ -43,6 +47,7 @@ typedef struct px_command {
     const char *args;        /* syntax as Redis's help shows it, for COMMAND DOCS (cmddocs.h); NULL = none */
     /* statistics (INFO commandstats) */
     uint64_t    calls, usec, failed;
+    uint64_t    ab_compared, ab_mismatches;     /* INFO ab */
     int         id;          /* index in the table */
     size_t      namelen;     /* strlen(name), set at init (lookup compares it first) */
 } px_command;

@@ -16,13 +16,17 @@
 
 px_settings px_cfg;
 
-enum ctype { T_INT, T_MEM, T_STR, T_ENUM, T_CONST };
-enum { F_IMMUTABLE = 1 };
+enum ctype { T_INT, T_MEM, T_STR, T_ENUM, T_CONST, T_DOUBLE };
+enum {
+    F_IMMUTABLE = 1,   /* not at runtime (CONFIG SET); a reload keeps the running value */
+    F_BACKEND   = 2,   /* in px_backend_settings: has an "ab-" twin for the secondary */
+    F_AB        = 4,   /* an A/B directive: changing it reconfigures A/B */
+};
 
 typedef struct directive {
     const char *name;
     enum ctype  type;
-    size_t      off;          /* into px_settings; unused for T_CONST */
+    size_t      off;          /* into px_settings, or px_backend_settings with F_BACKEND; unused for T_CONST */
     const char *def;          /* default, as text */
     long long   min, max;
     int         flags;
@@ -33,43 +37,55 @@ static const char *const durability_names[] = {"nosync", "sync", NULL};
 static const char *const loglevel_names[] = {"debug", "verbose", "notice", "warning", NULL};
 static const char *const compression_names[] = {"snappy", "none", NULL};   /* = FD_LEVELDB_* */
 static const char *const mongo_j_names[] = {"auto", "yes", "no", NULL};      /* = FD_MONGO_J_* */
+static const char *const ab_mode_names[] = {"off", "split", "mirror", NULL};  /* = PX_AB_* */
+static const char *const ab_by_names[] = {"key", "client", NULL};            /* = PX_AB_BY_* */
+static const char *const yesno_names[] = {"no", "yes", NULL};
 
 #define OFF(f) offsetof(px_settings, f)
+#define BOFF(f) offsetof(px_backend_settings, f)
+#define B F_BACKEND
 #define GB (1024LL * 1024 * 1024)
-/* Kept alphabetical: CONFIG GET * lists them in this order. */
+/* Every F_BACKEND row also exists as "ab-<name>" for the A/B secondary
+ * ("backend" as "ab-secondary"); CONFIG GET * lists all names sorted. */
 static const directive directives[] = {
+    {"ab-log-file", T_STR, OFF(ab_log_file), "", 0, 0, F_AB, NULL},
+    {"ab-mirror-queue", T_INT, OFF(ab_mirror_queue), "10000", 1, 100000000, F_AB, NULL},
+    {"ab-mirror-writes", T_ENUM, OFF(ab_mirror_writes), "yes", 0, 0, F_AB, yesno_names},
+    {"ab-mode", T_ENUM, OFF(ab_mode), "off", 0, 0, F_AB, ab_mode_names},
+    {"ab-split-by", T_ENUM, OFF(ab_split_by), "key", 0, 0, F_AB, ab_by_names},
+    {"ab-split-fraction", T_DOUBLE, OFF(ab_split_fraction), "0.5", 0, 1, F_AB, NULL},
     {"appendonly", T_CONST, 0, "no", 0, 0, F_IMMUTABLE, NULL},
-    {"backend", T_STR, OFF(backend), "lmdb", 0, 0, F_IMMUTABLE, NULL},
-    {"backend-timeout", T_INT, OFF(backend_timeout), "1000", 1, 3600000, 0, NULL},
+    {"backend", T_STR, BOFF(backend), "lmdb", 0, 0, B, NULL},
+    {"backend-timeout", T_INT, BOFF(backend_timeout), "1000", 1, 3600000, B, NULL},
     {"bind", T_STR, OFF(bind), "127.0.0.1", 0, 0, F_IMMUTABLE, NULL},
     {"client-output-buffer-limit", T_MEM, OFF(client_output_buffer_limit), "512mb", 0, LLONG_MAX, 0, NULL},
     {"client-query-buffer-limit", T_MEM, OFF(client_query_buffer_limit), "1gb", 1024 * 1024, LLONG_MAX, 0, NULL},
     {"databases", T_CONST, 0, "1", 0, 0, F_IMMUTABLE, NULL},
-    {"dir", T_STR, OFF(dir), "./frontdoor-data", 0, 0, F_IMMUTABLE, NULL},
-    {"durability", T_ENUM, OFF(durability), "sync", 0, 0, F_IMMUTABLE, durability_names},
+    {"dir", T_STR, BOFF(dir), "./frontdoor-data", 0, 0, B, NULL},
+    {"durability", T_ENUM, BOFF(durability), "sync", 0, 0, B, durability_names},
     {"hz", T_INT, OFF(hz), "10", 1, 500, 0, NULL},
-    {"leveldb-block-cache-size", T_MEM, OFF(leveldb_block_cache_size), "64mb", 1024 * 1024, 1LL << 40, F_IMMUTABLE, NULL},
-    {"leveldb-compression", T_ENUM, OFF(leveldb_compression), "snappy", 0, 0, F_IMMUTABLE, compression_names},
-    {"leveldb-max-open-files", T_INT, OFF(leveldb_max_open_files), "1000", 64, 1000000, F_IMMUTABLE, NULL},
-    {"leveldb-write-buffer-size", T_MEM, OFF(leveldb_write_buffer_size), "64mb", 64 * 1024, GB, F_IMMUTABLE, NULL},
-    {"lmdb-map-size", T_MEM, OFF(lmdb_map_size), "1gb", 1024 * 1024, 1LL << 46, F_IMMUTABLE, NULL},
+    {"leveldb-block-cache-size", T_MEM, BOFF(leveldb_block_cache_size), "64mb", 1024 * 1024, 1LL << 40, B, NULL},
+    {"leveldb-compression", T_ENUM, BOFF(leveldb_compression), "snappy", 0, 0, B, compression_names},
+    {"leveldb-max-open-files", T_INT, BOFF(leveldb_max_open_files), "1000", 64, 1000000, B, NULL},
+    {"leveldb-write-buffer-size", T_MEM, BOFF(leveldb_write_buffer_size), "64mb", 64 * 1024, GB, B, NULL},
+    {"lmdb-map-size", T_MEM, BOFF(lmdb_map_size), "1gb", 1024 * 1024, 1LL << 46, B, NULL},
     {"logfile", T_STR, OFF(logfile), "", 0, 0, F_IMMUTABLE, NULL},
     {"loglevel", T_ENUM, OFF(loglevel), "notice", 0, 0, 0, loglevel_names},
     {"maxclients", T_INT, OFF(maxclients), "10000", 1, 1000000, 0, NULL},
-    {"mongo-database", T_STR, OFF(mongo_database), "frontdoor", 0, 0, F_IMMUTABLE, NULL},
-    {"mongo-j", T_ENUM, OFF(mongo_j), "auto", 0, 0, F_IMMUTABLE, mongo_j_names},
-    {"mongo-uri", T_STR, OFF(mongo_uri), "mongodb://127.0.0.1:27017", 0, 0, F_IMMUTABLE, NULL},
-    {"mongo-w", T_STR, OFF(mongo_w), "", 0, 0, F_IMMUTABLE, NULL},
-    {"mongo-workers", T_INT, OFF(mongo_workers), "0", 0, 1024, F_IMMUTABLE, NULL},
-    {"mongo-wtimeout", T_INT, OFF(mongo_wtimeout), "0", 0, 3600000, F_IMMUTABLE, NULL},
+    {"mongo-database", T_STR, BOFF(mongo_database), "frontdoor", 0, 0, B, NULL},
+    {"mongo-j", T_ENUM, BOFF(mongo_j), "auto", 0, 0, B, mongo_j_names},
+    {"mongo-uri", T_STR, BOFF(mongo_uri), "mongodb://127.0.0.1:27017", 0, 0, B, NULL},
+    {"mongo-w", T_STR, BOFF(mongo_w), "", 0, 0, B, NULL},
+    {"mongo-workers", T_INT, BOFF(mongo_workers), "0", 0, 1024, B, NULL},
+    {"mongo-wtimeout", T_INT, BOFF(mongo_wtimeout), "0", 0, 3600000, B, NULL},
     {"pidfile", T_STR, OFF(pidfile), "", 0, 0, F_IMMUTABLE, NULL},
     {"port", T_INT, OFF(port), "6380", 0, 65535, F_IMMUTABLE, NULL},
     {"proto-max-bulk-len", T_MEM, OFF(proto_max_bulk_len), "512mb", 1024 * 1024, LLONG_MAX, 0, NULL},
-    {"redis-address", T_STR, OFF(redis_address), "127.0.0.1:6379", 0, 0, F_IMMUTABLE, NULL},
-    {"redis-cluster-seeds", T_STR, OFF(redis_cluster_seeds), "127.0.0.1:7000", 0, 0, F_IMMUTABLE, NULL},
-    {"redis-db", T_INT, OFF(redis_db), "0", 0, 1000000, F_IMMUTABLE, NULL},
-    {"redis-password", T_STR, OFF(redis_password), "", 0, 0, F_IMMUTABLE, NULL},
-    {"redis-pool-size", T_INT, OFF(redis_pool_size), "4", 1, 1024, F_IMMUTABLE, NULL},
+    {"redis-address", T_STR, BOFF(redis_address), "127.0.0.1:6379", 0, 0, B, NULL},
+    {"redis-cluster-seeds", T_STR, BOFF(redis_cluster_seeds), "127.0.0.1:7000", 0, 0, B, NULL},
+    {"redis-db", T_INT, BOFF(redis_db), "0", 0, 1000000, B, NULL},
+    {"redis-password", T_STR, BOFF(redis_password), "", 0, 0, B, NULL},
+    {"redis-pool-size", T_INT, BOFF(redis_pool_size), "4", 1, 1024, B, NULL},
     {"requirepass", T_STR, OFF(requirepass), "", 0, 0, 0, NULL},
     {"save", T_CONST, 0, "", 0, 0, F_IMMUTABLE, NULL},
     {"tcp-backlog", T_INT, OFF(tcp_backlog), "511", 0, INT_MAX, F_IMMUTABLE, NULL},
@@ -79,10 +95,55 @@ static const directive directives[] = {
 };
 #define NDIRECTIVES (sizeof(directives) / sizeof(directives[0]))
 
-static const directive *find(const char *name) {
-    for (size_t i = 0; i < NDIRECTIVES; i++)
-        if (!strcasecmp(directives[i].name, name)) return &directives[i];
+/* A name as the user sees it: a row, for the primary or the A/B twin. */
+typedef struct entry {
+    char             name[48];
+    const directive *d;
+    int              ab;          /* the "ab-" twin of an F_BACKEND row */
+} entry;
+static entry entries[2 * NDIRECTIVES];
+static size_t nentries;
+
+static int entry_cmp(const void *a, const void *b) {
+    return strcmp(((const entry *)a)->name, ((const entry *)b)->name);
+}
+
+static void build_entries(void) {
+    if (nentries) return;
+    for (size_t i = 0; i < NDIRECTIVES; i++) {
+        entry *e = &entries[nentries++];
+        snprintf(e->name, sizeof e->name, "%s", directives[i].name);
+        e->d = &directives[i];
+        if (directives[i].flags & F_BACKEND) {
+            e = &entries[nentries++];
+            if (!strcmp(directives[i].name, "backend")) snprintf(e->name, sizeof e->name, "ab-secondary");
+            else snprintf(e->name, sizeof e->name, "ab-%s", directives[i].name);
+            e->d = &directives[i];
+            e->ab = 1;
+        }
+    }
+    qsort(entries, nentries, sizeof entries[0], entry_cmp);
+}
+
+static const entry *find(const char *name) {
+    build_entries();
+    for (size_t i = 0; i < nentries; i++)
+        if (!strcasecmp(entries[i].name, name)) return &entries[i];
     return NULL;
+}
+
+/* Where an entry's value lives in s. */
+static char *slot_of(const entry *e, px_settings *s) {
+    if (e->d->flags & F_BACKEND) return (char *)(e->ab ? &s->ab : &s->be) + e->d->off;
+    return (char *)s + e->d->off;
+}
+
+/* The default as text: the secondary has no backend until one is named, and
+ * its own data folder. */
+static const char *default_of(const entry *e) {
+    if (e->ab && !strcmp(e->d->name, "backend")) return "";
+    if (e->ab && !strcmp(e->d->name, "dir")) return "./frontdoor-data-ab";
+    return e->d->def;
 }
 
 /* Redis's memtoll: 1k = 1000, 1kb = 1024, likewise m/mb and g/gb. */
@@ -106,8 +167,9 @@ static int parse_mem(const char *s, long long *out) {
     return 0;
 }
 
-static int set_value(const directive *d, const char *value, char *err, size_t errlen) {
-    char *base = (char *)&px_cfg;
+static int set_value(const entry *e, px_settings *s, const char *value, char *err, size_t errlen) {
+    const directive *d = e->d;
+    char *slot = slot_of(e, s);
     long long v;
     switch (d->type) {
     case T_CONST:
@@ -127,12 +189,24 @@ static int set_value(const directive *d, const char *value, char *err, size_t er
             snprintf(err, errlen, "argument must be between %lld and %lld inclusive", d->min, d->max);
             return -1;
         }
-        *(long long *)(base + d->off) = v;
+        *(long long *)slot = v;
+        return 0;
+    }
+    case T_DOUBLE: {
+        char *end;
+        errno = 0;
+        double x = strtod(value, &end);
+        if (!*value || *end || errno || x != x) { snprintf(err, errlen, "argument couldn't be parsed into a number"); return -1; }
+        if (x < (double)d->min || x > (double)d->max) {
+            snprintf(err, errlen, "argument must be between %lld and %lld inclusive", d->min, d->max);
+            return -1;
+        }
+        *(double *)slot = x;
         return 0;
     }
     case T_ENUM:
         for (int i = 0; d->enums[i]; i++)
-            if (!strcasecmp(d->enums[i], value)) { *(int *)(base + d->off) = i; return 0; }
+            if (!strcasecmp(d->enums[i], value)) { *(int *)slot = i; return 0; }
         snprintf(err, errlen, "argument must be one of:");
         for (int i = 0; d->enums[i]; i++) {
             size_t l = strlen(err);
@@ -142,66 +216,141 @@ static int set_value(const directive *d, const char *value, char *err, size_t er
     case T_STR: {
         char *copy = strdup(value);
         if (!copy) { snprintf(err, errlen, "out of memory"); return -1; }
-        char **slot = (char **)(base + d->off);
-        free(*slot);
-        *slot = copy;
+        free(*(char **)slot);
+        *(char **)slot = copy;
         return 0;
     }
     }
     return -1;
 }
 
-static int format_value(const directive *d, char *buf, size_t buflen) {
-    const char *base = (const char *)&px_cfg;
-    switch (d->type) {
-    case T_CONST: return snprintf(buf, buflen, "%s", d->def);
+static int format_value(const entry *e, const px_settings *s, char *buf, size_t buflen) {
+    const char *slot = slot_of(e, (px_settings *)s);
+    switch (e->d->type) {
+    case T_CONST: return snprintf(buf, buflen, "%s", e->d->def);
     case T_INT:
-    case T_MEM: return snprintf(buf, buflen, "%lld", *(const long long *)(base + d->off));
-    case T_ENUM: return snprintf(buf, buflen, "%s", d->enums[*(const int *)(base + d->off)]);
-    case T_STR: return snprintf(buf, buflen, "%s", *(char *const *)(base + d->off));
+    case T_MEM: return snprintf(buf, buflen, "%lld", *(const long long *)slot);
+    case T_DOUBLE: return snprintf(buf, buflen, "%g", *(const double *)slot);
+    case T_ENUM: return snprintf(buf, buflen, "%s", e->d->enums[*(const int *)slot]);
+    case T_STR: return snprintf(buf, buflen, "%s", *(char *const *)slot);
     }
     return 0;
 }
 
+/* The command line given at start-up, kept for px_config_reload. */
+static int saved_argc;
+static char **saved_argv;
+
 void px_config_init(void) {
     char err[256];
-    for (size_t i = 0; i < NDIRECTIVES; i++)
-        if (directives[i].type != T_CONST && set_value(&directives[i], directives[i].def, err, sizeof err))
-            px_fatal("bad default for %s: %s", directives[i].name, err);
+    build_entries();
+    for (size_t i = 0; i < nentries; i++)
+        if (entries[i].d->type != T_CONST && set_value(&entries[i], &px_cfg, default_of(&entries[i]), err, sizeof err))
+            px_fatal("bad default for %s: %s", entries[i].name, err);
     free(px_cfg.config_file);
     px_cfg.config_file = strdup("");
 }
 
 int px_config_set(const char *name, const char *value, int runtime, char *err, size_t errlen) {
-    const directive *d = find(name);
-    if (!d) { snprintf(err, errlen, "unknown directive '%s'", name); return -1; }
-    if (runtime && (d->flags & F_IMMUTABLE)) { snprintf(err, errlen, "can't set immutable config"); return -1; }
-    return set_value(d, value, err, errlen);
+    const entry *e = find(name);
+    if (!e) { snprintf(err, errlen, "unknown directive '%s'", name); return -1; }
+    if (runtime && (e->d->flags & F_IMMUTABLE)) { snprintf(err, errlen, "can't set immutable config"); return -1; }
+    return set_value(e, &px_cfg, value, err, errlen);
 }
 
 int px_config_format(const char *name, char *buf, size_t buflen) {
-    const directive *d = find(name);
-    if (!d) return -1;
-    format_value(d, buf, buflen);
+    const entry *e = find(name);
+    if (!e) return -1;
+    format_value(e, &px_cfg, buf, buflen);
     return 0;
 }
 
+int px_config_group(const char *name) {
+    const entry *e = find(name);
+    if (!e) return -1;
+    if (e->ab || (e->d->flags & F_AB)) return PX_CFG_AB;
+    if (e->d->flags & F_BACKEND) return PX_CFG_PRIMARY;
+    return PX_CFG_OTHER;
+}
+
 void px_config_get_reply(resp_out *o, int npat, resp_arg *pats) {
-    const directive *hit[NDIRECTIVES];
+    build_entries();
+    const entry *hit[2 * NDIRECTIVES];
     size_t n = 0;
-    for (size_t i = 0; i < NDIRECTIVES; i++)
+    for (size_t i = 0; i < nentries; i++)
         for (int p = 0; p < npat; p++)
-            if (resp_glob_match(pats[p].ptr, pats[p].len, directives[i].name, strlen(directives[i].name), 1)) {
-                hit[n++] = &directives[i];
+            if (resp_glob_match(pats[p].ptr, pats[p].len, entries[i].name, strlen(entries[i].name), 1)) {
+                hit[n++] = &entries[i];
                 break;
             }
     resp_add_map(o, (long long)n);
     for (size_t i = 0; i < n; i++) {
         char buf[4096];
-        int l = format_value(hit[i], buf, sizeof buf);
+        int l = format_value(hit[i], &px_cfg, buf, sizeof buf);
         resp_add_bulk_cstr(o, hit[i]->name);
         resp_add_bulk(o, buf, (size_t)l < sizeof buf ? (size_t)l : sizeof buf - 1);
     }
+}
+
+/* ------------------------------------------------- copies, reload, rewrite */
+
+static void copy_strings(px_settings *dst, const px_settings *src, int dup) {
+    for (size_t i = 0; i < nentries; i++) {
+        if (entries[i].d->type != T_STR) continue;
+        char **d = (char **)slot_of(&entries[i], dst);
+        char *const *s = (char *const *)slot_of(&entries[i], (px_settings *)src);
+        *d = dup ? strdup(*s ? *s : "") : NULL;
+    }
+}
+
+void px_settings_copy(px_settings *dst, const px_settings *src) {
+    build_entries();
+    *dst = *src;
+    copy_strings(dst, src, 1);
+    dst->config_file = strdup(src->config_file ? src->config_file : "");
+}
+
+void px_settings_free(px_settings *s) {
+    for (size_t i = 0; i < nentries; i++)
+        if (entries[i].d->type == T_STR) {
+            char **p = (char **)slot_of(&entries[i], s);
+            free(*p);
+            *p = NULL;
+        }
+    free(s->config_file);
+    s->config_file = NULL;
+}
+
+void px_backend_settings_assign(px_backend_settings *dst, const px_backend_settings *src) {
+    build_entries();
+    px_settings d = {0}, o = {0};
+    d.be = *dst;
+    o.be = *src;
+    for (size_t i = 0; i < nentries; i++) {
+        const entry *e = &entries[i];
+        if (!(e->d->flags & F_BACKEND) || e->ab || e->d->type != T_STR) continue;
+        char **slot = (char **)slot_of(e, &d);
+        free(*slot);
+        *slot = strdup(*(char *const *)slot_of(e, &o));
+        *(char **)slot_of(e, &o) = *slot;       /* o.be is copied back whole below */
+    }
+    *dst = o.be;
+}
+
+int px_backend_settings_equal(const px_backend_settings *a, const px_backend_settings *b) {
+    px_settings x = {0}, y = {0};
+    x.be = *a;
+    y.be = *b;
+    build_entries();
+    for (size_t i = 0; i < nentries; i++) {
+        const entry *e = &entries[i];
+        if (!(e->d->flags & F_BACKEND) || e->ab) continue;
+        char va[4096], vb[4096];
+        format_value(e, &x, va, sizeof va);
+        format_value(e, &y, vb, sizeof vb);
+        if (strcmp(va, vb)) return 0;
+    }
+    return 1;
 }
 
 /* Split a config line into words, redis.conf style: blanks separate words,
@@ -327,6 +476,8 @@ static int apply_words(char **words, int n, char *err, size_t errlen, int depth)
 }
 
 int px_config_from_args(int argc, char **argv, char *err, size_t errlen) {
+    saved_argc = argc;
+    saved_argv = argv;
     int i = 1;
     if (i < argc && strncmp(argv[i], "--", 2) != 0) {
         if (px_config_load_file(argv[i], err, errlen)) return -1;
@@ -350,6 +501,117 @@ int px_config_from_args(int argc, char **argv, char *err, size_t errlen) {
             return -1;
         }
         i = j;
+    }
+    return 0;
+}
+
+int px_config_reload(char *err, size_t errlen) {
+    if (!saved_argv) { snprintf(err, errlen, "no command line to reload"); return -1; }
+    px_settings old;
+    px_settings_copy(&old, &px_cfg);
+    px_settings_free(&px_cfg);
+    memset(&px_cfg, 0, sizeof px_cfg);
+    px_config_init();
+    char e2[1024];
+    if (px_config_from_args(saved_argc, saved_argv, e2, sizeof e2)) {
+        snprintf(err, errlen, "%s", e2);
+        px_settings_free(&px_cfg);
+        px_cfg = old;
+        return -1;
+    }
+    /* what cannot change while running keeps its running value */
+    for (size_t i = 0; i < nentries; i++) {
+        const entry *e = &entries[i];
+        if (!(e->d->flags & F_IMMUTABLE) || e->d->type == T_CONST) continue;
+        char now[4096], was[4096];
+        format_value(e, &px_cfg, now, sizeof now);
+        format_value(e, &old, was, sizeof was);
+        if (strcmp(now, was)) {
+            px_log(PX_LOG_WARNING, "reload: '%s' changes only with a restart; keeping \"%s\"", e->name, was);
+            set_value(e, &px_cfg, was, e2, sizeof e2);
+        }
+    }
+    px_settings_free(&old);
+    return 0;
+}
+
+/* Name of the directive a config line sets ("" if none), lower-cased. */
+static void line_directive(const char *line, char *name, size_t len) {
+    while (isspace((unsigned char)*line)) line++;
+    size_t n = 0;
+    if (*line != '#')
+        while (line[n] && !isspace((unsigned char)line[n]) && n + 1 < len) { name[n] = (char)tolower((unsigned char)line[n]); n++; }
+    name[n] = '\0';
+}
+
+/* "name value" with the value quoted when it needs to be. */
+static void directive_line(const entry *e, char *out, size_t len) {
+    char v[4096], q[8200];
+    format_value(e, &px_cfg, v, sizeof v);
+    size_t n = 0;
+    q[n++] = '"';
+    for (const char *p = v; *p && n < sizeof q - 6; p++) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch == '"' || ch == '\\') { q[n++] = '\\'; q[n++] = (char)ch; }
+        else if (ch < 32 || ch > 126) n += (size_t)snprintf(q + n, sizeof q - n, "\\x%02x", ch);
+        else q[n++] = (char)ch;
+    }
+    q[n++] = '"';
+    q[n] = '\0';
+    snprintf(out, len, "%s %s\n", e->name, q);
+}
+
+int px_config_rewrite(char *err, size_t errlen) {
+    if (!px_cfg.config_file || !px_cfg.config_file[0]) {
+        snprintf(err, errlen, "The server is running without a config file");
+        return -1;
+    }
+    build_entries();
+    FILE *in = fopen(px_cfg.config_file, "r");
+    if (!in) { snprintf(err, errlen, "Rewriting config file: %s", strerror(errno)); return -1; }
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp-%d", px_cfg.config_file, (int)getpid());
+    FILE *out = fopen(tmp, "w");
+    if (!out) { fclose(in); snprintf(err, errlen, "Rewriting config file: %s", strerror(errno)); return -1; }
+    char written[2 * NDIRECTIVES] = {0};
+    char line[8192], name[64], buf[8400];
+    while (fgets(line, sizeof line, in)) {
+        line_directive(line, name, sizeof name);
+        const entry *e = name[0] ? find(name) : NULL;
+        if (!e || e->d->type == T_CONST) { fputs(line, out); continue; }
+        size_t idx = (size_t)(e - entries);
+        if (written[idx]) continue;            /* later duplicates: the first line holds the value */
+        written[idx] = 1;
+        directive_line(e, buf, sizeof buf);
+        fputs(buf, out);
+    }
+    fclose(in);
+    int header = 0;
+    for (size_t i = 0; i < nentries; i++) {
+        const entry *e = &entries[i];
+        if (written[i] || e->d->type == T_CONST) continue;
+        char v[4096];
+        format_value(e, &px_cfg, v, sizeof v);
+        if (!strcmp(v, default_of(e))) continue;
+        if (e->d->type == T_MEM || e->d->type == T_INT || e->d->type == T_DOUBLE || e->d->type == T_ENUM) {
+            /* compare as values: "64mb" and 67108864 are the same default */
+            px_settings dflt = {0};
+            char e2[256], dv[4096];
+            if (set_value(e, &dflt, default_of(e), e2, sizeof e2) == 0) {
+                format_value(e, &dflt, dv, sizeof dv);
+                if (!strcmp(v, dv)) continue;
+            }
+        }
+        if (!header++) fputs("# Generated by CONFIG REWRITE\n", out);
+        directive_line(e, buf, sizeof buf);
+        fputs(buf, out);
+    }
+    int bad = ferror(out) | (fflush(out) != 0) | (fsync(fileno(out)) != 0);
+    bad |= fclose(out) != 0;
+    if (bad || rename(tmp, px_cfg.config_file)) {
+        snprintf(err, errlen, "Rewriting config file: %s", strerror(errno));
+        unlink(tmp);
+        return -1;
     }
     return 0;
 }

@@ -10,12 +10,13 @@
 #include <stddef.h>
 #include "../protocol/resp.h"
 
-typedef struct px_settings {
-    long long port;
-    char     *bind;
-    char     *unixsocket;
-    long long unixsocketperm;
-    char     *backend;
+/* Everything that says how to open one backend. The running setup has two:
+ * px_cfg.be (the primary, directives "backend", "dir", "redis-address", ...)
+ * and px_cfg.ab (the A/B secondary: the same directives prefixed "ab-", and
+ * "ab-secondary" for its backend name). Changing a group at runtime reopens
+ * that backend (proxy/backends.c). */
+typedef struct px_backend_settings {
+    char     *backend;               /* "" = none (the secondary's default) */
     char     *dir;
     int       durability;            /* 1 = sync, 0 = nosync */
     long long lmdb_map_size;
@@ -35,6 +36,24 @@ typedef struct px_settings {
     char     *mongo_w;
     int       mongo_j;               /* FD_MONGO_J_*: auto, yes, no */
     long long mongo_wtimeout;
+} px_backend_settings;
+
+enum { PX_AB_OFF = 0, PX_AB_SPLIT = 1, PX_AB_MIRROR = 2 };      /* ab_mode */
+enum { PX_AB_BY_KEY = 0, PX_AB_BY_CLIENT = 1 };                 /* ab_split_by */
+
+typedef struct px_settings {
+    long long port;
+    char     *bind;
+    char     *unixsocket;
+    long long unixsocketperm;
+    px_backend_settings be;          /* the primary backend */
+    px_backend_settings ab;          /* the A/B secondary ("ab-" directives) */
+    int       ab_mode;               /* PX_AB_* */
+    double    ab_split_fraction;     /* split: share of keys (or clients) sent to the secondary */
+    int       ab_split_by;           /* PX_AB_BY_* */
+    int       ab_mirror_writes;      /* mirror: 1 = writes too, 0 = reads only */
+    long long ab_mirror_queue;       /* mirror: copies in flight to the secondary before drops */
+    char     *ab_log_file;           /* mismatches appended here ("" = none) */
     char     *requirepass;
     long long maxclients;
     long long timeout;               /* seconds; 0 = never close idle clients */
@@ -76,5 +95,29 @@ void px_config_get_reply(resp_out *o, int npat, resp_arg *pats);
 
 /* Current value of a directive as text (into buf). -1 if unknown. */
 int px_config_format(const char *name, char *buf, size_t buflen);
+
+/* Which running part a directive belongs to: changing a PX_CFG_PRIMARY one
+ * at runtime reopens the primary backend, a PX_CFG_AB one the A/B setup.
+ * -1 if unknown. */
+enum { PX_CFG_OTHER = 0, PX_CFG_PRIMARY = 1, PX_CFG_AB = 2 };
+int px_config_group(const char *name);
+
+/* Deep copies of the settings (strings duplicated), for rollback. */
+void px_settings_copy(px_settings *dst, const px_settings *src);
+void px_settings_free(px_settings *s);
+/* dst = a deep copy of src (dst's own strings are freed first). */
+void px_backend_settings_assign(px_backend_settings *dst, const px_backend_settings *src);
+/* 1 if the two backend groups would open the same backend the same way. */
+int  px_backend_settings_equal(const px_backend_settings *a, const px_backend_settings *b);
+
+/* SIGHUP: read the command line given at start-up (and so its config file)
+ * again, from defaults. Directives that cannot change while running keep
+ * their running value (logged). On error px_cfg is left as it was. */
+int px_config_reload(char *err, size_t errlen);
+
+/* CONFIG REWRITE: rewrite the config file loaded at start-up with the
+ * running values (lines kept in place, comments kept, directives that differ
+ * from their defaults and were missing appended). -1 with err. */
+int px_config_rewrite(char *err, size_t errlen);
 
 #endif

@@ -1,10 +1,13 @@
 /* dispatch.c — the central checks every command passes (known, arity, auth),
  * then routing: proxy handler, or the backend. Statistics are kept here. */
 #include "server.h"
+#include "ab.h"
+#include "backends.h"
 #include "config.h"
 #include "log.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void px_reply_status(resp_out *o, int status, const char *cmdname) {
@@ -33,29 +36,80 @@ static void reply_unknown(px_conn *c, int argc, resp_arg *argv) {
                     (int)(argv[0].len > 128 ? 128 : argv[0].len), argv[0].ptr, args);
 }
 
-/* Hand a command to the backend. Returns 1 if its reply is now owed
- * (pending), 0 if it was written (or an error status was). */
-static int submit(px_conn *c, px_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen, uint64_t t0) {
-    fd_backend *b = &px_srv.backend;
+/* Hand a command to backend `be`; its reply goes to `out`: c's output, or a
+ * scratch buffer for an A/B mirror copy (c NULL: the reply is only recorded
+ * in `ab`). Returns 1 if the reply is now owed (pending), 0 if it was
+ * written (or an error status was). Every request is accounted to `be`. */
+static int submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_id, px_command *cmd,
+                     int argc, resp_arg *argv, const char *raw, size_t rawlen, uint64_t t0,
+                     px_ab_pair *ab, int side) {
+    const char *name = cmd ? cmd->name : "";
     fd_request r = {
-        .cmd = cmd, .argc = argc, .argv = argv, .out = &c->out,
+        .cmd = cmd, .argc = argc, .argv = argv, .out = out,
         .now_ms = px_now_ms(), .is_write = cmd ? (cmd->flags & PX_CMD_WRITE) != 0 : 1,
-        .raw = raw, .rawlen = rawlen, .client_id = c->id,
+        .raw = raw, .rawlen = rawlen, .client_id = client_id,
     };
-    if (!b->ops) { px_reply_status(&c->out, FD_E_UNAVAILABLE, cmd ? cmd->name : ""); return 0; }
-    if (b->ops->async && !(r.pending = px_pending_push(c, cmd, t0))) {
-        px_reply_status(&c->out, FD_E_NOMEM, cmd ? cmd->name : "");
+    if (!be) {
+        px_reply_status(out, FD_E_UNAVAILABLE, name);
+        if (ab) px_ab_record(ab, side, NULL, 0, 1);
         return 0;
     }
-    int st = b->ops->submit(b, &r);
-    if (r.is_write) c->turn_wrote = 1;
-    if (st == FD_PENDING) return r.pending ? 1 : (px_reply_status(&c->out, FD_E_INTERNAL, ""), 0);
-    if (r.pending) px_pending_drop(r.pending);   /* not taken: the backend did not touch it */
-    if (st != FD_OK) {
-        px_reply_status(&c->out, st, cmd ? cmd->name : "");
-        if (cmd) cmd->failed++;
+    uint64_t ts = px_mono_ns();
+    if (be->b.ops->async) {
+        if (!(r.pending = px_pending_push(c, cmd, t0))) {
+            px_reply_status(out, FD_E_NOMEM, name);
+            if (ab) px_ab_record(ab, side, NULL, 0, 1);
+            return 0;
+        }
+        r.pending->be = be;
+        r.pending->t_sub_ns = ts;
+        r.pending->ab = ab;
+        r.pending->ab_side = side;
+        r.pending->in_submit = 1;
+        be->inflight++;
     }
+    size_t before = out->len;
+    int st = be->b.ops->submit(&be->b, &r);
+    if (r.is_write && c) c->turn_wrote = 1;
+    if (st == FD_PENDING && r.pending) {
+        fd_pending *p = r.pending;
+        if (p->done) free(p);                /* answered inside submit: already in place */
+        else { p->in_submit = 0; p->t_ret_ns = px_mono_ns(); }
+        return 1;
+    }
+    if (r.pending) {                         /* not taken: the backend did not touch it */
+        be->inflight--;
+        px_pending_drop(r.pending);
+    }
+    if (st == FD_PENDING) st = FD_E_INTERNAL;
+    if (st != FD_OK) {
+        px_reply_status(out, st, name);
+        if (cmd && c) cmd->failed++;
+    }
+    uint64_t te = px_mono_ns();
+    int is_err = out->len > before && out->data[before] == '-';
+    px_backend_account(be, te - ts, te - ts, is_err);
+    if (ab) px_ab_record(ab, side, out->data + before, out->len - before,
+                         st == FD_E_UNAVAILABLE || st == FD_E_TIMEOUT);
     return 0;
+}
+
+/* Route a command the command table sends to a backend: the primary, or
+ * the secondary in A/B split mode; in mirror mode a copy also goes to the
+ * secondary (its reply is compared, never sent). */
+static int submit(px_conn *c, px_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen, uint64_t t0) {
+    px_backend *be = px_srv.primary;
+    if (px_cfg.ab_mode == PX_AB_SPLIT && px_srv.secondary && cmd && px_ab_split_to_secondary(c, cmd, argc, argv))
+        be = px_srv.secondary;
+    px_ab_pair *ab = px_cfg.ab_mode == PX_AB_MIRROR ? px_ab_begin(cmd, argc, argv) : NULL;
+    int owed = submit_to(be, c, &c->out, c->id, cmd, argc, argv, raw, rawlen, t0, ab, 0);
+    if (ab) {
+        resp_out scratch;
+        resp_out_init(&scratch, c->out.proto);
+        submit_to(px_srv.secondary, NULL, &scratch, c->id, cmd, argc, argv, raw, rawlen, 0, ab, 1);
+        resp_out_free(&scratch);
+    }
+    return owed;
 }
 
 void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
@@ -63,7 +117,7 @@ void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t r
     px_srv.total_commands++;
     if (!cmd) {
         /* a backend that is itself a Redis server answers what we don't know */
-        if (px_srv.backend.ops && px_srv.backend.ops->passthrough && c->authed) {
+        if (px_srv.primary && px_srv.primary->b.ops->passthrough && c->authed) {
             submit(c, NULL, argc, argv, raw, rawlen, 0);
             return;
         }

@@ -2,6 +2,8 @@
  * commandstats, keyspace. Field names are Redis's where Redis has them, so
  * tools that read INFO keep working. */
 #include "builtin.h"
+#include "ab.h"
+#include "backends.h"
 #include "config.h"
 
 #include <malloc.h>
@@ -49,6 +51,24 @@ static int wants(int argc, resp_arg *argv, const char *section, int in_default) 
     return 0;
 }
 
+/* One backend's counters, machine-readable (the bench and tests read it):
+ * latency = hand-over to reply placed; wait = waiting on the backend (an
+ * embedded store: its own work); fd = latency - wait, frontdoor's part. */
+static void backend_line(resp_out *o, const px_backend *be) {
+    const px_hist *l = &be->latency, *w = &be->wait;
+    double us = 1e-3;
+    line(o, "be_%s:name=%s,opened_at=%lld,calls=%llu,errors=%llu,inflight=%llu,"
+            "p50_us=%.1f,p99_us=%.1f,p999_us=%.1f,max_us=%.1f,wait_p50_us=%.1f,wait_p99_us=%.1f,wait_p999_us=%.1f,"
+            "usec=%.0f,wait_usec=%.0f,fd_usec_per_call=%.2f,wait_usec_per_call=%.2f",
+         be->role, be->b.ops->name, (long long)be->opened_at, (unsigned long long)be->calls,
+         (unsigned long long)be->errors, (unsigned long long)be->inflight,
+         px_hist_quantile(l, 0.5) * us, px_hist_quantile(l, 0.99) * us, px_hist_quantile(l, 0.999) * us, l->max_ns * us,
+         px_hist_quantile(w, 0.5) * us, px_hist_quantile(w, 0.99) * us, px_hist_quantile(w, 0.999) * us,
+         l->sum_ns * us, w->sum_ns * us,
+         l->count ? (double)(l->sum_ns - (w->sum_ns < l->sum_ns ? w->sum_ns : l->sum_ns)) * us / (double)l->count : 0.0,
+         w->count ? (double)w->sum_ns * us / (double)w->count : 0.0);
+}
+
 void px_info_reply(px_conn *c, int argc, resp_arg *argv) {
     resp_out o;
     resp_out_init(&o, 2);
@@ -72,8 +92,8 @@ void px_info_reply(px_conn *c, int argc, resp_arg *argv) {
         line(&o, "uptime_in_days:%lld", (long long)uptime / 86400);
         line(&o, "hz:%lld", px_cfg.hz);
         line(&o, "config_file:%s", px_cfg.config_file);
-        line(&o, "backend:%s", px_srv.backend.ops ? px_srv.backend.ops->name : "none");
-        line(&o, "durability:%s", px_cfg.durability ? "sync" : "nosync");
+        line(&o, "backend:%s", px_srv.primary ? px_srv.primary->b.ops->name : "none");
+        line(&o, "durability:%s", px_srv.primary && px_srv.primary->own.be.durability ? "sync" : "nosync");
     }
     if (wants(argc, argv, "clients", 1)) {
         SECTION("Clients");
@@ -116,10 +136,27 @@ void px_info_reply(px_conn *c, int argc, resp_arg *argv) {
         line(&o, "used_cpu_sys:%ld.%06ld", (long)ru.ru_stime.tv_sec, (long)ru.ru_stime.tv_usec);
         line(&o, "used_cpu_user:%ld.%06ld", (long)ru.ru_utime.tv_sec, (long)ru.ru_utime.tv_usec);
     }
-    if (wants(argc, argv, "backend", 1) && px_srv.backend.ops) {
+    if (wants(argc, argv, "backend", 1) && px_srv.primary) {
         SECTION("Backend");
-        line(&o, "backend_name:%s", px_srv.backend.ops->name);
-        if (px_srv.backend.ops->info) px_srv.backend.ops->info(&px_srv.backend, &o);
+        line(&o, "backend_name:%s", px_srv.primary->b.ops->name);
+        if (px_srv.primary->b.ops->info) px_srv.primary->b.ops->info(&px_srv.primary->b, &o);
+    }
+    if (wants(argc, argv, "backends", 1)) {
+        SECTION("Backends");
+        line(&o, "backend_primary:%s", px_srv.primary ? px_srv.primary->b.ops->name : "none");
+        line(&o, "backend_secondary:%s", px_srv.secondary ? px_srv.secondary->b.ops->name : "");
+        line(&o, "backend_switches:%llu", (unsigned long long)px_srv.switches);
+        line(&o, "backend_switched_at:%lld", (long long)px_srv.switched_at);
+        int ndrain = 0;
+        for (px_backend *d = px_srv.draining; d; d = d->next) ndrain++;
+        line(&o, "backend_draining:%d", ndrain);
+        px_backend *all[2] = {px_srv.primary, px_srv.secondary};
+        for (int i = 0; i < 2; i++) if (all[i]) backend_line(&o, all[i]);
+        for (px_backend *d = px_srv.draining; d; d = d->next) backend_line(&o, d);
+    }
+    if (wants(argc, argv, "ab", 1)) {
+        SECTION("AB");
+        px_ab_info(&o);
     }
     if (wants(argc, argv, "commandstats", 0)) {
         SECTION("Commandstats");
@@ -135,7 +172,7 @@ void px_info_reply(px_conn *c, int argc, resp_arg *argv) {
     if (wants(argc, argv, "keyspace", 1)) {
         SECTION("Keyspace");
         uint64_t keys = 0, expires = 0;
-        if (px_srv.backend.ops && px_srv.backend.ops->keyspace) px_srv.backend.ops->keyspace(&px_srv.backend, &keys, &expires);
+        if (px_srv.primary && px_srv.primary->b.ops->keyspace) px_srv.primary->b.ops->keyspace(&px_srv.primary->b, &keys, &expires);
         if (keys) line(&o, "db0:keys=%llu,expires=%llu,avg_ttl=0", (unsigned long long)keys, (unsigned long long)expires);
     }
 #undef SECTION

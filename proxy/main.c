@@ -49,7 +49,7 @@ int main(int argc, char **argv) {
         else px_log(PX_LOG_WARNING, "can't write pidfile %s: %s", px_cfg.pidfile, strerror(errno));
     }
     px_log(PX_LOG_NOTICE, "frontdoor %s ready: backend %s (durability %s), data in %s, listening on %s:%lld%s%s",
-           PX_VERSION, px_srv.backend.ops->name, px_cfg.durability ? "sync" : "nosync", px_cfg.dir,
+           PX_VERSION, px_cfg.be.backend, px_cfg.be.durability ? "sync" : "nosync", px_cfg.be.dir,
            px_cfg.bind, px_cfg.port, px_cfg.unixsocket[0] ? " and " : "", px_cfg.unixsocket);
     px_server_run();
     px_server_shutdown();

@@ -7,6 +7,8 @@
  * One mechanism keeps every client's replies in request order whatever the
  * order in which backends complete. */
 #include "server.h"
+#include "ab.h"
+#include "backends.h"
 #include "config.h"
 #include "log.h"
 
@@ -19,6 +21,12 @@ uint64_t px_mono_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+uint64_t px_mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 size_t px_conn_sendable(const px_conn *c) { return c->pend_head ? c->pend_head->off : c->out.len; }
@@ -37,6 +45,9 @@ void px_conn_orphan_pending(px_conn *c) {
 fd_pending *px_pending_push(px_conn *c, px_command *cmd, uint64_t t0) {
     fd_pending *p = calloc(1, sizeof *p);
     if (!p) return NULL;
+    p->cmd = cmd;
+    p->t0_us = t0;
+    if (!c) return p;                    /* detached: nobody's output */
     p->conn = c;
     p->off = c->pend_tail ? c->out.len - c->pend_tail->tail_abs : c->out.len;
     p->tail_abs = c->out.len;
@@ -82,7 +93,28 @@ void px_pending_drop(fd_pending *p) {
     free(p);
 }
 
-void fd_pending_reply(fd_pending *p, const void *reply, size_t len) {
+static void complete(fd_pending *p, const void *reply, size_t len, int failed);
+
+/* A reply that says the backend could not be reached (not an answer to compare). */
+int px_reply_is_unavailable(const void *reply, size_t len) {
+    static const char a[] = "-ERR backend unavailable", b[] = "-ERR backend timeout";
+    return (len >= sizeof a - 1 && !memcmp(reply, a, sizeof a - 1)) ||
+           (len >= sizeof b - 1 && !memcmp(reply, b, sizeof b - 1));
+}
+
+void fd_pending_reply(fd_pending *p, const void *reply, size_t len) { complete(p, reply, len, 0); }
+
+static void complete(fd_pending *p, const void *reply, size_t len, int failed) {
+    if (p->be) {
+        /* completed inside submit: t_ret is not known yet, it is now */
+        uint64_t now = px_mono_ns(), ret = p->in_submit ? now : p->t_ret_ns;
+        p->be->inflight--;
+        px_backend_account(p->be, now - p->t_sub_ns, now - ret, len && ((const char *)reply)[0] == '-');
+    }
+    if (p->ab) {
+        px_ab_record(p->ab, p->ab_side, reply, len, failed || px_reply_is_unavailable(reply, len));
+        if (p->ab_side == 1) px_ab_copy_done();
+    }
     px_conn *c = p->conn;
     if (c && (c->flags & PX_CONN_CLOSE_ASAP)) {
         /* closing without sending more (output limit, out of memory): the
@@ -107,13 +139,14 @@ void fd_pending_reply(fd_pending *p, const void *reply, size_t len) {
         px_conn_check_output_limit(c);
         px_conn_touch(c);
     }
-    free(p);
+    if (p->in_submit) p->done = 1;       /* the submitter frees it */
+    else free(p);
 }
 
 void fd_pending_error(fd_pending *p, int status) {
     resp_out o;
     resp_out_init(&o, 2);
     px_reply_status(&o, status, p->cmd ? p->cmd->name : "");
-    fd_pending_reply(p, o.data, o.len);
+    complete(p, o.data, o.len, status == FD_E_UNAVAILABLE || status == FD_E_TIMEOUT);
     resp_out_free(&o);
 }

@@ -1,6 +1,7 @@
 /* server.c — libev loop, listeners, connection I/O, end-of-turn commit and
  * flush. The only file that touches sockets. */
 #include "server.h"
+#include "backends.h"
 #include "config.h"
 #include "log.h"
 
@@ -31,7 +32,7 @@ static ev_io listeners[MAX_LISTENERS];
 static int nlisteners;
 static ev_prepare turn_watcher;
 static ev_timer cron_timer;
-static ev_signal sig_term, sig_int;
+static ev_signal sig_term, sig_int, sig_hup;
 
 int64_t px_now_ms(void) { return (int64_t)(ev_now(px_srv.loop) * 1000.0); }
 
@@ -281,8 +282,7 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
  * that is not stored). */
 static void on_turn_end(struct ev_loop *loop, ev_prepare *w, int revents) {
     px_srv.turns++;
-    int st = FD_OK;
-    if (px_srv.backend.ops && px_srv.backend.ops->end_turn) st = px_srv.backend.ops->end_turn(&px_srv.backend);
+    int st = px_backends_commit_before_flush();
     if (st != FD_OK) {
         px_srv.failed_commits++;
         px_log(PX_LOG_WARNING, "commit failed: %s; closing the clients whose writes it held", fd_strerror(st));
@@ -302,11 +302,12 @@ static void on_turn_end(struct ev_loop *loop, ev_prepare *w, int revents) {
         }
         c = next;
     }
+    px_backends_after_flush();
 }
 
 static void on_cron(struct ev_loop *loop, ev_timer *w, int revents) {
     ev_tstamp now = ev_now(loop);
-    if (px_srv.backend.ops && px_srv.backend.ops->cron) px_srv.backend.ops->cron(&px_srv.backend, px_now_ms());
+    px_backends_cron(px_now_ms());
     static ev_tstamp last_clients;
     if (now - last_clients >= 1.0) {
         last_clients = now;
@@ -326,6 +327,34 @@ static void on_cron(struct ev_loop *loop, ev_timer *w, int revents) {
     }
     w->repeat = 1.0 / (double)px_cfg.hz;
     ev_timer_again(loop, w);
+}
+
+void px_server_reload(void) {
+    px_settings old;
+    px_settings_copy(&old, &px_cfg);
+    char err[1024];
+    if (px_config_reload(err, sizeof err)) {
+        px_log(PX_LOG_WARNING, "reload failed, keeping the running configuration: %s", err);
+        px_settings_free(&old);
+        return;
+    }
+    if (px_backends_swap(0, err, sizeof err)) {
+        px_log(PX_LOG_WARNING, "reload: keeping backend %s: %s", old.be.backend, err);
+        px_backend_settings_assign(&px_cfg.be, &old.be);
+    }
+    if (px_backends_ab_apply(err, sizeof err)) {
+        px_log(PX_LOG_WARNING, "reload: keeping the A/B setup: %s", err);
+        px_backend_settings_assign(&px_cfg.ab, &old.ab);
+        px_cfg.ab_mode = old.ab_mode;
+    }
+    px_log(PX_LOG_NOTICE, "configuration reloaded (backend %s, ab-mode %s)", px_cfg.be.backend,
+           px_cfg.ab_mode == PX_AB_MIRROR ? "mirror" : px_cfg.ab_mode == PX_AB_SPLIT ? "split" : "off");
+    px_settings_free(&old);
+}
+
+static void on_hup(struct ev_loop *loop, ev_signal *w, int revents) {
+    px_log(PX_LOG_NOTICE, "received SIGHUP, reloading the configuration");
+    px_server_reload();
 }
 
 static void on_signal(struct ev_loop *loop, ev_signal *w, int revents) {
@@ -406,41 +435,7 @@ int px_server_init(char *err, size_t errlen) {
     px_srv.start_time = time(NULL);
     px_srv.ops_sample_time = ev_now(px_srv.loop);
 
-    const fd_backend_ops *ops = fd_backend_find(px_cfg.backend);
-    if (!ops) {
-        snprintf(err, errlen, "unknown backend '%s' (built in: %s)", px_cfg.backend, fd_backend_names());
-        return -1;
-    }
-    fd_backend_config bc = {
-        .dir = px_cfg.dir,
-        .sync = px_cfg.durability,
-        .lmdb_map_size = (uint64_t)px_cfg.lmdb_map_size,
-        .leveldb_block_cache_size = (uint64_t)px_cfg.leveldb_block_cache_size,
-        .leveldb_write_buffer_size = (uint64_t)px_cfg.leveldb_write_buffer_size,
-        .leveldb_compression = px_cfg.leveldb_compression,
-        .leveldb_max_open_files = (int)px_cfg.leveldb_max_open_files,
-        .loop = px_srv.loop,
-        .redis_address = px_cfg.redis_address,
-        .redis_pool_size = (int)px_cfg.redis_pool_size,
-        .redis_password = px_cfg.redis_password,
-        .redis_db = (int)px_cfg.redis_db,
-        .redis_cluster_seeds = px_cfg.redis_cluster_seeds,
-        .backend_timeout_ms = px_cfg.backend_timeout,
-        .mongo_uri = px_cfg.mongo_uri,
-        .mongo_database = px_cfg.mongo_database,
-        .mongo_workers = (int)px_cfg.mongo_workers,
-        .mongo_w = px_cfg.mongo_w,
-        .mongo_j = px_cfg.mongo_j,
-        .mongo_wtimeout_ms = px_cfg.mongo_wtimeout,
-        .max_bulk = px_cfg.proto_max_bulk_len,
-    };
-    px_srv.backend.ops = ops;
-    char berr[512] = "";
-    if (ops->open(&px_srv.backend, &bc, berr, sizeof berr) != FD_OK) {
-        snprintf(err, errlen, "backend %s: %s", ops->name, berr);
-        px_srv.backend.ops = NULL;
-        return -1;
-    }
+    if (px_backends_init(err, errlen)) return -1;
 
     /* bind: one or more addresses separated by spaces, as redis.conf */
     char binds[1024];
@@ -462,6 +457,8 @@ int px_server_init(char *err, size_t errlen) {
     ev_signal_init(&sig_int, on_signal, SIGINT);
     ev_signal_start(px_srv.loop, &sig_term);
     ev_signal_start(px_srv.loop, &sig_int);
+    ev_signal_init(&sig_hup, on_hup, SIGHUP);
+    ev_signal_start(px_srv.loop, &sig_hup);
     return 0;
 }
 
@@ -478,8 +475,6 @@ void px_server_shutdown(void) {
     }
     nlisteners = 0;
     if (px_cfg.unixsocket[0]) unlink(px_cfg.unixsocket);
-    if (px_srv.backend.ops) {
-        px_srv.backend.ops->close(&px_srv.backend);
-        px_srv.backend.ops = NULL;
-    }
+    /* replies still owed by asynchronous backends are dropped with their clients */
+    px_backends_shutdown();
 }

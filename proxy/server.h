@@ -15,6 +15,7 @@
 
 #include <ev.h>
 #include <stdint.h>
+#include <time.h>
 #include "../protocol/resp.h"
 #include "../storage/backend.h"
 #include "commands.h"
@@ -69,11 +70,21 @@ struct fd_pending {
     struct fd_pending *prev, *next;
     px_command        *cmd;              /* NULL for a passthrough command */
     uint64_t           t0_us;            /* for commandstats */
+    struct px_backend *be;               /* the backend that owes it (its counters) */
+    uint64_t           t_sub_ns, t_ret_ns; /* submit called / returned */
+    struct px_ab_pair *ab;               /* mirrored: its reply is also recorded there */
+    int                ab_side;          /* 0 primary, 1 secondary */
+    int                in_submit;        /* completed inside submit: freed by the caller */
+    int                done;
 };
 
 typedef struct px_server {
     struct ev_loop *loop;
-    fd_backend      backend;
+    struct px_backend *primary;          /* proxy/backends.h */
+    struct px_backend *secondary;        /* A/B (NULL when ab-mode off) */
+    struct px_backend *draining;         /* swapped out, finishing their requests */
+    uint64_t        switches;            /* live backend swaps */
+    time_t          switched_at;
     px_conn        *clients;             /* doubly linked */
     px_conn        *turn;                /* touched this turn (singly linked) */
     uint64_t        nclients, next_id;
@@ -88,6 +99,8 @@ extern px_server px_srv;
 
 /* Start listening and open the backend; -1 with err on failure. */
 int  px_server_init(char *err, size_t errlen);
+/* SIGHUP: reload the configuration; a failed reload keeps the running setup. */
+void px_server_reload(void);
 void px_server_run(void);          /* until SIGTERM/SIGINT or px_server_stop */
 void px_server_stop(void);
 void px_server_shutdown(void);     /* commit, close backend, listeners, files */
@@ -110,8 +123,11 @@ void px_conn_out_shifted(px_conn *c, size_t n);
 /* The client is gone: orphan its pending replies. */
 void px_conn_orphan_pending(px_conn *c);
 uint64_t px_mono_us(void);
-/* pending.c: a reply mark at the end of c->out; NULL when out of memory. */
+/* pending.c: a reply mark at the end of c->out; NULL when out of memory.
+ * With c NULL: a reply nobody reads (an A/B mirror copy). */
 fd_pending *px_pending_push(px_conn *c, px_command *cmd, uint64_t t0_us);
+uint64_t    px_mono_ns(void);
+int         px_reply_is_unavailable(const void *reply, size_t len);
 void        px_pending_drop(fd_pending *p);
 /* Current wall clock in ms (cached per loop turn by libev). */
 int64_t px_now_ms(void);

@@ -20,18 +20,18 @@ int main(void) {
     px_config_init();
     CHECK(px_cfg.port == 6380);
     CHECK(!strcmp(px_cfg.bind, "127.0.0.1"));
-    CHECK(!strcmp(px_cfg.backend, "lmdb"));
-    CHECK(!strcmp(px_cfg.dir, "./frontdoor-data"));
-    CHECK(px_cfg.durability == 1);
+    CHECK(!strcmp(px_cfg.be.backend, "lmdb"));
+    CHECK(!strcmp(px_cfg.be.dir, "./frontdoor-data"));
+    CHECK(px_cfg.be.durability == 1);
     CHECK(px_cfg.proto_max_bulk_len == 512LL * 1024 * 1024);
 
     /* units as Redis's memtoll */
-    CHECK(px_config_set("lmdb-map-size", "2gb", 0, err, sizeof err) == 0 && px_cfg.lmdb_map_size == 2LL << 30);
-    CHECK(px_config_set("lmdb-map-size", "3m", 0, err, sizeof err) == 0 && px_cfg.lmdb_map_size == 3000000);
+    CHECK(px_config_set("lmdb-map-size", "2gb", 0, err, sizeof err) == 0 && px_cfg.be.lmdb_map_size == 2LL << 30);
+    CHECK(px_config_set("lmdb-map-size", "3m", 0, err, sizeof err) == 0 && px_cfg.be.lmdb_map_size == 3000000);
     CHECK(px_config_set("lmdb-map-size", "12xb", 0, err, sizeof err) == -1);
     CHECK(px_config_set("port", "70000", 0, err, sizeof err) == -1 && strstr(err, "between"));
     CHECK(px_config_set("port", "abc", 0, err, sizeof err) == -1);
-    CHECK(px_config_set("durability", "NOSYNC", 0, err, sizeof err) == 0 && px_cfg.durability == 0);
+    CHECK(px_config_set("durability", "NOSYNC", 0, err, sizeof err) == 0 && px_cfg.be.durability == 0);
     CHECK(px_config_set("durability", "maybe", 0, err, sizeof err) == -1 && strstr(err, "sync"));
     CHECK(px_config_set("nope", "1", 0, err, sizeof err) == -1 && strstr(err, "nope"));
     /* runtime refuses immutable directives */
@@ -46,7 +46,7 @@ int main(void) {
     CHECK(px_config_load_file(p, err, sizeof err) == 0);
     CHECK(px_cfg.port == 7001);
     CHECK(!strcmp(px_cfg.requirepass, "a bA"));
-    CHECK(!strcmp(px_cfg.dir, "/tmp/x y"));
+    CHECK(!strcmp(px_cfg.be.dir, "/tmp/x y"));
     CHECK(!strcmp(px_cfg.bind, "127.0.0.1 ::1"));
 
     /* errors name the file line and the directive */

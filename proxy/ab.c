@@ -1,0 +1,308 @@
+/* ab.c — A/B split and mirror: routing decisions, reply comparison,
+ * mismatch samples, INFO ab and the FRONTDOOR command (see ab.h). */
+#include "ab.h"
+#include "backends.h"
+#include "config.h"
+#include "log.h"
+#include "../protocol/resp_scan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/time.h>
+
+#define AB_SAMPLES 32          /* latest mismatches kept */
+#define AB_TEXT_MAX 512        /* bytes of a command or reply kept in a sample */
+
+struct px_ab_pair {
+    px_command *cmd;
+    char       *text;          /* the command, printable, truncated */
+    char       *rep[2];
+    size_t      len[2];
+    int         have[2], failed[2];
+};
+
+typedef struct ab_sample {
+    long long  ms;             /* wall clock */
+    char      *text, *rep[2];
+    size_t     len[2];
+} ab_sample;
+
+static struct {
+    uint64_t mirrored, compared, mismatches, dropped, split_secondary, secondary_errors, queued;
+    ab_sample samples[AB_SAMPLES];
+    unsigned  next_sample, nsamples;
+    FILE     *log;
+    char     *log_name;
+} ab;
+
+/* ---------------------------------------------------------------- split */
+
+static uint64_t fnv1a(const void *p, size_t n, uint64_t h) {
+    const unsigned char *s = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 1099511628211ull;
+    return h;
+}
+
+/* A well-mixed 64-bit hash (FNV-1a then a finaliser), as a fraction in [0,1). */
+static double unit_hash(const void *p, size_t n) {
+    uint64_t h = fnv1a(p, n, 1469598103934665603ull);
+    h ^= h >> 33; h *= 0xff51afd7ed558ccdull; h ^= h >> 33; h *= 0xc4ceb9fe1a85ec53ull; h ^= h >> 33;
+    return (double)(h >> 11) / 9007199254740992.0;
+}
+
+int px_ab_split_to_secondary(px_conn *c, const px_command *cmd, int argc, resp_arg *argv) {
+    double u;
+    if (px_cfg.ab_split_by == PX_AB_BY_CLIENT) {
+        u = unit_hash(&c->id, sizeof c->id);
+    } else {
+        if (!cmd || cmd->first_key <= 0 || cmd->first_key >= argc) return 0;   /* keyless: primary */
+        u = unit_hash(argv[cmd->first_key].ptr, argv[cmd->first_key].len);
+    }
+    if (u >= px_cfg.ab_split_fraction) return 0;
+    ab.split_secondary++;
+    return 1;
+}
+
+/* --------------------------------------------------------------- mirror */
+
+/* Printable form: bytes outside 0x20..0x7e as \xHH, arguments quoted when
+ * they contain blanks or quotes; at most max bytes (then "..."). */
+static size_t printable(char *out, size_t max, const char *s, size_t n, int quote) {
+    size_t o = 0;
+    int q = quote && (n == 0 || memchr(s, ' ', n) || memchr(s, '"', n));
+    if (q && o < max) out[o++] = '"';
+    for (size_t i = 0; i < n && o + 5 < max; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '\r') { out[o++] = '\\'; out[o++] = 'r'; }
+        else if (ch == '\n') { out[o++] = '\\'; out[o++] = 'n'; }
+        else if (ch == '"' || ch == '\\') { out[o++] = '\\'; out[o++] = (char)ch; }
+        else if (ch < 32 || ch > 126) o += (size_t)snprintf(out + o, max - o, "\\x%02x", ch);
+        else out[o++] = (char)ch;
+        if (o + 5 >= max && i + 1 < n) { memcpy(out + o, "...", 3); o += 3; break; }
+    }
+    if (q && o < max) out[o++] = '"';
+    return o;
+}
+
+px_ab_pair *px_ab_begin(px_command *cmd, int argc, resp_arg *argv) {
+    px_backend *sec = px_srv.secondary;
+    if (px_cfg.ab_mode != PX_AB_MIRROR || !sec || !cmd) return NULL;
+    if ((cmd->flags & PX_CMD_WRITE) && !px_cfg.ab_mirror_writes) return NULL;
+    if (sec->b.ops->async) {
+        if ((long long)ab.queued >= px_cfg.ab_mirror_queue) { ab.dropped++; return NULL; }
+        ab.queued++;
+    }
+    px_ab_pair *p = calloc(1, sizeof *p);
+    char *text = malloc(AB_TEXT_MAX + 8);
+    if (!p || !text) { free(p); free(text); ab.dropped++; if (sec->b.ops->async) ab.queued--; return NULL; }
+    size_t o = 0;
+    for (int i = 0; i < argc && o + 8 < AB_TEXT_MAX; i++) {
+        if (i) text[o++] = ' ';
+        o += printable(text + o, AB_TEXT_MAX - o, argv[i].ptr, argv[i].len, 1);
+    }
+    text[o] = '\0';
+    p->cmd = cmd;
+    p->text = text;
+    ab.mirrored++;
+    return p;
+}
+
+void px_ab_copy_done(void) { if (ab.queued) ab.queued--; }
+
+typedef struct span { const char *p; size_t n; } span;
+
+static int span_cmp(const void *a, const void *b) {
+    const span *x = a, *y = b;
+    size_t n = x->n < y->n ? x->n : y->n;
+    int c = memcmp(x->p, y->p, n);
+    return c ? c : (x->n > y->n) - (x->n < y->n);
+}
+
+/* Split an aggregate reply into its top-level elements (pairs of elements
+ * when `pairs`), sorted. Returns the count, or -1 when the reply is not an
+ * aggregate or cannot be split (then it is compared as bytes). */
+static long long sorted_elements(const char *r, size_t len, int pairs, span **out) {
+    if (len < 4 || (r[0] != '*' && r[0] != '%' && r[0] != '~')) return -1;
+    const char *nl = memchr(r, '\n', len);
+    if (!nl) return -1;
+    long long n = strtoll(r + 1, NULL, 10);
+    if (n < 0) return -1;
+    if (r[0] == '%') pairs = 1, n *= 2;                 /* a RESP3 map: key, value, ... */
+    if (pairs && n % 2) return -1;
+    long long m = pairs ? n / 2 : n;
+    span *v = calloc((size_t)(m ? m : 1), sizeof *v);
+    if (!v) return -1;
+    size_t pos = (size_t)(nl - r) + 1;
+    for (long long i = 0; i < n; i++) {
+        resp_scanner sc;
+        resp_scanner_init(&sc);
+        long long l = resp_scan_reply(&sc, r + pos, len - pos);
+        if (l <= 0) { free(v); return -1; }
+        if (pairs && (i & 1)) v[i / 2].n += (size_t)l;
+        else v[pairs ? i / 2 : i] = (span){r + pos, (size_t)l};
+        pos += (size_t)l;
+    }
+    qsort(v, (size_t)m, sizeof *v, span_cmp);
+    *out = v;
+    return m;
+}
+
+static int replies_equal(const px_command *cmd, const char *a, size_t al, const char *b, size_t bl) {
+    if (al == bl && !memcmp(a, b, al)) return 1;
+    if (!(cmd->flags & PX_CMD_UNORDERED)) return 0;
+    span *x = NULL, *y = NULL;
+    int pairs = (cmd->flags & PX_CMD_PAIRS) != 0;
+    long long nx = sorted_elements(a, al, pairs, &x), ny = sorted_elements(b, bl, pairs, &y);
+    int eq = nx >= 0 && nx == ny && a[0] == b[0];
+    for (long long i = 0; eq && i < nx; i++) eq = span_cmp(&x[i], &y[i]) == 0;
+    free(x);
+    free(y);
+    return eq;
+}
+
+static void log_mismatch(const ab_sample *s) {
+    if (!px_cfg.ab_log_file[0]) return;
+    if (!ab.log || !ab.log_name || strcmp(ab.log_name, px_cfg.ab_log_file)) {
+        if (ab.log) fclose(ab.log);
+        free(ab.log_name);
+        ab.log = fopen(px_cfg.ab_log_file, "a");
+        ab.log_name = strdup(px_cfg.ab_log_file);
+        if (!ab.log) { px_log(PX_LOG_WARNING, "ab-log-file %s: cannot open", px_cfg.ab_log_file); return; }
+    }
+    char a[AB_TEXT_MAX + 8], b[AB_TEXT_MAX + 8];
+    size_t al = printable(a, AB_TEXT_MAX, s->rep[0], s->len[0], 0);
+    size_t bl = printable(b, AB_TEXT_MAX, s->rep[1], s->len[1], 0);
+    fprintf(ab.log, "%lld mismatch: %s\n  %s: %.*s\n  %s: %.*s\n", s->ms, s->text,
+            px_srv.primary ? px_srv.primary->own.be.backend : "primary", (int)al, a,
+            px_srv.secondary ? px_srv.secondary->own.be.backend : "secondary", (int)bl, b);
+    fflush(ab.log);
+}
+
+static void sample_free(ab_sample *s) {
+    free(s->text);
+    free(s->rep[0]);
+    free(s->rep[1]);
+    memset(s, 0, sizeof *s);
+}
+
+static void keep_sample(px_ab_pair *p) {
+    ab_sample *s = &ab.samples[ab.next_sample];
+    sample_free(s);
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    s->ms = (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+    s->text = p->text;
+    p->text = NULL;
+    for (int i = 0; i < 2; i++) {
+        size_t n = p->len[i] < AB_TEXT_MAX ? p->len[i] : AB_TEXT_MAX;
+        s->rep[i] = p->rep[i];
+        s->len[i] = n;
+        p->rep[i] = NULL;
+    }
+    ab.next_sample = (ab.next_sample + 1) % AB_SAMPLES;
+    if (ab.nsamples < AB_SAMPLES) ab.nsamples++;
+    log_mismatch(s);
+}
+
+void px_ab_record(px_ab_pair *p, int side, const char *reply, size_t len, int failed) {
+    if (!p) return;
+    p->have[side] = 1;
+    p->failed[side] = failed;
+    if (!failed && (p->rep[side] = malloc(len ? len : 1)) != NULL) {
+        memcpy(p->rep[side], reply, len);
+        p->len[side] = len;
+    }
+    if (!p->have[0] || !p->have[1]) return;
+    if (p->failed[1]) { ab.dropped++; ab.secondary_errors++; }
+    else if (!p->failed[0] && p->rep[0] && p->rep[1] && !(p->cmd->flags & PX_CMD_NONDET)) {
+        ab.compared++;
+        p->cmd->ab_compared++;
+        if (!replies_equal(p->cmd, p->rep[0], p->len[0], p->rep[1], p->len[1])) {
+            ab.mismatches++;
+            p->cmd->ab_mismatches++;
+            keep_sample(p);
+        }
+    }
+    free(p->text);
+    free(p->rep[0]);
+    free(p->rep[1]);
+    free(p);
+}
+
+/* ---------------------------------------------------------------- reports */
+
+static const char *const mode_names[] = {"off", "split", "mirror"};
+
+void px_ab_info(resp_out *o) {
+    char buf[256];
+#define L(...) do { int n_ = snprintf(buf, sizeof buf, __VA_ARGS__); resp_out_raw(o, buf, (size_t)n_ < sizeof buf ? (size_t)n_ : sizeof buf - 1); } while (0)
+    L("ab_mode:%s\r\n", mode_names[px_cfg.ab_mode]);
+    L("ab_primary:%s\r\n", px_srv.primary ? px_srv.primary->own.be.backend : "");
+    L("ab_secondary:%s\r\n", px_srv.secondary ? px_srv.secondary->own.be.backend : "");
+    L("ab_split_by:%s\r\n", px_cfg.ab_split_by == PX_AB_BY_CLIENT ? "client" : "key");
+    L("ab_split_fraction:%g\r\n", px_cfg.ab_split_fraction);
+    L("ab_mirror_writes:%s\r\n", px_cfg.ab_mirror_writes ? "yes" : "no");
+    L("ab_mirrored:%llu\r\n", (unsigned long long)ab.mirrored);
+    L("ab_compared:%llu\r\n", (unsigned long long)ab.compared);
+    L("ab_mismatches:%llu\r\n", (unsigned long long)ab.mismatches);
+    L("ab_dropped:%llu\r\n", (unsigned long long)ab.dropped);
+    L("ab_secondary_errors:%llu\r\n", (unsigned long long)ab.secondary_errors);
+    L("ab_queue:%llu\r\n", (unsigned long long)ab.queued);
+    L("ab_split_secondary:%llu\r\n", (unsigned long long)ab.split_secondary);
+    size_t n;
+    px_command *t = px_commands_table(&n);
+    for (size_t i = 0; i < n; i++)
+        if (t[i].ab_compared)
+            L("ab_cmd_%s:compared=%llu,mismatches=%llu\r\n", t[i].name,
+              (unsigned long long)t[i].ab_compared, (unsigned long long)t[i].ab_mismatches);
+#undef L
+}
+
+static void ab_reset(void) {
+    for (unsigned i = 0; i < AB_SAMPLES; i++) sample_free(&ab.samples[i]);
+    ab.next_sample = ab.nsamples = 0;
+    ab.mirrored = ab.compared = ab.mismatches = ab.dropped = ab.split_secondary = ab.secondary_errors = 0;
+    size_t n;
+    px_command *t = px_commands_table(&n);
+    for (size_t i = 0; i < n; i++) t[i].ab_compared = t[i].ab_mismatches = 0;
+}
+
+#define ARGIS(a, lit) ((a).len == sizeof(lit) - 1 && !strncasecmp((a).ptr, lit, sizeof(lit) - 1))
+
+/* FRONTDOOR AB [RESET] | FRONTDOOR HELP */
+void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv) {
+    resp_out *o = &c->out;
+    if (ARGIS(argv[1], "AB") && argc == 2) {
+        /* the latest mismatches, newest first: [unix-ms, command, primary reply, secondary reply] */
+        resp_add_array(o, ab.nsamples);
+        for (unsigned k = 0; k < ab.nsamples; k++) {
+            const ab_sample *s = &ab.samples[(ab.next_sample + AB_SAMPLES - 1 - k) % AB_SAMPLES];
+            resp_add_array(o, 4);
+            resp_add_int(o, s->ms);
+            resp_add_bulk_cstr(o, s->text);
+            resp_add_bulk(o, s->rep[0] ? s->rep[0] : "", s->len[0]);
+            resp_add_bulk(o, s->rep[1] ? s->rep[1] : "", s->len[1]);
+        }
+    } else if (ARGIS(argv[1], "AB") && argc == 3 && ARGIS(argv[2], "RESET")) {
+        ab_reset();
+        resp_add_simple(o, "OK", 2);
+    } else if (ARGIS(argv[1], "HELP") && argc == 2) {
+        static const char *const help[] = {
+            "FRONTDOOR <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "AB",
+            "    The latest A/B mismatches, newest first: [unix-ms, command, primary reply, secondary reply].",
+            "AB RESET",
+            "    Forget the mismatches and zero the A/B counters (INFO ab).",
+            "HELP",
+            "    Print this help.",
+        };
+        size_t n = sizeof help / sizeof help[0];
+        resp_add_array(o, (long long)n);
+        for (size_t i = 0; i < n; i++) resp_add_simple(o, help[i], strlen(help[i]));
+    } else {
+        resp_add_errorf(o, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try FRONTDOOR HELP.",
+                        (int)(argv[1].len > 64 ? 64 : argv[1].len), argv[1].ptr);
+    }
+}

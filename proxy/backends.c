@@ -1,0 +1,255 @@
+/* backends.c — opening, swapping, committing and accounting the running
+ * backends (see backends.h). */
+#include "backends.h"
+#include "server.h"
+#include "log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ histograms */
+
+static unsigned hist_index(uint64_t v) {
+    if (v < PX_HIST_SUB) return (unsigned)v;
+    unsigned msb = 63u - (unsigned)__builtin_clzll(v);          /* >= 4 */
+    unsigned sub = (unsigned)(v >> (msb - 4)) & (PX_HIST_SUB - 1);
+    unsigned i = (msb - 3) * PX_HIST_SUB + sub;
+    return i < PX_HIST_BUCKETS ? i : PX_HIST_BUCKETS - 1;
+}
+
+/* Largest value that falls in bucket i. */
+static uint64_t hist_upper(unsigned i) {
+    if (i < PX_HIST_SUB) return i;
+    unsigned msb = i / PX_HIST_SUB + 3, sub = i % PX_HIST_SUB;
+    return ((uint64_t)(PX_HIST_SUB + sub + 1) << (msb - 4)) - 1;
+}
+
+void px_hist_add(px_hist *h, uint64_t ns) {
+    h->count++;
+    h->sum_ns += ns;
+    if (ns > h->max_ns) h->max_ns = ns;
+    h->b[hist_index(ns)]++;
+}
+
+uint64_t px_hist_quantile(const px_hist *h, double q) {
+    if (!h->count) return 0;
+    uint64_t rank = (uint64_t)(q * (double)h->count + 0.5), seen = 0;
+    if (rank < 1) rank = 1;
+    for (unsigned i = 0; i < PX_HIST_BUCKETS; i++) {
+        seen += h->b[i];
+        if (seen >= rank) {
+            uint64_t u = hist_upper(i);
+            return u < h->max_ns ? u : h->max_ns;
+        }
+    }
+    return h->max_ns;
+}
+
+/* -------------------------------------------------------------- instances */
+
+px_backend *px_backend_open(const px_backend_settings *bs, const char *role, char *err, size_t errlen) {
+    const fd_backend_ops *ops = fd_backend_find(bs->backend);
+    if (!ops) {
+        if (!bs->backend[0]) snprintf(err, errlen, "no backend named");
+        else snprintf(err, errlen, "unknown backend '%s' (built in: %s)", bs->backend, fd_backend_names());
+        return NULL;
+    }
+    px_backend *be = calloc(1, sizeof *be);
+    if (!be) { snprintf(err, errlen, "out of memory"); return NULL; }
+    px_settings_copy(&be->own, &px_cfg);
+    px_backend_settings_assign(&be->own.be, bs);
+    const px_backend_settings *s = &be->own.be;
+    fd_backend_config bc = {
+        .dir = s->dir,
+        .sync = s->durability,
+        .lmdb_map_size = (uint64_t)s->lmdb_map_size,
+        .leveldb_block_cache_size = (uint64_t)s->leveldb_block_cache_size,
+        .leveldb_write_buffer_size = (uint64_t)s->leveldb_write_buffer_size,
+        .leveldb_compression = s->leveldb_compression,
+        .leveldb_max_open_files = (int)s->leveldb_max_open_files,
+        .loop = px_srv.loop,
+        .redis_address = s->redis_address,
+        .redis_pool_size = (int)s->redis_pool_size,
+        .redis_password = s->redis_password,
+        .redis_db = (int)s->redis_db,
+        .redis_cluster_seeds = s->redis_cluster_seeds,
+        .backend_timeout_ms = s->backend_timeout,
+        .mongo_uri = s->mongo_uri,
+        .mongo_database = s->mongo_database,
+        .mongo_workers = (int)s->mongo_workers,
+        .mongo_w = s->mongo_w,
+        .mongo_j = s->mongo_j,
+        .mongo_wtimeout_ms = s->mongo_wtimeout,
+        .max_bulk = px_cfg.proto_max_bulk_len,
+    };
+    be->b.ops = ops;
+    char berr[512] = "";
+    if (ops->open(&be->b, &bc, berr, sizeof berr) != FD_OK) {
+        snprintf(err, errlen, "backend %s: %s", ops->name, berr);
+        px_settings_free(&be->own);
+        free(be);
+        return NULL;
+    }
+    be->role = role;
+    be->opened_at = time(NULL);
+    return be;
+}
+
+void px_backend_close(px_backend *be) {
+    if (!be) return;
+    if (be->b.ops) be->b.ops->close(&be->b);
+    px_settings_free(&be->own);
+    free(be);
+}
+
+void px_backend_account(px_backend *be, uint64_t latency_ns, uint64_t wait_ns, int is_error) {
+    be->calls++;
+    if (is_error) be->errors++;
+    px_hist_add(&be->latency, latency_ns);
+    px_hist_add(&be->wait, wait_ns);
+}
+
+/* ------------------------------------------------------------ the running set */
+
+static int is_embedded(const char *name) { return !strcmp(name, "lmdb") || !strcmp(name, "leveldb"); }
+
+/* Two embedded backends on one data folder cannot be open at once (the
+ * folder is locked): such a swap closes the old one first. */
+static int same_folder(const px_backend *old, const px_backend_settings *bs) {
+    return is_embedded(old->own.be.backend) && is_embedded(bs->backend) && !strcmp(old->own.be.dir, bs->dir);
+}
+
+static void retire(px_backend *old) {
+    old->role = "draining";
+    old->next = px_srv.draining;
+    px_srv.draining = old;
+}
+
+int px_backends_init(char *err, size_t errlen) {
+    px_srv.primary = px_backend_open(&px_cfg.be, "primary", err, errlen);
+    if (!px_srv.primary) return -1;
+    char e2[512];
+    if (px_backends_ab_apply(e2, sizeof e2)) {
+        snprintf(err, errlen, "A/B secondary: %s", e2);
+        return -1;
+    }
+    return 0;
+}
+
+int px_backends_swap(int force, char *err, size_t errlen) {
+    px_backend *old = px_srv.primary;
+    if (old && !force && px_backend_settings_equal(&old->own.be, &px_cfg.be)) return 0;
+    if (old && px_srv.secondary && same_folder(px_srv.secondary, &px_cfg.be)) {
+        snprintf(err, errlen, "dir '%s' is the A/B secondary's data folder", px_cfg.be.dir);
+        return -1;
+    }
+    px_backend *nb;
+    if (old && same_folder(old, &px_cfg.be)) {
+        /* embedded: nothing in flight; commit what this turn wrote, close, reopen */
+        if (old->b.ops->end_turn && old->b.ops->end_turn(&old->b) != FD_OK) {
+            snprintf(err, errlen, "the running backend could not commit; not swapping");
+            return -1;
+        }
+        px_settings keep;
+        px_settings_copy(&keep, &old->own);
+        px_backend_close(old);
+        px_srv.primary = NULL;
+        nb = px_backend_open(&px_cfg.be, "primary", err, errlen);
+        if (!nb) {
+            char e2[512];
+            px_srv.primary = px_backend_open(&keep.be, "primary", e2, sizeof e2);
+            if (!px_srv.primary) px_log(PX_LOG_WARNING, "swap failed and the previous backend did not reopen: %s", e2);
+            px_settings_free(&keep);
+            return -1;
+        }
+        px_settings_free(&keep);
+    } else {
+        nb = px_backend_open(&px_cfg.be, "primary", err, errlen);
+        if (!nb) return -1;
+        if (old) retire(old);
+    }
+    px_srv.primary = nb;
+    px_srv.switches++;
+    px_srv.switched_at = time(NULL);
+    px_log(PX_LOG_NOTICE, "backend swapped: now %s%s%s", nb->own.be.backend,
+           old ? " (the previous one closes once its requests are answered)" : "", "");
+    return 0;
+}
+
+int px_backends_ab_apply(char *err, size_t errlen) {
+    px_backend *cur = px_srv.secondary;
+    int want = px_cfg.ab_mode != PX_AB_OFF;
+    if (want && !px_cfg.ab.backend[0]) {
+        snprintf(err, errlen, "ab-mode %s needs ab-secondary (the secondary's backend name)",
+                 px_cfg.ab_mode == PX_AB_SPLIT ? "split" : "mirror");
+        return -1;
+    }
+    if (!want) {
+        if (cur) { retire(cur); px_srv.secondary = NULL; px_log(PX_LOG_NOTICE, "A/B off: secondary %s closing", cur->own.be.backend); }
+        return 0;
+    }
+    if (cur && px_backend_settings_equal(&cur->own.be, &px_cfg.ab)) return 0;
+    if (px_srv.primary && same_folder(px_srv.primary, &px_cfg.ab)) {
+        snprintf(err, errlen, "ab-dir '%s' is the primary's data folder: give the secondary its own", px_cfg.ab.dir);
+        return -1;
+    }
+    if (cur && same_folder(cur, &px_cfg.ab)) {
+        if (cur->b.ops->end_turn) cur->b.ops->end_turn(&cur->b);
+        px_backend_close(cur);
+        px_srv.secondary = cur = NULL;
+    }
+    px_backend *nb = px_backend_open(&px_cfg.ab, "secondary", err, errlen);
+    if (!nb) return -1;
+    if (cur) retire(cur);
+    px_srv.secondary = nb;
+    px_log(PX_LOG_NOTICE, "A/B %s: secondary %s", px_cfg.ab_mode == PX_AB_SPLIT ? "split" : "mirror", nb->own.be.backend);
+    return 0;
+}
+
+static int commit(px_backend *be) {
+    if (!be || !be->b.ops->end_turn) return FD_OK;
+    return be->b.ops->end_turn(&be->b);
+}
+
+int px_backends_commit_before_flush(void) {
+    int st = commit(px_srv.primary), s2;
+    for (px_backend *d = px_srv.draining; d; d = d->next)
+        if ((s2 = commit(d)) != FD_OK && st == FD_OK) st = s2;
+    if (px_cfg.ab_mode == PX_AB_SPLIT && (s2 = commit(px_srv.secondary)) != FD_OK && st == FD_OK) st = s2;
+    return st;
+}
+
+void px_backends_after_flush(void) {
+    if (px_cfg.ab_mode != PX_AB_SPLIT && px_srv.secondary && commit(px_srv.secondary) != FD_OK)
+        px_log(PX_LOG_WARNING, "A/B secondary %s: commit failed", px_srv.secondary->own.be.backend);
+    for (px_backend **pp = &px_srv.draining; *pp;) {
+        px_backend *d = *pp;
+        if (d->inflight == 0) {
+            *pp = d->next;
+            px_log(PX_LOG_NOTICE, "backend %s drained (%llu calls): closed", d->own.be.backend, (unsigned long long)d->calls);
+            px_backend_close(d);
+        } else {
+            pp = &d->next;
+        }
+    }
+}
+
+void px_backends_cron(int64_t now_ms) {
+    px_backend *all[2] = {px_srv.primary, px_srv.secondary};
+    for (int i = 0; i < 2; i++)
+        if (all[i] && all[i]->b.ops->cron) all[i]->b.ops->cron(&all[i]->b, now_ms);
+    for (px_backend *d = px_srv.draining; d; d = d->next)
+        if (d->b.ops->cron) d->b.ops->cron(&d->b, now_ms);
+}
+
+void px_backends_shutdown(void) {
+    px_backend_close(px_srv.primary);
+    px_backend_close(px_srv.secondary);
+    px_srv.primary = px_srv.secondary = NULL;
+    while (px_srv.draining) {
+        px_backend *d = px_srv.draining;
+        px_srv.draining = d->next;
+        px_backend_close(d);
+    }
+}

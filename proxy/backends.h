@@ -1,0 +1,72 @@
+/* backends.h — the running backends: the primary, the A/B secondary, and old
+ * primaries draining after a live swap. Module prefix: px_backends_ (and
+ * px_hist_ for the latency histograms).
+ *
+ * A backend instance owns a copy of the settings it was opened with (the
+ * storage module may keep pointers into them until close). Every request
+ * handed to an instance is counted: calls, errors, requests in flight, and
+ * two latency histograms (see px_backend). A swap opens the new primary
+ * first; new commands go to it at once, the old one stays open until its
+ * in-flight requests are answered and its last turn is committed, then it
+ * is closed. Nothing here blocks except the backends' own open/close.
+ */
+#ifndef FRONTDOOR_BACKENDS_H
+#define FRONTDOOR_BACKENDS_H
+
+#include <stdint.h>
+#include <time.h>
+#include "../storage/backend.h"
+#include "config.h"
+
+/* Log-linear histogram of durations in ns: 16 buckets per power of two
+ * (about 4% resolution), 0 ns .. 2^40 ns (~18 minutes). */
+#define PX_HIST_SUB 16
+#define PX_HIST_BUCKETS (41 * PX_HIST_SUB)
+typedef struct px_hist {
+    uint64_t count, sum_ns, max_ns;
+    uint32_t b[PX_HIST_BUCKETS];
+} px_hist;
+void     px_hist_add(px_hist *h, uint64_t ns);
+/* The value at quantile q (0..1), in ns: the upper edge of its bucket. */
+uint64_t px_hist_quantile(const px_hist *h, double q);
+
+typedef struct px_backend {
+    fd_backend  b;                /* what the storage module sees */
+    px_settings own;              /* deep copy: `b` was opened from own.be */
+    const char *role;             /* "primary", "secondary", "draining" */
+    time_t      opened_at;
+    /* counters */
+    uint64_t    calls, errors, inflight;
+    /* latency: from the hand-over to the backend until the reply is in the
+     * client's buffer. wait: the part spent waiting on the backend (an
+     * asynchronous backend: after submit returned; an embedded one: inside
+     * submit, i.e. the store's own work). latency - wait is frontdoor's. */
+    px_hist     latency, wait;
+    struct px_backend *next;      /* draining list */
+} px_backend;
+
+/* Open the backend described by bs (copied), as `role`. NULL with err. */
+px_backend *px_backend_open(const px_backend_settings *bs, const char *role, char *err, size_t errlen);
+void        px_backend_close(px_backend *be);
+/* Account for one answered request (is_error: the reply was an error). */
+void        px_backend_account(px_backend *be, uint64_t latency_ns, uint64_t wait_ns, int is_error);
+
+/* Start-up: the primary from px_cfg.be, and the A/B secondary if configured. */
+int  px_backends_init(char *err, size_t errlen);
+/* Reopen the primary from px_cfg.be (CONFIG SET, SIGHUP). On failure the
+ * running primary stays and err says why. A no-op if nothing changed unless
+ * force is set. */
+int  px_backends_swap(int force, char *err, size_t errlen);
+/* Make the secondary match px_cfg.ab_mode / px_cfg.ab (opened, reopened or
+ * closed). On failure the running A/B setup stays. */
+int  px_backends_ab_apply(char *err, size_t errlen);
+/* End of a loop turn. before_flush: commit every backend whose replies go
+ * to clients (primary, draining, a split secondary); returns FD_OK or the
+ * first failure. after_flush: commit the mirror secondary and close drained
+ * backends. */
+int  px_backends_commit_before_flush(void);
+void px_backends_after_flush(void);
+void px_backends_cron(int64_t now_ms);
+void px_backends_shutdown(void);
+
+#endif
