@@ -21,6 +21,7 @@ struct px_ab_pair {
     char       *rep[2];
     size_t      len[2];
     int         have[2], failed[2];
+    int         queued;        /* counted in ab.queued until the secondary answers */
 };
 
 typedef struct ab_sample {
@@ -90,13 +91,11 @@ px_ab_pair *px_ab_begin(px_command *cmd, int argc, resp_arg *argv) {
     px_backend *sec = px_srv.secondary;
     if (px_cfg.ab_mode != PX_AB_MIRROR || !sec || !cmd) return NULL;
     if ((cmd->flags & PX_CMD_WRITE) && !px_cfg.ab_mirror_writes) return NULL;
-    if (sec->b.ops->async) {
-        if ((long long)ab.queued >= px_cfg.ab_mirror_queue) { ab.dropped++; return NULL; }
-        ab.queued++;
-    }
+    if (sec->b.ops->async && (long long)ab.queued >= px_cfg.ab_mirror_queue) { ab.dropped++; return NULL; }
     px_ab_pair *p = calloc(1, sizeof *p);
     char *text = malloc(AB_TEXT_MAX + 8);
-    if (!p || !text) { free(p); free(text); ab.dropped++; if (sec->b.ops->async) ab.queued--; return NULL; }
+    if (!p || !text) { free(p); free(text); ab.dropped++; return NULL; }
+    if (sec->b.ops->async) { p->queued = 1; ab.queued++; }
     size_t o = 0;
     for (int i = 0; i < argc && o + 8 < AB_TEXT_MAX; i++) {
         if (i) text[o++] = ' ';
@@ -108,8 +107,6 @@ px_ab_pair *px_ab_begin(px_command *cmd, int argc, resp_arg *argv) {
     ab.mirrored++;
     return p;
 }
-
-void px_ab_copy_done(void) { if (ab.queued) ab.queued--; }
 
 typedef struct span { const char *p; size_t n; } span;
 
@@ -208,6 +205,7 @@ static void keep_sample(px_ab_pair *p) {
 
 void px_ab_record(px_ab_pair *p, int side, const char *reply, size_t len, int failed) {
     if (!p) return;
+    if (side == 1 && p->queued) { p->queued = 0; ab.queued--; }
     p->have[side] = 1;
     p->failed[side] = failed;
     if (!failed && (p->rep[side] = malloc(len ? len : 1)) != NULL) {

@@ -32,8 +32,6 @@ px_ab_pair *px_ab_begin(px_command *cmd, int argc, resp_arg *argv);
  * not answer (unavailable, timeout: not compared, counted as a drop). The
  * pair is compared and freed once both sides are in. */
 void px_ab_record(px_ab_pair *p, int side, const char *reply, size_t len, int failed);
-/* A copy in flight to the secondary was counted by px_ab_begin. */
-void px_ab_copy_done(void);
 
 void px_ab_info(resp_out *o);                   /* INFO ab lines */
 void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv);

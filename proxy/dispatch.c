@@ -90,7 +90,8 @@ static int submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_
     int is_err = out->len > before && out->data[before] == '-';
     px_backend_account(be, te - ts, te - ts, is_err);
     if (ab) px_ab_record(ab, side, out->data + before, out->len - before,
-                         st == FD_E_UNAVAILABLE || st == FD_E_TIMEOUT);
+                         st == FD_E_UNAVAILABLE || st == FD_E_TIMEOUT ||
+                         px_reply_is_unavailable(out->data + before, out->len - before));
     return 0;
 }
 

@@ -113,7 +113,6 @@ static void complete(fd_pending *p, const void *reply, size_t len, int failed) {
     }
     if (p->ab) {
         px_ab_record(p->ab, p->ab_side, reply, len, failed || px_reply_is_unavailable(reply, len));
-        if (p->ab_side == 1) px_ab_copy_done();
     }
     px_conn *c = p->conn;
     if (c && (c->flags & PX_CONN_CLOSE_ASAP)) {

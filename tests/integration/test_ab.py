@@ -1,0 +1,294 @@
+#!/usr/bin/python3
+"""Live backend swap and A/B routing (docs/ab-testing.md).
+
+(a) mirror redis -> lmdb under a seeded random workload: every compared reply
+    matches (ab_mismatches 0); then a key changed behind frontdoor's back on
+    the primary's redis-server shows up as a mismatch with both replies, in
+    FRONTDOOR AB and in ab-log-file.
+(b) read-only mirroring (ab-mirror-writes no): writes reach the primary only.
+(c) split by key hash (lmdb primary, redis secondary): 10k keys, each served
+    consistently by one side, the secondary's share within tolerance of
+    ab-split-fraction, ab_split_secondary counting it; split by client.
+(d) secondary down in mirror mode: the client sees no error, copies are
+    counted as dropped, the queue stays bounded.
+(e) live swap under load: redis-benchmark runs while CONFIG SET flips the
+    backend between lmdb and redis: no errors, no disconnects, every command
+    counted; a failed swap keeps the running backend.
+(f) SIGHUP re-reads the config file (swap), a broken file is refused and the
+    running setup kept; CONFIG REWRITE writes the running values back.
+
+FD_SEED=n reproduces the random workload.
+"""
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fdtest import (Tests, start_frontdoor, start_redis, check, eq, skip, wait_until, free_port,
+                    frontdoor_is_redis, info_fields, make_tempdir, parse, Conn, Err, REDIS_BENCHMARK, HOST)
+
+T = Tests(case_timeout=60)
+SEED = int(os.environ.get("FD_SEED", random.randrange(1 << 30)))
+
+
+def need_frontdoor():
+    if frontdoor_is_redis():
+        skip("the binary under test is redis-server: no A/B routing there")
+
+
+def info(c, section):
+    raw = c.call("INFO", section)
+    return info_fields(raw.decode() if isinstance(raw, bytes) else raw)
+
+
+def ab_counts(c):
+    f = info(c, "ab")
+    return {k: (int(v) if v.isdigit() else v) for k, v in f.items()}
+
+
+def workload(rng, n):
+    """A random mix of reads and writes over a small key space, all types."""
+    keys = ["k%d" % i for i in range(40)]
+    out = []
+    for _ in range(n):
+        k = rng.choice(keys)
+        r = rng.random()
+        v = "v%d" % rng.randrange(1000)
+        if r < 0.15:
+            out.append(("SET", "s" + k, v))
+        elif r < 0.30:
+            out.append(("GET", "s" + k))
+        elif r < 0.38:
+            out.append(("INCRBY", "n" + k, str(rng.randrange(-5, 50))))
+        elif r < 0.46:
+            out.append(("RPUSH", "l" + k, v))
+        elif r < 0.52:
+            out.append(("LRANGE", "l" + k, "0", "-1"))
+        elif r < 0.60:
+            out.append(("HSET", "h" + k, "f%d" % rng.randrange(8), v))
+        elif r < 0.66:
+            out.append(("HGETALL", "h" + k))
+        elif r < 0.74:
+            out.append(("SADD", "t" + k, v))
+        elif r < 0.80:
+            out.append(("SMEMBERS", "t" + k))
+        elif r < 0.86:
+            out.append(("ZADD", "z" + k, str(rng.randrange(100)), v))
+        elif r < 0.90:
+            out.append(("ZRANGE", "z" + k, "0", "-1", "WITHSCORES"))
+        elif r < 0.94:
+            out.append(("DEL", rng.choice(["s", "l", "h", "t", "z", "n"]) + k))
+        elif r < 0.97:
+            out.append(("EXISTS", "s" + k, "l" + k))
+        else:
+            out.append(("TYPE", rng.choice(["s", "l", "h", "t", "z", "n"]) + k))
+    return out
+
+
+@T.case
+def mirror_redis_to_lmdb_matches_then_catches_a_divergence():
+    need_frontdoor()
+    r = start_redis()
+    log = os.path.join(make_tempdir("fdtest-ablog-"), "ab.log")
+    ab_dir = make_tempdir("fdtest-ab-")
+    fd = start_frontdoor(backend="redis", redis_address="%s:%d" % (HOST, r.port), ab_mode="mirror",
+                         ab_secondary="lmdb", ab_dir=ab_dir, ab_durability="nosync", ab_log_file=log)
+    rng = random.Random(SEED)
+    with fd.conn() as c:
+        cmds = workload(rng, 3000)
+        for i in range(0, len(cmds), 100):          # pipelined, 100 at a time
+            c.send_many(cmds[i:i + 100])
+            for reply in c.read_n(len(cmds[i:i + 100])):
+                check(not reply.startswith(b"-ERR backend"), "primary failed (seed %d)" % SEED, reply)
+        wait_until(lambda: ab_counts(c)["ab_queue"] == 0, what="mirror queue drained")
+        a = ab_counts(c)
+        check(a["ab_mirrored"] == 3000, "every command mirrored", a)
+        check(a["ab_compared"] >= 2900, "nearly all compared (none are random here)", a)
+        if a["ab_mismatches"]:
+            check(False, "mismatches on an identical workload (seed %d)" % SEED, a, c.call("FRONTDOOR", "AB"))
+        eq(a["ab_dropped"], 0, "drops")
+        eq(a["ab_primary"], "redis")
+        eq(a["ab_secondary"], "lmdb")
+        # diverge one key behind frontdoor's back: the primary's redis now differs
+        with Conn(r.port) as direct:
+            eq(direct.cmd("SET", "diverged", "on-primary"), b"+OK\r\n")
+        c.cmd("GET", "diverged")
+        wait_until(lambda: ab_counts(c)["ab_mismatches"] == 1, what="the mismatch counted")
+        samples = c.call("FRONTDOOR", "AB")
+        eq(len(samples), 1, "one sample")
+        ms, text, prim, sec = samples[0]
+        eq(text, b"GET diverged")
+        eq(prim, b"$10\r\non-primary\r\n")
+        eq(sec, b"$-1\r\n")
+        check("ab_cmd_get:" in c.call("INFO", "ab").decode(), "per-command counters")
+        with open(log) as f:
+            logged = f.read()
+        check("GET diverged" in logged and "on-primary" in logged, "mismatch logged", logged)
+        # backends: both counted, with latency percentiles
+        b = info(c, "backends")
+        check("calls=" in b["be_primary"] and "p99_us=" in b["be_secondary"], "per-backend stats", b)
+        eq(c.cmd("FRONTDOOR", "AB", "RESET"), b"+OK\r\n")
+        eq(ab_counts(c)["ab_mismatches"], 0)
+        eq(c.call("FRONTDOOR", "AB"), [])
+
+
+@T.case
+def read_only_mirroring_keeps_writes_on_the_primary():
+    need_frontdoor()
+    sec = start_redis()
+    fd = start_frontdoor(durability="nosync", ab_mode="mirror", ab_secondary="redis",
+                         ab_redis_address="%s:%d" % (HOST, sec.port), ab_mirror_writes="no")
+    with fd.conn() as c, Conn(sec.port) as direct:
+        eq(c.cmd("SET", "a", "1"), b"+OK\r\n")
+        eq(c.cmd("GET", "a"), b"$1\r\n1\r\n")
+        wait_until(lambda: ab_counts(c)["ab_mismatches"] == 1, what="the read compared")
+        eq(direct.cmd("EXISTS", "a"), b":0\r\n", "the write did not reach the secondary")
+        a = ab_counts(c)
+        eq(a["ab_mirrored"], 1, "only the read was mirrored")
+
+
+@T.case
+def split_by_key_is_stable_and_near_the_fraction():
+    need_frontdoor()
+    sec = start_redis()
+    fd = start_frontdoor(durability="nosync", ab_mode="split", ab_secondary="redis",
+                         ab_redis_address="%s:%d" % (HOST, sec.port), ab_split_fraction="0.3")
+    n = 10000
+    with fd.conn() as c, Conn(sec.port) as direct:
+        cmds = [("SET", "key:%d" % i, "val%d" % i) for i in range(n)]
+        for i in range(0, n, 500):
+            c.send_many(cmds[i:i + 500])
+            check(all(x == b"+OK\r\n" for x in c.read_n(len(cmds[i:i + 500]))), "SETs")
+        on_secondary = int(direct.cmd("DBSIZE")[1:-2])
+        share = on_secondary / n
+        check(0.27 <= share <= 0.33, "secondary share %.3f for fraction 0.3" % share)
+        eq(ab_counts(c)["ab_split_secondary"], on_secondary, "split counter = keys on the secondary")
+        # each key consistently on one side: every GET finds what its SET stored
+        gets = [("GET", "key:%d" % i) for i in range(n)]
+        for i in range(0, n, 500):
+            c.send_many(gets[i:i + 500])
+            for j, reply in enumerate(c.read_n(len(gets[i:i + 500]))):
+                v = "val%d" % (i + j)
+                eq(reply, b"$%d\r\n%s\r\n" % (len(v), v.encode()), "GET key:%d" % (i + j))
+        # keyless commands stay on the primary
+        eq(c.cmd("DBSIZE"), b":%d\r\n" % (n - on_secondary))
+        # by client: a connection's commands all go to one side
+        eq(c.cmd("CONFIG", "SET", "ab-split-by", "client", "ab-split-fraction", "0.5"), b"+OK\r\n")
+        sides = set()
+        for _ in range(12):
+            with fd.conn() as x:
+                eq(x.cmd("SET", "c1", "x"), b"+OK\r\n")
+                eq(x.cmd("SET", "c2", "x"), b"+OK\r\n")
+            with Conn(sec.port) as d:
+                got = d.cmd("EXISTS", "c1", "c2")
+                check(got in (b":0\r\n", b":2\r\n"), "a client's keys stay together", got)
+                sides.add(got)
+                d.cmd("DEL", "c1", "c2")
+        check(len(sides) == 2, "12 clients at 0.5 used both sides", sides)
+
+
+@T.case
+def secondary_down_costs_the_client_nothing():
+    need_frontdoor()
+    dead = free_port()      # nothing listens there
+    fd = start_frontdoor(durability="nosync", ab_mode="mirror", ab_secondary="redis",
+                         ab_redis_address="%s:%d" % (HOST, dead), ab_backend_timeout="200",
+                         ab_mirror_queue="50")
+    with fd.conn() as c:
+        for i in range(10):
+            cmds = [("SET", "k%d" % j, "v") for j in range(100)] + [("GET", "k%d" % j) for j in range(100)]
+            c.send_many(cmds)
+            replies = c.read_n(len(cmds))
+            check(all(x in (b"+OK\r\n", b"$1\r\nv\r\n") for x in replies), "client replies unaffected",
+                  [x for x in replies if x not in (b"+OK\r\n", b"$1\r\nv\r\n")][:3])
+        wait_until(lambda: ab_counts(c)["ab_queue"] == 0, what="copies settled")
+        a = ab_counts(c)
+        eq(a["ab_dropped"], 2000, "every copy dropped (%s)" % a)
+        eq(a["ab_mismatches"], 0)
+        eq(a["ab_compared"], 0)
+
+
+def bench(port, seconds_cap=60, n=30000):
+    argv = ["timeout", "-k", "5", str(seconds_cap), REDIS_BENCHMARK, "-h", HOST, "-p", str(port),
+            "-t", "set,get,incr,lpush,lpop", "-n", str(n), "-c", "20", "-P", "4", "-q"]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+@T.case
+def swap_under_load_loses_nothing():
+    need_frontdoor()
+    r = start_redis()
+    fd = start_frontdoor(durability="nosync", redis_address="%s:%d" % (HOST, r.port))
+    with fd.conn() as c:
+        before = int(info(c, "stats")["total_connections_received"])
+        p = bench(fd.port)
+        swaps = 0
+        backends = ["redis", "lmdb"]
+        while p.poll() is None and swaps < 40:
+            eq(c.cmd("CONFIG", "SET", "backend", backends[swaps % 2]), b"+OK\r\n")
+            swaps += 1
+            time.sleep(0.05)
+        out, _ = p.communicate(timeout=90)
+        out = out.decode("utf-8", "replace")
+        eq(p.returncode, 0, "redis-benchmark exit status\n" + out[-2000:])
+        check("rror" not in out, "redis-benchmark saw an error reply", out[-2000:])
+        check(swaps >= 4, "swapped several times under load (%d)" % swaps)
+        b = info(c, "backends")
+        check(int(b["backend_switches"]) == swaps, "every swap counted", b)
+        wait_until(lambda: info(c, "backends")["backend_draining"] == "0", what="old backends drained")
+        st = info(c, "stats")
+        # 5 tests x n commands, plus our CONFIG/INFO
+        check(int(st["total_commands_processed"]) >= 5 * 30000, "every command counted", st)
+        # a swap that cannot open keeps the running backend
+        now = info(c, "backends")["backend_primary"]
+        got = c.call("CONFIG", "SET", "backend", "mongodb", "mongo-uri", "mongodb://127.0.0.1:%d/?serverSelectionTimeoutMS=300" % free_port())
+        if isinstance(got, Err):
+            eq(info(c, "backends")["backend_primary"], now, "still on the running backend")
+            eq(c.call("CONFIG", "GET", "backend")[1], now.encode(), "the setting rolled back")
+        got = c.call("CONFIG", "SET", "backend", "no-such-store")
+        check(isinstance(got, Err) and "unknown backend" in got, "clear error", got)
+        eq(c.cmd("PING"), b"+PONG\r\n")
+
+
+@T.case
+def sighup_reloads_and_rewrite_writes_back():
+    need_frontdoor()
+    r = start_redis()
+    d = make_tempdir("fdtest-conf-")
+    conf = os.path.join(d, "frontdoor.conf")
+    with open(conf, "w") as f:
+        f.write("# a comment that must survive\nbackend lmdb\ndurability nosync\n")
+    fd = start_frontdoor(extra_args=["--config", conf])
+    # --config after the harness's --port/--dir: the file sets neither
+    with fd.conn() as c:
+        eq(info(c, "backends")["backend_primary"], "lmdb")
+        eq(c.cmd("SET", "here", "lmdb"), b"+OK\r\n")
+        with open(conf, "w") as f:
+            f.write("# a comment that must survive\nbackend redis\nredis-address %s:%d\ndurability nosync\n" % (HOST, r.port))
+        os.kill(fd.pid, signal.SIGHUP)
+        wait_until(lambda: info(c, "backends")["backend_primary"] == "redis", what="swapped by SIGHUP")
+        eq(c.cmd("GET", "here"), b"$-1\r\n", "now on redis")
+        # a broken file: refused, the running setup kept
+        with open(conf, "w") as f:
+            f.write("backend redis\nfrobnicate yes\n")
+        os.kill(fd.pid, signal.SIGHUP)
+        time.sleep(0.3)
+        eq(info(c, "backends")["backend_primary"], "redis", "kept")
+        eq(c.cmd("PING"), b"+PONG\r\n")
+        # CONFIG REWRITE: running values back into the file, comments kept
+        with open(conf, "w") as f:
+            f.write("# a comment that must survive\nbackend redis\nredis-address %s:%d\ndurability nosync\n" % (HOST, r.port))
+        eq(c.cmd("CONFIG", "SET", "backend", "lmdb", "timeout", "77"), b"+OK\r\n")
+        eq(c.cmd("CONFIG", "REWRITE"), b"+OK\r\n")
+        with open(conf) as f:
+            text = f.read()
+        check("# a comment that must survive" in text, "comment kept", text)
+        check('backend "lmdb"' in text and 'timeout "77"' in text, "running values written", text)
+        eq(c.cmd("GET", "here"), b"$4\r\nlmdb\r\n", "back on the lmdb data")
+
+
+if __name__ == "__main__":
+    T.main()
