@@ -32,6 +32,41 @@ def free_port(host="127.0.0.1"):
     raise RuntimeError("no free loopback port")
 
 
+def free_port_with_bus(host="127.0.0.1"):
+    """A free port P whose cluster bus port P + 10000 is free too."""
+    for _ in range(200):
+        port = free_port(host)
+        if port + 10000 > 65535 or (port + 10000) in _AVOID_PORTS:
+            continue
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.bind((host, port + 10000))
+            return port
+        except OSError:
+            continue
+        finally:
+            s.close()
+    raise RuntimeError("no free loopback port pair (P, P+10000)")
+
+
+def uri_hostport(uri):
+    """('host', port) of the first host in a mongodb:// URI, or None."""
+    rest = uri.split("://", 1)[-1]
+    rest = rest.split("/", 1)[0].split("?", 1)[0]
+    rest = rest.rsplit("@", 1)[-1].split(",")[0]
+    if not rest:
+        return None
+    if rest.startswith("["):
+        host, _, port = rest[1:].partition("]")
+        port = port.lstrip(":")
+    else:
+        host, _, port = rest.partition(":")
+    try:
+        return host, int(port or 27017)
+    except ValueError:
+        return None
+
+
 def _child_setup():
     # Own session (a Ctrl-C on the terminal reaches only the runner, which then
     # stops everything in order) and die with the runner if it is SIGKILLed.
@@ -190,9 +225,9 @@ def ping(port, timeout=1.0):
         return False
 
 
-def port_open(port, timeout=0.5):
+def port_open(port, timeout=0.5, host="127.0.0.1"):
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout):
+        with socket.create_connection((host, port), timeout=timeout):
             return True
     except OSError:
         return False

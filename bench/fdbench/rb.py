@@ -1,9 +1,16 @@
-"""One stock redis-benchmark invocation (one -t test), always under timeout,
-and its --csv output parsed."""
-import csv
-import io
+"""One stock redis-benchmark invocation (one -t test or one literal command),
+always under timeout, and its full (non-CSV) output parsed.
+
+Why not --csv: redis-benchmark 7.0's CSV has rps, avg, min, p50, p95, p99
+and max but no p99.9. Its normal output has the same summary line plus the
+HDR histogram it keeps ("Latency by percentile distribution" and
+"Cumulative distribution of latencies": "X% <= V milliseconds"), from which
+p99.9 is read: the smallest V with at least 99.9 % of requests <= V (an
+upper bound at the histogram's resolution)."""
+import re
 import resource
 import subprocess
+import threading
 import time
 
 from . import procs
@@ -15,8 +22,9 @@ DEFAULT_TESTS = ["ping_inline", "ping_mbulk", "set", "get", "incr", "lpush", "rp
 # -t accepts these too; expanded here so every cell is one test.
 ALIASES = {"ping": ["ping_inline", "ping_mbulk"],
            "lrange": ["lrange_100", "lrange_300", "lrange_500", "lrange_600"]}
-CSV_FIELDS = ["rps", "avg_latency_ms", "min_latency_ms", "p50_latency_ms", "p95_latency_ms",
-              "p99_latency_ms", "max_latency_ms"]
+LAT_FIELDS = ["avg_latency_ms", "min_latency_ms", "p50_latency_ms", "p95_latency_ms",
+              "p99_latency_ms", "p999_latency_ms", "max_latency_ms"]
+FIELDS = ["rps"] + LAT_FIELDS
 
 
 def expand_tests(spec):
@@ -33,26 +41,72 @@ def expand_tests(spec):
 
 def row_key(name):
     """'LRANGE_100 (first 100 elements)' -> 'lrange_100'; the LPUSH that
-    fills the list for LRANGE -> 'lpush (needed ...)' stays distinct."""
+    fills the list for LRANGE -> 'lpush (needed ...)' stays distinct; a
+    literal command ('LRANGE mylist 0 99') is kept whole, lower case."""
     n = name.strip().lower()
     if "needed" in n:
+        return n
+    if " " in n and not n.split(" ", 1)[1].startswith("("):
         return n
     return n.split(" ", 1)[0]
 
 
-def parse_csv(text):
+_HEAD = re.compile(r"^====== (.*) ======\s*$")
+_DIST = re.compile(r"^\s*([\d.]+)% <= ([\d.]+) milliseconds \(cumulative count (\d+)\)")
+_THRU = re.compile(r"throughput summary: ([\d.]+) requests per second")
+_DONE = re.compile(r"(\d+) requests completed in ([\d.]+) seconds")
+
+
+def parse_output(text):
+    """Every '====== NAME ======' section of redis-benchmark's output ->
+    {'test': NAME, 'rps', 'avg_latency_ms', ..., 'p999_latency_ms', 'max_latency_ms',
+    'requests', 'seconds'}. Sections without a summary are left out."""
     rows = []
-    for rec in csv.reader(io.StringIO(text)):
-        if len(rec) < 8 or rec[0] == "test":
+    cur = None
+    lines = text.replace("\r", "\n").splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        m = _HEAD.match(line)
+        if m:
+            cur = {"test": m.group(1).strip(), "_dist": []}
+            rows.append(cur)
+        elif cur is not None:
+            d = _DIST.match(line)
+            if d:
+                cur["_dist"].append((float(d.group(1)), float(d.group(2)), int(d.group(3))))
+            t = _THRU.search(line)
+            if t:
+                cur["rps"] = float(t.group(1))
+            c = _DONE.search(line)
+            if c:
+                cur["requests"] = int(c.group(1))
+                cur["seconds"] = float(c.group(2))
+            if line.split() == ["avg", "min", "p50", "p95", "p99", "max"] and i + 1 < len(lines):
+                try:
+                    vals = [float(x) for x in lines[i + 1].split()]
+                except ValueError:
+                    vals = []
+                if len(vals) == 6:
+                    for k, v in zip(["avg_latency_ms", "min_latency_ms", "p50_latency_ms", "p95_latency_ms",
+                                     "p99_latency_ms", "max_latency_ms"], vals):
+                        cur[k] = v
+                    i += 1
+        i += 1
+    out = []
+    for r in rows:
+        dist = r.pop("_dist")
+        if "rps" not in r:
             continue
-        try:
-            vals = [float(x) for x in rec[1:8]]
-        except ValueError:
-            continue
-        row = {"test": rec[0]}
-        row.update(dict(zip(CSV_FIELDS, vals)))
-        rows.append(row)
-    return rows
+        total = max((c for _, _, c in dist), default=0)
+        if total:
+            need = 0.999 * total
+            cands = [v for _, v, c in dist if c >= need - 1e-9]
+            r["p999_latency_ms"] = min(cands) if cands else r.get("max_latency_ms")
+        else:
+            r["p999_latency_ms"] = r.get("max_latency_ms")
+        out.append(r)
+    return out
 
 
 def version(exe="redis-benchmark"):
@@ -63,22 +117,58 @@ def version(exe="redis-benchmark"):
         return f"unknown ({e})"
 
 
-def run(port, test, n, clients, pipeline, data_size=None, keyspace=None, timeout_s=120):
-    """Run `redis-benchmark -t test` once. Returns a dict with ok/reason, the
-    row for `test` (rps and latencies), all CSV rows, wall and client CPU s."""
-    argv = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "-t", test, "-n", str(n),
+class RssWatch(threading.Thread):
+    """Samples VmRSS of the given pids every `every` s while a run lasts; max per role."""
+
+    def __init__(self, pids, every=0.1):
+        super().__init__(daemon=True)
+        self.pids = dict(pids or {})
+        self.every = every
+        self.peak = {}
+        self._halt = threading.Event()
+
+    def run(self):
+        while True:
+            for role, pid in self.pids.items():
+                v = procs.mem_kb(pid).get("VmRSS")
+                if v is not None and v > self.peak.get(role, 0):
+                    self.peak[role] = v
+            if self._halt.wait(self.every):
+                break
+
+    def finish(self):
+        self._halt.set()
+        self.join(2)
+        return self.peak
+
+
+def run(port, test, n, clients, pipeline, data_size=None, keyspace=None, timeout_s=120,
+        command=None, cluster=False, pids=None):
+    """Run redis-benchmark once: `-t test`, or the literal `command` (a list
+    of arguments; `test` is then only its name in the results). Returns a
+    dict with ok/reason, rps and latencies of the row for `test`, every row,
+    wall and client CPU seconds, and the peak RSS per role of `pids` during
+    the run."""
+    argv = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "-n", str(n),
             "-c", str(clients), "-P", str(pipeline)]
+    if command is None:
+        argv[5:5] = ["-t", test]
     if data_size is not None:
         argv += ["-d", str(data_size)]
     if keyspace is not None:
         argv += ["-r", str(keyspace)]
-    argv.append("--csv")
+    if cluster:
+        argv.append("--cluster")
+    if command is not None:
+        argv += [str(x) for x in command]
     full = ["timeout", "-k", "5", str(int(timeout_s)), *argv]
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     p = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          start_new_session=True, preexec_fn=procs._child_setup)
     procs.LIVE[p.pid] = p
+    watch = RssWatch(pids)   # started after the fork: preexec_fn and threads don't mix
+    watch.start()
     try:
         out, err = p.communicate()
     finally:
@@ -87,32 +177,37 @@ def run(port, test, n, clients, pipeline, data_size=None, keyspace=None, timeout
         procs.LIVE.pop(p.pid, None)
     wall = time.monotonic() - t0
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak = watch.finish()
     out = out.decode("utf-8", "replace")
     err = err.decode("utf-8", "replace")
-    rows = parse_csv(out)
+    rows = parse_output(out)
     res = {"argv": argv, "rc": p.returncode, "wall_s": round(wall, 3),
            "client_cpu_s": round((ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime), 3),
-           "rows": rows, "warnings": [], "ok": False, "reason": None}
-    for line in (out + "\n" + err).splitlines():
+           "rows": rows, "warnings": [], "ok": False, "reason": None, "rss_peak_during_kb": peak}
+    for line in (out + "\n" + err).replace("\r", "\n").splitlines():
         if line.startswith("WARNING"):
             res["warnings"].append(line.strip())
-    main = [r for r in rows if row_key(r["test"]) == test]
+    want = test if command is None else " ".join(str(x) for x in command).lower()
+    main = [r for r in rows if row_key(r["test"]) == want]
+    if command is not None and not main and rows:
+        main = rows[-1:]
     if main:
-        res.update({k: main[0][k] for k in CSV_FIELDS})
+        res.update({k: main[0].get(k) for k in FIELDS})
     # Decide failure: any server error, a non-zero exit, a timeout, no row.
-    server_err = next((ln.strip() for ln in (out + "\n" + err).splitlines() if "Error from server" in ln), None)
-    if p.returncode == 124 or p.returncode == 137 or p.returncode == -9:
+    text = (out + "\n" + err).replace("\r", "\n")
+    server_err = next((ln.strip() for ln in text.splitlines() if "Error from server" in ln), None)
+    if p.returncode in (124, 137, -9):
         res["reason"] = f"timed out after {int(timeout_s)} s"
     elif server_err:
         res["reason"] = server_err
     elif p.returncode != 0:
         tail = [ln.strip() for ln in (err or out).splitlines() if ln.strip() and not ln.startswith("WARNING")]
-        res["reason"] = f"exit {p.returncode}" + (f": {tail[-1]}" if tail else "")
+        res["reason"] = f"exit {p.returncode}" + (f": {tail[-1][:300]}" if tail else "")
     elif not main:
         res["reason"] = f"no result for '{test}' (redis-benchmark ran no such test?)"
     else:
         res["ok"] = True
     if not res["ok"]:
         res["stderr_tail"] = err[-2000:]
-        res["stdout_tail"] = out[-2000:]
+        res["stdout_tail"] = out.replace("\r", "\n")[-2000:]
     return res

@@ -11,10 +11,17 @@ import time
 from . import procs
 
 EMBEDDED = ["lmdb", "leveldb"]          # frontdoor backends with a durability setting
-SERVICE = ["redis", "mongodb"]          # frontdoor backends in front of another server
+SERVICE = ["redis", "mongodb", "redis-cluster"]   # frontdoor backends in front of other servers
+BASELINES = ["redis-direct", "twemproxy", "redis-cluster-direct"]   # no frontdoor in the path
 ALL_TARGETS = ["redis-direct", "twemproxy", "lmdb-sync", "lmdb-nosync", "leveldb-sync", "leveldb-nosync",
-               "redis", "mongodb"]
+               "redis", "mongodb", "redis-cluster-direct", "redis-cluster"]
 GROUPS = {b: [f"{b}-sync", f"{b}-nosync"] for b in EMBEDDED}
+# Roles (process names in the results) that are the proxy in the path; every
+# other role is a server behind it.
+PROXY_ROLES = ("frontdoor", "nutcracker")
+CLUSTER_NODES = 3
+MONGO_EMULATOR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                              "tests", "mongo", "server.py")
 
 # How frontdoor is pointed at the server behind a service backend: redis's
 # is `redis-address host:port` (docs/redis-backend.md; pool size and timeout
@@ -23,6 +30,7 @@ GROUPS = {b: [f"{b}-sync", f"{b}-nosync"] for b in EMBEDDED}
 SERVICE_ARGS = {
     "redis": lambda addr: ["--redis-address", addr],
     "mongodb": lambda uri: ["--mongo-uri", uri],
+    "redis-cluster": lambda seeds: ["--redis-cluster-seeds", seeds],
 }
 START_TIMEOUT = 20.0
 
@@ -87,9 +95,12 @@ def _tail(path, n=5):
 
 
 class Target:
-    def __init__(self, name, workroot, frontdoor=None):
+    def __init__(self, name, workroot, frontdoor=None, opts=None):
         self.name = name
         self.frontdoor = frontdoor
+        self.opts = dict(opts or {})
+        self.cluster = False   # redis-benchmark --cluster (the cluster baseline)
+        self.versions = {}     # what the servers said about themselves
         self.workdir = os.path.join(workroot, name)
         self.procs = []        # (role, Popen)
         self.datadirs = []
@@ -103,6 +114,8 @@ class Target:
             return "redis-direct", None, None
         if name == "twemproxy":
             return "twemproxy", None, None
+        if name == "redis-cluster-direct":
+            return "redis-cluster-direct", None, None
         for b in EMBEDDED:
             for d in ("sync", "nosync"):
                 if name == f"{b}-{d}":
@@ -116,9 +129,27 @@ class Target:
             return "redis-server alone, no persistence: the baseline"
         if self.kind == "twemproxy":
             return "nutcracker (twemproxy) in front of its own redis-server, no persistence"
+        if self.kind == "redis-cluster-direct":
+            return f"{CLUSTER_NODES} redis-server masters, cluster-enabled, no persistence; redis-benchmark --cluster"
         if self.backend in EMBEDDED:
             return f"frontdoor, {self.backend} backend, durability {self.durability}"
+        if self.backend == "redis":
+            return "frontdoor, redis backend, in front of its own redis-server (no persistence)"
+        if self.backend == "redis-cluster":
+            return f"frontdoor, redis-cluster backend, in front of {CLUSTER_NODES} cluster masters (no persistence)"
+        if self.backend == "mongodb":
+            if self.opts.get("mongodb_uri"):
+                return f"frontdoor, mongodb backend, MongoDB at {self.opts['mongodb_uri']}" + self._mongo_wc()
+            return ("frontdoor, mongodb backend, in front of the MongoDB EMULATOR tests/mongo/server.py "
+                    "(its speed is not MongoDB's)" + self._mongo_wc())
         return f"frontdoor, {self.backend} backend"
+
+    def _mongo_wc(self):
+        w = self.opts.get("mongo_w")
+        return f", write concern w={w}" if w else ", write concern: the server's default"
+
+    def proxy_roles(self):
+        return [r for r, _ in self.procs if r in PROXY_ROLES]
 
     # ---- lifecycle ---------------------------------------------------------
 
@@ -126,6 +157,9 @@ class Target:
         os.makedirs(self.workdir, exist_ok=True)
         if self.kind == "redis-direct":
             self.port = self._start_redis("redis-server")
+        elif self.kind == "redis-cluster-direct":
+            self.port = self._start_cluster()[0]
+            self.cluster = True
         elif self.kind == "twemproxy":
             self._start_twemproxy()
         else:
@@ -165,7 +199,7 @@ class Target:
         tail = _tail(self._log(role))
         raise Skip(f"{what} did not answer PING on port {port} within {START_TIMEOUT:.0f} s" + (f": {tail}" if tail else ""))
 
-    def _start_redis(self, role):
+    def _start_redis(self, role, extra=(), port_fn=None):
         exe = shutil.which("redis-server")
         if not exe:
             raise Skip("redis-server not installed")
@@ -173,12 +207,17 @@ class Target:
         os.makedirs(data, exist_ok=True)
         self.datadirs.append(data)
         for _ in range(3):
-            port = procs.free_port()
+            port = (port_fn or procs.free_port)()
             argv = [exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", data, "--save", "",
-                    "--appendonly", "no", "--daemonize", "no", "--logfile", "", "--protected-mode", "no"]
+                    "--appendonly", "no", "--daemonize", "no", "--logfile", "", "--protected-mode", "no",
+                    *extra]
             p = procs.spawn(argv, self._log(role))
             self.procs.append((role, p))
             if self._wait_ready(role, p, port, procs.ping, "redis-server"):
+                if not self.versions.get("redis_server"):
+                    inf = procs.info(port) or {}
+                    if inf.get("redis_version"):
+                        self.versions["redis_server"] = inf["redis_version"]
                 return port
             self.procs.pop()
             procs.stop(p)
@@ -219,13 +258,74 @@ class Target:
                 break
         raise Skip(f"nutcracker failed to start: {_tail(self._log('nutcracker') + '.own') or _tail(self._log('nutcracker'))}")
 
+    def _start_cluster(self):
+        """CLUSTER_NODES masters with cluster-enabled on free ports (their
+        bus port, port + 10000, free too), joined by `redis-cli --cluster
+        create`; returns their ports once every node says cluster_state:ok."""
+        if not shutil.which("redis-cli"):
+            raise Skip("redis-cli not installed (needed to create the cluster)")
+        ports = []
+        for i in range(1, CLUSTER_NODES + 1):
+            ports.append(self._start_redis(
+                f"redis-node-{i}", extra=["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                                          "--cluster-node-timeout", "5000"],
+                port_fn=procs.free_port_with_bus))
+        addrs = [f"127.0.0.1:{p}" for p in ports]
+        try:
+            r = subprocess.run(["redis-cli", "--cluster", "create", *addrs, "--cluster-replicas", "0",
+                                "--cluster-yes"], capture_output=True, text=True, timeout=60,
+                               stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise Skip("redis-cli --cluster create did not finish within 60 s")
+        with open(self._log("cluster-create"), "w") as f:
+            f.write(r.stdout + r.stderr)
+        if r.returncode != 0:
+            tail = " | ".join((r.stdout + r.stderr).strip().splitlines()[-3:])
+            raise Skip(f"redis-cli --cluster create failed (exit {r.returncode}): {tail}")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            states = []
+            for p in ports:
+                try:
+                    states.append(b"cluster_state:ok" in procs.command(p, "CLUSTER", "INFO"))
+                except OSError:
+                    states.append(False)
+            if all(states):
+                self.cluster_seeds = ",".join(addrs)
+                return ports
+            time.sleep(0.2)
+        raise Skip("the cluster did not reach cluster_state:ok within 30 s")
+
+    def _start_mongo_emulator(self):
+        """tests/mongo/server.py on a free port; returns its URI."""
+        role = "mongodb-emulator"
+        if not os.path.exists(MONGO_EMULATOR):
+            raise Skip(f"no MongoDB URI given (--mongodb-uri) and the emulator {MONGO_EMULATOR} is missing")
+        p = procs.spawn(["/usr/bin/python3", MONGO_EMULATOR, "0"], self._log(role))
+        self.procs.append((role, p))
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            try:
+                with open(self._log(role)) as f:
+                    first = f.readline()
+            except OSError:
+                first = ""
+            if first.startswith("port ") and first.endswith("\n"):
+                return f"mongodb://127.0.0.1:{int(first.split()[1])}"
+            if p.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise Skip(f"the MongoDB emulator did not start: {_tail(self._log(role), 3)}")
+
     def _frontdoor_argv(self, port, data, extra=()):
         argv = [self.frontdoor, "--port", str(port), "--bind", "127.0.0.1", "--dir", data,
                 "--backend", self.backend]
         if self.durability:
             argv += ["--durability", self.durability]
         if self.backend == "lmdb":
-            argv += ["--lmdb-map-size", "4gb"]
+            argv += ["--lmdb-map-size", self.opts.get("lmdb_map_size") or "4gb"]
+        if self.backend == "mongodb" and self.opts.get("mongo_w"):
+            argv += ["--mongo-w", self.opts["mongo_w"]]
         return argv + list(extra)
 
     def _try_frontdoor(self, extra=(), probe=False):
@@ -271,10 +371,17 @@ class Target:
             if self.backend == "redis":
                 rport = self._start_redis("redis-server")
                 extra = SERVICE_ARGS["redis"](f"127.0.0.1:{rport}")
+            elif self.backend == "redis-cluster":
+                self._start_cluster()
+                extra = SERVICE_ARGS["redis-cluster"](self.cluster_seeds)
             else:
-                uri = os.environ.get("BENCH_MONGODB_URI")
-                if not uri:
-                    raise Skip("no MongoDB server: set BENCH_MONGODB_URI (an emulator's speed says nothing about MongoDB)")
+                uri = self.opts.get("mongodb_uri")
+                if uri:
+                    hp = procs.uri_hostport(uri)
+                    if hp and not procs.port_open(hp[1], host=hp[0], timeout=2.0):
+                        raise Skip(f"MongoDB at {uri} is not reachable ({hp[0]}:{hp[1]} refuses or does not answer)")
+                else:
+                    uri = self._start_mongo_emulator()
                 extra = SERVICE_ARGS["mongodb"](uri)
         try:
             p, port, data = self._try_frontdoor(extra)
@@ -285,7 +392,24 @@ class Target:
         self.procs.append(("frontdoor", p))
         self.datadirs.append(data)
         self.port = port
+        self._serve_check()
 
+    def _serve_check(self):
+        """PING is answered by frontdoor itself: a SET and a DEL through it
+        show that the backend behind it serves."""
+        key = "fdbench:probe"
+        try:
+            r1 = procs.command(self.port, "SET", key, "1", timeout=10.0)
+            r2 = procs.command(self.port, "DEL", key, timeout=10.0)
+        except OSError as e:
+            raise Skip(f"frontdoor started but its backend does not serve (SET probe: {e})")
+        if not r1.startswith(b"+OK") or not r2.startswith(b":"):
+            bad = (r1 if not r1.startswith(b"+OK") else r2).decode("utf-8", "replace").strip()
+            raise Skip(f"frontdoor started but its backend does not serve: {bad[:200]}")
+        inf = procs.info(self.port) or {}
+        for k, v in inf.items():
+            if k.endswith("_version") or k.endswith("_emulator") or k in ("backend",):
+                self.versions["frontdoor_info." + k] = v
     # ---- sampling ------------------------------------------------------------
 
     def sample(self):
