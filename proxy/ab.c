@@ -258,6 +258,124 @@ void px_ab_info(resp_out *o) {
 #undef L
 }
 
+/* ---------------------------------------------------------- FRONTDOOR REPORT */
+
+/* One RESP reply as redis-cli shows it, on one line: "text", (nil),
+ * (integer) 3, (error) ERR ..., [a, b] for aggregates. Returns bytes read
+ * from r (0 if malformed); appends at most max-1 bytes to out. */
+static size_t reply_text(const char *r, size_t len, char *out, size_t max, size_t *o) {
+#define PUT(str, n) do { size_t n_ = (n); if (*o + n_ >= max) n_ = max - 1 - *o; memcpy(out + *o, str, n_); *o += n_; out[*o] = 0; } while (0)
+    if (len < 3) return 0;
+    const char *nl = memchr(r, '\n', len);
+    if (!nl || nl == r || nl[-1] != '\r') return 0;
+    size_t hl = (size_t)(nl - r) + 1;           /* header with CRLF */
+    const char *v = r + 1;
+    size_t vl = hl - 3;
+    long long n = strtoll(v, NULL, 10);
+    char tmp[64];
+    switch (r[0]) {
+    case '+': PUT(v, vl); return hl;
+    case '-': PUT("(error) ", 8); PUT(v, vl); return hl;
+    case ':': PUT("(integer) ", 10); PUT(v, vl); return hl;
+    case ',': PUT("(double) ", 9); PUT(v, vl); return hl;
+    case '#': PUT(v[0] == 't' ? "(true)" : "(false)", v[0] == 't' ? 6 : 7); return hl;
+    case '_': PUT("(nil)", 5); return hl;
+    case '$': case '=': {
+        if (n < 0) { PUT("(nil)", 5); return hl; }
+        if (hl + (size_t)n + 2 > len) return 0;
+        char buf[AB_TEXT_MAX + 8];
+        size_t bl = printable(buf, sizeof buf - 2, r + hl, (size_t)n, 0);
+        PUT("\"", 1); PUT(buf, bl); PUT("\"", 1);
+        return hl + (size_t)n + 2;
+    }
+    case '*': case '~': case '>': case '%': {
+        if (n < 0) { PUT("(nil)", 5); return hl; }
+        long long elems = r[0] == '%' ? 2 * n : n;
+        size_t pos = hl;
+        PUT(r[0] == '%' ? "{" : "[", 1);
+        for (long long i = 0; i < elems; i++) {
+            if (i) PUT(r[0] == '%' && (i & 1) ? ": " : ", ", 2);
+            size_t used = reply_text(r + pos, len - pos, out, max, o);
+            if (!used) return 0;
+            pos += used;
+        }
+        PUT(r[0] == '%' ? "}" : "]", 1);
+        return pos;
+    }
+    default:
+        snprintf(tmp, sizeof tmp, "(%zu bytes)", len);
+        PUT(tmp, strlen(tmp));
+        return len;
+    }
+#undef PUT
+}
+
+static void report_reply(resp_out *t, const char *who, const char *r, size_t len) {
+    char line[AB_TEXT_MAX * 2 + 64];
+    size_t o = (size_t)snprintf(line, sizeof line, "    %-20s ", who);
+    if (!r || !reply_text(r, len, line, sizeof line - 2, &o)) o += (size_t)snprintf(line + o, sizeof line - o, "(truncated)");
+    if (o > sizeof line - 2) o = sizeof line - 2;
+    line[o++] = '\n';
+    resp_out_raw(t, line, o);
+}
+
+static void report_backend(resp_out *t, const char *label, const px_backend *be) {
+    char line[512];
+    const px_hist *l = &be->latency, *w = &be->wait;
+    double fd = l->count ? (double)(l->sum_ns - (w->sum_ns < l->sum_ns ? w->sum_ns : l->sum_ns)) / 1e3 / (double)l->count : 0;
+    int n = snprintf(line, sizeof line, "%-10s %-9s %10llu %8llu %9.1f %9.1f %9.1f %9.1f %9.1f %9.2f\n", label, be->b.ops->name,
+                     (unsigned long long)be->calls, (unsigned long long)be->errors,
+                     px_hist_quantile(l, 0.5) / 1e3, px_hist_quantile(l, 0.99) / 1e3, px_hist_quantile(l, 0.999) / 1e3,
+                     px_hist_quantile(w, 0.5) / 1e3, px_hist_quantile(w, 0.99) / 1e3, fd);
+    resp_out_raw(t, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+/* FRONTDOOR REPORT: the A/B state and the backends' latencies as a text a
+ * person reads (redis-cli FRONTDOOR REPORT). */
+static void report(px_conn *c) {
+    resp_out t;
+    resp_out_init(&t, 2);
+    char line[1024];
+#define P(...) do { int n_ = snprintf(line, sizeof line, __VA_ARGS__); resp_out_raw(&t, line, (size_t)n_ < sizeof line ? (size_t)n_ : sizeof line - 1); } while (0)
+    if (px_cfg.ab_mode == PX_AB_MIRROR) P("A/B mode: mirror (%s mirrored; queue %llu of %lld)\n", px_cfg.ab_mirror_writes ? "reads and writes" : "reads only", (unsigned long long)ab.queued, px_cfg.ab_mirror_queue);
+    else if (px_cfg.ab_mode == PX_AB_SPLIT) P("A/B mode: split by %s, %.1f%% to the secondary\n", px_cfg.ab_split_by == PX_AB_BY_CLIENT ? "client" : "key", px_cfg.ab_split_fraction * 100);
+    else P("A/B mode: off\n");
+    P("backend swaps: %llu\n\n", (unsigned long long)px_srv.switches);
+    P("latency in microseconds: total = from the hand-over to the backend until the reply is ready;\n"
+      "wait = waiting on the backend (an embedded store: its own work); frontdoor = total - wait, per call\n");
+    P("%-10s %-9s %10s %8s %9s %9s %9s %9s %9s %9s\n", "role", "backend", "calls", "errors", "p50", "p99", "p99.9", "wait p50", "wait p99", "frontdoor");
+    if (px_srv.primary) report_backend(&t, "primary", px_srv.primary);
+    if (px_srv.secondary) report_backend(&t, "secondary", px_srv.secondary);
+    for (px_backend *d = px_srv.draining; d; d = d->next) report_backend(&t, "draining", d);
+    if (px_cfg.ab_mode == PX_AB_SPLIT) P("\nsent to the secondary: %llu\n", (unsigned long long)ab.split_secondary);
+    P("\nmirrored %llu, compared %llu, mismatches %llu, dropped %llu (secondary failed %llu)\n",
+      (unsigned long long)ab.mirrored, (unsigned long long)ab.compared, (unsigned long long)ab.mismatches,
+      (unsigned long long)ab.dropped, (unsigned long long)ab.secondary_errors);
+    size_t n;
+    px_command *tab = px_commands_table(&n);
+    int any = 0;
+    for (size_t i = 0; i < n; i++)
+        if (tab[i].ab_mismatches) {
+            if (!any++) P("mismatches by command:\n");
+            P("  %-16s %llu of %llu compared\n", tab[i].name, (unsigned long long)tab[i].ab_mismatches, (unsigned long long)tab[i].ab_compared);
+        }
+    if (ab.nsamples) P("latest mismatches, newest first:\n");
+    const char *pn = px_srv.primary ? px_srv.primary->b.ops->name : "primary";
+    const char *sn = px_srv.secondary ? px_srv.secondary->b.ops->name : "secondary";
+    char who[2][48];
+    snprintf(who[0], sizeof who[0], "primary %s:", pn);
+    snprintf(who[1], sizeof who[1], "secondary %s:", sn);
+    for (unsigned k = 0; k < ab.nsamples; k++) {
+        const ab_sample *s = &ab.samples[(ab.next_sample + AB_SAMPLES - 1 - k) % AB_SAMPLES];
+        P("  %s\n", s->text);
+        report_reply(&t, who[0], s->rep[0], s->len[0]);
+        report_reply(&t, who[1], s->rep[1], s->len[1]);
+    }
+#undef P
+    resp_add_verbatim(&c->out, "txt", t.data ? t.data : "", t.len);
+    resp_out_free(&t);
+}
+
 static void ab_reset(void) {
     for (unsigned i = 0; i < AB_SAMPLES; i++) sample_free(&ab.samples[i]);
     ab.next_sample = ab.nsamples = 0;
@@ -269,7 +387,7 @@ static void ab_reset(void) {
 
 #define ARGIS(a, lit) ((a).len == sizeof(lit) - 1 && !strncasecmp((a).ptr, lit, sizeof(lit) - 1))
 
-/* FRONTDOOR AB [RESET] | FRONTDOOR HELP */
+/* FRONTDOOR AB [RESET] | FRONTDOOR REPORT | FRONTDOOR HELP */
 void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv) {
     resp_out *o = &c->out;
     if (ARGIS(argv[1], "AB") && argc == 2) {
@@ -286,6 +404,8 @@ void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv) {
     } else if (ARGIS(argv[1], "AB") && argc == 3 && ARGIS(argv[2], "RESET")) {
         ab_reset();
         resp_add_simple(o, "OK", 2);
+    } else if (ARGIS(argv[1], "REPORT") && argc == 2) {
+        report(c);
     } else if (ARGIS(argv[1], "HELP") && argc == 2) {
         static const char *const help[] = {
             "FRONTDOOR <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -293,6 +413,8 @@ void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv) {
             "    The latest A/B mismatches, newest first: [unix-ms, command, primary reply, secondary reply].",
             "AB RESET",
             "    Forget the mismatches and zero the A/B counters (INFO ab).",
+            "REPORT",
+            "    A readable report: A/B mode, each backend's calls, errors and latency percentiles, mismatches with both replies.",
             "HELP",
             "    Print this help.",
         };

@@ -120,7 +120,17 @@ static int same_folder(const px_backend *old, const px_backend_settings *bs) {
     return is_embedded(old->own.be.backend) && is_embedded(bs->backend) && !strcmp(old->own.be.dir, bs->dir);
 }
 
+/* Take a backend out of service: an embedded one has nothing in flight and
+ * is committed and closed now (its folder may be reopened at once); a
+ * network one drains first. */
 static void retire(px_backend *old) {
+    if (!old->b.ops->async) {
+        if (old->b.ops->end_turn && old->b.ops->end_turn(&old->b) != FD_OK)
+            px_log(PX_LOG_WARNING, "backend %s: last commit failed while closing it", old->own.be.backend);
+        px_log(PX_LOG_NOTICE, "backend %s closed (%llu calls)", old->own.be.backend, (unsigned long long)old->calls);
+        px_backend_close(old);
+        return;
+    }
     old->role = "draining";
     old->next = px_srv.draining;
     px_srv.draining = old;
@@ -186,7 +196,11 @@ int px_backends_ab_apply(char *err, size_t errlen) {
         return -1;
     }
     if (!want) {
-        if (cur) { retire(cur); px_srv.secondary = NULL; px_log(PX_LOG_NOTICE, "A/B off: secondary %s closing", cur->own.be.backend); }
+        if (cur) {
+            px_log(PX_LOG_NOTICE, "A/B off: secondary %s closing", cur->own.be.backend);
+            px_srv.secondary = NULL;
+            retire(cur);
+        }
         return 0;
     }
     if (cur && px_backend_settings_equal(&cur->own.be, &px_cfg.ab)) return 0;

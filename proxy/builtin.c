@@ -290,24 +290,33 @@ void px_cmd_config(px_conn *c, int argc, resp_arg *argv) {
             groups |= 1 << px_config_group(name);
             px_log(PX_LOG_NOTICE, "CONFIG SET %s changed from '%s'", name, val);
         }
-        /* a backend's settings apply by reopening it (a live swap) */
+        /* a backend's settings apply by reopening it (a live swap); turning
+         * A/B off goes first, so the secondary's store can become the primary
+         * in the same call */
+        int ab = (groups & (1 << PX_CFG_AB)) != 0, ab_first = ab && px_cfg.ab_mode == PX_AB_OFF;
+        if (ab_first && px_backends_ab_apply(err, sizeof err)) {
+            resp_add_errorf(&c->out, "ERR CONFIG SET failed: A/B setup unchanged - %s", err);
+            goto rollback;
+        }
         if ((groups & (1 << PX_CFG_PRIMARY)) && px_backends_swap(0, err, sizeof err)) {
             resp_add_errorf(&c->out, "ERR CONFIG SET failed: backend %s not opened, still on %s - %s",
                             px_cfg.be.backend, old.be.backend, err);
             goto rollback;
         }
-        if ((groups & (1 << PX_CFG_AB)) && px_backends_ab_apply(err, sizeof err)) {
+        if (ab && !ab_first && px_backends_ab_apply(err, sizeof err)) {
             resp_add_errorf(&c->out, "ERR CONFIG SET failed: A/B setup unchanged - %s", err);
-            /* the primary may have been swapped in this call: keep that part */
-            px_backend_settings_assign(&old.be, &px_cfg.be);
             goto rollback;
         }
         px_settings_free(&old);
         resp_add_simple(&c->out, "OK", 2);
         return;
     rollback:
+        /* back to the old settings, and the running backends to match them
+         * (no-ops for what did not change) */
         px_settings_free(&px_cfg);
         px_cfg = old;
+        if (px_backends_swap(0, err, sizeof err) || px_backends_ab_apply(err, sizeof err))
+            px_log(PX_LOG_WARNING, "CONFIG SET rollback: %s", err);
         return;
     } else if (ARGIS(*sub, "REWRITE")) {
         if (argc != 2) { reply_subcmd_arity(c, "config", sub); return; }

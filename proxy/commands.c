@@ -41,7 +41,7 @@ static px_command table[] = {
     PROXY("info", -1, 0, px_info_reply, "server", "1.0.0", "Returns information and statistics about the server.", "[section...]"),
     PROXY("client", -2, 0, px_cmd_client, "connection", "2.4.0", "Connection management (ID, SETNAME, GETNAME, LIST, INFO).", "subcommand [arg...]"),
     PROXY("time", 1, F, px_cmd_time, "server", "2.6.0", "Returns the server time."),
-    PROXY("frontdoor", -2, A, px_cmd_frontdoor, "server", "0.1.0", "frontdoor's own reports (AB: the latest A/B mismatches; AB RESET; HELP).", "subcommand [arg...]"),
+    PROXY("frontdoor", -2, A, px_cmd_frontdoor, "server", "0.1.0", "frontdoor's own reports (REPORT: A/B and backend latencies as text; AB: the latest A/B mismatches; AB RESET; HELP).", "subcommand [arg...]"),
     PROXY("lastsave", 1, F, px_cmd_lastsave, "server", "1.0.0", "Returns the Unix timestamp of the start (frontdoor does not snapshot)."),
 
     /* strings */

@@ -136,6 +136,30 @@ def mirror_redis_to_lmdb_matches_then_catches_a_divergence():
 
 
 @T.case
+def mirrored_store_becomes_the_primary_in_one_call():
+    need_frontdoor()
+    r = start_redis()
+    ab_dir = make_tempdir("fdtest-ab-")
+    fd = start_frontdoor(backend="redis", redis_address="%s:%d" % (HOST, r.port), ab_mode="mirror",
+                         ab_secondary="lmdb", ab_dir=ab_dir, ab_durability="nosync")
+    with fd.conn() as c:
+        eq(c.cmd("RPUSH", "l", "a", "b"), b":2\r\n")
+        eq(c.cmd("INCR", "n"), b":1\r\n")
+        # the secondary's folder cannot be the primary's while A/B is on...
+        got = c.call("CONFIG", "SET", "backend", "lmdb", "dir", ab_dir)
+        check(isinstance(got, Err) and "secondary" in got, "refused with the reason", got)
+        eq(info(c, "backends")["backend_primary"], "redis")
+        eq(c.call("CONFIG", "GET", "backend")[1], b"redis", "rolled back")
+        # ...but turning A/B off in the same call frees it
+        eq(c.cmd("CONFIG", "SET", "ab-mode", "off", "backend", "lmdb", "dir", ab_dir), b"+OK\r\n")
+        b = info(c, "backends")
+        eq((b["backend_primary"], b["backend_secondary"]), ("lmdb", ""))
+        eq(c.cmd("LRANGE", "l", "0", "-1"), b"*2\r\n$1\r\na\r\n$1\r\nb\r\n", "mirrored data now served")
+        eq(c.cmd("INCR", "n"), b":2\r\n")
+        wait_until(lambda: info(c, "backends")["backend_draining"] == "0", what="redis drained")
+
+
+@T.case
 def read_only_mirroring_keeps_writes_on_the_primary():
     need_frontdoor()
     sec = start_redis()
