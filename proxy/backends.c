@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ------------------------------------------------------------ histograms */
 
@@ -147,14 +148,74 @@ int px_backends_init(char *err, size_t errlen) {
     return 0;
 }
 
-int px_backends_swap(int force, char *err, size_t errlen) {
+/* The swap waiting for its new backend's first answer. */
+static struct {
+    px_backend         *nb;
+    px_backend_settings old;     /* the running primary's settings: restored into px_cfg.be on failure */
+    fd_pending         *reply;   /* the CONFIG SET reply owed, or NULL */
+} sw;
+
+static void free_backend_settings(px_backend_settings *bs) {
+    px_settings tmp = {0};
+    tmp.be = *bs;
+    px_settings_free(&tmp);
+    memset(bs, 0, sizeof *bs);
+}
+
+static void activate(px_backend *nb) {
     px_backend *old = px_srv.primary;
+    px_srv.primary = nb;
+    px_srv.switches++;
+    px_srv.switched_at = time(NULL);
+    px_log(PX_LOG_NOTICE, "backend swapped: now %s%s", nb->own.be.backend,
+           old && old->b.ops->async ? " (the previous one closes once its requests are answered)" : "");
+    if (old) retire(old);
+}
+
+/* The new backend's answer to the probe: switch, or stay. */
+static int probe_result(const char *reply, size_t len, char *err, size_t errlen) {
+    px_backend *nb = sw.nb;
+    sw.nb = NULL;
+    int rc = 0;
+    if (len && reply[0] != '-') {
+        activate(nb);
+    } else {
+        size_t l = len > 1 ? len - 1 : 0;
+        while (l && (reply[l] == '\r' || reply[l] == '\n')) l--;
+        snprintf(err, errlen, "%s does not answer: %.*s", nb->own.be.backend, (int)(len ? l : 0), len ? reply + 1 : "");
+        px_log(PX_LOG_WARNING, "backend swap failed, staying on %s: %s",
+               px_srv.primary ? px_srv.primary->own.be.backend : "none", err);
+        px_backend_settings_assign(&px_cfg.be, &sw.old);
+        retire(nb);                          /* closed once the probe is off its books */
+        rc = -1;
+    }
+    free_backend_settings(&sw.old);
+    return rc;
+}
+
+static void on_probe(fd_pending *p, const char *reply, size_t len) {
+    (void)p;
+    char err[600];
+    fd_pending *owed = sw.reply;
+    sw.reply = NULL;
+    int rc = probe_result(reply, len, err, sizeof err);
+    if (!owed) return;
+    resp_out o;
+    resp_out_init(&o, 2);
+    if (rc == 0) resp_add_simple(&o, "OK", 2);
+    else resp_add_errorf(&o, "ERR CONFIG SET failed: backend not swapped - %s", err);
+    fd_pending_reply(owed, o.data, o.len);
+    resp_out_free(&o);
+}
+
+int px_backends_swap(int force, fd_pending *reply, char *err, size_t errlen) {
+    px_backend *old = px_srv.primary;
+    if (sw.nb) { snprintf(err, errlen, "a backend swap is in progress"); return -1; }
     if (old && !force && px_backend_settings_equal(&old->own.be, &px_cfg.be)) return 0;
     if (old && px_srv.secondary && same_folder(px_srv.secondary, &px_cfg.be)) {
         snprintf(err, errlen, "dir '%s' is the A/B secondary's data folder", px_cfg.be.dir);
         return -1;
     }
-    px_backend *nb;
     if (old && same_folder(old, &px_cfg.be)) {
         /* embedded: nothing in flight; commit what this turn wrote, close, reopen */
         if (old->b.ops->end_turn && old->b.ops->end_turn(&old->b) != FD_OK) {
@@ -165,7 +226,7 @@ int px_backends_swap(int force, char *err, size_t errlen) {
         px_settings_copy(&keep, &old->own);
         px_backend_close(old);
         px_srv.primary = NULL;
-        nb = px_backend_open(&px_cfg.be, "primary", err, errlen);
+        px_backend *nb = px_backend_open(&px_cfg.be, "primary", err, errlen);
         if (!nb) {
             char e2[512];
             px_srv.primary = px_backend_open(&keep.be, "primary", e2, sizeof e2);
@@ -174,17 +235,50 @@ int px_backends_swap(int force, char *err, size_t errlen) {
             return -1;
         }
         px_settings_free(&keep);
-    } else {
-        nb = px_backend_open(&px_cfg.be, "primary", err, errlen);
-        if (!nb) return -1;
-        if (old) retire(old);
+        activate(nb);
+        return 0;
     }
-    px_srv.primary = nb;
-    px_srv.switches++;
-    px_srv.switched_at = time(NULL);
-    px_log(PX_LOG_NOTICE, "backend swapped: now %s%s%s", nb->own.be.backend,
-           old ? " (the previous one closes once its requests are answered)" : "", "");
-    return 0;
+    px_backend *nb = px_backend_open(&px_cfg.be, "primary", err, errlen);
+    if (!nb) return -1;
+    if (!nb->b.ops->async || !old) { activate(nb); return 0; }
+
+    /* a network backend: ask it something before moving traffic to it */
+    sw.nb = nb;
+    sw.reply = reply;
+    if (old) px_backend_settings_assign(&sw.old, &old->own.be);
+    static char dbsize[] = "DBSIZE";
+    static const char raw[] = "*1\r\n$6\r\nDBSIZE\r\n";
+    resp_arg argv[1] = {{dbsize, 6}};
+    resp_out scratch;
+    resp_out_init(&scratch, 2);
+    fd_pending *p = px_pending_push(NULL, px_command_lookup(dbsize, 6), 0);
+    if (!p) { sw.nb = NULL; sw.reply = NULL; free_backend_settings(&sw.old); px_backend_close(nb); snprintf(err, errlen, "out of memory"); return -1; }
+    p->be = nb;
+    p->t_sub_ns = px_mono_ns();
+    p->on_done = on_probe;
+    nb->inflight++;
+    fd_request r = {
+        .cmd = px_command_lookup(dbsize, 6), .argc = 1, .argv = argv, .out = &scratch,
+        .now_ms = px_now_ms(), .raw = raw, .rawlen = sizeof raw - 1, .pending = p,
+    };
+    p->in_submit = 1;
+    int st = nb->b.ops->submit(&nb->b, &r);
+    if (st == FD_PENDING) {
+        if (p->done) { free(p); resp_out_free(&scratch); return 1; }   /* answered inside submit: on_probe ran */
+        p->in_submit = 0;
+        p->t_ret_ns = px_mono_ns();
+        resp_out_free(&scratch);
+        return 1;
+    }
+    /* answered at once */
+    nb->inflight--;
+    p->on_done = NULL;
+    px_pending_drop(p);
+    if (st != FD_OK) px_reply_status(&scratch, st, "dbsize");
+    sw.reply = NULL;
+    int rc = probe_result(scratch.data, scratch.len, err, errlen);
+    resp_out_free(&scratch);
+    return rc;
 }
 
 int px_backends_ab_apply(char *err, size_t errlen) {

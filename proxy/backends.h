@@ -53,10 +53,16 @@ void        px_backend_account(px_backend *be, uint64_t latency_ns, uint64_t wai
 
 /* Start-up: the primary from px_cfg.be, and the A/B secondary if configured. */
 int  px_backends_init(char *err, size_t errlen);
-/* Reopen the primary from px_cfg.be (CONFIG SET, SIGHUP). On failure the
- * running primary stays and err says why. A no-op if nothing changed unless
- * force is set. */
-int  px_backends_swap(int force, char *err, size_t errlen);
+/* Reopen the primary from px_cfg.be (CONFIG SET, SIGHUP). A no-op if
+ * nothing changed unless force is set. An embedded backend is swapped at
+ * once. A network backend is first asked DBSIZE: traffic moves to it only
+ * once it answered, so a server that cannot be reached leaves the running
+ * primary in place (and px_cfg.be is restored). Returns 0 (swapped), -1
+ * (not swapped: err says why; px_cfg.be is the caller's to restore) or 1:
+ * the probe is in flight; `reply`, if not NULL, is then completed with +OK
+ * or the error when it ends (the outcome is logged either way). One swap at
+ * a time. */
+int  px_backends_swap(int force, fd_pending *reply, char *err, size_t errlen);
 /* Make the secondary match px_cfg.ab_mode / px_cfg.ab (opened, reopened or
  * closed). On failure the running A/B setup stays. */
 int  px_backends_ab_apply(char *err, size_t errlen);

@@ -298,24 +298,41 @@ void px_cmd_config(px_conn *c, int argc, resp_arg *argv) {
             resp_add_errorf(&c->out, "ERR CONFIG SET failed: A/B setup unchanged - %s", err);
             goto rollback;
         }
-        if ((groups & (1 << PX_CFG_PRIMARY)) && px_backends_swap(0, err, sizeof err)) {
-            resp_add_errorf(&c->out, "ERR CONFIG SET failed: backend %s not opened, still on %s - %s",
-                            px_cfg.be.backend, old.be.backend, err);
-            goto rollback;
+        fd_pending *owed = NULL;
+        if (groups & (1 << PX_CFG_PRIMARY)) {
+            /* a network backend answers a probe before traffic moves: the
+             * reply to this CONFIG SET waits for it (the client's later
+             * replies queue behind it, in order) */
+            owed = px_pending_push(c, NULL, 0);
+            int rc = px_backends_swap(0, owed, err, sizeof err);
+            if (rc != 1 && owed) { px_pending_drop(owed); owed = NULL; }
+            if (rc < 0) {
+                resp_add_errorf(&c->out, "ERR CONFIG SET failed: backend %s not opened, still on %s - %s",
+                                px_cfg.be.backend, old.be.backend, err);
+                goto rollback;
+            }
         }
         if (ab && !ab_first && px_backends_ab_apply(err, sizeof err)) {
+            if (owed) {
+                /* the swap's reply is owed: keep it, undo only the A/B part */
+                px_log(PX_LOG_WARNING, "CONFIG SET: A/B setup unchanged - %s", err);
+                px_backend_settings_assign(&px_cfg.ab, &old.ab);
+                px_cfg.ab_mode = old.ab_mode;
+                px_settings_free(&old);
+                return;
+            }
             resp_add_errorf(&c->out, "ERR CONFIG SET failed: A/B setup unchanged - %s", err);
             goto rollback;
         }
         px_settings_free(&old);
-        resp_add_simple(&c->out, "OK", 2);
+        if (!owed) resp_add_simple(&c->out, "OK", 2);
         return;
     rollback:
         /* back to the old settings, and the running backends to match them
          * (no-ops for what did not change) */
         px_settings_free(&px_cfg);
         px_cfg = old;
-        if (px_backends_swap(0, err, sizeof err) || px_backends_ab_apply(err, sizeof err))
+        if (px_backends_swap(0, NULL, err, sizeof err) < 0 || px_backends_ab_apply(err, sizeof err))
             px_log(PX_LOG_WARNING, "CONFIG SET rollback: %s", err);
         return;
     } else if (ARGIS(*sub, "REWRITE")) {

@@ -111,6 +111,7 @@ static void complete(fd_pending *p, const void *reply, size_t len, int failed) {
         p->be->inflight--;
         px_backend_account(p->be, now - p->t_sub_ns, now - ret, len && ((const char *)reply)[0] == '-');
     }
+    if (p->on_done) p->on_done(p, reply, len);
     if (p->ab) {
         px_ab_record(p->ab, p->ab_side, reply, len, failed || px_reply_is_unavailable(reply, len));
     }

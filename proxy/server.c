@@ -338,9 +338,12 @@ void px_server_reload(void) {
         px_settings_free(&old);
         return;
     }
-    if (px_backends_swap(0, err, sizeof err)) {
+    int rc = px_backends_swap(0, NULL, err, sizeof err);
+    if (rc < 0) {
         px_log(PX_LOG_WARNING, "reload: keeping backend %s: %s", old.be.backend, err);
         px_backend_settings_assign(&px_cfg.be, &old.be);
+    } else if (rc == 1) {
+        px_log(PX_LOG_NOTICE, "reload: waiting for backend %s to answer before moving traffic to it", px_cfg.be.backend);
     }
     if (px_backends_ab_apply(err, sizeof err)) {
         px_log(PX_LOG_WARNING, "reload: keeping the A/B setup: %s", err);

@@ -76,6 +76,8 @@ struct fd_pending {
     int                ab_side;          /* 0 primary, 1 secondary */
     int                in_submit;        /* completed inside submit: freed by the caller */
     int                done;
+    /* called with the reply when it arrives (before it is placed; conn may be NULL) */
+    void             (*on_done)(fd_pending *p, const char *reply, size_t len);
 };
 
 typedef struct px_server {

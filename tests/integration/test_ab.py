@@ -266,12 +266,18 @@ def swap_under_load_loses_nothing():
         st = info(c, "stats")
         # 5 tests x n commands, plus our CONFIG/INFO
         check(int(st["total_commands_processed"]) >= 5 * 30000, "every command counted", st)
-        # a swap that cannot open keeps the running backend
+        # a swap to a server that cannot be reached keeps the running backend
         now = info(c, "backends")["backend_primary"]
-        got = c.call("CONFIG", "SET", "backend", "mongodb", "mongo-uri", "mongodb://127.0.0.1:%d/?serverSelectionTimeoutMS=300" % free_port())
-        if isinstance(got, Err):
-            eq(info(c, "backends")["backend_primary"], now, "still on the running backend")
-            eq(c.call("CONFIG", "GET", "backend")[1], now.encode(), "the setting rolled back")
+        switches = int(info(c, "backends")["backend_switches"])
+        c.send("CONFIG", "SET", "backend", "redis", "redis-address", "%s:%d" % (HOST, free_port()))
+        c.send("PING")                       # queued behind the owed CONFIG SET reply
+        got, pong = parse(c.read(timeout=10)), c.read(timeout=10)
+        check(isinstance(got, Err) and "does not answer" in got, "swap refused with the reason", got)
+        eq(pong, b"+PONG\r\n", "the next reply comes after it")
+        b = info(c, "backends")
+        eq((b["backend_primary"], int(b["backend_switches"])), (now, switches), "still on the running backend")
+        eq(c.call("CONFIG", "GET", "redis-address")[1], ("%s:%d" % (HOST, r.port)).encode(), "setting restored")
+        eq(c.cmd("SET", "after", "1"), b"+OK\r\n")
         got = c.call("CONFIG", "SET", "backend", "no-such-store")
         check(isinstance(got, Err) and "unknown backend" in got, "clear error", got)
         eq(c.cmd("PING"), b"+PONG\r\n")
@@ -295,6 +301,13 @@ def sighup_reloads_and_rewrite_writes_back():
         os.kill(fd.pid, signal.SIGHUP)
         wait_until(lambda: info(c, "backends")["backend_primary"] == "redis", what="swapped by SIGHUP")
         eq(c.cmd("GET", "here"), b"$-1\r\n", "now on redis")
+        # a backend that cannot be reached: the running one is kept
+        with open(conf, "w") as f:
+            f.write("backend redis\nredis-address %s:%d\ndurability nosync\n" % (HOST, free_port()))
+        os.kill(fd.pid, signal.SIGHUP)
+        wait_until(lambda: "does not answer" in fd.log(), what="the failed swap logged")
+        eq(c.cmd("GET", "here"), b"$-1\r\n", "still on the first redis")
+        eq(c.call("CONFIG", "GET", "redis-address")[1], ("%s:%d" % (HOST, r.port)).encode())
         # a broken file: refused, the running setup kept
         with open(conf, "w") as f:
             f.write("backend redis\nfrobnicate yes\n")
