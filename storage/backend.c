@@ -10,6 +10,7 @@ extern const fd_backend_ops fd_leveldb_backend;  /* storage/leveldb.c */
 #endif
 #ifdef FRONTDOOR_WITH_REDIS
 extern const fd_backend_ops fd_redis_backend;    /* storage/redis.c */
+extern const fd_backend_ops fd_redis_cluster_backend;   /* storage/redis_cluster.c */
 #endif
 #ifdef FRONTDOOR_WITH_MONGODB
 extern const fd_backend_ops fd_mongodb_backend;  /* storage/mongodb.c */
@@ -24,6 +25,7 @@ static const fd_backend_ops *const fd_backends[] = {
 #endif
 #ifdef FRONTDOOR_WITH_REDIS
     &fd_redis_backend,
+    &fd_redis_cluster_backend,
 #endif
 #ifdef FRONTDOOR_WITH_MONGODB
     &fd_mongodb_backend,

@@ -93,7 +93,7 @@ static int rb_open(fd_backend *fb, const fd_backend_config *cfg, char *err, size
     rb_backend *b = calloc(1, sizeof *b);
     if (!b) { snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }
     const char *addr = cfg->redis_address && cfg->redis_address[0] ? cfg->redis_address : "127.0.0.1:6379";
-    if (rc_addr_resolve(&b->addr, addr, "redis-address", err, errlen)) { free(b); return FD_E_INTERNAL; }
+    if (rc_addr_resolve(&b->addr, addr, "redis-address", 0, err, errlen)) { free(b); return FD_E_INTERNAL; }
     b->sh.loop = cfg->loop;
     b->sh.label = "redis";
     b->sh.password = cfg->redis_password && cfg->redis_password[0] ? strdup(cfg->redis_password) : NULL;
@@ -121,40 +121,9 @@ static void rb_close(fd_backend *fb) {
     fb->state = NULL;
 }
 
-/* Why a command cannot go over a shared connection, or NULL. */
-static const char *refusal(const fd_request *r) {
-    const resp_arg *a = &r->argv[0];
-#define IS(s) (a->len == sizeof(s) - 1 && strncasecmp(a->ptr, s, sizeof(s) - 1) == 0)
-    if (IS("blpop") || IS("brpop") || IS("brpoplpush") || IS("blmove") || IS("blmpop") ||
-        IS("bzpopmin") || IS("bzpopmax") || IS("bzmpop") || IS("wait"))
-        return "it would block a shared backend connection";
-    if (IS("xread") || IS("xreadgroup")) {
-        for (int i = 1; i < r->argc; i++) {
-            const resp_arg *x = &r->argv[i];
-            if (x->len == 7 && strncasecmp(x->ptr, "streams", 7) == 0) break;
-            if (x->len == 5 && strncasecmp(x->ptr, "block", 5) == 0)
-                return "it would block a shared backend connection";
-        }
-        return NULL;
-    }
-    if (IS("subscribe") || IS("psubscribe") || IS("ssubscribe") || IS("unsubscribe") ||
-        IS("punsubscribe") || IS("sunsubscribe") || IS("monitor"))
-        return "it would turn a shared backend connection into a message stream";
-    if (IS("multi") || IS("exec") || IS("discard") || IS("watch") || IS("unwatch"))
-        return "a transaction would take in other clients' commands on a shared backend connection";
-    if (IS("reset"))
-        return "it would reset a shared backend connection";
-    if (IS("sync") || IS("psync") || IS("replconf"))
-        return "it would turn a shared backend connection into a replication link";
-    if (IS("shutdown"))
-        return "it would stop the backend server every client shares";
-#undef IS
-    return NULL;
-}
-
 static int rb_submit(fd_backend *fb, fd_request *r) {
     rb_backend *b = fb->state;
-    const char *why = refusal(r);
+    const char *why = rc_refusal(r->argc, r->argv);
     if (why) {
         char name[64];
         size_t l = r->argv[0].len < sizeof name - 1 ? r->argv[0].len : sizeof name - 1;

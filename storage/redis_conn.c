@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -418,7 +419,7 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents) {
 
 /* ------------------------------------------------------------ API */
 
-int rc_addr_resolve(rc_addr *a, const char *addr, const char *what, char *err, size_t errlen) {
+int rc_addr_resolve(rc_addr *a, const char *addr, const char *what, int numeric, char *err, size_t errlen) {
     memset(a, 0, sizeof *a);
     snprintf(a->name, sizeof a->name, "%s", addr);
     if (addr[0] == '/') {
@@ -456,7 +457,7 @@ int rc_addr_resolve(rc_addr *a, const char *addr, const char *what, char *err, s
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV;
+    hints.ai_flags = AI_NUMERICSERV | (numeric ? AI_NUMERICHOST : 0);
     int rc = getaddrinfo(host, colon + 1, &hints, &res);
     if (rc || !res) {
         snprintf(err, errlen, "%s: cannot resolve '%s': %s", what, host, gai_strerror(rc));
@@ -557,3 +558,35 @@ void rc_flush(rc_shared *sh) {
         c = next;
     }
 }
+
+/* Why a command cannot go over a shared connection, or NULL. */
+const char *rc_refusal(int argc, const resp_arg *argv) {
+    const resp_arg *a = &argv[0];
+#define IS(s) (a->len == sizeof(s) - 1 && strncasecmp(a->ptr, s, sizeof(s) - 1) == 0)
+    if (IS("blpop") || IS("brpop") || IS("brpoplpush") || IS("blmove") || IS("blmpop") ||
+        IS("bzpopmin") || IS("bzpopmax") || IS("bzmpop") || IS("wait"))
+        return "it would block a shared backend connection";
+    if (IS("xread") || IS("xreadgroup")) {
+        for (int i = 1; i < argc; i++) {
+            const resp_arg *x = &argv[i];
+            if (x->len == 7 && strncasecmp(x->ptr, "streams", 7) == 0) break;
+            if (x->len == 5 && strncasecmp(x->ptr, "block", 5) == 0)
+                return "it would block a shared backend connection";
+        }
+        return NULL;
+    }
+    if (IS("subscribe") || IS("psubscribe") || IS("ssubscribe") || IS("unsubscribe") ||
+        IS("punsubscribe") || IS("sunsubscribe") || IS("monitor"))
+        return "it would turn a shared backend connection into a message stream";
+    if (IS("multi") || IS("exec") || IS("discard") || IS("watch") || IS("unwatch"))
+        return "a transaction would take in other clients' commands on a shared backend connection";
+    if (IS("reset"))
+        return "it would reset a shared backend connection";
+    if (IS("sync") || IS("psync") || IS("replconf"))
+        return "it would turn a shared backend connection into a replication link";
+    if (IS("shutdown"))
+        return "it would stop the backend server every client shares";
+#undef IS
+    return NULL;
+}
+

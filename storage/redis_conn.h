@@ -108,10 +108,11 @@ struct rc_conn {
 
 int64_t rc_mono_ms(void);
 
-/* "host:port", "[v6]:port" or "/unix/path" into a (resolved once, here:
- * getaddrinfo may block, so call it at open). what names the directive in
- * errors. -1 with err on failure. */
-int  rc_addr_resolve(rc_addr *a, const char *name, const char *what, char *err, size_t errlen);
+/* "host:port", "[v6]:port" or "/unix/path" into a. A host name is resolved
+ * here, once (getaddrinfo may block: only at open); numeric = 1 accepts IP
+ * addresses only (never blocks: for addresses learnt at run time). what
+ * names the directive in errors. -1 with err on failure. */
+int  rc_addr_resolve(rc_addr *a, const char *name, const char *what, int numeric, char *err, size_t errlen);
 
 void rc_shared_init(rc_shared *sh);   /* starts the deadline timer */
 void rc_shared_close(rc_shared *sh);  /* stops it (destroy the connections first) */
@@ -135,6 +136,11 @@ void rc_flush(rc_shared *sh);
 
 /* "-ERR backend unavailable (LABEL ADDR: reason)\r\n" into buf; its length. */
 size_t rc_unavailable(const rc_conn *c, char *buf, size_t len);
+
+/* Why a command cannot go over a connection shared by many clients
+ * (blocking commands, pub/sub, transactions, RESET, replication, SHUTDOWN),
+ * or NULL. */
+const char *rc_refusal(int argc, const resp_arg *argv);
 
 /* Requests waiting for a reply (callbacks only). */
 static inline size_t rc_inflight(const rc_conn *c) { return c->qclients; }

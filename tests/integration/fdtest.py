@@ -31,7 +31,10 @@ adds --backend name to every frontdoor started without an explicit backend
 (FD_BACKEND=redis also starts a redis-server for each such frontdoor to
 forward to, unless redis_address is given; FD_BACKEND=mongodb starts one
 MongoDB emulator, tests/mongo/server.py, per test process and gives each
-such frontdoor its own mongo-database on it, unless mongo_uri is given).
+such frontdoor its own mongo-database on it, unless mongo_uri is given;
+FD_BACKEND=redis-cluster starts one 3-master Redis Cluster per test process,
+start_cluster(), and points each such frontdoor at it, flushed, unless
+redis_cluster_seeds is given).
 """
 
 import atexit
@@ -489,7 +492,8 @@ def _translate_for_redis(directives):
         if n == "config":
             cfg = val
             continue
-        if n in ("backend", "lmdb-map-size", "leveldb-cache-size") or n.startswith("mongo-"):
+        if (n in ("backend", "lmdb-map-size", "leveldb-cache-size", "redis-cluster-seeds")
+                or n.startswith("mongo-")):
             continue
         if n == "durability":
             if val == "sync":
@@ -745,11 +749,164 @@ def start_frontdoor(datadir=None, extra_args=None, wait=True, keep=False, **dire
         directives.setdefault("mongo_database", "fdtest%d_%d" % (os.getpid(), _mongo_dbs[0]))
         # the emulator is slow Python (a 30k-key MSET takes seconds)
         directives.setdefault("backend_timeout", 20000)
+    cluster = None
+    if (directives.get("backend") == "redis-cluster" and "redis_cluster_seeds" not in directives
+            and not frontdoor_is_redis()):
+        # one cluster per test process; a new frontdoor finds it empty, as a
+        # new redis backend finds its own redis-server
+        cluster = shared_cluster()
+        cluster.flushall()
+        directives["redis_cluster_seeds"] = cluster.seeds
     s = Server("frontdoor", _directive_list(directives), datadir=datadir,
                extra_args=extra_args)
     s.keep = keep
     s.backing = backing
-    return s.start(wait=wait)
+    s.start(wait=wait)
+    if cluster is not None and wait:
+        wait_cluster_map(s)
+    return s
+
+
+# --------------------------------------------------------------- Redis Cluster
+
+def redis_cluster_support():
+    """None if /usr/bin/redis-server can run a cluster here (7.0+: cluster-port
+    lets the bus use a free port too), else why not."""
+    rc, out = run([REDIS_SERVER, "--version"], timeout=10)
+    if rc != 0:
+        return "cannot run %s" % REDIS_SERVER
+    import re
+    m = re.search(r"v=(\d+)\.(\d+)", out)
+    if not m or int(m.group(1)) < 7:
+        return "redis-server %s lacks cluster-port (needs 7.0+)" % (m.group(0) if m else "?")
+    if not os.access(REDIS_CLI, os.X_OK):
+        return "no redis-cli"
+    return None
+
+
+class Cluster:
+    """A local Redis Cluster: `masters` masters and `replicas` replicas per
+    master, each a redis-server (cluster-enabled yes) in its own temp dir on
+    free loopback ports (client and bus), created with
+    redis-cli --cluster create ... --cluster-yes."""
+
+    def __init__(self, masters=3, replicas=0, node_timeout=2000, keep=False):
+        self.nmasters = masters
+        self.replicas = replicas
+        self.node_timeout = node_timeout
+        self.keep = keep
+        self.nodes = []
+
+    @property
+    def seeds(self):
+        return ",".join("%s:%d" % (HOST, n.port) for n in self.nodes[:self.nmasters])
+
+    def start(self, timeout=60.0):
+        for _ in range(self.nmasters * (1 + self.replicas)):
+            s = Server("redis", [("cluster-enabled", "yes"), ("cluster-config-file", "nodes.conf"),
+                                 ("cluster-node-timeout", self.node_timeout),
+                                 ("cluster-port", free_port()), ("enable-debug-command", "yes")])
+            s.keep = self.keep
+            self.nodes.append(s)
+            s.start()
+        argv = [REDIS_CLI, "--cluster", "create"] + ["%s:%d" % (HOST, n.port) for n in self.nodes]
+        argv += ["--cluster-replicas", str(self.replicas), "--cluster-yes"]
+        rc, out = run(argv, timeout=timeout)
+        if rc != 0:
+            raise RuntimeError("redis-cli --cluster create failed (%s):\n%s" % (rc, out[-3000:]))
+        self.wait_ok(timeout)
+        return self
+
+    def live(self):
+        return [n for n in self.nodes if n.alive()]
+
+    def info(self, node, section):
+        with Conn(node.port, timeout=5.0) as c:
+            return info_fields(parse(c.cmd("INFO", section)))
+
+    def slots_view(self, node):
+        """{slot range: master port} as node sees it."""
+        with Conn(node.port, timeout=5.0) as c:
+            v = parse(c.cmd("CLUSTER", "SLOTS"))
+        return sorted((e[0], e[1], e[2][1]) for e in v)
+
+    def wait_ok(self, timeout=30.0):
+        """Every live node says cluster_state:ok and they agree on the map."""
+        def ok():
+            try:
+                views = []
+                for n in self.live():
+                    with Conn(n.port, timeout=2.0) as c:
+                        if b"cluster_state:ok" not in c.cmd("CLUSTER", "INFO"):
+                            return False
+                    views.append(self.slots_view(n))
+                return all(v == views[0] for v in views) and views
+            except (OSError, ConnClosed, ReplyTimeout):
+                return False
+        wait_until(ok, timeout=timeout, interval=0.1, what="cluster_state:ok and one slot map on every node")
+
+    def masters(self):
+        """The live master nodes (Server objects), from CLUSTER NODES."""
+        by_port = {n.port: n for n in self.live()}
+        with Conn(self.live()[0].port, timeout=5.0) as c:
+            text = parse(c.cmd("CLUSTER", "NODES")).decode()
+        out = []
+        for line in text.splitlines():
+            f = line.split()
+            if len(f) > 2 and "master" in f[2] and "fail" not in f[2]:
+                port = int(f[1].split("@")[0].rsplit(":", 1)[1])
+                if port in by_port:
+                    out.append(by_port[port])
+        return out
+
+    def master_of(self, key):
+        """The Server holding key's slot."""
+        with Conn(self.live()[0].port, timeout=5.0) as c:
+            slot = parse(c.cmd("CLUSTER", "KEYSLOT", key))
+        for lo, hi, port in self.slots_view(self.live()[0]):
+            if lo <= slot <= hi:
+                return [n for n in self.nodes if n.port == port][0]
+        raise AssertionError("no master for slot %d" % slot)
+
+    def flushall(self):
+        for n in self.masters():
+            with Conn(n.port, timeout=5.0) as c:
+                c.cmd("FLUSHALL")
+
+    def cleanup(self):
+        for n in self.nodes:
+            n.cleanup()
+
+
+_cluster_shared = []
+
+
+def start_cluster(masters=3, replicas=0, node_timeout=2000, keep=False):
+    """Start and create a local cluster (see Cluster). Its servers are
+    cleaned up like any other (at the end of the case unless keep)."""
+    return Cluster(masters, replicas, node_timeout, keep).start()
+
+
+def shared_cluster():
+    """One 3-master cluster per test process, started on first use."""
+    for c in _cluster_shared:
+        if all(n.alive() for n in c.nodes):
+            return c
+        c.cleanup()
+        _cluster_shared.remove(c)
+    c = start_cluster(keep=True)
+    _cluster_shared.append(c)
+    return c
+
+
+def wait_cluster_map(fd, timeout=10.0):
+    """Until frontdoor (backend redis-cluster) has loaded a slot map."""
+    def ok():
+        with Conn(fd.port, timeout=2.0) as c:
+            if fd.password:
+                c.cmd("AUTH", fd.password)
+            return info_fields(parse(c.cmd("INFO", "backend"))).get("redis_cluster_map") == "ok"
+    wait_until(ok, timeout=timeout, what="frontdoor's cluster slot map")
 
 
 MONGO_SERVER = os.path.join(REPO, "tests", "mongo", "server.py")
