@@ -100,6 +100,7 @@ class Target:
         self.frontdoor = frontdoor
         self.opts = dict(opts or {})
         self.cluster = False   # redis-benchmark --cluster (the cluster baseline)
+        self.emulator = False  # the mongodb target runs on tests/mongo/server.py
         self.versions = {}     # what the servers said about themselves
         self.workdir = os.path.join(workroot, name)
         self.procs = []        # (role, Popen)
@@ -140,8 +141,10 @@ class Target:
         if self.backend == "mongodb":
             if self.opts.get("mongodb_uri"):
                 return f"frontdoor, mongodb backend, MongoDB at {self.opts['mongodb_uri']}" + self._mongo_wc()
+            cap = self.opts.get("emulator_n")
             return ("frontdoor, mongodb backend, in front of the MongoDB EMULATOR tests/mongo/server.py "
-                    "(its speed is not MongoDB's)" + self._mongo_wc())
+                    "(its speed is not MongoDB's)" + self._mongo_wc()
+                    + (f"; at most {cap} requests per test (--emulator-n)" if cap else ""))
         return f"frontdoor, {self.backend} backend"
 
     def _mongo_wc(self):
@@ -382,6 +385,7 @@ class Target:
                         raise Skip(f"MongoDB at {uri} is not reachable ({hp[0]}:{hp[1]} refuses or does not answer)")
                 else:
                     uri = self._start_mongo_emulator()
+                    self.emulator = True
                 extra = SERVICE_ARGS["mongodb"](uri)
         try:
             p, port, data = self._try_frontdoor(extra)
