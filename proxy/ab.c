@@ -322,7 +322,7 @@ static void report_reply(resp_out *t, const char *who, const char *r, size_t len
 static void report_backend(resp_out *t, const char *label, const px_backend *be) {
     char line[512];
     const px_hist *l = &be->latency, *w = &be->wait;
-    double fd = l->count ? (double)(l->sum_ns - (w->sum_ns < l->sum_ns ? w->sum_ns : l->sum_ns)) / 1e3 / (double)l->count : 0;
+    double fd = px_backend_frontdoor_us(be);
     int n = snprintf(line, sizeof line, "%-10s %-9s %10llu %8llu %9.1f %9.1f %9.1f %9.1f %9.1f %9.2f\n", label, be->b.ops->name,
                      (unsigned long long)be->calls, (unsigned long long)be->errors,
                      px_hist_quantile(l, 0.5) / 1e3, px_hist_quantile(l, 0.99) / 1e3, px_hist_quantile(l, 0.999) / 1e3,

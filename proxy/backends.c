@@ -111,6 +111,13 @@ void px_backend_account(px_backend *be, uint64_t latency_ns, uint64_t wait_ns, i
     px_hist_add(&be->wait, wait_ns);
 }
 
+double px_backend_frontdoor_us(const px_backend *be) {
+    const px_hist *l = &be->latency, *w = &be->wait;
+    if (!l->count) return 0;
+    uint64_t own = l->sum_ns > w->sum_ns ? l->sum_ns - w->sum_ns : 0;
+    return (double)own / 1e3 / (double)l->count;
+}
+
 /* ------------------------------------------------------------ the running set */
 
 static int is_embedded(const char *name) { return !strcmp(name, "lmdb") || !strcmp(name, "leveldb"); }

@@ -51,6 +51,9 @@ void        px_backend_close(px_backend *be);
 /* Account for one answered request (is_error: the reply was an error). */
 void        px_backend_account(px_backend *be, uint64_t latency_ns, uint64_t wait_ns, int is_error);
 
+/* Mean time per call spent in frontdoor rather than waiting on the backend, µs. */
+double      px_backend_frontdoor_us(const px_backend *be);
+
 /* Start-up: the primary from px_cfg.be, and the A/B secondary if configured. */
 int  px_backends_init(char *err, size_t errlen);
 /* Reopen the primary from px_cfg.be (CONFIG SET, SIGHUP). A no-op if

@@ -65,7 +65,7 @@ static void backend_line(resp_out *o, const px_backend *be) {
          px_hist_quantile(l, 0.5) * us, px_hist_quantile(l, 0.99) * us, px_hist_quantile(l, 0.999) * us, l->max_ns * us,
          px_hist_quantile(w, 0.5) * us, px_hist_quantile(w, 0.99) * us, px_hist_quantile(w, 0.999) * us,
          l->sum_ns * us, w->sum_ns * us,
-         l->count ? (double)(l->sum_ns - (w->sum_ns < l->sum_ns ? w->sum_ns : l->sum_ns)) * us / (double)l->count : 0.0,
+         px_backend_frontdoor_us(be),
          w->count ? (double)w->sum_ns * us / (double)w->count : 0.0);
 }
 
