@@ -404,7 +404,7 @@ def scenario_html(results, sc, secs):
     out = []
     reps = plan.get("repeats", 1)
     # throughput
-    b = [f"<p class='note'>{esc(plan.get('description', ''))}. Median of {reps} repeat{'s' if reps > 1 else ''}, thousands of requests/s; × = failed or not run.</p>"]
+    b = [f"<p class='note'>{esc(plan.get('description', ''))}. {esc(R.plan_text(results, sc))} Thousands of requests/s; × = failed or not run.</p>"]
     for s in R.settings_of(results, sc):
         tests = R.tests_of(results, sc, s)
         series = [(n, [(lambda st: st["rps"] / 1000 if st else None)(R.stats(cells.get((n, t, s)))) for t in tests]) for n in names]

@@ -394,7 +394,7 @@ def env_lines(results):
     L = [f"- Command: `{m['command_line']}`",
          f"- Machine: {e['cpu_model']}, {e['nproc']} cores, {(e.get('mem_total_kb') or 0) / 1048576:.0f} GB RAM, "
          f"{e.get('os') or ''} Linux {e['kernel']}; load average {e['loadavg_start']} at start, {e.get('loadavg_end') or '?'} at the end; git {e.get('git') or '?'}",
-         f"- Versions: frontdoor {v.get('frontdoor') or 'not found'}"
+         f"- Versions: {v.get('frontdoor') or 'frontdoor: not found'}"
          + (f" ({e.get('frontdoor_build')})" if e.get("frontdoor_build") else "")
          + f"; {v.get('redis_server') or 'redis-server: not installed'}; {v.get('redis_benchmark')}"
          + f"; LMDB {v.get('lmdb') or '?'}; LevelDB {v.get('leveldb_runtime') or v.get('leveldb') or '?'}; libmongoc {v.get('libmongoc') or '?'}"
@@ -455,9 +455,28 @@ def render(results):
     return "\n".join(L) + "\n"
 
 
+def plan_text(results, sc):
+    """What actually ran in a scenario (after --quick and overrides)."""
+    plan = (results["settings"].get("plans") or {}).get(sc) or {}
+    sets = plan.get("settings") or []
+    if not sets:
+        return ""
+    def uniq(k):
+        return list(dict.fromkeys(s.get(k) for s in sets))
+    parts = [f"-n {'/'.join(str(x) for x in uniq('requests'))}",
+             f"-c {'/'.join(str(x) for x in uniq('clients'))}",
+             f"-P {'/'.join(str(x) for x in uniq('pipeline'))}"]
+    d, r = uniq("data_size"), uniq("keyspace")
+    parts.append(f"-d {'/'.join(str(x) for x in d)}" if d != [None] else "3-byte values")
+    parts.append(f"-r {'/'.join(str(x) for x in r)}" if r != [None] else "no -r (one key per test)")
+    reps = plan.get("repeats", 1)
+    return (f"As run: {', '.join(parts)}; {len(plan.get('tests') or [])} tests; "
+            f"{reps} repeat{'s' if reps > 1 else ''} (cells: median" + (", min–max" if reps > 1 else "") + ").")
+
+
 def scenario_md(results, sc):
     plan = (results["settings"].get("plans") or {}).get(sc) or {}
-    L = [f"## Scenario `{sc}`", "", plan.get("description", ""), ""]
+    L = [f"## Scenario `{sc}`", "", plan.get("description", "") + ". " + plan_text(results, sc), ""]
     if sc == "growth":
         return L + growth_md(results)
     cells = aggregate(results, sc)

@@ -11,7 +11,7 @@ QUICK_N = 2000
 
 # name -> one line for --help and the report
 DESCRIPTIONS = {
-    "default": "redis-benchmark's default suite at -P 1 and 16, -c 50, -n 100000, median of 3",
+    "default": "redis-benchmark's default suite (by default -P 1 and 16, -c 50, -n 100000, median of 3)",
     "seed-setget": "SET then GET of 100-byte values, 10k and 100k requests, one client (-r = -n: GET finds the keys SET wrote)",
     "seed-suite": "redis-benchmark -n 10000 -c 50, default tests, with each server's CPU % and RSS during the run",
     "seed-perop": "per-operation cost at one client (-c 1, -P 1 and 16, 100-byte values): ns/op, server CPU ns/op, RSS growth per op",
