@@ -46,6 +46,8 @@
  * keyed commands wait for it (up to backend-timeout); keyless fan-outs get
  * "backend unavailable (... no slot map yet ...)".
  */
+#include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1014,15 +1016,18 @@ static int submit_fanout(cl_backend *b, fd_request *r, int merge) {
 /* SCAN cursor [options]: the cursor names a master and its own cursor. */
 static int submit_scan(cl_backend *b, fd_request *r) {
     if (!b->map_ok || !b->nmasters) return submit_fanout(b, r, M_SCAN);   /* the "no map" error */
+    /* Redis 7.0's parseScanCursorOrReply: strtoul, no leading space, no
+     * trailing bytes, no overflow ("-1" and "" are cursors there too) */
     char tmp[32];
     size_t cl = r->argv[1].len;
     char *end;
-    if (cl == 0 || cl >= sizeof tmp) goto invalid;
+    if (cl >= sizeof tmp) goto invalid;
     memcpy(tmp, r->argv[1].ptr, cl);
     tmp[cl] = '\0';
-    if (tmp[0] == '-' || tmp[0] == '+' || tmp[0] == ' ') goto invalid;
+    if (memchr(tmp, '\0', cl) || isspace((unsigned char)tmp[0])) goto invalid;
+    errno = 0;
     unsigned long long c = strtoull(tmp, &end, 10);
-    if (*end) goto invalid;
+    if (*end || errno == ERANGE) goto invalid;
     int idx = (int)(c & ((1u << CL_SCAN_BITS) - 1));
     unsigned long long nc = c >> CL_SCAN_BITS;
     if (idx >= b->nmasters) {       /* a cursor from an older, larger map: done */

@@ -754,6 +754,9 @@ def start_frontdoor(datadir=None, extra_args=None, wait=True, keep=False, **dire
             and not frontdoor_is_redis()):
         # one cluster per test process; a new frontdoor finds it empty, as a
         # new redis backend finds its own redis-server
+        why = redis_cluster_support()
+        if why:
+            skip("no local Redis Cluster: " + why)
         cluster = shared_cluster()
         cluster.flushall()
         directives["redis_cluster_seeds"] = cluster.seeds
