@@ -1,6 +1,10 @@
 /* cmdargs.c — option parsing shared by the Redis-types backends: see
  * cmdargs.h. The texts and the order of the checks are Redis 7.0's. */
+#include <ctype.h>
+#include <errno.h>
 #include <limits.h>
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include "cmdargs.h"
@@ -138,4 +142,177 @@ int fd_parse_scan_opts(const resp_arg *argv, int argc, int first, long long *cou
         } else return FD_E_SYNTAX;
     }
     return FD_OK;
+}
+
+/* ---------------------------------------------------------------- sorted sets */
+
+int fd_lexcmp(const char *a, size_t al, const char *b, size_t bl)
+{
+    int r = memcmp(a, b, al < bl ? al : bl);
+    if (r) return r;
+    return al < bl ? -1 : al > bl;
+}
+
+int fd_parse_score(const resp_arg *a, double *out)
+{
+    char buf[128], *p = buf, *end;
+    if (a->len == 0 || isspace((unsigned char)a->ptr[0])) return -1;
+    if (a->len >= sizeof buf && !(p = malloc(a->len + 1))) return -1;
+    memcpy(p, a->ptr, a->len);
+    p[a->len] = '\0';
+    errno = 0;
+    double d = strtod(p, &end);
+    int bad = (size_t)(end - p) != a->len ||
+              (errno == ERANGE && (d == HUGE_VAL || d == -HUGE_VAL || fpclassify(d) == FP_ZERO)) || isnan(d);
+    if (p != buf) free(p);
+    if (bad) return -1;
+    *out = d;
+    return 0;
+}
+
+#define REPLY(txt) do { *replied = 1; return resp_add_error(out, txt) ? FD_E_NOMEM : FD_OK; } while (0)
+
+int fd_parse_zadd(const resp_arg *argv, int argc, int is_incr, int *flags, int *first,
+                  int *pairs, resp_out *out, int *replied)
+{
+    int f = is_incr ? FD_ZADD_INCR : 0, idx = 2;
+    *replied = 0;
+    while (!is_incr && idx < argc) {
+        const resp_arg *a = &argv[idx];
+        if (fd_opt_is(a, "nx")) f |= FD_ZADD_NX;
+        else if (fd_opt_is(a, "xx")) f |= FD_ZADD_XX;
+        else if (fd_opt_is(a, "ch")) f |= FD_ZADD_CH;
+        else if (fd_opt_is(a, "incr")) f |= FD_ZADD_INCR;
+        else if (fd_opt_is(a, "gt")) f |= FD_ZADD_GT;
+        else if (fd_opt_is(a, "lt")) f |= FD_ZADD_LT;
+        else break;
+        idx++;
+    }
+    int elements = argc - idx;
+    if (elements % 2 || !elements) return FD_E_SYNTAX;
+    elements /= 2;
+    if ((f & FD_ZADD_NX) && (f & FD_ZADD_XX))
+        REPLY("ERR XX and NX options at the same time are not compatible");
+    if (((f & FD_ZADD_GT) && (f & FD_ZADD_NX)) || ((f & FD_ZADD_LT) && (f & FD_ZADD_NX)) ||
+        ((f & FD_ZADD_GT) && (f & FD_ZADD_LT)))
+        REPLY("ERR GT, LT, and/or NX options at the same time are not compatible");
+    if ((f & FD_ZADD_INCR) && elements > 1)
+        REPLY("ERR INCR option supports a single increment-element pair");
+    for (int j = 0; j < elements; j++) {
+        double d;
+        if (fd_parse_score(&argv[idx + 2 * j], &d) != 0) return FD_E_NOTFLOAT;
+    }
+    *flags = f;
+    *first = idx;
+    *pairs = elements;
+    return FD_OK;
+}
+
+/* One bound of zslParseRange: "(" prefix = exclusive; strtod must reach
+ * the end of the C string (so an embedded NUL ends it, as in Redis). */
+static int parse_bound(const resp_arg *a, double *out, int *ex)
+{
+    char buf[128], *p = buf, *end;
+    if (a->len >= sizeof buf && !(p = malloc(a->len + 1))) return -1;
+    memcpy(p, a->ptr, a->len);
+    p[a->len] = '\0';
+    *ex = p[0] == '(';
+    double d = strtod(p + *ex, &end);
+    int bad = end[0] != '\0' || isnan(d);
+    if (p != buf) free(p);
+    if (bad) return -1;
+    *out = d;
+    return 0;
+}
+
+/* One item of zslParseLexRange: 1 = "-", 2 = "+", 0 = a string ("["
+ * inclusive, "(" exclusive); -1 invalid. */
+static int parse_lex(const resp_arg *a, const char **s, size_t *l, int *ex)
+{
+    if (a->len == 0) return -1;
+    switch (a->ptr[0]) {
+    case '-': if (a->len != 1) return -1; *ex = 1; return 1;
+    case '+': if (a->len != 1) return -1; *ex = 1; return 2;
+    case '(': *ex = 1; *s = a->ptr + 1; *l = a->len - 1; return 0;
+    case '[': *ex = 0; *s = a->ptr + 1; *l = a->len - 1; return 0;
+    default: return -1;
+    }
+}
+
+int fd_parse_zrange(const resp_arg *argv, int argc, int type, int rev, fd_zrange *z,
+                    resp_out *out, int *replied)
+{
+    memset(z, 0, sizeof *z);
+    z->limit = -1;
+    *replied = 0;
+    int auto_type = type < 0, auto_dir = rev < 0, have_limit = 0;
+    if (auto_dir) rev = 0;
+    for (int j = 4; j < argc; j++) {
+        int left = argc - j - 1;
+        const resp_arg *a = &argv[j];
+        if (fd_opt_is(a, "withscores")) z->withscores = 1;
+        else if (fd_opt_is(a, "limit") && left >= 2) {
+            if (resp_str2ll(argv[j + 1].ptr, argv[j + 1].len, &z->offset) != 0 ||
+                resp_str2ll(argv[j + 2].ptr, argv[j + 2].len, &z->limit) != 0) return FD_E_NOTINT;
+            have_limit = 1;
+            j += 2;
+        } else if (auto_dir && !rev && fd_opt_is(a, "rev")) rev = 1;
+        else if (auto_type && type == -1 && fd_opt_is(a, "bylex")) type = FD_ZR_LEX;
+        else if (auto_type && type == -1 && fd_opt_is(a, "byscore")) type = FD_ZR_SCORE;
+        else return FD_E_SYNTAX;
+    }
+    if (type == -1) type = FD_ZR_RANK;
+    if (have_limit && z->limit != -1 && type == FD_ZR_RANK)
+        REPLY("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX");
+    if (z->withscores && type == FD_ZR_LEX)
+        REPLY("ERR syntax error, WITHSCORES not supported in combination with BYLEX");
+    int minidx = 2, maxidx = 3;
+    if (rev && type != FD_ZR_RANK) { minidx = 3; maxidx = 2; }
+    z->type = type;
+    z->rev = rev;
+    if (type == FD_ZR_RANK) {
+        if (resp_str2ll(argv[minidx].ptr, argv[minidx].len, &z->start) != 0 ||
+            resp_str2ll(argv[maxidx].ptr, argv[maxidx].len, &z->end) != 0) return FD_E_NOTINT;
+    } else if (type == FD_ZR_SCORE) {
+        if (parse_bound(&argv[minidx], &z->min, &z->minex) != 0 ||
+            parse_bound(&argv[maxidx], &z->max, &z->maxex) != 0)
+            REPLY("ERR min or max is not a float");
+    } else {
+        if ((z->lmin_kind = parse_lex(&argv[minidx], &z->lmin, &z->lminl, &z->minex)) < 0 ||
+            (z->lmax_kind = parse_lex(&argv[maxidx], &z->lmax, &z->lmaxl, &z->maxex)) < 0)
+            REPLY("ERR min or max not valid string range item");
+    }
+    return FD_OK;
+}
+
+int fd_zrange_gte_min(const fd_zrange *z, double score, const char *m, size_t ml)
+{
+    if (z->type == FD_ZR_SCORE) return z->minex ? score > z->min : score >= z->min;
+    if (z->lmin_kind == 1) return 1;
+    if (z->lmin_kind == 2) return 0;
+    int r = fd_lexcmp(m, ml, z->lmin, z->lminl);
+    return z->minex ? r > 0 : r >= 0;
+}
+
+int fd_zrange_lte_max(const fd_zrange *z, double score, const char *m, size_t ml)
+{
+    if (z->type == FD_ZR_SCORE) return z->maxex ? score < z->max : score <= z->max;
+    if (z->lmax_kind == 2) return 1;
+    if (z->lmax_kind == 1) return 0;
+    int r = fd_lexcmp(m, ml, z->lmax, z->lmaxl);
+    return z->maxex ? r < 0 : r <= 0;
+}
+
+int fd_zrange_empty(const fd_zrange *z)
+{
+    if (z->type == FD_ZR_SCORE)
+        return z->min > z->max || (z->min == z->max && (z->minex || z->maxex));
+    if (z->type == FD_ZR_LEX) {
+        if (z->lmin_kind == 2 || z->lmax_kind == 1) return 1;
+        if (z->lmin_kind == 0 && z->lmax_kind == 0) {
+            int cmp = fd_lexcmp(z->lmin, z->lminl, z->lmax, z->lmaxl);
+            if (cmp > 0 || (cmp == 0 && (z->minex || z->maxex))) return 1;
+        }
+    }
+    return 0;
 }

@@ -65,4 +65,54 @@ int fd_parse_cursor(const resp_arg *ca, uint64_t *out);
 int fd_parse_scan_opts(const resp_arg *argv, int argc, int first, long long *count,
                        const resp_arg **pat, const resp_arg **type);
 
+/* ---- sorted sets (t_zset.c) */
+
+/* A score argument (Redis's string2d: strtod over the whole argument, no
+ * leading space, no overflow, no NaN). 0, or -1: "ERR value is not a valid
+ * float". */
+int fd_parse_score(const resp_arg *a, double *out);
+
+enum { FD_ZADD_NX = 1 << 0, FD_ZADD_XX = 1 << 1, FD_ZADD_CH = 1 << 2, FD_ZADD_INCR = 1 << 3,
+       FD_ZADD_GT = 1 << 4, FD_ZADD_LT = 1 << 5 };
+
+/* ZADD's flags from argv[2] (ZINCRBY: is_incr, no flags), then the
+ * score-member pairs from *first (*pairs of them, every score checked).
+ * FD_OK with *replied 0; FD_OK with *replied 1 after writing Redis's error
+ * reply to out (incompatible options); or FD_E_SYNTAX / FD_E_NOTFLOAT /
+ * FD_E_NOMEM. */
+int fd_parse_zadd(const resp_arg *argv, int argc, int is_incr, int *flags, int *first,
+                  int *pairs, resp_out *out, int *replied);
+
+enum { FD_ZR_RANK, FD_ZR_SCORE, FD_ZR_LEX };
+
+/* A range of a sorted set: by rank (start, end as given), by score (min,
+ * max, exclusive flags) or by lex (kind 1 "-", 2 "+", 0 a string with
+ * exclusive flag); offset/limit (limit < 0: none). */
+typedef struct fd_zrange {
+    int type, rev, withscores;
+    long long start, end;
+    double min, max;
+    int minex, maxex;
+    int lmin_kind, lmax_kind;
+    const char *lmin, *lmax;
+    size_t lminl, lmaxl;
+    long long offset, limit;
+} fd_zrange;
+
+/* The range arguments argv[2], argv[3] and (ZRANGE family) the options from
+ * argv[4]. type/rev: fixed by the command, or -1 (ZRANGE: chosen by
+ * BYSCORE/BYLEX/REV). Same returns as fd_parse_zadd (FD_E_NOTINT for a
+ * rank or LIMIT that is not an integer). */
+int fd_parse_zrange(const resp_arg *argv, int argc, int type, int rev, fd_zrange *z,
+                    resp_out *out, int *replied);
+
+/* Is a score / a member inside z's bounds (score and lex ranges)? */
+int fd_zrange_gte_min(const fd_zrange *z, double score, const char *m, size_t ml);
+int fd_zrange_lte_max(const fd_zrange *z, double score, const char *m, size_t ml);
+/* Can a score or lex range not hold anything (min above max...)? */
+int fd_zrange_empty(const fd_zrange *z);
+
+/* Redis's order of members: by bytes, a shorter prefix first. */
+int fd_lexcmp(const char *a, size_t al, const char *b, size_t bl);
+
 #endif

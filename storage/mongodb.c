@@ -182,12 +182,6 @@ static uint64_t hash_key(const char *p, size_t n)
 #define OUT(expr) do { if ((expr) != 0) return FD_E_NOMEM; } while (0)
 #define TRY(expr) do { int s_ = (expr); if (s_ != FD_OK) return s_; } while (0)
 
-static int opt_is(const resp_arg *a, const char *name)
-{
-    size_t n = strlen(name);
-    return a->len == n && strncasecmp(a->ptr, name, n) == 0;
-}
-
 static int arg_ll(const resp_arg *a, long long *v)
 {
     return resp_str2ll(a->ptr, a->len, v) == 0 ? FD_OK : FD_E_NOTINT;
@@ -1272,7 +1266,7 @@ static int cmd_dbsize(mg_ctx *c)
 
 static int cmd_flushdb(mg_ctx *c)
 {
-    if (c->argc > 2 || (c->argc == 2 && !opt_is(&c->argv[1], "async") && !opt_is(&c->argv[1], "sync")))
+    if (c->argc > 2 || (c->argc == 2 && !fd_opt_is(&c->argv[1], "async") && !fd_opt_is(&c->argv[1], "sync")))
         return FD_E_SYNTAX;
     bson_t q = BSON_INITIALIZER;
     bool ok = mongoc_collection_delete_many(c->coll, &q, NULL, NULL, &c->err);
@@ -1921,53 +1915,822 @@ static int cmd_smove(mg_ctx *c)
 
 enum { OP_INTER, OP_UNION, OP_DIFF };
 
-/* SINTER / SUNION / SDIFF: every key's type is checked first. */
-static int setop_reply(mg_ctx *c, int op)
+/* The sets of argv[first .. first+n) loaded (every key's type is checked,
+ * WRONGTYPE even when another key is missing), and op's result in out
+ * (pointing into their documents; limit > 0: stop at that many). */
+typedef struct mg_setop { int n, loaded; mg_meta *ms; mg_list *ls; mg_list out; } mg_setop;
+
+static void setop_free(mg_setop *o)
 {
-    int n = c->argc - 1;
-    mg_meta *ms = calloc((size_t)n, sizeof *ms);
-    mg_list *ls = calloc((size_t)n, sizeof *ls);
-    mg_list out = {0};
-    int s = (ms && ls) ? FD_OK : FD_E_NOMEM, loaded = 0, empty = 0, smallest = -1;
+    list_free(&o->out);
+    for (int j = 0; j < o->loaded; j++) { list_free(&o->ls[j]); meta_free(&o->ms[j]); }
+    free(o->ms);
+    free(o->ls);
+}
+
+static int setop_compute(mg_ctx *c, int first, int n, int op, long long limit, mg_setop *o)
+{
+    memset(o, 0, sizeof *o);
+    o->n = n;
+    o->ms = calloc((size_t)n, sizeof *o->ms);
+    o->ls = calloc((size_t)n, sizeof *o->ls);
+    int s = (o->ms && o->ls) ? FD_OK : FD_E_NOMEM, empty = 0, smallest = -1;
+    mg_list *ls = o->ls;
     for (int j = 0; j < n && s == FD_OK; j++) {
-        s = array_load(c, &c->argv[1 + j], &ms[j], &ls[j], MG_T_SET);
+        s = array_load(c, &c->argv[first + j], &o->ms[j], &ls[j], MG_T_SET);
         if (s != FD_OK) break;
-        loaded = j + 1;
-        if (!ms[j].live) { if (op == OP_INTER) empty = 1; continue; }
+        o->loaded = j + 1;
+        if (!o->ms[j].live) { if (op == OP_INTER) empty = 1; continue; }
         if (smallest < 0 || ls[j].n < ls[smallest].n) smallest = j;
     }
-    if (s == FD_OK && !empty) {
-        for (int i = 0; i < n && s == FD_OK; i++) {
-            if ((op == OP_INTER && i != smallest) || (op == OP_DIFF && i != 0)) continue;
-            for (size_t e = 0; e < ls[i].n && s == FD_OK; e++) {
-                int keep = 1;
-                for (int j = 0; j < n && keep; j++) {
-                    if (j == i) continue;
-                    if (op == OP_UNION && j > i) break;
-                    int y = set_find(&ls[j], ls[i].p[e], ls[i].l[e]) >= 0;
-                    keep = op == OP_INTER ? y : !y;
-                }
-                if (!keep) continue;
-                if (list_reserve(&out, out.n + 1) != FD_OK) { s = FD_E_NOMEM; break; }
-                out.p[out.n] = ls[i].p[e]; out.l[out.n++] = ls[i].l[e];
+    if (s != FD_OK || empty) return s;
+    for (int i = 0; i < n && s == FD_OK; i++) {
+        if ((op == OP_INTER && i != smallest) || (op == OP_DIFF && i != 0)) continue;
+        for (size_t e = 0; e < ls[i].n && s == FD_OK; e++) {
+            int keep = 1;
+            for (int j = 0; j < n && keep; j++) {
+                if (j == i) continue;
+                if (op == OP_UNION && j > i) break;      /* only the earlier sets */
+                int y = set_find(&ls[j], ls[i].p[e], ls[i].l[e]) >= 0;
+                keep = op == OP_INTER ? y : !y;
             }
+            if (!keep) continue;
+            if (list_reserve(&o->out, o->out.n + 1) != FD_OK) { s = FD_E_NOMEM; break; }
+            o->out.p[o->out.n] = ls[i].p[e]; o->out.l[o->out.n++] = ls[i].l[e];
+            if (limit > 0 && (long long)o->out.n >= limit) return FD_OK;
         }
     }
+    return s;
+}
+
+static int setop_reply(mg_ctx *c, int op)
+{
+    mg_setop o;
+    int s = setop_compute(c, 1, c->argc - 1, op, 0, &o);
     if (s == FD_OK) {
-        int r = resp_add_set(c->out, (long long)out.n);
-        for (size_t i = 0; i < out.n && !r; i++) r = resp_add_bulk(c->out, out.p[i], out.l[i]);
+        int r = resp_add_set(c->out, (long long)o.out.n);
+        for (size_t i = 0; i < o.out.n && !r; i++) r = resp_add_bulk(c->out, o.out.p[i], o.out.l[i]);
         if (r) s = FD_E_NOMEM;
     }
-    list_free(&out);
-    for (int j = 0; j < loaded; j++) { list_free(&ls[j]); meta_free(&ms[j]); }
-    free(ms);
-    free(ls);
+    setop_free(&o);
     return s;
 }
 
 static int cmd_sinter(mg_ctx *c) { return setop_reply(c, OP_INTER); }
 static int cmd_sunion(mg_ctx *c) { return setop_reply(c, OP_UNION); }
 static int cmd_sdiff(mg_ctx *c)  { return setop_reply(c, OP_DIFF); }
+
+/* S*STORE: the result replaces the destination whatever its type; an
+ * empty result deletes it. */
+static int setop_store(mg_ctx *c, int op)
+{
+    mg_setop o;
+    int s = setop_compute(c, 2, c->argc - 2, op, 0, &o);
+    if (s == FD_OK) {
+        mg_meta none;
+        memset(&none, 0, sizeof none);
+        none.found = 1;                   /* empty: delete whatever is there */
+        s = array_save(c, &c->argv[1], &none, &o.out, MG_T_SET);
+    }
+    if (s == FD_OK && resp_add_int(c->out, (long long)o.out.n)) s = FD_E_NOMEM;
+    setop_free(&o);
+    return s;
+}
+
+static int cmd_sinterstore(mg_ctx *c) { return setop_store(c, OP_INTER); }
+static int cmd_sunionstore(mg_ctx *c) { return setop_store(c, OP_UNION); }
+static int cmd_sdiffstore(mg_ctx *c)  { return setop_store(c, OP_DIFF); }
+
+static int cmd_sintercard(mg_ctx *c)
+{
+    long long numkeys, limit = 0;
+    if (resp_str2ll(c->argv[1].ptr, c->argv[1].len, &numkeys) != 0 || numkeys < 1) {
+        OUT(resp_add_error(c->out, "ERR numkeys should be greater than 0"));
+        return FD_OK;
+    }
+    if (numkeys > c->argc - 2) {
+        OUT(resp_add_error(c->out, "ERR Number of keys can't be greater than number of args"));
+        return FD_OK;
+    }
+    for (int i = 2 + (int)numkeys; i < c->argc; i++) {
+        if (fd_opt_is(&c->argv[i], "limit") && i + 1 < c->argc) {
+            i++;
+            if (resp_str2ll(c->argv[i].ptr, c->argv[i].len, &limit) != 0 || limit < 0) {
+                OUT(resp_add_error(c->out, "ERR LIMIT can't be negative"));
+                return FD_OK;
+            }
+        } else return FD_E_SYNTAX;
+    }
+    mg_setop o;
+    int s = setop_compute(c, 2, (int)numkeys, OP_INTER, limit, &o);
+    if (s == FD_OK && resp_add_int(c->out, (long long)o.out.n)) s = FD_E_NOMEM;
+    setop_free(&o);
+    return s;
+}
+
+/* ================================================================ sorted sets
+ *
+ * { _id, type: "zset", value: [ {m: BinData, s: Double}, ... ], expireAt? }:
+ * the members kept in Redis's order (score, then member bytes), as Redis's
+ * listpack encoding, so ranges by rank are array positions and ranges by
+ * score or lex are one walk. Read, change here, write back, as the other
+ * collection types (docs/mongodb.md has the costs and why this layout). */
+
+typedef struct mg_zent { const char *m; size_t ml; double s; } mg_zent;
+typedef struct mg_zset { mg_zent *a; size_t n, cap; int dirty; } mg_zset;
+
+static void zset_free(mg_zset *Z) { free(Z->a); memset(Z, 0, sizeof *Z); }
+
+static int zent_cmp(const void *x, const void *y)
+{
+    const mg_zent *a = x, *b = y;
+    if (a->s < b->s) return -1;
+    if (a->s > b->s) return 1;
+    return fd_lexcmp(a->m, a->ml, b->m, b->ml);
+}
+
+static int zset_push(mg_zset *Z, const char *m, size_t ml, double s)
+{
+    if (Z->n == Z->cap) {
+        size_t nc = Z->cap ? Z->cap * 2 : 8;
+        mg_zent *na = realloc(Z->a, nc * sizeof *na);
+        if (!na) return FD_E_NOMEM;
+        Z->a = na; Z->cap = nc;
+    }
+    Z->a[Z->n++] = (mg_zent){m, ml, s};
+    return FD_OK;
+}
+
+static int zset_load(mg_ctx *c, const resp_arg *key, mg_meta *m, mg_zset *Z)
+{
+    memset(Z, 0, sizeof *Z);
+    TRY(mg_lookup(c, key, m, 1));
+    if (!m->live) return FD_OK;
+    if (m->type != MG_T_ZSET) { meta_free(m); return FD_E_WRONGTYPE; }
+    bson_iter_t it, arr;
+    if (!bson_iter_init_find(&it, m->doc, "value") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &arr))
+        return FD_OK;
+    int sorted = 1;
+    while (bson_iter_next(&arr)) {
+        bson_iter_t e;
+        const uint8_t *mp = NULL;
+        uint32_t ml = 0;
+        double s = 0;
+        bson_subtype_t st;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&arr) || !bson_iter_recurse(&arr, &e)) continue;
+        while (bson_iter_next(&e)) {
+            if (!strcmp(bson_iter_key(&e), "m") && BSON_ITER_HOLDS_BINARY(&e)) bson_iter_binary(&e, &st, &ml, &mp);
+            else if (!strcmp(bson_iter_key(&e), "s") && BSON_ITER_HOLDS_NUMBER(&e)) s = bson_iter_as_double(&e);
+        }
+        if (!mp || isnan(s)) continue;
+        if (zset_push(Z, (const char *)mp, ml, s) != FD_OK) { zset_free(Z); meta_free(m); return FD_E_NOMEM; }
+        if (Z->n > 1 && zent_cmp(&Z->a[Z->n - 2], &Z->a[Z->n - 1]) > 0) sorted = 0;
+    }
+    if (!sorted) qsort(Z->a, Z->n, sizeof *Z->a, zent_cmp);   /* written by something else */
+    return FD_OK;
+}
+
+static long zset_find(const mg_zset *Z, const char *p, size_t n)
+{
+    for (size_t i = 0; i < Z->n; i++)
+        if (Z->a[i].ml == n && memcmp(Z->a[i].m, p, n) == 0) return (long)i;
+    return -1;
+}
+
+static int zset_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, mg_zset *Z)
+{
+    if (!Z->n) return m->found ? mg_delete(c, key) : FD_OK;
+    if (Z->dirty) qsort(Z->a, Z->n, sizeof *Z->a, zent_cmp);
+    Z->dirty = 0;
+    bson_t d = BSON_INITIALIZER, arr, e;
+    bson_append_utf8(&d, "type", -1, "zset", -1);
+    bson_append_array_begin(&d, "value", -1, &arr);
+    for (size_t i = 0; i < Z->n; i++) {
+        char idx[16];
+        const char *ks;
+        bson_uint32_to_string((uint32_t)i, &ks, idx, sizeof idx);
+        bson_append_document_begin(&arr, ks, -1, &e);
+        bson_append_binary(&e, "m", -1, BSON_SUBTYPE_BINARY, (const uint8_t *)Z->a[i].m, (uint32_t)Z->a[i].ml);
+        /* -0 is stored as 0, as Redis's listpack does ("0" is what ZSCORE gives) */
+        bson_append_double(&e, "s", -1, Z->a[i].s == 0 ? 0.0 : Z->a[i].s);
+        bson_append_document_end(&arr, &e);
+    }
+    bson_append_array_end(&d, &arr);
+    if (m->live && m->expire) bson_append_date_time(&d, "expireAt", -1, m->expire);
+    int s = mg_write_doc(c, key, &d);
+    bson_destroy(&d);
+    return s;
+}
+
+/* remove the entries whose gone[i] is set */
+static void zset_compact(mg_zset *Z, const unsigned char *gone)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < Z->n; i++)
+        if (!gone[i]) Z->a[w++] = Z->a[i];
+    Z->n = w;
+}
+
+#define ZSET_DONE(st) do { int st_ = (st); zset_free(&Z); meta_free(&m); return st_; } while (0)
+
+static int zadd_generic(mg_ctx *c, int is_incr)
+{
+    int flags, idx, elements, replied;
+    TRY(fd_parse_zadd(c->argv, c->argc, is_incr, &flags, &idx, &elements, c->out, &replied));
+    if (replied) return FD_OK;
+    int nx = flags & FD_ZADD_NX, xx = flags & FD_ZADD_XX, gt = flags & FD_ZADD_GT,
+        lt = flags & FD_ZADD_LT, incr = flags & FD_ZADD_INCR;
+    mg_meta m; mg_zset Z;
+    TRY(zset_load(c, &c->argv[1], &m, &Z));
+    long long added = 0, updated = 0, processed = 0;
+    double score = 0;
+    int s = FD_OK;
+    if (m.live || !xx) {
+        for (int j = 0; j < elements && s == FD_OK; j++) {
+            const resp_arg *mb = &c->argv[idx + 2 * j + 1];
+            fd_parse_score(&c->argv[idx + 2 * j], &score);
+            long i = zset_find(&Z, mb->ptr, mb->len);
+            if (i >= 0) {
+                double cur = Z.a[i].s;
+                if (nx) continue;
+                if (incr) {
+                    score += cur;
+                    if (isnan(score))
+                        ZSET_DONE(resp_add_error(c->out, "ERR resulting score is not a number (NaN)") ? FD_E_NOMEM : FD_OK);
+                }
+                if ((lt && score >= cur) || (gt && score <= cur)) continue;
+                processed++;
+                if (score != cur) { Z.a[i].s = score; Z.dirty = 1; updated++; }
+            } else {
+                if (xx) continue;
+                s = zset_push(&Z, mb->ptr, mb->len, score);
+                Z.dirty = 1;
+                added++;
+                processed++;
+            }
+        }
+        if (s == FD_OK && (added || updated)) s = zset_save(c, &c->argv[1], &m, &Z);
+    }
+    if (s == FD_OK) {
+        int r;
+        if (incr) r = processed ? resp_add_double(c->out, score) : resp_add_null(c->out);
+        else r = resp_add_int(c->out, (flags & FD_ZADD_CH) ? added + updated : added);
+        if (r) s = FD_E_NOMEM;
+    }
+    ZSET_DONE(s);
+}
+
+static int cmd_zadd(mg_ctx *c)    { return zadd_generic(c, 0); }
+static int cmd_zincrby(mg_ctx *c) { return zadd_generic(c, 1); }
+
+static int cmd_zrem(mg_ctx *c)
+{
+    mg_meta m; mg_zset Z;
+    TRY(zset_load(c, &c->argv[1], &m, &Z));
+    long long n = 0;
+    for (int j = 2; j < c->argc; j++) {
+        long i = zset_find(&Z, c->argv[j].ptr, c->argv[j].len);
+        if (i < 0) continue;
+        memmove(&Z.a[i], &Z.a[i + 1], (Z.n - (size_t)i - 1) * sizeof Z.a[0]);
+        Z.n--;
+        n++;
+    }
+    int s = n ? zset_save(c, &c->argv[1], &m, &Z) : FD_OK;
+    if (s == FD_OK && resp_add_int(c->out, n)) s = FD_E_NOMEM;
+    ZSET_DONE(s);
+}
+
+static int cmd_zscore(mg_ctx *c)
+{
+    mg_meta m; mg_zset Z;
+    TRY(zset_load(c, &c->argv[1], &m, &Z));
+    long i = zset_find(&Z, c->argv[2].ptr, c->argv[2].len);
+    ZSET_DONE((i >= 0 ? resp_add_double(c->out, Z.a[i].s) : resp_add_null(c->out)) ? FD_E_NOMEM : FD_OK);
+}
+
+static int cmd_zmscore(mg_ctx *c)
+{
+    mg_meta m; mg_zset Z;
+    TRY(zset_load(c, &c->argv[1], &m, &Z));
+    int r = resp_add_array(c->out, c->argc - 2);
+    for (int j = 2; j < c->argc && !r; j++) {
+        long i = zset_find(&Z, c->argv[j].ptr, c->argv[j].len);
+        r = i >= 0 ? resp_add_double(c->out, Z.a[i].s) : resp_add_null(c->out);
+    }
+    ZSET_DONE(r ? FD_E_NOMEM : FD_OK);
+}
+
+static int cmd_zcard(mg_ctx *c)
+{
+    mg_meta m; mg_zset Z;
+    TRY(zset_load(c, &c->argv[1], &m, &Z));
+    ZSET_DONE(resp_add_int(c->out, (long long)Z.n) ? FD_E_NOMEM : FD_OK);
+}
+
+static int zrank_generic(mg_ctx *c, int rev)
+{
+    mg_meta m; mg_zset Z;
+    TRY(zset_load(c, &c->argv[1], &m, &Z));
+    long i = zset_find(&Z, c->argv[2].ptr, c->argv[2].len);
+    int r = i < 0 ? resp_add_null(c->out) : resp_add_int(c->out, rev ? (long long)Z.n - 1 - i : i);
+    ZSET_DONE(r ? FD_E_NOMEM : FD_OK);
+}
+
+static int cmd_zrank(mg_ctx *c)    { return zrank_generic(c, 0); }
+static int cmd_zrevrank(mg_ctx *c) { return zrank_generic(c, 1); }
+
+/* Rank range sanitizing (genericZrangebyrankCommand): 0 = empty. */
+static int rank_range(long long n, long long *start, long long *end)
+{
+    if (*start < 0) *start += n;
+    if (*end < 0) *end += n;
+    if (*start < 0) *start = 0;
+    if (*start > *end || *start >= n) return 0;
+    if (*end >= n) *end = n - 1;
+    return 1;
+}
+
+/* The positions z selects, in reply order, into out (Z->n entries room):
+ * the count. A rank range must be sanitized (rank_range) first. As the
+ * embedded backends' walk: a score or lex walk starts at the first member
+ * inside the near bound and stops at the first one outside the far one. */
+static size_t zwalk(const mg_zset *Z, const fd_zrange *z, size_t *out)
+{
+    size_t k = 0, n = Z->n;
+    if (z->type == FD_ZR_RANK) {
+        for (long long r = z->start; r <= z->end; r++) out[k++] = z->rev ? n - 1 - (size_t)r : (size_t)r;
+        return k;
+    }
+    if (fd_zrange_empty(z) || z->offset < 0 || z->limit == 0) return 0;
+    long long skip = z->offset, left = z->limit;
+    int started = 0;
+    for (size_t j = 0; j < n && left != 0; j++) {
+        size_t i = z->rev ? n - 1 - j : j;
+        const mg_zent *e = &Z->a[i];
+        if (!started && !(z->rev ? fd_zrange_lte_max(z, e->s, e->m, e->ml) : fd_zrange_gte_min(z, e->s, e->m, e->ml)))
+            continue;
+        if (!(z->rev ? fd_zrange_gte_min(z, e->s, e->m, e->ml) : fd_zrange_lte_max(z, e->s, e->m, e->ml))) break;
+        started = 1;
+        if (skip > 0) { skip--; continue; }
+        out[k++] = i;
+        if (left > 0) left--;
+    }
+    return k;
+}
+
+static int zrange_generic(mg_ctx *c, int type, int rev)
+{
+    fd_zrange z;
+    int replied;
+    TRY(fd_parse_zrange(c->argv, c->argc, type, rev, &z, c->out, &replied));
+    if (replied) return FD_OK;
+    mg_meta m; mg_zset Z;
+    TRY(zset_load(c, &c->argv[1], &m, &Z));
+    if (z.type == FD_ZR_RANK && !rank_range((long long)Z.n, &z.start, &z.end))
+        ZSET_DONE(resp_add_array(c->out, 0) ? FD_E_NOMEM : FD_OK);
+    size_t *pos = malloc((Z.n ? Z.n : 1) * sizeof *pos);
+    if (!pos) ZSET_DONE(FD_E_NOMEM);
+    size_t k = zwalk(&Z, &z, pos);
+    int nested = z.withscores && c->out->proto == 3;
+    int r = resp_add_array(c->out, (long long)(z.withscores && !nested ? 2 * k : k));
+    for (size_t j = 0; j < k && !r; j++) {
+        const mg_zent *e = &Z.a[pos[j]];
+        if (nested) r = resp_add_array(c->out, 2);
+        if (!r) r = resp_add_bulk(c->out, e->m, e->ml);
+        if (!r && z.withscores) r = resp_add_double(c->out, e->s);
+    }
+    free(pos);
+    ZSET_DONE(r ? FD_E_NOMEM : FD_OK);
+}
+
+static int cmd_zrange(mg_ctx *c)           { return zrange_generic(c, -1, -1); }
+static int cmd_zrevrange(mg_ctx *c)        { return zrange_generic(c, FD_ZR_RANK, 1); }
+static int cmd_zrangebyscore(mg_ctx *c)    { return zrange_generic(c, FD_ZR_SCORE, 0); }
+static int cmd_zrevrangebyscore(mg_ctx *c) { return zrange_generic(c, FD_ZR_SCORE, 1); }
+static int cmd_zrangebylex(mg_ctx *c)      { return zrange_generic(c, FD_ZR_LEX, 0); }
+static int cmd_zrevrangebylex(mg_ctx *c)   { return zrange_generic(c, FD_ZR_LEX, 1); }
+
+/* ZCOUNT / ZLEXCOUNT (count 1) and ZREMRANGEBY* (count 0) */
+static int zrange_count_or_remove(mg_ctx *c, int type, int count)
+{
+    fd_zrange z;
+    int replied;
+    TRY(fd_parse_zrange(c->argv, c->argc, type, 0, &z, c->out, &replied));
+    if (replied) return FD_OK;
+    mg_meta m; mg_zset Z;
+    TRY(zset_load(c, &c->argv[1], &m, &Z));
+    if (!m.live || (z.type == FD_ZR_RANK && !rank_range((long long)Z.n, &z.start, &z.end)))
+        ZSET_DONE(resp_add_int(c->out, 0) ? FD_E_NOMEM : FD_OK);
+    size_t *pos = malloc(Z.n * sizeof *pos);
+    unsigned char *gone = count ? NULL : calloc(Z.n, 1);
+    if (!pos || (!count && !gone)) { free(pos); free(gone); ZSET_DONE(FD_E_NOMEM); }
+    size_t k = zwalk(&Z, &z, pos);
+    int s = FD_OK;
+    if (!count && k) {
+        for (size_t j = 0; j < k; j++) gone[pos[j]] = 1;
+        zset_compact(&Z, gone);
+        s = zset_save(c, &c->argv[1], &m, &Z);
+    }
+    free(pos);
+    free(gone);
+    if (s == FD_OK && resp_add_int(c->out, (long long)k)) s = FD_E_NOMEM;
+    ZSET_DONE(s);
+}
+
+static int cmd_zcount(mg_ctx *c)           { return zrange_count_or_remove(c, FD_ZR_SCORE, 1); }
+static int cmd_zlexcount(mg_ctx *c)        { return zrange_count_or_remove(c, FD_ZR_LEX, 1); }
+static int cmd_zremrangebyrank(mg_ctx *c)  { return zrange_count_or_remove(c, FD_ZR_RANK, 0); }
+static int cmd_zremrangebyscore(mg_ctx *c) { return zrange_count_or_remove(c, FD_ZR_SCORE, 0); }
+static int cmd_zremrangebylex(mg_ctx *c)   { return zrange_count_or_remove(c, FD_ZR_LEX, 0); }
+
+/* ZPOPMIN (rev 0) / ZPOPMAX (rev 1) */
+static int zpop_generic(mg_ctx *c, int rev)
+{
+    long long count = -1;
+    if (c->argc > 3) return FD_E_SYNTAX;
+    if (c->argc == 3 && (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &count) != 0 || count < 0))
+        return FD_E_RANGE_POSITIVE;
+    int nested = c->out->proto == 3 && count != -1;
+    mg_meta m; mg_zset Z;
+    TRY(zset_load(c, &c->argv[1], &m, &Z));
+    if (!m.live || count == 0) ZSET_DONE(resp_add_array(c->out, 0) ? FD_E_NOMEM : FD_OK);
+    if (count == -1) count = 1;
+    size_t k = count < (long long)Z.n ? (size_t)count : Z.n;
+    size_t mark = c->out->len;
+    int r = resp_add_array(c->out, (long long)(nested ? k : 2 * k));
+    for (size_t j = 0; j < k && !r; j++) {
+        const mg_zent *e = &Z.a[rev ? Z.n - 1 - j : j];
+        if (nested) r = resp_add_array(c->out, 2);
+        if (!r) r = resp_add_bulk(c->out, e->m, e->ml);
+        if (!r) r = resp_add_double(c->out, e->s);
+    }
+    if (r) { c->out->len = mark; ZSET_DONE(FD_E_NOMEM); }
+    if (!rev) memmove(Z.a, Z.a + k, (Z.n - k) * sizeof *Z.a);
+    Z.n -= k;
+    int s = zset_save(c, &c->argv[1], &m, &Z);
+    if (s != FD_OK) c->out->len = mark;
+    ZSET_DONE(s);
+}
+
+static int cmd_zpopmin(mg_ctx *c) { return zpop_generic(c, 0); }
+static int cmd_zpopmax(mg_ctx *c) { return zpop_generic(c, 1); }
+
+/* ================================================================ random picks, *SCAN */
+
+/* xorshift64*, one state per worker thread */
+static uint64_t mg_rand(void)
+{
+    static _Thread_local uint64_t st;
+    if (!st) st = ((uint64_t)mono_us() * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)(uintptr_t)&st ^ 1;
+    st ^= st >> 12; st ^= st << 25; st ^= st >> 27;
+    return st * 2685821657736338717ULL;
+}
+
+/* want distinct positions of n (want <= n) in random order, or (repeat)
+ * want independent random positions. NULL: out of memory. */
+static size_t *pick_positions(size_t n, size_t want, int repeat)
+{
+    size_t *p = malloc((repeat ? (want ? want : 1) : (n ? n : 1)) * sizeof *p);
+    if (!p) return NULL;
+    if (repeat) {
+        for (size_t i = 0; i < want; i++) p[i] = (size_t)(mg_rand() % n);
+        return p;
+    }
+    for (size_t i = 0; i < n; i++) p[i] = i;
+    if (want < n)              /* a partial Fisher-Yates shuffle */
+        for (size_t i = 0; i < want; i++) {
+            size_t j = i + (size_t)(mg_rand() % (n - i));
+            size_t t = p[i]; p[i] = p[j]; p[j] = t;
+        }
+    return p;
+}
+
+/* The out-of-range text of Redis's getRangeLongFromObjectOrReply for a
+ * count of LLONG_MIN (HRANDFIELD, SRANDMEMBER, LPOS RANK). */
+#define ERR_LONG_RANGE "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"
+
+/* One element of a collection for *SCAN: field/member and value/score. */
+typedef struct mg_scanent { uint64_t h; const char *f, *v; size_t fl, vl; double s; } mg_scanent;
+
+static int scanent_cmp(const void *a, const void *b)
+{
+    const mg_scanent *x = a, *y = b;
+    if (x->h != y->h) return x->h < y->h ? -1 : 1;
+    return fd_lexcmp(x->f, x->fl, y->f, y->fl);
+}
+
+/* Collections up to this size are returned whole by one call, cursor 0 (as
+ * Redis does for its small encodings, and the embedded backends). */
+#define MG_SCAN_WHOLE 128
+
+/* HSCAN / SSCAN / ZSCAN over the n elements e (in the collection's order).
+ * A bigger collection is walked in the order of a 63-bit hash of each
+ * element; the cursor is the hash to resume from, so an element present
+ * for the whole iteration is returned exactly once, whatever else is added
+ * or removed meanwhile (as SCAN over the keys). */
+static int subscan_reply(mg_ctx *c, int type, mg_scanent *e, size_t n, uint64_t cursor,
+                         long long count, const resp_arg *pat)
+{
+    size_t from = 0, to = n;
+    uint64_t next = 0;
+    if (n > MG_SCAN_WHOLE) {
+        for (size_t i = 0; i < n; i++) e[i].h = (hash_key(e[i].f, e[i].fl) >> 1) | 1;
+        qsort(e, n, sizeof *e, scanent_cmp);
+        while (from < n && e[from].h < cursor) from++;
+        to = from;
+        long long visited = 0;
+        while (to < n && (visited < count || (to > from && e[to].h == e[to - 1].h))) { to++; visited++; }
+        next = to < n ? e[to - 1].h + 1 : 0;
+    }
+    long long hits = 0;
+    for (size_t i = from; i < to; i++)
+        if (!pat || resp_glob_match(pat->ptr, pat->len, e[i].f, e[i].fl, 0)) hits++;
+    char num[24];
+    int nl = resp_u64_fmt(num, next);
+    int r = resp_add_array(c->out, 2);
+    if (!r) r = resp_add_bulk(c->out, num, (size_t)nl);
+    if (!r) r = resp_add_array(c->out, type == MG_T_SET ? hits : 2 * hits);
+    for (size_t i = from; i < to && !r; i++) {
+        if (pat && !resp_glob_match(pat->ptr, pat->len, e[i].f, e[i].fl, 0)) continue;
+        r = resp_add_bulk(c->out, e[i].f, e[i].fl);
+        if (!r && type == MG_T_HASH) r = resp_add_bulk(c->out, e[i].v, e[i].vl);
+        if (!r && type == MG_T_ZSET) {
+            /* Redis 7.0's d2string: "%.17g" ("inf", "-inf") */
+            char buf[64];
+            int bl = isinf(e[i].s) ? snprintf(buf, sizeof buf, "%s", e[i].s > 0 ? "inf" : "-inf")
+                                   : snprintf(buf, sizeof buf, "%.17g", e[i].s);
+            r = resp_add_bulk(c->out, buf, bl > 0 ? (size_t)bl : 0);
+        }
+    }
+    return r ? FD_E_NOMEM : FD_OK;
+}
+
+static int subscan_generic(mg_ctx *c, int type)
+{
+    uint64_t cursor;
+    if (fd_parse_cursor(&c->argv[2], &cursor) != 0) {
+        OUT(resp_add_error(c->out, "ERR invalid cursor"));
+        return FD_OK;
+    }
+    mg_meta m;
+    mg_hash h = {0};
+    mg_list L = {0};
+    mg_zset Z = {0};
+    int s;
+    if (type == MG_T_HASH) s = hash_load(c, &c->argv[1], &m, &h);
+    else if (type == MG_T_SET) s = array_load(c, &c->argv[1], &m, &L, MG_T_SET);
+    else s = zset_load(c, &c->argv[1], &m, &Z);
+    TRY(s);
+    mg_scanent *e = NULL;
+    size_t n = type == MG_T_HASH ? h.n : type == MG_T_SET ? L.n : Z.n;
+    long long count;
+    const resp_arg *pat;
+    if (!m.live) {
+        s = (resp_add_array(c->out, 2) || resp_add_bulk(c->out, "0", 1) || resp_add_array(c->out, 0))
+            ? FD_E_NOMEM : FD_OK;
+    } else if ((s = fd_parse_scan_opts(c->argv, c->argc, 3, &count, &pat, NULL)) == FD_OK) {
+        e = calloc(n ? n : 1, sizeof *e);
+        if (!e) s = FD_E_NOMEM;
+        for (size_t i = 0; e && i < n; i++) {
+            if (type == MG_T_HASH) { e[i].f = h.a[i].f; e[i].fl = h.a[i].fl; e[i].v = h.a[i].v; e[i].vl = h.a[i].vl; }
+            else if (type == MG_T_SET) { e[i].f = L.p[i]; e[i].fl = L.l[i]; }
+            else { e[i].f = Z.a[i].m; e[i].fl = Z.a[i].ml; e[i].s = Z.a[i].s; }
+        }
+        if (e) s = subscan_reply(c, type, e, n, cursor, count, pat);
+    }
+    free(e);
+    hash_free(&h);
+    list_free(&L);
+    zset_free(&Z);
+    meta_free(&m);
+    return s;
+}
+
+static int cmd_hscan(mg_ctx *c) { return subscan_generic(c, MG_T_HASH); }
+static int cmd_sscan(mg_ctx *c) { return subscan_generic(c, MG_T_SET); }
+static int cmd_zscan(mg_ctx *c) { return subscan_generic(c, MG_T_ZSET); }
+
+static int cmd_hrandfield(mg_ctx *c)
+{
+    long long count = 0;
+    int hascount = c->argc >= 3;
+    if (c->argc > 4 || (c->argc == 4 && !fd_opt_is(&c->argv[3], "withvalues"))) return FD_E_SYNTAX;
+    int withvalues = c->argc == 4;
+    if (hascount && resp_str2ll(c->argv[2].ptr, c->argv[2].len, &count) != 0) return FD_E_NOTINT;
+    if (hascount && count == LLONG_MIN) {
+        OUT(resp_add_error(c->out, ERR_LONG_RANGE));
+        return FD_OK;
+    }
+    mg_meta m; mg_hash h;
+    TRY(hash_load(c, &c->argv[1], &m, &h));
+    if (!m.live) HASH_DONE((hascount ? resp_add_array(c->out, 0) : resp_add_null(c->out)) ? FD_E_NOMEM : FD_OK);
+    if (hascount && count == 0) HASH_DONE(resp_add_array(c->out, 0) ? FD_E_NOMEM : FD_OK);
+    int repeat = count < 0, nested = withvalues && c->out->proto == 3;
+    size_t want = !hascount ? 1 : repeat ? (size_t)-count : (count < (long long)h.n ? (size_t)count : h.n);
+    size_t *pos = pick_positions(h.n, want, repeat);
+    if (!pos) HASH_DONE(FD_E_NOMEM);
+    size_t mark = c->out->len;
+    int r = 0;
+    if (hascount) r = resp_add_array(c->out, (long long)(withvalues && !nested ? 2 * want : want));
+    for (size_t i = 0; i < want && !r; i++) {
+        const mg_field *f = &h.a[pos[i]];
+        if (nested) r = resp_add_array(c->out, 2);
+        if (!r) r = resp_add_bulk(c->out, f->f, f->fl);
+        if (!r && withvalues) r = resp_add_bulk(c->out, f->v, f->vl);
+    }
+    free(pos);
+    if (r) c->out->len = mark;
+    HASH_DONE(r ? FD_E_NOMEM : FD_OK);
+}
+
+/* SPOP (pop 1) / SRANDMEMBER (pop 0) */
+static int srandom_generic(mg_ctx *c, int pop)
+{
+    long long count = 1;
+    int hascount = c->argc == 3;
+    if (c->argc > 3) return FD_E_SYNTAX;
+    if (hascount) {
+        if (pop) {
+            /* getPositiveLongFromObjectOrReply: one text for both errors */
+            if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &count) != 0 || count < 0) return FD_E_RANGE_POSITIVE;
+        } else {
+            if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &count) != 0) return FD_E_NOTINT;
+            if (count == LLONG_MIN) { OUT(resp_add_error(c->out, ERR_LONG_RANGE)); return FD_OK; }
+        }
+    }
+    mg_meta m; mg_list L;
+    TRY(array_load(c, &c->argv[1], &m, &L, MG_T_SET));
+    if (!m.live || (hascount && count == 0)) {
+        int r = !hascount ? resp_add_null(c->out) : pop ? resp_add_set(c->out, 0) : resp_add_array(c->out, 0);
+        LIST_DONE(r ? FD_E_NOMEM : FD_OK);
+    }
+    int repeat = !pop && count < 0;
+    size_t want = repeat ? (size_t)-count : (count < (long long)L.n ? (size_t)count : L.n);
+    size_t *pos = pick_positions(L.n, want, repeat);
+    if (!pos) LIST_DONE(FD_E_NOMEM);
+    size_t mark = c->out->len;
+    int r = 0;
+    if (hascount) r = pop ? resp_add_set(c->out, (long long)want) : resp_add_array(c->out, (long long)want);
+    for (size_t i = 0; i < want && !r; i++) r = resp_add_bulk(c->out, L.p[pos[i]], L.l[pos[i]]);
+    int s = r ? FD_E_NOMEM : FD_OK;
+    if (s == FD_OK && pop) {
+        unsigned char *gone = calloc(L.n, 1);
+        if (!gone) s = FD_E_NOMEM;
+        else {
+            for (size_t i = 0; i < want; i++) gone[pos[i]] = 1;
+            size_t w = 0;
+            for (size_t i = 0; i < L.n; i++)
+                if (!gone[i]) { L.p[w] = L.p[i]; L.l[w] = L.l[i]; w++; }
+            L.n = w;
+            free(gone);
+            s = array_save(c, &c->argv[1], &m, &L, MG_T_SET);
+        }
+    }
+    free(pos);
+    if (s != FD_OK) c->out->len = mark;
+    LIST_DONE(s);
+}
+
+static int cmd_spop(mg_ctx *c)        { return srandom_generic(c, 1); }
+static int cmd_srandmember(mg_ctx *c) { return srandom_generic(c, 0); }
+
+/* ================================================================ more list commands */
+
+static int cmd_linsert(mg_ctx *c)
+{
+    int after;
+    if (fd_opt_is(&c->argv[2], "after")) after = 1;
+    else if (fd_opt_is(&c->argv[2], "before")) after = 0;
+    else return FD_E_SYNTAX;
+    mg_meta m; mg_list L;
+    TRY(list_load(c, &c->argv[1], &m, &L));
+    if (!m.live) LIST_DONE(resp_add_int(c->out, 0) ? FD_E_NOMEM : FD_OK);
+    const resp_arg *pivot = &c->argv[3], *val = &c->argv[4];
+    size_t i = 0;
+    while (i < L.n && !(L.l[i] == pivot->len && memcmp(L.p[i], pivot->ptr, pivot->len) == 0)) i++;
+    if (i == L.n) LIST_DONE(resp_add_int(c->out, -1) ? FD_E_NOMEM : FD_OK);
+    if (after) i++;
+    if (list_reserve(&L, L.n + 1) != FD_OK) LIST_DONE(FD_E_NOMEM);
+    memmove(L.p + i + 1, L.p + i, (L.n - i) * sizeof *L.p);
+    memmove(L.l + i + 1, L.l + i, (L.n - i) * sizeof *L.l);
+    L.p[i] = val->ptr;
+    L.l[i] = val->len;
+    L.n++;
+    int s = list_save(c, &c->argv[1], &m, &L);
+    if (s == FD_OK && resp_add_int(c->out, (long long)L.n)) s = FD_E_NOMEM;
+    LIST_DONE(s);
+}
+
+static int cmd_lpos(mg_ctx *c)
+{
+    long long rank = 1, count = -1, maxlen = 0;
+    for (int j = 3; j < c->argc; j++) {
+        int more = j + 1 < c->argc;
+        const resp_arg *a = &c->argv[j];
+        if (fd_opt_is(a, "rank") && more) {
+            j++;
+            if (resp_str2ll(c->argv[j].ptr, c->argv[j].len, &rank) != 0) return FD_E_NOTINT;
+            if (rank == 0) {
+                OUT(resp_add_error(c->out, "ERR RANK can't be zero: use 1 to start from the first match, "
+                                           "2 from the second ... or use negative to start from the end of the list"));
+                return FD_OK;
+            }
+        } else if (fd_opt_is(a, "count") && more) {
+            j++;
+            if (resp_str2ll(c->argv[j].ptr, c->argv[j].len, &count) != 0 || count < 0) {
+                OUT(resp_add_error(c->out, "ERR COUNT can't be negative"));
+                return FD_OK;
+            }
+        } else if (fd_opt_is(a, "maxlen") && more) {
+            j++;
+            if (resp_str2ll(c->argv[j].ptr, c->argv[j].len, &maxlen) != 0 || maxlen < 0) {
+                OUT(resp_add_error(c->out, "ERR MAXLEN can't be negative"));
+                return FD_OK;
+            }
+        } else return FD_E_SYNTAX;
+    }
+    int rev = rank < 0, nolimit = 0;
+    if (rank == LLONG_MIN) {
+        /* as redis-server 7.0: -rank wraps, so every match from the tail
+         * counts and COUNT never stops the walk */
+        rank = 1;
+        nolimit = 1;
+    } else if (rev) rank = -rank;
+    mg_meta m; mg_list L;
+    TRY(list_load(c, &c->argv[1], &m, &L));
+    if (!m.live) LIST_DONE((count != -1 ? resp_add_array(c->out, 0) : resp_add_null(c->out)) ? FD_E_NOMEM : FD_OK);
+    const resp_arg *el = &c->argv[2];
+    long long n = (long long)L.n, matches = 0, emitted = 0;
+    long long *hit = malloc((size_t)(n ? n : 1) * sizeof *hit);
+    if (!hit) LIST_DONE(FD_E_NOMEM);
+    for (long long index = 0; index < n && (maxlen == 0 || index < maxlen); index++) {
+        size_t i = (size_t)(rev ? n - 1 - index : index);
+        if (L.l[i] != el->len || memcmp(L.p[i], el->ptr, el->len) != 0) continue;
+        if (++matches < rank) continue;
+        hit[emitted++] = (long long)i;
+        if (count == -1 || (count && !nolimit && emitted >= count)) break;
+    }
+    int r;
+    if (count == -1) r = emitted ? resp_add_int(c->out, hit[0]) : resp_add_null(c->out);
+    else {
+        r = resp_add_array(c->out, emitted);
+        for (long long k = 0; k < emitted && !r; k++) r = resp_add_int(c->out, hit[k]);
+    }
+    free(hit);
+    LIST_DONE(r ? FD_E_NOMEM : FD_OK);
+}
+
+static int lmove_generic(mg_ctx *c, int from_left, int to_left)
+{
+    mg_meta m, dm; mg_list L, D;
+    TRY(list_load(c, &c->argv[1], &m, &L));
+    if (!m.live) LIST_DONE(resp_add_null(c->out) ? FD_E_NOMEM : FD_OK);
+    int same = c->argv[1].len == c->argv[2].len && memcmp(c->argv[1].ptr, c->argv[2].ptr, c->argv[1].len) == 0;
+    mg_meta *dmp = &m;
+    mg_list *dp = &L;
+    if (!same) {
+        int s = list_load(c, &c->argv[2], &dm, &D);
+        if (s != FD_OK) LIST_DONE(s);
+        dmp = &dm;
+        dp = &D;
+    }
+    size_t at = from_left ? 0 : L.n - 1;
+    const char *v = L.p[at];
+    size_t vl = L.l[at];
+    if (from_left) { memmove(L.p, L.p + 1, (L.n - 1) * sizeof *L.p); memmove(L.l, L.l + 1, (L.n - 1) * sizeof *L.l); }
+    L.n--;
+    int s = list_reserve(dp, dp->n + 1);
+    if (s == FD_OK) {
+        if (to_left) {
+            memmove(dp->p + 1, dp->p, dp->n * sizeof *dp->p);
+            memmove(dp->l + 1, dp->l, dp->n * sizeof *dp->l);
+            dp->p[0] = v; dp->l[0] = vl;
+        } else {
+            dp->p[dp->n] = v; dp->l[dp->n] = vl;
+        }
+        dp->n++;
+        /* the destination first: a failure then loses nothing */
+        s = list_save(c, &c->argv[2], dmp, dp);
+        if (s == FD_OK && !same) s = list_save(c, &c->argv[1], &m, &L);
+    }
+    if (s == FD_OK && resp_add_bulk(c->out, v, vl)) s = FD_E_NOMEM;
+    if (!same) { list_free(&D); meta_free(&dm); }
+    LIST_DONE(s);
+}
+
+static int cmd_rpoplpush(mg_ctx *c) { return lmove_generic(c, 0, 1); }
+
+static int cmd_lmove(mg_ctx *c)
+{
+    int from_left, to_left;
+    if (fd_opt_is(&c->argv[3], "left")) from_left = 1;
+    else if (fd_opt_is(&c->argv[3], "right")) from_left = 0;
+    else return FD_E_SYNTAX;
+    if (fd_opt_is(&c->argv[4], "left")) to_left = 1;
+    else if (fd_opt_is(&c->argv[4], "right")) to_left = 0;
+    else return FD_E_SYNTAX;
+    return lmove_generic(c, from_left, to_left);
+}
 
 /* ================================================================ table */
 
@@ -1997,6 +2760,18 @@ static const mg_cmd mg_cmds[] = {
     {"sadd", cmd_sadd}, {"srem", cmd_srem}, {"scard", cmd_scard}, {"sismember", cmd_sismember},
     {"smismember", cmd_smismember}, {"smembers", cmd_smembers}, {"smove", cmd_smove},
     {"sinter", cmd_sinter}, {"sunion", cmd_sunion}, {"sdiff", cmd_sdiff},
+    {"sinterstore", cmd_sinterstore}, {"sunionstore", cmd_sunionstore}, {"sdiffstore", cmd_sdiffstore},
+    {"sintercard", cmd_sintercard}, {"spop", cmd_spop}, {"srandmember", cmd_srandmember},
+    {"sscan", cmd_sscan}, {"hscan", cmd_hscan}, {"hrandfield", cmd_hrandfield},
+    {"linsert", cmd_linsert}, {"lpos", cmd_lpos}, {"rpoplpush", cmd_rpoplpush}, {"lmove", cmd_lmove},
+    {"zadd", cmd_zadd}, {"zincrby", cmd_zincrby}, {"zrem", cmd_zrem}, {"zscore", cmd_zscore},
+    {"zmscore", cmd_zmscore}, {"zcard", cmd_zcard}, {"zcount", cmd_zcount}, {"zlexcount", cmd_zlexcount},
+    {"zrank", cmd_zrank}, {"zrevrank", cmd_zrevrank}, {"zrange", cmd_zrange}, {"zrevrange", cmd_zrevrange},
+    {"zrangebyscore", cmd_zrangebyscore}, {"zrevrangebyscore", cmd_zrevrangebyscore},
+    {"zrangebylex", cmd_zrangebylex}, {"zrevrangebylex", cmd_zrevrangebylex},
+    {"zpopmin", cmd_zpopmin}, {"zpopmax", cmd_zpopmax}, {"zremrangebyrank", cmd_zremrangebyrank},
+    {"zremrangebyscore", cmd_zremrangebyscore}, {"zremrangebylex", cmd_zremrangebylex},
+    {"zscan", cmd_zscan},
     {NULL, NULL}
 };
 
