@@ -115,6 +115,17 @@ typedef struct cl_node {
 
 typedef struct cl_part cl_part;
 
+/* A keyless fan-out that came before the first slot map: sent when it comes. */
+typedef struct cl_deferred {
+    fd_pending *p;
+    int        merge, proto;
+    uint64_t   client_id;
+    char      *cmd;
+    size_t     cmdlen;
+    int64_t    deadline;
+    struct cl_deferred *next;
+} cl_deferred;
+
 typedef struct cl_backend {
     rc_shared  sh;
     int        pool;
@@ -131,6 +142,7 @@ typedef struct cl_backend {
     int64_t    last_refresh, last_map;
     char       maperr[600];
     cl_part   *parked, *parked_tail;
+    cl_deferred *deferred, *deferred_tail;
     int        slot_group[CL_SLOTS];   /* scratch for splitting: slot -> group, -1 */
     ev_timer   timer;
     int        closing;
@@ -204,6 +216,14 @@ static size_t node_inflight(const cl_node *n) {
 static int node_up(const cl_node *n) {
     for (int i = 0; i < n->n; i++)
         if (n->conns[i].state == RC_UP) return 1;
+    return 0;
+}
+
+/* Is any node's connection up or on its way? (No: fail at once, not at the deadline.) */
+static int any_reachable(const cl_backend *b) {
+    for (const cl_node *n = b->nodes; n; n = n->next)
+        for (int i = 0; i < n->n; i++)
+            if (n->conns[i].state != RC_DOWN) return 1;
     return 0;
 }
 
@@ -578,7 +598,11 @@ static void part_send(cl_part *pt) {
     cl_backend *b = r->b;
     cl_node *n = pt->ask ? pt->ask : pt->slot >= 0 ? b->slots[pt->slot] : pt->node;
     if (!n) {
-        if (!b->map_ok) { park(pt, 0); want_refresh(b); return; }   /* waits for the first map */
+        if (!b->map_ok && any_reachable(b)) { park(pt, 0); want_refresh(b); return; }   /* waits for the first map */
+        if (!b->map_ok) {
+            part_fail(pt, "-ERR backend unavailable (redis-cluster: no slot map%s%s)", b->maperr[0] ? ": " : " yet", b->maperr);
+            return;
+        }
         want_refresh(b);
         part_fail(pt, "-ERR backend unavailable (redis-cluster: hash slot %d is not served by any node)", pt->slot);
         return;
@@ -701,9 +725,13 @@ bad:
 }
 
 static void wake_parked(cl_backend *b, int all_waiting_for_map);
+static void deferred_run(cl_backend *b);
+
+static void deferred_fail(cl_backend *b, int64_t now);
 
 /* No slot map could be had: the requests waiting for one fail now. */
 static void fail_parked(cl_backend *b) {
+    deferred_fail(b, 0);
     cl_part *list = b->parked;
     b->parked = b->parked_tail = NULL;
     while (list) {
@@ -739,6 +767,7 @@ static void on_slots(void *ctx, const char *d, size_t n, int local) {
     b->need_refresh = 0;
     b->last_map = rc_mono_ms();
     wake_parked(b, 1);
+    deferred_run(b);
     return;
 failed:
     b->refresh_failures++;
@@ -812,6 +841,7 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents) {
     cl_backend *b = w->data;
     int64_t now = rc_mono_ms();
     if (b->parked) wake_parked(b, 0);
+    if (b->deferred) deferred_fail(b, now);
     if (!b->refreshing) {
         int down = 0;
         for (int i = 0; i < b->nmasters; i++) if (!node_up(b->masters[i])) down = 1;
@@ -886,19 +916,25 @@ static int key_positions(const fd_request *r, int *pos, int max) {
     return n;
 }
 
-static cl_req *req_new(cl_backend *b, fd_request *r, int merge, int nparts, size_t inline_bytes) {
+static cl_req *req_alloc(cl_backend *b, fd_pending *p, int merge, int proto, uint64_t client_id, int nparts,
+                         size_t inline_bytes) {
     cl_req *q = calloc(1, sizeof *q + (size_t)nparts * sizeof(cl_part) + inline_bytes);
     if (!q) return NULL;
     q->b = b;
-    q->p = r->pending;
+    q->p = p;
     q->merge = merge;
-    q->proto = r->out->proto == 3 ? 3 : 2;
-    q->client_id = r->client_id;
+    q->proto = proto;
+    q->client_id = client_id;
     q->nparts = q->left = nparts;
     q->parts = (cl_part *)(q + 1);
     for (int i = 0; i < nparts; i++) { q->parts[i].r = q; q->parts[i].slot = -1; }
     return q;
 }
+
+static cl_req *req_new(cl_backend *b, fd_request *r, int merge, int nparts, size_t inline_bytes) {
+    return req_alloc(b, r->pending, merge, r->out->proto == 3 ? 3 : 2, r->client_id, nparts, inline_bytes);
+}
+
 
 /* One command to one slot, bytes as received. */
 static int submit_single(cl_backend *b, fd_request *r, int slot, cl_node *node) {
@@ -992,30 +1028,106 @@ out:
 }
 
 /* Keyless commands over every master. */
+/* The command (cmd, copied) to every master of the map. */
+static int fanout_start(cl_backend *b, fd_pending *p, int merge, int proto, uint64_t client_id,
+                        const char *cmd, size_t cmdlen) {
+    int n = b->nmasters;
+    cl_req *q = req_alloc(b, p, merge, proto, client_id, n, 0);
+    if (!q) return FD_E_NOMEM;
+    for (int i = 0; i < n; i++) {
+        cl_part *pt = &q->parts[i];
+        pt->node = b->masters[i];
+        if (!(pt->cmd = malloc(cmdlen))) { req_free(q); return FD_E_NOMEM; }
+        memcpy(pt->cmd, cmd, cmdlen);
+        pt->cmdlen = cmdlen;
+    }
+    b->forwarded++;
+    b->fanout++;
+    for (int i = 0; i < n; i++) part_send(&q->parts[i]);   /* q may be freed by the last */
+    return FD_PENDING;
+}
+
+/* The first map is here: the fan-outs that waited for it go. */
+static void deferred_run(cl_backend *b) {
+    cl_deferred *d = b->deferred;
+    b->deferred = b->deferred_tail = NULL;
+    while (d) {
+        cl_deferred *next = d->next;
+        if (!b->nmasters || fanout_start(b, d->p, d->merge, d->proto, d->client_id, d->cmd, d->cmdlen) != FD_PENDING) {
+            static const char oom[] = "-ERR backend unavailable (redis-cluster: no master to send to, or out of memory)\r\n";
+            b->failed++;
+            fd_pending_reply(d->p, oom, sizeof oom - 1);
+        }
+        free(d->cmd);
+        free(d);
+        d = next;
+    }
+}
+
+/* Fan-outs still waiting for a map at `now` (0: all of them) fail. */
+static void deferred_fail(cl_backend *b, int64_t now) {
+    cl_deferred **pp = &b->deferred;
+    b->deferred_tail = NULL;
+    while (*pp) {
+        cl_deferred *d = *pp;
+        if (now && d->deadline > now) {
+            b->deferred_tail = d;
+            pp = &d->next;
+            continue;
+        }
+        *pp = d->next;
+        char msg[800];
+        int n = snprintf(msg, sizeof msg, "-ERR backend unavailable (redis-cluster: no slot map%s%s)\r\n",
+                         b->maperr[0] ? ": " : " yet", b->maperr);
+        if (n < 0 || (size_t)n >= sizeof msg) n = (int)strlen(strcpy(msg, "-ERR backend unavailable (redis-cluster: no slot map)\r\n"));
+        b->failed++;
+        fd_pending_reply(d->p, msg, (size_t)n);
+        free(d->cmd);
+        free(d);
+    }
+}
+
 static int submit_fanout(cl_backend *b, fd_request *r, int merge) {
+    size_t len;
+    char *cmd = encode_cmd(r->argc, r->argv, &len);
+    if (!cmd) return FD_E_NOMEM;
+    if (b->map_ok && b->nmasters) {
+        int rc = fanout_start(b, r->pending, merge, r->out->proto == 3 ? 3 : 2, r->client_id, cmd, len);
+        free(cmd);
+        return rc;
+    }
+    if (!any_reachable(b)) {
+        free(cmd);
+        b->failed++;
+        resp_add_errorf(r->out, "ERR backend unavailable (redis-cluster: no slot map%s%s)",
+                        b->maperr[0] ? ": " : " yet", b->maperr);
+        return FD_OK;
+    }
+    /* no map yet (just started): wait for it, up to backend-timeout */
+    cl_deferred *d = calloc(1, sizeof *d);
+    if (!d) { free(cmd); return FD_E_NOMEM; }
+    d->p = r->pending;
+    d->merge = merge;
+    d->proto = r->out->proto == 3 ? 3 : 2;
+    d->client_id = r->client_id;
+    d->cmd = cmd;
+    d->cmdlen = len;
+    d->deadline = rc_mono_ms() + b->sh.timeout_ms;
+    if (b->deferred_tail) b->deferred_tail->next = d;
+    else b->deferred = d;
+    b->deferred_tail = d;
+    want_refresh(b);
+    return FD_PENDING;
+}
+
+/* SCAN cursor [options]: the cursor names a master and its own cursor. */
+static int submit_scan(cl_backend *b, fd_request *r) {
     if (!b->map_ok || !b->nmasters) {
         b->failed++;
         resp_add_errorf(r->out, "ERR backend unavailable (redis-cluster: no slot map%s%s)",
                         b->maperr[0] ? ": " : " yet", b->maperr);
         return FD_OK;
     }
-    int n = b->nmasters;
-    cl_req *q = req_new(b, r, merge, n, 0);
-    if (!q) return FD_E_NOMEM;
-    for (int i = 0; i < n; i++) {
-        cl_part *pt = &q->parts[i];
-        pt->node = b->masters[i];
-        if (!(pt->cmd = encode_cmd(r->argc, r->argv, &pt->cmdlen))) { req_free(q); return FD_E_NOMEM; }
-    }
-    b->forwarded++;
-    b->fanout++;
-    for (int i = 0; i < n; i++) part_send(&q->parts[i]);
-    return FD_PENDING;
-}
-
-/* SCAN cursor [options]: the cursor names a master and its own cursor. */
-static int submit_scan(cl_backend *b, fd_request *r) {
-    if (!b->map_ok || !b->nmasters) return submit_fanout(b, r, M_SCAN);   /* the "no map" error */
     /* Redis 7.0's parseScanCursorOrReply: strtoul, no leading space, no
      * trailing bytes, no overflow ("-1" and "" are cursors there too) */
     char tmp[32];
@@ -1196,6 +1308,7 @@ static void cl_close(fd_backend *fb) {
         if (!b->parked) b->parked_tail = NULL;
         part_fail(pt, "-ERR backend unavailable (redis-cluster: shutting down)");
     }
+    deferred_fail(b, 0);
     while (b->nodes) {
         cl_node *n = b->nodes;
         b->nodes = n->next;

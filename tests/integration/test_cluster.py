@@ -433,6 +433,20 @@ def unreachable_seeds_and_config_errors():
 
 
 @T.case
+def first_commands_wait_for_the_map():
+    """Commands sent the moment frontdoor answers (its slot map may not be
+    loaded yet) wait for the map instead of failing: keyed and fan-out alike."""
+    ref, cluster, fd0 = shared()
+    for _ in range(3):
+        fd = start_frontdoor(backend="redis-cluster", redis_cluster_seeds=cluster.seeds)
+        with fd.conn() as c:
+            c.send_many([("DBSIZE",), ("SET", "w:a", "1"), ("MGET", "w:a", "w:b", "w:c"), ("DEL", "w:a", "w:b"),
+                         ("FLUSHALL",)])
+            eq(c.read_n(5)[1:], [b"+OK\r\n", b"*3\r\n$1\r\n1\r\n$-1\r\n$-1\r\n", b":1\r\n", b"+OK\r\n"])
+        fd.cleanup()
+
+
+@T.case
 def refused_commands_name_the_backend():
     ref, cluster, fd = shared()
     with fd.conn() as c:
