@@ -193,6 +193,37 @@ def differential_pipelined_random():
     d.finish()
 
 
+@T.case
+def routing_needs_no_redirections():
+    """frontdoor computes every key's slot itself (CRC16, hash tags as Redis
+    reads them) and finds the key positions of known and passthrough
+    commands: on a stable cluster no command is redirected. (A wrong slot
+    would still be answered right, through MOVED, so this counts them.)"""
+    ref, cluster, fd = shared()
+    cluster.wait_ok()
+    with fd.conn() as c:
+        c.cmd("FLUSHALL")
+        before = int(backend_info(fd)["redis_cluster_moved"])
+        odd = ["{}", "{}x", "{a", "a}", "a}{b}", "{{x}}", "x{}{y}", "{a}{b}", "\xff{\x00}", "\u00e9t\u00e9",
+               "123456789", "{123456789}abc", "", "k" * 1000]
+        keys = odd + ["key:%d" % i for i in range(300)]
+        c.send_many([("SET", k, "v") for k in keys])
+        eq(set(c.read_n(len(keys))), {b"+OK\r\n"})
+        with cluster.live()[0].conn() as n0:
+            for k in odd:       # stored on the master of the slot Redis computes
+                slot = parse(n0.cmd("CLUSTER", "KEYSLOT", k))
+                holder = [m for m in cluster.masters() if any(lo <= slot <= hi and p == m.port
+                          for lo, hi, p in cluster.slots_view(n0))]
+                with holder[0].conn() as mc:
+                    eq(mc.cmd("EXISTS", k), b":1\r\n", "key %r (slot %d) on its master" % (k, slot))
+        for cmd in [("OBJECT", "ENCODING", "key:7"), ("MEMORY", "USAGE", "key:8"), ("XADD", "xs", "1-1", "f", "v"),
+                    ("XREAD", "COUNT", "1", "STREAMS", "xs", "0"), ("EVAL", "return redis.call('get', KEYS[1])", "1", "key:9"),
+                    ("ZUNIONSTORE", "zd", "1", "zd"), ("PFADD", "key:10:h", "a"), ("BITOP", "NOT", "key:11:b", "key:11:b"),
+                    ("GETRANGE", "key:12", "0", "0"), ("SINTERCARD", "1", "key:13:s")]:
+            check(not c.cmd(*cmd).startswith(b"-"), "no error for %r" % (cmd,))
+        eq(int(backend_info(fd)["redis_cluster_moved"]), before, "MOVED counter (no redirection expected)")
+
+
 # ============================================================ (b) CROSSSLOT
 
 @T.case
