@@ -312,8 +312,9 @@ def node_id(node):
 
 
 class Traffic:
-    """Clients running SET/GET/INCR/MGET (same slot, hash tag) against
-    frontdoor until stopped; every reply is checked."""
+    """Clients pipelining SET, GET, MGET (one slot, hash tags), and MSET/MGET
+    split over two slots against frontdoor until stopped; every reply is
+    checked."""
 
     def __init__(self, port, nthreads=4, keys=2000):
         self.port = port
@@ -332,8 +333,10 @@ class Traffic:
                     batch, want = [], []
                     for _ in range(50):
                         k = "t%d:%d" % (i, rng.randrange(nkeys))
-                        batch += [("SET", k, "v"), ("GET", k), ("MGET", "{%s}a" % k, "{%s}b" % k, k)]
-                        want += [b"+OK\r\n", b"$1\r\nv\r\n", None]
+                        k2 = "t%d:%d" % (i, rng.randrange(nkeys))
+                        batch += [("SET", k, "v"), ("GET", k), ("MGET", "{%s}a" % k, "{%s}b" % k, k),
+                                  ("MSET", k, "v", k2, "v"), ("MGET", k2, k)]
+                        want += [b"+OK\r\n", b"$1\r\nv\r\n", None, b"+OK\r\n", b"*2\r\n$1\r\nv\r\n$1\r\nv\r\n"]
                     c.send_many(batch)
                     for w, r in zip(want, c.read_n(len(batch))):
                         if r.startswith(b"-") or (w is not None and r != w):
