@@ -2,6 +2,7 @@
 inline SVG drawn here from results.json."""
 import html
 import math
+import re
 
 from . import report as R
 from . import targets as T
@@ -156,8 +157,8 @@ def grouped_bars(categories, series, title, ylabel, log=False, ref=None, marks=N
 def hbars(rows, title, unit, ref=None, fmt=_fmt, stack=True):
     """Horizontal bars, one row per (label, {part: value}, color or None);
     parts are stacked (roles of one target)."""
-    left, top, rh = 330, 30, 22
-    width = 1000
+    left, top, rh = 400, 30, 22
+    width = 1080
     vals = [sum(v for v in parts.values() if v) for _, parts, _ in rows] + ([ref] if ref else [])
     hi = _nice_max(max(vals) * 1.05 if vals and max(vals) > 0 else 1)
     H = top + rh * len(rows) + 34
@@ -310,6 +311,21 @@ class Raw(str):
     pass
 
 
+def rps_cell(c):
+    """A throughput table cell: median (min–max); a failure as a short
+    FAILED with the whole reason as a tooltip."""
+    st = R.stats(c)
+    if c and c["failed"]:
+        why = R._norm(c["failed"][0].get("reason"))
+        short = re.sub(r"^(exit \d+: )?(Error from server: |Error: )?(ERR )?", "", why)
+        short = short if len(short) <= 34 else short[:33] + "…"
+        head = f"FAILED {len(c['failed'])}/{len(c['failed']) + len(c['ok'])}" if st else "FAILED"
+        extra = f"; ok runs {R._k(st['rps'])}" if st else ""
+        return Raw(f"<td class='fail' title='{esc(why)}' style='white-space:normal;max-width:190px;text-align:left'>"
+                   f"{esc(head)}{esc(extra)} <small>({esc(short)})</small></td>")
+    return R.rps_text(c, st)
+
+
 def section(sid, title, body, sections):
     sections.append((sid, title))
     return f"<section id='{sid}'><h2>{esc(title)}</h2>{body}</section>"
@@ -364,7 +380,7 @@ def render(results):
         if not bars:
             b += chart(placeholder("Nothing to compare yet: these targets need redis-direct, twemproxy, lmdb-nosync, leveldb-nosync and redis at -P 1 and 16 in the default or seed-suite scenario"))
         else:
-            b += chart(hbars([(w[:50] + ("…" if len(w) > 50 else ""), p, c) for w, p, c in bars], "Measured ÷ target", "measured ratio ÷ wanted ratio", ref=1.0, fmt=lambda x: f"{x:.2f}"))
+            b += chart(hbars([(w[:62] + ("…" if len(w) > 62 else ""), p, c) for w, p, c in bars], "Measured ÷ target", "measured ratio ÷ wanted ratio", ref=1.0, fmt=lambda x: f"{x:.2f}"))
         b += table(["target", "measured", "wanted", "verdict", "note"], rows, "wrap")
         body.append(section("glance", "At a glance: frontdoor's targets", b, secs))
     for sc in R.scenarios_run(results):
@@ -414,7 +430,7 @@ def scenario_html(results, sc, secs):
             row = [t.upper()]
             for n in names:
                 c = cells.get((n, t, s))
-                row.append(R.rps_text(c, R.stats(c)))
+                row.append(rps_cell(c))
             rows.append(row)
         b.append(table(["test"] + names, rows))
     out.append(section(f"{sc}-rps", f"{sc}: throughput per test and target", "".join(b), secs))
