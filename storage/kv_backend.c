@@ -109,6 +109,17 @@ static int begin_turn(kv_store *st)
     return FD_OK;
 }
 
+int kv_backend_attach(fd_backend *b, kv_store *st, const kv_driver *drv, void *db,
+                      const fd_backend_config *cfg, char *err, size_t errlen)
+{
+    int s = kv_store_init(st, drv, db, err, errlen);
+    if (s != FD_OK) return s;
+    st->max_bulk = cfg->max_bulk;
+    b->state = st;
+    b->turn_writes = 0;
+    return FD_OK;
+}
+
 int kv_backend_submit(fd_backend *b, fd_request *r)
 {
     kv_store *st = b->state;

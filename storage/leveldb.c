@@ -909,16 +909,12 @@ static int leveldb_backend_open(fd_backend *b, const fd_backend_config *cfg, cha
         free(lb);
         return s;
     }
-    int s = kv_store_init(&lb->st, &ld_driver, db, err, errlen);
+    int s = kv_backend_attach(b, &lb->st, &ld_driver, db, cfg, err, errlen);
     if (s != FD_OK) {
         ld_release(db);
         free(lb);
-        return s;
     }
-    lb->st.max_bulk = cfg->max_bulk;
-    b->state = &lb->st;
-    b->turn_writes = 0;
-    return FD_OK;
+    return s;
 }
 
 static void leveldb_backend_close(fd_backend *b)

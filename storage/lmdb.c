@@ -268,17 +268,13 @@ static int lmdb_open(fd_backend *b, const fd_backend_config *cfg, char *err, siz
         free(lb);
         return lm_status(rc);
     }
-    int s = kv_store_init(&lb->st, &lm_driver, db, err, errlen);
+    int s = kv_backend_attach(b, &lb->st, &lm_driver, db, cfg, err, errlen);
     if (s != FD_OK) {
         mdb_env_close(db->env);
         close(lockfd);
         free(lb);
-        return s;
     }
-    lb->st.max_bulk = cfg->max_bulk;
-    b->state = &lb->st;
-    b->turn_writes = 0;
-    return FD_OK;
+    return s;
 }
 
 static void lmdb_close(fd_backend *b)

@@ -230,6 +230,12 @@ typedef struct kv_ctx kv_ctx;
 int  kv_store_init(kv_store *st, const kv_driver *drv, void *db, char *err, size_t errlen);
 /* Abort any open transaction and free st's memory (not the driver's). */
 void kv_store_free(kv_store *st);
+/* SCAN cursors. kv_cursor_resume: if `cursor` is one st remembers, append
+ * the encoded record it stopped at to start[*len] and return 1 (the scan
+ * resumes after it); else 0 (an unknown cursor restarts the iteration).
+ * kv_cursor_remember: a new cursor number for the record enc[0..len). */
+int      kv_cursor_resume(const kv_store *st, uint64_t cursor, uint8_t *start, size_t *len);
+uint64_t kv_cursor_remember(kv_store *st, const uint8_t *enc, size_t len);
 /* Scratch buffer of at least n bytes (NULL on malloc failure). Valid until
  * the next call; shrunk at the end of a turn when it grew large. */
 char *kv_scratch(kv_store *st, size_t n);
@@ -239,6 +245,10 @@ char *kv_scratch(kv_store *st, size_t n);
  * The generic fd_backend_ops entry points (storage/kv_backend.c). A driver
  * file sets fd_backend.state to its kv_store (it may embed it first in a
  * larger struct) and uses these for submit/end_turn/cron/keyspace. */
+/* The end of a driver's open: kv_store_init over `db`, then b->state = st.
+ * On failure nothing is attached and the driver closes `db` itself. */
+int  kv_backend_attach(fd_backend *b, kv_store *st, const kv_driver *drv, void *db,
+                       const fd_backend_config *cfg, char *err, size_t errlen);
 int  kv_backend_submit(fd_backend *b, fd_request *r);
 int  kv_backend_end_turn(fd_backend *b);
 void kv_backend_cron(fd_backend *b, int64_t now_ms);

@@ -407,16 +407,8 @@ int kv_subscan(kv_ctx *c, int type, int tag)
     kv_store *st = c->st;
     uint8_t pfx[KV_ELEM_MAX], start[KV_ELEM_MAX];
     size_t pl = kv_elem_prefix(pfx, &k, &m, tag), sl = pl;
-    int skip = 0;
     memcpy(start, pfx, pl);
-    if (cursor) {
-        kv_cursor *e = &st->cursors[cursor % KV_SCAN_SLOTS];
-        if (e->id == cursor) {
-            memcpy(start + pl, e->enc, e->len);
-            sl = pl + e->len;
-            skip = 1;
-        }
-    }
+    int skip = kv_cursor_resume(st, cursor, start, &sl);
     size_t mark = c->out->len;
     long long n = 0, visited = 0;
     uint8_t last[KV_ENC_MAX];
@@ -456,14 +448,7 @@ int kv_subscan(kv_ctx *c, int type, int tag)
     c->drv->iter_close(it);
     if (s != FD_OK && s != FD_NOTFOUND) { c->out->len = mark; return s; }
     uint64_t next = 0;
-    if (s == FD_OK && lastl) {
-        next = st->next_cursor++;
-        if (st->next_cursor == 0) st->next_cursor = 1;
-        kv_cursor *e = &st->cursors[next % KV_SCAN_SLOTS];
-        e->id = next;
-        e->len = (uint8_t)lastl;
-        memcpy(e->enc, last, lastl);
-    }
+    if (s == FD_OK && lastl) next = kv_cursor_remember(st, last, lastl);
     if (kv_reply_header(c->out, mark, 'a', n)) { c->out->len = mark; return FD_E_NOMEM; }
     resp_out h;
     char num[24];

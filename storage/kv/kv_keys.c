@@ -228,16 +228,8 @@ int kv_cmd_scan(kv_ctx *c)
     kv_store *st = c->st;
     uint8_t start[KV_MKEY_MAX];
     size_t sl = 1;
-    int skip = 0;
     start[0] = KV_PFX_META;
-    if (cursor) {
-        kv_cursor *e = &st->cursors[cursor % KV_SCAN_SLOTS];
-        if (e->id == cursor) {
-            memcpy(start + 1, e->enc, e->len);
-            sl = 1 + e->len;
-            skip = 1;
-        }
-    }
+    int skip = kv_cursor_resume(st, cursor, start, &sl);
 
     size_t mark = c->out->len;
     long long n = 0, visited = 0;
@@ -271,14 +263,7 @@ int kv_cmd_scan(kv_ctx *c)
     if (s != FD_OK && s != FD_NOTFOUND) { c->out->len = mark; return s; }
 
     uint64_t next = 0;
-    if (s == FD_OK && lastl) {          /* stopped with records left: remember where */
-        next = st->next_cursor++;
-        if (st->next_cursor == 0) st->next_cursor = 1;
-        kv_cursor *e = &st->cursors[next % KV_SCAN_SLOTS];
-        e->id = next;
-        e->len = (uint8_t)lastl;
-        memcpy(e->enc, last, lastl);
-    }
+    if (s == FD_OK && lastl) next = kv_cursor_remember(st, last, lastl);   /* records left: remember where */
     /* header: *2, the cursor as a bulk string, then *n */
     resp_out h;
     char num[24];

@@ -639,3 +639,24 @@ void kv_list_free(kv_list *l)
     free(l->p);
     memset(l, 0, sizeof *l);
 }
+
+int kv_cursor_resume(const kv_store *st, uint64_t cursor, uint8_t *start, size_t *len)
+{
+    if (!cursor) return 0;
+    const kv_cursor *e = &st->cursors[cursor % KV_SCAN_SLOTS];
+    if (e->id != cursor) return 0;
+    memcpy(start + *len, e->enc, e->len);
+    *len += e->len;
+    return 1;
+}
+
+uint64_t kv_cursor_remember(kv_store *st, const uint8_t *enc, size_t len)
+{
+    uint64_t next = st->next_cursor++;
+    if (st->next_cursor == 0) st->next_cursor = 1;
+    kv_cursor *e = &st->cursors[next % KV_SCAN_SLOTS];
+    e->id = next;
+    e->len = (uint8_t)len;
+    memcpy(e->enc, enc, len);
+    return next;
+}
