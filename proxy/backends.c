@@ -202,6 +202,7 @@ static int probe_result(const char *reply, size_t len, char *err, size_t errlen)
 
 static void on_probe(fd_pending *p, const char *reply, size_t len) {
     (void)p;
+    if (!sw.nb) return;                      /* shutting down: the swap was abandoned */
     char err[600];
     fd_pending *owed = sw.reply;
     sw.reply = NULL;
@@ -249,23 +250,25 @@ int px_backends_swap(int force, fd_pending *reply, char *err, size_t errlen) {
     if (!nb) return -1;
     if (!nb->b.ops->async || !old) { activate(nb); return 0; }
 
-    /* a network backend: ask it something before moving traffic to it */
+    /* a network backend: it must answer before traffic moves to it */
     sw.nb = nb;
     sw.reply = reply;
     if (old) px_backend_settings_assign(&sw.old, &old->own.be);
-    static char dbsize[] = "DBSIZE";
-    static const char raw[] = "*1\r\n$6\r\nDBSIZE\r\n";
-    resp_arg argv[1] = {{dbsize, 6}};
+    /* a keyed read: a cluster answers keyed commands once it has its slot map */
+    static char exists[] = "EXISTS", key[] = "frontdoor:swap-probe";
+    static const char raw[] = "*2\r\n$6\r\nEXISTS\r\n$20\r\nfrontdoor:swap-probe\r\n";
+    resp_arg argv[2] = {{exists, 6}, {key, sizeof key - 1}};
+    px_command *cmd = px_command_lookup(exists, 6);
     resp_out scratch;
     resp_out_init(&scratch, 2);
-    fd_pending *p = px_pending_push(NULL, px_command_lookup(dbsize, 6), 0);
+    fd_pending *p = px_pending_push(NULL, cmd, 0);
     if (!p) { sw.nb = NULL; sw.reply = NULL; free_backend_settings(&sw.old); px_backend_close(nb); snprintf(err, errlen, "out of memory"); return -1; }
     p->be = nb;
     p->t_sub_ns = px_mono_ns();
     p->on_done = on_probe;
     nb->inflight++;
     fd_request r = {
-        .cmd = px_command_lookup(dbsize, 6), .argc = 1, .argv = argv, .out = &scratch,
+        .cmd = cmd, .argc = 2, .argv = argv, .out = &scratch,
         .now_ms = px_now_ms(), .raw = raw, .rawlen = sizeof raw - 1, .pending = p,
     };
     p->in_submit = 1;
@@ -281,7 +284,7 @@ int px_backends_swap(int force, fd_pending *reply, char *err, size_t errlen) {
     nb->inflight--;
     p->on_done = NULL;
     px_pending_drop(p);
-    if (st != FD_OK) px_reply_status(&scratch, st, "dbsize");
+    if (st != FD_OK) px_reply_status(&scratch, st, "exists");
     sw.reply = NULL;
     int rc = probe_result(scratch.data, scratch.len, err, errlen);
     resp_out_free(&scratch);
@@ -332,6 +335,7 @@ int px_backends_commit_before_flush(void) {
     for (px_backend *d = px_srv.draining; d; d = d->next)
         if ((s2 = commit(d)) != FD_OK && st == FD_OK) st = s2;
     if (px_cfg.ab_mode == PX_AB_SPLIT && (s2 = commit(px_srv.secondary)) != FD_OK && st == FD_OK) st = s2;
+    if (sw.nb) commit(sw.nb);                /* a network backend sends its turn's requests here: the probe */
     return st;
 }
 
@@ -356,9 +360,17 @@ void px_backends_cron(int64_t now_ms) {
         if (all[i] && all[i]->b.ops->cron) all[i]->b.ops->cron(&all[i]->b, now_ms);
     for (px_backend *d = px_srv.draining; d; d = d->next)
         if (d->b.ops->cron) d->b.ops->cron(&d->b, now_ms);
+    if (sw.nb && sw.nb->b.ops->cron) sw.nb->b.ops->cron(&sw.nb->b, now_ms);
 }
 
 void px_backends_shutdown(void) {
+    if (sw.nb) {                             /* a swap still waiting for its probe */
+        px_backend *nb = sw.nb;
+        sw.nb = NULL;
+        sw.reply = NULL;
+        free_backend_settings(&sw.old);
+        px_backend_close(nb);
+    }
     px_backend_close(px_srv.primary);
     px_backend_close(px_srv.secondary);
     px_srv.primary = px_srv.secondary = NULL;

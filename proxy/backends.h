@@ -58,7 +58,7 @@ double      px_backend_frontdoor_us(const px_backend *be);
 int  px_backends_init(char *err, size_t errlen);
 /* Reopen the primary from px_cfg.be (CONFIG SET, SIGHUP). A no-op if
  * nothing changed unless force is set. An embedded backend is swapped at
- * once. A network backend is first asked DBSIZE: traffic moves to it only
+ * once. A network backend is first asked EXISTS of a fixed key: traffic moves to it only
  * once it answered, so a server that cannot be reached leaves the running
  * primary in place (and px_cfg.be is restored). Returns 0 (swapped), -1
  * (not swapped: err says why; px_cfg.be is the caller's to restore) or 1:

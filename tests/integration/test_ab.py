@@ -284,6 +284,38 @@ def swap_under_load_loses_nothing():
 
 
 @T.case
+def swap_to_a_cluster_waits_for_its_slot_map():
+    """A redis-cluster backend learns its slot map after it is opened: the
+    swap's probe must wait for it rather than fail."""
+    need_frontdoor()
+    if "redis-cluster" not in run_frontdoor_backends():
+        skip("frontdoor built without the redis-cluster backend")
+    node = start_redis(cluster_enabled="yes")
+    with Conn(node.port) as d:
+        eq(d.cmd("CLUSTER", "ADDSLOTSRANGE", "0", "16383"), b"+OK\r\n")
+        wait_until(lambda: b"cluster_state:ok" in d.cmd("CLUSTER", "INFO"), timeout=10, what="cluster ok")
+    fd = start_frontdoor(durability="nosync")
+    with fd.conn() as c:
+        eq(c.cmd("SET", "a", "on-lmdb"), b"+OK\r\n")
+        eq(c.cmd("CONFIG", "SET", "backend", "redis-cluster", "redis-cluster-seeds", "%s:%d" % (HOST, node.port)),
+           b"+OK\r\n")
+        eq(info(c, "backends")["backend_primary"], "redis-cluster")
+        eq(c.cmd("GET", "a"), b"$-1\r\n")
+        eq(c.cmd("SET", "a", "on-cluster"), b"+OK\r\n")
+        with Conn(node.port) as d:
+            eq(d.cmd("GET", "a"), b"$10\r\non-cluster\r\n")
+        eq(c.cmd("CONFIG", "SET", "backend", "lmdb"), b"+OK\r\n")
+        eq(c.cmd("GET", "a"), b"$7\r\non-lmdb\r\n")
+
+
+def run_frontdoor_backends():
+    """The backends this frontdoor was built with (its error for an unknown one lists them)."""
+    from fdtest import run_frontdoor_expect_exit
+    rc, out = run_frontdoor_expect_exit([("backend", "no-such-backend")])
+    return out
+
+
+@T.case
 def sighup_reloads_and_rewrite_writes_back():
     need_frontdoor()
     r = start_redis()
