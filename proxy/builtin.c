@@ -194,7 +194,16 @@ static void add_command_docs(resp_out *o, const px_command *cmd) {
     int has_args = cmd->args && cmd->args[0];
     resp_add_bulk_cstr(o, cmd->name);
     resp_add_map(o, 3 + has_args);
-    resp_add_bulk_cstr(o, "summary"); resp_add_bulk_cstr(o, cmd->summary);
+    const px_backend *be = px_srv.primary;
+    const char *note = be && be->b.ops->doc_note ? be->b.ops->doc_note(cmd) : NULL;
+    resp_add_bulk_cstr(o, "summary");
+    if (note) {
+        char buf[1024];
+        int l = snprintf(buf, sizeof buf, "%s %s", cmd->summary, note);
+        resp_add_bulk(o, buf, l < (int)sizeof buf ? (size_t)l : sizeof buf - 1);
+    } else {
+        resp_add_bulk_cstr(o, cmd->summary);
+    }
     resp_add_bulk_cstr(o, "since");   resp_add_bulk_cstr(o, cmd->since);
     resp_add_bulk_cstr(o, "group");   resp_add_bulk_cstr(o, cmd->group);
     if (has_args) {

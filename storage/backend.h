@@ -108,6 +108,10 @@ typedef struct fd_backend_ops {
     void (*keyspace)(fd_backend *b, uint64_t *keys, uint64_t *expires);
     /* Append "name:value\r\n" lines for INFO's backend section. */
     void (*info)(fd_backend *b, resp_out *lines);
+    /* Optional: a sentence COMMAND DOCS appends to a command's summary while
+     * this backend is the primary — where it behaves unlike Redis (e.g. MSET
+     * not atomic across cluster slots). NULL (or a NULL result) = nothing. */
+    const char *(*doc_note)(const struct px_command *cmd);
 } fd_backend_ops;
 
 struct fd_backend {
