@@ -292,7 +292,7 @@ h1{font-size:24px;margin-bottom:4px} h2{font-size:19px;margin-top:34px;border-bo
 h3{font-size:15px;margin:20px 0 6px} .note{color:#555;font-size:13px;max-width:1000px}
 table{border-collapse:collapse;font-size:12.5px;margin:6px 0 14px} td,th{border:1px solid #ddd;padding:3px 7px;text-align:right;white-space:nowrap}
 th{background:#f5f5f5} td:first-child,th:first-child{text-align:left}
-.env td{text-align:left;white-space:normal} .wrap td{white-space:normal;max-width:560px;text-align:left} .env td:first-child{font-weight:600;width:170px}
+.env td{text-align:left;white-space:normal} .wrap td{white-space:normal;max-width:560px;text-align:left} .wrap th{text-align:left} .env td:first-child{font-weight:600;width:170px}
 .met{background:#dff3df;font-weight:600} .notmet{background:#fbe0e0;font-weight:600} .nm{color:#777}
 .chart{overflow-x:auto;margin:8px 0 16px} .warn{background:#fff4d6;border:1px solid #e8c66a;padding:8px 12px;border-radius:4px;max-width:1000px}
 nav a{margin-right:14px;font-size:13px} .fail{color:#b00} .grid{display:flex;flex-wrap:wrap;gap:4px 18px} .grid .chart{margin:4px 0}
