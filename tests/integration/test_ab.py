@@ -290,7 +290,7 @@ def swap_to_a_cluster_waits_for_its_slot_map():
     need_frontdoor()
     if "redis-cluster" not in run_frontdoor_backends():
         skip("frontdoor built without the redis-cluster backend")
-    node = start_redis(cluster_enabled="yes")
+    node = start_redis(cluster_enabled="yes", cluster_port=free_port())   # the bus port, else port + 10000
     with Conn(node.port) as d:
         eq(d.cmd("CLUSTER", "ADDSLOTSRANGE", "0", "16383"), b"+OK\r\n")
         wait_until(lambda: b"cluster_state:ok" in d.cmd("CLUSTER", "INFO"), timeout=10, what="cluster ok")
