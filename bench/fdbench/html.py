@@ -472,6 +472,8 @@ def scenario_html(results, sc, secs):
             series = [(n, [ov[n].get(t) for t in tests]) for n in names if n != R.BASE]
             b.append(chart(grouped_bars([t.upper() for t in tests], series, f"vs direct Redis, {s}", "× redis-direct", ref=1.0,
                                         fmt=lambda x: f"{x:.2f}")))
+            if R.CBASE in names:
+                b.append(f"<p class='note'>{esc(R.CLUSTER_NOTE)}</p>")
             if R.CBASE in names and "redis-cluster" in names:
                 cv = R.vs(results, sc, s, R.CBASE).get("redis-cluster", {})
                 b.append(table(["test", "frontdoor redis-cluster ÷ redis-cluster-direct"], [[t.upper(), f"{cv[t]:.2f}×" if cv.get(t) else "–"] for t in tests]))
