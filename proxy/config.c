@@ -82,7 +82,7 @@ static const directive directives[] = {
     {"port", T_INT, OFF(port), "6380", 0, 65535, F_IMMUTABLE, NULL},
     {"proto-max-bulk-len", T_MEM, OFF(proto_max_bulk_len), "512mb", 1024 * 1024, LLONG_MAX, 0, NULL},
     {"redis-address", T_STR, BOFF(redis_address), "127.0.0.1:6379", 0, 0, B, NULL},
-    {"redis-cluster-seeds", T_STR, BOFF(redis_cluster_seeds), "127.0.0.1:7000", 0, 0, B, NULL},
+    {"redis-cluster-seeds", T_STR, BOFF(redis_cluster_seeds), "", 0, 0, B, NULL},
     {"redis-db", T_INT, BOFF(redis_db), "0", 0, 1000000, B, NULL},
     {"redis-password", T_STR, BOFF(redis_password), "", 0, 0, B, NULL},
     {"redis-pool-size", T_INT, BOFF(redis_pool_size), "4", 1, 1024, B, NULL},

@@ -1394,6 +1394,21 @@ static void cl_info(fd_backend *fb, resp_out *o) {
     }
 }
 
+/* COMMAND DOCS, while this backend is the primary: where a command behaves
+ * unlike on one Redis. */
+static const char *cl_doc_note(const struct px_command *cmd) {
+    if (!strcmp(cmd->name, "mset"))
+        return "(redis-cluster backend: keys in different hash slots are set by one MSET per slot, so the whole is not atomic.)";
+    if (!strcmp(cmd->name, "mget") || !strcmp(cmd->name, "del") || !strcmp(cmd->name, "unlink") ||
+        !strcmp(cmd->name, "exists") || !strcmp(cmd->name, "touch"))
+        return "(redis-cluster backend: keys in different hash slots are sent per slot and the replies merged; not atomic across slots.)";
+    if (cmd->flags & PX_CMD_KEYLESS_BACKEND)
+        return "(redis-cluster backend: sent to every master and the replies merged.)";
+    if (cmd->last_key != cmd->first_key)
+        return "(redis-cluster backend: all keys must hash to one slot, else -CROSSSLOT.)";
+    return NULL;
+}
+
 const fd_backend_ops fd_redis_cluster_backend = {
     .name = "redis-cluster",
     .async = 1,
@@ -1405,4 +1420,5 @@ const fd_backend_ops fd_redis_cluster_backend = {
     .cron = cl_cron,
     .keyspace = NULL,
     .info = cl_info,
+    .doc_note = cl_doc_note,
 };
