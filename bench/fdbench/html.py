@@ -481,7 +481,7 @@ def scenario_html(results, sc, secs):
     # per op
     if sc == "seed-perop":
         b = ["<p class='note'>ns/op = 10⁹ ÷ requests/s at one client (at -P 1: the whole round trip). Server CPU ns/op: the server processes' "
-             "CPU per request. RSS growth: (RSS after − before) ÷ requests.</p>"]
+             "CPU per request (CPU times come in 10 ms clock ticks: short runs show steps, and a missing bar is 0 ticks). RSS growth: (RSS after − before) ÷ requests.</p>"]
         for s in R.settings_of(results, sc):
             tests = R.tests_of(results, sc, s)
             sts = {n: [R.stats(cells.get((n, t, s))) for t in tests] for n in names}

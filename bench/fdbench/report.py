@@ -552,7 +552,7 @@ def perop_md(results, sc):
     L = ["### Per operation", "",
          "ns/op: 10⁹ ÷ requests/s at one client (at -P 1 that is the full round trip: client, kernel, proxy, server); "
          "server CPU ns/op: the server processes' CPU per request; RSS growth: (RSS after − RSS before) ÷ requests, "
-         "the memory each request left behind (writes to new keys), per process.", ""]
+         "the memory each request left behind (writes to new keys), per process. CPU times come in 10 ms clock ticks: short runs show steps.", ""]
     for s in settings_of(results, sc):
         head = ["test"] + names
         L += [f"#### {s}: ns/op · server CPU ns/op · RSS growth B/op", "",
