@@ -147,6 +147,7 @@ struct mg_backend {
     /* statistics (loop thread) */
     unsigned long long requests, timeouts, errors;
     atomic_ullong   mongo_errors;
+    atomic_ullong   bulk_groups, bulk_grouped;   /* grouped SETs: bulk writes, SETs in them */
 };
 
 struct mg_ctx {
@@ -312,18 +313,14 @@ static void append_live(bson_t *q, int64_t now_ms)
     bson_append_array_end(q, &arr);
 }
 
-/* Read the document of a key. want_value 0: without the value field. */
-static int mg_lookup(mg_ctx *c, const resp_arg *key, mg_meta *m, int want_value)
+/* Read the document of a key with a projection (NULL: all of it). */
+static int mg_lookup_proj(mg_ctx *c, const resp_arg *key, mg_meta *m, const bson_t *projection)
 {
-    bson_t q = BSON_INITIALIZER, opts = BSON_INITIALIZER, proj;
+    bson_t q = BSON_INITIALIZER, opts = BSON_INITIALIZER;
     append_key(&q, "_id", key->ptr, key->len);
     bson_append_int64(&opts, "limit", -1, 1);
     bson_append_bool(&opts, "singleBatch", -1, true);
-    if (!want_value) {
-        bson_append_document_begin(&opts, "projection", -1, &proj);
-        bson_append_int32(&proj, "value", -1, 0);
-        bson_append_document_end(&opts, &proj);
-    }
+    if (projection) bson_append_document(&opts, "projection", -1, projection);
     mongoc_cursor_t *cur = mongoc_collection_find_with_opts(c->coll, &q, &opts, NULL);
     const bson_t *doc;
     memset(m, 0, sizeof *m);
@@ -335,6 +332,17 @@ static int mg_lookup(mg_ctx *c, const resp_arg *key, mg_meta *m, int want_value)
     bson_destroy(&opts);
     if (bad) { meta_free(m); return mongo_fail(c); }
     return FD_OK;
+}
+
+/* Read the document of a key. want_value 0: without the value field. */
+static int mg_lookup(mg_ctx *c, const resp_arg *key, mg_meta *m, int want_value)
+{
+    if (want_value) return mg_lookup_proj(c, key, m, NULL);
+    bson_t proj = BSON_INITIALIZER;
+    bson_append_int32(&proj, "value", -1, 0);
+    int s = mg_lookup_proj(c, key, m, &proj);
+    bson_destroy(&proj);
+    return s;
 }
 
 static int mg_write_doc(mg_ctx *c, const resp_arg *key, const bson_t *doc)
@@ -1581,10 +1589,11 @@ static int list_reserve(mg_list *L, size_t n)
 
 /* An array of BinData (a list's elements, a set's members) of a key of
  * the given type. */
-static int array_load(mg_ctx *c, const resp_arg *key, mg_meta *m, mg_list *L, int type)
+static int array_load_proj(mg_ctx *c, const resp_arg *key, mg_meta *m, mg_list *L, int type,
+                           const bson_t *projection)
 {
     memset(L, 0, sizeof *L);
-    TRY(mg_lookup(c, key, m, 1));
+    TRY(mg_lookup_proj(c, key, m, projection));
     if (!m->live) return FD_OK;
     if (m->type != type) { meta_free(m); return FD_E_WRONGTYPE; }
     bson_iter_t it, arr;
@@ -1601,6 +1610,11 @@ static int array_load(mg_ctx *c, const resp_arg *key, mg_meta *m, mg_list *L, in
     return FD_OK;
 }
 
+static int array_load(mg_ctx *c, const resp_arg *key, mg_meta *m, mg_list *L, int type)
+{
+    return array_load_proj(c, key, m, L, type, NULL);
+}
+
 static int array_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg_list *L, int type)
 {
     if (!L->n) return m->found ? mg_delete(c, key) : FD_OK;
@@ -1614,6 +1628,7 @@ static int array_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg
         bson_append_binary(&arr, ks, -1, BSON_SUBTYPE_BINARY, (const uint8_t *)L->p[i], (uint32_t)L->l[i]);
     }
     bson_append_array_end(&d, &arr);
+    if (type == MG_T_LIST) bson_append_int64(&d, "n", -1, (int64_t)L->n);   /* the fast paths' length */
     if (m->live && m->expire) bson_append_date_time(&d, "expireAt", -1, m->expire);
     int s = mg_write_doc(c, key, &d);
     bson_destroy(&d);
@@ -1632,8 +1647,144 @@ static int list_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg_
 
 #define LIST_DONE(st) do { int st_ = (st); list_free(&L); meta_free(&m); return st_; } while (0)
 
+/* The hot list commands in one round trip, without the array (the
+ * "$push/$pop" layout of MongoDB's own docs): a findAndModify filtered on a
+ * live list that has its length `n` (every list write keeps it). When that
+ * filter matches nothing (no key, an expired one, another type, a list
+ * written before `n` existed, a pop that would empty the list), the
+ * general read-modify-write path answers: it gives Redis's replies for
+ * those cases. Returns FD_OK with *done set when the fast path answered. */
+static int list_fam(mg_ctx *c, const resp_arg *key, const bson_t *extra_q, const bson_t *update,
+                    const bson_t *fields, int return_new, bson_t *reply, bson_iter_t *value, int *done)
+{
+    bson_t q = BSON_INITIALIZER, x;
+    append_key(&q, "_id", key->ptr, key->len);
+    bson_append_utf8(&q, "type", -1, "list", -1);
+    if (extra_q) bson_concat(&q, extra_q);
+    else {
+        bson_append_document_begin(&q, "n", -1, &x);
+        bson_append_bool(&x, "$exists", -1, true);
+        bson_append_document_end(&q, &x);
+    }
+    append_live(&q, c->now_ms);
+    mongoc_find_and_modify_opts_t *fam = mongoc_find_and_modify_opts_new();
+    mongoc_find_and_modify_opts_set_update(fam, update);
+    mongoc_find_and_modify_opts_set_fields(fam, fields);
+    if (return_new) mongoc_find_and_modify_opts_set_flags(fam, MONGOC_FIND_AND_MODIFY_RETURN_NEW);
+    bool ok = mongoc_collection_find_and_modify_with_opts(c->coll, &q, fam, reply, &c->err);
+    mongoc_find_and_modify_opts_destroy(fam);
+    bson_destroy(&q);
+    *done = 0;
+    if (!ok) return mongo_fail(c);
+    if (bson_iter_init_find(value, reply, "value") && BSON_ITER_HOLDS_DOCUMENT(value)) *done = 1;
+    return FD_OK;
+}
+
+/* LPUSH/RPUSH/LPUSHX/RPUSHX on an existing list: $push (at $position 0
+ * for the left, in reverse: LPUSH l a b c puts c first), $inc n. */
+static int push_fast(mg_ctx *c, int left, int *done)
+{
+    bson_t u = BSON_INITIALIZER, push, val, each, inc, fields = BSON_INITIALIZER, reply;
+    bson_append_document_begin(&u, "$push", -1, &push);
+    bson_append_document_begin(&push, "value", -1, &val);
+    bson_append_array_begin(&val, "$each", -1, &each);
+    int add = c->argc - 2;
+    for (int j = 0; j < add; j++) {
+        char idx[16];
+        const char *ks;
+        bson_uint32_to_string((uint32_t)j, &ks, idx, sizeof idx);
+        const resp_arg *a = &c->argv[left ? c->argc - 1 - j : 2 + j];
+        bson_append_binary(&each, ks, -1, BSON_SUBTYPE_BINARY, (const uint8_t *)a->ptr, (uint32_t)a->len);
+    }
+    bson_append_array_end(&val, &each);
+    if (left) bson_append_int32(&val, "$position", -1, 0);
+    bson_append_document_end(&push, &val);
+    bson_append_document_end(&u, &push);
+    bson_append_document_begin(&u, "$inc", -1, &inc);
+    bson_append_int64(&inc, "n", -1, add);
+    bson_append_document_end(&u, &inc);
+    bson_append_int32(&fields, "n", -1, 1);
+    bson_iter_t v, nit;
+    int s = list_fam(c, &c->argv[1], NULL, &u, &fields, 1, &reply, &v, done);
+    if (s == FD_OK && *done) {
+        if (bson_iter_recurse(&v, &nit) && bson_iter_find(&nit, "n") && BSON_ITER_HOLDS_NUMBER(&nit))
+            s = resp_add_int(c->out, bson_iter_as_int64(&nit)) ? FD_E_NOMEM : FD_OK;
+        else s = FD_E_CORRUPT;
+    }
+    bson_destroy(&reply);
+    bson_destroy(&fields);
+    bson_destroy(&u);
+    return s;
+}
+
+/* LPOP/RPOP (no count) of a list that keeps at least one element: $pop,
+ * $inc n -1, the old first/last element projected with $slice. */
+static int pop_fast(mg_ctx *c, int left, int *done)
+{
+    bson_t q = BSON_INITIALIZER, x, u = BSON_INITIALIZER, pop, inc, fields = BSON_INITIALIZER, reply;
+    bson_append_document_begin(&q, "n", -1, &x);
+    bson_append_int64(&x, "$gt", -1, 1);
+    bson_append_document_end(&q, &x);
+    bson_append_document_begin(&u, "$pop", -1, &pop);
+    bson_append_int32(&pop, "value", -1, left ? -1 : 1);
+    bson_append_document_end(&u, &pop);
+    bson_append_document_begin(&u, "$inc", -1, &inc);
+    bson_append_int64(&inc, "n", -1, -1);
+    bson_append_document_end(&u, &inc);
+    bson_append_document_begin(&fields, "value", -1, &x);
+    bson_append_int32(&x, "$slice", -1, left ? 1 : -1);
+    bson_append_document_end(&fields, &x);
+    bson_iter_t v, arr, val;
+    int s = list_fam(c, &c->argv[1], &q, &u, &fields, 0, &reply, &v, done);
+    if (s == FD_OK && *done) {
+        s = FD_E_CORRUPT;
+        if (bson_iter_recurse(&v, &val) && bson_iter_find(&val, "value") && BSON_ITER_HOLDS_ARRAY(&val) &&
+            bson_iter_recurse(&val, &arr) && bson_iter_next(&arr) && BSON_ITER_HOLDS_BINARY(&arr)) {
+            bson_subtype_t st; uint32_t n; const uint8_t *p;
+            bson_iter_binary(&arr, &st, &n, &p);
+            s = resp_add_bulk(c->out, p, n) ? FD_E_NOMEM : FD_OK;
+        }
+    }
+    bson_destroy(&reply);
+    bson_destroy(&fields);
+    bson_destroy(&u);
+    bson_destroy(&q);
+    return s;
+}
+
+/* Load a list, only elements [from, from + count) of it when count > 0
+ * ({value: {$slice: [from, count]}}: LRANGE/LINDEX with indexes from the
+ * head). *len gets the list's length from `n` (-1 when the document has
+ * none). */
+static int list_load_slice(mg_ctx *c, const resp_arg *key, mg_meta *m, mg_list *L,
+                           long long from, long long count, long long *len)
+{
+    bson_t proj = BSON_INITIALIZER, x, a;
+    /* the fields named: alone, $slice means "and every other field" to
+     * MongoDB but "only this one" to the emulator */
+    bson_append_int32(&proj, "type", -1, 1);
+    bson_append_int32(&proj, "expireAt", -1, 1);
+    bson_append_int32(&proj, "n", -1, 1);
+    bson_append_document_begin(&proj, "value", -1, &x);
+    bson_append_array_begin(&x, "$slice", -1, &a);
+    bson_append_int64(&a, "0", -1, from);
+    bson_append_int64(&a, "1", -1, count);
+    bson_append_array_end(&x, &a);
+    bson_append_document_end(&proj, &x);
+    int s = array_load_proj(c, key, m, L, MG_T_LIST, &proj);
+    bson_destroy(&proj);
+    *len = -1;
+    bson_iter_t it;
+    if (s == FD_OK && m->live && bson_iter_init_find(&it, m->doc, "n") && BSON_ITER_HOLDS_NUMBER(&it))
+        *len = bson_iter_as_int64(&it);
+    return s;
+}
+
 static int push_generic(mg_ctx *c, int left, int xx)
 {
+    int done;
+    TRY(push_fast(c, left, &done));
+    if (done) return FD_OK;
     mg_meta m; mg_list L;
     TRY(list_load(c, &c->argv[1], &m, &L));
     if (!m.live && xx) LIST_DONE(resp_add_int(c->out, 0) ? FD_E_NOMEM : FD_OK);
@@ -1670,6 +1821,11 @@ static int pop_generic(mg_ctx *c, int left)
     }
     if (hascount && (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &count) != 0 || count < 0))
         return FD_E_RANGE_POSITIVE;
+    if (!hascount) {
+        int done;
+        TRY(pop_fast(c, left, &done));
+        if (done) return FD_OK;
+    }
     mg_meta m; mg_list L;
     TRY(list_load(c, &c->argv[1], &m, &L));
     if (!m.live) LIST_DONE((hascount ? resp_add_null_array(c->out) : resp_add_null(c->out)) ? FD_E_NOMEM : FD_OK);
@@ -1698,6 +1854,11 @@ static int cmd_rpop(mg_ctx *c) { return pop_generic(c, 0); }
 static int cmd_llen(mg_ctx *c)
 {
     mg_meta m; mg_list L;
+    long long len;
+    TRY(list_load_slice(c, &c->argv[1], &m, &L, 0, 1, &len));
+    if (!m.live || len >= 0) LIST_DONE(resp_add_int(c->out, m.live ? len : 0) ? FD_E_NOMEM : FD_OK);
+    list_free(&L);
+    meta_free(&m);
     TRY(list_load(c, &c->argv[1], &m, &L));
     LIST_DONE(resp_add_int(c->out, (long long)L.n) ? FD_E_NOMEM : FD_OK);
 }
@@ -1705,9 +1866,16 @@ static int cmd_llen(mg_ctx *c)
 static int cmd_lindex(mg_ctx *c)
 {
     mg_meta m; mg_list L;
+    long long idx, len;
+    if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &idx) == 0 && idx >= 0 && idx < INT32_MAX) {
+        /* one element from the head: only it comes back */
+        TRY(list_load_slice(c, &c->argv[1], &m, &L, idx, 1, &len));
+        if (!m.live) LIST_DONE(resp_add_null(c->out) ? FD_E_NOMEM : FD_OK);
+        LIST_DONE((L.n ? resp_add_bulk(c->out, L.p[0], L.l[0]) : resp_add_null(c->out)) ? FD_E_NOMEM : FD_OK);
+    }
     TRY(list_load(c, &c->argv[1], &m, &L));
     if (!m.live) LIST_DONE(resp_add_null(c->out) ? FD_E_NOMEM : FD_OK);
-    long long idx, n = (long long)L.n;
+    long long n = (long long)L.n;
     if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &idx) != 0) LIST_DONE(FD_E_NOTINT);
     if (idx < 0) idx += n;
     if (idx < 0 || idx >= n) LIST_DONE(resp_add_null(c->out) ? FD_E_NOMEM : FD_OK);
@@ -1720,6 +1888,14 @@ static int cmd_lrange(mg_ctx *c)
     if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &start) != 0 ||
         resp_str2ll(c->argv[3].ptr, c->argv[3].len, &end) != 0) return FD_E_NOTINT;
     mg_meta m; mg_list L;
+    if (start >= 0 && start < INT32_MAX && end >= start && end - start < INT32_MAX) {
+        /* a range from the head: only its elements come back */
+        long long len;
+        TRY(list_load_slice(c, &c->argv[1], &m, &L, start, end - start + 1, &len));
+        int r = resp_add_array(c->out, (long long)L.n);
+        for (size_t i = 0; i < L.n && !r; i++) r = resp_add_bulk(c->out, L.p[i], L.l[i]);
+        LIST_DONE(r ? FD_E_NOMEM : FD_OK);
+    }
     TRY(list_load(c, &c->argv[1], &m, &L));
     long long n = (long long)L.n;
     if (start < 0) start += n;
@@ -2844,6 +3020,112 @@ static void execute(mg_backend *b, mongoc_client_t *cl, mongoc_collection_t *col
     r->status = s;
 }
 
+/* ---------------------------------------------------------------- grouped writes
+ *
+ * Plain SETs (SET key value: one replaceOne upsert, no read, a reply that
+ * does not depend on what was there) that wait one after the other in a
+ * worker's queue are sent as one ordered bulk write: one round trip for up
+ * to MG_GROUP_MAX of them, in queue order, so every key still sees its
+ * commands in order. A bulk stops at its first failing write: that SET
+ * gets the server's error, the ones before it +OK, the ones after it run
+ * one by one as usual (a driver error counts the same way: the writes the
+ * reply counts as done get +OK, the first not done gets the error — its
+ * outcome is unknown, as that of a single write in flight). A failure after
+ * every write was done (a write concern error) is every SET's error. */
+
+#define MG_GROUP_MAX 64
+
+static int groupable(const mg_req *r)
+{
+    return r->nw == 1 && r->fn == cmd_set && r->argc == 3;
+}
+
+static void group_error(mg_backend *b, mg_req *r, const bson_error_t *e)
+{
+    r->out.len = 0;
+    if (err_unavailable(e)) reply_unavailable(&r->out, e->message);
+    else resp_add_errorf(&r->out, "ERR mongodb: %s (code %u)", e->message, e->code);
+    r->status = FD_OK;
+    atomic_fetch_add(&b->mongo_errors, 1);
+}
+
+/* Run the n grouped SETs g[]; each is completed here. */
+static void execute_group(mg_backend *b, mongoc_client_t *cl, mongoc_collection_t *coll, mg_req **g, int n)
+{
+    mg_req *live[MG_GROUP_MAX];
+    int k = 0;
+    int64_t now = mono_us();
+    for (int i = 0; i < n; i++) {
+        if (now > g[i]->deadline_us) g[i]->skipped = 1;
+        else live[k++] = g[i];
+    }
+    int done = 0;                  /* live[0 .. done) are answered */
+    if (k == 1) {
+        execute(b, cl, coll, live[0]);
+        done = 1;
+    } else if (k > 1) {
+        mongoc_bulk_operation_t *bulk = mongoc_collection_create_bulk_operation_with_opts(coll, NULL);
+        bson_t opts = BSON_INITIALIZER, reply;
+        bson_error_t err;
+        bson_append_bool(&opts, "upsert", -1, true);
+        int ok = 1;
+        for (int i = 0; i < k && ok; i++) {
+            bson_t q = BSON_INITIALIZER, d = BSON_INITIALIZER;
+            append_key(&q, "_id", live[i]->argv[1].ptr, live[i]->argv[1].len);
+            bson_append_utf8(&d, "type", -1, "string", -1);
+            append_value(&d, live[i]->argv[2].ptr, live[i]->argv[2].len);
+            ok = mongoc_bulk_operation_replace_one_with_opts(bulk, &q, &d, &opts, &err);
+            bson_destroy(&q);
+            bson_destroy(&d);
+        }
+        if (ok) {
+            atomic_fetch_add(&b->bulk_groups, 1);
+            atomic_fetch_add(&b->bulk_grouped, (unsigned long long)k);
+        }
+        if (!ok) {
+            bson_init(&reply);       /* could not even be built: run them one by one */
+        } else if (mongoc_bulk_operation_execute(bulk, &reply, &err)) {
+            for (int i = 0; i < k; i++) {
+                live[i]->status = resp_add_status(&live[i]->out, "OK") ? FD_E_NOMEM : FD_OK;
+            }
+            done = k;
+        } else {
+            bson_iter_t it, we, e;
+            uint32_t failed = (uint32_t)k;  /* index of the first failed write, k: none known */
+            if (bson_iter_init_find(&it, &reply, "writeErrors") && BSON_ITER_HOLDS_ARRAY(&it) &&
+                bson_iter_recurse(&it, &we) && bson_iter_next(&we) && BSON_ITER_HOLDS_DOCUMENT(&we) &&
+                bson_iter_recurse(&we, &e) && bson_iter_find(&e, "index") && BSON_ITER_HOLDS_NUMBER(&e)) {
+                failed = (uint32_t)bson_iter_as_int64(&e);
+            } else {
+                /* no server-side write error (one document too large for
+                 * the driver, the server lost between batches...): every
+                 * replace-upsert done so far was matched or upserted, in
+                 * order, so the count is the index of the first one not done */
+                int64_t doneops = 0;
+                if (bson_iter_init_find(&it, &reply, "nMatched") && BSON_ITER_HOLDS_NUMBER(&it))
+                    doneops += bson_iter_as_int64(&it);
+                if (bson_iter_init_find(&it, &reply, "nUpserted") && BSON_ITER_HOLDS_NUMBER(&it))
+                    doneops += bson_iter_as_int64(&it);
+                if (doneops >= 0 && doneops < k) failed = (uint32_t)doneops;
+            }
+            if (failed < (uint32_t)k) {
+                for (uint32_t i = 0; i < failed; i++)
+                    live[i]->status = resp_add_status(&live[i]->out, "OK") ? FD_E_NOMEM : FD_OK;
+                group_error(b, live[failed], &err);
+                done = (int)failed + 1;
+            } else {
+                for (int i = 0; i < k; i++) group_error(b, live[i], &err);
+                done = k;
+            }
+        }
+        bson_destroy(&reply);
+        bson_destroy(&opts);
+        mongoc_bulk_operation_destroy(bulk);
+    }
+    for (int i = done; i < k; i++) execute(b, cl, coll, live[i]);
+    for (int i = 0; i < n; i++) complete(b, g[i]);
+}
+
 static void *worker_main(void *arg)
 {
     mg_worker *w = arg;
@@ -2857,10 +3139,17 @@ static void *worker_main(void *arg)
         if (atomic_load(&b->stop)) { pthread_mutex_unlock(&w->mu); break; }
         mg_node *n = w->head;
         w->head = n->next;
+        mg_req *g[MG_GROUP_MAX];
+        int ng = 0;
+        if (groupable(n->r))
+            for (g[ng++] = n->r; w->head && ng < MG_GROUP_MAX && groupable(w->head->r); w->head = w->head->next)
+                g[ng++] = w->head->r;
         if (!w->head) w->tail = NULL;
         pthread_mutex_unlock(&w->mu);
         mg_req *r = n->r;
-        if (r->nw > 1) {
+        if (ng > 1) {
+            execute_group(b, cl, coll, g, ng);
+        } else if (r->nw > 1) {
             pthread_mutex_lock(&r->bmu);
             r->arrived++;
             if (r->arrived < r->nw) {
@@ -3149,10 +3438,13 @@ static void mg_info(fd_backend *be, resp_out *lines)
                      "mongodb_database:%s\r\nmongodb_collection:%s\r\nmongodb_workers:%d\r\n"
                      "mongodb_server_version:%s\r\nmongodb_server_emulator:%d\r\n"
                      "mongodb_connected:%d\r\nmongodb_requests:%llu\r\nmongodb_inflight:%lld\r\n"
-                     "mongodb_timeouts:%llu\r\nmongodb_error_replies:%llu\r\nmongodb_driver_errors:%llu\r\n",
+                     "mongodb_timeouts:%llu\r\nmongodb_error_replies:%llu\r\nmongodb_driver_errors:%llu\r\n"
+                     "mongodb_bulk_writes:%llu\r\nmongodb_bulk_grouped_sets:%llu\r\n",
                      b->dbname, MG_COLL, b->nworkers, ver, emu < 0 ? 0 : emu,
                      atomic_load(&b->indexes_ok), b->requests, b->inflight, b->timeouts, b->errors,
-                     (unsigned long long)atomic_load(&b->mongo_errors));
+                     (unsigned long long)atomic_load(&b->mongo_errors),
+                     (unsigned long long)atomic_load(&b->bulk_groups),
+                     (unsigned long long)atomic_load(&b->bulk_grouped));
     if (n > 0) resp_out_raw(lines, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 

@@ -238,6 +238,39 @@ def pipelined_mixed_keys_in_order():
     print("      6 clients x 300 pipelined mixed commands in %.2f s (emulator)" % (time.monotonic() - t0))
 
 
+@T.case
+def pipelined_sets_grouped_in_bulk_writes():
+    """Plain SETs waiting together in a worker's queue go as one bulk write;
+    replies stay per command and in order, a failing SET in the middle (a
+    document over 16 MB) gets its error and the others their +OK."""
+    emu = emulator()
+    s = fd(emu, mongo_workers=1)
+    c = s.conn(timeout=60)
+    cmds, want = [], []
+    for i in range(400):
+        cmds.append(("SET", "g%d" % (i % 37), "v%d" % i))
+        want.append(b"+OK\r\n")
+    cmds += [("GET", "g%d" % k) for k in range(37)]
+    last = {k: max(i for i in range(400) if i % 37 == k) for k in range(37)}
+    want += [b"$%d\r\nv%d\r\n" % (len("v%d" % last[k]), last[k]) for k in range(37)]
+    c.send_many(cmds)
+    got = [c.read() for _ in cmds]
+    for i, (g, w) in enumerate(zip(got, want)):
+        eq(g, w, "reply %d to %r" % (i, cmds[i][:2]))
+    info = parse(c.cmd("INFO", "backend"))
+    grouped = int(re.search(rb"mongodb_bulk_grouped_sets:(\d+)", info).group(1))
+    check(grouped > 0, "some SETs went in bulk writes", info)
+    big = b"x" * (17 * 1024 * 1024)
+    cmds = [("SET", "a", "1"), ("SET", "b", "2"), ("SET", "big", big), ("SET", "c", "3"),
+            ("SET", "a", "4"), ("GET", "a"), ("GET", "c"), ("EXISTS", "big")]
+    c.send_many(cmds)
+    got = [c.read() for _ in cmds]
+    eq(got[:2], [b"+OK\r\n"] * 2)
+    check(got[2].startswith(b"-ERR mongodb: ") and b"too large" in got[2], "the 17 MB SET fails", got[2][:200])
+    eq(got[3:], [b"+OK\r\n", b"+OK\r\n", b"$1\r\n4\r\n", b"$1\r\n3\r\n", b":0\r\n"])
+    print("      %d of 400 pipelined SETs went in bulk writes (1 worker)" % grouped)
+
+
 # ------------------------------------------------------------------ data
 
 @T.case
@@ -481,6 +514,61 @@ def zsets_match_redis():
 @T.case
 def hash_list_set_commands_match_redis():
     _diff_both_protocols(emulator(), HASH_LIST_SET_STEPS)
+
+
+LIST_FAST_STEPS = [
+    ("RPUSH", "l", "a", "b", "c"), ("LPUSH", "l", "x", "y"), ("RPUSHX", "l", "z"), ("LPUSHX", "l", "w"),
+    ("LLEN", "l"), ("LRANGE", "l", "0", "2"), ("LRANGE", "l", "2", "100"), ("LRANGE", "l", "7", "9"),
+    ("LRANGE", "l", "3", "1"), ("LRANGE", "l", "-2", "-1"), ("LRANGE", "l", "1", "-2"), ("LINDEX", "l", "0"),
+    ("LINDEX", "l", "7"), ("LINDEX", "l", "8"), ("LINDEX", "l", "-1"), ("LINDEX", "l", "2147483648"),
+    ("LRANGE", "l", "2147483647", "2147483648"), ("LPOP", "l"), ("RPOP", "l"), ("LRANGE", "l", "0", "-1"),
+    ("LPOP", "l", "2"), ("LLEN", "l"), ("RPOP", "l"), ("LPOP", "l"), ("LPOP", "l"), ("EXISTS", "l"), ("LPOP", "l"),
+    ("LLEN", "l"), ("LPUSHX", "l", "a"), ("RPUSHX", "l", "a"), ("LINDEX", "l", "0"), ("LRANGE", "l", "0", "5"),
+    ("RPUSH", "one", "only"), ("LPOP", "one"), ("EXISTS", "one"), ("RPUSH", "one", "only"), ("RPOP", "one"),
+    ("EXISTS", "one"), ("SET", "s", "v"), ("LPUSH", "s", "a"), ("RPUSHX", "s", "a"), ("LPOP", "s"), ("LLEN", "s"),
+    ("LRANGE", "s", "0", "1"), ("LINDEX", "s", "0"), ("RPUSH", "t", "1", "2", "3"), ("EXPIRE", "t", "100"),
+    ("LPUSH", "t", "0"), ("RPOP", "t"), ("TTL", "t"), ("LRANGE", "t", "0", "9"), ("RENAME", "t", "t2"),
+    ("RPUSH", "t2", "9"), ("LRANGE", "t2", "0", "-1"), ("LLEN", "t2"),
+    ("RPUSH", "b", b"\x00\xff", b"\r\n", b""), ("LPOP", "b"), ("RPOP", "b"), ("LINDEX", "b", "0"), ("LLEN", "b"),
+]
+
+
+@T.case
+def list_fast_paths_match_redis():
+    """LPUSH/RPUSH(X), LPOP/RPOP, LRANGE/LINDEX from the head and LLEN go
+    by $push/$pop/$slice and the length field n; the cases they leave to the
+    read-modify-write path (no key, other type, last element, negative
+    indexes) give the same replies."""
+    _diff_both_protocols(emulator(), LIST_FAST_STEPS)
+
+
+@T.case
+def list_without_length_field():
+    """A list document written without `n` (by an earlier frontdoor) is
+    served by the general path, which adds `n`; an expired list is never
+    pushed onto."""
+    import pymongo
+    import bson
+    emu = emulator()
+    s = fd(emu, mongo_database="legacy")
+    c = s.conn()
+    cl = pymongo.MongoClient(emu.uri, serverSelectionTimeoutMS=3000)
+    coll = cl["legacy"]["db0"]
+    coll.insert_one({"_id": bson.Binary(b"old"), "type": "list", "value": [bson.Binary(b"a"), bson.Binary(b"b")]})
+    eq(c.cmd("LLEN", "old"), b":2\r\n")
+    eq(c.cmd("LINDEX", "old", "1"), b"$1\r\nb\r\n")
+    eq(c.cmd("LPOP", "old"), b"$1\r\na\r\n")
+    eq(coll.find_one({"_id": bson.Binary(b"old")}).get("n"), 1, "the general path wrote n")
+    eq(c.cmd("RPUSH", "old", "c", "d"), b":3\r\n")
+    eq(coll.find_one({"_id": bson.Binary(b"old")}).get("n"), 3, "$inc kept n")
+    eq(c.cmd("LRANGE", "old", "0", "-1"), b"*3\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n")
+    eq(c.cmd("RPUSH", "gone", "x", "y"), b":2\r\n")
+    eq(c.cmd("PEXPIRE", "gone", "50"), b":1\r\n")
+    time.sleep(0.15)
+    eq(c.cmd("RPUSH", "gone", "z"), b":1\r\n", "an expired list starts again")
+    eq(c.cmd("LRANGE", "gone", "0", "-1"), b"*1\r\n$1\r\nz\r\n")
+    eq(c.cmd("TTL", "gone"), b":-1\r\n")
+    cl.close()
 
 
 def _scan_all(conn, cmd, key, *opts):

@@ -52,6 +52,17 @@ MAX_BSON = 16 * 1024 * 1024
 
 # ------------------------------------------------------------ fast _id path
 
+def _slice(arr, sl):
+    """MongoDB's $slice projection: n (first n, or last -n) or [skip, limit]
+    (a negative skip counts from the end)."""
+    if isinstance(sl, list):
+        skip, lim = int(sl[0]), int(sl[1])
+        start = max(len(arr) + skip, 0) if skip < 0 else min(skip, len(arr))
+        return arr[start:start + lim]
+    n = int(sl)
+    return arr[:n] if n >= 0 else arr[len(arr) + n:] if -n <= len(arr) else arr[:]
+
+
 _orig_iter = Collection._iter_documents
 
 
@@ -312,6 +323,19 @@ class Emulator:
             return None
         proj = d.get("projection") or None
         incl = excl = None
+        slices = {}
+        if proj:
+            # {field: {$slice: n | [skip, limit]}} is done here (as MongoDB:
+            # a field that is not an array comes back unchanged; mongomock
+            # would fail on it)
+            for k, v in list(proj.items()):
+                if isinstance(v, dict) and list(v.keys()) == ["$slice"] and "." not in k:
+                    slices[k] = v["$slice"]
+            proj = OrderedDict((k, v) for k, v in proj.items() if k not in slices)
+            if slices and not any(v for k, v in proj.items() if k != "_id"):
+                proj = None          # $slice alone: every other field too
+            elif slices:
+                proj = OrderedDict(list(proj.items()) + [(k, 1) for k in slices])
         if proj:
             if any(k.startswith("$") or "." in k or isinstance(v, dict) for k, v in proj.items()):
                 return None
@@ -338,6 +362,9 @@ class Emulator:
                 o = OrderedDict((k, v) for k, v in doc.items() if k not in excl)
             else:
                 o = OrderedDict(doc)
+            for k, sl in slices.items():
+                if isinstance(o.get(k), list):
+                    o[k] = _slice(o[k], sl)
             out.append(o)
         return out
 
