@@ -124,7 +124,11 @@ class Target:
                     return "frontdoor", b, d
         if name in SERVICE:
             return "frontdoor", name, None
-        raise Skip(f"unknown target '{name}' (known: {', '.join(ALL_TARGETS)}, or lmdb/leveldb for both durabilities)")
+        if name in ("mongodb-sync", "mongodb-nosync"):
+            # write concern j follows durability (mongo-j auto): j=true when sync
+            return "frontdoor", "mongodb", name.split("-")[1]
+        raise Skip(f"unknown target '{name}' (known: {', '.join(ALL_TARGETS)}, mongodb-sync, mongodb-nosync, "
+                   "or lmdb/leveldb for both durabilities)")
 
     def describe(self):
         if self.kind == "redis-direct":
@@ -151,7 +155,10 @@ class Target:
 
     def _mongo_wc(self):
         w = self.opts.get("mongo_w")
-        return f", write concern w={w}" if w else ", write concern: the server's default"
+        out = f", write concern w={w}" if w else ", write concern w: the server's default"
+        if self.durability:
+            out += f", durability {self.durability} (j={'true' if self.durability == 'sync' else 'false'})"
+        return out
 
     def proxy_roles(self):
         return [r for r, _ in self.procs if r in PROXY_ROLES]
