@@ -12,6 +12,9 @@ CLUSTER_NOTE = ("redis-cluster-direct runs redis-benchmark --cluster --threads 1
                 "starts one client thread per master (a different client from every other column) and counts ~0.25 s "
                 "of their start-up in each test's time. Single node vs cluster: redis (frontdoor → one redis-server), "
                 "redis-cluster (frontdoor → 3 masters), redis-cluster-direct (the client → 3 masters).")
+ORDER = T.ALL_TARGETS
+LAT = [("p50", "p50_latency_ms"), ("p95", "p95_latency_ms"), ("p99", "p99_latency_ms"),
+       ("p99.9", "p999_latency_ms"), ("max", "max_latency_ms")]
 
 CSV_COLUMNS = ["scenario", "target", "backend", "durability", "setting", "test", "repeat", "ok", "reason",
                "requests", "clients", "pipeline", "data_size", "keyspace", "dataset_keys", "list_len",
