@@ -131,13 +131,14 @@ def cpu_seconds(pid):
 
 
 def mem_kb(pid):
-    """{'VmRSS': kB, 'VmHWM': kB} of pid, or {} if it is gone."""
+    """{'VmRSS', 'VmHWM', 'RssAnon', 'RssFile': kB} of pid, or {} if it is gone.
+    RssFile counts mapped file pages (LMDB's map, LevelDB's tables)."""
     out = {}
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
                 k, _, v = line.partition(":")
-                if k in ("VmRSS", "VmHWM"):
+                if k in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
                     out[k] = int(v.split()[0])
     except OSError:
         pass
