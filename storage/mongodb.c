@@ -1284,6 +1284,66 @@ static int cmd_flushdb(mg_ctx *c)
     return FD_OK;
 }
 
+/* ================================================================ member index
+ *
+ * Finding a field or member in a loaded collection: a linear scan while it
+ * is small, else an open-addressing table of positions built on first use
+ * and extended as elements are appended (SADD/HSET/ZADD of many, and the
+ * set operations, stay O(elements) instead of O(elements^2)). Removing an
+ * element shifts positions: the table is then rebuilt on the next lookup. */
+
+typedef struct mg_ix { uint32_t *slot; size_t mask, count; } mg_ix;
+typedef void (*mg_keyat)(const void *coll, size_t i, const char **p, size_t *l);
+
+#define MG_IX_MIN 16
+
+static void ix_free(mg_ix *x) { free(x->slot); memset(x, 0, sizeof *x); }
+static void ix_invalidate(mg_ix *x) { x->count = SIZE_MAX; }
+
+static void ix_put(mg_ix *x, const void *coll, mg_keyat at, size_t i)
+{
+    const char *p; size_t l;
+    at(coll, i, &p, &l);
+    size_t h = (size_t)hash_key(p, l) & x->mask;
+    while (x->slot[h]) h = (h + 1) & x->mask;
+    x->slot[h] = (uint32_t)(i + 1);
+}
+
+static long ix_find(mg_ix *x, const void *coll, size_t n, mg_keyat at, const char *p, size_t l)
+{
+    const char *q; size_t ql;
+    if (n >= MG_IX_MIN && n < UINT32_MAX / 4 && (!x->slot || x->count != n)) {
+        if (x->slot && x->count < n && 2 * n <= x->mask + 1) {
+            for (size_t i = x->count; i < n; i++) ix_put(x, coll, at, i);     /* appended since */
+            x->count = n;
+        } else {
+            size_t cap = 64;
+            while (cap < 2 * n) cap <<= 1;
+            uint32_t *sl = calloc(cap, sizeof *sl);
+            if (sl) {
+                free(x->slot);
+                x->slot = sl;
+                x->mask = cap - 1;
+                for (size_t i = 0; i < n; i++) ix_put(x, coll, at, i);
+                x->count = n;
+            }
+        }
+    }
+    if (n < MG_IX_MIN || !x->slot || x->count != n) {      /* small (or out of memory): a scan */
+        for (size_t i = 0; i < n; i++) {
+            at(coll, i, &q, &ql);
+            if (ql == l && memcmp(q, p, l) == 0) return (long)i;
+        }
+        return -1;
+    }
+    for (size_t h = (size_t)hash_key(p, l) & x->mask; x->slot[h]; h = (h + 1) & x->mask) {
+        size_t i = x->slot[h] - 1;
+        at(coll, i, &q, &ql);
+        if (ql == l && memcmp(q, p, l) == 0) return (long)i;
+    }
+    return -1;
+}
+
 /* ================================================================ hashes
  *
  * { _id, type: "hash", value: [ {f: BinData, v: BinData}, ... ], expireAt? }
@@ -1293,10 +1353,11 @@ static int cmd_flushdb(mg_ctx *c)
  * this is atomic for this frontdoor). Fields keep insertion order. */
 
 typedef struct mg_field { const char *f, *v; size_t fl, vl; char *own; } mg_field;
-typedef struct mg_hash { mg_field *a; size_t n, cap; } mg_hash;
+typedef struct mg_hash { mg_field *a; size_t n, cap; mg_ix ix; } mg_hash;
 
 static void hash_free(mg_hash *h)
 {
+    ix_free(&h->ix);
     for (size_t i = 0; i < h->n; i++) free(h->a[i].own);
     free(h->a);
     memset(h, 0, sizeof *h);
@@ -1344,11 +1405,15 @@ static int hash_load(mg_ctx *c, const resp_arg *key, mg_meta *m, mg_hash *h)
     return FD_OK;
 }
 
-static long hash_find(const mg_hash *h, const char *f, size_t fl)
+static void hash_keyat(const void *coll, size_t i, const char **p, size_t *l)
 {
-    for (size_t i = 0; i < h->n; i++)
-        if (h->a[i].fl == fl && memcmp(h->a[i].f, f, fl) == 0) return (long)i;
-    return -1;
+    const mg_field *f = &((const mg_hash *)coll)->a[i];
+    *p = f->f; *l = f->fl;
+}
+
+static long hash_find(mg_hash *h, const char *f, size_t fl)
+{
+    return ix_find(&h->ix, h, h->n, hash_keyat, f, fl);
 }
 
 /* Set field f to v (copied when copy); *created += 1 for a new field. */
@@ -1444,6 +1509,7 @@ static int cmd_hdel(mg_ctx *c)
         free(h.a[i].own);
         memmove(&h.a[i], &h.a[i + 1], (h.n - (size_t)i - 1) * sizeof h.a[0]);
         h.n--;
+        ix_invalidate(&h.ix);
         n++;
     }
     int s = n ? hash_save(c, &c->argv[1], &m, &h) : FD_OK;
@@ -1568,9 +1634,9 @@ static int cmd_hvals(mg_ctx *c)   { return getall_generic(c, 0, 1); }
  * { _id, type: "list", value: [ BinData, ... ], expireAt? }: the elements in
  * order. As hashes: read, change here, write the whole document back. */
 
-typedef struct mg_list { const char **p; size_t *l; size_t n, cap; } mg_list;
+typedef struct mg_list { const char **p; size_t *l; size_t n, cap; mg_ix ix; } mg_list;
 
-static void list_free(mg_list *L) { free(L->p); free(L->l); memset(L, 0, sizeof *L); }
+static void list_free(mg_list *L) { free(L->p); free(L->l); ix_free(&L->ix); memset(L, 0, sizeof *L); }
 
 static int list_reserve(mg_list *L, size_t n)
 {
@@ -1982,15 +2048,20 @@ static int cmd_lrem(mg_ctx *c)
  * { _id, type: "set", value: [ BinData, ... ], expireAt? }: the members,
  * each once. Read, change here, write back, as lists. */
 
-static long set_find(const mg_list *L, const char *p, size_t n)
+static void set_keyat(const void *coll, size_t i, const char **p, size_t *l)
 {
-    for (size_t i = 0; i < L->n; i++)
-        if (L->l[i] == n && memcmp(L->p[i], p, n) == 0) return (long)i;
-    return -1;
+    const mg_list *L = coll;
+    *p = L->p[i]; *l = L->l[i];
+}
+
+static long set_find(mg_list *L, const char *p, size_t n)
+{
+    return ix_find(&L->ix, L, L->n, set_keyat, p, n);
 }
 
 static void set_remove_at(mg_list *L, size_t i)
 {
+    ix_invalidate(&L->ix);
     memmove(L->p + i, L->p + i + 1, (L->n - i - 1) * sizeof *L->p);
     memmove(L->l + i, L->l + i + 1, (L->n - i - 1) * sizeof *L->l);
     L->n--;
@@ -2213,9 +2284,9 @@ static int cmd_sintercard(mg_ctx *c)
  * collection types (docs/mongodb.md has the costs and why this layout). */
 
 typedef struct mg_zent { const char *m; size_t ml; double s; } mg_zent;
-typedef struct mg_zset { mg_zent *a; size_t n, cap; int dirty; } mg_zset;
+typedef struct mg_zset { mg_zent *a; size_t n, cap; int dirty; mg_ix ix; } mg_zset;
 
-static void zset_free(mg_zset *Z) { free(Z->a); memset(Z, 0, sizeof *Z); }
+static void zset_free(mg_zset *Z) { free(Z->a); ix_free(&Z->ix); memset(Z, 0, sizeof *Z); }
 
 static int zent_cmp(const void *x, const void *y)
 {
@@ -2262,21 +2333,25 @@ static int zset_load(mg_ctx *c, const resp_arg *key, mg_meta *m, mg_zset *Z)
         if (zset_push(Z, (const char *)mp, ml, s) != FD_OK) { zset_free(Z); meta_free(m); return FD_E_NOMEM; }
         if (Z->n > 1 && zent_cmp(&Z->a[Z->n - 2], &Z->a[Z->n - 1]) > 0) sorted = 0;
     }
-    if (!sorted) qsort(Z->a, Z->n, sizeof *Z->a, zent_cmp);   /* written by something else */
+    if (!sorted) qsort(Z->a, Z->n, sizeof *Z->a, zent_cmp);   /* written by something else (no index yet) */
     return FD_OK;
 }
 
-static long zset_find(const mg_zset *Z, const char *p, size_t n)
+static void zset_keyat(const void *coll, size_t i, const char **p, size_t *l)
 {
-    for (size_t i = 0; i < Z->n; i++)
-        if (Z->a[i].ml == n && memcmp(Z->a[i].m, p, n) == 0) return (long)i;
-    return -1;
+    const mg_zent *e = &((const mg_zset *)coll)->a[i];
+    *p = e->m; *l = e->ml;
+}
+
+static long zset_find(mg_zset *Z, const char *p, size_t n)
+{
+    return ix_find(&Z->ix, Z, Z->n, zset_keyat, p, n);
 }
 
 static int zset_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, mg_zset *Z)
 {
     if (!Z->n) return m->found ? mg_delete(c, key) : FD_OK;
-    if (Z->dirty) qsort(Z->a, Z->n, sizeof *Z->a, zent_cmp);
+    if (Z->dirty) { qsort(Z->a, Z->n, sizeof *Z->a, zent_cmp); ix_invalidate(&Z->ix); }
     Z->dirty = 0;
     bson_t d = BSON_INITIALIZER, arr, e;
     bson_append_utf8(&d, "type", -1, "zset", -1);
@@ -2301,6 +2376,7 @@ static int zset_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, mg_zset *
 /* remove the entries whose gone[i] is set */
 static void zset_compact(mg_zset *Z, const unsigned char *gone)
 {
+    ix_invalidate(&Z->ix);
     size_t w = 0;
     for (size_t i = 0; i < Z->n; i++)
         if (!gone[i]) Z->a[w++] = Z->a[i];
@@ -2369,6 +2445,7 @@ static int cmd_zrem(mg_ctx *c)
         if (i < 0) continue;
         memmove(&Z.a[i], &Z.a[i + 1], (Z.n - (size_t)i - 1) * sizeof Z.a[0]);
         Z.n--;
+        ix_invalidate(&Z.ix);
         n++;
     }
     int s = n ? zset_save(c, &c->argv[1], &m, &Z) : FD_OK;
@@ -2543,6 +2620,7 @@ static int zpop_generic(mg_ctx *c, int rev)
     if (r) { c->out->len = mark; ZSET_DONE(FD_E_NOMEM); }
     if (!rev) memmove(Z.a, Z.a + k, (Z.n - k) * sizeof *Z.a);
     Z.n -= k;
+    ix_invalidate(&Z.ix);
     int s = zset_save(c, &c->argv[1], &m, &Z);
     if (s != FD_OK) c->out->len = mark;
     ZSET_DONE(s);
@@ -2758,6 +2836,7 @@ static int srandom_generic(mg_ctx *c, int pop)
             for (size_t i = 0; i < L.n; i++)
                 if (!gone[i]) { L.p[w] = L.p[i]; L.l[w] = L.l[i]; w++; }
             L.n = w;
+            ix_invalidate(&L.ix);
             free(gone);
             s = array_save(c, &c->argv[1], &m, &L, MG_T_SET);
         }

@@ -613,7 +613,19 @@ def big_collections_match_redis():
              ("len", "SRANDMEMBER", "s", "500"), ("len", "SRANDMEMBER", "s", "-500"),
              ("len", "HRANDFIELD", "h", "150", "WITHVALUES"), ("len", "HRANDFIELD", "h", "1000"),
              ("RPUSH", "l") + tuple(members), ("LPOS", "l", "m300"), ("LINSERT", "l", "BEFORE", "m300", "x"),
-             ("LPOS", "l", "x"), ("LRANGE", "l", "295", "305")]
+             ("LPOS", "l", "x"), ("LRANGE", "l", "295", "305"),
+             # lookups in big collections (the member index), after removals and appends
+             ("SADD", "s2") + tuple(members[::3]) + tuple("o%d" % i for i in range(100)),
+             ("sorted", "SINTER", "s", "s2"), ("sorted", "SUNION", "s", "s2"), ("sorted", "SDIFF", "s2", "s"),
+             ("SINTERSTORE", "s3", "s", "s2"), ("SINTERCARD", "2", "s", "s2"), ("SINTERCARD", "2", "s", "s2", "LIMIT", "7"),
+             ("SREM", "s") + tuple(members[::5]), ("SMISMEMBER", "s") + tuple(members[::7]),
+             ("SADD", "s", "m000", "m005", "new1", "m001"), ("SMISMEMBER", "s", "m000", "m005", "new1", "m010", "m001"),
+             ("SMOVE", "s", "s2", "m002"), ("SISMEMBER", "s2", "m002"), ("SCARD", "s"), ("SCARD", "s2"),
+             ("HDEL", "h") + tuple(members[::4]), ("HMGET", "h") + tuple(members[::9]), ("HSET", "h", "m000", "back", "m001", "again"),
+             ("HMGET", "h", "m000", "m001", "m004", "m399"), ("HLEN", "h"),
+             ("ZREM", "z") + tuple(members[::6]), ("ZMSCORE", "z") + tuple(members[::11]),
+             ("ZADD", "z", "1", "m000", "2", "m006", "3", "brand"), ("ZMSCORE", "z", "m000", "m006", "brand", "m012"),
+             ("ZRANK", "z", "brand"), ("ZCARD", "z")]
     _run_steps(d, steps)
     if d.mismatches:
         raise AssertionError(d.report())
