@@ -161,10 +161,16 @@ def hbars(rows, title, unit, ref=None, fmt=_fmt, stack=True):
     width = 1080
     vals = [sum(v for v in parts.values() if v) for _, parts, _ in rows] + ([ref] if ref else [])
     hi = _nice_max(max(vals) * 1.05 if vals and max(vals) > 0 else 1)
+    pos = sorted(v for v in vals if v > 0)
+    if len(pos) >= 3:
+        med = pos[len(pos) // 2]
+        normal = [v for v in pos if v <= 5 * med]
+        if normal and pos[-1] > 5 * med:
+            hi = _nice_max(max(normal) * 1.6)   # an outlier (the emulator) would flatten the rest: clip it
     H = top + rh * len(rows) + 34
     o = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{H}' viewBox='0 0 {width} {H}' {FONT} role='img'>",
          f"<text x='4' y='16' font-size='14' font-weight='600'>{esc(title)}</text>"]
-    pw = width - left - 80
+    pw = width - left - 150
 
     def x(v):
         return left + v / hi * pw
@@ -180,7 +186,7 @@ def hbars(rows, title, unit, ref=None, fmt=_fmt, stack=True):
         for part, v in sorted(parts.items(), key=lambda kv: kv[0] not in T.PROXY_ROLES):
             if not v:
                 continue
-            w = v / hi * pw
+            w = min(v / hi * pw, left + pw - cx)
             c = col or color(label)
             op = 1.0 if k == 0 else 0.55
             o.append(f"<rect x='{cx:.1f}' y='{ry + 3}' width='{max(0.5, w):.1f}' height='{rh - 6}' fill='{c}' fill-opacity='{op}' stroke='#fff'>"
@@ -190,7 +196,10 @@ def hbars(rows, title, unit, ref=None, fmt=_fmt, stack=True):
             cx += w
             k += 1
         tot = sum(v for v in parts.values() if v)
-        o.append(f"<text x='{cx + 4:.1f}' y='{ry + rh / 2 + 4:.1f}' font-size='11'>{fmt(tot)}</text>")
+        clipped = tot > hi
+        if clipped:
+            o.append(f"<text x='{cx - 14:.1f}' y='{ry + rh / 2 + 5:.1f}' font-size='14' fill='#fff' font-weight='700'>»</text>")
+        o.append(f"<text x='{cx + 4:.1f}' y='{ry + rh / 2 + 4:.1f}' font-size='11'>{fmt(tot)}{' (off scale)' if clipped else ''}</text>")
     if ref is not None:
         o.append(f"<line x1='{x(ref):.1f}' x2='{x(ref):.1f}' y1='{top - 4}' y2='{top + rh * len(rows)}' stroke='#222' stroke-dasharray='5,3'/>")
     o.append("</svg>")
@@ -507,6 +516,8 @@ def scenario_html(results, sc, secs):
     for s in R.settings_of(results, sc):
         b.append(chart(hbars([(n, {r: v / 1000 for r, v in res[n]["cpu_ns_per_req"].get(s, {}).items()}, None) for n in names],
                              f"Server CPU per request, {s}", "µs per request", fmt=lambda x: f"{x:.1f}")))
+        b.append(chart(hbars([(n, dict(res[n]["cpu_pct"].get(s, {})), None) for n in names],
+                             f"Server CPU % during the runs (median; 100 = one core), {s}", "% of one core", fmt=lambda x: f"{x:.0f}")))
     b.append(chart(hbars([(n, {r: v / 1024 for r, v in res[n]["rss_peak_kb"].items()}, None) for n in names],
                          "Peak RSS during the runs", "MB", fmt=lambda x: f"{x:.1f}")))
     rows = []
