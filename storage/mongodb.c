@@ -7,7 +7,11 @@
  *     { _id: BinData(0, key), type: "string", value: <Int64 | BinData>,
  *       expireAt: ISODate }            (expireAt only when the key has a TTL)
  * A hash: value is an array of {f: BinData, v: BinData}; a list or a set:
- * an array of BinData (see "hashes", "lists", "sets").
+ * an array of BinData (a list also keeps its length in n, for the one-trip
+ * $push/$pop/$slice paths); a sorted set: an array of {m: BinData,
+ * s: Double} in Redis's order (see "hashes", "lists", "sets", "sorted
+ * sets"). Plain SETs queued together go as one bulk write ("grouped
+ * writes").
  * A string that is the canonical decimal form of a 64-bit integer is stored
  * as Int64 (as Redis's int encoding), so INCR/INCRBY/DECR are one
  * findAndModify with $inc; any other string is BinData (binary-safe).
@@ -1995,6 +1999,30 @@ static int cmd_ltrim(mg_ctx *c)
     long long start, end;
     if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &start) != 0 ||
         resp_str2ll(c->argv[3].ptr, c->argv[3].len, &end) != 0) return FD_E_NOTINT;
+    if (start == 0 && end >= 0 && end < INT32_MAX) {
+        /* LTRIM key 0 N (a capped list): $push of nothing with $slice N+1,
+         * $min n, in one round trip; the list keeps at least one element */
+        bson_t u = BSON_INITIALIZER, push, val, each, mn, fields = BSON_INITIALIZER, reply;
+        bson_append_document_begin(&u, "$push", -1, &push);
+        bson_append_document_begin(&push, "value", -1, &val);
+        bson_append_array_begin(&val, "$each", -1, &each);
+        bson_append_array_end(&val, &each);
+        bson_append_int64(&val, "$slice", -1, end + 1);
+        bson_append_document_end(&push, &val);
+        bson_append_document_end(&u, &push);
+        bson_append_document_begin(&u, "$min", -1, &mn);
+        bson_append_int64(&mn, "n", -1, end + 1);
+        bson_append_document_end(&u, &mn);
+        bson_append_int32(&fields, "n", -1, 1);
+        bson_iter_t v;
+        int done;
+        int s = list_fam(c, &c->argv[1], NULL, &u, &fields, 1, &reply, &v, &done);
+        bson_destroy(&reply);
+        bson_destroy(&fields);
+        bson_destroy(&u);
+        TRY(s);
+        if (done) { OUT(resp_add_status(c->out, "OK")); return FD_OK; }
+    }
     mg_meta m; mg_list L;
     TRY(list_load(c, &c->argv[1], &m, &L));
     if (!m.live) LIST_DONE(resp_add_status(c->out, "OK") ? FD_E_NOMEM : FD_OK);

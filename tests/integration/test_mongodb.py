@@ -530,6 +530,12 @@ LIST_FAST_STEPS = [
     ("LPUSH", "t", "0"), ("RPOP", "t"), ("TTL", "t"), ("LRANGE", "t", "0", "9"), ("RENAME", "t", "t2"),
     ("RPUSH", "t2", "9"), ("LRANGE", "t2", "0", "-1"), ("LLEN", "t2"),
     ("RPUSH", "b", b"\x00\xff", b"\r\n", b""), ("LPOP", "b"), ("RPOP", "b"), ("LINDEX", "b", "0"), ("LLEN", "b"),
+    ("RPUSH", "cap", "1", "2", "3", "4", "5"), ("LTRIM", "cap", "0", "2"), ("LRANGE", "cap", "0", "-1"), ("LLEN", "cap"),
+    ("LPUSH", "cap", "0"), ("LTRIM", "cap", "0", "10"), ("LLEN", "cap"), ("LTRIM", "cap", "0", "0"),
+    ("LRANGE", "cap", "0", "-1"), ("RPUSH", "cap", "x"), ("LLEN", "cap"), ("LTRIM", "cap", "0", "2147483648"),
+    ("LTRIM", "nokey", "0", "3"), ("EXISTS", "nokey"), ("LTRIM", "s", "0", "1"), ("LTRIM", "cap", "1", "-1"),
+    ("LRANGE", "cap", "0", "-1"), ("LLEN", "cap"), ("EXPIRE", "cap", "100"), ("RPUSH", "cap", "y", "z"),
+    ("LTRIM", "cap", "0", "1"), ("TTL", "cap"), ("LRANGE", "cap", "0", "-1"),
 ]
 
 
