@@ -133,6 +133,11 @@ int resp_format_double(char *buf, size_t buflen, double d);
  * length, 0 if buf is too small (needs up to 5 KB for huge values). */
 int resp_format_ld(char *buf, size_t buflen, long double v);
 
+/* Exactly Redis 7.0's d2string (what ZSCAN shows for a score): an integral
+ * value within +-LLONG_MAX/2 as an integer, 0 as "0" or "-0", inf as
+ * "inf"/"-inf", anything else "%.17g". Returns the length. */
+int resp_format_d2string(char *buf, size_t buflen, double d);
+
 /* Strict parse helpers shared by command handlers (Redis's string2ll /
  * string2ld rules: no spaces, no leading '+', no overflow). 0 on success. */
 int resp_str2ll(const char *s, size_t n, long long *out);

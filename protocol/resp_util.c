@@ -211,6 +211,16 @@ int resp_format_double(char *buf, size_t buflen, double d) {
     return resp_format_ld(buf, buflen, strtold(tmp, NULL));
 }
 
+int resp_format_d2string(char *buf, size_t buflen, double d) {
+    int n;
+    if (d == 0) n = snprintf(buf, buflen, "%s", signbit(d) ? "-0" : "0");
+    else if (isinf(d)) n = snprintf(buf, buflen, "%s", d > 0 ? "inf" : "-inf");
+    else if (d >= (double)(-LLONG_MAX / 2) && d <= (double)(LLONG_MAX / 2) && d == (double)(long long)d)
+        n = snprintf(buf, buflen, "%lld", (long long)d);
+    else n = snprintf(buf, buflen, "%.17g", d);
+    return n < 0 ? 0 : (size_t)n < buflen ? n : (int)buflen - 1;
+}
+
 /* ------------------------------------------------------------ glob */
 
 /* tolower() as Redis gets it: "C" locale (Redis sets only LC_COLLATE) on

@@ -2737,11 +2737,9 @@ static int subscan_reply(mg_ctx *c, int type, mg_scanent *e, size_t n, uint64_t 
         r = resp_add_bulk(c->out, e[i].f, e[i].fl);
         if (!r && type == MG_T_HASH) r = resp_add_bulk(c->out, e[i].v, e[i].vl);
         if (!r && type == MG_T_ZSET) {
-            /* Redis 7.0's d2string: "%.17g" ("inf", "-inf") */
             char buf[64];
-            int bl = isinf(e[i].s) ? snprintf(buf, sizeof buf, "%s", e[i].s > 0 ? "inf" : "-inf")
-                                   : snprintf(buf, sizeof buf, "%.17g", e[i].s);
-            r = resp_add_bulk(c->out, buf, bl > 0 ? (size_t)bl : 0);
+            int bl = resp_format_d2string(buf, sizeof buf, e[i].s);   /* as ZSCAN shows a score */
+            r = resp_add_bulk(c->out, buf, (size_t)bl);
         }
     }
     return r ? FD_E_NOMEM : FD_OK;

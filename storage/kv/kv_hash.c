@@ -9,6 +9,7 @@
  * byte order (Redis: insertion order for small hashes, hash order else —
  * neither is specified). */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
 #include <limits.h>
@@ -437,7 +438,8 @@ int kv_subscan(kv_ctx *c, int type, int tag)
             if (!r && tag == KV_TAG_HASH) r = resp_add_bulk(c->out, v, vvl);
             if (!r && (tag == KV_TAG_ZMEMBER || tag == KV_TAG_ZSCORE)) {
                 char buf[64];
-                int bl = vvl >= 8 ? resp_format_double(buf, sizeof buf, kv_dec_double((const uint8_t *)v)) : 0;
+                /* ZSCAN shows a score as the listpack stores it: d2string */
+                int bl = vvl >= 8 ? resp_format_d2string(buf, sizeof buf, kv_dec_double((const uint8_t *)v)) : 0;
                 r = resp_add_bulk(c->out, buf, (size_t)bl);
             }
             if (r) { s = FD_E_NOMEM; break; }

@@ -248,10 +248,9 @@ int kv_cmd_lpos(kv_ctx *c)
                                            "2 from the second ... or use negative to start from the end of the list"));
                 return FD_OK;
             }
-            if (rank == LLONG_MIN) {
-                OUT(resp_add_error(c->out, "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"));
-                return FD_OK;
-            }
+            /* Redis 7.0 negates LLONG_MIN (staying negative), so any first
+             * match from the tail satisfies "matches >= rank": as RANK -1 */
+            if (rank == LLONG_MIN) rank = -1;
         } else if (kv_opt_is(a, "count") && more) {
             j++;
             if (resp_str2ll(c->argv[j].ptr, c->argv[j].len, &count) != 0 || count < 0) {
