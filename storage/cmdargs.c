@@ -210,7 +210,7 @@ int fd_parse_zadd(const resp_arg *argv, int argc, int is_incr, int *flags, int *
 
 /* One bound of zslParseRange: "(" prefix = exclusive; strtod must reach
  * the end of the C string (so an embedded NUL ends it, as in Redis). */
-static int parse_bound(const resp_arg *a, double *out, int *ex)
+int fd_parse_score_bound(const resp_arg *a, double *out, int *ex)
 {
     char buf[128], *p = buf, *end;
     if (a->len >= sizeof buf && !(p = malloc(a->len + 1))) return -1;
@@ -227,7 +227,7 @@ static int parse_bound(const resp_arg *a, double *out, int *ex)
 
 /* One item of zslParseLexRange: 1 = "-", 2 = "+", 0 = a string ("["
  * inclusive, "(" exclusive); -1 invalid. */
-static int parse_lex(const resp_arg *a, const char **s, size_t *l, int *ex)
+int fd_parse_lex_bound(const resp_arg *a, const char **s, size_t *l, int *ex)
 {
     if (a->len == 0) return -1;
     switch (a->ptr[0]) {
@@ -274,12 +274,12 @@ int fd_parse_zrange(const resp_arg *argv, int argc, int type, int rev, fd_zrange
         if (resp_str2ll(argv[minidx].ptr, argv[minidx].len, &z->start) != 0 ||
             resp_str2ll(argv[maxidx].ptr, argv[maxidx].len, &z->end) != 0) return FD_E_NOTINT;
     } else if (type == FD_ZR_SCORE) {
-        if (parse_bound(&argv[minidx], &z->min, &z->minex) != 0 ||
-            parse_bound(&argv[maxidx], &z->max, &z->maxex) != 0)
+        if (fd_parse_score_bound(&argv[minidx], &z->min, &z->minex) != 0 ||
+            fd_parse_score_bound(&argv[maxidx], &z->max, &z->maxex) != 0)
             REPLY("ERR min or max is not a float");
     } else {
-        if ((z->lmin_kind = parse_lex(&argv[minidx], &z->lmin, &z->lminl, &z->minex)) < 0 ||
-            (z->lmax_kind = parse_lex(&argv[maxidx], &z->lmax, &z->lmaxl, &z->maxex)) < 0)
+        if ((z->lmin_kind = fd_parse_lex_bound(&argv[minidx], &z->lmin, &z->lminl, &z->minex)) < 0 ||
+            (z->lmax_kind = fd_parse_lex_bound(&argv[maxidx], &z->lmax, &z->lmaxl, &z->maxex)) < 0)
             REPLY("ERR min or max not valid string range item");
     }
     return FD_OK;

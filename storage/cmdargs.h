@@ -71,6 +71,12 @@ int fd_parse_scan_opts(const resp_arg *argv, int argc, int first, long long *cou
  * leading space, no overflow, no NaN). 0, or -1: "ERR value is not a valid
  * float". */
 int fd_parse_score(const resp_arg *a, double *out);
+/* One bound of a score range (zslParseRange): "(" prefix = exclusive (*ex);
+ * strtod must reach the end of the C string. 0, or -1 when invalid. */
+int fd_parse_score_bound(const resp_arg *a, double *out, int *ex);
+/* One bound of a lex range (zslParseLexRange): 1 = "-", 2 = "+", 0 = a
+ * string at *s ("[" inclusive, "(" exclusive: *ex); -1 invalid. */
+int fd_parse_lex_bound(const resp_arg *a, const char **s, size_t *l, int *ex);
 
 enum { FD_ZADD_NX = 1 << 0, FD_ZADD_XX = 1 << 1, FD_ZADD_CH = 1 << 2, FD_ZADD_INCR = 1 << 3,
        FD_ZADD_GT = 1 << 4, FD_ZADD_LT = 1 << 5 };

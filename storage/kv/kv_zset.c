@@ -24,6 +24,7 @@
 #include <limits.h>
 #include <ctype.h>
 #include "kv.h"
+#include "../cmdargs.h"
 
 #define OUT(expr) do { if ((expr) != 0) return FD_E_NOMEM; } while (0)
 #define TRY(expr) do { int s_ = (expr); if (s_ != FD_OK) return s_; } while (0)
@@ -108,62 +109,8 @@ static int member_del(kv_ctx *c, zref *r, const char *mb, size_t ml, double scor
 
 /* ---------------------------------------------------------------- parsing */
 
-/* Redis's string2d: strtod over the whole argument, no leading space, no
- * overflow, no NaN. */
-static int parse_score(const resp_arg *a, double *out)
-{
-    char buf[128], *p = buf, *end;
-    if (a->len == 0 || isspace((unsigned char)a->ptr[0])) return -1;
-    if (a->len >= sizeof buf && !(p = malloc(a->len + 1))) return -1;
-    memcpy(p, a->ptr, a->len);
-    p[a->len] = '\0';
-    errno = 0;
-    double d = strtod(p, &end);
-    int bad = (size_t)(end - p) != a->len ||
-              (errno == ERANGE && (d == HUGE_VAL || d == -HUGE_VAL || fpclassify(d) == FP_ZERO)) || isnan(d);
-    if (p != buf) free(p);
-    if (bad) return -1;
-    *out = d;
-    return 0;
-}
-
-/* One bound of zslParseRange: "(" prefix = exclusive; strtod must reach
- * the end of the C string (so an embedded NUL ends it, as in Redis). */
-static int parse_bound(const resp_arg *a, double *out, int *ex)
-{
-    char buf[128], *p = buf, *end;
-    if (a->len >= sizeof buf && !(p = malloc(a->len + 1))) return -1;
-    memcpy(p, a->ptr, a->len);
-    p[a->len] = '\0';
-    *ex = p[0] == '(';
-    double d = strtod(p + *ex, &end);
-    int bad = end[0] != '\0' || isnan(d);
-    if (p != buf) free(p);
-    if (bad) return -1;
-    *out = d;
-    return 0;
-}
-
-/* One item of zslParseLexRange: 1 = -inf ("-"), 2 = +inf ("+"), 0 = a
- * string ("[" inclusive, "(" exclusive); -1 invalid. */
-static int parse_lex(const resp_arg *a, const char **s, size_t *l, int *ex)
-{
-    if (a->len == 0) return -1;
-    switch (a->ptr[0]) {
-    case '-': if (a->len != 1) return -1; *ex = 1; return 1;
-    case '+': if (a->len != 1) return -1; *ex = 1; return 2;
-    case '(': *ex = 1; *s = a->ptr + 1; *l = a->len - 1; return 0;
-    case '[': *ex = 0; *s = a->ptr + 1; *l = a->len - 1; return 0;
-    default: return -1;
-    }
-}
-
-static int lexcmp(const char *a, size_t al, const char *b, size_t bl)
-{
-    int r = memcmp(a, b, al < bl ? al : bl);
-    if (r) return r;
-    return al < bl ? -1 : al > bl;
-}
+/* Scores and range bounds are parsed by storage/cmdargs.c (shared with the
+ * MongoDB backend). */
 
 /* ---------------------------------------------------------------- range walks */
 
@@ -191,7 +138,7 @@ static int lex_gte_min(const zspec *z, const char *mb, size_t ml)
 {
     if (z->lmin_kind == 1) return 1;
     if (z->lmin_kind == 2) return 0;
-    int r = lexcmp(mb, ml, z->lmin, z->lminl);
+    int r = fd_lexcmp(mb, ml, z->lmin, z->lminl);
     return z->minex ? r > 0 : r >= 0;
 }
 
@@ -199,7 +146,7 @@ static int lex_lte_max(const zspec *z, const char *mb, size_t ml)
 {
     if (z->lmax_kind == 2) return 1;
     if (z->lmax_kind == 1) return 0;
-    int r = lexcmp(mb, ml, z->lmax, z->lmaxl);
+    int r = fd_lexcmp(mb, ml, z->lmax, z->lmaxl);
     return z->maxex ? r < 0 : r <= 0;
 }
 
@@ -226,7 +173,7 @@ static int zwalk(kv_ctx *c, const zref *r, const zspec *z, zsink *k)
         return FD_OK;
     if (z->type == Z_LEX && (z->lmin_kind == 2 || z->lmax_kind == 1)) return FD_OK;
     if (z->type == Z_LEX && z->lmin_kind == 0 && z->lmax_kind == 0) {
-        int cmp = lexcmp(z->lmin, z->lminl, z->lmax, z->lmaxl);
+        int cmp = fd_lexcmp(z->lmin, z->lminl, z->lmax, z->lmaxl);
         if (cmp > 0 || (cmp == 0 && (z->minex || z->maxex))) return FD_OK;
     }
     if (z->type != Z_RANK && z->offset < 0) return FD_OK;   /* Redis skips past the end */
@@ -338,7 +285,7 @@ static int zadd_generic(kv_ctx *c, int incr)
     }
     for (int j = 0; j < elements; j++) {
         double d;
-        if (parse_score(&c->argv[idx + 2 * j], &d) != 0) return FD_E_NOTFLOAT;
+        if (fd_parse_score(&c->argv[idx + 2 * j], &d) != 0) return FD_E_NOTFLOAT;
     }
     zref r;
     TRY(zref_load(c, &r, &c->argv[1]));
@@ -349,7 +296,7 @@ static int zadd_generic(kv_ctx *c, int incr)
     for (int j = 0; j < elements; j++) {
         const resp_arg *mb = &c->argv[idx + 2 * j + 1];
         double cur;
-        parse_score(&c->argv[idx + 2 * j], &score);
+        fd_parse_score(&c->argv[idx + 2 * j], &score);
         int s = score_get(c, &r, mb->ptr, mb->len, &cur);
         if (s == FD_OK) {
             if (nx) continue;
@@ -505,14 +452,14 @@ static int parse_range(kv_ctx *c, zspec *z, int minidx, int maxidx, int *replied
         if (resp_str2ll(c->argv[minidx].ptr, c->argv[minidx].len, &z->start) != 0 ||
             resp_str2ll(c->argv[maxidx].ptr, c->argv[maxidx].len, &z->end) != 0) return FD_E_NOTINT;
     } else if (z->type == Z_SCORE) {
-        if (parse_bound(&c->argv[minidx], &z->min, &z->minex) != 0 ||
-            parse_bound(&c->argv[maxidx], &z->max, &z->maxex) != 0) {
+        if (fd_parse_score_bound(&c->argv[minidx], &z->min, &z->minex) != 0 ||
+            fd_parse_score_bound(&c->argv[maxidx], &z->max, &z->maxex) != 0) {
             OUT(resp_add_error(c->out, "ERR min or max is not a float"));
             *replied = 1;
         }
     } else {
-        if ((z->lmin_kind = parse_lex(&c->argv[minidx], &z->lmin, &z->lminl, &z->minex)) < 0 ||
-            (z->lmax_kind = parse_lex(&c->argv[maxidx], &z->lmax, &z->lmaxl, &z->maxex)) < 0) {
+        if ((z->lmin_kind = fd_parse_lex_bound(&c->argv[minidx], &z->lmin, &z->lminl, &z->minex)) < 0 ||
+            (z->lmax_kind = fd_parse_lex_bound(&c->argv[maxidx], &z->lmax, &z->lmaxl, &z->maxex)) < 0) {
             OUT(resp_add_error(c->out, "ERR min or max not valid string range item"));
             *replied = 1;
         }
