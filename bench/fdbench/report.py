@@ -122,7 +122,7 @@ def stats(cell):
     rps = [r["rps"] for r in ok if r.get("rps")]
     if not rps:
         return None
-    st = {"rps": _med(rps), "min": min(rps), "max": max(rps), "n": len(rps), "failed": len(cell["failed"])}
+    st = {"rps": _med(rps), "rps_min": min(rps), "rps_max": max(rps), "n": len(rps), "failed": len(cell["failed"])}
     for short, key in LAT:
         st[short] = _med([r.get(key) for r in ok])
     roles = {}
@@ -360,7 +360,7 @@ def rps_text(cell, st):
     if st is None:
         return "–"
     if st["n"] > 1:
-        return f"{_k(st['rps'])} ({_k(st['min'])}–{_k(st['max'])})"
+        return f"{_k(st['rps'])} ({_k(st['rps_min'])}–{_k(st['rps_max'])})"
     return _k(st["rps"])
 
 
