@@ -314,13 +314,14 @@ def glance(results):
             if n in res:
                 fd = res[n]["hwm_kb"].get("frontdoor")
                 reps = [x.get("frontdoor") for x in res[n]["rss_after_repeat"] if x.get("frontdoor")]
-                flat = (max(reps) / min(reps)) if len(reps) > 1 else None
+                steady = reps[1:] if len(reps) > 2 else reps   # the first pass is warm-up
+                flat = (max(steady) / min(steady)) if len(steady) > 1 else None
                 tsc = (results["targets"].get(n, {}).get("scenarios") or {}).get(sc) or {}
                 fm = ((tsc.get("final") or {}).get("mem_kb") or {}).get("frontdoor") or {}
                 filed = fm.get("RssFile")
                 if fd and base:
                     note = (f"RSS after each pass {' / '.join(f'{x / 1024:.1f}' for x in reps)} MB"
-                            + (" (flat)" if flat and flat < 1.2 else " (grows)" if flat else "")) if reps else ""
+                            + (" (flat after the first pass)" if flat and flat < 1.2 else " (grows)" if flat else "")) if reps else ""
                     if filed:
                         note += f"; at the end {filed / 1024:.1f} MB of its RSS were file pages (RssFile: the binary, its libraries, mapped data files), {(fm.get('RssAnon') or 0) / 1024:.1f} MB anonymous"
                     out.append((f"frontdoor's peak RSS ({n}) below redis-server's", f"{fd / 1024:.1f} MB vs {base / 1024:.1f} MB",
