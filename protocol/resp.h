@@ -13,6 +13,7 @@
 #ifndef FRONTDOOR_RESP_H
 #define FRONTDOOR_RESP_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -132,6 +133,10 @@ int resp_format_double(char *buf, size_t buflen, double d);
  * INCRBYFLOAT replies when computed in long double as Redis does. Returns the
  * length, 0 if buf is too small (needs up to 5 KB for huge values). */
 int resp_format_ld(char *buf, size_t buflen, long double v);
+
+/* vsnprintf into buf, truncated to fit, then "\r\n": one protocol or INFO
+ * line. Returns its length (CRLF included); cap must be at least 3. */
+size_t resp_vformat_line(char *buf, size_t cap, const char *fmt, va_list ap);
 
 /* Exactly Redis 7.0's d2string (what ZSCAN shows for a score): an integral
  * value within +-LLONG_MAX/2 as an integer, 0 as "0" or "-0", inf as

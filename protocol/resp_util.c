@@ -211,6 +211,15 @@ int resp_format_double(char *buf, size_t buflen, double d) {
     return resp_format_ld(buf, buflen, strtold(tmp, NULL));
 }
 
+size_t resp_vformat_line(char *buf, size_t cap, const char *fmt, va_list ap) {
+    int n = vsnprintf(buf, cap - 2, fmt, ap);
+    if (n < 0) n = 0;
+    if ((size_t)n > cap - 3) n = (int)cap - 3;
+    buf[n] = '\r';
+    buf[n + 1] = '\n';
+    return (size_t)n + 2;
+}
+
 int resp_format_d2string(char *buf, size_t buflen, double d) {
     int n;
     if (d == 0) n = snprintf(buf, buflen, "%s", signbit(d) ? "-0" : "0");

@@ -21,13 +21,9 @@ static void line(resp_out *o, const char *fmt, ...) {
     char buf[1024];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf - 2, fmt, ap);
+    size_t n = resp_vformat_line(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    if (n < 0) return;
-    if ((size_t)n > sizeof buf - 3) n = (int)sizeof buf - 3;
-    buf[n++] = '\r';
-    buf[n++] = '\n';
-    resp_out_raw(o, buf, (size_t)n);
+    resp_out_raw(o, buf, n);
 }
 
 static size_t rss_bytes(void) {

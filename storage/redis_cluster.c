@@ -286,13 +286,10 @@ static void reply_err_and_free(cl_req *r, const char *fmt, ...) {
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(msg, sizeof msg - 2, fmt, ap);
+    size_t n = resp_vformat_line(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (n < 0) n = 0;
-    if ((size_t)n > sizeof msg - 3) n = (int)sizeof msg - 3;
-    memcpy(msg + n, "\r\n", 2);
     r->b->failed++;
-    reply_and_free(r, msg, (size_t)n + 2);
+    reply_and_free(r, msg, n);
 }
 
 static void part_send(cl_part *pt);
@@ -478,13 +475,10 @@ static void part_fail(cl_part *pt, const char *fmt, ...) {
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(msg, sizeof msg - 2, fmt, ap);
+    size_t n = resp_vformat_line(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (n < 0) n = 0;
-    if ((size_t)n > sizeof msg - 3) n = (int)sizeof msg - 3;
-    memcpy(msg + n, "\r\n", 2);
     pt->r->b->failed++;
-    part_done(pt, msg, (size_t)n + 2);
+    part_done(pt, msg, n);
 }
 
 /* ------------------------------------------------------------ sending */
