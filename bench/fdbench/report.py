@@ -531,6 +531,7 @@ def scenario_md(results, sc):
         L.append("")
     if sc == "seed-perop":
         L += perop_md(results, sc)
+    L += split_md(results, sc)
     res = resources(results, sc)
     L += ["### Resources", "",
           "Server CPU: utime+stime of each server process over the successful runs, µs per request (LRANGE tests count their LPUSH phase); "
@@ -548,6 +549,28 @@ def scenario_md(results, sc):
         row.append(" / ".join(_mb(sum(v for v in x.values() if v)) for x in r["rss_after_repeat"]) or "–")
         row.append(_bytes(r["disk"]))
         L.append("| " + " | ".join(row) + " |")
+    L.append("")
+    return L
+
+
+def split_md(results, sc):
+    """frontdoor's own view (INFO backends): per backend call, how the time
+    from hand-over to reply divides between waiting on the backend and
+    frontdoor's own work. Medians over the successful runs."""
+    cells = {}
+    for r in results["runs"]:
+        if r["scenario"] == sc and r["ok"] and r.get("frontdoor_split"):
+            cells.setdefault((r["target"], r["setting"]), []).append(r["frontdoor_split"])
+    if not cells:
+        return []
+    L = ["### Inside frontdoor (its INFO backends counters)", "",
+         "Per backend call, median over the runs: µs from hand-over to the backend until the reply is ready; "
+         "of which waiting on the backend (an embedded store: its own work, on the loop) and frontdoor's own part "
+         "(encoding, queueing, placing the reply). Client-side latency adds parsing, the loop turn and the network.", "",
+         "| target | setting | µs per call | waiting on backend | frontdoor |", "|---|---|---|---|---|"]
+    for (t, st), xs in sorted(cells.items()):
+        L.append(f"| {t} | {st} | {_med([x['us_per_call'] for x in xs]):.1f} | "
+                 f"{_med([x['backend_us_per_call'] for x in xs]):.1f} | {_med([x['frontdoor_us_per_call'] for x in xs]):.2f} |")
     L.append("")
     return L
 

@@ -430,6 +430,38 @@ class Target:
                 self.versions["frontdoor_info." + k] = v
     # ---- sampling ------------------------------------------------------------
 
+    def backend_counters(self):
+        """frontdoor's own counters of its primary backend (INFO backends,
+        be_primary: calls, usec, wait_usec), or None for a target without
+        frontdoor or when INFO cannot be read."""
+        if self.kind != "frontdoor" or not self.port:
+            return None
+        import socket
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=5) as c:
+                c.sendall(b"*2\r\n$4\r\nINFO\r\n$8\r\nbackends\r\n")
+                buf = b""
+                while b"\r\n" not in buf:
+                    buf += c.recv(65536)
+                head, _, rest = buf.partition(b"\r\n")
+                need = int(head[1:]) + 2
+                while len(rest) < need:
+                    chunk = c.recv(65536)
+                    if not chunk:
+                        return None
+                    rest += chunk
+        except (OSError, ValueError):
+            return None
+        for line in rest.decode("utf-8", "replace").splitlines():
+            if line.startswith("be_primary:"):
+                f = dict(kv.split("=", 1) for kv in line.split(":", 1)[1].split(",") if "=" in kv)
+                try:
+                    return {"name": f.get("name"), "opened_at": int(f["opened_at"]), "calls": int(f["calls"]),
+                            "usec": float(f["usec"]), "wait_usec": float(f["wait_usec"])}
+                except (KeyError, ValueError):
+                    return None
+        return None
+
     def sample(self):
         """CPU seconds and memory of every server process, data size on disk."""
         s = {"cpu_s": {}, "mem_kb": {}}

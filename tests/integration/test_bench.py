@@ -102,6 +102,11 @@ def every_available_backend_has_rows():
             for k in ("p50_latency_ms", "p95_latency_ms", "p99_latency_ms", "p999_latency_ms", "max_latency_ms"):
                 check(isinstance(r.get(k), (int, float)), "%s %s: %s missing" % (r["target"], r["test"], k))
             check(isinstance(r.get("server_cpu_s"), dict) and r["server_cpu_s"], "no server CPU for %s" % r["target"])
+            # frontdoor's own view of its backend (INFO backends), on every frontdoor target
+            if r["target"] not in ("redis-direct", "twemproxy", "redis-cluster-direct"):
+                fs = r.get("frontdoor_split")
+                check(fs and fs["calls"] >= 1 and fs["us_per_call"] >= fs["backend_us_per_call"] >= 0,
+                      "no frontdoor_split for %s %s" % (r["target"], r["test"]), fs)
 
 
 @T.case
