@@ -261,10 +261,9 @@ int px_backends_swap(int force, fd_pending *reply, char *err, size_t errlen) {
     px_command *cmd = px_command_lookup(exists, 6);
     resp_out scratch;
     resp_out_init(&scratch, 2);
-    fd_pending *p = px_pending_push(NULL, cmd, 0);
+    fd_pending *p = px_pending_push(NULL, cmd, px_mono_ns());
     if (!p) { sw.nb = NULL; sw.reply = NULL; free_backend_settings(&sw.old); px_backend_close(nb); snprintf(err, errlen, "out of memory"); return -1; }
     p->be = nb;
-    p->t_sub_ns = px_mono_ns();
     p->on_done = on_probe;
     nb->inflight++;
     fd_request r = {

@@ -39,9 +39,11 @@ static void reply_unknown(px_conn *c, int argc, resp_arg *argv) {
 /* Hand a command to backend `be`; its reply goes to `out`: c's output, or a
  * scratch buffer for an A/B mirror copy (c NULL: the reply is only recorded
  * in `ab`). Returns 1 if the reply is now owed (pending), 0 if it was
- * written (or an error status was). Every request is accounted to `be`. */
+ * written (or an error status was). Every request is accounted to `be`.
+ * *clock (ns) is when the request started; it is advanced to the last clock
+ * reading taken here, so callers time on from it without reading again. */
 static int submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_id, px_command *cmd,
-                     int argc, resp_arg *argv, const char *raw, size_t rawlen, uint64_t t0,
+                     int argc, resp_arg *argv, const char *raw, size_t rawlen, uint64_t *clock,
                      px_ab_pair *ab, int side) {
     const char *name = cmd ? cmd->name : "";
     fd_request r = {
@@ -54,15 +56,14 @@ static int submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_
         if (ab) px_ab_record(ab, side, NULL, 0, 1);
         return 0;
     }
-    uint64_t ts = px_mono_ns();
+    uint64_t ts = *clock;
     if (be->b.ops->async) {
-        if (!(r.pending = px_pending_push(c, cmd, t0))) {
+        if (!(r.pending = px_pending_push(c, cmd, ts))) {
             px_reply_status(out, FD_E_NOMEM, name);
             if (ab) px_ab_record(ab, side, NULL, 0, 1);
             return 0;
         }
         r.pending->be = be;
-        r.pending->t_sub_ns = ts;
         r.pending->ab = ab;
         r.pending->ab_side = side;
         r.pending->in_submit = 1;
@@ -73,8 +74,9 @@ static int submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_
     if (r.is_write && c) c->turn_wrote = 1;
     if (st == FD_PENDING && r.pending) {
         fd_pending *p = r.pending;
+        *clock = px_mono_ns();
         if (p->done) free(p);                /* answered inside submit: already in place */
-        else { p->in_submit = 0; p->t_ret_ns = px_mono_ns(); }
+        else { p->in_submit = 0; p->t_ret_ns = *clock; }
         return 1;
     }
     if (r.pending) {                         /* not taken: the backend did not touch it */
@@ -86,7 +88,7 @@ static int submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_
         px_reply_status(out, st, name);
         if (cmd && c) cmd->failed++;
     }
-    uint64_t te = px_mono_ns();
+    uint64_t te = *clock = px_mono_ns();
     int is_err = out->len > before && out->data[before] == '-';
     px_backend_account(be, te - ts, te - ts, is_err);
     if (ab) px_ab_record(ab, side, out->data + before, out->len - before,
@@ -98,16 +100,17 @@ static int submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_
 /* Route a command the command table sends to a backend: the primary, or
  * the secondary in A/B split mode; in mirror mode a copy also goes to the
  * secondary (its reply is compared, never sent). */
-static int submit(px_conn *c, px_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen, uint64_t t0) {
+static int submit(px_conn *c, px_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen, uint64_t *clock) {
     px_backend *be = px_srv.primary;
     if (px_cfg.ab_mode == PX_AB_SPLIT && px_srv.secondary && cmd && px_ab_split_to_secondary(c, cmd, argc, argv))
         be = px_srv.secondary;
     px_ab_pair *ab = px_cfg.ab_mode == PX_AB_MIRROR ? px_ab_begin(cmd, argc, argv) : NULL;
-    int owed = submit_to(be, c, &c->out, c->id, cmd, argc, argv, raw, rawlen, t0, ab, 0);
+    int owed = submit_to(be, c, &c->out, c->id, cmd, argc, argv, raw, rawlen, clock, ab, 0);
     if (ab) {
         resp_out scratch;
         resp_out_init(&scratch, c->out.proto);
-        submit_to(px_srv.secondary, NULL, &scratch, c->id, cmd, argc, argv, raw, rawlen, 0, ab, 1);
+        uint64_t copy_clock = *clock;        /* the copy starts when the primary's part ended */
+        submit_to(px_srv.secondary, NULL, &scratch, c->id, cmd, argc, argv, raw, rawlen, &copy_clock, ab, 1);
         resp_out_free(&scratch);
     }
     return owed;
@@ -119,7 +122,8 @@ void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t r
     if (!cmd) {
         /* a backend that is itself a Redis server answers what we don't know */
         if (px_srv.primary && px_srv.primary->b.ops->passthrough && c->authed) {
-            submit(c, NULL, argc, argv, raw, rawlen, 0);
+            uint64_t clock = px_mono_ns();
+            submit(c, NULL, argc, argv, raw, rawlen, &clock);
             return;
         }
         reply_unknown(c, argc, argv);
@@ -137,8 +141,13 @@ void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t r
     }
     c->lastcmd = cmd;
     cmd->calls++;
-    uint64_t t0 = px_mono_us();
-    if (cmd->proxy) cmd->proxy(c, argc, argv);
-    else if (submit(c, cmd, argc, argv, raw, rawlen, t0)) return;   /* latency counted on completion */
-    cmd->usec += px_mono_us() - t0;
+    uint64_t t0 = px_mono_ns(), t1;
+    if (cmd->proxy) {
+        cmd->proxy(c, argc, argv);
+        t1 = px_mono_ns();
+    } else {
+        t1 = t0;
+        if (submit(c, cmd, argc, argv, raw, rawlen, &t1)) return;   /* latency counted on completion */
+    }
+    cmd->usec += (t1 - t0) / 1000;
 }

@@ -17,12 +17,6 @@
 #include <string.h>
 #include <time.h>
 
-uint64_t px_mono_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 uint64_t px_mono_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -42,17 +36,15 @@ void px_conn_orphan_pending(px_conn *c) {
     c->pend_head = c->pend_tail = NULL;
 }
 
-fd_pending *px_pending_push(px_conn *c, px_command *cmd, uint64_t t0) {
+fd_pending *px_pending_push(px_conn *c, px_command *cmd, uint64_t t0_ns) {
     fd_pending *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->cmd = cmd;
-    p->t0_us = t0;
+    p->t_sub_ns = t0_ns;
     if (!c) return p;                    /* detached: nobody's output */
     p->conn = c;
     p->off = c->pend_tail ? c->out.len - c->pend_tail->tail_abs : c->out.len;
     p->tail_abs = c->out.len;
-    p->cmd = cmd;
-    p->t0_us = t0;
     p->prev = c->pend_tail;
     if (c->pend_tail) c->pend_tail->next = p;
     else c->pend_head = p;
@@ -105,9 +97,10 @@ int px_reply_is_unavailable(const void *reply, size_t len) {
 void fd_pending_reply(fd_pending *p, const void *reply, size_t len) { complete(p, reply, len, 0); }
 
 static void complete(fd_pending *p, const void *reply, size_t len, int failed) {
+    uint64_t now = p->be || (p->conn && p->cmd) ? px_mono_ns() : 0;   /* one clock read serves both counters */
     if (p->be) {
         /* completed inside submit: t_ret is not known yet, it is now */
-        uint64_t now = px_mono_ns(), ret = p->in_submit ? now : p->t_ret_ns;
+        uint64_t ret = p->in_submit ? now : p->t_ret_ns;
         p->be->inflight--;
         px_backend_account(p->be, now - p->t_sub_ns, now - ret, len && ((const char *)reply)[0] == '-');
     }
@@ -121,7 +114,7 @@ static void complete(fd_pending *p, const void *reply, size_t len, int failed) {
          * reply is dropped, not copied, and the limit is not logged again */
         unlink_pending(c, p, 0);
     } else if (c) {
-        if (p->cmd) p->cmd->usec += px_mono_us() - p->t0_us;
+        if (p->cmd) p->cmd->usec += (now - p->t_sub_ns) / 1000;
         if (p->cmd && len && ((const char *)reply)[0] == '-') p->cmd->failed++;
         size_t inserted = 0;
         if (resp_out_reserve(&c->out, len) == 0) {

@@ -69,9 +69,8 @@ struct fd_pending {
     size_t             tail_abs;
     struct fd_pending *prev, *next;
     px_command        *cmd;              /* NULL for a passthrough command */
-    uint64_t           t0_us;            /* for commandstats */
     struct px_backend *be;               /* the backend that owes it (its counters) */
-    uint64_t           t_sub_ns, t_ret_ns; /* submit called / returned */
+    uint64_t           t_sub_ns, t_ret_ns; /* dispatched (commandstats and backend latency) / submit returned */
     struct px_ab_pair *ab;               /* mirrored: its reply is also recorded there */
     int                ab_side;          /* 0 primary, 1 secondary */
     int                in_submit;        /* completed inside submit: freed by the caller */
@@ -124,10 +123,9 @@ size_t px_conn_sendable(const px_conn *c);
 void px_conn_out_shifted(px_conn *c, size_t n);
 /* The client is gone: orphan its pending replies. */
 void px_conn_orphan_pending(px_conn *c);
-uint64_t px_mono_us(void);
 /* pending.c: a reply mark at the end of c->out; NULL when out of memory.
  * With c NULL: a reply nobody reads (an A/B mirror copy). */
-fd_pending *px_pending_push(px_conn *c, px_command *cmd, uint64_t t0_us);
+fd_pending *px_pending_push(px_conn *c, px_command *cmd, uint64_t t0_ns);
 uint64_t    px_mono_ns(void);
 int         px_reply_is_unavailable(const void *reply, size_t len);
 void        px_pending_drop(fd_pending *p);
