@@ -1,6 +1,7 @@
 /* ab.c — A/B split and mirror: routing decisions, reply comparison,
  * mismatch samples, INFO ab and the FRONTDOOR command (see ab.h). */
 #include "ab.h"
+#include "builtin.h"
 #include "backends.h"
 #include "config.h"
 #include "log.h"
@@ -385,8 +386,6 @@ static void ab_reset(void) {
     for (size_t i = 0; i < n; i++) t[i].ab_compared = t[i].ab_mismatches = 0;
 }
 
-#define ARGIS(a, lit) ((a).len == sizeof(lit) - 1 && !strncasecmp((a).ptr, lit, sizeof(lit) - 1))
-
 /* FRONTDOOR AB [RESET] | FRONTDOOR REPORT | FRONTDOOR HELP */
 void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv) {
     resp_out *o = &c->out;
@@ -408,7 +407,6 @@ void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv) {
         report(c);
     } else if (ARGIS(argv[1], "HELP") && argc == 2) {
         static const char *const help[] = {
-            "FRONTDOOR <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "AB",
             "    The latest A/B mismatches, newest first: [unix-ms, command, primary reply, secondary reply].",
             "AB RESET",
@@ -417,10 +415,9 @@ void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv) {
             "    A readable report: A/B mode, each backend's calls, errors and latency percentiles, mismatches with both replies.",
             "HELP",
             "    Print this help.",
+            NULL,
         };
-        size_t n = sizeof help / sizeof help[0];
-        resp_add_array(o, (long long)n);
-        for (size_t i = 0; i < n; i++) resp_add_simple(o, help[i], strlen(help[i]));
+        px_reply_help(c, "FRONTDOOR", help);
     } else {
         resp_add_errorf(o, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try FRONTDOOR HELP.",
                         (int)(argv[1].len > 64 ? 64 : argv[1].len), argv[1].ptr);

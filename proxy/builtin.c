@@ -12,8 +12,6 @@
 #include <strings.h>
 #include <sys/time.h>
 
-#define ARGIS(a, lit) ((a).len == sizeof(lit) - 1 && !strncasecmp((a).ptr, lit, sizeof(lit) - 1))
-
 static void reply_subcmd_arity(px_conn *c, const char *cmd, resp_arg *sub) {
     resp_add_errorf(&c->out, "ERR wrong number of arguments for '%s|%.*s' command", cmd, (int)sub->len, sub->ptr);
 }
@@ -22,7 +20,7 @@ static void reply_unknown_subcmd(px_conn *c, const char *cmd, resp_arg *sub) {
     resp_add_errorf(&c->out, "ERR unknown subcommand '%.*s'. Try %s HELP.", (int)(sub->len > 128 ? 128 : sub->len), sub->ptr, cmd);
 }
 
-static void reply_help(px_conn *c, const char *cmd, const char *const *lines) {
+void px_reply_help(px_conn *c, const char *cmd, const char *const *lines) {
     int n = 0;
     while (lines[n]) n++;
     resp_add_array(&c->out, n + 1);
@@ -260,7 +258,7 @@ void px_cmd_command(px_conn *c, int argc, resp_arg *argv) {
             "INFO [<command-name> ...]", "    Return details about the given commands, or all of them.",
             "LIST", "    Return a list of all commands.",
             "HELP", "    Print this help.", NULL};
-        reply_help(c, "COMMAND", help);
+        px_reply_help(c, "COMMAND", help);
     } else {
         reply_unknown_subcmd(c, "COMMAND", sub);
     }
@@ -364,7 +362,7 @@ void px_cmd_config(px_conn *c, int argc, resp_arg *argv) {
             "REWRITE", "    Rewrite the configuration file.",
             "RESETSTAT", "    Reset statistics reported by the INFO command.",
             "HELP", "    Print this help.", NULL};
-        reply_help(c, "CONFIG", help);
+        px_reply_help(c, "CONFIG", help);
     } else {
         reply_unknown_subcmd(c, "CONFIG", sub);
     }
@@ -450,7 +448,7 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
             "LIST", "    Return information about client connections.",
             "SETNAME <name>", "    Assign the name <name> to the current connection.",
             "HELP", "    Print this help.", NULL};
-        reply_help(c, "CLIENT", help);
+        px_reply_help(c, "CLIENT", help);
     } else {
         reply_unknown_subcmd(c, "CLIENT", sub);
     }
