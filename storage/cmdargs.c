@@ -208,6 +208,48 @@ int fd_parse_zadd(const resp_arg *argv, int argc, int is_incr, int *flags, int *
     return FD_OK;
 }
 
+int fd_parse_lpos(const resp_arg *argv, int argc, fd_lpos *o, resp_out *out, int *replied)
+{
+    o->rank = 1;
+    o->count = -1;
+    o->maxlen = 0;
+    o->rev = o->nolimit = 0;
+    *replied = 0;
+    const char *err = NULL;
+    for (int j = 3; j < argc && !err; j++) {
+        int more = j + 1 < argc;
+        const resp_arg *a = &argv[j];
+        if (fd_opt_is(a, "rank") && more) {
+            j++;
+            if (resp_str2ll(argv[j].ptr, argv[j].len, &o->rank) != 0) return FD_E_NOTINT;
+            if (o->rank == 0)
+                err = "ERR RANK can't be zero: use 1 to start from the first match, "
+                      "2 from the second ... or use negative to start from the end of the list";
+        } else if (fd_opt_is(a, "count") && more) {
+            j++;
+            if (resp_str2ll(argv[j].ptr, argv[j].len, &o->count) != 0 || o->count < 0) err = "ERR COUNT can't be negative";
+        } else if (fd_opt_is(a, "maxlen") && more) {
+            j++;
+            if (resp_str2ll(argv[j].ptr, argv[j].len, &o->maxlen) != 0 || o->maxlen < 0) err = "ERR MAXLEN can't be negative";
+        } else return FD_E_SYNTAX;
+    }
+    if (err) {
+        *replied = 1;
+        return resp_add_error(out, err) ? FD_E_NOMEM : FD_OK;
+    }
+    if (o->rank == LLONG_MIN) {
+        /* redis-server 7.0 negates it (it stays negative): every match from
+         * the tail counts, and "matches - rank + 1 >= count" never holds */
+        o->rev = 1;
+        o->rank = 1;
+        o->nolimit = 1;
+    } else if (o->rank < 0) {
+        o->rev = 1;
+        o->rank = -o->rank;
+    }
+    return FD_OK;
+}
+
 /* One bound of zslParseRange: "(" prefix = exclusive; strtod must reach
  * the end of the C string (so an embedded NUL ends it, as in Redis). */
 int fd_parse_score_bound(const resp_arg *a, double *out, int *ex)

@@ -65,6 +65,21 @@ int fd_parse_cursor(const resp_arg *ca, uint64_t *out);
 int fd_parse_scan_opts(const resp_arg *argv, int argc, int first, long long *count,
                        const resp_arg **pat, const resp_arg **type);
 
+/* ---- LPOS (t_list.c) */
+
+typedef struct fd_lpos {
+    long long rank;          /* >= 1: the first match to report, counted from the walk's start */
+    int       rev;           /* RANK < 0: walk from the tail */
+    long long count;         /* -1: no COUNT (one index or nil); 0: all */
+    long long maxlen;        /* 0: no limit */
+    int       nolimit;       /* RANK -9223372036854775808: as 7.0, COUNT never stops the walk */
+} fd_lpos;
+
+/* LPOS's options from argv[3]. FD_OK with *replied 0; FD_OK with *replied
+ * 1 after writing Redis's error (RANK 0, negative COUNT/MAXLEN);
+ * FD_E_NOTINT or FD_E_SYNTAX. */
+int fd_parse_lpos(const resp_arg *argv, int argc, fd_lpos *o, resp_out *out, int *replied);
+
 /* ---- sorted sets (t_zset.c) */
 
 /* A score argument (Redis's string2d: strtod over the whole argument, no

@@ -2904,39 +2904,12 @@ static int cmd_linsert(mg_ctx *c)
 
 static int cmd_lpos(mg_ctx *c)
 {
-    long long rank = 1, count = -1, maxlen = 0;
-    for (int j = 3; j < c->argc; j++) {
-        int more = j + 1 < c->argc;
-        const resp_arg *a = &c->argv[j];
-        if (fd_opt_is(a, "rank") && more) {
-            j++;
-            if (resp_str2ll(c->argv[j].ptr, c->argv[j].len, &rank) != 0) return FD_E_NOTINT;
-            if (rank == 0) {
-                OUT(resp_add_error(c->out, "ERR RANK can't be zero: use 1 to start from the first match, "
-                                           "2 from the second ... or use negative to start from the end of the list"));
-                return FD_OK;
-            }
-        } else if (fd_opt_is(a, "count") && more) {
-            j++;
-            if (resp_str2ll(c->argv[j].ptr, c->argv[j].len, &count) != 0 || count < 0) {
-                OUT(resp_add_error(c->out, "ERR COUNT can't be negative"));
-                return FD_OK;
-            }
-        } else if (fd_opt_is(a, "maxlen") && more) {
-            j++;
-            if (resp_str2ll(c->argv[j].ptr, c->argv[j].len, &maxlen) != 0 || maxlen < 0) {
-                OUT(resp_add_error(c->out, "ERR MAXLEN can't be negative"));
-                return FD_OK;
-            }
-        } else return FD_E_SYNTAX;
-    }
-    int rev = rank < 0, nolimit = 0;
-    if (rank == LLONG_MIN) {
-        /* as redis-server 7.0: -rank wraps, so every match from the tail
-         * counts and COUNT never stops the walk */
-        rank = 1;
-        nolimit = 1;
-    } else if (rev) rank = -rank;
+    fd_lpos o;
+    int replied;
+    int st = fd_parse_lpos(c->argv, c->argc, &o, c->out, &replied);
+    if (st != FD_OK || replied) return st;
+    long long rank = o.rank, count = o.count, maxlen = o.maxlen;
+    int rev = o.rev, nolimit = o.nolimit;
     mg_meta m; mg_list L;
     TRY(list_load(c, &c->argv[1], &m, &L));
     if (!m.live) LIST_DONE((count != -1 ? resp_add_array(c->out, 0) : resp_add_null(c->out)) ? FD_E_NOMEM : FD_OK);

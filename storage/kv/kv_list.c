@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <limits.h>
 #include "kv.h"
+#include "../cmdargs.h"
 
 #define OUT(expr) do { if ((expr) != 0) return FD_E_NOMEM; } while (0)
 #define TRY(expr) do { int s_ = (expr); if (s_ != FD_OK) return s_; } while (0)
@@ -236,37 +237,12 @@ int kv_cmd_lrange(kv_ctx *c)
 
 int kv_cmd_lpos(kv_ctx *c)
 {
-    long long rank = 1, count = -1, maxlen = 0;
-    for (int j = 3; j < c->argc; j++) {
-        int more = j + 1 < c->argc;
-        const resp_arg *a = &c->argv[j];
-        if (kv_opt_is(a, "rank") && more) {
-            j++;
-            if (resp_str2ll(c->argv[j].ptr, c->argv[j].len, &rank) != 0) return FD_E_NOTINT;
-            if (rank == 0) {
-                OUT(resp_add_error(c->out, "ERR RANK can't be zero: use 1 to start from the first match, "
-                                           "2 from the second ... or use negative to start from the end of the list"));
-                return FD_OK;
-            }
-            /* Redis 7.0 negates LLONG_MIN (staying negative), so any first
-             * match from the tail satisfies "matches >= rank": as RANK -1 */
-            if (rank == LLONG_MIN) rank = -1;
-        } else if (kv_opt_is(a, "count") && more) {
-            j++;
-            if (resp_str2ll(c->argv[j].ptr, c->argv[j].len, &count) != 0 || count < 0) {
-                OUT(resp_add_error(c->out, "ERR COUNT can't be negative"));
-                return FD_OK;
-            }
-        } else if (kv_opt_is(a, "maxlen") && more) {
-            j++;
-            if (resp_str2ll(c->argv[j].ptr, c->argv[j].len, &maxlen) != 0 || maxlen < 0) {
-                OUT(resp_add_error(c->out, "ERR MAXLEN can't be negative"));
-                return FD_OK;
-            }
-        } else return FD_E_SYNTAX;
-    }
-    int rev = rank < 0;
-    if (rev) rank = -rank;
+    fd_lpos o;
+    int replied;
+    TRY(fd_parse_lpos(c->argv, c->argc, &o, c->out, &replied));
+    if (replied) return FD_OK;
+    long long rank = o.rank, count = o.count, maxlen = o.maxlen;
+    int rev = o.rev;
     lref r;
     TRY(lref_load(c, &r, &c->argv[1]));
     if (!r.m.live) {
@@ -287,7 +263,7 @@ int kv_cmd_lpos(kv_ctx *c)
             if (matches >= rank) {
                 if (resp_add_int(c->out, rev ? n - index - 1 : index)) { s = FD_E_NOMEM; break; }
                 emitted++;
-                if (count == -1 || (count && emitted >= count)) break;
+                if (count == -1 || (count && !o.nolimit && emitted >= count)) break;
             }
         }
         index++;

@@ -707,13 +707,18 @@ scripted("zsets_basic", [
              "zincrby", "zcount", "zrem", "zmscore", "zpopmin"))
 
 # Redis 7.0 quirks the stores must share: ZSCAN's scores are "%.17g" (not the
-# shortest form of ZSCORE), and LPOS RANK -9223372036854775808 acts as -1.
+# shortest form of ZSCORE), and LPOS RANK -9223372036854775808 counts every
+# match from the tail with no COUNT limit (7.0 negates LLONG_MIN).
 scripted("zsets_scan_scores_and_lpos_rank_min", [
     ("ZADD", "z", "-20.680817992761359", "a", "1.1", "b", "3", "c", "inf", "d", "1e17", "e", "5e18", "f", "-0", "g"),
     ("ZSCAN", "z", "0"), ("ZSCORE", "z", "b"), ("ZRANGE", "z", "0", "-1", "WITHSCORES"),
     ("RPUSH", "l", "a", "b", "a", "c", "a"),
     ("LPOS", "l", "a", "RANK", "-9223372036854775808"),
     ("LPOS", "l", "a", "RANK", "-9223372036854775808", "COUNT", "0"),
+    ("LPOS", "l", "a", "RANK", "-9223372036854775808", "COUNT", "1"),
+    ("LPOS", "l", "a", "RANK", "-9223372036854775808", "COUNT", "2", "MAXLEN", "3"),
+    ("LPOS", "l", "a", "RANK", "0"), ("LPOS", "l", "a", "COUNT", "-1"), ("LPOS", "l", "a", "MAXLEN", "-1"),
+    ("LPOS", "l", "a", "RANK", "x"), ("LPOS", "l", "a", "BOGUS"),
     ("LPOS", "l", "a", "RANK", "-9223372036854775807"),
 ], requires=("zadd", "zscan", "zscore", "zrange", "rpush", "lpos"))
 
