@@ -208,6 +208,27 @@ int fd_parse_zadd(const resp_arg *argv, int argc, int is_incr, int *flags, int *
     return FD_OK;
 }
 
+int fd_parse_sintercard(const resp_arg *argv, int argc, long long *numkeys, long long *limit,
+                        resp_out *out, int *replied)
+{
+    const char *err = NULL;
+    *limit = 0;
+    *replied = 0;
+    if (resp_str2ll(argv[1].ptr, argv[1].len, numkeys) != 0 || *numkeys < 1)
+        err = "ERR numkeys should be greater than 0";
+    else if (*numkeys > argc - 2)
+        err = "ERR Number of keys can't be greater than number of args";
+    for (int i = 2 + (int)*numkeys; !err && i < argc; i++) {
+        if (fd_opt_is(&argv[i], "limit") && i + 1 < argc) {
+            i++;
+            if (resp_str2ll(argv[i].ptr, argv[i].len, limit) != 0 || *limit < 0) err = "ERR LIMIT can't be negative";
+        } else return FD_E_SYNTAX;
+    }
+    if (!err) return FD_OK;
+    *replied = 1;
+    return resp_add_error(out, err) ? FD_E_NOMEM : FD_OK;
+}
+
 int fd_parse_lpos(const resp_arg *argv, int argc, fd_lpos *o, resp_out *out, int *replied)
 {
     o->rank = 1;

@@ -65,6 +65,13 @@ int fd_parse_cursor(const resp_arg *ca, uint64_t *out);
 int fd_parse_scan_opts(const resp_arg *argv, int argc, int first, long long *count,
                        const resp_arg **pat, const resp_arg **type);
 
+/* ---- SINTERCARD (t_set.c): numkeys key... [LIMIT limit] */
+
+/* FD_OK with *replied 0 (*numkeys keys from argv[2], *limit, 0 = none);
+ * FD_OK with *replied 1 after writing Redis's error; or FD_E_SYNTAX. */
+int fd_parse_sintercard(const resp_arg *argv, int argc, long long *numkeys, long long *limit,
+                        resp_out *out, int *replied);
+
 /* ---- LPOS (t_list.c) */
 
 typedef struct fd_lpos {

@@ -2278,24 +2278,9 @@ static int cmd_sdiffstore(mg_ctx *c)  { return setop_store(c, OP_DIFF); }
 
 static int cmd_sintercard(mg_ctx *c)
 {
-    long long numkeys, limit = 0;
-    if (resp_str2ll(c->argv[1].ptr, c->argv[1].len, &numkeys) != 0 || numkeys < 1) {
-        OUT(resp_add_error(c->out, "ERR numkeys should be greater than 0"));
-        return FD_OK;
-    }
-    if (numkeys > c->argc - 2) {
-        OUT(resp_add_error(c->out, "ERR Number of keys can't be greater than number of args"));
-        return FD_OK;
-    }
-    for (int i = 2 + (int)numkeys; i < c->argc; i++) {
-        if (fd_opt_is(&c->argv[i], "limit") && i + 1 < c->argc) {
-            i++;
-            if (resp_str2ll(c->argv[i].ptr, c->argv[i].len, &limit) != 0 || limit < 0) {
-                OUT(resp_add_error(c->out, "ERR LIMIT can't be negative"));
-                return FD_OK;
-            }
-        } else return FD_E_SYNTAX;
-    }
+    long long numkeys, limit;
+    int replied, st = fd_parse_sintercard(c->argv, c->argc, &numkeys, &limit, c->out, &replied);
+    if (st != FD_OK || replied) return st;
     mg_setop o;
     int s = setop_compute(c, 2, (int)numkeys, OP_INTER, limit, &o);
     if (s == FD_OK && resp_add_int(c->out, (long long)o.out.n)) s = FD_E_NOMEM;

@@ -722,6 +722,15 @@ scripted("zsets_scan_scores_and_lpos_rank_min", [
     ("LPOS", "l", "a", "RANK", "-9223372036854775807"),
 ], requires=("zadd", "zscan", "zscore", "zrange", "rpush", "lpos"))
 
+# (keys share a hash tag, so the cluster variant runs it too)
+scripted("sets_sintercard_options", [
+    ("SADD", "{u}1", "a", "b", "c"), ("SADD", "{u}2", "b", "c", "d"),
+    ("SINTERCARD", "2", "{u}1", "{u}2"), ("SINTERCARD", "2", "{u}1", "{u}2", "LIMIT", "1"),
+    ("SINTERCARD", "2", "{u}1", "{u}2", "LIMIT", "0"), ("SINTERCARD", "0", "{u}1"), ("SINTERCARD", "3", "{u}1", "{u}2"),
+    ("SINTERCARD", "1", "{u}1", "LIMIT", "-1"), ("SINTERCARD", "1", "{u}1", "FOO"), ("SINTERCARD", "x", "{u}1"),
+    ("SINTERCARD", "1", "{u}1", "LIMIT"), ("SINTERCARD", "1", "{u}1", "LIMIT", "x"),
+], requires=("sadd", "sintercard"))
+
 
 T.add("all_scripts_resp3", _all_scripts("resp3"))
 T.add("all_scripts_inline", _all_scripts("inline"))
