@@ -208,6 +208,21 @@ int fd_parse_zadd(const resp_arg *argv, int argc, int is_incr, int *flags, int *
     return FD_OK;
 }
 
+int fd_arg_ll(const resp_arg *a, long long *v)
+{
+    return resp_str2ll(a->ptr, a->len, v) == 0 ? FD_OK : FD_E_NOTINT;
+}
+
+int fd_rank_range(long long n, long long *start, long long *end)
+{
+    if (*start < 0) *start += n;
+    if (*end < 0) *end += n;
+    if (*start < 0) *start = 0;
+    if (*start > *end || *start >= n) return 0;
+    if (*end >= n) *end = n - 1;
+    return 1;
+}
+
 int fd_parse_sintercard(const resp_arg *argv, int argc, long long *numkeys, long long *limit,
                         resp_out *out, int *replied)
 {

@@ -16,6 +16,8 @@
 
 /* Case-insensitive exact comparison of an argument with an option name. */
 int fd_opt_is(const resp_arg *a, const char *name);
+/* An integer argument (string2ll rules): FD_OK, or FD_E_NOTINT. */
+int fd_arg_ll(const resp_arg *a, long long *v);
 
 /* ---- SET / GETEX (Redis's parseExtendedStringArgumentsOrReply) */
 
@@ -64,6 +66,12 @@ int fd_parse_cursor(const resp_arg *ca, uint64_t *out);
  * FD_E_NOTINT or FD_E_SYNTAX. */
 int fd_parse_scan_opts(const resp_arg *argv, int argc, int first, long long *count,
                        const resp_arg **pat, const resp_arg **type);
+
+/* ---- ranges by rank (LRANGE-style start/end on n elements) */
+
+/* genericZrangebyrankCommand's sanitizing: negative indexes from the end,
+ * clamped to [0, n-1]. 0 when the range is empty. */
+int fd_rank_range(long long n, long long *start, long long *end);
 
 /* ---- SINTERCARD (t_set.c): numkeys key... [LIMIT limit] */
 

@@ -187,11 +187,6 @@ static uint64_t hash_key(const char *p, size_t n)
 #define OUT(expr) do { if ((expr) != 0) return FD_E_NOMEM; } while (0)
 #define TRY(expr) do { int s_ = (expr); if (s_ != FD_OK) return s_; } while (0)
 
-static int arg_ll(const resp_arg *a, long long *v)
-{
-    return resp_str2ll(a->ptr, a->len, v) == 0 ? FD_OK : FD_E_NOTINT;
-}
-
 /* Is a mongoc error one of "the server cannot be reached"? */
 static int err_unavailable(const bson_error_t *e)
 {
@@ -639,8 +634,8 @@ static int cmd_strlen(mg_ctx *c)
 static int cmd_getrange(mg_ctx *c)
 {
     long long start, end;
-    TRY(arg_ll(&c->argv[2], &start));
-    TRY(arg_ll(&c->argv[3], &end));
+    TRY(fd_arg_ll(&c->argv[2], &start));
+    TRY(fd_arg_ll(&c->argv[3], &end));
     mg_meta m;
     TRY(lookup_string(c, &c->argv[1], &m));
     long long len = m.live ? (long long)m.vlen : 0;
@@ -773,14 +768,14 @@ static int cmd_decr(mg_ctx *c) { return incr_generic(c, -1); }
 static int cmd_incrby(mg_ctx *c)
 {
     long long incr;
-    TRY(arg_ll(&c->argv[2], &incr));
+    TRY(fd_arg_ll(&c->argv[2], &incr));
     return incr_generic(c, incr);
 }
 
 static int cmd_decrby(mg_ctx *c)
 {
     long long incr;
-    TRY(arg_ll(&c->argv[2], &incr));
+    TRY(fd_arg_ll(&c->argv[2], &incr));
     if (incr == LLONG_MIN) {
         OUT(resp_add_error(c->out, "ERR decrement would overflow"));
         return FD_OK;
@@ -836,7 +831,7 @@ static int cmd_setrange(mg_ctx *c)
 {
     long long off;
     const resp_arg *a = &c->argv[3];
-    TRY(arg_ll(&c->argv[2], &off));
+    TRY(fd_arg_ll(&c->argv[2], &off));
     if (off < 0) return FD_E_OFFSET;
     mg_meta m;
     TRY(lookup_string(c, &c->argv[1], &m));
@@ -2505,19 +2500,8 @@ static int zrank_generic(mg_ctx *c, int rev)
 static int cmd_zrank(mg_ctx *c)    { return zrank_generic(c, 0); }
 static int cmd_zrevrank(mg_ctx *c) { return zrank_generic(c, 1); }
 
-/* Rank range sanitizing (genericZrangebyrankCommand): 0 = empty. */
-static int rank_range(long long n, long long *start, long long *end)
-{
-    if (*start < 0) *start += n;
-    if (*end < 0) *end += n;
-    if (*start < 0) *start = 0;
-    if (*start > *end || *start >= n) return 0;
-    if (*end >= n) *end = n - 1;
-    return 1;
-}
-
 /* The positions z selects, in reply order, into out (Z->n entries room):
- * the count. A rank range must be sanitized (rank_range) first. As the
+ * the count. A rank range must be sanitized (fd_rank_range) first. As the
  * embedded backends' walk: a score or lex walk starts at the first member
  * inside the near bound and stops at the first one outside the far one. */
 static size_t zwalk(const mg_zset *Z, const fd_zrange *z, size_t *out)
@@ -2552,7 +2536,7 @@ static int zrange_generic(mg_ctx *c, int type, int rev)
     if (replied) return FD_OK;
     mg_meta m; mg_zset Z;
     TRY(zset_load(c, &c->argv[1], &m, &Z));
-    if (z.type == FD_ZR_RANK && !rank_range((long long)Z.n, &z.start, &z.end))
+    if (z.type == FD_ZR_RANK && !fd_rank_range((long long)Z.n, &z.start, &z.end))
         ZSET_DONE(resp_add_array(c->out, 0) ? FD_E_NOMEM : FD_OK);
     size_t *pos = malloc((Z.n ? Z.n : 1) * sizeof *pos);
     if (!pos) ZSET_DONE(FD_E_NOMEM);
@@ -2585,7 +2569,7 @@ static int zrange_count_or_remove(mg_ctx *c, int type, int count)
     if (replied) return FD_OK;
     mg_meta m; mg_zset Z;
     TRY(zset_load(c, &c->argv[1], &m, &Z));
-    if (!m.live || (z.type == FD_ZR_RANK && !rank_range((long long)Z.n, &z.start, &z.end)))
+    if (!m.live || (z.type == FD_ZR_RANK && !fd_rank_range((long long)Z.n, &z.start, &z.end)))
         ZSET_DONE(resp_add_int(c->out, 0) ? FD_E_NOMEM : FD_OK);
     size_t *pos = malloc(Z.n * sizeof *pos);
     unsigned char *gone = count ? NULL : calloc(Z.n, 1);

@@ -16,11 +16,6 @@
 #define OUT(expr) do { if ((expr) != 0) return FD_E_NOMEM; } while (0)
 #define TRY(expr) do { int s_ = (expr); if (s_ != FD_OK) return s_; } while (0)
 
-static int arg_ll(const resp_arg *a, long long *v)
-{
-    return resp_str2ll(a->ptr, a->len, v) == 0 ? FD_OK : FD_E_NOTINT;
-}
-
 /* ---------------------------------------------------------------- SET family */
 
 /* The SET core. abort_nx: reply :0/:1 (SETNX) instead of nil/+OK. */
@@ -166,8 +161,8 @@ int kv_cmd_strlen(kv_ctx *c)
 int kv_cmd_getrange(kv_ctx *c)
 {
     long long start, end;
-    TRY(arg_ll(&c->argv[2], &start));
-    TRY(arg_ll(&c->argv[3], &end));
+    TRY(fd_arg_ll(&c->argv[2], &start));
+    TRY(fd_arg_ll(&c->argv[3], &end));
     kv_key k; kv_meta m;
     TRY(lookup_string(c, &k, &m, &c->argv[1]));
     long long len = m.live ? (long long)m.vlen : 0;
@@ -244,14 +239,14 @@ int kv_cmd_decr(kv_ctx *c) { return incr_generic(c, -1); }
 int kv_cmd_incrby(kv_ctx *c)
 {
     long long incr;
-    TRY(arg_ll(&c->argv[2], &incr));
+    TRY(fd_arg_ll(&c->argv[2], &incr));
     return incr_generic(c, incr);
 }
 
 int kv_cmd_decrby(kv_ctx *c)
 {
     long long incr;
-    TRY(arg_ll(&c->argv[2], &incr));
+    TRY(fd_arg_ll(&c->argv[2], &incr));
     if (incr == LLONG_MIN) {
         OUT(resp_add_error(c->out, "ERR decrement would overflow"));
         return FD_OK;
@@ -301,7 +296,7 @@ int kv_cmd_setrange(kv_ctx *c)
 {
     long long off;
     const resp_arg *a = &c->argv[3];
-    TRY(arg_ll(&c->argv[2], &off));
+    TRY(fd_arg_ll(&c->argv[2], &off));
     if (off < 0) return FD_E_OFFSET;
     kv_key k; kv_meta m;
     TRY(lookup_string(c, &k, &m, &c->argv[1]));

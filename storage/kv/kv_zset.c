@@ -230,17 +230,6 @@ static int zwalk(kv_ctx *c, const zref *r, const zspec *z, zsink *k)
     return s;
 }
 
-/* Rank range sanitizing (genericZrangebyrankCommand): 0 = empty. */
-static int rank_range(long long n, long long *start, long long *end)
-{
-    if (*start < 0) *start += n;
-    if (*end < 0) *end += n;
-    if (*start < 0) *start = 0;
-    if (*start > *end || *start >= n) return 0;
-    if (*end >= n) *end = n - 1;
-    return 1;
-}
-
 /* Delete the collected members of k from r; returns FD_OK. */
 static int delete_collected(kv_ctx *c, zref *r, zsink *k)
 {
@@ -510,7 +499,7 @@ static int zrange_generic(kv_ctx *c, int type, int rev)
     zref r;
     TRY(zref_load(c, &r, &c->argv[1]));
     if (!r.m.live) { OUT(resp_add_array(c->out, 0)); return FD_OK; }
-    if (type == Z_RANK && !rank_range((long long)r.m.size, &z.start, &z.end)) {
+    if (type == Z_RANK && !fd_rank_range((long long)r.m.size, &z.start, &z.end)) {
         OUT(resp_add_array(c->out, 0));
         return FD_OK;
     }
@@ -590,7 +579,7 @@ static int remrange_generic(kv_ctx *c, int type)
     if (replied) return FD_OK;
     zref r;
     TRY(zref_load(c, &r, &c->argv[1]));
-    if (!r.m.live || (type == Z_RANK && !rank_range((long long)r.m.size, &z.start, &z.end))) {
+    if (!r.m.live || (type == Z_RANK && !fd_rank_range((long long)r.m.size, &z.start, &z.end))) {
         OUT(resp_add_int(c->out, 0));
         return FD_OK;
     }
