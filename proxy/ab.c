@@ -17,7 +17,7 @@
 #define AB_TEXT_MAX 512        /* bytes of a command or reply kept in a sample */
 
 struct px_ab_pair {
-    px_command *cmd;
+    fd_command *cmd;
     char       *text;          /* the command, printable, truncated */
     char       *rep[2];
     size_t      len[2];
@@ -54,7 +54,7 @@ static double unit_hash(const void *p, size_t n) {
     return (double)(h >> 11) / 9007199254740992.0;
 }
 
-int px_ab_split_to_secondary(px_conn *c, const px_command *cmd, int argc, resp_arg *argv) {
+int px_ab_split_to_secondary(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv) {
     double u;
     if (px_cfg.ab_split_by == PX_AB_BY_CLIENT) {
         u = unit_hash(&c->id, sizeof c->id);
@@ -88,10 +88,10 @@ static size_t printable(char *out, size_t max, const char *s, size_t n, int quot
     return o;
 }
 
-px_ab_pair *px_ab_begin(px_command *cmd, int argc, resp_arg *argv) {
+px_ab_pair *px_ab_begin(fd_command *cmd, int argc, resp_arg *argv) {
     px_backend *sec = px_srv.secondary;
     if (px_cfg.ab_mode != PX_AB_MIRROR || !sec || !cmd) return NULL;
-    if ((cmd->flags & PX_CMD_WRITE) && !px_cfg.ab_mirror_writes) return NULL;
+    if ((cmd->flags & FD_CMD_WRITE) && !px_cfg.ab_mirror_writes) return NULL;
     if (sec->b.ops->async && (long long)ab.queued >= px_cfg.ab_mirror_queue) { ab.dropped++; return NULL; }
     px_ab_pair *p = calloc(1, sizeof *p);
     char *text = malloc(AB_TEXT_MAX + 8);
@@ -147,11 +147,11 @@ static long long sorted_elements(const char *r, size_t len, int pairs, span **ou
     return m;
 }
 
-static int replies_equal(const px_command *cmd, const char *a, size_t al, const char *b, size_t bl) {
+static int replies_equal(const fd_command *cmd, const char *a, size_t al, const char *b, size_t bl) {
     if (al == bl && !memcmp(a, b, al)) return 1;
-    if (!(cmd->flags & PX_CMD_UNORDERED)) return 0;
+    if (!(cmd->flags & FD_CMD_UNORDERED)) return 0;
     span *x = NULL, *y = NULL;
-    int pairs = (cmd->flags & PX_CMD_PAIRS) != 0;
+    int pairs = (cmd->flags & FD_CMD_PAIRS) != 0;
     long long nx = sorted_elements(a, al, pairs, &x), ny = sorted_elements(b, bl, pairs, &y);
     int eq = nx >= 0 && nx == ny && a[0] == b[0];
     for (long long i = 0; eq && i < nx; i++) eq = span_cmp(&x[i], &y[i]) == 0;
@@ -215,7 +215,7 @@ void px_ab_record(px_ab_pair *p, int side, const char *reply, size_t len, int fa
     }
     if (!p->have[0] || !p->have[1]) return;
     if (p->failed[1]) { ab.dropped++; ab.secondary_errors++; }
-    else if (!p->failed[0] && p->rep[0] && p->rep[1] && !(p->cmd->flags & PX_CMD_NONDET)) {
+    else if (!p->failed[0] && p->rep[0] && p->rep[1] && !(p->cmd->flags & FD_CMD_NONDET)) {
         ab.compared++;
         p->cmd->ab_compared++;
         if (!replies_equal(p->cmd, p->rep[0], p->len[0], p->rep[1], p->len[1])) {
@@ -251,7 +251,7 @@ void px_ab_info(resp_out *o) {
     L("ab_queue:%llu\r\n", (unsigned long long)ab.queued);
     L("ab_split_secondary:%llu\r\n", (unsigned long long)ab.split_secondary);
     size_t n;
-    px_command *t = px_commands_table(&n);
+    fd_command *t = fd_commands_table(&n);
     for (size_t i = 0; i < n; i++)
         if (t[i].ab_compared)
             L("ab_cmd_%s:compared=%llu,mismatches=%llu\r\n", t[i].name,
@@ -353,7 +353,7 @@ static void report(px_conn *c) {
       (unsigned long long)ab.mirrored, (unsigned long long)ab.compared, (unsigned long long)ab.mismatches,
       (unsigned long long)ab.dropped, (unsigned long long)ab.secondary_errors);
     size_t n;
-    px_command *tab = px_commands_table(&n);
+    fd_command *tab = fd_commands_table(&n);
     int any = 0;
     for (size_t i = 0; i < n; i++)
         if (tab[i].ab_mismatches) {
@@ -382,7 +382,7 @@ static void ab_reset(void) {
     ab.next_sample = ab.nsamples = 0;
     ab.mirrored = ab.compared = ab.mismatches = ab.dropped = ab.split_secondary = ab.secondary_errors = 0;
     size_t n;
-    px_command *t = px_commands_table(&n);
+    fd_command *t = fd_commands_table(&n);
     for (size_t i = 0; i < n; i++) t[i].ab_compared = t[i].ab_mismatches = 0;
 }
 

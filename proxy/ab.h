@@ -9,8 +9,8 @@
  *         At most ab-mirror-queue copies are in flight to an asynchronous
  *         secondary; beyond that, and when the secondary fails to answer,
  *         copies are dropped and counted. The two replies are compared
- *         (sorted first for order-free replies, see PX_CMD_UNORDERED; not at
- *         all for PX_CMD_NONDET commands); mismatches are counted per command
+ *         (sorted first for order-free replies, see FD_CMD_UNORDERED; not at
+ *         all for FD_CMD_NONDET commands); mismatches are counted per command
  *         and the latest ones kept with both replies (FRONTDOOR AB, INFO ab,
  *         ab-log-file).
  */
@@ -22,12 +22,12 @@
 typedef struct px_ab_pair px_ab_pair;
 
 /* split: 1 if this command goes to the secondary. */
-int px_ab_split_to_secondary(px_conn *c, const px_command *cmd, int argc, resp_arg *argv);
+int px_ab_split_to_secondary(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv);
 
 /* mirror: a comparison record for this command if it is to be mirrored,
  * NULL if not (not mirrored, or dropped: queue full). The command's text is
  * copied (the arguments are valid only during dispatch). */
-px_ab_pair *px_ab_begin(px_command *cmd, int argc, resp_arg *argv);
+px_ab_pair *px_ab_begin(fd_command *cmd, int argc, resp_arg *argv);
 /* One side's reply (side 0 primary, 1 secondary); `failed`: the side could
  * not answer (unavailable, timeout: not compared, counted as a drop). The
  * pair is compared and freed once both sides are in. */

@@ -258,7 +258,7 @@ int px_backends_swap(int force, fd_pending *reply, char *err, size_t errlen) {
     static char exists[] = "EXISTS", key[] = "frontdoor:swap-probe";
     static const char raw[] = "*2\r\n$6\r\nEXISTS\r\n$20\r\nfrontdoor:swap-probe\r\n";
     resp_arg argv[2] = {{exists, 6}, {key, sizeof key - 1}};
-    px_command *cmd = px_command_lookup(exists, 6);
+    fd_command *cmd = fd_command_lookup(exists, 6);
     resp_out scratch;
     resp_out_init(&scratch, 2);
     fd_pending *p = px_pending_push(NULL, cmd, px_mono_ns());

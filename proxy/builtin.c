@@ -155,10 +155,10 @@ void px_cmd_lastsave(px_conn *c, int argc, resp_arg *argv) { resp_add_int(&c->ou
 
 /* ---------------------------------------------------------------- COMMAND */
 
-static void add_flags(resp_out *o, const px_command *cmd) {
+static void add_flags(resp_out *o, const fd_command *cmd) {
     static const struct { uint32_t bit; const char *name; } names[] = {
-        {PX_CMD_WRITE, "write"}, {PX_CMD_READONLY, "readonly"}, {PX_CMD_DENYOOM, "denyoom"},
-        {PX_CMD_ADMIN, "admin"}, {PX_CMD_NOAUTH, "no_auth"}, {PX_CMD_FAST, "fast"},
+        {FD_CMD_WRITE, "write"}, {FD_CMD_READONLY, "readonly"}, {FD_CMD_DENYOOM, "denyoom"},
+        {FD_CMD_ADMIN, "admin"}, {FD_CMD_NOAUTH, "no_auth"}, {FD_CMD_FAST, "fast"},
     };
     int n = 0;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) n += (cmd->flags & names[i].bit) != 0;
@@ -167,7 +167,7 @@ static void add_flags(resp_out *o, const px_command *cmd) {
         if (cmd->flags & names[i].bit) resp_add_status(o, names[i].name);
 }
 
-static void add_command_info(resp_out *o, const px_command *cmd) {
+static void add_command_info(resp_out *o, const fd_command *cmd) {
     resp_add_array(o, 10);
     resp_add_bulk_cstr(o, cmd->name);
     resp_add_int(o, cmd->arity);
@@ -177,18 +177,18 @@ static void add_command_info(resp_out *o, const px_command *cmd) {
     resp_add_int(o, cmd->key_step);
     char cat[32];
     snprintf(cat, sizeof cat, "@%s", cmd->group);
-    int nc = 1 + ((cmd->flags & PX_CMD_WRITE) != 0) + ((cmd->flags & PX_CMD_READONLY) != 0) + ((cmd->flags & PX_CMD_FAST) != 0);
+    int nc = 1 + ((cmd->flags & FD_CMD_WRITE) != 0) + ((cmd->flags & FD_CMD_READONLY) != 0) + ((cmd->flags & FD_CMD_FAST) != 0);
     resp_add_set(o, nc);
-    if (cmd->flags & PX_CMD_WRITE) resp_add_status(o, "@write");
-    if (cmd->flags & PX_CMD_READONLY) resp_add_status(o, "@read");
+    if (cmd->flags & FD_CMD_WRITE) resp_add_status(o, "@write");
+    if (cmd->flags & FD_CMD_READONLY) resp_add_status(o, "@read");
     resp_add_status(o, cat);
-    if (cmd->flags & PX_CMD_FAST) resp_add_status(o, "@fast");
+    if (cmd->flags & FD_CMD_FAST) resp_add_status(o, "@fast");
     resp_add_array(o, 0);   /* tips */
     resp_add_array(o, 0);   /* key specs (legacy positions above) */
     resp_add_array(o, 0);   /* subcommands */
 }
 
-static void add_command_docs(resp_out *o, const px_command *cmd) {
+static void add_command_docs(resp_out *o, const fd_command *cmd) {
     int has_args = cmd->args && cmd->args[0];
     resp_add_bulk_cstr(o, cmd->name);
     resp_add_map(o, 3 + has_args);
@@ -212,7 +212,7 @@ static void add_command_docs(resp_out *o, const px_command *cmd) {
 
 void px_cmd_command(px_conn *c, int argc, resp_arg *argv) {
     size_t n;
-    px_command *t = px_commands_table(&n);
+    fd_command *t = fd_commands_table(&n);
     if (argc == 1) {
         resp_add_array(&c->out, (long long)n);
         for (size_t i = 0; i < n; i++) add_command_info(&c->out, &t[i]);
@@ -230,7 +230,7 @@ void px_cmd_command(px_conn *c, int argc, resp_arg *argv) {
         }
         resp_add_array(&c->out, argc - 2);
         for (int i = 2; i < argc; i++) {
-            px_command *cmd = px_command_lookup(argv[i].ptr, argv[i].len);
+            fd_command *cmd = fd_command_lookup(argv[i].ptr, argv[i].len);
             if (cmd) add_command_info(&c->out, cmd);
             else resp_add_null_array(&c->out);
         }
@@ -241,10 +241,10 @@ void px_cmd_command(px_conn *c, int argc, resp_arg *argv) {
             return;
         }
         int found = 0;
-        for (int i = 2; i < argc; i++) found += px_command_lookup(argv[i].ptr, argv[i].len) != NULL;
+        for (int i = 2; i < argc; i++) found += fd_command_lookup(argv[i].ptr, argv[i].len) != NULL;
         resp_add_map(&c->out, found);
         for (int i = 2; i < argc; i++) {
-            px_command *cmd = px_command_lookup(argv[i].ptr, argv[i].len);
+            fd_command *cmd = fd_command_lookup(argv[i].ptr, argv[i].len);
             if (cmd) add_command_docs(&c->out, cmd);
         }
     } else if (ARGIS(*sub, "LIST")) {
@@ -350,7 +350,7 @@ void px_cmd_config(px_conn *c, int argc, resp_arg *argv) {
     } else if (ARGIS(*sub, "RESETSTAT")) {
         if (argc != 2) { reply_subcmd_arity(c, "config", sub); return; }
         size_t n;
-        px_command *t = px_commands_table(&n);
+        fd_command *t = fd_commands_table(&n);
         for (size_t i = 0; i < n; i++) t[i].calls = t[i].usec = t[i].failed = 0;
         px_srv.total_commands = px_srv.total_connections = px_srv.rejected_connections = 0;
         px_srv.net_input = px_srv.net_output = 0;

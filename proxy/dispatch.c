@@ -42,13 +42,13 @@ static void reply_unknown(px_conn *c, int argc, resp_arg *argv) {
  * written (or an error status was). Every request is accounted to `be`.
  * *clock (ns) is when the request started; it is advanced to the last clock
  * reading taken here, so callers time on from it without reading again. */
-static int submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_id, px_command *cmd,
+static int submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_id, fd_command *cmd,
                      int argc, resp_arg *argv, const char *raw, size_t rawlen, uint64_t *clock,
                      px_ab_pair *ab, int side) {
     const char *name = cmd ? cmd->name : "";
     fd_request r = {
         .cmd = cmd, .argc = argc, .argv = argv, .out = out,
-        .now_ms = px_now_ms(), .is_write = cmd ? (cmd->flags & PX_CMD_WRITE) != 0 : 1,
+        .now_ms = px_now_ms(), .is_write = cmd ? (cmd->flags & FD_CMD_WRITE) != 0 : 1,
         .raw = raw, .rawlen = rawlen, .client_id = client_id,
     };
     if (!be) {
@@ -100,7 +100,7 @@ static int submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_
 /* Route a command the command table sends to a backend: the primary, or
  * the secondary in A/B split mode; in mirror mode a copy also goes to the
  * secondary (its reply is compared, never sent). */
-static int submit(px_conn *c, px_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen, uint64_t *clock) {
+static int submit(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen, uint64_t *clock) {
     px_backend *be = px_srv.primary;
     if (px_cfg.ab_mode == PX_AB_SPLIT && px_srv.secondary && cmd && px_ab_split_to_secondary(c, cmd, argc, argv))
         be = px_srv.secondary;
@@ -117,7 +117,7 @@ static int submit(px_conn *c, px_command *cmd, int argc, resp_arg *argv, const c
 }
 
 void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
-    px_command *cmd = px_command_lookup(argv[0].ptr, argv[0].len);
+    fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
     px_srv.total_commands++;
     if (!cmd) {
         /* a backend that is itself a Redis server answers what we don't know */
@@ -134,7 +134,7 @@ void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t r
         cmd->failed++;
         return;
     }
-    if (!c->authed && !(cmd->flags & PX_CMD_NOAUTH)) {
+    if (!c->authed && !(cmd->flags & FD_CMD_NOAUTH)) {
         resp_add_error(&c->out, "NOAUTH Authentication required.");
         cmd->failed++;
         return;
@@ -142,8 +142,9 @@ void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t r
     c->lastcmd = cmd;
     cmd->calls++;
     uint64_t t0 = px_mono_ns(), t1;
-    if (cmd->proxy) {
-        cmd->proxy(c, argc, argv);
+    px_handler h = px_handler_of(cmd);
+    if (h) {
+        h(c, argc, argv);
         t1 = px_mono_ns();
     } else {
         t1 = t0;

@@ -65,7 +65,7 @@ static void backend_line(resp_out *o, const px_backend *be) {
          w->count ? (double)w->sum_ns * us / (double)w->count : 0.0);
 }
 
-void px_info_reply(px_conn *c, int argc, resp_arg *argv) {
+void px_cmd_info(px_conn *c, int argc, resp_arg *argv) {
     resp_out o;
     resp_out_init(&o, 2);
     time_t uptime = time(NULL) - px_srv.start_time;
@@ -157,7 +157,7 @@ void px_info_reply(px_conn *c, int argc, resp_arg *argv) {
     if (wants(argc, argv, "commandstats", 0)) {
         SECTION("Commandstats");
         size_t n;
-        px_command *t = px_commands_table(&n);
+        fd_command *t = fd_commands_table(&n);
         for (size_t i = 0; i < n; i++) {
             if (!t[i].calls) continue;
             line(&o, "cmdstat_%s:calls=%llu,usec=%llu,usec_per_call=%.2f,rejected_calls=0,failed_calls=%llu",

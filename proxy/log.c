@@ -36,6 +36,10 @@ static void vlog(int level, const char *fmt, va_list ap) {
     fflush(f);
 }
 
+void px_vlog(int level, const char *fmt, va_list ap) {
+    if (level >= px_cfg.loglevel) vlog(level, fmt, ap);
+}
+
 void px_log(int level, const char *fmt, ...) {
     if (level < px_cfg.loglevel) return;
     va_list ap;

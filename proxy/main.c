@@ -38,7 +38,9 @@ int main(int argc, char **argv) {
         return 1;
     }
     px_log_open();
-    px_commands_init();
+    static const fd_host host = {px_vlog, px_pending_reply, px_pending_error};
+    fd_host_set(&host);
+    fd_commands_init();
     if (px_server_init(err, sizeof err)) {
         px_log(PX_LOG_WARNING, "%s", err);
         return 1;

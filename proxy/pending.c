@@ -36,7 +36,7 @@ void px_conn_orphan_pending(px_conn *c) {
     c->pend_head = c->pend_tail = NULL;
 }
 
-fd_pending *px_pending_push(px_conn *c, px_command *cmd, uint64_t t0_ns) {
+fd_pending *px_pending_push(px_conn *c, fd_command *cmd, uint64_t t0_ns) {
     fd_pending *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->cmd = cmd;
@@ -94,7 +94,7 @@ int px_reply_is_unavailable(const void *reply, size_t len) {
            (len >= sizeof b - 1 && !memcmp(reply, b, sizeof b - 1));
 }
 
-void fd_pending_reply(fd_pending *p, const void *reply, size_t len) { complete(p, reply, len, 0); }
+void px_pending_reply(fd_pending *p, const void *reply, size_t len) { complete(p, reply, len, 0); }
 
 static void complete(fd_pending *p, const void *reply, size_t len, int failed) {
     uint64_t now = p->be || (p->conn && p->cmd) ? px_mono_ns() : 0;   /* one clock read serves both counters */
@@ -136,7 +136,7 @@ static void complete(fd_pending *p, const void *reply, size_t len, int failed) {
     else free(p);
 }
 
-void fd_pending_error(fd_pending *p, int status) {
+void px_pending_error(fd_pending *p, int status) {
     resp_out o;
     resp_out_init(&o, 2);
     px_reply_status(&o, status, p->cmd ? p->cmd->name : "");

@@ -44,7 +44,7 @@ typedef struct px_conn {
     char      *name;
     char       addr[64], laddr[64];
     ev_tstamp  created, last_interaction;
-    const px_command *lastcmd;
+    const fd_command *lastcmd;
     /* lists: all connections; connections touched in this turn */
     struct px_conn *prev, *next;
     struct px_conn *turn_next;
@@ -68,7 +68,7 @@ struct fd_pending {
     size_t             off;
     size_t             tail_abs;
     struct fd_pending *prev, *next;
-    px_command        *cmd;              /* NULL for a passthrough command */
+    fd_command        *cmd;              /* NULL for a passthrough command */
     struct px_backend *be;               /* the backend that owes it (its counters) */
     uint64_t           t_sub_ns, t_ret_ns; /* dispatched (commandstats and backend latency) / submit returned */
     struct px_ab_pair *ab;               /* mirrored: its reply is also recorded there */
@@ -125,10 +125,13 @@ void px_conn_out_shifted(px_conn *c, size_t n);
 void px_conn_orphan_pending(px_conn *c);
 /* pending.c: a reply mark at the end of c->out; NULL when out of memory.
  * With c NULL: a reply nobody reads (an A/B mirror copy). */
-fd_pending *px_pending_push(px_conn *c, px_command *cmd, uint64_t t0_ns);
+fd_pending *px_pending_push(px_conn *c, fd_command *cmd, uint64_t t0_ns);
 uint64_t    px_mono_ns(void);
 int         px_reply_is_unavailable(const void *reply, size_t len);
 void        px_pending_drop(fd_pending *p);
+/* The host's completion of a pending reply (storage/host.h: fd_host). */
+void        px_pending_reply(fd_pending *p, const void *reply, size_t len);
+void        px_pending_error(fd_pending *p, int status);
 /* Current wall clock in ms (cached per loop turn by libev). */
 int64_t px_now_ms(void);
 
@@ -136,6 +139,6 @@ int64_t px_now_ms(void);
 void px_reply_status(resp_out *o, int status, const char *cmdname);
 
 /* info.c */
-void px_info_reply(px_conn *c, int argc, resp_arg *argv);
+void px_cmd_info(px_conn *c, int argc, resp_arg *argv);
 
 #endif

@@ -25,10 +25,11 @@
 #include <stdint.h>
 #include "../protocol/resp.h"
 #include "status.h"
+#include "host.h"
+#include "command.h"
 
 struct ev_loop;
 
-struct px_command;   /* a row of the command table (proxy/commands.h) */
 
 /* What the backends need from the configuration. Filled by the proxy from
  * its directive table; strings are owned by the proxy and outlive open(). */
@@ -61,8 +62,6 @@ typedef struct fd_backend_config {
 enum { FD_LEVELDB_SNAPPY = 0, FD_LEVELDB_NONE = 1 };   /* leveldb_compression */
 enum { FD_MONGO_J_AUTO = 0, FD_MONGO_J_YES = 1, FD_MONGO_J_NO = 2 };   /* mongo_j; auto: j:true when durability sync */
 
-/* A reply the proxy is waiting for (see FD_PENDING). */
-typedef struct fd_pending fd_pending;
 
 /* One command handed to a backend.
  * Ownership: argv, raw and out are valid only during submit(). A backend that
@@ -70,7 +69,7 @@ typedef struct fd_pending fd_pending;
  * expects on the wire) and later completes `pending` exactly once, on the
  * loop thread, with fd_pending_reply or fd_pending_error. */
 typedef struct fd_request {
-    const struct px_command *cmd;
+    const struct fd_command *cmd;
     int        argc;
     resp_arg  *argv;
     resp_out  *out;          /* reply sink, with the client's protocol version */
@@ -82,11 +81,8 @@ typedef struct fd_request {
     uint64_t   client_id;    /* the proxy's id of the client (for per-client ordering) */
 } fd_request;
 
-/* Complete a pending request with one whole RESP reply (copied), or with an
- * error status (the proxy writes fd_strerror's text). After either call the
- * handle is gone. Safe when the client has disconnected meanwhile. */
-void fd_pending_reply(fd_pending *p, const void *reply, size_t len);
-void fd_pending_error(fd_pending *p, int status);
+/* A backend that returned FD_PENDING completes the request later with
+ * fd_pending_reply / fd_pending_error (host.h). */
 
 typedef struct fd_backend fd_backend;
 
@@ -111,7 +107,7 @@ typedef struct fd_backend_ops {
     /* Optional: a sentence COMMAND DOCS appends to a command's summary while
      * this backend is the primary — where it behaves unlike Redis (e.g. MSET
      * not atomic across cluster slots). NULL (or a NULL result) = nothing. */
-    const char *(*doc_note)(const struct px_command *cmd);
+    const char *(*doc_note)(const struct fd_command *cmd);
 } fd_backend_ops;
 
 struct fd_backend {

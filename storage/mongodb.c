@@ -65,8 +65,7 @@
 
 #include "backend.h"
 #include "cmdargs.h"
-#include "../proxy/commands.h"
-#include "../proxy/log.h"
+#include "host.h"
 
 #define MG_COLL        "db0"
 #define MG_TICK_MS     20
@@ -3246,14 +3245,14 @@ static void *admin_main(void *arg)
                         snprintf(b->server_version, sizeof b->server_version, "%s", bson_iter_utf8(&it, NULL));
                     b->server_emulator = bson_iter_init_find(&it, &reply, "emulator") && bson_iter_as_bool(&it);
                     pthread_mutex_unlock(&b->amu);
-                    px_log(PX_LOG_NOTICE, "mongodb: connected to %s, server version %s%s", b->cfg.mongo_uri,
+                    fd_log(FD_LOG_NOTICE, "mongodb: connected to %s, server version %s%s", b->cfg.mongo_uri,
                            b->server_version, b->server_emulator ? " (an EMULATOR: its figures are not MongoDB's)" : "");
                 }
                 bson_destroy(&reply);
                 bson_destroy(&cmd);
                 logged_down = 0;
             } else if (!logged_down) {
-                px_log(PX_LOG_WARNING, "mongodb: %s not reachable yet (%s); commands fail until it is",
+                fd_log(FD_LOG_WARNING, "mongodb: %s not reachable yet (%s); commands fail until it is",
                        b->cfg.mongo_uri, err.message);
                 logged_down = 1;
             }
@@ -3415,12 +3414,12 @@ static int mg_submit(fd_backend *be, fd_request *req)
     resp_out_init(&r->out, r->proto);
 
     /* the workers this command's keys hash to */
-    const px_command *cmd = req->cmd;
+    const fd_command *cmd = req->cmd;
     int nwk = b->nworkers;
     unsigned char *need = calloc((size_t)nwk, 1);
     if (!need) { free(r->argv); free(r); return FD_E_NOMEM; }
     int count = 0;
-    if ((cmd->flags & PX_CMD_KEYLESS_BACKEND) || cmd->first_key <= 0) {
+    if ((cmd->flags & FD_CMD_KEYLESS_BACKEND) || cmd->first_key <= 0) {
         memset(need, 1, (size_t)nwk);
         count = nwk;
     } else {
@@ -3553,8 +3552,8 @@ static void mg_close(fd_backend *be)
 static void mongoc_to_px_log(mongoc_log_level_t level, const char *domain, const char *msg, void *ud)
 {
     (void)ud;
-    if (level <= MONGOC_LOG_LEVEL_ERROR) px_log(PX_LOG_WARNING, "libmongoc %s: %s", domain, msg);
-    else if (level == MONGOC_LOG_LEVEL_WARNING) px_log(PX_LOG_VERBOSE, "libmongoc %s: %s", domain, msg);
+    if (level <= MONGOC_LOG_LEVEL_ERROR) fd_log(FD_LOG_WARNING, "libmongoc %s: %s", domain, msg);
+    else if (level == MONGOC_LOG_LEVEL_WARNING) fd_log(FD_LOG_VERBOSE, "libmongoc %s: %s", domain, msg);
 }
 
 static int mg_open(fd_backend *be, const fd_backend_config *cfg, char *err, size_t errlen)
@@ -3650,7 +3649,7 @@ static int mg_open(fd_backend *be, const fd_backend_config *cfg, char *err, size
         b->w[i].started = 1;
     }
     if (pthread_create(&b->admin, NULL, admin_main, b) == 0) b->admin_started = 1;
-    px_log(PX_LOG_NOTICE, "mongodb backend: %s, database %s, %d workers, timeout %lld ms%s",
+    fd_log(FD_LOG_NOTICE, "mongodb backend: %s, database %s, %d workers, timeout %lld ms%s",
            b->uri_str, b->dbname, b->nworkers, tmo,
            mongoc_write_concern_get_journal(b->wc) ? ", journaled writes (j:true)" : "");
     return FD_OK;

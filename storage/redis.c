@@ -70,7 +70,7 @@
 
 #include "backend.h"
 #include "redis_conn.h"
-#include "../proxy/log.h"
+#include "host.h"
 
 typedef struct rb_backend {
     rc_shared  sh;

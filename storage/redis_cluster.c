@@ -56,8 +56,7 @@
 
 #include "backend.h"
 #include "redis_conn.h"
-#include "../proxy/commands.h"
-#include "../proxy/log.h"
+#include "host.h"
 
 #define CL_SLOTS             16384
 #define CL_MAX_REDIRECTS     5
@@ -241,7 +240,7 @@ static void nodes_gc(cl_backend *b) {
         cl_node *n = *pp;
         if (!n->seed && n->nslots == 0 && n->master_idx < 0 && node_inflight(n) == 0) {
             *pp = n->next;
-            px_log(PX_LOG_VERBOSE, "redis-cluster: node %s left the slot map: closing its connections", n->addr.name);
+            fd_log(FD_LOG_VERBOSE, "redis-cluster: node %s left the slot map: closing its connections", n->addr.name);
             node_free(n);
         } else {
             pp = &n->next;
@@ -755,7 +754,7 @@ static void on_slots(void *ctx, const char *d, size_t n, int local) {
     }
     if (apply_slots(b, d, n, err, sizeof err)) goto failed;
     if (!b->map_ok || b->maperr[0])
-        px_log(PX_LOG_NOTICE, "redis-cluster: slot map from %s: %d masters", from, b->nmasters);
+        fd_log(FD_LOG_NOTICE, "redis-cluster: slot map from %s: %d masters", from, b->nmasters);
     b->map_ok = 1;
     b->maperr[0] = '\0';
     b->need_refresh = 0;
@@ -768,7 +767,7 @@ failed:
     b->refresh_rr++;
     b->need_refresh = 1;
     if (strcmp(b->maperr, err) != 0)
-        px_log(PX_LOG_WARNING, "redis-cluster: slot map refresh from %s failed: %s", from, err);
+        fd_log(FD_LOG_WARNING, "redis-cluster: slot map refresh from %s failed: %s", from, err);
     snprintf(b->maperr, sizeof b->maperr, "%s: %s", from, err);
     if (!b->map_ok) fail_parked(b);     /* no map to wait for: say so now, not at the deadline */
 }
@@ -867,12 +866,16 @@ static char *encode_cmd(int argc, const resp_arg *argv, size_t *len) {
 
 #define NAME_IS(a, s) ((a).len == sizeof(s) - 1 && strncasecmp((a).ptr, s, sizeof(s) - 1) == 0)
 
-/* The key positions of a command: up to max of them into pos; the count. */
+/* The key positions of a command: up to max of them into pos; the count.
+ * A command of the table has them in its row (fd_command_keys); one the
+ * table does not know (passed through) by a few known shapes, else the
+ * first argument. */
 static int key_positions(const fd_request *r, int *pos, int max) {
     const resp_arg *a = r->argv;
     int argc = r->argc, n = 0;
     int numkeys_at = 0, first = 0;
-    if (NAME_IS(a[0], "sintercard") || NAME_IS(a[0], "zinter") || NAME_IS(a[0], "zunion") ||
+    if (r->cmd) return fd_command_keys(r->cmd, argc, a, pos, max);
+    if (NAME_IS(a[0], "zinter") || NAME_IS(a[0], "zunion") ||
         NAME_IS(a[0], "zdiff") || NAME_IS(a[0], "zintercard") || NAME_IS(a[0], "lmpop") || NAME_IS(a[0], "zmpop"))
         numkeys_at = 1;
     else if (NAME_IS(a[0], "eval") || NAME_IS(a[0], "evalsha") || NAME_IS(a[0], "eval_ro") ||
@@ -888,13 +891,6 @@ static int key_positions(const fd_request *r, int *pos, int max) {
         for (long long i = 0; i < k && numkeys_at + 1 + i < argc && n < max; i++) pos[n++] = (int)(numkeys_at + 1 + i);
         return n;
     }
-    if (r->cmd && r->cmd->first_key > 0) {
-        int last = r->cmd->last_key < 0 ? argc + r->cmd->last_key : r->cmd->last_key;
-        int step = r->cmd->key_step > 0 ? r->cmd->key_step : 1;
-        for (int i = r->cmd->first_key; i <= last && i < argc && n < max; i += step) pos[n++] = i;
-        return n;
-    }
-    if (r->cmd) return 0;       /* keyless table command */
     /* not in the table: a few known shapes, else the first argument */
     if (NAME_IS(a[0], "xread") || NAME_IS(a[0], "xreadgroup")) {
         for (int i = 1; i < argc; i++)
@@ -1173,6 +1169,8 @@ invalid:
     return FD_OK;
 }
 
+static int cl_route(cl_backend *b, fd_request *r, const int *pos, int nk, int split_step, int merge);
+
 static int cl_submit(fd_backend *fb, fd_request *r) {
     cl_backend *b = fb->state;
     const resp_arg *a = r->argv;
@@ -1194,22 +1192,29 @@ static int cl_submit(fd_backend *fb, fd_request *r) {
                         b->sh.no_resp3);
         return FD_OK;
     }
-    if (r->cmd && (r->cmd->flags & PX_CMD_KEYLESS_BACKEND)) {
-        if (NAME_IS(a[0], "dbsize")) return submit_fanout(b, r, M_SUM);
-        if (NAME_IS(a[0], "flushall") || NAME_IS(a[0], "flushdb")) return submit_fanout(b, r, M_FLUSH);
-        if (NAME_IS(a[0], "keys")) return submit_fanout(b, r, M_KEYS);
-        if (NAME_IS(a[0], "randomkey")) return submit_fanout(b, r, M_RANDOM);
-        if (NAME_IS(a[0], "scan")) return submit_scan(b, r);
-    }
     int split_step = 0, merge = M_SUM;
-    if (r->cmd) {
-        if (NAME_IS(a[0], "mget")) split_step = 1, merge = M_MGET;
-        else if (NAME_IS(a[0], "mset")) split_step = 2, merge = M_OK;
-        else if (NAME_IS(a[0], "del") || NAME_IS(a[0], "unlink") || NAME_IS(a[0], "exists") || NAME_IS(a[0], "touch"))
-            split_step = 1;
+    switch (r->cmd ? r->cmd->cluster : FD_CL_KEYED) {
+    case FD_CL_FAN_SUM:    return submit_fanout(b, r, M_SUM);
+    case FD_CL_FAN_FLUSH:  return submit_fanout(b, r, M_FLUSH);
+    case FD_CL_FAN_KEYS:   return submit_fanout(b, r, M_KEYS);
+    case FD_CL_FAN_RANDOM: return submit_fanout(b, r, M_RANDOM);
+    case FD_CL_SCAN:       return submit_scan(b, r);
+    case FD_CL_SPLIT_MGET: split_step = r->cmd->key_step, merge = M_MGET; break;
+    case FD_CL_SPLIT_OK:   split_step = r->cmd->key_step, merge = M_OK; break;
+    case FD_CL_SPLIT_SUM:  split_step = r->cmd->key_step; break;
+    default: break;
     }
-    int pos[64];
-    int nk = key_positions(r, pos, (int)(sizeof pos / sizeof pos[0]));
+    int pos_small[64], *pos = pos_small;
+    if (r->argc > 64 && !(pos = malloc((size_t)r->argc * sizeof *pos))) return FD_E_NOMEM;
+    int nk = key_positions(r, pos, r->argc > 64 ? r->argc : 64);
+    int rc = cl_route(b, r, pos, nk, split_step, merge);
+    if (pos != pos_small) free(pos);
+    return rc;
+}
+
+/* cl_submit's routing once the keys are known (pos[0..nk)). */
+static int cl_route(cl_backend *b, fd_request *r, const int *pos, int nk, int split_step, int merge) {
+    const resp_arg *a = r->argv;
     int slot = -1, cross = 0;
     if (split_step) {
         if ((r->argc - 1) % split_step) {   /* MSET k v k: a single server's error, not the cluster's CROSSSLOT */
@@ -1226,11 +1231,6 @@ static int cl_submit(fd_backend *fb, fd_request *r) {
         if (r->cmd) {       /* table commands: CROSSSLOT here (Redis checks the others itself) */
             for (int i = 1; i < nk; i++)
                 if (key_slot(a[pos[i]].ptr, a[pos[i]].len) != slot) cross = 1;
-            if (!cross && r->cmd->last_key < 0 && nk == (int)(sizeof pos / sizeof pos[0])) {
-                int last = r->argc + r->cmd->last_key, step = r->cmd->key_step > 0 ? r->cmd->key_step : 1;
-                for (int i = pos[nk - 1] + step; i <= last && i < r->argc; i += step)
-                    if (key_slot(a[i].ptr, a[i].len) != slot) { cross = 1; break; }
-            }
             if (cross) {
                 b->crossslot++;
                 resp_add_error(r->out, "CROSSSLOT Keys in request don't hash to the same slot");
@@ -1390,15 +1390,17 @@ static void cl_info(fd_backend *fb, resp_out *o) {
 
 /* COMMAND DOCS, while this backend is the primary: where a command behaves
  * unlike on one Redis. */
-static const char *cl_doc_note(const struct px_command *cmd) {
-    if (!strcmp(cmd->name, "mset"))
+static const char *cl_doc_note(const struct fd_command *cmd) {
+    switch (cmd->cluster) {
+    case FD_CL_SPLIT_OK:
         return "(redis-cluster backend: keys in different hash slots are set by one MSET per slot, so the whole is not atomic.)";
-    if (!strcmp(cmd->name, "mget") || !strcmp(cmd->name, "del") || !strcmp(cmd->name, "unlink") ||
-        !strcmp(cmd->name, "exists") || !strcmp(cmd->name, "touch"))
+    case FD_CL_SPLIT_MGET: case FD_CL_SPLIT_SUM:
         return "(redis-cluster backend: keys in different hash slots are sent per slot and the replies merged; not atomic across slots.)";
-    if (cmd->flags & PX_CMD_KEYLESS_BACKEND)
+    case FD_CL_FAN_SUM: case FD_CL_FAN_FLUSH: case FD_CL_FAN_KEYS: case FD_CL_FAN_RANDOM: case FD_CL_SCAN:
         return "(redis-cluster backend: sent to every master and the replies merged.)";
-    if (cmd->last_key != cmd->first_key)
+    default: break;
+    }
+    if (cmd->last_key != cmd->first_key || (cmd->flags & (FD_CMD_NUMKEYS1 | FD_CMD_NUMKEYS2)))
         return "(redis-cluster backend: all keys must hash to one slot, else -CROSSSLOT.)";
     return NULL;
 }

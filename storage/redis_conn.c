@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "redis_conn.h"
-#include "../proxy/log.h"
+#include "host.h"
 
 #define RC_READ_CHUNK      (64 * 1024)   /* room made before each read */
 #define RC_BUF_SHRINK      (1024 * 1024) /* idle buffers above this are freed */
@@ -188,10 +188,10 @@ static void fail_queue(rc_conn *c) {
 static void conn_fail(rc_conn *c) {
     rc_shared *sh = c->sh;
     if (!c->addr->warned) {
-        px_log(PX_LOG_WARNING, "%s backend %s unavailable: %s (retrying)", sh->label, c->addr->name, c->lasterr);
+        fd_log(FD_LOG_WARNING, "%s backend %s unavailable: %s (retrying)", sh->label, c->addr->name, c->lasterr);
         c->addr->warned = 1;
     } else {
-        px_log(PX_LOG_VERBOSE, "%s backend %s connection %d: %s", sh->label, c->addr->name, c->idx, c->lasterr);
+        fd_log(FD_LOG_VERBOSE, "%s backend %s connection %d: %s", sh->label, c->addr->name, c->idx, c->lasterr);
     }
     close_socket(c);
     if (!c->backoff_ms) c->backoff_ms = RC_BACKOFF_MIN_MS;
@@ -273,7 +273,7 @@ static int handle_reply(rc_conn *c, const char *data, size_t len) {
         size_t l = len > 3 ? len - 3 : 0;   /* without the "-" and the CRLF */
         set_err(c, "%s failed: %.*s", s.kind == K_AUTH ? "AUTH" : s.kind == K_SELECT ? "SELECT" : "HELLO",
                 (int)(l > 120 ? 120 : l), data + 1);
-        px_log(PX_LOG_WARNING, "%s backend %s: %s", c->sh->label, c->addr->name, c->lasterr);
+        fd_log(FD_LOG_WARNING, "%s backend %s: %s", c->sh->label, c->addr->name, c->lasterr);
         if (s.kind == K_HELLO && !c->sh->no_resp3) {
             /* a server without HELLO cannot give RESP3 replies: from now on
              * RESP3 clients get an error instead of breaking the connection
@@ -286,7 +286,7 @@ static int handle_reply(rc_conn *c, const char *data, size_t len) {
     }
     c->backoff_ms = 0;
     if (c->addr->warned) {
-        px_log(PX_LOG_NOTICE, "%s backend %s is available again", c->sh->label, c->addr->name);
+        fd_log(FD_LOG_NOTICE, "%s backend %s is available again", c->sh->label, c->addr->name);
         c->addr->warned = 0;
     }
     if (s.fn) s.fn(s.ctx, data, len, 0);

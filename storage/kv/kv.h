@@ -8,7 +8,7 @@
  *      metadata, sub-records, expiry index and counters map onto that ordered
  *      map. docs/encoding.md is the long form; this header is the contract.
  *   3. The Redis-types layer state (kv_store, struct kv_ctx) and the generic
- *      backend (kv_backend_*, storage/kv_backend.c) that turns any driver into
+ *      backend (kv_backend_*, storage/kv/kv_backend.c) that turns any driver into
  *      an fd_backend_ops with group commit and active expiry.
  *
  * Module prefix: kv_. Everything runs on the loop thread.
@@ -242,7 +242,7 @@ char *kv_scratch(kv_store *st, size_t n);
 
 
 /* ================================================================ backend
- * The generic fd_backend_ops entry points (storage/kv_backend.c). A driver
+ * The generic fd_backend_ops entry points (storage/kv/kv_backend.c). A driver
  * file sets fd_backend.state to its kv_store (it may embed it first in a
  * larger struct) and uses these for submit/end_turn/cron/keyspace. */
 /* The end of a driver's open: kv_store_init over `db`, then b->state = st.

@@ -34,9 +34,9 @@ int main(void) {
     resp_out_free(&o);
 
     /* every row of the table has a syntax that parses */
-    px_commands_init();
+    fd_commands_init();
     size_t n;
-    px_command *t = px_commands_table(&n);
+    fd_command *t = fd_commands_table(&n);
     for (size_t i = 0; i < n; i++) {
         if (!t[i].args) continue;
         int ok = px_docs_render(t[i].args, buf, sizeof buf) == 0;

@@ -33,8 +33,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
-#include "kv/kv.h"
-#include "../proxy/commands.h"
+#include "kv.h"
 
 #define KV_CRON_KEYS       1000
 #define KV_CRON_BUDGET_US  1000
@@ -124,7 +123,8 @@ int kv_backend_submit(fd_backend *b, fd_request *r)
 {
     kv_store *st = b->state;
     const kv_driver *d = st->drv;
-    if (!r->cmd || !r->cmd->kv) return FD_E_NOTSUPPORTED;
+    kv_handler h = r->cmd ? kv_handler_of(r->cmd->id) : NULL;
+    if (!h) return FD_E_NOTSUPPORTED;
     if (st->turn_err) return st->turn_err;
     if (!st->txn) {
         int s = begin_turn(st);
@@ -159,7 +159,7 @@ int kv_backend_submit(fd_backend *b, fd_request *r)
     }
 
     size_t mark = r->out->len;
-    int s = r->cmd->kv(&c);
+    int s = h(&c);
     if (nested) {
         /* only this command is at stake: the turn's transaction is intact */
         if (!kv_is_storage_error(s) && (c.d_keys || c.d_expires || st->t_dirty)) {

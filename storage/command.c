@@ -1,0 +1,88 @@
+/* command.c — the one command table, built from commands.def. */
+#include "command.h"
+
+#include <ctype.h>
+#include <string.h>
+#include <strings.h>
+
+#define W  FD_CMD_WRITE
+#define R  FD_CMD_READONLY
+#define A  FD_CMD_ADMIN
+#define F  FD_CMD_FAST
+#define NA FD_CMD_NOAUTH
+#define M  FD_CMD_DENYOOM
+#define KB FD_CMD_KEYLESS_BACKEND
+#define ND FD_CMD_NONDET
+#define UO FD_CMD_UNORDERED
+#define PR (FD_CMD_UNORDERED | FD_CMD_PAIRS)
+#define NK1 FD_CMD_NUMKEYS1
+#define NK2 FD_CMD_NUMKEYS2
+
+static fd_command table[FD_CMD_COUNT] = {
+#define CMD(id_, ar, fl, f, l, s, fam, impl, cl, grp, since_, summ, syn) \
+    [FD_CMD_##id_] = {.name = #id_, .arity = ar, .flags = fl, .first_key = f, .last_key = l, .key_step = s, \
+                      .family = FD_FAM_##fam, .cluster = FD_CL_##cl, .group = grp, .since = since_,         \
+                      .summary = summ, .args = syn, .id = FD_CMD_##id_, .namelen = sizeof(#id_) - 1},
+#include "commands.def"
+#undef CMD
+};
+
+#define HASH_SIZE 1024   /* power of two, > 2x the table */
+static fd_command *buckets[HASH_SIZE];
+static int built;
+
+static unsigned hash_name(const char *s, size_t n) {
+    unsigned h = 2166136261u;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)tolower((unsigned char)s[i])) * 16777619u;
+    return h;
+}
+
+void fd_commands_init(void) {
+    if (built) return;
+    _Static_assert(HASH_SIZE > 2 * FD_CMD_COUNT, "grow HASH_SIZE");
+    for (size_t i = 0; i < FD_CMD_COUNT; i++) {
+        unsigned h = hash_name(table[i].name, table[i].namelen) & (HASH_SIZE - 1);
+        while (buckets[h]) h = (h + 1) & (HASH_SIZE - 1);
+        buckets[h] = &table[i];
+    }
+    built = 1;
+}
+
+fd_command *fd_command_lookup(const char *name, size_t len) {
+    if (len == 0 || len > 32) return NULL;
+    if (!built) fd_commands_init();
+    unsigned h = hash_name(name, len) & (HASH_SIZE - 1);
+    for (fd_command *c; (c = buckets[h]) != NULL; h = (h + 1) & (HASH_SIZE - 1))
+        if (c->namelen == len && !strncasecmp(c->name, name, len)) return c;
+    return NULL;
+}
+
+fd_command *fd_commands_table(size_t *count) {
+    *count = FD_CMD_COUNT;
+    return table;
+}
+
+fd_command *fd_command_by_id(int id) {
+    return id >= 0 && id < FD_CMD_COUNT ? &table[id] : NULL;
+}
+
+int fd_command_keys(const fd_command *cmd, int argc, const resp_arg *argv, int *pos, int max) {
+    int n = 0;
+    if (!cmd) return 0;
+    if (cmd->first_key > 0) {
+        int last = cmd->last_key < 0 ? argc + cmd->last_key : cmd->last_key;
+        int step = cmd->key_step > 0 ? cmd->key_step : 1;
+        for (int i = cmd->first_key; i <= last && i < argc && n < max; i += step) pos[n++] = i;
+    }
+    int at = (cmd->flags & FD_CMD_NUMKEYS1) ? 1 : (cmd->flags & FD_CMD_NUMKEYS2) ? 2 : 0;
+    if (at && at < argc) {
+        long long k = 0;
+        const resp_arg *a = &argv[at];
+        for (size_t i = 0; i < a->len; i++) {
+            if (a->ptr[i] < '0' || a->ptr[i] > '9' || k > argc) { k = 0; break; }
+            k = k * 10 + (a->ptr[i] - '0');
+        }
+        for (long long i = 0; i < k && at + 1 + i < argc && n < max; i++) pos[n++] = (int)(at + 1 + i);
+    }
+    return n;
+}
