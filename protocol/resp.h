@@ -111,6 +111,9 @@ int resp_add_status(resp_out *o, const char *s);             /* +s (NUL-terminat
 int resp_add_error(resp_out *o, const char *s);              /* -s ; s has its code ("ERR ...", "WRONGTYPE ...") ; CR/LF replaced by spaces */
 int resp_add_errorf(resp_out *o, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Redis 7.0's "-ERR unknown command 'foo', with args beginning with: 'a' 'b' "
+ * (name and arguments cut at 128 bytes, as Redis does). */
+int resp_add_unknown_command(resp_out *o, int argc, const resp_arg *argv);
 int resp_add_int(resp_out *o, long long v);                  /* :v */
 int resp_add_bulk(resp_out *o, const void *p, size_t n);     /* $n p */
 int resp_add_bulk_cstr(resp_out *o, const char *s);

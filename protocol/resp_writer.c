@@ -121,6 +121,21 @@ int resp_add_errorf(resp_out *o, const char *fmt, ...) {
     return rc;
 }
 
+int resp_add_unknown_command(resp_out *o, int argc, const resp_arg *argv) {
+    char args[512];
+    size_t al = 0;
+    args[0] = '\0';
+    for (int i = 1; i < argc && al < 128; i++) {
+        int room = 128 - (int)al;
+        int n = snprintf(args + al, sizeof args - al, "'%.*s' ",
+                         (int)(argv[i].len < (size_t)room ? argv[i].len : (size_t)room), argv[i].ptr);
+        if (n > 0) al += (size_t)n;
+        if (al >= sizeof args) { al = sizeof args - 1; break; }
+    }
+    return resp_add_errorf(o, "ERR unknown command '%.*s', with args beginning with: %s",
+                           (int)(argv[0].len > 128 ? 128 : argv[0].len), argv[0].ptr, args);
+}
+
 int resp_add_int(resp_out *o, long long v) { return add_hdr(o, ':', v); }
 
 int resp_add_bulk(resp_out *o, const void *p, size_t n) { return add_bulk(o, p, n); }

@@ -14,7 +14,7 @@
 static void usage(void) {
     fprintf(stderr,
             "Usage: frontdoor [/path/to/frontdoor.conf] [--directive value ...]\n"
-            "       frontdoor --version | --help\n\n"
+            "       frontdoor --version | --help | --coverage (the command x backend table, Markdown)\n\n"
             "Examples:\n"
             "       frontdoor                                (LMDB in ./frontdoor-data, port 6380)\n"
             "       frontdoor conf/frontdoor.conf\n"
@@ -23,6 +23,13 @@ static void usage(void) {
 }
 
 int main(int argc, char **argv) {
+    if (argc == 2 && !strcmp(argv[1], "--coverage")) {   /* the README's command x backend table */
+        char *md = fd_backend_coverage_markdown();
+        if (!md) return 1;
+        fputs(md, stdout);
+        free(md);
+        return 0;
+    }
     if (argc == 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-v"))) {
         printf("frontdoor v=%s redis-compat=%s\n", PX_VERSION, PX_REDIS_COMPAT_VERSION);
         return 0;

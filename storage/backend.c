@@ -1,4 +1,6 @@
 /* backend.c — the table of compiled-in backends (fd_backend_find/names). */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "backend.h"
 
@@ -33,6 +35,10 @@ static const fd_backend_ops *const fd_backends[] = {
     NULL
 };
 
+const char FD_SERVED[] = "served";
+
+const fd_backend_ops *const *fd_backend_list(void) { return fd_backends; }
+
 const fd_backend_ops *fd_backend_find(const char *name)
 {
     if (!name) return NULL;
@@ -56,4 +62,33 @@ const char *fd_backend_names(void)
         names[n] = '\0';
     }
     return names;
+}
+
+char *fd_backend_coverage_markdown(void)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return NULL;
+    const fd_backend_ops *const *bs = fd_backend_list();
+    fprintf(f, "| command | group |");
+    for (size_t i = 0; bs[i]; i++) fprintf(f, " %s |", bs[i]->name);
+    fprintf(f, "\n|---|---|");
+    for (size_t i = 0; bs[i]; i++) fprintf(f, "---|");
+    fprintf(f, "\n");
+    size_t n;
+    const fd_command *t = fd_commands_table(&n);
+    for (size_t c = 0; c < n; c++) {
+        fprintf(f, "| %s | %s |", t[c].name, t[c].group);
+        for (size_t i = 0; bs[i]; i++) {
+            const char *why = t[c].family == FD_FAM_PROXY ? "proxy" : bs[i]->support(&t[c]);
+            if (why == FD_SERVED) fprintf(f, " yes |");
+            else if (!why) fprintf(f, " **missing** |");
+            else if (t[c].family == FD_FAM_PROXY) fprintf(f, " (proxy) |");
+            else fprintf(f, " no: %s |", why);
+        }
+        fprintf(f, "\n");
+    }
+    fclose(f);
+    return buf;
 }

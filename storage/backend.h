@@ -108,7 +108,16 @@ typedef struct fd_backend_ops {
      * this backend is the primary — where it behaves unlike Redis (e.g. MSET
      * not atomic across cluster slots). NULL (or a NULL result) = nothing. */
     const char *(*doc_note)(const struct fd_command *cmd);
+    /* Required: what this backend does with a DATA command of the table:
+     * FD_SERVED, or the reason it refuses it (a sentence; clients get
+     * "-ERR '<name>' is not supported by frontdoor's <backend> backend:
+     * <reason>", and the README's coverage table shows it). NULL means
+     * neither — a bug that tests/unit/test_command_coverage.c fails on. */
+    const char *(*support)(const struct fd_command *cmd);
 } fd_backend_ops;
+
+/* support()'s answer for a command the backend serves. */
+extern const char FD_SERVED[];
 
 struct fd_backend {
     const fd_backend_ops *ops;
@@ -120,5 +129,11 @@ struct fd_backend {
 const fd_backend_ops *fd_backend_find(const char *name);
 /* Comma-separated names of the backends built in (for error messages). */
 const char *fd_backend_names(void);
+/* The backends built in, NULL-terminated. */
+const fd_backend_ops *const *fd_backend_list(void);
+/* The README's coverage table (command x backend), generated from the
+ * command table and each backend's support(): Markdown into a malloc'ed
+ * string the caller frees; NULL when out of memory. */
+char *fd_backend_coverage_markdown(void);
 
 #endif

@@ -1003,4 +1003,5 @@ const fd_backend_ops fd_leveldb_backend = {
     .cron     = kv_backend_cron,
     .keyspace = kv_backend_keyspace,
     .info     = leveldb_backend_info,
+    .support  = kv_backend_support,
 };

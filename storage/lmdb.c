@@ -319,4 +319,5 @@ const fd_backend_ops fd_lmdb_backend = {
     .cron     = kv_backend_cron,
     .keyspace = kv_backend_keyspace,
     .info     = lmdb_info,
+    .support  = kv_backend_support,
 };

@@ -3004,6 +3004,11 @@ static mg_fn find_fn(const char *name)
     return NULL;
 }
 
+static const char *mg_support(const struct fd_command *cmd)
+{
+    return find_fn(cmd->name) ? FD_SERVED : NULL;
+}
+
 /* ================================================================ workers */
 
 static int ensure_indexes(mongoc_client_t *cl, mg_backend *b, bson_error_t *err)
@@ -3679,4 +3684,5 @@ const fd_backend_ops fd_mongodb_backend = {
     .end_turn = mg_end_turn,
     .keyspace = mg_keyspace,
     .info     = mg_info,
+    .support  = mg_support,
 };

@@ -206,4 +206,5 @@ const fd_backend_ops fd_redis_backend = {
     .cron = NULL,
     .keyspace = NULL,
     .info = rb_info,
+    .support = rc_support,
 };

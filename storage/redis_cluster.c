@@ -1416,5 +1416,6 @@ const fd_backend_ops fd_redis_cluster_backend = {
     .cron = cl_cron,
     .keyspace = NULL,
     .info = cl_info,
+    .support = rc_support,
     .doc_note = cl_doc_note,
 };

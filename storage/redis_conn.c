@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "redis_conn.h"
+#include "backend.h"
 #include "host.h"
 
 #define RC_READ_CHUNK      (64 * 1024)   /* room made before each read */
@@ -557,6 +558,11 @@ void rc_flush(rc_shared *sh) {
         if (c->state == RC_UP && !c->wio_on && c->opos < c->olen) conn_write(c);
         c = next;
     }
+}
+
+const char *rc_support(const struct fd_command *cmd) {
+    (void)cmd;
+    return FD_SERVED;
 }
 
 /* Why a command cannot go over a shared connection, or NULL. */

@@ -38,6 +38,8 @@
 #include "../protocol/resp.h"
 #include "../protocol/resp_scan.h"
 
+struct fd_command;
+
 /* A request's reply (one whole RESP reply). local = 1: not from the server
  * but "-ERR backend unavailable (...)" made here (the connection failed, the
  * deadline passed, or the connection is being destroyed). */
@@ -141,6 +143,9 @@ size_t rc_unavailable(const rc_conn *c, char *buf, size_t len);
  * (blocking commands, pub/sub, transactions, RESET, replication, SHUTDOWN),
  * or NULL. */
 const char *rc_refusal(int argc, const resp_arg *argv);
+/* support() of the Redis backends: a Redis server serves every command of
+ * the table (they are forwarded). */
+const char *rc_support(const struct fd_command *cmd);
 
 /* Requests waiting for a reply (callbacks only). */
 static inline size_t rc_inflight(const rc_conn *c) { return c->qclients; }

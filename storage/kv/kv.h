@@ -252,6 +252,8 @@ int  kv_backend_attach(fd_backend *b, kv_store *st, const kv_driver *drv, void *
 int  kv_backend_submit(fd_backend *b, fd_request *r);
 int  kv_backend_end_turn(fd_backend *b);
 void kv_backend_cron(fd_backend *b, int64_t now_ms);
+/* support(): the kv family serves every DATA command it has a handler for. */
+const char *kv_backend_support(const struct fd_command *cmd);
 void kv_backend_keyspace(fd_backend *b, uint64_t *keys, uint64_t *expires);
 /* Append the layer's INFO lines (kv_keys, kv_expires, ...). */
 void kv_backend_info(kv_store *st, resp_out *lines);

@@ -186,6 +186,11 @@ int kv_backend_submit(fd_backend *b, fd_request *r)
     return s;
 }
 
+const char *kv_backend_support(const struct fd_command *cmd)
+{
+    return kv_handler_of(cmd->id) ? FD_SERVED : NULL;
+}
+
 int kv_backend_end_turn(fd_backend *b)
 {
     kv_store *st = b->state;
