@@ -261,7 +261,7 @@ int px_backends_swap(int force, fd_pending *reply, char *err, size_t errlen) {
     fd_command *cmd = fd_command_lookup(exists, 6);
     resp_out scratch;
     resp_out_init(&scratch, 2);
-    fd_pending *p = px_pending_push(NULL, cmd, px_mono_ns());
+    fd_pending *p = px_pending_push(NULL, cmd, fd_mono_ns());
     if (!p) { sw.nb = NULL; sw.reply = NULL; free_backend_settings(&sw.old); px_backend_close(nb); snprintf(err, errlen, "out of memory"); return -1; }
     p->be = nb;
     p->on_done = on_probe;
@@ -275,7 +275,7 @@ int px_backends_swap(int force, fd_pending *reply, char *err, size_t errlen) {
     if (st == FD_PENDING) {
         if (p->done) { free(p); resp_out_free(&scratch); return 1; }   /* answered inside submit: on_probe ran */
         p->in_submit = 0;
-        p->t_ret_ns = px_mono_ns();
+        p->t_ret_ns = fd_mono_ns();
         resp_out_free(&scratch);
         return 1;
     }

@@ -71,7 +71,7 @@ static int submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_
     if (r.is_write && c) c->turn_wrote = 1;
     if (st == FD_PENDING && r.pending) {
         fd_pending *p = r.pending;
-        *clock = px_mono_ns();
+        *clock = fd_mono_ns();
         if (p->done) free(p);                /* answered inside submit: already in place */
         else { p->in_submit = 0; p->t_ret_ns = *clock; }
         return 1;
@@ -85,7 +85,7 @@ static int submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_
         px_reply_status(out, st, name);
         if (cmd && c) cmd->failed++;
     }
-    uint64_t te = *clock = px_mono_ns();
+    uint64_t te = *clock = fd_mono_ns();
     int is_err = out->len > before && out->data[before] == '-';
     px_backend_account(be, te - ts, te - ts, is_err);
     if (ab) px_ab_record(ab, side, out->data + before, out->len - before,
@@ -119,7 +119,7 @@ void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t r
     if (!cmd) {
         /* a backend that is itself a Redis server answers what we don't know */
         if (px_srv.primary && px_srv.primary->b.ops->passthrough && c->authed) {
-            uint64_t clock = px_mono_ns();
+            uint64_t clock = fd_mono_ns();
             submit(c, NULL, argc, argv, raw, rawlen, &clock);
             return;
         }
@@ -138,11 +138,11 @@ void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t r
     }
     c->lastcmd = cmd;
     cmd->calls++;
-    uint64_t t0 = px_mono_ns(), t1;
+    uint64_t t0 = fd_mono_ns(), t1;
     px_handler h = px_handler_of(cmd);
     if (h) {
         h(c, argc, argv);
-        t1 = px_mono_ns();
+        t1 = fd_mono_ns();
     } else {
         t1 = t0;
         if (submit(c, cmd, argc, argv, raw, rawlen, &t1)) return;   /* latency counted on completion */

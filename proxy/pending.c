@@ -17,12 +17,6 @@
 #include <string.h>
 #include <time.h>
 
-uint64_t px_mono_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 size_t px_conn_sendable(const px_conn *c) { return c->pend_head ? c->pend_head->off : c->out.len; }
 
 void px_conn_out_shifted(px_conn *c, size_t n) {
@@ -97,7 +91,7 @@ int px_reply_is_unavailable(const void *reply, size_t len) {
 void px_pending_reply(fd_pending *p, const void *reply, size_t len) { complete(p, reply, len, 0); }
 
 static void complete(fd_pending *p, const void *reply, size_t len, int failed) {
-    uint64_t now = p->be || (p->conn && p->cmd) ? px_mono_ns() : 0;   /* one clock read serves both counters */
+    uint64_t now = p->be || (p->conn && p->cmd) ? fd_mono_ns() : 0;   /* one clock read serves both counters */
     if (p->be) {
         /* completed inside submit: t_ret is not known yet, it is now */
         uint64_t ret = p->in_submit ? now : p->t_ret_ns;

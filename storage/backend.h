@@ -27,6 +27,7 @@
 #include "status.h"
 #include "host.h"
 #include "command.h"
+#include "clock.h"
 
 struct ev_loop;
 

@@ -4,7 +4,8 @@
  *
  * LevelDB has no transactions, and its reads do not see a WriteBatch that is
  * not yet written. The turn's transaction is therefore an in-memory OVERLAY:
- * a skiplist of key -> value | tombstone holding every write of the turn.
+ * a skiplist of key -> value | tombstone holding every write of the turn
+ * (storage/kv/kv_overlay.h).
  *   - get() looks in the overlay first, then in LevelDB;
  *   - a cursor merges a LevelDB iterator with the overlay (overlay wins on
  *     equal keys, tombstones hide keys), forwards and backwards; it sees
@@ -33,189 +34,20 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <leveldb/c.h>
+#include "clock.h"
 #include "kv/kv.h"
+#include "kv/kv_overlay.h"
 #include "datadir.h"
 
-#define LD_MAX_LEVEL      20
 #define LD_DEFAULT_CACHE  (64ULL << 20)
 #define LD_DEFAULT_WBUF   (64ULL << 20)
 #define LD_DEFAULT_FILES  1000
 #define LD_BLOOM_BITS     10
 #define LD_SLOW_COMMIT_US 100000          /* a commit above this counts as slow */
 
-/* ---------------------------------------------------------------- overlay */
-
-typedef struct ov_node {
-    char    *val;            /* malloc'ed, vcap bytes; NULL when vcap == 0 */
-    size_t   vlen, vcap;
-    uint32_t klen;
-    uint8_t  dead;           /* tombstone: deleted in this turn */
-    uint8_t  level;
-    struct ov_node *next[];  /* `level` pointers, then the key bytes */
-} ov_node;
-
-#define OV_KEY(n) ((const char *)((n)->next + (n)->level))
-
-typedef struct overlay {
-    ov_node *head;           /* sentinel with LD_MAX_LEVEL pointers */
-    int      level;          /* levels in use */
-    size_t   count;          /* nodes (tombstones included) */
-    size_t   bytes;          /* keys + values held */
-    uint64_t gen;            /* bumped by every insert and by clear: cursors re-find */
-    uint64_t rng;
-} overlay;
-
-static int keycmp(const char *a, size_t al, const char *b, size_t bl)
+static int ov_cmp(const kv_ov_node *n, const char *k, size_t kl)
 {
-    size_t n = al < bl ? al : bl;
-    int c = n ? memcmp(a, b, n) : 0;
-    if (c) return c;
-    return al < bl ? -1 : al > bl;
-}
-
-static int ov_cmp(const ov_node *n, const char *k, size_t kl)
-{
-    return keycmp(OV_KEY(n), n->klen, k, kl);
-}
-
-static int ov_init(overlay *ov)
-{
-    memset(ov, 0, sizeof *ov);
-    ov->head = calloc(1, sizeof(ov_node) + LD_MAX_LEVEL * sizeof(ov_node *));
-    if (!ov->head) return FD_E_NOMEM;
-    ov->head->level = LD_MAX_LEVEL;
-    ov->level = 1;
-    ov->rng = 0x9e3779b97f4a7c15ULL ^ (uint64_t)(uintptr_t)ov->head;
-    return FD_OK;
-}
-
-/* Free every node (not the head); the overlay is empty afterwards. */
-static void ov_reset(overlay *ov)
-{
-    ov_node *n = ov->head->next[0];
-    while (n) {
-        ov_node *nx = n->next[0];
-        free(n->val);
-        free(n);
-        n = nx;
-    }
-    memset(ov->head->next, 0, LD_MAX_LEVEL * sizeof(ov_node *));
-    ov->level = 1;
-    ov->count = 0;
-    ov->bytes = 0;
-    ov->gen++;
-}
-
-static void ov_free(overlay *ov)
-{
-    if (!ov->head) return;
-    ov_reset(ov);
-    free(ov->head);
-    ov->head = NULL;
-}
-
-/* The last node < k (strict) or <= k (!strict); the head when none.
- * update (optional) gets the predecessor at every level. */
-static ov_node *ov_walk(const overlay *ov, const char *k, size_t kl, int or_equal, ov_node **update)
-{
-    ov_node *x = ov->head;
-    for (int i = ov->level - 1; i >= 0; i--) {
-        for (;;) {
-            ov_node *n = x->next[i];
-            if (!n) break;
-            int c = ov_cmp(n, k, kl);
-            if (c < 0 || (or_equal && c == 0)) x = n;
-            else break;
-        }
-        if (update) update[i] = x;
-    }
-    return x;
-}
-
-static ov_node *ov_find(const overlay *ov, const char *k, size_t kl)
-{
-    ov_node *n = ov_walk(ov, k, kl, 0, NULL)->next[0];
-    return n && ov_cmp(n, k, kl) == 0 ? n : NULL;
-}
-
-/* First node >= k (> k when strict), or NULL. */
-static ov_node *ov_ge(const overlay *ov, const char *k, size_t kl, int strict)
-{
-    return ov_walk(ov, k, kl, strict, NULL)->next[0];
-}
-
-/* Last node < k (<= k when or_equal), or NULL. */
-static ov_node *ov_lt(const overlay *ov, const char *k, size_t kl, int or_equal)
-{
-    ov_node *x = ov_walk(ov, k, kl, or_equal, NULL);
-    return x == ov->head ? NULL : x;
-}
-
-static int ov_random_level(overlay *ov)
-{
-    /* xorshift64*; a level goes up with probability 1/4 */
-    uint64_t x = ov->rng;
-    x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
-    ov->rng = x;
-    uint64_t r = x * 0x2545F4914F6CDD1DULL;
-    int lvl = 1;
-    while (lvl < LD_MAX_LEVEL && (r & 3) == 0) { lvl++; r >>= 2; }
-    return lvl;
-}
-
-/* The node of k, created (as a tombstone with no value) when absent. */
-static ov_node *ov_upsert(overlay *ov, const char *k, size_t kl, int *created)
-{
-    ov_node *update[LD_MAX_LEVEL];
-    ov_node *x = ov_walk(ov, k, kl, 0, update)->next[0];
-    *created = 0;
-    if (x && ov_cmp(x, k, kl) == 0) return x;
-    int lvl = ov_random_level(ov);
-    ov_node *n = malloc(sizeof(ov_node) + (size_t)lvl * sizeof(ov_node *) + kl);
-    if (!n) return NULL;
-    n->val = NULL;
-    n->vlen = n->vcap = 0;
-    n->klen = (uint32_t)kl;
-    n->dead = 1;
-    n->level = (uint8_t)lvl;
-    if (kl) memcpy((char *)OV_KEY(n), k, kl);
-    if (lvl > ov->level) {
-        for (int i = ov->level; i < lvl; i++) update[i] = ov->head;
-        ov->level = lvl;
-    }
-    for (int i = 0; i < lvl; i++) {
-        n->next[i] = update[i]->next[i];
-        update[i]->next[i] = n;
-    }
-    ov->count++;
-    ov->bytes += kl;
-    ov->gen++;
-    *created = 1;
-    return n;
-}
-
-/* Make n live with the value v (vl bytes), or with vl bytes of undefined
- * contents when v is NULL (reserve). v may point into n's own value (a
- * caller passing back what get() returned): copied before the old buffer
- * goes. The buffer is reused when it fits and is not far too big. */
-static int ov_assign(overlay *ov, ov_node *n, const void *v, size_t vl)
-{
-    if (vl > n->vcap || (n->vcap > 4096 && vl < n->vcap / 4)) {
-        size_t cap = vl ? vl : 1;
-        char *nv = malloc(cap);
-        if (!nv) return FD_E_NOMEM;
-        if (v && vl) memcpy(nv, v, vl);
-        free(n->val);
-        ov->bytes -= n->vcap;
-        n->val = nv;
-        n->vcap = cap;
-        ov->bytes += cap;
-    } else if (v && vl) {
-        memmove(n->val, v, vl);
-    }
-    n->vlen = vl;
-    n->dead = 0;
-    return FD_OK;
+    return kv_overlay_keycmp(kv_ov_key(n), n->klen, k, kl);
 }
 
 /* ---------------------------------------------------------------- state */
@@ -241,7 +73,7 @@ typedef struct ld_txn {
     ld_db   *db;
     int      used;
     int      cleared;        /* clear() ran: LevelDB's records are hidden */
-    overlay  ov;
+    kv_overlay *ov;
     char   **reads;          /* leveldb_get results handed out: freed at the next write */
     size_t   nreads, capreads;
 } ld_txn;
@@ -276,8 +108,8 @@ struct ld_db {
 struct kv_iter {
     ld_txn             *tx;
     leveldb_iterator_t *bi;  /* over LevelDB as it was at iter_open */
-    ov_node            *on;  /* overlay side (see the invariants at it_next) */
-    uint64_t            gen; /* tx->ov.gen when `on` was found */
+    kv_ov_node            *on;  /* overlay side (see the invariants at it_next) */
+    uint64_t            gen; /* kv_overlay_gen(tx->ov) when `on` was found */
     int                 dir; /* +1 forwards, -1 backwards, 0 unpositioned */
     int                 valid;
     int                 from_ov;      /* the current record is the overlay's */
@@ -318,7 +150,7 @@ static void release_reads(ld_txn *x)
 static void txn_end(ld_txn *x)
 {
     release_reads(x);
-    ov_reset(&x->ov);
+    kv_overlay_clear(x->ov);
     x->cleared = 0;
     x->used = 0;
 }
@@ -377,12 +209,12 @@ static void hints_clear(ld_db *db)
 }
 
 /* After a commit: a hint whose range received a live record is wrong now. */
-static void hints_drop_written(ld_db *db, const overlay *ov)
+static void hints_drop_written(ld_db *db, const kv_overlay *ov)
 {
     for (int i = 0; i < LD_HINTS; i++) {
         ld_hint *h = &db->hints[i];
         if (!h->used) continue;
-        for (ov_node *n = ov_ge(ov, h->a, h->al, 0); n && ov_cmp(n, h->b, h->bl) < 0; n = n->next[0])
+        for (kv_ov_node *n = kv_overlay_seek(ov, h->a, h->al, 0); n && ov_cmp(n, h->b, h->bl) < 0; n = kv_ov_next(n))
             if (!n->dead) { hint_free(h); break; }
     }
 }
@@ -392,7 +224,7 @@ static ld_hint *hint_find(ld_db *db, const char *k, size_t kl)
 {
     for (int i = 0; i < LD_HINTS; i++) {
         ld_hint *h = &db->hints[i];
-        if (h->used && keycmp(h->a, h->al, k, kl) <= 0 && keycmp(k, kl, h->b, h->bl) < 0) return h;
+        if (h->used && kv_overlay_keycmp(h->a, h->al, k, kl) <= 0 && kv_overlay_keycmp(k, kl, h->b, h->bl) < 0) return h;
     }
     return NULL;
 }
@@ -401,7 +233,7 @@ static ld_hint *hint_find(ld_db *db, const char *k, size_t kl)
  * was used (extended), else a new one replaces the least recently used. */
 static void hint_note(ld_db *db, ld_hint *h, const char *a, size_t al, const char *b, size_t bl)
 {
-    if (keycmp(a, al, b, bl) >= 0) return;
+    if (kv_overlay_keycmp(a, al, b, bl) >= 0) return;
     if (!h) {
         h = &db->hints[0];
         for (int i = 1; i < LD_HINTS && h->used; i++)
@@ -421,13 +253,6 @@ static void hint_note(ld_db *db, ld_hint *h, const char *a, size_t al, const cha
     h->used = ++db->hint_clock;
 }
 
-static int64_t mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* ---------------------------------------------------------------- driver */
 
 static int ld_begin(void *dbp, void *parent, void **txn)
@@ -435,7 +260,7 @@ static int ld_begin(void *dbp, void *parent, void **txn)
     ld_db *db = dbp;
     if (parent) return FD_E_NOTSUPPORTED;
     if (db->tx.used) return FD_E_INTERNAL;
-    if (!db->tx.ov.head && ov_init(&db->tx.ov) != FD_OK) return FD_E_NOMEM;
+    if (!db->tx.ov && !(db->tx.ov = kv_overlay_new())) return FD_E_NOMEM;
     db->tx.db = db;
     db->tx.used = 1;
     db->tx.cleared = 0;
@@ -452,8 +277,8 @@ static int ld_commit(void *txn)
 {
     ld_txn *x = txn;
     ld_db *db = x->db;
-    if (x->ov.count == 0 && !x->cleared) { txn_end(x); return FD_OK; }
-    int64_t t0 = mono_us();
+    if (kv_overlay_count(x->ov) == 0 && !x->cleared) { txn_end(x); return FD_OK; }
+    int64_t t0 = fd_mono_us();
     leveldb_writebatch_t *wb = leveldb_writebatch_create();
     uint64_t records = 0;
     int s = FD_OK;
@@ -472,9 +297,9 @@ static int ld_commit(void *txn)
         s = ld_status(db, err);
     }
     if (s == FD_OK) {
-        for (ov_node *n = x->ov.head->next[0]; n; n = n->next[0]) {
-            if (n->dead) leveldb_writebatch_delete(wb, OV_KEY(n), n->klen);
-            else leveldb_writebatch_put(wb, OV_KEY(n), n->klen, n->val ? n->val : "", n->vlen);
+        for (kv_ov_node *n = kv_overlay_first(x->ov); n; n = kv_ov_next(n)) {
+            if (n->dead) leveldb_writebatch_delete(wb, kv_ov_key(n), n->klen);
+            else leveldb_writebatch_put(wb, kv_ov_key(n), n->klen, n->val ? n->val : "", n->vlen);
             records++;
         }
         char *err = NULL;
@@ -482,15 +307,15 @@ static int ld_commit(void *txn)
         s = ld_status(db, err);
     }
     leveldb_writebatch_destroy(wb);
-    if (x->ov.count > db->max_overlay) db->max_overlay = x->ov.count;
+    if (kv_overlay_count(x->ov) > db->max_overlay) db->max_overlay = kv_overlay_count(x->ov);
     if (s == FD_OK && x->cleared) request_compaction(db);
-    if (s == FD_OK) hints_drop_written(db, &x->ov);
+    if (s == FD_OK) hints_drop_written(db, x->ov);
     else hints_clear(db);
     if (s == FD_OK) {
-        uint64_t us = (uint64_t)(mono_us() - t0);
+        uint64_t us = (uint64_t)(fd_mono_us() - t0);
         db->commits++;
         db->commit_records += records;
-        db->commit_bytes += x->ov.bytes;
+        db->commit_bytes += kv_overlay_bytes(x->ov);
         db->last_commit_us = us;
         db->total_commit_us += us;
         if (us > db->max_commit_us) db->max_commit_us = us;
@@ -505,7 +330,7 @@ static const char empty_val[1];
 static int ld_get(void *txn, const void *k, size_t kl, const void **v, size_t *vl)
 {
     ld_txn *x = txn;
-    ov_node *n = ov_find(&x->ov, k, kl);
+    kv_ov_node *n = kv_overlay_get(x->ov, k, kl);
     if (n) {
         if (n->dead) return FD_NOTFOUND;
         *v = n->val ? n->val : empty_val;
@@ -534,12 +359,9 @@ static int ld_get(void *txn, const void *k, size_t kl, const void **v, size_t *v
 static int ld_put(void *txn, const void *k, size_t kl, const void *v, size_t vl)
 {
     ld_txn *x = txn;
-    int created;
     if (kl > UINT32_MAX) return FD_E_INTERNAL;
-    ov_node *n = ov_upsert(&x->ov, k, kl, &created);
-    if (!n) return FD_E_NOMEM;
     /* v may be this node's own value or a get() result: copy, then release */
-    int s = ov_assign(&x->ov, n, v, vl);
+    int s = kv_overlay_put(x->ov, k, kl, v, vl, NULL);
     release_reads(x);
     return s;
 }
@@ -547,11 +369,9 @@ static int ld_put(void *txn, const void *k, size_t kl, const void *v, size_t vl)
 static int ld_reserve(void *txn, const void *k, size_t kl, size_t vl, void **dst)
 {
     ld_txn *x = txn;
-    int created;
+    kv_ov_node *n;
     if (kl > UINT32_MAX) return FD_E_INTERNAL;
-    ov_node *n = ov_upsert(&x->ov, k, kl, &created);
-    if (!n) return FD_E_NOMEM;
-    int s = ov_assign(&x->ov, n, NULL, vl);
+    int s = kv_overlay_put(x->ov, k, kl, NULL, vl, &n);
     release_reads(x);
     if (s != FD_OK) return s;
     *dst = n->val;
@@ -561,9 +381,10 @@ static int ld_reserve(void *txn, const void *k, size_t kl, size_t vl, void **dst
 static int ld_del(void *txn, const void *k, size_t kl)
 {
     ld_txn *x = txn;
-    ov_node *n = ov_find(&x->ov, k, kl);
+    kv_ov_node *n = kv_overlay_get(x->ov, k, kl);
     if (n) {
         if (n->dead) return FD_NOTFOUND;
+        kv_overlay_kill(x->ov, n);
     } else {
         if (x->cleared) return FD_NOTFOUND;
         /* only a record LevelDB holds needs a tombstone */
@@ -573,15 +394,9 @@ static int ld_del(void *txn, const void *k, size_t kl)
         if (err) { leveldb_free(val); return ld_status(x->db, err); }
         if (!val) return FD_NOTFOUND;
         leveldb_free(val);
-        int created;
-        n = ov_upsert(&x->ov, k, kl, &created);
-        if (!n) return FD_E_NOMEM;
+        int s = kv_overlay_del(x->ov, k, kl);
+        if (s != FD_OK) return s;
     }
-    n->dead = 1;
-    x->ov.bytes -= n->vcap;
-    free(n->val);
-    n->val = NULL;
-    n->vlen = n->vcap = 0;
     release_reads(x);
     return FD_OK;
 }
@@ -589,7 +404,7 @@ static int ld_del(void *txn, const void *k, size_t kl)
 static int ld_clear(void *txn)
 {
     ld_txn *x = txn;
-    ov_reset(&x->ov);
+    kv_overlay_clear(x->ov);
     x->cleared = 1;
     release_reads(x);
     return FD_OK;
@@ -599,7 +414,7 @@ static int ld_clear(void *txn)
  *
  * A cursor is the merge of `bi` (LevelDB) and the overlay. Its position is
  * the copy of the current key; the overlay side is re-found by key whenever
- * the overlay's structure changed since (tx->ov.gen), so writes made while
+ * the overlay's structure changed since (kv_overlay_gen), so writes made while
  * a cursor is open are seen and freed nodes are never touched.
  * Invariants between moves, where cur is the current key:
  *   forwards:  bi is at the first LevelDB key >= cur (or invalid);
@@ -637,7 +452,7 @@ static int base_at(const kv_iter *it, const char *k, size_t kl)
     if (!base_valid(it)) return 0;
     size_t bl;
     const char *bk = leveldb_iter_key(it->bi, &bl);
-    return keycmp(bk, bl, k, kl) == 0;
+    return kv_overlay_keycmp(bk, bl, k, kl) == 0;
 }
 
 static int set_cur(kv_iter *it, const char *k, size_t kl, int from_ov)
@@ -667,10 +482,10 @@ static int base_end_status(kv_iter *it)
 static int resolve_fwd(kv_iter *it)
 {
     it->dir = 1;
-    it->gen = it->tx->ov.gen;
+    it->gen = kv_overlay_gen(it->tx->ov);
     for (;;) {
         int bv = base_valid(it);
-        ov_node *o = it->on;
+        kv_ov_node *o = it->on;
         if (!bv && !it->tx->cleared) {
             int s = base_end_status(it);
             if (s != FD_OK) { it->valid = 0; return s; }
@@ -678,24 +493,24 @@ static int resolve_fwd(kv_iter *it)
         if (!bv && !o) { it->valid = 0; return FD_NOTFOUND; }
         size_t bl = 0;
         const char *bk = bv ? leveldb_iter_key(it->bi, &bl) : NULL;
-        int c = !bv ? 1 : !o ? -1 : keycmp(bk, bl, OV_KEY(o), o->klen);
+        int c = !bv ? 1 : !o ? -1 : kv_overlay_keycmp(bk, bl, kv_ov_key(o), o->klen);
         if (c < 0) return set_cur(it, bk, bl, 0);
         if (o->dead) {
             if (c == 0) leveldb_iter_next(it->bi);
-            it->on = o->next[0];
+            it->on = kv_ov_next(o);
             continue;
         }
-        return set_cur(it, OV_KEY(o), o->klen, 1);
+        return set_cur(it, kv_ov_key(o), o->klen, 1);
     }
 }
 
 static int resolve_bwd(kv_iter *it)
 {
     it->dir = -1;
-    it->gen = it->tx->ov.gen;
+    it->gen = kv_overlay_gen(it->tx->ov);
     for (;;) {
         int bv = base_valid(it);
-        ov_node *o = it->on;
+        kv_ov_node *o = it->on;
         if (!bv && !it->tx->cleared) {
             int s = base_end_status(it);
             if (s != FD_OK) { it->valid = 0; return s; }
@@ -703,14 +518,14 @@ static int resolve_bwd(kv_iter *it)
         if (!bv && !o) { it->valid = 0; return FD_NOTFOUND; }
         size_t bl = 0;
         const char *bk = bv ? leveldb_iter_key(it->bi, &bl) : NULL;
-        int c = !bv ? -1 : !o ? 1 : keycmp(bk, bl, OV_KEY(o), o->klen);
+        int c = !bv ? -1 : !o ? 1 : kv_overlay_keycmp(bk, bl, kv_ov_key(o), o->klen);
         if (c > 0) return set_cur(it, bk, bl, 0);
         if (o->dead) {
             if (c == 0) leveldb_iter_prev(it->bi);
-            it->on = ov_lt(&it->tx->ov, OV_KEY(o), o->klen, 0);
+            it->on = kv_overlay_prev(it->tx->ov, o);
             continue;
         }
-        return set_cur(it, OV_KEY(o), o->klen, 1);
+        return set_cur(it, kv_ov_key(o), o->klen, 1);
     }
 }
 
@@ -730,7 +545,7 @@ static int ld_seek(kv_iter *it, const void *k, size_t kl)
         if (h) hint_note(db, h, h->a, h->al, bk, bl);
         else hint_note(db, NULL, k, kl, bk, bl);
     }
-    it->on = ov_ge(&it->tx->ov, k, kl, 0);
+    it->on = kv_overlay_seek(it->tx->ov, k, kl, 0);
     return resolve_fwd(it);
 }
 
@@ -742,7 +557,7 @@ static int ld_seek_le(kv_iter *it, const void *k, size_t kl)
     } else {
         leveldb_iter_seek_to_last(it->bi);
     }
-    it->on = ov_lt(&it->tx->ov, k, kl, 1);
+    it->on = kv_overlay_seek_le(it->tx->ov, k, kl, 0);
     return resolve_bwd(it);
 }
 
@@ -751,15 +566,15 @@ static int ld_next(kv_iter *it)
     if (!it->valid) return FD_NOTFOUND;
     const char *k = it->key;
     size_t kl = it->klen;
-    overlay *ov = &it->tx->ov;
+    kv_overlay *ov = it->tx->ov;
     if (it->dir == 1) {
         if (base_at(it, k, kl)) leveldb_iter_next(it->bi);
-        if (it->gen != ov->gen) it->on = ov_ge(ov, k, kl, 1);
-        else if (it->on && ov_cmp(it->on, k, kl) == 0) it->on = it->on->next[0];
+        if (it->gen != kv_overlay_gen(ov)) it->on = kv_overlay_seek(ov, k, kl, 1);
+        else if (it->on && ov_cmp(it->on, k, kl) == 0) it->on = kv_ov_next(it->on);
     } else {
         leveldb_iter_seek(it->bi, k, kl);
         if (base_at(it, k, kl)) leveldb_iter_next(it->bi);
-        it->on = ov_ge(ov, k, kl, 1);
+        it->on = kv_overlay_seek(ov, k, kl, 1);
     }
     return resolve_fwd(it);
 }
@@ -769,16 +584,16 @@ static int ld_prev(kv_iter *it)
     if (!it->valid) return FD_NOTFOUND;
     const char *k = it->key;
     size_t kl = it->klen;
-    overlay *ov = &it->tx->ov;
+    kv_overlay *ov = it->tx->ov;
     if (it->dir == -1) {
         if (base_at(it, k, kl)) leveldb_iter_prev(it->bi);
-        if (it->gen != ov->gen || (it->on && ov_cmp(it->on, k, kl) == 0))
-            it->on = ov_lt(ov, k, kl, 0);
+        if (it->gen != kv_overlay_gen(ov) || (it->on && ov_cmp(it->on, k, kl) == 0))
+            it->on = kv_overlay_seek_le(ov, k, kl, 1);
     } else {
         leveldb_iter_seek(it->bi, k, kl);
         if (leveldb_iter_valid(it->bi)) leveldb_iter_prev(it->bi);   /* last < k */
         else leveldb_iter_seek_to_last(it->bi);
-        it->on = ov_lt(ov, k, kl, 0);
+        it->on = kv_overlay_seek_le(ov, k, kl, 1);
     }
     return resolve_bwd(it);
 }
@@ -786,19 +601,19 @@ static int ld_prev(kv_iter *it)
 static int ld_cur(kv_iter *it, const void **k, size_t *kl, const void **v, size_t *vl)
 {
     if (!it->valid) return FD_NOTFOUND;
-    if (it->gen != it->tx->ov.gen) {
+    if (it->gen != kv_overlay_gen(it->tx->ov)) {
         /* written since the cursor got here: the overlay may now hold (or,
          * after a clear, no longer hold) this key. `on` at the key itself
          * satisfies the invariants of both directions. */
-        ov_node *n = ov_find(&it->tx->ov, it->key, it->klen);
+        kv_ov_node *n = kv_overlay_get(it->tx->ov, it->key, it->klen);
         if (n || it->from_ov) {
             it->on = n;
-            it->gen = it->tx->ov.gen;
+            it->gen = kv_overlay_gen(it->tx->ov);
             it->from_ov = 1;
         }
     }
     if (it->from_ov) {
-        ov_node *n = it->on;
+        kv_ov_node *n = it->on;
         if (!n || n->dead) return FD_NOTFOUND;   /* deleted under the cursor */
         *v = n->val ? n->val : empty_val;
         *vl = n->vlen;
@@ -841,7 +656,8 @@ static void ld_release(ld_db *db)
     if (db->bloom) leveldb_filterpolicy_destroy(db->bloom);
     if (db->ropts) leveldb_readoptions_destroy(db->ropts);
     if (db->wopts) leveldb_writeoptions_destroy(db->wopts);
-    ov_free(&db->tx.ov);
+    kv_overlay_free(db->tx.ov);
+    db->tx.ov = NULL;
     free(db->tx.reads);
     free(db->dir);
     if (db->lockfd >= 0) close(db->lockfd);
@@ -880,7 +696,7 @@ static int leveldb_backend_open(fd_backend *b, const fd_backend_config *cfg, cha
     db->ropts = leveldb_readoptions_create();
     db->wopts = leveldb_writeoptions_create();
     if (!db->dir || !db->opts || !db->cache || !db->bloom || !db->ropts || !db->wopts ||
-        ov_init(&db->tx.ov) != FD_OK) {
+        !(db->tx.ov = kv_overlay_new())) {
         ld_release(db);
         free(lb);
         snprintf(err, errlen, "out of memory");

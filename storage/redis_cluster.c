@@ -353,7 +353,7 @@ static void req_merge(cl_req *r) {
     }
     case M_RANDOM: {
         const cl_part *hit = NULL;
-        int start = (int)(rc_mono_ms() % r->nparts);
+        int start = (int)(fd_mono_ms() % r->nparts);
         for (int k = 0; k < r->nparts && !hit; k++) {
             const cl_part *pt = &r->parts[(start + k) % r->nparts];
             if (pt->replylen && pt->reply[0] == '$' && pt->reply[1] != '-') hit = pt;
@@ -487,7 +487,7 @@ static void refresh_start(cl_backend *b);
 static void park(cl_part *pt, int64_t wake) {
     cl_backend *b = pt->r->b;
     pt->wake = wake;
-    if (!pt->deadline) pt->deadline = rc_mono_ms() + b->sh.timeout_ms;
+    if (!pt->deadline) pt->deadline = fd_mono_ms() + b->sh.timeout_ms;
     pt->park_next = NULL;
     if (b->parked_tail) b->parked_tail->park_next = pt;
     else b->parked = pt;
@@ -496,7 +496,7 @@ static void park(cl_part *pt, int64_t wake) {
 
 static void want_refresh(cl_backend *b) {
     b->need_refresh = 1;
-    if (!b->refreshing && rc_mono_ms() - b->last_refresh >= CL_REFRESH_MIN_MS) refresh_start(b);
+    if (!b->refreshing && fd_mono_ms() - b->last_refresh >= CL_REFRESH_MIN_MS) refresh_start(b);
 }
 
 /* "MOVED 3999 127.0.0.1:6381" / "ASK ...": slot and address. */
@@ -573,7 +573,7 @@ static void on_part_reply(void *ctx, const char *d, size_t n, int local) {
             return;
         }
         if (n > 9 && memcmp(d, "-TRYAGAIN", 9) == 0 && pt->slot >= 0) {
-            int64_t now = rc_mono_ms();
+            int64_t now = fd_mono_ms();
             if (!pt->deadline) pt->deadline = now + b->sh.timeout_ms;
             if (now + CL_TRYAGAIN_MS < pt->deadline) {
                 b->tryagain++;
@@ -758,7 +758,7 @@ static void on_slots(void *ctx, const char *d, size_t n, int local) {
     b->map_ok = 1;
     b->maperr[0] = '\0';
     b->need_refresh = 0;
-    b->last_map = rc_mono_ms();
+    b->last_map = fd_mono_ms();
     wake_parked(b, 1);
     deferred_run(b);
     return;
@@ -776,7 +776,7 @@ failed:
  * the slot map. */
 static void refresh_start(cl_backend *b) {
     if (b->refreshing || b->closing) return;
-    b->last_refresh = rc_mono_ms();
+    b->last_refresh = fd_mono_ms();
     int cnt = 0;
     for (cl_node *n = b->nodes; n; n = n->next) cnt++;
     if (!cnt) return;
@@ -807,7 +807,7 @@ static void refresh_start(cl_backend *b) {
 }
 
 static void wake_parked(cl_backend *b, int map_now) {
-    int64_t now = rc_mono_ms();
+    int64_t now = fd_mono_ms();
     cl_part *list = b->parked;
     b->parked = b->parked_tail = NULL;
     while (list) {
@@ -832,7 +832,7 @@ static void wake_parked(cl_backend *b, int map_now) {
 
 static void on_timer(struct ev_loop *loop, ev_timer *w, int revents) {
     cl_backend *b = w->data;
-    int64_t now = rc_mono_ms();
+    int64_t now = fd_mono_ms();
     if (b->parked) wake_parked(b, 0);
     if (b->deferred) deferred_fail(b, now);
     if (!b->refreshing) {
@@ -1102,7 +1102,7 @@ static int submit_fanout(cl_backend *b, fd_request *r, int merge) {
     d->client_id = r->client_id;
     d->cmd = cmd;
     d->cmdlen = len;
-    d->deadline = rc_mono_ms() + b->sh.timeout_ms;
+    d->deadline = fd_mono_ms() + b->sh.timeout_ms;
     if (b->deferred_tail) b->deferred_tail->next = d;
     else b->deferred = d;
     b->deferred_tail = d;

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "redis_conn.h"
 #include "backend.h"
 #include "host.h"
@@ -31,12 +32,6 @@
 #define RC_READS_PER_EVENT 16
 
 enum { K_CLIENT, K_AUTH, K_SELECT, K_HELLO, K_IGNORE };
-
-int64_t rc_mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ------------------------------------------------------------ buffers */
 
@@ -112,7 +107,7 @@ static rc_slot q_pop(rc_conn *c) {
 
 /* Queue an internal command (AUTH, SELECT, HELLO, ASKING): its reply is consumed here. */
 static int queue_internal(rc_conn *c, int kind, int argc, const resp_arg *argv) {
-    if (obuf_reserve(c, multibulk_len(argc, argv)) || q_push(c, NULL, NULL, kind, rc_mono_ms() + c->sh->timeout_ms))
+    if (obuf_reserve(c, multibulk_len(argc, argv)) || q_push(c, NULL, NULL, kind, fd_mono_ms() + c->sh->timeout_ms))
         return -1;
     put_multibulk(c, argc, argv);
     return 0;
@@ -376,7 +371,7 @@ static void conn_connect(rc_conn *c) {
         resp_arg av[2] = { { "SELECT", 6 }, { dbs, (size_t)l } };
         if (queue_internal(c, K_SELECT, 2, av)) { set_err(c, "out of memory"); conn_fail(c); return; }
     }
-    c->connect_deadline = rc_mono_ms() + sh->timeout_ms;
+    c->connect_deadline = fd_mono_ms() + sh->timeout_ms;
     int rc;
     do rc = connect(c->fd, (const struct sockaddr *)&a->sa, a->salen);
     while (rc < 0 && errno == EINTR);
@@ -402,7 +397,7 @@ static void on_retry(struct ev_loop *loop, ev_timer *w, int revents) {
  * is stuck: reset it. */
 static void on_tick(struct ev_loop *loop, ev_timer *w, int revents) {
     rc_shared *sh = w->data;
-    int64_t now = rc_mono_ms();
+    int64_t now = fd_mono_ms();
     rc_conn *next;
     for (rc_conn *c = sh->all; c; c = next) {
         next = c->all_next;     /* callbacks must not destroy connections, but be safe with the order */
@@ -541,7 +536,7 @@ int rc_send(rc_conn *c, int proto, const char *raw, size_t rawlen, int argc, con
         if (queue_internal(c, K_HELLO, 2, h)) return -1;
         c->proto = proto;
     }
-    if (q_push(c, fn, ctx, fn ? K_CLIENT : K_IGNORE, rc_mono_ms() + c->sh->timeout_ms)) return -1;
+    if (q_push(c, fn, ctx, fn ? K_CLIENT : K_IGNORE, fd_mono_ms() + c->sh->timeout_ms)) return -1;
     if (raw) obuf_put(c, raw, rawlen);
     else put_multibulk(c, argc, argv);
     mark_dirty(c);

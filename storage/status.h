@@ -40,4 +40,9 @@ enum fd_status {
  * for the command name. Never NULL; FD_OK gives "OK". Static storage. */
 const char *fd_strerror(int status);
 
+/* Return early from a handler: FD_TRY on any status but FD_OK, FD_OUT when
+ * writing a reply failed (a resp_add_* returned non-zero: out of memory). */
+#define FD_TRY(expr) do { int s_ = (expr); if (s_ != FD_OK) return s_; } while (0)
+#define FD_OUT(expr) do { if ((expr) != 0) return FD_E_NOMEM; } while (0)
+
 #endif

@@ -16,8 +16,6 @@
 #include "kv.h"
 #include "../cmdargs.h"
 
-#define OUT(expr) do { if ((expr) != 0) return FD_E_NOMEM; } while (0)
-#define TRY(expr) do { int s_ = (expr); if (s_ != FD_OK) return s_; } while (0)
 
 static int hash_lookup(kv_ctx *c, kv_key *k, kv_meta *m)
 {
@@ -53,21 +51,21 @@ static int field_set(kv_ctx *c, const kv_key *k, const kv_meta *m, const char *f
 static int hset_generic(kv_ctx *c, int hmset)
 {
     if (c->argc % 2 == 1) {
-        OUT(resp_add_errorf(c->out, "ERR wrong number of arguments for '%s' command",
+        FD_OUT(resp_add_errorf(c->out, "ERR wrong number of arguments for '%s' command",
                             hmset ? "hmset" : "hset"));
         return FD_OK;
     }
     kv_key k; kv_meta m;
-    TRY(hash_lookup(c, &k, &m));
-    if (!m.live) TRY(kv_coll_new(c, &k, &m, KV_T_HASH));
+    FD_TRY(hash_lookup(c, &k, &m));
+    if (!m.live) FD_TRY(kv_coll_new(c, &k, &m, KV_T_HASH));
     long long created = 0;
     for (int j = 2; j < c->argc; j += 2)
-        TRY(field_set(c, &k, &m, c->argv[j].ptr, c->argv[j].len,
+        FD_TRY(field_set(c, &k, &m, c->argv[j].ptr, c->argv[j].len,
                       c->argv[j + 1].ptr, c->argv[j + 1].len, &created));
     m.size += (uint64_t)created;
-    TRY(kv_coll_save(c, &k, &m));
-    if (hmset) OUT(resp_add_status(c->out, "OK"));
-    else OUT(resp_add_int(c->out, created));
+    FD_TRY(kv_coll_save(c, &k, &m));
+    if (hmset) FD_OUT(resp_add_status(c->out, "OK"));
+    else FD_OUT(resp_add_int(c->out, created));
     return FD_OK;
 }
 
@@ -77,27 +75,27 @@ int kv_cmd_hmset(kv_ctx *c) { return hset_generic(c, 1); }
 int kv_cmd_hsetnx(kv_ctx *c)
 {
     kv_key k; kv_meta m;
-    TRY(hash_lookup(c, &k, &m));
+    FD_TRY(hash_lookup(c, &k, &m));
     if (m.live) {
         const void *v; size_t vl;
         int s = field_get(c, &k, &m, &c->argv[2], &v, &vl);
-        if (s == FD_OK) { OUT(resp_add_int(c->out, 0)); return FD_OK; }
+        if (s == FD_OK) { FD_OUT(resp_add_int(c->out, 0)); return FD_OK; }
         if (s != FD_NOTFOUND) return s;
     } else {
-        TRY(kv_coll_new(c, &k, &m, KV_T_HASH));
+        FD_TRY(kv_coll_new(c, &k, &m, KV_T_HASH));
     }
     long long created = 0;
-    TRY(field_set(c, &k, &m, c->argv[2].ptr, c->argv[2].len, c->argv[3].ptr, c->argv[3].len, &created));
+    FD_TRY(field_set(c, &k, &m, c->argv[2].ptr, c->argv[2].len, c->argv[3].ptr, c->argv[3].len, &created));
     m.size += (uint64_t)created;
-    TRY(kv_coll_save(c, &k, &m));
-    OUT(resp_add_int(c->out, 1));
+    FD_TRY(kv_coll_save(c, &k, &m));
+    FD_OUT(resp_add_int(c->out, 1));
     return FD_OK;
 }
 
 int kv_cmd_hdel(kv_ctx *c)
 {
     kv_key k; kv_meta m;
-    TRY(hash_lookup(c, &k, &m));
+    FD_TRY(hash_lookup(c, &k, &m));
     long long n = 0;
     if (m.live) {
         uint8_t ek[KV_ELEM_MAX];
@@ -108,15 +106,15 @@ int kv_cmd_hdel(kv_ctx *c)
             int s = kv_elem_get(c, ek, el, c->argv[j].ptr, c->argv[j].len, &v, &vl);
             if (s == FD_NOTFOUND) continue;
             if (s != FD_OK) return s;
-            TRY(c->drv->del(c->txn, ek, el));
+            FD_TRY(c->drv->del(c->txn, ek, el));
             n++;
         }
         if (n) {
             m.size -= (uint64_t)n;
-            TRY(kv_coll_save(c, &k, &m));
+            FD_TRY(kv_coll_save(c, &k, &m));
         }
     }
-    OUT(resp_add_int(c->out, n));
+    FD_OUT(resp_add_int(c->out, n));
     return FD_OK;
 }
 
@@ -125,17 +123,17 @@ int kv_cmd_hincrby(kv_ctx *c)
     long long incr, v = 0;
     if (resp_str2ll(c->argv[3].ptr, c->argv[3].len, &incr) != 0) return FD_E_NOTINT;
     kv_key k; kv_meta m;
-    TRY(hash_lookup(c, &k, &m));
+    FD_TRY(hash_lookup(c, &k, &m));
     if (m.live) {
         const void *ov; size_t ovl;
         int s = field_get(c, &k, &m, &c->argv[2], &ov, &ovl);
         if (s == FD_OK && resp_str2ll(ov, ovl, &v) != 0) {
-            OUT(resp_add_error(c->out, "ERR hash value is not an integer"));
+            FD_OUT(resp_add_error(c->out, "ERR hash value is not an integer"));
             return FD_OK;
         }
         if (s != FD_OK && s != FD_NOTFOUND) return s;
     } else {
-        TRY(kv_coll_new(c, &k, &m, KV_T_HASH));
+        FD_TRY(kv_coll_new(c, &k, &m, KV_T_HASH));
     }
     if ((incr < 0 && v < 0 && incr < LLONG_MIN - v) || (incr > 0 && v > 0 && incr > LLONG_MAX - v))
         return FD_E_OVERFLOW;
@@ -143,10 +141,10 @@ int kv_cmd_hincrby(kv_ctx *c)
     char buf[32];
     int n = resp_ll2str(buf, sizeof buf, v);
     long long created = 0;
-    TRY(field_set(c, &k, &m, c->argv[2].ptr, c->argv[2].len, buf, (size_t)n, &created));
+    FD_TRY(field_set(c, &k, &m, c->argv[2].ptr, c->argv[2].len, buf, (size_t)n, &created));
     m.size += (uint64_t)created;
-    TRY(kv_coll_save(c, &k, &m));
-    OUT(resp_add_int(c->out, v));
+    FD_TRY(kv_coll_save(c, &k, &m));
+    FD_OUT(resp_add_int(c->out, v));
     return FD_OK;
 }
 
@@ -155,21 +153,21 @@ int kv_cmd_hincrbyfloat(kv_ctx *c)
     long double v = 0, incr;
     if (resp_str2ld(c->argv[3].ptr, c->argv[3].len, &incr) != 0) return FD_E_NOTFLOAT;
     if (isnan(incr) || isinf(incr)) {
-        OUT(resp_add_error(c->out, "ERR value is NaN or Infinity"));
+        FD_OUT(resp_add_error(c->out, "ERR value is NaN or Infinity"));
         return FD_OK;
     }
     kv_key k; kv_meta m;
-    TRY(hash_lookup(c, &k, &m));
+    FD_TRY(hash_lookup(c, &k, &m));
     if (m.live) {
         const void *ov; size_t ovl;
         int s = field_get(c, &k, &m, &c->argv[2], &ov, &ovl);
         if (s == FD_OK && resp_str2ld(ov, ovl, &v) != 0) {
-            OUT(resp_add_error(c->out, "ERR hash value is not a float"));
+            FD_OUT(resp_add_error(c->out, "ERR hash value is not a float"));
             return FD_OK;
         }
         if (s != FD_OK && s != FD_NOTFOUND) return s;
     } else {
-        TRY(kv_coll_new(c, &k, &m, KV_T_HASH));
+        FD_TRY(kv_coll_new(c, &k, &m, KV_T_HASH));
     }
     v += incr;
     if (isnan(v) || isinf(v)) return FD_E_NAN;
@@ -177,10 +175,10 @@ int kv_cmd_hincrbyfloat(kv_ctx *c)
     int n = resp_format_ld(buf, sizeof buf, v);
     if (n <= 0 || (size_t)n >= sizeof buf) return FD_E_INTERNAL;
     long long created = 0;
-    TRY(field_set(c, &k, &m, c->argv[2].ptr, c->argv[2].len, buf, (size_t)n, &created));
+    FD_TRY(field_set(c, &k, &m, c->argv[2].ptr, c->argv[2].len, buf, (size_t)n, &created));
     m.size += (uint64_t)created;
-    TRY(kv_coll_save(c, &k, &m));
-    OUT(resp_add_bulk(c->out, buf, (size_t)n));
+    FD_TRY(kv_coll_save(c, &k, &m));
+    FD_OUT(resp_add_bulk(c->out, buf, (size_t)n));
     return FD_OK;
 }
 
@@ -189,22 +187,22 @@ int kv_cmd_hincrbyfloat(kv_ctx *c)
 int kv_cmd_hget(kv_ctx *c)
 {
     kv_key k; kv_meta m;
-    TRY(hash_lookup(c, &k, &m));
-    if (!m.live) { OUT(resp_add_null(c->out)); return FD_OK; }
+    FD_TRY(hash_lookup(c, &k, &m));
+    if (!m.live) { FD_OUT(resp_add_null(c->out)); return FD_OK; }
     const void *v; size_t vl;
     int s = field_get(c, &k, &m, &c->argv[2], &v, &vl);
-    if (s == FD_NOTFOUND) OUT(resp_add_null(c->out));
+    if (s == FD_NOTFOUND) FD_OUT(resp_add_null(c->out));
     else if (s != FD_OK) return s;
-    else OUT(resp_add_bulk(c->out, v, vl));
+    else FD_OUT(resp_add_bulk(c->out, v, vl));
     return FD_OK;
 }
 
 int kv_cmd_hmget(kv_ctx *c)
 {
     kv_key k; kv_meta m;
-    TRY(hash_lookup(c, &k, &m));
+    FD_TRY(hash_lookup(c, &k, &m));
     size_t mark = c->out->len;
-    OUT(resp_add_array(c->out, c->argc - 2));
+    FD_OUT(resp_add_array(c->out, c->argc - 2));
     for (int j = 2; j < c->argc; j++) {
         const void *v; size_t vl;
         int s = m.live ? field_get(c, &k, &m, &c->argv[j], &v, &vl) : FD_NOTFOUND;
@@ -218,15 +216,15 @@ int kv_cmd_hmget(kv_ctx *c)
 int kv_cmd_hlen(kv_ctx *c)
 {
     kv_key k; kv_meta m;
-    TRY(hash_lookup(c, &k, &m));
-    OUT(resp_add_int(c->out, m.live ? (long long)m.size : 0));
+    FD_TRY(hash_lookup(c, &k, &m));
+    FD_OUT(resp_add_int(c->out, m.live ? (long long)m.size : 0));
     return FD_OK;
 }
 
 int kv_cmd_hexists(kv_ctx *c)
 {
     kv_key k; kv_meta m;
-    TRY(hash_lookup(c, &k, &m));
+    FD_TRY(hash_lookup(c, &k, &m));
     int found = 0;
     if (m.live) {
         const void *v; size_t vl;
@@ -234,14 +232,14 @@ int kv_cmd_hexists(kv_ctx *c)
         if (s != FD_OK && s != FD_NOTFOUND) return s;
         found = s == FD_OK;
     }
-    OUT(resp_add_int(c->out, found));
+    FD_OUT(resp_add_int(c->out, found));
     return FD_OK;
 }
 
 int kv_cmd_hstrlen(kv_ctx *c)
 {
     kv_key k; kv_meta m;
-    TRY(hash_lookup(c, &k, &m));
+    FD_TRY(hash_lookup(c, &k, &m));
     long long n = 0;
     if (m.live) {
         const void *v; size_t vl;
@@ -249,7 +247,7 @@ int kv_cmd_hstrlen(kv_ctx *c)
         if (s != FD_OK && s != FD_NOTFOUND) return s;
         if (s == FD_OK) n = (long long)vl;
     }
-    OUT(resp_add_int(c->out, n));
+    FD_OUT(resp_add_int(c->out, n));
     return FD_OK;
 }
 
@@ -257,16 +255,16 @@ int kv_cmd_hstrlen(kv_ctx *c)
 static int getall_generic(kv_ctx *c, int keys, int vals)
 {
     kv_key k; kv_meta m;
-    TRY(hash_lookup(c, &k, &m));
+    FD_TRY(hash_lookup(c, &k, &m));
     size_t mark = c->out->len;
     long long n = m.live ? (long long)m.size : 0;
-    if (keys && vals) OUT(resp_add_map(c->out, n));
-    else OUT(resp_add_array(c->out, n));
+    if (keys && vals) FD_OUT(resp_add_map(c->out, n));
+    else FD_OUT(resp_add_array(c->out, n));
     if (!n) return FD_OK;
     uint8_t pfx[KV_ELEM_MAX];
     size_t pl = kv_elem_prefix(pfx, &k, &m, KV_TAG_HASH);
     kv_iter *it;
-    TRY(c->drv->iter_open(c->txn, &it));
+    FD_TRY(c->drv->iter_open(c->txn, &it));
     const void *kp, *vp; size_t kl, vl;
     int s = kv_range_seek(c, it, pfx, pl, pfx, pl, 0, &kp, &kl, &vp, &vl);
     long long got = 0;
@@ -327,28 +325,28 @@ int kv_cmd_hrandfield(kv_ctx *c)
     withvalues = c->argc == 4;
     if (hascount && resp_str2ll(c->argv[2].ptr, c->argv[2].len, &count) != 0) return FD_E_NOTINT;
     if (hascount && count == LLONG_MIN) {
-        OUT(resp_add_error(c->out, "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"));
+        FD_OUT(resp_add_error(c->out, "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"));
         return FD_OK;
     }
     kv_key k; kv_meta m;
-    TRY(hash_lookup(c, &k, &m));
+    FD_TRY(hash_lookup(c, &k, &m));
     if (!m.live) {
-        if (hascount) OUT(resp_add_array(c->out, 0));
-        else OUT(resp_add_null(c->out));
+        if (hascount) FD_OUT(resp_add_array(c->out, 0));
+        else FD_OUT(resp_add_null(c->out));
         return FD_OK;
     }
-    if (hascount && count == 0) { OUT(resp_add_array(c->out, 0)); return FD_OK; }
+    if (hascount && count == 0) { FD_OUT(resp_add_array(c->out, 0)); return FD_OK; }
     uint8_t pfx[KV_ELEM_MAX];
     size_t pl = kv_elem_prefix(pfx, &k, &m, KV_TAG_HASH);
     size_t mark = c->out->len;
     int repeat = count < 0, nested = withvalues && c->out->proto == 3;
     long long want = !hascount ? 1 : repeat ? -count : (count < (long long)m.size ? count : (long long)m.size);
     if (hascount) {
-        if (withvalues && !nested) OUT(resp_add_array(c->out, want * 2));
-        else OUT(resp_add_array(c->out, want));
+        if (withvalues && !nested) FD_OUT(resp_add_array(c->out, want * 2));
+        else FD_OUT(resp_add_array(c->out, want));
     }
     kv_iter *it;
-    TRY(c->drv->iter_open(c->txn, &it));
+    FD_TRY(c->drv->iter_open(c->txn, &it));
     const void *kp, *vp; size_t kl, vl;
     int s = FD_OK;
     /* distinct: a random start, then consecutive records (wrapping);
@@ -383,20 +381,20 @@ int kv_subscan(kv_ctx *c, int type, int tag)
 {
     uint64_t cursor;
     if (fd_parse_cursor(&c->argv[2], &cursor) != 0) {
-        OUT(resp_add_error(c->out, "ERR invalid cursor"));
+        FD_OUT(resp_add_error(c->out, "ERR invalid cursor"));
         return FD_OK;
     }
     kv_key k; kv_meta m;
-    TRY(kv_coll_lookup(c, &k, &m, &c->argv[1], type));
+    FD_TRY(kv_coll_lookup(c, &k, &m, &c->argv[1], type));
     if (!m.live) {
-        OUT(resp_add_array(c->out, 2));
-        OUT(resp_add_bulk(c->out, "0", 1));
-        OUT(resp_add_array(c->out, 0));
+        FD_OUT(resp_add_array(c->out, 2));
+        FD_OUT(resp_add_bulk(c->out, "0", 1));
+        FD_OUT(resp_add_array(c->out, 0));
         return FD_OK;
     }
     long long count;
     const resp_arg *pat;
-    TRY(fd_parse_scan_opts(c->argv, c->argc, 3, &count, &pat, NULL));    /* no TYPE */
+    FD_TRY(fd_parse_scan_opts(c->argv, c->argc, 3, &count, &pat, NULL));    /* no TYPE */
     /* a small sorted set is walked in score order, as Redis's listpack */
     int by_score = 0;
     if (m.size <= KV_SCAN_WHOLE) {
@@ -415,7 +413,7 @@ int kv_subscan(kv_ctx *c, int type, int tag)
     uint8_t last[KV_ENC_MAX];
     size_t lastl = 0;
     kv_iter *it;
-    TRY(c->drv->iter_open(c->txn, &it));
+    FD_TRY(c->drv->iter_open(c->txn, &it));
     const void *kp, *vp; size_t kl, vl;
     int s = kv_range_seek(c, it, pfx, pl, start, sl, 0, &kp, &kl, &vp, &vl);
     while (s == FD_OK) {

@@ -16,8 +16,6 @@
 #include "kv.h"
 #include "../cmdargs.h"
 
-#define OUT(expr) do { if ((expr) != 0) return FD_E_NOMEM; } while (0)
-#define TRY(expr) do { int s_ = (expr); if (s_ != FD_OK) return s_; } while (0)
 
 static const char *type_name(int t)
 {
@@ -57,7 +55,7 @@ static int insert_array_header(resp_out *o, size_t mark, long long n)
 static int record_name(const void *k, size_t kl, const void *v, size_t vl,
                        const char **name, size_t *nl, kv_meta *m)
 {
-    TRY(kv_meta_parse(v, vl, m));
+    FD_TRY(kv_meta_parse(v, vl, m));
     if (m->fullkey) { *name = m->fullkey; *nl = m->fullkey_len; }
     else { *name = (const char *)k + 1; *nl = kl - 1; }
     return FD_OK;
@@ -71,12 +69,12 @@ int kv_cmd_del(kv_ctx *c)
     for (int j = 1; j < c->argc; j++) {
         kv_key k; kv_meta m;
         kv_key_init(&k, c->argv[j].ptr, c->argv[j].len);
-        TRY(kv_lookup(c, &k, &m));
+        FD_TRY(kv_lookup(c, &k, &m));
         if (!m.found) continue;
-        TRY(kv_delete(c, &k, &m));      /* an expired record goes too, uncounted */
+        FD_TRY(kv_delete(c, &k, &m));      /* an expired record goes too, uncounted */
         if (m.live) n++;
     }
-    OUT(resp_add_int(c->out, n));
+    FD_OUT(resp_add_int(c->out, n));
     return FD_OK;
 }
 
@@ -86,10 +84,10 @@ static int count_live(kv_ctx *c)
     for (int j = 1; j < c->argc; j++) {
         kv_key k; kv_meta m;
         kv_key_init(&k, c->argv[j].ptr, c->argv[j].len);
-        TRY(kv_lookup(c, &k, &m));
+        FD_TRY(kv_lookup(c, &k, &m));
         if (m.live) n++;
     }
-    OUT(resp_add_int(c->out, n));
+    FD_OUT(resp_add_int(c->out, n));
     return FD_OK;
 }
 
@@ -100,8 +98,8 @@ int kv_cmd_type(kv_ctx *c)
 {
     kv_key k; kv_meta m;
     kv_key_init(&k, c->argv[1].ptr, c->argv[1].len);
-    TRY(kv_lookup(c, &k, &m));
-    OUT(resp_add_status(c->out, m.live ? type_name(m.type) : "none"));
+    FD_TRY(kv_lookup(c, &k, &m));
+    FD_OUT(resp_add_status(c->out, m.live ? type_name(m.type) : "none"));
     return FD_OK;
 }
 
@@ -114,20 +112,20 @@ static int expire_generic(kv_ctx *c, int64_t base, int seconds)
     int r = fd_parse_expire_opts(c->argv, c->argc, 3, &flags, c->out);
     if (r) return r > 0 ? FD_OK : FD_E_NOMEM;    /* 1: an error was replied */
     long long when;
-    TRY(fd_expire_when(&c->argv[2], base, seconds, &when));
+    FD_TRY(fd_expire_when(&c->argv[2], base, seconds, &when));
 
     kv_key k; kv_meta m;
     kv_key_init(&k, c->argv[1].ptr, c->argv[1].len);
-    TRY(kv_lookup(c, &k, &m));
-    if (!m.live) { OUT(resp_add_int(c->out, 0)); return FD_OK; }
+    FD_TRY(kv_lookup(c, &k, &m));
+    if (!m.live) { FD_OUT(resp_add_int(c->out, 0)); return FD_OK; }
     int64_t cur = m.expire;              /* 0: no expiry (Redis's -1) */
     if (fd_expire_refused(flags, cur, when)) {
-        OUT(resp_add_int(c->out, 0));
+        FD_OUT(resp_add_int(c->out, 0));
         return FD_OK;
     }
-    if (when <= c->now_ms) TRY(kv_delete(c, &k, &m));
-    else TRY(kv_set_expire(c, &k, &m, when));
-    OUT(resp_add_int(c->out, 1));
+    if (when <= c->now_ms) FD_TRY(kv_delete(c, &k, &m));
+    else FD_TRY(kv_set_expire(c, &k, &m, when));
+    FD_OUT(resp_add_int(c->out, 1));
     return FD_OK;
 }
 
@@ -141,7 +139,7 @@ static int ttl_generic(kv_ctx *c, int mode)
 {
     kv_key k; kv_meta m;
     kv_key_init(&k, c->argv[1].ptr, c->argv[1].len);
-    TRY(kv_lookup(c, &k, &m));
+    FD_TRY(kv_lookup(c, &k, &m));
     long long r;
     if (!m.live) r = -2;
     else if (!m.expire) r = -1;
@@ -151,7 +149,7 @@ static int ttl_generic(kv_ctx *c, int mode)
         if (ttl < 0) ttl = 0;
         r = mode == 1 ? ttl : (ttl + 500) / 1000;
     }
-    OUT(resp_add_int(c->out, r));
+    FD_OUT(resp_add_int(c->out, r));
     return FD_OK;
 }
 
@@ -164,10 +162,10 @@ int kv_cmd_persist(kv_ctx *c)
 {
     kv_key k; kv_meta m;
     kv_key_init(&k, c->argv[1].ptr, c->argv[1].len);
-    TRY(kv_lookup(c, &k, &m));
-    if (!m.live || !m.expire) { OUT(resp_add_int(c->out, 0)); return FD_OK; }
-    TRY(kv_set_expire(c, &k, &m, 0));
-    OUT(resp_add_int(c->out, 1));
+    FD_TRY(kv_lookup(c, &k, &m));
+    if (!m.live || !m.expire) { FD_OUT(resp_add_int(c->out, 0)); return FD_OK; }
+    FD_TRY(kv_set_expire(c, &k, &m, 0));
+    FD_OUT(resp_add_int(c->out, 1));
     return FD_OK;
 }
 
@@ -188,7 +186,7 @@ int kv_cmd_keys(kv_ctx *c)
     size_t mark = c->out->len;
     long long n = 0;
     kv_iter *it;
-    TRY(c->drv->iter_open(c->txn, &it));
+    FD_TRY(c->drv->iter_open(c->txn, &it));
     int s = c->drv->seek(it, start, 1 + pl);
     while (s == FD_OK) {
         const void *kp, *vp; size_t kl, vl;
@@ -217,13 +215,13 @@ int kv_cmd_scan(kv_ctx *c)
      * miss one). */
     uint64_t cursor;
     if (fd_parse_cursor(&c->argv[1], &cursor) != 0) {
-        OUT(resp_add_error(c->out, "ERR invalid cursor"));
+        FD_OUT(resp_add_error(c->out, "ERR invalid cursor"));
         return FD_OK;
     }
 
     long long count;
     const resp_arg *pat, *type;
-    TRY(fd_parse_scan_opts(c->argv, c->argc, 2, &count, &pat, &type));
+    FD_TRY(fd_parse_scan_opts(c->argv, c->argc, 2, &count, &pat, &type));
 
     kv_store *st = c->st;
     uint8_t start[KV_MKEY_MAX];
@@ -236,7 +234,7 @@ int kv_cmd_scan(kv_ctx *c)
     uint8_t last[KV_ENC_MAX];
     size_t lastl = 0;
     kv_iter *it;
-    TRY(c->drv->iter_open(c->txn, &it));
+    FD_TRY(c->drv->iter_open(c->txn, &it));
     int s = c->drv->seek(it, start, sl);
     while (s == FD_OK) {
         const void *kp, *vp; size_t kl, vl;
@@ -297,7 +295,7 @@ int kv_cmd_randomkey(kv_ctx *c)
     kv_put_u64(start + 1, rnd(c->st));
     size_t mark = c->out->len;
     kv_iter *it;
-    TRY(c->drv->iter_open(c->txn, &it));
+    FD_TRY(c->drv->iter_open(c->txn, &it));
     int s = c->drv->seek(it, start, 9), wrapped = 0, found = 0;
     for (int steps = 0; steps < 1000 && !found;) {
         const void *kp, *vp; size_t kl, vl;
@@ -321,7 +319,7 @@ int kv_cmd_randomkey(kv_ctx *c)
     }
     c->drv->iter_close(it);
     if (s != FD_OK && s != FD_NOTFOUND) { c->out->len = mark; return s; }
-    if (!found) OUT(resp_add_null(c->out));
+    if (!found) FD_OUT(resp_add_null(c->out));
     return FD_OK;
 }
 
@@ -333,16 +331,16 @@ static int rename_generic(kv_ctx *c, int nx)
     kv_key sk, dk;
     kv_meta sm, dm;
     kv_key_init(&sk, sa->ptr, sa->len);
-    TRY(kv_lookup(c, &sk, &sm));
+    FD_TRY(kv_lookup(c, &sk, &sm));
     if (!sm.live) return FD_E_NOKEY;
     if (sa->len == da->len && memcmp(sa->ptr, da->ptr, sa->len) == 0) {
-        if (nx) OUT(resp_add_int(c->out, 0));
-        else OUT(resp_add_status(c->out, "OK"));
+        if (nx) FD_OUT(resp_add_int(c->out, 0));
+        else FD_OUT(resp_add_status(c->out, "OK"));
         return FD_OK;
     }
     kv_key_init(&dk, da->ptr, da->len);
-    TRY(kv_lookup(c, &dk, &dm));
-    if (nx && dm.live) { OUT(resp_add_int(c->out, 0)); return FD_OK; }
+    FD_TRY(kv_lookup(c, &dk, &dm));
+    if (nx && dm.live) { FD_OUT(resp_add_int(c->out, 0)); return FD_OK; }
 
     /* A collection's elements are keyed by its key: copy them under the new
      * name with a fresh version (O(n), as kvrocks); the old ones go to the
@@ -353,9 +351,9 @@ static int rename_generic(kv_ctx *c, int nx)
         nver = kv_new_version(c->st);
         size_t fl = kv_enc_sub_prefix(from, KV_KEY_ENC(&sk), KV_KEY_ELEN(&sk), sm.version);
         size_t tl = kv_enc_sub_prefix(to, KV_KEY_ENC(&dk), KV_KEY_ELEN(&dk), nver);
-        TRY(kv_copy_prefix(c, from, fl, to, tl));
+        FD_TRY(kv_copy_prefix(c, from, fl, to, tl));
     }
-    if (dm.found) TRY(kv_delete(c, &dk, &dm));
+    if (dm.found) FD_TRY(kv_delete(c, &dk, &dm));
 
     /* the new metadata: the source's, with the destination's name */
     const void *v; size_t vl;
@@ -375,17 +373,17 @@ static int rename_generic(kv_ctx *c, int nx)
     memcpy(b + dh, (const uint8_t *)v + sh, body);
     if (sm.type != KV_T_STRING) kv_put_u64(b + dh, nver);
 
-    TRY(kv_delete(c, &sk, &sm));
-    TRY(c->drv->put(c->txn, dk.mkey, dk.mlen, b, nl));
+    FD_TRY(kv_delete(c, &sk, &sm));
+    FD_TRY(c->drv->put(c->txn, dk.mkey, dk.mlen, b, nl));
     c->d_keys++;
     if (sm.expire) {
         uint8_t ek[KV_EKEY_MAX];
         size_t el = kv_enc_expire_key(ek, sm.expire, KV_KEY_ENC(&dk), KV_KEY_ELEN(&dk));
-        TRY(c->drv->put(c->txn, ek, el, "", 0));
+        FD_TRY(c->drv->put(c->txn, ek, el, "", 0));
         c->d_expires++;
     }
-    if (nx) OUT(resp_add_int(c->out, 1));
-    else OUT(resp_add_status(c->out, "OK"));
+    if (nx) FD_OUT(resp_add_int(c->out, 1));
+    else FD_OUT(resp_add_status(c->out, "OK"));
     return FD_OK;
 }
 
@@ -397,7 +395,7 @@ int kv_cmd_renamenx(kv_ctx *c) { return rename_generic(c, 1); }
 int kv_cmd_dbsize(kv_ctx *c)
 {
     kv_store *st = c->st;
-    OUT(resp_add_int(c->out, (long long)(st->keys + (uint64_t)(st->t_keys + c->d_keys))));
+    FD_OUT(resp_add_int(c->out, (long long)(st->keys + (uint64_t)(st->t_keys + c->d_keys))));
     return FD_OK;
 }
 
@@ -406,11 +404,11 @@ int kv_cmd_flushdb(kv_ctx *c)
     if (c->argc > 2 || (c->argc == 2 && !fd_opt_is(&c->argv[1], "async") && !fd_opt_is(&c->argv[1], "sync")))
         return FD_E_SYNTAX;
     kv_store *st = c->st;
-    TRY(c->drv->clear(c->txn));
+    FD_TRY(c->drv->clear(c->txn));
     c->d_keys = -(int64_t)(st->keys + (uint64_t)st->t_keys);
     c->d_expires = -(int64_t)(st->expires + (uint64_t)st->t_expires);
     st->t_dirty = 1;     /* the counter records were wiped too: rewrite them */
     st->t_cleared = 1;
-    OUT(resp_add_status(c->out, "OK"));
+    FD_OUT(resp_add_status(c->out, "OK"));
     return FD_OK;
 }

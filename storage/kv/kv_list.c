@@ -22,8 +22,6 @@
 #include "kv.h"
 #include "../cmdargs.h"
 
-#define OUT(expr) do { if ((expr) != 0) return FD_E_NOMEM; } while (0)
-#define TRY(expr) do { int s_ = (expr); if (s_ != FD_OK) return s_; } while (0)
 
 typedef struct lref {
     kv_key  k;
@@ -34,7 +32,7 @@ typedef struct lref {
 
 static int lref_load(kv_ctx *c, lref *r, const resp_arg *key)
 {
-    TRY(kv_coll_lookup(c, &r->k, &r->m, key, KV_T_LIST));
+    FD_TRY(kv_coll_lookup(c, &r->k, &r->m, key, KV_T_LIST));
     if (r->m.live) r->pl = kv_elem_prefix(r->pfx, &r->k, &r->m, KV_TAG_LIST);
     return FD_OK;
 }
@@ -42,7 +40,7 @@ static int lref_load(kv_ctx *c, lref *r, const resp_arg *key)
 static int lref_create(kv_ctx *c, lref *r)
 {
     if (r->m.live) return FD_OK;
-    TRY(kv_coll_new(c, &r->k, &r->m, KV_T_LIST));
+    FD_TRY(kv_coll_new(c, &r->k, &r->m, KV_T_LIST));
     r->pl = kv_elem_prefix(r->pfx, &r->k, &r->m, KV_TAG_LIST);
     return FD_OK;
 }
@@ -81,7 +79,7 @@ static int del_at(kv_ctx *c, const lref *r, uint64_t seq)
 static int move_at(kv_ctx *c, const lref *r, uint64_t seq, uint64_t seq2)
 {
     const void *v; size_t vl;
-    TRY(get_at(c, r, seq, &v, &vl));
+    FD_TRY(get_at(c, r, seq, &v, &vl));
     char *b = kv_scratch(c->st, vl ? vl : 1);
     if (!b) return FD_E_NOMEM;
     memcpy(b, v, vl);
@@ -103,15 +101,15 @@ static int push_one(kv_ctx *c, lref *r, int left, const void *v, size_t vl)
 static int push_generic(kv_ctx *c, int left, int xx)
 {
     lref r;
-    TRY(lref_load(c, &r, &c->argv[1]));
+    FD_TRY(lref_load(c, &r, &c->argv[1]));
     if (!r.m.live) {
-        if (xx) { OUT(resp_add_int(c->out, 0)); return FD_OK; }
-        TRY(lref_create(c, &r));
+        if (xx) { FD_OUT(resp_add_int(c->out, 0)); return FD_OK; }
+        FD_TRY(lref_create(c, &r));
     }
     for (int j = 2; j < c->argc; j++)
-        TRY(push_one(c, &r, left, c->argv[j].ptr, c->argv[j].len));
-    TRY(kv_coll_save(c, &r.k, &r.m));
-    OUT(resp_add_int(c->out, (long long)r.m.size));
+        FD_TRY(push_one(c, &r, left, c->argv[j].ptr, c->argv[j].len));
+    FD_TRY(kv_coll_save(c, &r.k, &r.m));
+    FD_OUT(resp_add_int(c->out, (long long)r.m.size));
     return FD_OK;
 }
 
@@ -125,7 +123,7 @@ static int pop_generic(kv_ctx *c, int left)
     long long count = 1;
     int hascount = c->argc == 3;
     if (c->argc > 3) {
-        OUT(resp_add_errorf(c->out, "ERR wrong number of arguments for '%s' command", left ? "lpop" : "rpop"));
+        FD_OUT(resp_add_errorf(c->out, "ERR wrong number of arguments for '%s' command", left ? "lpop" : "rpop"));
         return FD_OK;
     }
     if (hascount) {
@@ -133,22 +131,22 @@ static int pop_generic(kv_ctx *c, int left)
         if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &count) != 0 || count < 0) return FD_E_RANGE_POSITIVE;
     }
     lref r;
-    TRY(lref_load(c, &r, &c->argv[1]));
+    FD_TRY(lref_load(c, &r, &c->argv[1]));
     if (!r.m.live) {
-        if (hascount) OUT(resp_add_null_array(c->out));
-        else OUT(resp_add_null(c->out));
+        if (hascount) FD_OUT(resp_add_null_array(c->out));
+        else FD_OUT(resp_add_null(c->out));
         return FD_OK;
     }
-    if (hascount && count == 0) { OUT(resp_add_array(c->out, 0)); return FD_OK; }
+    if (hascount && count == 0) { FD_OUT(resp_add_array(c->out, 0)); return FD_OK; }
     if (count > (long long)r.m.size) count = (long long)r.m.size;
     size_t mark = c->out->len;
-    if (hascount) OUT(resp_add_array(c->out, count));
+    if (hascount) FD_OUT(resp_add_array(c->out, count));
     int s = FD_OK;
     if (count == (long long)r.m.size && count > 1) {
         /* the whole list goes: reply from one scan, delete in O(1) */
         kv_iter *it;
         long long got = 0;
-        TRY(c->drv->iter_open(c->txn, &it));
+        FD_TRY(c->drv->iter_open(c->txn, &it));
         const void *kp, *vp; size_t kl, vl;
         s = kv_range_seek(c, it, r.pfx, r.pl, r.pfx, r.pl, !left, &kp, &kl, &vp, &vl);
         while (s == FD_OK && got < count) {
@@ -183,23 +181,23 @@ int kv_cmd_rpop(kv_ctx *c) { return pop_generic(c, 0); }
 int kv_cmd_llen(kv_ctx *c)
 {
     lref r;
-    TRY(lref_load(c, &r, &c->argv[1]));
-    OUT(resp_add_int(c->out, r.m.live ? (long long)r.m.size : 0));
+    FD_TRY(lref_load(c, &r, &c->argv[1]));
+    FD_OUT(resp_add_int(c->out, r.m.live ? (long long)r.m.size : 0));
     return FD_OK;
 }
 
 int kv_cmd_lindex(kv_ctx *c)
 {
     lref r;
-    TRY(lref_load(c, &r, &c->argv[1]));
-    if (!r.m.live) { OUT(resp_add_null(c->out)); return FD_OK; }
+    FD_TRY(lref_load(c, &r, &c->argv[1]));
+    if (!r.m.live) { FD_OUT(resp_add_null(c->out)); return FD_OK; }
     long long idx, n = (long long)r.m.size;
     if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &idx) != 0) return FD_E_NOTINT;
     if (idx < 0) idx += n;
-    if (idx < 0 || idx >= n) { OUT(resp_add_null(c->out)); return FD_OK; }
+    if (idx < 0 || idx >= n) { FD_OUT(resp_add_null(c->out)); return FD_OK; }
     const void *v; size_t vl;
-    TRY(get_at(c, &r, r.m.head + (uint64_t)idx, &v, &vl));
-    OUT(resp_add_bulk(c->out, v, vl));
+    FD_TRY(get_at(c, &r, r.m.head + (uint64_t)idx, &v, &vl));
+    FD_OUT(resp_add_bulk(c->out, v, vl));
     return FD_OK;
 }
 
@@ -209,20 +207,20 @@ int kv_cmd_lrange(kv_ctx *c)
     if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &start) != 0 ||
         resp_str2ll(c->argv[3].ptr, c->argv[3].len, &end) != 0) return FD_E_NOTINT;
     lref r;
-    TRY(lref_load(c, &r, &c->argv[1]));
+    FD_TRY(lref_load(c, &r, &c->argv[1]));
     long long n = r.m.live ? (long long)r.m.size : 0;
     if (start < 0) start += n;
     if (end < 0) end += n;
     if (start < 0) start = 0;
-    if (start > end || start >= n) { OUT(resp_add_array(c->out, 0)); return FD_OK; }
+    if (start > end || start >= n) { FD_OUT(resp_add_array(c->out, 0)); return FD_OK; }
     if (end >= n) end = n - 1;
     long long want = end - start + 1, got = 0;
     size_t mark = c->out->len;
-    OUT(resp_add_array(c->out, want));
+    FD_OUT(resp_add_array(c->out, want));
     uint8_t from[KV_ELEM_MAX];
     size_t fl = seq_key(from, &r, r.m.head + (uint64_t)start);
     kv_iter *it;
-    TRY(c->drv->iter_open(c->txn, &it));
+    FD_TRY(c->drv->iter_open(c->txn, &it));
     const void *kp, *vp; size_t kl, vl;
     int s = kv_range_seek(c, it, r.pfx, r.pl, from, fl, 0, &kp, &kl, &vp, &vl);
     while (s == FD_OK && got < want) {
@@ -239,22 +237,22 @@ int kv_cmd_lpos(kv_ctx *c)
 {
     fd_lpos o;
     int replied;
-    TRY(fd_parse_lpos(c->argv, c->argc, &o, c->out, &replied));
+    FD_TRY(fd_parse_lpos(c->argv, c->argc, &o, c->out, &replied));
     if (replied) return FD_OK;
     long long rank = o.rank, count = o.count, maxlen = o.maxlen;
     int rev = o.rev;
     lref r;
-    TRY(lref_load(c, &r, &c->argv[1]));
+    FD_TRY(lref_load(c, &r, &c->argv[1]));
     if (!r.m.live) {
-        if (count != -1) OUT(resp_add_array(c->out, 0));
-        else OUT(resp_add_null(c->out));
+        if (count != -1) FD_OUT(resp_add_array(c->out, 0));
+        else FD_OUT(resp_add_null(c->out));
         return FD_OK;
     }
     const resp_arg *el = &c->argv[2];
     size_t mark = c->out->len;
     long long n = (long long)r.m.size, index = 0, matches = 0, emitted = 0;
     kv_iter *it;
-    TRY(c->drv->iter_open(c->txn, &it));
+    FD_TRY(c->drv->iter_open(c->txn, &it));
     const void *kp, *vp; size_t kl, vl;
     int s = kv_range_seek(c, it, r.pfx, r.pl, r.pfx, r.pl, rev, &kp, &kl, &vp, &vl);
     while (s == FD_OK && (maxlen == 0 || index < maxlen)) {
@@ -273,7 +271,7 @@ int kv_cmd_lpos(kv_ctx *c)
     if (s != FD_OK && s != FD_NOTFOUND) { c->out->len = mark; return s; }
     if (count != -1) {
         if (kv_reply_header(c->out, mark, 'a', emitted)) { c->out->len = mark; return FD_E_NOMEM; }
-    } else if (!emitted) OUT(resp_add_null(c->out));
+    } else if (!emitted) FD_OUT(resp_add_null(c->out));
     return FD_OK;
 }
 
@@ -282,14 +280,14 @@ int kv_cmd_lpos(kv_ctx *c)
 int kv_cmd_lset(kv_ctx *c)
 {
     lref r;
-    TRY(lref_load(c, &r, &c->argv[1]));
+    FD_TRY(lref_load(c, &r, &c->argv[1]));
     if (!r.m.live) return FD_E_NOKEY;
     long long idx, n = (long long)r.m.size;
     if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &idx) != 0) return FD_E_NOTINT;
     if (idx < 0) idx += n;
     if (idx < 0 || idx >= n) return FD_E_INDEX;
-    TRY(put_at(c, &r, r.m.head + (uint64_t)idx, c->argv[3].ptr, c->argv[3].len));
-    OUT(resp_add_status(c->out, "OK"));
+    FD_TRY(put_at(c, &r, r.m.head + (uint64_t)idx, c->argv[3].ptr, c->argv[3].len));
+    FD_OUT(resp_add_status(c->out, "OK"));
     return FD_OK;
 }
 
@@ -299,8 +297,8 @@ int kv_cmd_ltrim(kv_ctx *c)
     if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &start) != 0 ||
         resp_str2ll(c->argv[3].ptr, c->argv[3].len, &end) != 0) return FD_E_NOTINT;
     lref r;
-    TRY(lref_load(c, &r, &c->argv[1]));
-    if (!r.m.live) { OUT(resp_add_status(c->out, "OK")); return FD_OK; }
+    FD_TRY(lref_load(c, &r, &c->argv[1]));
+    if (!r.m.live) { FD_OUT(resp_add_status(c->out, "OK")); return FD_OK; }
     long long n = (long long)r.m.size, ltrim, rtrim;
     if (start < 0) start += n;
     if (end < 0) end += n;
@@ -312,14 +310,14 @@ int kv_cmd_ltrim(kv_ctx *c)
         rtrim = n - end - 1;
     }
     if (ltrim + rtrim >= n) {
-        TRY(kv_delete(c, &r.k, &r.m));          /* O(1): the elements go to the garbage queue */
+        FD_TRY(kv_delete(c, &r.k, &r.m));          /* O(1): the elements go to the garbage queue */
     } else if (ltrim + rtrim > 0) {
-        for (long long i = 0; i < ltrim; i++) TRY(del_at(c, &r, r.m.head++));
-        for (long long i = 0; i < rtrim; i++) TRY(del_at(c, &r, r.m.tail--));
+        for (long long i = 0; i < ltrim; i++) FD_TRY(del_at(c, &r, r.m.head++));
+        for (long long i = 0; i < rtrim; i++) FD_TRY(del_at(c, &r, r.m.tail--));
         r.m.size -= (uint64_t)(ltrim + rtrim);
-        TRY(kv_coll_save(c, &r.k, &r.m));
+        FD_TRY(kv_coll_save(c, &r.k, &r.m));
     }
-    OUT(resp_add_status(c->out, "OK"));
+    FD_OUT(resp_add_status(c->out, "OK"));
     return FD_OK;
 }
 
@@ -328,8 +326,8 @@ int kv_cmd_lrem(kv_ctx *c)
     long long toremove;
     if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &toremove) != 0) return FD_E_NOTINT;
     lref r;
-    TRY(lref_load(c, &r, &c->argv[1]));
-    if (!r.m.live) { OUT(resp_add_int(c->out, 0)); return FD_OK; }
+    FD_TRY(lref_load(c, &r, &c->argv[1]));
+    if (!r.m.live) { FD_OUT(resp_add_int(c->out, 0)); return FD_OK; }
     const resp_arg *el = &c->argv[3];
     int rev = toremove < 0;
     uint64_t limit = toremove == 0 ? UINT64_MAX : rev ? (uint64_t)0 - (uint64_t)toremove : (uint64_t)toremove;
@@ -339,28 +337,28 @@ int kv_cmd_lrem(kv_ctx *c)
     uint64_t rd = rev ? r.m.tail : r.m.head, wr = rd;
     for (uint64_t i = 0; i < n; i++) {
         const void *v; size_t vl;
-        TRY(get_at(c, &r, rd, &v, &vl));
+        FD_TRY(get_at(c, &r, rd, &v, &vl));
         if (removed < limit && vl == el->len && memcmp(v, el->ptr, vl) == 0) {
             removed++;
         } else {
-            if (wr != rd) TRY(move_at(c, &r, rd, wr));
+            if (wr != rd) FD_TRY(move_at(c, &r, rd, wr));
             wr = rev ? wr - 1 : wr + 1;
         }
         rd = rev ? rd - 1 : rd + 1;
     }
     if (removed) {
         if (removed == n) {
-            TRY(kv_delete(c, &r.k, &r.m));
+            FD_TRY(kv_delete(c, &r.k, &r.m));
         } else {
             for (uint64_t i = 0; i < removed; i++) {
-                if (rev) TRY(del_at(c, &r, r.m.head++));
-                else TRY(del_at(c, &r, r.m.tail--));
+                if (rev) FD_TRY(del_at(c, &r, r.m.head++));
+                else FD_TRY(del_at(c, &r, r.m.tail--));
             }
             r.m.size -= removed;
-            TRY(kv_coll_save(c, &r.k, &r.m));
+            FD_TRY(kv_coll_save(c, &r.k, &r.m));
         }
     }
-    OUT(resp_add_int(c->out, (long long)removed));
+    FD_OUT(resp_add_int(c->out, (long long)removed));
     return FD_OK;
 }
 
@@ -371,13 +369,13 @@ int kv_cmd_linsert(kv_ctx *c)
     else if (kv_opt_is(&c->argv[2], "before")) after = 0;
     else return FD_E_SYNTAX;
     lref r;
-    TRY(lref_load(c, &r, &c->argv[1]));
-    if (!r.m.live) { OUT(resp_add_int(c->out, 0)); return FD_OK; }
+    FD_TRY(lref_load(c, &r, &c->argv[1]));
+    if (!r.m.live) { FD_OUT(resp_add_int(c->out, 0)); return FD_OK; }
     const resp_arg *pivot = &c->argv[3], *val = &c->argv[4];
     /* find the pivot */
     long long pos = -1, idx = 0;
     kv_iter *it;
-    TRY(c->drv->iter_open(c->txn, &it));
+    FD_TRY(c->drv->iter_open(c->txn, &it));
     const void *kp, *vp; size_t kl, vl;
     int s = kv_range_seek(c, it, r.pfx, r.pl, r.pfx, r.pl, 0, &kp, &kl, &vp, &vl);
     while (s == FD_OK) {
@@ -387,22 +385,22 @@ int kv_cmd_linsert(kv_ctx *c)
     }
     c->drv->iter_close(it);
     if (s != FD_OK && s != FD_NOTFOUND) return s;
-    if (pos < 0) { OUT(resp_add_int(c->out, -1)); return FD_OK; }
+    if (pos < 0) { FD_OUT(resp_add_int(c->out, -1)); return FD_OK; }
     uint64_t n = r.m.size, i = (uint64_t)pos + (after ? 1 : 0);   /* index of the new element */
     if (i <= n - i) {
         /* shift elements [0, i) one to the left */
-        for (uint64_t j = 0; j < i; j++) TRY(move_at(c, &r, r.m.head + j, r.m.head + j - 1));
-        TRY(put_at(c, &r, r.m.head + i - 1, val->ptr, val->len));
+        for (uint64_t j = 0; j < i; j++) FD_TRY(move_at(c, &r, r.m.head + j, r.m.head + j - 1));
+        FD_TRY(put_at(c, &r, r.m.head + i - 1, val->ptr, val->len));
         r.m.head--;
     } else {
         /* shift elements [i, n) one to the right */
-        for (uint64_t j = n; j > i; j--) TRY(move_at(c, &r, r.m.head + j - 1, r.m.head + j));
-        TRY(put_at(c, &r, r.m.head + i, val->ptr, val->len));
+        for (uint64_t j = n; j > i; j--) FD_TRY(move_at(c, &r, r.m.head + j - 1, r.m.head + j));
+        FD_TRY(put_at(c, &r, r.m.head + i, val->ptr, val->len));
         r.m.tail++;
     }
     r.m.size++;
-    TRY(kv_coll_save(c, &r.k, &r.m));
-    OUT(resp_add_int(c->out, (long long)r.m.size));
+    FD_TRY(kv_coll_save(c, &r.k, &r.m));
+    FD_OUT(resp_add_int(c->out, (long long)r.m.size));
     return FD_OK;
 }
 
@@ -411,17 +409,17 @@ int kv_cmd_linsert(kv_ctx *c)
 static int lmove_generic(kv_ctx *c, int from_left, int to_left)
 {
     lref src, dstb, *dst;
-    TRY(lref_load(c, &src, &c->argv[1]));
-    if (!src.m.live) { OUT(resp_add_null(c->out)); return FD_OK; }
+    FD_TRY(lref_load(c, &src, &c->argv[1]));
+    if (!src.m.live) { FD_OUT(resp_add_null(c->out)); return FD_OK; }
     int same = c->argv[1].len == c->argv[2].len && memcmp(c->argv[1].ptr, c->argv[2].ptr, c->argv[1].len) == 0;
     if (same) dst = &src;
     else {
         dst = &dstb;
-        TRY(lref_load(c, dst, &c->argv[2]));
+        FD_TRY(lref_load(c, dst, &c->argv[2]));
     }
     uint64_t seq = from_left ? src.m.head : src.m.tail;
     const void *v; size_t vl;
-    TRY(get_at(c, &src, seq, &v, &vl));
+    FD_TRY(get_at(c, &src, seq, &v, &vl));
     char *val = malloc(vl ? vl : 1);
     if (!val) return FD_E_NOMEM;
     memcpy(val, v, vl);

@@ -17,8 +17,6 @@
 #include "kv.h"
 #include "../cmdargs.h"
 
-#define OUT(expr) do { if ((expr) != 0) return FD_E_NOMEM; } while (0)
-#define TRY(expr) do { int s_ = (expr); if (s_ != FD_OK) return s_; } while (0)
 
 /* A set named by a command argument, with its member prefix. */
 typedef struct sref {
@@ -30,7 +28,7 @@ typedef struct sref {
 
 static int sref_load(kv_ctx *c, sref *r, const resp_arg *key)
 {
-    TRY(kv_coll_lookup(c, &r->k, &r->m, key, KV_T_SET));
+    FD_TRY(kv_coll_lookup(c, &r->k, &r->m, key, KV_T_SET));
     if (r->m.live) r->pl = kv_elem_prefix(r->pfx, &r->k, &r->m, KV_TAG_SET);
     return FD_OK;
 }
@@ -57,10 +55,10 @@ static int member_change(kv_ctx *c, sref *r, const char *mb, size_t ml, int add,
     int s = kv_elem_get(c, ek, el, mb, ml, &v, &vl);
     if (s != FD_OK && s != FD_NOTFOUND) return s;
     if (add && s == FD_NOTFOUND) {
-        TRY(kv_elem_put(c, ek, el, mb, ml, NULL, 0));
+        FD_TRY(kv_elem_put(c, ek, el, mb, ml, NULL, 0));
         (*changed)++;
     } else if (!add && s == FD_OK) {
-        TRY(c->drv->del(c->txn, ek, el));
+        FD_TRY(c->drv->del(c->txn, ek, el));
         (*changed)++;
     }
     return FD_OK;
@@ -69,7 +67,7 @@ static int member_change(kv_ctx *c, sref *r, const char *mb, size_t ml, int add,
 static int create_if_missing(kv_ctx *c, sref *r)
 {
     if (r->m.live) return FD_OK;
-    TRY(kv_coll_new(c, &r->k, &r->m, KV_T_SET));
+    FD_TRY(kv_coll_new(c, &r->k, &r->m, KV_T_SET));
     r->pl = kv_elem_prefix(r->pfx, &r->k, &r->m, KV_TAG_SET);
     return FD_OK;
 }
@@ -79,56 +77,56 @@ static int create_if_missing(kv_ctx *c, sref *r)
 int kv_cmd_sadd(kv_ctx *c)
 {
     sref r;
-    TRY(sref_load(c, &r, &c->argv[1]));
-    TRY(create_if_missing(c, &r));
+    FD_TRY(sref_load(c, &r, &c->argv[1]));
+    FD_TRY(create_if_missing(c, &r));
     long long n = 0;
     for (int j = 2; j < c->argc; j++)
-        TRY(member_change(c, &r, c->argv[j].ptr, c->argv[j].len, 1, &n));
+        FD_TRY(member_change(c, &r, c->argv[j].ptr, c->argv[j].len, 1, &n));
     r.m.size += (uint64_t)n;
-    if (n) TRY(kv_coll_save(c, &r.k, &r.m));
-    OUT(resp_add_int(c->out, n));
+    if (n) FD_TRY(kv_coll_save(c, &r.k, &r.m));
+    FD_OUT(resp_add_int(c->out, n));
     return FD_OK;
 }
 
 int kv_cmd_srem(kv_ctx *c)
 {
     sref r;
-    TRY(sref_load(c, &r, &c->argv[1]));
+    FD_TRY(sref_load(c, &r, &c->argv[1]));
     long long n = 0;
     if (r.m.live) {
         for (int j = 2; j < c->argc && (uint64_t)n < r.m.size; j++)
-            TRY(member_change(c, &r, c->argv[j].ptr, c->argv[j].len, 0, &n));
+            FD_TRY(member_change(c, &r, c->argv[j].ptr, c->argv[j].len, 0, &n));
         r.m.size -= (uint64_t)n;
-        if (n) TRY(kv_coll_save(c, &r.k, &r.m));
+        if (n) FD_TRY(kv_coll_save(c, &r.k, &r.m));
     }
-    OUT(resp_add_int(c->out, n));
+    FD_OUT(resp_add_int(c->out, n));
     return FD_OK;
 }
 
 int kv_cmd_scard(kv_ctx *c)
 {
     sref r;
-    TRY(sref_load(c, &r, &c->argv[1]));
-    OUT(resp_add_int(c->out, r.m.live ? (long long)r.m.size : 0));
+    FD_TRY(sref_load(c, &r, &c->argv[1]));
+    FD_OUT(resp_add_int(c->out, r.m.live ? (long long)r.m.size : 0));
     return FD_OK;
 }
 
 int kv_cmd_sismember(kv_ctx *c)
 {
     sref r;
-    TRY(sref_load(c, &r, &c->argv[1]));
+    FD_TRY(sref_load(c, &r, &c->argv[1]));
     int y = is_member(c, &r, c->argv[2].ptr, c->argv[2].len);
     if (y < 0) return -y;
-    OUT(resp_add_int(c->out, y));
+    FD_OUT(resp_add_int(c->out, y));
     return FD_OK;
 }
 
 int kv_cmd_smismember(kv_ctx *c)
 {
     sref r;
-    TRY(sref_load(c, &r, &c->argv[1]));
+    FD_TRY(sref_load(c, &r, &c->argv[1]));
     size_t mark = c->out->len;
-    OUT(resp_add_array(c->out, c->argc - 2));
+    FD_OUT(resp_add_array(c->out, c->argc - 2));
     for (int j = 2; j < c->argc; j++) {
         int y = is_member(c, &r, c->argv[j].ptr, c->argv[j].len);
         if (y < 0) { c->out->len = mark; return -y; }
@@ -140,30 +138,30 @@ int kv_cmd_smismember(kv_ctx *c)
 int kv_cmd_smove(kv_ctx *c)
 {
     sref src, dst;
-    TRY(sref_load(c, &src, &c->argv[1]));
+    FD_TRY(sref_load(c, &src, &c->argv[1]));
     kv_key_init(&dst.k, c->argv[2].ptr, c->argv[2].len);
-    TRY(kv_lookup(c, &dst.k, &dst.m));
-    if (!src.m.live) { OUT(resp_add_int(c->out, 0)); return FD_OK; }
+    FD_TRY(kv_lookup(c, &dst.k, &dst.m));
+    if (!src.m.live) { FD_OUT(resp_add_int(c->out, 0)); return FD_OK; }
     if (dst.m.live && dst.m.type != KV_T_SET) return FD_E_WRONGTYPE;
     if (dst.m.live) dst.pl = kv_elem_prefix(dst.pfx, &dst.k, &dst.m, KV_TAG_SET);
     const resp_arg *mb = &c->argv[3];
     if (c->argv[1].len == c->argv[2].len && memcmp(c->argv[1].ptr, c->argv[2].ptr, c->argv[1].len) == 0) {
         int y = is_member(c, &src, mb->ptr, mb->len);
         if (y < 0) return -y;
-        OUT(resp_add_int(c->out, y));
+        FD_OUT(resp_add_int(c->out, y));
         return FD_OK;
     }
     long long n = 0;
-    TRY(member_change(c, &src, mb->ptr, mb->len, 0, &n));
-    if (!n) { OUT(resp_add_int(c->out, 0)); return FD_OK; }
+    FD_TRY(member_change(c, &src, mb->ptr, mb->len, 0, &n));
+    if (!n) { FD_OUT(resp_add_int(c->out, 0)); return FD_OK; }
     src.m.size--;
-    TRY(kv_coll_save(c, &src.k, &src.m));
-    TRY(create_if_missing(c, &dst));
+    FD_TRY(kv_coll_save(c, &src.k, &src.m));
+    FD_TRY(create_if_missing(c, &dst));
     n = 0;
-    TRY(member_change(c, &dst, mb->ptr, mb->len, 1, &n));
+    FD_TRY(member_change(c, &dst, mb->ptr, mb->len, 1, &n));
     dst.m.size += (uint64_t)n;
-    if (n) TRY(kv_coll_save(c, &dst.k, &dst.m));
-    OUT(resp_add_int(c->out, 1));
+    if (n) FD_TRY(kv_coll_save(c, &dst.k, &dst.m));
+    FD_OUT(resp_add_int(c->out, 1));
     return FD_OK;
 }
 
@@ -171,13 +169,13 @@ int kv_cmd_smove(kv_ctx *c)
 int kv_cmd_smembers(kv_ctx *c)
 {
     sref r;
-    TRY(sref_load(c, &r, &c->argv[1]));
+    FD_TRY(sref_load(c, &r, &c->argv[1]));
     long long n = r.m.live ? (long long)r.m.size : 0;
     size_t mark = c->out->len;
-    OUT(resp_add_set(c->out, n));
+    FD_OUT(resp_add_set(c->out, n));
     if (!n) return FD_OK;
     kv_iter *it;
-    TRY(c->drv->iter_open(c->txn, &it));
+    FD_TRY(c->drv->iter_open(c->txn, &it));
     const void *kp, *vp; size_t kl, vl;
     long long got = 0;
     int s = kv_range_seek(c, it, r.pfx, r.pl, r.pfx, r.pl, 0, &kp, &kl, &vp, &vl);
@@ -201,7 +199,7 @@ int kv_cmd_smembers(kv_ctx *c)
 static int pick_members(kv_ctx *c, const sref *r, long long want, int repeat, kv_list *out)
 {
     kv_iter *it;
-    TRY(c->drv->iter_open(c->txn, &it));
+    FD_TRY(c->drv->iter_open(c->txn, &it));
     const void *kp, *vp; size_t kl, vl;
     int s = FD_OK;
     if (!repeat) s = want >= (long long)r->m.size
@@ -253,10 +251,10 @@ int kv_cmd_spop(kv_ctx *c)
         if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &count) != 0 || count < 0) return FD_E_RANGE_POSITIVE;
     }
     sref r;
-    TRY(sref_load(c, &r, &c->argv[1]));
+    FD_TRY(sref_load(c, &r, &c->argv[1]));
     if (!r.m.live || (hascount && count == 0)) {
-        if (hascount) OUT(resp_add_set(c->out, 0));
-        else OUT(resp_add_null(c->out));
+        if (hascount) FD_OUT(resp_add_set(c->out, 0));
+        else FD_OUT(resp_add_null(c->out));
         return FD_OK;
     }
     kv_list l = {0};
@@ -284,15 +282,15 @@ int kv_cmd_srandmember(kv_ctx *c)
     if (hascount) {
         if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &count) != 0) return FD_E_NOTINT;
         if (count == LLONG_MIN) {
-            OUT(resp_add_error(c->out, "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"));
+            FD_OUT(resp_add_error(c->out, "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"));
             return FD_OK;
         }
     }
     sref r;
-    TRY(sref_load(c, &r, &c->argv[1]));
+    FD_TRY(sref_load(c, &r, &c->argv[1]));
     if (!r.m.live || (hascount && count == 0)) {
-        if (hascount) OUT(resp_add_array(c->out, 0));
-        else OUT(resp_add_null(c->out));
+        if (hascount) FD_OUT(resp_add_array(c->out, 0));
+        else FD_OUT(resp_add_null(c->out));
         return FD_OK;
     }
     int repeat = count < 0;
@@ -332,7 +330,7 @@ static int setop_walk(kv_ctx *c, sref *sets, int nsets, int i, int op, sink *k)
     const sref *r = &sets[i];
     if (!r->m.live) return FD_OK;
     kv_iter *it;
-    TRY(c->drv->iter_open(c->txn, &it));
+    FD_TRY(c->drv->iter_open(c->txn, &it));
     const void *kp, *vp; size_t kl, vl;
     int s = kv_range_seek(c, it, r->pfx, r->pl, r->pfx, r->pl, 0, &kp, &kl, &vp, &vl);
     while (s == FD_OK) {
@@ -429,8 +427,8 @@ int kv_cmd_sintercard(kv_ctx *c)
     int replied, st = fd_parse_sintercard(c->argv, c->argc, &numkeys, &limit, c->out, &replied);
     if (st != FD_OK || replied) return st;
     sink k = { .mode = 2, .c = c, .limit = limit };
-    TRY(setop(c, 2, (int)numkeys, OP_INTER, &k));
-    OUT(resp_add_int(c->out, k.n));
+    FD_TRY(setop(c, 2, (int)numkeys, OP_INTER, &k));
+    FD_OUT(resp_add_int(c->out, k.n));
     return FD_OK;
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "../clock.h"
 #include "kv.h"
 
 static const uint8_t ck_keys[]    = { KV_PFX_COUNTER, 'k', 'e', 'y', 's' };
@@ -297,13 +298,6 @@ int kv_copy_prefix(kv_ctx *c, const uint8_t *from, size_t flen, const uint8_t *t
 
 /* ---------------------------------------------------------------- cron */
 
-static int64_t mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 #define KV_CRON_BATCH 64
 
 /* Expire up to `max` keys whose expiry index entry is <= now. */
@@ -408,16 +402,16 @@ static int reclaim_batch(kv_store *st, void *txn, int max, int *done)
 
 int kv_expire_cycle(kv_ctx *c, int max_keys, int64_t budget_us, int *done)
 {
-    int64_t t0 = mono_us();
+    int64_t t0 = fd_mono_us();
     int total = 0, s, n;
     *done = 0;
     do {
         if ((s = expire_batch(c, max_keys - total, &n)) != FD_OK) return s;
         total += n;
         *done = total;
-    } while (n == KV_CRON_BATCH && total < max_keys && mono_us() - t0 < budget_us);
+    } while (n == KV_CRON_BATCH && total < max_keys && fd_mono_us() - t0 < budget_us);
     int budget = max_keys;
-    while (budget > 0 && mono_us() - t0 < budget_us) {
+    while (budget > 0 && fd_mono_us() - t0 < budget_us) {
         if ((s = reclaim_batch(c->st, c->txn, budget, &n)) != FD_OK) return s;
         if (n == 0) break;
         budget -= n;

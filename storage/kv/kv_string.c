@@ -13,8 +13,6 @@
 #include "kv.h"
 #include "../cmdargs.h"
 
-#define OUT(expr) do { if ((expr) != 0) return FD_E_NOMEM; } while (0)
-#define TRY(expr) do { int s_ = (expr); if (s_ != FD_OK) return s_; } while (0)
 
 /* ---------------------------------------------------------------- SET family */
 
@@ -25,13 +23,13 @@ static int set_generic(kv_ctx *c, int flags, int64_t expire, const resp_arg *key
     kv_key k;
     kv_meta m;
     kv_key_init(&k, key->ptr, key->len);
-    TRY(kv_lookup(c, &k, &m));
+    FD_TRY(kv_lookup(c, &k, &m));
     if ((flags & FD_SET_GET) && m.live && m.type != KV_T_STRING) return FD_E_WRONGTYPE;
     size_t mark = c->out->len;
     if (flags & FD_SET_GET) {
         /* the old value is in driver memory: reply now, before writing */
-        if (m.live) OUT(resp_add_bulk(c->out, m.val, m.vlen));
-        else OUT(resp_add_null(c->out));
+        if (m.live) FD_OUT(resp_add_bulk(c->out, m.val, m.vlen));
+        else FD_OUT(resp_add_null(c->out));
     }
     if (((flags & FD_SET_NX) && m.live) || ((flags & FD_SET_XX) && !m.live)) {
         if (flags & FD_SET_GET) return FD_OK;
@@ -42,8 +40,8 @@ static int set_generic(kv_ctx *c, int flags, int64_t expire, const resp_arg *key
     int s = kv_write_string(c, &k, &m, expire, val->ptr, val->len, NULL, 0);
     if (s != FD_OK) { c->out->len = mark; return s; }
     if (flags & FD_SET_GET) return FD_OK;
-    if (abort_nx) OUT(resp_add_int(c->out, 1));
-    else OUT(resp_add_status(c->out, "OK"));
+    if (abort_nx) FD_OUT(resp_add_int(c->out, 1));
+    else FD_OUT(resp_add_status(c->out, "OK"));
     return FD_OK;
 }
 
@@ -52,8 +50,8 @@ int kv_cmd_set(kv_ctx *c)
     int flags;
     const resp_arg *exp;
     int64_t expire = 0;
-    TRY(fd_parse_set_opts(c->argv, c->argc, 3, 1, &flags, &exp));
-    if (exp) TRY(fd_set_expire_ms(exp, flags, c->now_ms, &expire));
+    FD_TRY(fd_parse_set_opts(c->argv, c->argc, 3, 1, &flags, &exp));
+    if (exp) FD_TRY(fd_set_expire_ms(exp, flags, c->now_ms, &expire));
     return set_generic(c, flags, expire, &c->argv[1], &c->argv[2], 0);
 }
 
@@ -65,14 +63,14 @@ int kv_cmd_setnx(kv_ctx *c)
 int kv_cmd_setex(kv_ctx *c)
 {
     int64_t expire;
-    TRY(fd_set_expire_ms(&c->argv[2], FD_SET_EX, c->now_ms, &expire));
+    FD_TRY(fd_set_expire_ms(&c->argv[2], FD_SET_EX, c->now_ms, &expire));
     return set_generic(c, 0, expire, &c->argv[1], &c->argv[3], 0);
 }
 
 int kv_cmd_psetex(kv_ctx *c)
 {
     int64_t expire;
-    TRY(fd_set_expire_ms(&c->argv[2], FD_SET_PX, c->now_ms, &expire));
+    FD_TRY(fd_set_expire_ms(&c->argv[2], FD_SET_PX, c->now_ms, &expire));
     return set_generic(c, 0, expire, &c->argv[1], &c->argv[3], 0);
 }
 
@@ -87,7 +85,7 @@ int kv_cmd_getset(kv_ctx *c)
 static int lookup_string(kv_ctx *c, kv_key *k, kv_meta *m, const resp_arg *key)
 {
     kv_key_init(k, key->ptr, key->len);
-    TRY(kv_lookup(c, k, m));
+    FD_TRY(kv_lookup(c, k, m));
     if (m->live && m->type != KV_T_STRING) return FD_E_WRONGTYPE;
     return FD_OK;
 }
@@ -95,19 +93,19 @@ static int lookup_string(kv_ctx *c, kv_key *k, kv_meta *m, const resp_arg *key)
 int kv_cmd_get(kv_ctx *c)
 {
     kv_key k; kv_meta m;
-    TRY(lookup_string(c, &k, &m, &c->argv[1]));
-    if (!m.live) OUT(resp_add_null(c->out));
-    else OUT(resp_add_bulk(c->out, m.val, m.vlen));
+    FD_TRY(lookup_string(c, &k, &m, &c->argv[1]));
+    if (!m.live) FD_OUT(resp_add_null(c->out));
+    else FD_OUT(resp_add_bulk(c->out, m.val, m.vlen));
     return FD_OK;
 }
 
 int kv_cmd_getdel(kv_ctx *c)
 {
     kv_key k; kv_meta m;
-    TRY(lookup_string(c, &k, &m, &c->argv[1]));
-    if (!m.live) { OUT(resp_add_null(c->out)); return FD_OK; }
+    FD_TRY(lookup_string(c, &k, &m, &c->argv[1]));
+    if (!m.live) { FD_OUT(resp_add_null(c->out)); return FD_OK; }
     size_t mark = c->out->len;
-    OUT(resp_add_bulk(c->out, m.val, m.vlen));
+    FD_OUT(resp_add_bulk(c->out, m.val, m.vlen));
     int s = kv_delete(c, &k, &m);
     if (s != FD_OK) c->out->len = mark;
     return s;
@@ -118,14 +116,14 @@ int kv_cmd_getex(kv_ctx *c)
     int flags;
     const resp_arg *exp;
     int64_t expire = 0;
-    TRY(fd_parse_set_opts(c->argv, c->argc, 2, 0, &flags, &exp));
+    FD_TRY(fd_parse_set_opts(c->argv, c->argc, 2, 0, &flags, &exp));
     kv_key k; kv_meta m;
-    TRY(lookup_string(c, &k, &m, &c->argv[1]));
-    if (!m.live) { OUT(resp_add_null(c->out)); return FD_OK; }
+    FD_TRY(lookup_string(c, &k, &m, &c->argv[1]));
+    if (!m.live) { FD_OUT(resp_add_null(c->out)); return FD_OK; }
     /* as Redis 7.0: the expiry value is validated only for an existing string */
-    if (exp) TRY(fd_set_expire_ms(exp, flags, c->now_ms, &expire));
+    if (exp) FD_TRY(fd_set_expire_ms(exp, flags, c->now_ms, &expire));
     size_t mark = c->out->len;
-    OUT(resp_add_bulk(c->out, m.val, m.vlen));
+    FD_OUT(resp_add_bulk(c->out, m.val, m.vlen));
     int s = FD_OK;
     if (exp && expire <= c->now_ms) s = kv_delete(c, &k, &m);
     else if (exp) s = kv_set_expire(c, &k, &m, expire);
@@ -153,27 +151,27 @@ int kv_cmd_mget(kv_ctx *c)
 int kv_cmd_strlen(kv_ctx *c)
 {
     kv_key k; kv_meta m;
-    TRY(lookup_string(c, &k, &m, &c->argv[1]));
-    OUT(resp_add_int(c->out, m.live ? (long long)m.vlen : 0));
+    FD_TRY(lookup_string(c, &k, &m, &c->argv[1]));
+    FD_OUT(resp_add_int(c->out, m.live ? (long long)m.vlen : 0));
     return FD_OK;
 }
 
 int kv_cmd_getrange(kv_ctx *c)
 {
     long long start, end;
-    TRY(fd_arg_ll(&c->argv[2], &start));
-    TRY(fd_arg_ll(&c->argv[3], &end));
+    FD_TRY(fd_arg_ll(&c->argv[2], &start));
+    FD_TRY(fd_arg_ll(&c->argv[3], &end));
     kv_key k; kv_meta m;
-    TRY(lookup_string(c, &k, &m, &c->argv[1]));
+    FD_TRY(lookup_string(c, &k, &m, &c->argv[1]));
     long long len = m.live ? (long long)m.vlen : 0;
-    if (!m.live || (start < 0 && end < 0 && start > end)) { OUT(resp_add_bulk(c->out, "", 0)); return FD_OK; }
+    if (!m.live || (start < 0 && end < 0 && start > end)) { FD_OUT(resp_add_bulk(c->out, "", 0)); return FD_OK; }
     if (start < 0) start = len + start;
     if (end < 0) end = len + end;
     if (start < 0) start = 0;
     if (end < 0) end = 0;
     if (end >= len) end = len - 1;
-    if (start > end || len == 0) OUT(resp_add_bulk(c->out, "", 0));
-    else OUT(resp_add_bulk(c->out, m.val + start, (size_t)(end - start + 1)));
+    if (start > end || len == 0) FD_OUT(resp_add_bulk(c->out, "", 0));
+    else FD_OUT(resp_add_bulk(c->out, m.val + start, (size_t)(end - start + 1)));
     return FD_OK;
 }
 
@@ -182,45 +180,45 @@ int kv_cmd_getrange(kv_ctx *c)
 int kv_cmd_mset(kv_ctx *c)
 {
     if (c->argc % 2 == 0) {
-        OUT(resp_add_error(c->out, "ERR wrong number of arguments for 'mset' command"));
+        FD_OUT(resp_add_error(c->out, "ERR wrong number of arguments for 'mset' command"));
         return FD_OK;
     }
     for (int j = 1; j < c->argc; j += 2) {
         kv_key k; kv_meta m;
         kv_key_init(&k, c->argv[j].ptr, c->argv[j].len);
-        TRY(kv_lookup(c, &k, &m));
-        TRY(kv_write_string(c, &k, &m, 0, c->argv[j + 1].ptr, c->argv[j + 1].len, NULL, 0));
+        FD_TRY(kv_lookup(c, &k, &m));
+        FD_TRY(kv_write_string(c, &k, &m, 0, c->argv[j + 1].ptr, c->argv[j + 1].len, NULL, 0));
     }
-    OUT(resp_add_status(c->out, "OK"));
+    FD_OUT(resp_add_status(c->out, "OK"));
     return FD_OK;
 }
 
 int kv_cmd_msetnx(kv_ctx *c)
 {
     if (c->argc % 2 == 0) {
-        OUT(resp_add_error(c->out, "ERR wrong number of arguments for 'msetnx' command"));
+        FD_OUT(resp_add_error(c->out, "ERR wrong number of arguments for 'msetnx' command"));
         return FD_OK;
     }
     for (int j = 1; j < c->argc; j += 2) {
         kv_key k; kv_meta m;
         kv_key_init(&k, c->argv[j].ptr, c->argv[j].len);
-        TRY(kv_lookup(c, &k, &m));
-        if (m.live) { OUT(resp_add_int(c->out, 0)); return FD_OK; }
+        FD_TRY(kv_lookup(c, &k, &m));
+        if (m.live) { FD_OUT(resp_add_int(c->out, 0)); return FD_OK; }
     }
     for (int j = 1; j < c->argc; j += 2) {
         kv_key k; kv_meta m;
         kv_key_init(&k, c->argv[j].ptr, c->argv[j].len);
-        TRY(kv_lookup(c, &k, &m));
-        TRY(kv_write_string(c, &k, &m, 0, c->argv[j + 1].ptr, c->argv[j + 1].len, NULL, 0));
+        FD_TRY(kv_lookup(c, &k, &m));
+        FD_TRY(kv_write_string(c, &k, &m, 0, c->argv[j + 1].ptr, c->argv[j + 1].len, NULL, 0));
     }
-    OUT(resp_add_int(c->out, 1));
+    FD_OUT(resp_add_int(c->out, 1));
     return FD_OK;
 }
 
 static int incr_generic(kv_ctx *c, long long incr)
 {
     kv_key k; kv_meta m;
-    TRY(lookup_string(c, &k, &m, &c->argv[1]));
+    FD_TRY(lookup_string(c, &k, &m, &c->argv[1]));
     long long v = 0;
     if (m.live && resp_str2ll(m.val, m.vlen, &v) != 0) return FD_E_NOTINT;
     if ((incr < 0 && v < 0 && incr < LLONG_MIN - v) || (incr > 0 && v > 0 && incr > LLONG_MAX - v))
@@ -228,8 +226,8 @@ static int incr_generic(kv_ctx *c, long long incr)
     v += incr;
     char buf[32];
     int n = resp_ll2str(buf, sizeof buf, v);
-    TRY(kv_write_string(c, &k, &m, m.live ? m.expire : 0, buf, (size_t)n, NULL, 0));
-    OUT(resp_add_int(c->out, v));
+    FD_TRY(kv_write_string(c, &k, &m, m.live ? m.expire : 0, buf, (size_t)n, NULL, 0));
+    FD_OUT(resp_add_int(c->out, v));
     return FD_OK;
 }
 
@@ -239,16 +237,16 @@ int kv_cmd_decr(kv_ctx *c) { return incr_generic(c, -1); }
 int kv_cmd_incrby(kv_ctx *c)
 {
     long long incr;
-    TRY(fd_arg_ll(&c->argv[2], &incr));
+    FD_TRY(fd_arg_ll(&c->argv[2], &incr));
     return incr_generic(c, incr);
 }
 
 int kv_cmd_decrby(kv_ctx *c)
 {
     long long incr;
-    TRY(fd_arg_ll(&c->argv[2], &incr));
+    FD_TRY(fd_arg_ll(&c->argv[2], &incr));
     if (incr == LLONG_MIN) {
-        OUT(resp_add_error(c->out, "ERR decrement would overflow"));
+        FD_OUT(resp_add_error(c->out, "ERR decrement would overflow"));
         return FD_OK;
     }
     return incr_generic(c, -incr);
@@ -257,7 +255,7 @@ int kv_cmd_decrby(kv_ctx *c)
 int kv_cmd_incrbyfloat(kv_ctx *c)
 {
     kv_key k; kv_meta m;
-    TRY(lookup_string(c, &k, &m, &c->argv[1]));
+    FD_TRY(lookup_string(c, &k, &m, &c->argv[1]));
     long double v = 0, incr;
     if (m.live && resp_str2ld(m.val, m.vlen, &v) != 0) return FD_E_NOTFLOAT;
     if (resp_str2ld(c->argv[2].ptr, c->argv[2].len, &incr) != 0) return FD_E_NOTFLOAT;
@@ -266,8 +264,8 @@ int kv_cmd_incrbyfloat(kv_ctx *c)
     char buf[5 * 1024 + 64];     /* "%.17Lf" of a huge long double: ~5 KB */
     int n = resp_format_ld(buf, sizeof buf, v);     /* Redis: long double, human form */
     if (n <= 0 || (size_t)n >= sizeof buf) return FD_E_INTERNAL;
-    TRY(kv_write_string(c, &k, &m, m.live ? m.expire : 0, buf, (size_t)n, NULL, 0));
-    OUT(resp_add_bulk(c->out, buf, (size_t)n));
+    FD_TRY(kv_write_string(c, &k, &m, m.live ? m.expire : 0, buf, (size_t)n, NULL, 0));
+    FD_OUT(resp_add_bulk(c->out, buf, (size_t)n));
     return FD_OK;
 }
 
@@ -275,10 +273,10 @@ int kv_cmd_append(kv_ctx *c)
 {
     kv_key k; kv_meta m;
     const resp_arg *a = &c->argv[2];
-    TRY(lookup_string(c, &k, &m, &c->argv[1]));
+    FD_TRY(lookup_string(c, &k, &m, &c->argv[1]));
     if (!m.live) {
-        TRY(kv_write_string(c, &k, &m, 0, a->ptr, a->len, NULL, 0));
-        OUT(resp_add_int(c->out, (long long)a->len));
+        FD_TRY(kv_write_string(c, &k, &m, 0, a->ptr, a->len, NULL, 0));
+        FD_OUT(resp_add_int(c->out, (long long)a->len));
         return FD_OK;
     }
     if ((long long)m.vlen + (long long)a->len > c->max_bulk) return FD_E_STRLEN;
@@ -287,8 +285,8 @@ int kv_cmd_append(kv_ctx *c)
     if (!old && m.vlen) return FD_E_NOMEM;
     if (m.vlen) memcpy(old, m.val, m.vlen);
     size_t total = m.vlen + a->len;
-    TRY(kv_write_string(c, &k, &m, m.expire, old, m.vlen, a->ptr, a->len));
-    OUT(resp_add_int(c->out, (long long)total));
+    FD_TRY(kv_write_string(c, &k, &m, m.expire, old, m.vlen, a->ptr, a->len));
+    FD_OUT(resp_add_int(c->out, (long long)total));
     return FD_OK;
 }
 
@@ -296,12 +294,12 @@ int kv_cmd_setrange(kv_ctx *c)
 {
     long long off;
     const resp_arg *a = &c->argv[3];
-    TRY(fd_arg_ll(&c->argv[2], &off));
+    FD_TRY(fd_arg_ll(&c->argv[2], &off));
     if (off < 0) return FD_E_OFFSET;
     kv_key k; kv_meta m;
-    TRY(lookup_string(c, &k, &m, &c->argv[1]));
+    FD_TRY(lookup_string(c, &k, &m, &c->argv[1]));
     size_t olen = m.live ? m.vlen : 0;
-    if (a->len == 0) { OUT(resp_add_int(c->out, (long long)olen)); return FD_OK; }
+    if (a->len == 0) { FD_OUT(resp_add_int(c->out, (long long)olen)); return FD_OK; }
     if (off > c->max_bulk - (long long)a->len) return FD_E_STRLEN;
     size_t end = (size_t)off + a->len;
     size_t nlen = end > olen ? end : olen;
@@ -310,7 +308,7 @@ int kv_cmd_setrange(kv_ctx *c)
     if (olen) memcpy(b, m.val, olen);
     if ((size_t)off > olen) memset(b + olen, 0, (size_t)off - olen);
     memcpy(b + off, a->ptr, a->len);
-    TRY(kv_write_string(c, &k, &m, m.live ? m.expire : 0, b, nlen, NULL, 0));
-    OUT(resp_add_int(c->out, (long long)nlen));
+    FD_TRY(kv_write_string(c, &k, &m, m.live ? m.expire : 0, b, nlen, NULL, 0));
+    FD_OUT(resp_add_int(c->out, (long long)nlen));
     return FD_OK;
 }

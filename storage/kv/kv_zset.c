@@ -26,8 +26,6 @@
 #include "kv.h"
 #include "../cmdargs.h"
 
-#define OUT(expr) do { if ((expr) != 0) return FD_E_NOMEM; } while (0)
-#define TRY(expr) do { int s_ = (expr); if (s_ != FD_OK) return s_; } while (0)
 
 typedef struct zref {
     kv_key  k;
@@ -44,7 +42,7 @@ static void zref_prefixes(zref *r)
 
 static int zref_load(kv_ctx *c, zref *r, const resp_arg *key)
 {
-    TRY(kv_coll_lookup(c, &r->k, &r->m, key, KV_T_ZSET));
+    FD_TRY(kv_coll_lookup(c, &r->k, &r->m, key, KV_T_ZSET));
     if (r->m.live) zref_prefixes(r);
     return FD_OK;
 }
@@ -52,7 +50,7 @@ static int zref_load(kv_ctx *c, zref *r, const resp_arg *key)
 static int zref_create(kv_ctx *c, zref *r)
 {
     if (r->m.live) return FD_OK;
-    TRY(kv_coll_new(c, &r->k, &r->m, KV_T_ZSET));
+    FD_TRY(kv_coll_new(c, &r->k, &r->m, KV_T_ZSET));
     zref_prefixes(r);
     return FD_OK;
 }
@@ -90,7 +88,7 @@ static int member_write(kv_ctx *c, zref *r, const char *mb, size_t ml, double sc
         if (s != FD_OK && s != FD_NOTFOUND) return s;
     }
     el = index_key(ek, r, score, mb, ml);
-    TRY(kv_elem_put(c, ek, el, mb, ml, NULL, 0));
+    FD_TRY(kv_elem_put(c, ek, el, mb, ml, NULL, 0));
     kv_enc_double(sc, score);
     el = kv_elem_key(ek, r->zp, r->pl, mb, ml);
     return kv_elem_put(c, ek, el, mb, ml, sc, 8);
@@ -184,7 +182,7 @@ static int zwalk(kv_ctx *c, const zref *r, const zspec *z, zsink *k)
     size_t fl = pl;
     memcpy(from, r->sp, pl);
     kv_iter *it;
-    TRY(c->drv->iter_open(c->txn, &it));
+    FD_TRY(c->drv->iter_open(c->txn, &it));
     const void *kp, *vp; size_t kl, vl;
     int s;
     if (z->type == Z_SCORE) {
@@ -236,7 +234,7 @@ static int delete_collected(kv_ctx *c, zref *r, zsink *k)
     size_t off = 0;
     const char *p; size_t n;
     while (kv_list_next(&k->l, &off, &p, &n))
-        TRY(member_del(c, r, p + 8, n - 8, kv_dec_double((const uint8_t *)p)));
+        FD_TRY(member_del(c, r, p + 8, n - 8, kv_dec_double((const uint8_t *)p)));
     r->m.size -= (uint64_t)k->l.n;
     return kv_coll_save(c, &r->k, &r->m);
 }
@@ -261,15 +259,15 @@ static int zadd_generic(kv_ctx *c, int incr)
     if (elements % 2 || !elements) return FD_E_SYNTAX;
     elements /= 2;
     if (nx && xx) {
-        OUT(resp_add_error(c->out, "ERR XX and NX options at the same time are not compatible"));
+        FD_OUT(resp_add_error(c->out, "ERR XX and NX options at the same time are not compatible"));
         return FD_OK;
     }
     if ((gt && nx) || (lt && nx) || (gt && lt)) {
-        OUT(resp_add_error(c->out, "ERR GT, LT, and/or NX options at the same time are not compatible"));
+        FD_OUT(resp_add_error(c->out, "ERR GT, LT, and/or NX options at the same time are not compatible"));
         return FD_OK;
     }
     if (incr && elements > 1) {
-        OUT(resp_add_error(c->out, "ERR INCR option supports a single increment-element pair"));
+        FD_OUT(resp_add_error(c->out, "ERR INCR option supports a single increment-element pair"));
         return FD_OK;
     }
     for (int j = 0; j < elements; j++) {
@@ -277,11 +275,11 @@ static int zadd_generic(kv_ctx *c, int incr)
         if (fd_parse_score(&c->argv[idx + 2 * j], &d) != 0) return FD_E_NOTFLOAT;
     }
     zref r;
-    TRY(zref_load(c, &r, &c->argv[1]));
+    FD_TRY(zref_load(c, &r, &c->argv[1]));
     long long added = 0, updated = 0, processed = 0;
     double score = 0;
     if (!r.m.live && xx) goto reply;
-    TRY(zref_create(c, &r));
+    FD_TRY(zref_create(c, &r));
     for (int j = 0; j < elements; j++) {
         const resp_arg *mb = &c->argv[idx + 2 * j + 1];
         double cur;
@@ -292,30 +290,30 @@ static int zadd_generic(kv_ctx *c, int incr)
             if (incr) {
                 score += cur;
                 if (isnan(score)) {
-                    OUT(resp_add_error(c->out, "ERR resulting score is not a number (NaN)"));
+                    FD_OUT(resp_add_error(c->out, "ERR resulting score is not a number (NaN)"));
                     return FD_OK;
                 }
             }
             if ((lt && score >= cur) || (gt && score <= cur)) continue;
             processed++;
             if (score != cur) {
-                TRY(member_write(c, &r, mb->ptr, mb->len, score, 1, cur));
+                FD_TRY(member_write(c, &r, mb->ptr, mb->len, score, 1, cur));
                 updated++;
             }
         } else if (s == FD_NOTFOUND) {
             if (xx) continue;
-            TRY(member_write(c, &r, mb->ptr, mb->len, score, 0, 0));
+            FD_TRY(member_write(c, &r, mb->ptr, mb->len, score, 0, 0));
             added++;
             processed++;
         } else return s;
     }
     r.m.size += (uint64_t)added;
-    TRY(kv_coll_save(c, &r.k, &r.m));
+    FD_TRY(kv_coll_save(c, &r.k, &r.m));
 reply:
     if (incr) {
-        if (processed) OUT(resp_add_double(c->out, score));
-        else OUT(resp_add_null(c->out));
-    } else OUT(resp_add_int(c->out, ch ? added + updated : added));
+        if (processed) FD_OUT(resp_add_double(c->out, score));
+        else FD_OUT(resp_add_null(c->out));
+    } else FD_OUT(resp_add_int(c->out, ch ? added + updated : added));
     return FD_OK;
 }
 
@@ -325,7 +323,7 @@ int kv_cmd_zincrby(kv_ctx *c) { return zadd_generic(c, 1); }
 int kv_cmd_zrem(kv_ctx *c)
 {
     zref r;
-    TRY(zref_load(c, &r, &c->argv[1]));
+    FD_TRY(zref_load(c, &r, &c->argv[1]));
     long long n = 0;
     if (r.m.live) {
         for (int j = 2; j < c->argc && (uint64_t)n < r.m.size; j++) {
@@ -333,15 +331,15 @@ int kv_cmd_zrem(kv_ctx *c)
             int s = score_get(c, &r, c->argv[j].ptr, c->argv[j].len, &cur);
             if (s == FD_NOTFOUND) continue;
             if (s != FD_OK) return s;
-            TRY(member_del(c, &r, c->argv[j].ptr, c->argv[j].len, cur));
+            FD_TRY(member_del(c, &r, c->argv[j].ptr, c->argv[j].len, cur));
             n++;
         }
         if (n) {
             r.m.size -= (uint64_t)n;
-            TRY(kv_coll_save(c, &r.k, &r.m));
+            FD_TRY(kv_coll_save(c, &r.k, &r.m));
         }
     }
-    OUT(resp_add_int(c->out, n));
+    FD_OUT(resp_add_int(c->out, n));
     return FD_OK;
 }
 
@@ -350,21 +348,21 @@ int kv_cmd_zrem(kv_ctx *c)
 int kv_cmd_zscore(kv_ctx *c)
 {
     zref r;
-    TRY(zref_load(c, &r, &c->argv[1]));
+    FD_TRY(zref_load(c, &r, &c->argv[1]));
     double d;
     int s = score_get(c, &r, c->argv[2].ptr, c->argv[2].len, &d);
-    if (s == FD_NOTFOUND) OUT(resp_add_null(c->out));
+    if (s == FD_NOTFOUND) FD_OUT(resp_add_null(c->out));
     else if (s != FD_OK) return s;
-    else OUT(resp_add_double(c->out, d));
+    else FD_OUT(resp_add_double(c->out, d));
     return FD_OK;
 }
 
 int kv_cmd_zmscore(kv_ctx *c)
 {
     zref r;
-    TRY(zref_load(c, &r, &c->argv[1]));
+    FD_TRY(zref_load(c, &r, &c->argv[1]));
     size_t mark = c->out->len;
-    OUT(resp_add_array(c->out, c->argc - 2));
+    FD_OUT(resp_add_array(c->out, c->argc - 2));
     for (int j = 2; j < c->argc; j++) {
         double d;
         int s = score_get(c, &r, c->argv[j].ptr, c->argv[j].len, &d);
@@ -378,8 +376,8 @@ int kv_cmd_zmscore(kv_ctx *c)
 int kv_cmd_zcard(kv_ctx *c)
 {
     zref r;
-    TRY(zref_load(c, &r, &c->argv[1]));
-    OUT(resp_add_int(c->out, r.m.live ? (long long)r.m.size : 0));
+    FD_TRY(zref_load(c, &r, &c->argv[1]));
+    FD_OUT(resp_add_int(c->out, r.m.live ? (long long)r.m.size : 0));
     return FD_OK;
 }
 
@@ -390,16 +388,16 @@ int kv_cmd_zcard(kv_ctx *c)
 static int rank_generic(kv_ctx *c, int rev)
 {
     zref r;
-    TRY(zref_load(c, &r, &c->argv[1]));
+    FD_TRY(zref_load(c, &r, &c->argv[1]));
     const resp_arg *mb = &c->argv[2];
     double d;
     int s = score_get(c, &r, mb->ptr, mb->len, &d);
-    if (s == FD_NOTFOUND) { OUT(resp_add_null(c->out)); return FD_OK; }
+    if (s == FD_NOTFOUND) { FD_OUT(resp_add_null(c->out)); return FD_OK; }
     if (s != FD_OK) return s;
     uint8_t target[KV_ELEM_MAX + 8];
     size_t tl = index_key(target, &r, d, mb->ptr, mb->len);
     kv_iter *a, *b;
-    TRY(c->drv->iter_open(c->txn, &a));
+    FD_TRY(c->drv->iter_open(c->txn, &a));
     if ((s = c->drv->iter_open(c->txn, &b)) != FD_OK) { c->drv->iter_close(a); return s; }
     const void *kp, *vp; size_t kl, vl;
     long long before = 0, after = 0, rank = -1, n = (long long)r.m.size;
@@ -423,7 +421,7 @@ static int rank_generic(kv_ctx *c, int rev)
         s = sa != FD_OK ? sa : sb;
         return s == FD_NOTFOUND || s == FD_OK ? FD_E_CORRUPT : s;
     }
-    OUT(resp_add_int(c->out, rank));
+    FD_OUT(resp_add_int(c->out, rank));
     return FD_OK;
 }
 
@@ -443,13 +441,13 @@ static int parse_range(kv_ctx *c, zspec *z, int minidx, int maxidx, int *replied
     } else if (z->type == Z_SCORE) {
         if (fd_parse_score_bound(&c->argv[minidx], &z->min, &z->minex) != 0 ||
             fd_parse_score_bound(&c->argv[maxidx], &z->max, &z->maxex) != 0) {
-            OUT(resp_add_error(c->out, "ERR min or max is not a float"));
+            FD_OUT(resp_add_error(c->out, "ERR min or max is not a float"));
             *replied = 1;
         }
     } else {
         if ((z->lmin_kind = fd_parse_lex_bound(&c->argv[minidx], &z->lmin, &z->lminl, &z->minex)) < 0 ||
             (z->lmax_kind = fd_parse_lex_bound(&c->argv[maxidx], &z->lmax, &z->lmaxl, &z->maxex)) < 0) {
-            OUT(resp_add_error(c->out, "ERR min or max not valid string range item"));
+            FD_OUT(resp_add_error(c->out, "ERR min or max not valid string range item"));
             *replied = 1;
         }
     }
@@ -482,11 +480,11 @@ static int zrange_generic(kv_ctx *c, int type, int rev)
     }
     if (type == -1) type = Z_RANK;
     if (have_limit && z.limit != -1 && type == Z_RANK) {
-        OUT(resp_add_error(c->out, "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"));
+        FD_OUT(resp_add_error(c->out, "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"));
         return FD_OK;
     }
     if (withscores && type == Z_LEX) {
-        OUT(resp_add_error(c->out, "ERR syntax error, WITHSCORES not supported in combination with BYLEX"));
+        FD_OUT(resp_add_error(c->out, "ERR syntax error, WITHSCORES not supported in combination with BYLEX"));
         return FD_OK;
     }
     int minidx = 2, maxidx = 3;
@@ -494,13 +492,13 @@ static int zrange_generic(kv_ctx *c, int type, int rev)
     z.type = type;
     z.rev = rev;
     int replied;
-    TRY(parse_range(c, &z, minidx, maxidx, &replied));
+    FD_TRY(parse_range(c, &z, minidx, maxidx, &replied));
     if (replied) return FD_OK;
     zref r;
-    TRY(zref_load(c, &r, &c->argv[1]));
-    if (!r.m.live) { OUT(resp_add_array(c->out, 0)); return FD_OK; }
+    FD_TRY(zref_load(c, &r, &c->argv[1]));
+    if (!r.m.live) { FD_OUT(resp_add_array(c->out, 0)); return FD_OK; }
     if (type == Z_RANK && !fd_rank_range((long long)r.m.size, &z.start, &z.end)) {
-        OUT(resp_add_array(c->out, 0));
+        FD_OUT(resp_add_array(c->out, 0));
         return FD_OK;
     }
     long long n = (long long)r.m.size;
@@ -555,13 +553,13 @@ static int count_generic(kv_ctx *c, int type)
     z.type = type;
     z.limit = -1;
     int replied;
-    TRY(parse_range(c, &z, 2, 3, &replied));
+    FD_TRY(parse_range(c, &z, 2, 3, &replied));
     if (replied) return FD_OK;
     zref r;
-    TRY(zref_load(c, &r, &c->argv[1]));
+    FD_TRY(zref_load(c, &r, &c->argv[1]));
     zsink k = { .act = ACT_COUNT };
-    TRY(zwalk(c, &r, &z, &k));
-    OUT(resp_add_int(c->out, k.n));
+    FD_TRY(zwalk(c, &r, &z, &k));
+    FD_OUT(resp_add_int(c->out, k.n));
     return FD_OK;
 }
 
@@ -575,12 +573,12 @@ static int remrange_generic(kv_ctx *c, int type)
     z.type = type;
     z.limit = -1;
     int replied;
-    TRY(parse_range(c, &z, 2, 3, &replied));
+    FD_TRY(parse_range(c, &z, 2, 3, &replied));
     if (replied) return FD_OK;
     zref r;
-    TRY(zref_load(c, &r, &c->argv[1]));
+    FD_TRY(zref_load(c, &r, &c->argv[1]));
     if (!r.m.live || (type == Z_RANK && !fd_rank_range((long long)r.m.size, &z.start, &z.end))) {
-        OUT(resp_add_int(c->out, 0));
+        FD_OUT(resp_add_int(c->out, 0));
         return FD_OK;
     }
     long long n = (long long)r.m.size;
@@ -616,8 +614,8 @@ static int pop_generic(kv_ctx *c, int rev)
     }
     int nested = c->out->proto == 3 && count != -1;
     zref r;
-    TRY(zref_load(c, &r, &c->argv[1]));
-    if (!r.m.live || count == 0) { OUT(resp_add_array(c->out, 0)); return FD_OK; }
+    FD_TRY(zref_load(c, &r, &c->argv[1]));
+    if (!r.m.live || count == 0) { FD_OUT(resp_add_array(c->out, 0)); return FD_OK; }
     if (count == -1) count = 1;
     zspec z;
     memset(&z, 0, sizeof z);

@@ -1,0 +1,726 @@
+/* mg_backend.c — the MongoDB backend's machinery: worker threads, grouped
+ * writes, the loop side, fd_mongodb_backend. The data model is in mg.h, the
+ * commands in the other mg_*.c files.
+ *
+ * Threads. libmongoc calls block, so none runs on the loop thread. The loop
+ * thread copies each request (argv) and queues it to one of `mongo-workers`
+ * threads, chosen by a hash of its key: commands on one key run in order on
+ * one thread, so a read-modify-write (GETSET, APPEND, SETRANGE...) is atomic
+ * against every other command of this frontdoor. A command on several keys
+ * (MSET, DEL a b, RENAME) or on none (KEYS, SCAN, DBSIZE, FLUSHDB) is queued
+ * to every worker its keys hash to (all of them when keyless) and runs once
+ * all of them reached it (the last to arrive runs it; the others wait): it is
+ * ordered with the commands before and after it on each of its keys. No
+ * deadlock: the loop thread queues in one global order, so the oldest barrier
+ * is always at the head of all its queues. Each worker holds one client of a
+ * mongoc_client_pool_t. Results come back through a completion queue and an
+ * ev_async on the loop, where fd_pending_reply is called; the proxy's reply
+ * marks put each client's replies back in request order (proxy/pending.c).
+ *
+ * Faults. serverSelectionTimeoutMS, socketTimeoutMS and connectTimeoutMS
+ * default to backend-timeout (unless the URI sets them). A loop timer fails
+ * every request not answered within backend-timeout with
+ * "-ERR backend unavailable (mongodb: ...)"; a worker skips requests whose
+ * deadline passed while they waited in its queue (so a timed-out write is
+ * not executed late, except the one in flight at the deadline: its outcome
+ * is unknown, as with any network store). libmongoc's topology monitor finds
+ * the server again when it returns; nothing else is needed to recover.
+ * An "admin" thread creates the TTL index (retrying until the server
+ * answers), reads buildInfo (INFO shows whether an emulator answered) and
+ * counts keys for INFO keyspace every few seconds.
+ *
+ * Write concern. mongo-w, mongo-j, mongo-wtimeout; mongo-j "auto" follows
+ * `durability`: sync -> j:true, nosync -> the URI's/server's default.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mg.h"
+#include "../host.h"
+
+#define MG_TICK_MS     20
+
+/* Is a mongoc error one of "the server cannot be reached"? */
+static int err_unavailable(const bson_error_t *e)
+{
+    return e->domain == MONGOC_ERROR_SERVER_SELECTION || e->domain == MONGOC_ERROR_STREAM ||
+           e->domain == MONGOC_ERROR_PROTOCOL || e->domain == MONGOC_ERROR_CLIENT;
+}
+
+/* ================================================================ table */
+
+/* The handler of each command by id (NULL for the proxy's own). */
+#define MG_H_PROXY(impl) NULL
+#define MG_H_DATA(impl) mg_cmd_##impl
+static const mg_fn handlers[FD_CMD_COUNT] = {
+#define CMD(id, ar, fl, f, l, s, fam, impl, ...) [FD_CMD_##id] = MG_H_##fam(impl),
+#include "../commands.def"
+#undef CMD
+};
+
+static const char *mg_support(const struct fd_command *cmd)
+{
+    return handlers[cmd->id] ? FD_SERVED : NULL;
+}
+
+/* ================================================================ workers */
+
+static int ensure_indexes(mongoc_client_t *cl, mg_backend *b, bson_error_t *err)
+{
+    bson_t cmd = BSON_INITIALIZER, arr, ix, key;
+    bson_append_utf8(&cmd, "createIndexes", -1, MG_COLL, -1);
+    bson_append_array_begin(&cmd, "indexes", -1, &arr);
+    bson_append_document_begin(&arr, "0", -1, &ix);
+    bson_append_document_begin(&ix, "key", -1, &key);
+    bson_append_int32(&key, "expireAt", -1, 1);
+    bson_append_document_end(&ix, &key);
+    bson_append_utf8(&ix, "name", -1, "expireAt_ttl", -1);
+    bson_append_int32(&ix, "expireAfterSeconds", -1, 0);
+    bson_append_document_end(&arr, &ix);
+    bson_append_array_end(&cmd, &arr);
+    bool ok = mongoc_client_write_command_with_opts(cl, b->dbname, &cmd, NULL, NULL, err);
+    bson_destroy(&cmd);
+    return ok ? 0 : -1;
+}
+
+static void complete(mg_backend *b, mg_req *r)
+{
+    pthread_mutex_lock(&b->cmu);
+    r->next = NULL;
+    if (b->ctail) b->ctail->next = r;
+    else b->chead = r;
+    b->ctail = r;
+    pthread_mutex_unlock(&b->cmu);
+    ev_async_send(b->loop, &b->async);
+}
+
+static void reply_unavailable(resp_out *o, const char *why)
+{
+    resp_add_errorf(o, "ERR backend unavailable (mongodb: %s)", why);
+}
+
+static void execute(mg_backend *b, mongoc_client_t *cl, mongoc_collection_t *coll, mg_req *r)
+{
+    if (fd_mono_us() > r->deadline_us) { r->skipped = 1; return; }
+    mg_ctx c;
+    memset(&c, 0, sizeof c);
+    c.b = b;
+    c.client = cl;
+    c.coll = coll;
+    c.argc = r->argc;
+    c.argv = r->argv;
+    c.out = &r->out;
+    c.now_ms = r->now_ms;
+    c.max_bulk = b->cfg.max_bulk > 0 ? b->cfg.max_bulk : RESP_DEFAULT_MAX_BULK;
+    size_t mark = r->out.len;
+    int s = r->fn(&c);
+    if (s == MG_E_MONGO) {
+        r->out.len = mark;
+        if (err_unavailable(&c.err)) reply_unavailable(&r->out, c.err.message);
+        else resp_add_errorf(&r->out, "ERR mongodb: %s (code %u)", c.err.message, c.err.code);
+        s = FD_OK;
+    } else if (s != FD_OK) {
+        r->out.len = mark;
+    }
+    r->status = s;
+}
+
+/* ---------------------------------------------------------------- grouped writes
+ *
+ * Plain SETs (SET key value: one replaceOne upsert, no read, a reply that
+ * does not depend on what was there) that wait one after the other in a
+ * worker's queue are sent as one ordered bulk write: one round trip for up
+ * to MG_GROUP_MAX of them, in queue order, so every key still sees its
+ * commands in order. A bulk stops at its first failing write: that SET
+ * gets the server's error, the ones before it +OK, the ones after it run
+ * one by one as usual (a driver error counts the same way: the writes the
+ * reply counts as done get +OK, the first not done gets the error — its
+ * outcome is unknown, as that of a single write in flight). A failure after
+ * every write was done (a write concern error) is every SET's error. */
+
+#define MG_GROUP_MAX 64
+
+static int groupable(const mg_req *r)
+{
+    return r->nw == 1 && r->fn == mg_cmd_set && r->argc == 3;
+}
+
+static void group_error(mg_backend *b, mg_req *r, const bson_error_t *e)
+{
+    r->out.len = 0;
+    if (err_unavailable(e)) reply_unavailable(&r->out, e->message);
+    else resp_add_errorf(&r->out, "ERR mongodb: %s (code %u)", e->message, e->code);
+    r->status = FD_OK;
+    atomic_fetch_add(&b->mongo_errors, 1);
+}
+
+/* Run the n grouped SETs g[]; each is completed here. */
+static void execute_group(mg_backend *b, mongoc_client_t *cl, mongoc_collection_t *coll, mg_req **g, int n)
+{
+    mg_req *live[MG_GROUP_MAX];
+    int k = 0;
+    int64_t now = fd_mono_us();
+    for (int i = 0; i < n; i++) {
+        if (now > g[i]->deadline_us) g[i]->skipped = 1;
+        else live[k++] = g[i];
+    }
+    int done = 0;                  /* live[0 .. done) are answered */
+    if (k == 1) {
+        execute(b, cl, coll, live[0]);
+        done = 1;
+    } else if (k > 1) {
+        mongoc_bulk_operation_t *bulk = mongoc_collection_create_bulk_operation_with_opts(coll, NULL);
+        bson_t opts = BSON_INITIALIZER, reply;
+        bson_error_t err;
+        bson_append_bool(&opts, "upsert", -1, true);
+        int ok = 1;
+        for (int i = 0; i < k && ok; i++) {
+            bson_t q = BSON_INITIALIZER, d = BSON_INITIALIZER;
+            mg_append_key(&q, "_id", live[i]->argv[1].ptr, live[i]->argv[1].len);
+            bson_append_utf8(&d, "type", -1, "string", -1);
+            mg_append_value(&d, live[i]->argv[2].ptr, live[i]->argv[2].len);
+            ok = mongoc_bulk_operation_replace_one_with_opts(bulk, &q, &d, &opts, &err);
+            bson_destroy(&q);
+            bson_destroy(&d);
+        }
+        if (ok) {
+            atomic_fetch_add(&b->bulk_groups, 1);
+            atomic_fetch_add(&b->bulk_grouped, (unsigned long long)k);
+        }
+        if (!ok) {
+            bson_init(&reply);       /* could not even be built: run them one by one */
+        } else if (mongoc_bulk_operation_execute(bulk, &reply, &err)) {
+            for (int i = 0; i < k; i++) {
+                live[i]->status = resp_add_status(&live[i]->out, "OK") ? FD_E_NOMEM : FD_OK;
+            }
+            done = k;
+        } else {
+            bson_iter_t it, we, e;
+            uint32_t failed = (uint32_t)k;  /* index of the first failed write, k: none known */
+            if (bson_iter_init_find(&it, &reply, "writeErrors") && BSON_ITER_HOLDS_ARRAY(&it) &&
+                bson_iter_recurse(&it, &we) && bson_iter_next(&we) && BSON_ITER_HOLDS_DOCUMENT(&we) &&
+                bson_iter_recurse(&we, &e) && bson_iter_find(&e, "index") && BSON_ITER_HOLDS_NUMBER(&e)) {
+                failed = (uint32_t)bson_iter_as_int64(&e);
+            } else {
+                /* no server-side write error (one document too large for
+                 * the driver, the server lost between batches...): every
+                 * replace-upsert done so far was matched or upserted, in
+                 * order, so the count is the index of the first one not done */
+                int64_t doneops = 0;
+                if (bson_iter_init_find(&it, &reply, "nMatched") && BSON_ITER_HOLDS_NUMBER(&it))
+                    doneops += bson_iter_as_int64(&it);
+                if (bson_iter_init_find(&it, &reply, "nUpserted") && BSON_ITER_HOLDS_NUMBER(&it))
+                    doneops += bson_iter_as_int64(&it);
+                if (doneops >= 0 && doneops < k) failed = (uint32_t)doneops;
+            }
+            if (failed < (uint32_t)k) {
+                for (uint32_t i = 0; i < failed; i++)
+                    live[i]->status = resp_add_status(&live[i]->out, "OK") ? FD_E_NOMEM : FD_OK;
+                group_error(b, live[failed], &err);
+                done = (int)failed + 1;
+            } else {
+                for (int i = 0; i < k; i++) group_error(b, live[i], &err);
+                done = k;
+            }
+        }
+        bson_destroy(&reply);
+        bson_destroy(&opts);
+        mongoc_bulk_operation_destroy(bulk);
+    }
+    for (int i = done; i < k; i++) execute(b, cl, coll, live[i]);
+    for (int i = 0; i < n; i++) complete(b, g[i]);
+}
+
+static void *worker_main(void *arg)
+{
+    mg_worker *w = arg;
+    mg_backend *b = w->b;
+    mongoc_client_t *cl = mongoc_client_pool_pop(b->pool);
+    mongoc_collection_t *coll = mongoc_client_get_collection(cl, b->dbname, MG_COLL);
+    mongoc_collection_set_write_concern(coll, b->wc);
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        while (!w->head && !atomic_load(&b->stop)) pthread_cond_wait(&w->cv, &w->mu);
+        if (atomic_load(&b->stop)) { pthread_mutex_unlock(&w->mu); break; }
+        mg_node *n = w->head;
+        w->head = n->next;
+        mg_req *g[MG_GROUP_MAX];
+        int ng = 0;
+        if (groupable(n->r))
+            for (g[ng++] = n->r; w->head && ng < MG_GROUP_MAX && groupable(w->head->r); w->head = w->head->next)
+                g[ng++] = w->head->r;
+        if (!w->head) w->tail = NULL;
+        pthread_mutex_unlock(&w->mu);
+        mg_req *r = n->r;
+        if (ng > 1) {
+            execute_group(b, cl, coll, g, ng);
+        } else if (r->nw > 1) {
+            pthread_mutex_lock(&r->bmu);
+            r->arrived++;
+            if (r->arrived < r->nw) {
+                while (!r->done && !atomic_load(&b->stop)) pthread_cond_wait(&r->bcv, &r->bmu);
+                int last = --r->refs == 0;
+                pthread_mutex_unlock(&r->bmu);
+                if (last) complete(b, r);
+                continue;
+            }
+            pthread_mutex_unlock(&r->bmu);
+            execute(b, cl, coll, r);
+            pthread_mutex_lock(&r->bmu);
+            r->done = 1;
+            pthread_cond_broadcast(&r->bcv);
+            int last = --r->refs == 0;
+            pthread_mutex_unlock(&r->bmu);
+            if (last) complete(b, r);
+        } else {
+            execute(b, cl, coll, r);
+            complete(b, r);
+        }
+    }
+    mongoc_collection_destroy(coll);
+    mongoc_client_pool_push(b->pool, cl);
+    return NULL;
+}
+
+/* The admin thread: TTL index, server identity, key counts for INFO. */
+static void *admin_main(void *arg)
+{
+    mg_backend *b = arg;
+    mongoc_client_t *cl = mongoc_client_pool_pop(b->pool);
+    mongoc_collection_t *coll = mongoc_client_get_collection(cl, b->dbname, MG_COLL);
+    int64_t next_count = 0;
+    int logged_down = 0;
+    while (!atomic_load(&b->stop)) {
+        bson_error_t err;
+        if (!atomic_load(&b->indexes_ok)) {
+            if (ensure_indexes(cl, b, &err) == 0) {
+                atomic_store(&b->indexes_ok, 1);
+                bson_t cmd = BSON_INITIALIZER, reply;
+                bson_append_int32(&cmd, "buildInfo", -1, 1);
+                if (mongoc_client_command_simple(cl, "admin", &cmd, NULL, &reply, &err)) {
+                    bson_iter_t it;
+                    pthread_mutex_lock(&b->amu);
+                    if (bson_iter_init_find(&it, &reply, "version") && BSON_ITER_HOLDS_UTF8(&it))
+                        snprintf(b->server_version, sizeof b->server_version, "%s", bson_iter_utf8(&it, NULL));
+                    b->server_emulator = bson_iter_init_find(&it, &reply, "emulator") && bson_iter_as_bool(&it);
+                    pthread_mutex_unlock(&b->amu);
+                    fd_log(FD_LOG_NOTICE, "mongodb: connected to %s, server version %s%s", b->cfg.mongo_uri,
+                           b->server_version, b->server_emulator ? " (an EMULATOR: its figures are not MongoDB's)" : "");
+                }
+                bson_destroy(&reply);
+                bson_destroy(&cmd);
+                logged_down = 0;
+            } else if (!logged_down) {
+                fd_log(FD_LOG_WARNING, "mongodb: %s not reachable yet (%s); commands fail until it is",
+                       b->cfg.mongo_uri, err.message);
+                logged_down = 1;
+            }
+        }
+        int64_t now = fd_mono_us();
+        if (atomic_load(&b->indexes_ok) && now >= next_count) {
+            bson_t q = BSON_INITIALIZER, x;
+            int64_t keys = mg_count(coll, NULL, &err);
+            bson_append_document_begin(&q, "expireAt", -1, &x);
+            bson_append_date_time(&x, "$gt", -1, 0);
+            bson_append_document_end(&q, &x);
+            int64_t ex = mg_count(coll, &q, &err);
+            bson_destroy(&q);
+            if (keys >= 0) atomic_store(&b->keys, keys);
+            if (ex >= 0) atomic_store(&b->expires, ex);
+            next_count = now + 5000000;
+        }
+        pthread_mutex_lock(&b->amu);
+        if (!atomic_load(&b->stop)) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 1;
+            pthread_cond_timedwait(&b->acv, &b->amu, &ts);
+        }
+        pthread_mutex_unlock(&b->amu);
+    }
+    mongoc_collection_destroy(coll);
+    mongoc_client_pool_push(b->pool, cl);
+    return NULL;
+}
+
+/* ================================================================ loop side */
+
+static void free_req(mg_req *r)
+{
+    resp_out_free(&r->out);
+    if (r->nw > 1) {
+        pthread_mutex_destroy(&r->bmu);
+        pthread_cond_destroy(&r->bcv);
+        free(r->nodes);
+    }
+    free(r->argv);
+    free(r);
+}
+
+static void inflight_unlink(mg_backend *b, mg_req *r)
+{
+    if (r->lprev) r->lprev->lnext = r->lnext;
+    else b->ihead = r->lnext;
+    if (r->lnext) r->lnext->lprev = r->lprev;
+    else b->itail = r->lprev;
+    r->lprev = r->lnext = NULL;
+    b->inflight--;
+}
+
+static void timed_out(mg_backend *b, mg_req *r)
+{
+    if (!r->p) return;
+    resp_out o;
+    char why[128];
+    resp_out_init(&o, r->proto);
+    snprintf(why, sizeof why, "no reply within backend-timeout %lld ms", b->cfg.backend_timeout_ms);
+    reply_unavailable(&o, why);
+    fd_pending_reply(r->p, o.data, o.len);
+    resp_out_free(&o);
+    r->p = NULL;
+    b->timeouts++;
+}
+
+static void on_async(struct ev_loop *loop, ev_async *w, int revents)
+{
+    mg_backend *b = w->data;
+    pthread_mutex_lock(&b->cmu);
+    mg_req *r = b->chead;
+    b->chead = b->ctail = NULL;
+    pthread_mutex_unlock(&b->cmu);
+    while (r) {
+        mg_req *next = r->next;
+        inflight_unlink(b, r);
+        if (r->p) {
+            if (r->skipped) timed_out(b, r);
+            else if (r->status == FD_OK) {
+                if (r->out.len && r->out.data[0] == '-') b->errors++;
+                fd_pending_reply(r->p, r->out.data, r->out.len);
+            } else {
+                fd_pending_error(r->p, r->status);
+            }
+        }
+        free_req(r);
+        r = next;
+    }
+}
+
+static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    mg_backend *b = w->data;
+    int64_t now = fd_mono_us();
+    for (mg_req *r = b->ihead; r && r->deadline_us <= now; r = r->lnext) timed_out(b, r);
+    /* timed-out requests stay listed (and allocated) until their worker is done */
+}
+
+static void enqueue(mg_worker *w, mg_node *n)
+{
+    n->next = NULL;
+    pthread_mutex_lock(&w->mu);
+    if (w->tail) w->tail->next = n;
+    else w->head = n;
+    w->tail = n;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static int mg_submit(fd_backend *be, fd_request *req)
+{
+    mg_backend *b = be->state;
+    mg_fn fn = req->cmd ? handlers[req->cmd->id] : NULL;
+    if (!fn) return FD_E_NOTSUPPORTED;      /* the proxy asked support() first */
+    size_t bytes = 0;
+    for (int i = 0; i < req->argc; i++) bytes += req->argv[i].len + 1;
+    mg_req *r = calloc(1, sizeof *r);
+    if (!r) return FD_E_NOMEM;
+    r->argv = malloc((size_t)req->argc * sizeof(resp_arg) + bytes);
+    if (!r->argv) { free(r); return FD_E_NOMEM; }
+    char *p = (char *)(r->argv + req->argc);
+    for (int i = 0; i < req->argc; i++) {
+        memcpy(p, req->argv[i].ptr, req->argv[i].len);
+        p[req->argv[i].len] = '\0';
+        r->argv[i].ptr = p;
+        r->argv[i].len = req->argv[i].len;
+        p += req->argv[i].len + 1;
+    }
+    r->argc = req->argc;
+    r->fn = fn;
+    r->name = req->cmd->name;
+    r->proto = req->out->proto;
+    r->now_ms = req->now_ms;
+    r->deadline_us = fd_mono_us() + b->cfg.backend_timeout_ms * 1000;
+    r->p = req->pending;
+    resp_out_init(&r->out, r->proto);
+
+    /* the workers this command's keys hash to */
+    const fd_command *cmd = req->cmd;
+    int nwk = b->nworkers;
+    unsigned char *need = calloc((size_t)nwk, 1);
+    if (!need) { free(r->argv); free(r); return FD_E_NOMEM; }
+    int count = 0;
+    if ((cmd->flags & FD_CMD_KEYLESS_BACKEND) || cmd->first_key <= 0) {
+        memset(need, 1, (size_t)nwk);
+        count = nwk;
+    } else {
+        int last = cmd->last_key < 0 ? req->argc + cmd->last_key : cmd->last_key;
+        int step = cmd->key_step > 0 ? cmd->key_step : 1;
+        for (int i = cmd->first_key; i <= last && i < req->argc; i += step) {
+            int wi = (int)(mg_hash_key(req->argv[i].ptr, req->argv[i].len) % (uint64_t)nwk);
+            if (!need[wi]) { need[wi] = 1; count++; }
+        }
+        if (!count) { need[0] = 1; count = 1; }
+    }
+    r->nw = count;
+    if (count > 1) {
+        r->nodes = calloc((size_t)count, sizeof(mg_node));
+        if (!r->nodes) { free(need); free(r->argv); free(r); return FD_E_NOMEM; }
+        pthread_mutex_init(&r->bmu, NULL);
+        pthread_cond_init(&r->bcv, NULL);
+        r->refs = count;
+    }
+    /* in flight (loop side) */
+    r->lprev = b->itail;
+    if (b->itail) b->itail->lnext = r;
+    else b->ihead = r;
+    b->itail = r;
+    b->inflight++;
+    b->requests++;
+    if (req->is_write) be->turn_writes++;
+    int k = 0;
+    for (int i = 0; i < nwk; i++) {
+        if (!need[i]) continue;
+        mg_node *n = count > 1 ? &r->nodes[k++] : &r->node1;
+        n->r = r;
+        enqueue(&b->w[i], n);
+    }
+    free(need);
+    return FD_PENDING;
+}
+
+static int mg_end_turn(fd_backend *be)
+{
+    be->turn_writes = 0;
+    return FD_OK;     /* writes are acknowledged by MongoDB at the write concern */
+}
+
+static void mg_keyspace(fd_backend *be, uint64_t *keys, uint64_t *expires)
+{
+    mg_backend *b = be->state;
+    *keys = (uint64_t)atomic_load(&b->keys);
+    *expires = (uint64_t)atomic_load(&b->expires);
+}
+
+static void mg_info(fd_backend *be, resp_out *lines)
+{
+    mg_backend *b = be->state;
+    char buf[1024], ver[64];
+    int emu;
+    pthread_mutex_lock(&b->amu);
+    snprintf(ver, sizeof ver, "%s", b->server_version[0] ? b->server_version : "unknown");
+    emu = b->server_emulator;
+    pthread_mutex_unlock(&b->amu);
+    int n = snprintf(buf, sizeof buf,
+                     "mongodb_database:%s\r\nmongodb_collection:%s\r\nmongodb_workers:%d\r\n"
+                     "mongodb_server_version:%s\r\nmongodb_server_emulator:%d\r\n"
+                     "mongodb_connected:%d\r\nmongodb_requests:%llu\r\nmongodb_inflight:%lld\r\n"
+                     "mongodb_timeouts:%llu\r\nmongodb_error_replies:%llu\r\nmongodb_driver_errors:%llu\r\n"
+                     "mongodb_bulk_writes:%llu\r\nmongodb_bulk_grouped_sets:%llu\r\n",
+                     b->dbname, MG_COLL, b->nworkers, ver, emu < 0 ? 0 : emu,
+                     atomic_load(&b->indexes_ok), b->requests, b->inflight, b->timeouts, b->errors,
+                     (unsigned long long)atomic_load(&b->mongo_errors),
+                     (unsigned long long)atomic_load(&b->bulk_groups),
+                     (unsigned long long)atomic_load(&b->bulk_grouped));
+    if (n > 0) resp_out_raw(lines, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
+static void mg_close(fd_backend *be)
+{
+    mg_backend *b = be->state;
+    if (!b) return;
+    atomic_store(&b->stop, 1);
+    for (int i = 0; i < b->nworkers; i++) {
+        pthread_mutex_lock(&b->w[i].mu);
+        pthread_cond_broadcast(&b->w[i].cv);
+        pthread_mutex_unlock(&b->w[i].mu);
+    }
+    /* wake workers waiting at a barrier */
+    for (mg_req *r = b->ihead; r; r = r->lnext)
+        if (r->nw > 1) {
+            pthread_mutex_lock(&r->bmu);
+            pthread_cond_broadcast(&r->bcv);
+            pthread_mutex_unlock(&r->bmu);
+        }
+    pthread_mutex_lock(&b->amu);
+    pthread_cond_broadcast(&b->acv);
+    pthread_mutex_unlock(&b->amu);
+    for (int i = 0; i < b->nworkers; i++)
+        if (b->w[i].started) pthread_join(b->w[i].th, NULL);
+    if (b->admin_started) pthread_join(b->admin, NULL);
+    on_async(b->loop, &b->async, 0);          /* what finished */
+    /* what never ran: its clients are gone (shutdown) or get an error */
+    for (mg_req *r = b->ihead, *next; r; r = next) {
+        next = r->lnext;
+        if (r->p) fd_pending_error(r->p, FD_E_UNAVAILABLE);
+        free_req(r);
+    }
+    for (int i = 0; i < b->nworkers; i++) {
+        pthread_mutex_destroy(&b->w[i].mu);
+        pthread_cond_destroy(&b->w[i].cv);
+    }
+    ev_async_stop(b->loop, &b->async);
+    ev_timer_stop(b->loop, &b->tick);
+    if (b->pool) mongoc_client_pool_destroy(b->pool);
+    if (b->uri) mongoc_uri_destroy(b->uri);
+    if (b->wc) mongoc_write_concern_destroy(b->wc);
+    free(b->w);
+    free(b->uri_str);
+    free(b->dbname);
+    pthread_mutex_destroy(&b->cmu);
+    pthread_mutex_destroy(&b->amu);
+    for (int k = 0; k < MG_SCANS; k++)
+        if (b->scans[k].v) mg_keys_free(b->scans[k].v, b->scans[k].n);
+    pthread_mutex_destroy(&b->smu);
+    pthread_cond_destroy(&b->acv);
+    free(b);
+    be->state = NULL;
+    mongoc_cleanup();
+}
+
+/* libmongoc's log lines go to frontdoor's log: errors as warnings, its
+ * warnings (a lost connection...) at verbose, the rest dropped. */
+static void mongoc_to_fd_log(mongoc_log_level_t level, const char *domain, const char *msg, void *ud)
+{
+    (void)ud;
+    if (level <= MONGOC_LOG_LEVEL_ERROR) fd_log(FD_LOG_WARNING, "libmongoc %s: %s", domain, msg);
+    else if (level == MONGOC_LOG_LEVEL_WARNING) fd_log(FD_LOG_VERBOSE, "libmongoc %s: %s", domain, msg);
+}
+
+static int mg_open(fd_backend *be, const fd_backend_config *cfg, char *err, size_t errlen)
+{
+    if (!cfg->loop) { snprintf(err, errlen, "no event loop"); return FD_E_INTERNAL; }
+    mongoc_log_set_handler(mongoc_to_fd_log, NULL);
+    mongoc_init();
+    mg_backend *b = calloc(1, sizeof *b);
+    if (!b) { snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }
+    b->cfg = *cfg;
+    b->loop = cfg->loop;
+    b->server_emulator = -1;
+    pthread_mutex_init(&b->cmu, NULL);
+    pthread_mutex_init(&b->amu, NULL);
+    pthread_mutex_init(&b->smu, NULL);
+    pthread_cond_init(&b->acv, NULL);
+    be->state = b;
+    b->uri_str = strdup(cfg->mongo_uri && cfg->mongo_uri[0] ? cfg->mongo_uri : "mongodb://127.0.0.1:27017");
+    b->dbname = strdup(cfg->mongo_database && cfg->mongo_database[0] ? cfg->mongo_database : "frontdoor");
+    b->cfg.mongo_uri = b->uri_str;
+    long long tmo = cfg->backend_timeout_ms > 0 ? cfg->backend_timeout_ms : 1000;
+    b->cfg.backend_timeout_ms = tmo;
+    long nproc = sysconf(_SC_NPROCESSORS_ONLN);
+    b->nworkers = cfg->mongo_workers > 0 ? cfg->mongo_workers : (nproc > 0 ? (int)nproc : 2);
+
+    bson_error_t e;
+    b->uri = mongoc_uri_new_with_error(b->uri_str, &e);
+    if (!b->uri) {
+        snprintf(err, errlen, "bad mongo-uri '%s': %s", b->uri_str, e.message);
+        goto fail;
+    }
+    if (!mongoc_uri_has_option(b->uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS))
+        mongoc_uri_set_option_as_int32(b->uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, (int32_t)tmo);
+    if (!mongoc_uri_has_option(b->uri, MONGOC_URI_SOCKETTIMEOUTMS))
+        mongoc_uri_set_option_as_int32(b->uri, MONGOC_URI_SOCKETTIMEOUTMS, (int32_t)tmo);
+    if (!mongoc_uri_has_option(b->uri, MONGOC_URI_CONNECTTIMEOUTMS))
+        mongoc_uri_set_option_as_int32(b->uri, MONGOC_URI_CONNECTTIMEOUTMS, (int32_t)tmo);
+    if (!mongoc_uri_has_option(b->uri, MONGOC_URI_HEARTBEATFREQUENCYMS))
+        mongoc_uri_set_option_as_int32(b->uri, MONGOC_URI_HEARTBEATFREQUENCYMS, 500);
+    if (!mongoc_uri_get_appname(b->uri)) mongoc_uri_set_appname(b->uri, "frontdoor");
+    if (!mongoc_uri_has_option(b->uri, MONGOC_URI_MAXPOOLSIZE))
+        mongoc_uri_set_option_as_int32(b->uri, MONGOC_URI_MAXPOOLSIZE, b->nworkers + 4);
+
+    /* write concern: the URI's, then the directives that were set */
+    b->wc = mongoc_write_concern_copy(mongoc_uri_get_write_concern(b->uri));
+    if (cfg->mongo_w && cfg->mongo_w[0]) {
+        long long wv;
+        if (resp_str2ll(cfg->mongo_w, strlen(cfg->mongo_w), &wv) == 0) {
+            if (wv < 0 || wv > 1000) { snprintf(err, errlen, "mongo-w must be >= 0, 'majority' or a tag"); goto fail; }
+            mongoc_write_concern_set_w(b->wc, (int32_t)wv);
+        } else if (!strcmp(cfg->mongo_w, "majority")) {
+            mongoc_write_concern_set_w(b->wc, MONGOC_WRITE_CONCERN_W_MAJORITY);
+        } else {
+            mongoc_write_concern_set_wtag(b->wc, cfg->mongo_w);
+        }
+    }
+    if (cfg->mongo_j == FD_MONGO_J_YES || (cfg->mongo_j == FD_MONGO_J_AUTO && cfg->sync))
+        mongoc_write_concern_set_journal(b->wc, true);
+    else if (cfg->mongo_j == FD_MONGO_J_NO)
+        mongoc_write_concern_set_journal(b->wc, false);
+    if (cfg->mongo_wtimeout_ms > 0) mongoc_write_concern_set_wtimeout_int64(b->wc, cfg->mongo_wtimeout_ms);
+    if (!mongoc_write_concern_is_valid(b->wc)) {
+        snprintf(err, errlen, "invalid write concern (mongo-w %s, mongo-j, mongo-wtimeout)", cfg->mongo_w ? cfg->mongo_w : "");
+        goto fail;
+    }
+
+    b->pool = mongoc_client_pool_new(b->uri);
+    if (!b->pool) { snprintf(err, errlen, "cannot create a client pool for '%s'", b->uri_str); goto fail; }
+    mongoc_client_pool_set_error_api(b->pool, MONGOC_ERROR_API_VERSION_2);
+
+    ev_async_init(&b->async, on_async);
+    b->async.data = b;
+    ev_async_start(b->loop, &b->async);
+    double tick = (double)(tmo / 4 < MG_TICK_MS ? (tmo / 4 > 0 ? tmo / 4 : 1) : MG_TICK_MS) / 1000.0;
+    ev_timer_init(&b->tick, on_tick, tick, tick);
+    b->tick.data = b;
+    ev_timer_start(b->loop, &b->tick);
+
+    b->w = calloc((size_t)b->nworkers, sizeof *b->w);
+    if (!b->w) { snprintf(err, errlen, "out of memory"); goto fail; }
+    for (int i = 0; i < b->nworkers; i++) {
+        mg_worker *w = &b->w[i];
+        w->b = b;
+        w->idx = i;
+        pthread_mutex_init(&w->mu, NULL);
+        pthread_cond_init(&w->cv, NULL);
+    }
+    for (int i = 0; i < b->nworkers; i++) {
+        if (pthread_create(&b->w[i].th, NULL, worker_main, &b->w[i]) != 0) {
+            snprintf(err, errlen, "cannot start worker threads: %s", strerror(errno));
+            goto fail;
+        }
+        b->w[i].started = 1;
+    }
+    if (pthread_create(&b->admin, NULL, admin_main, b) == 0) b->admin_started = 1;
+    fd_log(FD_LOG_NOTICE, "mongodb backend: %s, database %s, %d workers, timeout %lld ms%s",
+           b->uri_str, b->dbname, b->nworkers, tmo,
+           mongoc_write_concern_get_journal(b->wc) ? ", journaled writes (j:true)" : "");
+    return FD_OK;
+fail:
+    if (ev_is_active(&b->async)) {       /* watchers and maybe threads: close undoes them */
+        if (!b->w) b->nworkers = 0;
+        mg_close(be);
+        return FD_E_UNAVAILABLE;
+    }
+    mongoc_cleanup();
+    if (b->uri) mongoc_uri_destroy(b->uri);
+    if (b->wc) mongoc_write_concern_destroy(b->wc);
+    free(b->uri_str);
+    free(b->dbname);
+    free(b->w);
+    free(b);
+    be->state = NULL;
+    return FD_E_UNAVAILABLE;
+}
+
+const fd_backend_ops fd_mongodb_backend = {
+    .name     = "mongodb",
+    .async    = 1,
+    .open     = mg_open,
+    .close    = mg_close,
+    .submit   = mg_submit,
+    .end_turn = mg_end_turn,
+    .keyspace = mg_keyspace,
+    .info     = mg_info,
+    .support  = mg_support,
+};

@@ -1,0 +1,343 @@
+/* mg_zset.c — the MongoDB backend's sorted sets.
+ *
+ * { _id, type: "zset", value: [ {m: BinData, s: Double}, ... ], expireAt? }:
+ * the members kept in Redis's order (score, then member bytes), as Redis's
+ * listpack encoding, so ranges by rank are array positions and ranges by
+ * score or lex are one walk. Read, change here, write back, as the other
+ * collection types (docs/mongodb.md has the costs and why this layout). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mg.h"
+
+void mg_zset_free(mg_zset *Z) { free(Z->a); mg_ix_free(&Z->ix); memset(Z, 0, sizeof *Z); }
+
+static int zent_cmp(const void *x, const void *y)
+{
+    const mg_zent *a = x, *b = y;
+    if (a->s < b->s) return -1;
+    if (a->s > b->s) return 1;
+    return fd_lexcmp(a->m, a->ml, b->m, b->ml);
+}
+
+static int zset_push(mg_zset *Z, const char *m, size_t ml, double s)
+{
+    mg_zent *na = mg_reserve(Z->a, &Z->cap, Z->n + 1, sizeof *na);
+    if (!na) return FD_E_NOMEM;
+    Z->a = na;
+    Z->a[Z->n++] = (mg_zent){m, ml, s};
+    return FD_OK;
+}
+
+/* mg_load_elems's element parser: {m: BinData, s: number} (no m, or a NaN
+ * score: skipped); an entry out of order sets Z->dirty */
+static int zset_elem(void *coll, bson_iter_t *arr)
+{
+    mg_zset *Z = coll;
+    bson_iter_t e;
+    const uint8_t *mp = NULL;
+    uint32_t ml = 0;
+    double s = 0;
+    bson_subtype_t st;
+    if (!BSON_ITER_HOLDS_DOCUMENT(arr) || !bson_iter_recurse(arr, &e)) return FD_OK;
+    while (bson_iter_next(&e)) {
+        if (!strcmp(bson_iter_key(&e), "m") && BSON_ITER_HOLDS_BINARY(&e)) bson_iter_binary(&e, &st, &ml, &mp);
+        else if (!strcmp(bson_iter_key(&e), "s") && BSON_ITER_HOLDS_NUMBER(&e)) s = bson_iter_as_double(&e);
+    }
+    if (!mp || isnan(s)) return FD_OK;
+    if (zset_push(Z, (const char *)mp, ml, s) != FD_OK) return FD_E_NOMEM;
+    if (Z->n > 1 && zent_cmp(&Z->a[Z->n - 2], &Z->a[Z->n - 1]) > 0) Z->dirty = 1;
+    return FD_OK;
+}
+
+int mg_zset_load(mg_ctx *c, const resp_arg *key, mg_meta *m, mg_zset *Z)
+{
+    memset(Z, 0, sizeof *Z);
+    int s = mg_load_elems(c, key, m, MG_T_ZSET, NULL, zset_elem, Z);
+    if (s != FD_OK) { mg_zset_free(Z); return s; }
+    if (Z->dirty) qsort(Z->a, Z->n, sizeof *Z->a, zent_cmp);   /* written by something else (no index yet) */
+    Z->dirty = 0;
+    return FD_OK;
+}
+
+static void zset_keyat(const void *coll, size_t i, const char **p, size_t *l)
+{
+    const mg_zent *e = &((const mg_zset *)coll)->a[i];
+    *p = e->m; *l = e->ml;
+}
+
+static long zset_find(mg_zset *Z, const char *p, size_t n)
+{
+    return mg_ix_find(&Z->ix, Z, Z->n, zset_keyat, p, n);
+}
+
+static int zset_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, mg_zset *Z)
+{
+    if (!Z->n) return m->found ? mg_delete(c, key) : FD_OK;
+    if (Z->dirty) { qsort(Z->a, Z->n, sizeof *Z->a, zent_cmp); mg_ix_invalidate(&Z->ix); }
+    Z->dirty = 0;
+    bson_t d = BSON_INITIALIZER, arr, e;
+    bson_append_utf8(&d, "type", -1, "zset", -1);
+    bson_append_array_begin(&d, "value", -1, &arr);
+    for (size_t i = 0; i < Z->n; i++) {
+        char idx[16];
+        const char *ks;
+        bson_uint32_to_string((uint32_t)i, &ks, idx, sizeof idx);
+        bson_append_document_begin(&arr, ks, -1, &e);
+        bson_append_binary(&e, "m", -1, BSON_SUBTYPE_BINARY, (const uint8_t *)Z->a[i].m, (uint32_t)Z->a[i].ml);
+        /* -0 is stored as 0, as Redis's listpack does ("0" is what ZSCORE gives) */
+        bson_append_double(&e, "s", -1, Z->a[i].s == 0 ? 0.0 : Z->a[i].s);
+        bson_append_document_end(&arr, &e);
+    }
+    bson_append_array_end(&d, &arr);
+    if (m->live && m->expire) bson_append_date_time(&d, "expireAt", -1, m->expire);
+    int s = mg_write_doc(c, key, &d);
+    bson_destroy(&d);
+    return s;
+}
+
+/* remove the entries whose gone[i] is set */
+static void zset_compact(mg_zset *Z, const unsigned char *gone)
+{
+    mg_ix_invalidate(&Z->ix);
+    size_t w = 0;
+    for (size_t i = 0; i < Z->n; i++)
+        if (!gone[i]) Z->a[w++] = Z->a[i];
+    Z->n = w;
+}
+
+#define ZSET_DONE(st) do { int st_ = (st); mg_zset_free(&Z); mg_meta_free(&m); return st_; } while (0)
+
+static int zadd_generic(mg_ctx *c, int is_incr)
+{
+    int flags, idx, elements, replied;
+    FD_TRY(fd_parse_zadd(c->argv, c->argc, is_incr, &flags, &idx, &elements, c->out, &replied));
+    if (replied) return FD_OK;
+    int nx = flags & FD_ZADD_NX, xx = flags & FD_ZADD_XX, gt = flags & FD_ZADD_GT,
+        lt = flags & FD_ZADD_LT, incr = flags & FD_ZADD_INCR;
+    mg_meta m; mg_zset Z;
+    FD_TRY(mg_zset_load(c, &c->argv[1], &m, &Z));
+    long long added = 0, updated = 0, processed = 0;
+    double score = 0;
+    int s = FD_OK;
+    if (m.live || !xx) {
+        for (int j = 0; j < elements && s == FD_OK; j++) {
+            const resp_arg *mb = &c->argv[idx + 2 * j + 1];
+            fd_parse_score(&c->argv[idx + 2 * j], &score);
+            long i = zset_find(&Z, mb->ptr, mb->len);
+            if (i >= 0) {
+                double cur = Z.a[i].s;
+                if (nx) continue;
+                if (incr) {
+                    score += cur;
+                    if (isnan(score))
+                        ZSET_DONE(resp_add_error(c->out, "ERR resulting score is not a number (NaN)") ? FD_E_NOMEM : FD_OK);
+                }
+                if ((lt && score >= cur) || (gt && score <= cur)) continue;
+                processed++;
+                if (score != cur) { Z.a[i].s = score; Z.dirty = 1; updated++; }
+            } else {
+                if (xx) continue;
+                s = zset_push(&Z, mb->ptr, mb->len, score);
+                Z.dirty = 1;
+                added++;
+                processed++;
+            }
+        }
+        if (s == FD_OK && (added || updated)) s = zset_save(c, &c->argv[1], &m, &Z);
+    }
+    if (s == FD_OK) {
+        int r;
+        if (incr) r = processed ? resp_add_double(c->out, score) : resp_add_null(c->out);
+        else r = resp_add_int(c->out, (flags & FD_ZADD_CH) ? added + updated : added);
+        if (r) s = FD_E_NOMEM;
+    }
+    ZSET_DONE(s);
+}
+
+int mg_cmd_zadd(mg_ctx *c)    { return zadd_generic(c, 0); }
+int mg_cmd_zincrby(mg_ctx *c) { return zadd_generic(c, 1); }
+
+int mg_cmd_zrem(mg_ctx *c)
+{
+    mg_meta m; mg_zset Z;
+    FD_TRY(mg_zset_load(c, &c->argv[1], &m, &Z));
+    long long n = 0;
+    for (int j = 2; j < c->argc; j++) {
+        long i = zset_find(&Z, c->argv[j].ptr, c->argv[j].len);
+        if (i < 0) continue;
+        memmove(&Z.a[i], &Z.a[i + 1], (Z.n - (size_t)i - 1) * sizeof Z.a[0]);
+        Z.n--;
+        mg_ix_invalidate(&Z.ix);
+        n++;
+    }
+    int s = n ? zset_save(c, &c->argv[1], &m, &Z) : FD_OK;
+    if (s == FD_OK && resp_add_int(c->out, n)) s = FD_E_NOMEM;
+    ZSET_DONE(s);
+}
+
+int mg_cmd_zscore(mg_ctx *c)
+{
+    mg_meta m; mg_zset Z;
+    FD_TRY(mg_zset_load(c, &c->argv[1], &m, &Z));
+    long i = zset_find(&Z, c->argv[2].ptr, c->argv[2].len);
+    ZSET_DONE((i >= 0 ? resp_add_double(c->out, Z.a[i].s) : resp_add_null(c->out)) ? FD_E_NOMEM : FD_OK);
+}
+
+int mg_cmd_zmscore(mg_ctx *c)
+{
+    mg_meta m; mg_zset Z;
+    FD_TRY(mg_zset_load(c, &c->argv[1], &m, &Z));
+    int r = resp_add_array(c->out, c->argc - 2);
+    for (int j = 2; j < c->argc && !r; j++) {
+        long i = zset_find(&Z, c->argv[j].ptr, c->argv[j].len);
+        r = i >= 0 ? resp_add_double(c->out, Z.a[i].s) : resp_add_null(c->out);
+    }
+    ZSET_DONE(r ? FD_E_NOMEM : FD_OK);
+}
+
+int mg_cmd_zcard(mg_ctx *c)
+{
+    mg_meta m; mg_zset Z;
+    FD_TRY(mg_zset_load(c, &c->argv[1], &m, &Z));
+    ZSET_DONE(resp_add_int(c->out, (long long)Z.n) ? FD_E_NOMEM : FD_OK);
+}
+
+static int zrank_generic(mg_ctx *c, int rev)
+{
+    mg_meta m; mg_zset Z;
+    FD_TRY(mg_zset_load(c, &c->argv[1], &m, &Z));
+    long i = zset_find(&Z, c->argv[2].ptr, c->argv[2].len);
+    int r = i < 0 ? resp_add_null(c->out) : resp_add_int(c->out, rev ? (long long)Z.n - 1 - i : i);
+    ZSET_DONE(r ? FD_E_NOMEM : FD_OK);
+}
+
+int mg_cmd_zrank(mg_ctx *c)    { return zrank_generic(c, 0); }
+int mg_cmd_zrevrank(mg_ctx *c) { return zrank_generic(c, 1); }
+
+/* The positions z selects, in reply order, into out (Z->n entries room):
+ * the count. A rank range must be sanitized (fd_rank_range) first. As the
+ * embedded backends' walk: a score or lex walk starts at the first member
+ * inside the near bound and stops at the first one outside the far one. */
+static size_t zwalk(const mg_zset *Z, const fd_zrange *z, size_t *out)
+{
+    size_t k = 0, n = Z->n;
+    if (z->type == FD_ZR_RANK) {
+        for (long long r = z->start; r <= z->end; r++) out[k++] = z->rev ? n - 1 - (size_t)r : (size_t)r;
+        return k;
+    }
+    if (fd_zrange_empty(z) || z->offset < 0 || z->limit == 0) return 0;
+    long long skip = z->offset, left = z->limit;
+    int started = 0;
+    for (size_t j = 0; j < n && left != 0; j++) {
+        size_t i = z->rev ? n - 1 - j : j;
+        const mg_zent *e = &Z->a[i];
+        if (!started && !(z->rev ? fd_zrange_lte_max(z, e->s, e->m, e->ml) : fd_zrange_gte_min(z, e->s, e->m, e->ml)))
+            continue;
+        if (!(z->rev ? fd_zrange_gte_min(z, e->s, e->m, e->ml) : fd_zrange_lte_max(z, e->s, e->m, e->ml))) break;
+        started = 1;
+        if (skip > 0) { skip--; continue; }
+        out[k++] = i;
+        if (left > 0) left--;
+    }
+    return k;
+}
+
+static int zrange_generic(mg_ctx *c, int type, int rev)
+{
+    fd_zrange z;
+    int replied;
+    FD_TRY(fd_parse_zrange(c->argv, c->argc, type, rev, &z, c->out, &replied));
+    if (replied) return FD_OK;
+    mg_meta m; mg_zset Z;
+    FD_TRY(mg_zset_load(c, &c->argv[1], &m, &Z));
+    if (z.type == FD_ZR_RANK && !fd_rank_range((long long)Z.n, &z.start, &z.end))
+        ZSET_DONE(resp_add_array(c->out, 0) ? FD_E_NOMEM : FD_OK);
+    size_t *pos = malloc((Z.n ? Z.n : 1) * sizeof *pos);
+    if (!pos) ZSET_DONE(FD_E_NOMEM);
+    size_t k = zwalk(&Z, &z, pos);
+    int nested = z.withscores && c->out->proto == 3;
+    int r = resp_add_array(c->out, (long long)(z.withscores && !nested ? 2 * k : k));
+    for (size_t j = 0; j < k && !r; j++) {
+        const mg_zent *e = &Z.a[pos[j]];
+        if (nested) r = resp_add_array(c->out, 2);
+        if (!r) r = resp_add_bulk(c->out, e->m, e->ml);
+        if (!r && z.withscores) r = resp_add_double(c->out, e->s);
+    }
+    free(pos);
+    ZSET_DONE(r ? FD_E_NOMEM : FD_OK);
+}
+
+int mg_cmd_zrange(mg_ctx *c)           { return zrange_generic(c, -1, -1); }
+int mg_cmd_zrevrange(mg_ctx *c)        { return zrange_generic(c, FD_ZR_RANK, 1); }
+int mg_cmd_zrangebyscore(mg_ctx *c)    { return zrange_generic(c, FD_ZR_SCORE, 0); }
+int mg_cmd_zrevrangebyscore(mg_ctx *c) { return zrange_generic(c, FD_ZR_SCORE, 1); }
+int mg_cmd_zrangebylex(mg_ctx *c)      { return zrange_generic(c, FD_ZR_LEX, 0); }
+int mg_cmd_zrevrangebylex(mg_ctx *c)   { return zrange_generic(c, FD_ZR_LEX, 1); }
+
+/* ZCOUNT / ZLEXCOUNT (count 1) and ZREMRANGEBY* (count 0) */
+static int zrange_count_or_remove(mg_ctx *c, int type, int count)
+{
+    fd_zrange z;
+    int replied;
+    FD_TRY(fd_parse_zrange(c->argv, c->argc, type, 0, &z, c->out, &replied));
+    if (replied) return FD_OK;
+    mg_meta m; mg_zset Z;
+    FD_TRY(mg_zset_load(c, &c->argv[1], &m, &Z));
+    if (!m.live || (z.type == FD_ZR_RANK && !fd_rank_range((long long)Z.n, &z.start, &z.end)))
+        ZSET_DONE(resp_add_int(c->out, 0) ? FD_E_NOMEM : FD_OK);
+    size_t *pos = malloc(Z.n * sizeof *pos);
+    unsigned char *gone = count ? NULL : calloc(Z.n, 1);
+    if (!pos || (!count && !gone)) { free(pos); free(gone); ZSET_DONE(FD_E_NOMEM); }
+    size_t k = zwalk(&Z, &z, pos);
+    int s = FD_OK;
+    if (!count && k) {
+        for (size_t j = 0; j < k; j++) gone[pos[j]] = 1;
+        zset_compact(&Z, gone);
+        s = zset_save(c, &c->argv[1], &m, &Z);
+    }
+    free(pos);
+    free(gone);
+    if (s == FD_OK && resp_add_int(c->out, (long long)k)) s = FD_E_NOMEM;
+    ZSET_DONE(s);
+}
+
+int mg_cmd_zcount(mg_ctx *c)           { return zrange_count_or_remove(c, FD_ZR_SCORE, 1); }
+int mg_cmd_zlexcount(mg_ctx *c)        { return zrange_count_or_remove(c, FD_ZR_LEX, 1); }
+int mg_cmd_zremrangebyrank(mg_ctx *c)  { return zrange_count_or_remove(c, FD_ZR_RANK, 0); }
+int mg_cmd_zremrangebyscore(mg_ctx *c) { return zrange_count_or_remove(c, FD_ZR_SCORE, 0); }
+int mg_cmd_zremrangebylex(mg_ctx *c)   { return zrange_count_or_remove(c, FD_ZR_LEX, 0); }
+
+/* ZPOPMIN (rev 0) / ZPOPMAX (rev 1) */
+static int zpop_generic(mg_ctx *c, int rev)
+{
+    long long count = -1;
+    if (c->argc > 3) return FD_E_SYNTAX;
+    if (c->argc == 3 && (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &count) != 0 || count < 0))
+        return FD_E_RANGE_POSITIVE;
+    int nested = c->out->proto == 3 && count != -1;
+    mg_meta m; mg_zset Z;
+    FD_TRY(mg_zset_load(c, &c->argv[1], &m, &Z));
+    if (!m.live || count == 0) ZSET_DONE(resp_add_array(c->out, 0) ? FD_E_NOMEM : FD_OK);
+    if (count == -1) count = 1;
+    size_t k = count < (long long)Z.n ? (size_t)count : Z.n;
+    size_t mark = c->out->len;
+    int r = resp_add_array(c->out, (long long)(nested ? k : 2 * k));
+    for (size_t j = 0; j < k && !r; j++) {
+        const mg_zent *e = &Z.a[rev ? Z.n - 1 - j : j];
+        if (nested) r = resp_add_array(c->out, 2);
+        if (!r) r = resp_add_bulk(c->out, e->m, e->ml);
+        if (!r) r = resp_add_double(c->out, e->s);
+    }
+    if (r) { c->out->len = mark; ZSET_DONE(FD_E_NOMEM); }
+    if (!rev) memmove(Z.a, Z.a + k, (Z.n - k) * sizeof *Z.a);
+    Z.n -= k;
+    mg_ix_invalidate(&Z.ix);
+    int s = zset_save(c, &c->argv[1], &m, &Z);
+    if (s != FD_OK) c->out->len = mark;
+    ZSET_DONE(s);
+}
+
+int mg_cmd_zpopmin(mg_ctx *c) { return zpop_generic(c, 0); }
+int mg_cmd_zpopmax(mg_ctx *c) { return zpop_generic(c, 1); }
