@@ -24,6 +24,20 @@ typedef struct resp_arg {
     size_t len;
 } resp_arg;
 
+/* An argument equal to `lit` (NUL-terminated), ASCII case-insensitively: the
+ * one comparator for command names, subcommands and options. */
+static inline int resp_arg_is(const resp_arg *a, const char *lit) {
+    size_t i = 0;
+    for (; lit[i]; i++) {
+        if (i >= a->len) return 0;
+        char x = a->ptr[i], y = lit[i];
+        if (x >= 'A' && x <= 'Z') x = (char)(x + 32);
+        if (y >= 'A' && y <= 'Z') y = (char)(y + 32);
+        if (x != y) return 0;
+    }
+    return i == a->len;
+}
+
 /* Limits, as Redis: PROTO_INLINE_MAX_SIZE, proto-max-bulk-len, INT_MAX args,
  * and the CVE-2021-32675 limits for clients that are not authenticated. */
 #define RESP_INLINE_MAX          (64 * 1024)

@@ -389,7 +389,7 @@ static void ab_reset(void) {
 /* FRONTDOOR AB [RESET] | FRONTDOOR REPORT | FRONTDOOR HELP */
 void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv) {
     resp_out *o = &c->out;
-    if (ARGIS(argv[1], "AB") && argc == 2) {
+    if (resp_arg_is(&argv[1], "AB") && argc == 2) {
         /* the latest mismatches, newest first: [unix-ms, command, primary reply, secondary reply] */
         resp_add_array(o, ab.nsamples);
         for (unsigned k = 0; k < ab.nsamples; k++) {
@@ -400,12 +400,12 @@ void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv) {
             resp_add_bulk(o, s->rep[0] ? s->rep[0] : "", s->len[0]);
             resp_add_bulk(o, s->rep[1] ? s->rep[1] : "", s->len[1]);
         }
-    } else if (ARGIS(argv[1], "AB") && argc == 3 && ARGIS(argv[2], "RESET")) {
+    } else if (resp_arg_is(&argv[1], "AB") && argc == 3 && resp_arg_is(&argv[2], "RESET")) {
         ab_reset();
         resp_add_simple(o, "OK", 2);
-    } else if (ARGIS(argv[1], "REPORT") && argc == 2) {
+    } else if (resp_arg_is(&argv[1], "REPORT") && argc == 2) {
         report(c);
-    } else if (ARGIS(argv[1], "HELP") && argc == 2) {
+    } else if (resp_arg_is(&argv[1], "HELP") && argc == 2) {
         static const char *const help[] = {
             "AB",
             "    The latest A/B mismatches, newest first: [unix-ms, command, primary reply, secondary reply].",

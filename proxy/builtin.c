@@ -45,7 +45,7 @@ void px_cmd_quit(px_conn *c, int argc, resp_arg *argv) {
 
 /* 1 if (user, pass) authenticates the default user. */
 static int check_password(const resp_arg *user, const resp_arg *pass) {
-    if (user && !ARGIS(*user, "default")) return 0;
+    if (user && !resp_arg_is(&*user, "default")) return 0;
     const char *want = px_cfg.requirepass;
     if (!want[0]) return 1;          /* default user without a password: any password */
     return pass->len == strlen(want) && memcmp(pass->ptr, want, pass->len) == 0;
@@ -97,8 +97,8 @@ void px_cmd_hello(px_conn *c, int argc, resp_arg *argv) {
     resp_arg *user = NULL, *pass = NULL, *name = NULL;
     for (int j = 2; j < argc; j++) {
         int more = argc - 1 - j;
-        if (ARGIS(argv[j], "AUTH") && more >= 2) { user = &argv[j + 1]; pass = &argv[j + 2]; j += 2; }
-        else if (ARGIS(argv[j], "SETNAME") && more >= 1) { name = &argv[j + 1]; j++; }
+        if (resp_arg_is(&argv[j], "AUTH") && more >= 2) { user = &argv[j + 1]; pass = &argv[j + 2]; j += 2; }
+        else if (resp_arg_is(&argv[j], "SETNAME") && more >= 1) { name = &argv[j + 1]; j++; }
         else {
             resp_add_errorf(&c->out, "ERR Syntax error in HELLO option '%.*s'", (int)(argv[j].len > 128 ? 128 : argv[j].len), argv[j].ptr);
             return;
@@ -219,10 +219,10 @@ void px_cmd_command(px_conn *c, int argc, resp_arg *argv) {
         return;
     }
     resp_arg *sub = &argv[1];
-    if (ARGIS(*sub, "COUNT")) {
+    if (resp_arg_is(&*sub, "COUNT")) {
         if (argc != 2) { reply_subcmd_arity(c, "command", sub); return; }
         resp_add_int(&c->out, (long long)n);
-    } else if (ARGIS(*sub, "INFO")) {
+    } else if (resp_arg_is(&*sub, "INFO")) {
         if (argc == 2) {
             resp_add_array(&c->out, (long long)n);
             for (size_t i = 0; i < n; i++) add_command_info(&c->out, &t[i]);
@@ -234,7 +234,7 @@ void px_cmd_command(px_conn *c, int argc, resp_arg *argv) {
             if (cmd) add_command_info(&c->out, cmd);
             else resp_add_null_array(&c->out);
         }
-    } else if (ARGIS(*sub, "DOCS")) {
+    } else if (resp_arg_is(&*sub, "DOCS")) {
         if (argc == 2) {
             resp_add_map(&c->out, (long long)n);
             for (size_t i = 0; i < n; i++) add_command_docs(&c->out, &t[i]);
@@ -247,10 +247,10 @@ void px_cmd_command(px_conn *c, int argc, resp_arg *argv) {
             fd_command *cmd = fd_command_lookup(argv[i].ptr, argv[i].len);
             if (cmd) add_command_docs(&c->out, cmd);
         }
-    } else if (ARGIS(*sub, "LIST")) {
+    } else if (resp_arg_is(&*sub, "LIST")) {
         resp_add_array(&c->out, (long long)n);
         for (size_t i = 0; i < n; i++) resp_add_bulk_cstr(&c->out, t[i].name);
-    } else if (ARGIS(*sub, "HELP")) {
+    } else if (resp_arg_is(&*sub, "HELP")) {
         static const char *const help[] = {
             "(no subcommand)", "    Return details about all commands.",
             "COUNT", "    Return the total number of commands.",
@@ -268,10 +268,10 @@ void px_cmd_command(px_conn *c, int argc, resp_arg *argv) {
 
 void px_cmd_config(px_conn *c, int argc, resp_arg *argv) {
     resp_arg *sub = &argv[1];
-    if (ARGIS(*sub, "GET")) {
+    if (resp_arg_is(&*sub, "GET")) {
         if (argc < 3) { reply_subcmd_arity(c, "config", sub); return; }
         px_config_get_reply(&c->out, argc - 2, argv + 2);
-    } else if (ARGIS(*sub, "SET")) {
+    } else if (resp_arg_is(&*sub, "SET")) {
         if (argc < 4 || (argc - 2) % 2) { reply_subcmd_arity(c, "config", sub); return; }
         /* every name is checked before any is set; a bad value stops at that
          * pair and what was set is rolled back, as Redis 7 does */
@@ -342,12 +342,12 @@ void px_cmd_config(px_conn *c, int argc, resp_arg *argv) {
         if (px_backends_swap(0, NULL, err, sizeof err) < 0 || px_backends_ab_apply(err, sizeof err))
             px_log(PX_LOG_WARNING, "CONFIG SET rollback: %s", err);
         return;
-    } else if (ARGIS(*sub, "REWRITE")) {
+    } else if (resp_arg_is(&*sub, "REWRITE")) {
         if (argc != 2) { reply_subcmd_arity(c, "config", sub); return; }
         char err[512];
         if (px_config_rewrite(err, sizeof err)) resp_add_errorf(&c->out, "ERR %s", err);
         else { px_log(PX_LOG_NOTICE, "CONFIG REWRITE executed with success."); resp_add_simple(&c->out, "OK", 2); }
-    } else if (ARGIS(*sub, "RESETSTAT")) {
+    } else if (resp_arg_is(&*sub, "RESETSTAT")) {
         if (argc != 2) { reply_subcmd_arity(c, "config", sub); return; }
         size_t n;
         fd_command *t = fd_commands_table(&n);
@@ -355,7 +355,7 @@ void px_cmd_config(px_conn *c, int argc, resp_arg *argv) {
         px_srv.total_commands = px_srv.total_connections = px_srv.rejected_connections = 0;
         px_srv.net_input = px_srv.net_output = 0;
         resp_add_simple(&c->out, "OK", 2);
-    } else if (ARGIS(*sub, "HELP")) {
+    } else if (resp_arg_is(&*sub, "HELP")) {
         static const char *const help[] = {
             "GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
             "SET <directive> <value>", "    Set the configuration <directive> to <value>. Backend directives reopen that backend (a live swap).",
@@ -385,10 +385,10 @@ static void client_line(px_conn *x, char *buf, size_t len) {
 void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
     resp_arg *sub = &argv[1];
     char line[1024];
-    if (ARGIS(*sub, "ID")) {
+    if (resp_arg_is(&*sub, "ID")) {
         if (argc != 2) { reply_subcmd_arity(c, "client", sub); return; }
         resp_add_int(&c->out, (long long)c->id);
-    } else if (ARGIS(*sub, "SETNAME")) {
+    } else if (resp_arg_is(&*sub, "SETNAME")) {
         if (argc != 3) { reply_subcmd_arity(c, "client", sub); return; }
         if (!valid_client_name(&argv[2])) {
             resp_add_error(&c->out, "ERR Client names cannot contain spaces, newlines or special characters.");
@@ -396,17 +396,17 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
         }
         set_name(c, &argv[2]);
         resp_add_simple(&c->out, "OK", 2);
-    } else if (ARGIS(*sub, "GETNAME")) {
+    } else if (resp_arg_is(&*sub, "GETNAME")) {
         if (argc != 2) { reply_subcmd_arity(c, "client", sub); return; }
         if (c->name) resp_add_bulk_cstr(&c->out, c->name);
         else resp_add_null(&c->out);
-    } else if (ARGIS(*sub, "INFO")) {
+    } else if (resp_arg_is(&*sub, "INFO")) {
         if (argc != 2) { reply_subcmd_arity(c, "client", sub); return; }
         client_line(c, line, sizeof line);
         size_t l = strlen(line);
         line[l] = '\n';
         resp_add_verbatim(&c->out, "txt", line, l + 1);
-    } else if (ARGIS(*sub, "LIST")) {
+    } else if (resp_arg_is(&*sub, "LIST")) {
         resp_out all;
         resp_out_init(&all, 2);
         for (px_conn *x = px_srv.clients; x; x = x->next) {
@@ -416,13 +416,13 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
         }
         resp_add_verbatim(&c->out, "txt", all.data ? all.data : "", all.len);
         resp_out_free(&all);
-    } else if (ARGIS(*sub, "KILL")) {
+    } else if (resp_arg_is(&*sub, "KILL")) {
         /* CLIENT KILL ID n | CLIENT KILL ADDR ip:port | CLIENT KILL ip:port */
         int old = argc == 3, killed = 0;
         if (!old && (argc != 4)) { resp_add_error(&c->out, "ERR syntax error"); return; }
         resp_arg *val = old ? &argv[2] : &argv[3];
-        int by_id = !old && ARGIS(argv[2], "ID");
-        if (!old && !by_id && !ARGIS(argv[2], "ADDR")) { resp_add_error(&c->out, "ERR syntax error"); return; }
+        int by_id = !old && resp_arg_is(&argv[2], "ID");
+        if (!old && !by_id && !resp_arg_is(&argv[2], "ADDR")) { resp_add_error(&c->out, "ERR syntax error"); return; }
         long long id = 0;
         if (by_id && resp_str2ll(val->ptr, val->len, &id)) {
             resp_add_error(&c->out, "ERR client-id should be greater than 0");
@@ -439,7 +439,7 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
         } else {
             resp_add_int(&c->out, killed);
         }
-    } else if (ARGIS(*sub, "HELP")) {
+    } else if (resp_arg_is(&*sub, "HELP")) {
         static const char *const help[] = {
             "GETNAME", "    Return the name of the current connection.",
             "ID", "    Return the ID of the current connection.",

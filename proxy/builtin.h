@@ -17,8 +17,6 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv);
 void px_cmd_time(px_conn *c, int argc, resp_arg *argv);
 void px_cmd_lastsave(px_conn *c, int argc, resp_arg *argv);
 
-/* An argument equal to a literal, case-insensitively (subcommand names). */
-#define ARGIS(a, lit) ((a).len == sizeof(lit) - 1 && !strncasecmp((a).ptr, lit, sizeof(lit) - 1))
 /* The reply to "<CMD> HELP": Redis's heading, then `lines` (NULL-terminated). */
 void px_reply_help(px_conn *c, const char *cmd, const char *const *lines);
 

@@ -9,11 +9,6 @@
 #include <strings.h>
 #include "cmdargs.h"
 
-int fd_opt_is(const resp_arg *a, const char *name)
-{
-    size_t n = strlen(name);
-    return a->len == n && strncasecmp(a->ptr, name, n) == 0;
-}
 
 /* ---------------------------------------------------------------- SET / GETEX */
 
@@ -28,18 +23,18 @@ int fd_parse_set_opts(const resp_arg *argv, int argc, int first, int is_set,
         const resp_arg *a = &argv[j];
         const resp_arg *next = j + 1 < argc ? &argv[j + 1] : NULL;
         int f = *flags;
-        if (fd_opt_is(a, "nx") && !(f & FD_SET_XX) && is_set) *flags |= FD_SET_NX;
-        else if (fd_opt_is(a, "xx") && !(f & FD_SET_NX) && is_set) *flags |= FD_SET_XX;
-        else if (fd_opt_is(a, "get") && is_set) *flags |= FD_SET_GET;
-        else if (fd_opt_is(a, "keepttl") && !(f & (FD_SET_PERSIST | ANYEXP)) && is_set) *flags |= FD_SET_KEEPTTL;
-        else if (fd_opt_is(a, "persist") && !is_set && !(f & (ANYEXP | FD_SET_KEEPTTL))) *flags |= FD_SET_PERSIST;
-        else if (fd_opt_is(a, "ex") && !(f & (FD_SET_KEEPTTL | FD_SET_PERSIST | FD_SET_EXAT | FD_SET_PX | FD_SET_PXAT)) && next) {
+        if (resp_arg_is(a, "nx") && !(f & FD_SET_XX) && is_set) *flags |= FD_SET_NX;
+        else if (resp_arg_is(a, "xx") && !(f & FD_SET_NX) && is_set) *flags |= FD_SET_XX;
+        else if (resp_arg_is(a, "get") && is_set) *flags |= FD_SET_GET;
+        else if (resp_arg_is(a, "keepttl") && !(f & (FD_SET_PERSIST | ANYEXP)) && is_set) *flags |= FD_SET_KEEPTTL;
+        else if (resp_arg_is(a, "persist") && !is_set && !(f & (ANYEXP | FD_SET_KEEPTTL))) *flags |= FD_SET_PERSIST;
+        else if (resp_arg_is(a, "ex") && !(f & (FD_SET_KEEPTTL | FD_SET_PERSIST | FD_SET_EXAT | FD_SET_PX | FD_SET_PXAT)) && next) {
             *flags |= FD_SET_EX; *exp = next; j++;
-        } else if (fd_opt_is(a, "px") && !(f & (FD_SET_KEEPTTL | FD_SET_PERSIST | FD_SET_EX | FD_SET_EXAT | FD_SET_PXAT)) && next) {
+        } else if (resp_arg_is(a, "px") && !(f & (FD_SET_KEEPTTL | FD_SET_PERSIST | FD_SET_EX | FD_SET_EXAT | FD_SET_PXAT)) && next) {
             *flags |= FD_SET_PX; *exp = next; j++;
-        } else if (fd_opt_is(a, "exat") && !(f & (FD_SET_KEEPTTL | FD_SET_PERSIST | FD_SET_EX | FD_SET_PX | FD_SET_PXAT)) && next) {
+        } else if (resp_arg_is(a, "exat") && !(f & (FD_SET_KEEPTTL | FD_SET_PERSIST | FD_SET_EX | FD_SET_PX | FD_SET_PXAT)) && next) {
             *flags |= FD_SET_EXAT; *exp = next; j++;
-        } else if (fd_opt_is(a, "pxat") && !(f & (FD_SET_KEEPTTL | FD_SET_PERSIST | FD_SET_EX | FD_SET_EXAT | FD_SET_PX)) && next) {
+        } else if (resp_arg_is(a, "pxat") && !(f & (FD_SET_KEEPTTL | FD_SET_PERSIST | FD_SET_EX | FD_SET_EXAT | FD_SET_PX)) && next) {
             *flags |= FD_SET_PXAT; *exp = next; j++;
         } else return FD_E_SYNTAX;
     }
@@ -69,10 +64,10 @@ int fd_parse_expire_opts(const resp_arg *argv, int argc, int first, int *flags, 
     int f = 0;
     for (int j = first; j < argc; j++) {
         const resp_arg *a = &argv[j];
-        if (fd_opt_is(a, "nx")) f |= FD_EXPIRE_NX;
-        else if (fd_opt_is(a, "xx")) f |= FD_EXPIRE_XX;
-        else if (fd_opt_is(a, "gt")) f |= FD_EXPIRE_GT;
-        else if (fd_opt_is(a, "lt")) f |= FD_EXPIRE_LT;
+        if (resp_arg_is(a, "nx")) f |= FD_EXPIRE_NX;
+        else if (resp_arg_is(a, "xx")) f |= FD_EXPIRE_XX;
+        else if (resp_arg_is(a, "gt")) f |= FD_EXPIRE_GT;
+        else if (resp_arg_is(a, "lt")) f |= FD_EXPIRE_LT;
         else return resp_add_errorf(out, "ERR Unsupported option %.*s", (int)a->len, a->ptr) ? -1 : 1;
     }
     if ((f & FD_EXPIRE_NX) && (f & (FD_EXPIRE_XX | FD_EXPIRE_GT | FD_EXPIRE_LT)))
@@ -130,14 +125,14 @@ int fd_parse_scan_opts(const resp_arg *argv, int argc, int first, long long *cou
     if (type) *type = NULL;
     for (int i = first; i < argc; i++) {
         int more = i + 1 < argc;
-        if (fd_opt_is(&argv[i], "count") && more) {
+        if (resp_arg_is(&argv[i], "count") && more) {
             if (resp_str2ll(argv[i + 1].ptr, argv[i + 1].len, count) != 0) return FD_E_NOTINT;
             if (*count < 1) return FD_E_SYNTAX;
             i++;
-        } else if (fd_opt_is(&argv[i], "match") && more) {
+        } else if (resp_arg_is(&argv[i], "match") && more) {
             *pat = &argv[++i];
             if ((*pat)->len == 1 && (*pat)->ptr[0] == '*') *pat = NULL;
-        } else if (type && fd_opt_is(&argv[i], "type") && more) {
+        } else if (type && resp_arg_is(&argv[i], "type") && more) {
             *type = &argv[++i];
         } else return FD_E_SYNTAX;
     }
@@ -179,12 +174,12 @@ int fd_parse_zadd(const resp_arg *argv, int argc, int is_incr, int *flags, int *
     *replied = 0;
     while (!is_incr && idx < argc) {
         const resp_arg *a = &argv[idx];
-        if (fd_opt_is(a, "nx")) f |= FD_ZADD_NX;
-        else if (fd_opt_is(a, "xx")) f |= FD_ZADD_XX;
-        else if (fd_opt_is(a, "ch")) f |= FD_ZADD_CH;
-        else if (fd_opt_is(a, "incr")) f |= FD_ZADD_INCR;
-        else if (fd_opt_is(a, "gt")) f |= FD_ZADD_GT;
-        else if (fd_opt_is(a, "lt")) f |= FD_ZADD_LT;
+        if (resp_arg_is(a, "nx")) f |= FD_ZADD_NX;
+        else if (resp_arg_is(a, "xx")) f |= FD_ZADD_XX;
+        else if (resp_arg_is(a, "ch")) f |= FD_ZADD_CH;
+        else if (resp_arg_is(a, "incr")) f |= FD_ZADD_INCR;
+        else if (resp_arg_is(a, "gt")) f |= FD_ZADD_GT;
+        else if (resp_arg_is(a, "lt")) f |= FD_ZADD_LT;
         else break;
         idx++;
     }
@@ -234,7 +229,7 @@ int fd_parse_sintercard(const resp_arg *argv, int argc, long long *numkeys, long
     else if (*numkeys > argc - 2)
         err = "ERR Number of keys can't be greater than number of args";
     for (int i = 2 + (int)*numkeys; !err && i < argc; i++) {
-        if (fd_opt_is(&argv[i], "limit") && i + 1 < argc) {
+        if (resp_arg_is(&argv[i], "limit") && i + 1 < argc) {
             i++;
             if (resp_str2ll(argv[i].ptr, argv[i].len, limit) != 0 || *limit < 0) err = "ERR LIMIT can't be negative";
         } else return FD_E_SYNTAX;
@@ -255,16 +250,16 @@ int fd_parse_lpos(const resp_arg *argv, int argc, fd_lpos *o, resp_out *out, int
     for (int j = 3; j < argc && !err; j++) {
         int more = j + 1 < argc;
         const resp_arg *a = &argv[j];
-        if (fd_opt_is(a, "rank") && more) {
+        if (resp_arg_is(a, "rank") && more) {
             j++;
             if (resp_str2ll(argv[j].ptr, argv[j].len, &o->rank) != 0) return FD_E_NOTINT;
             if (o->rank == 0)
                 err = "ERR RANK can't be zero: use 1 to start from the first match, "
                       "2 from the second ... or use negative to start from the end of the list";
-        } else if (fd_opt_is(a, "count") && more) {
+        } else if (resp_arg_is(a, "count") && more) {
             j++;
             if (resp_str2ll(argv[j].ptr, argv[j].len, &o->count) != 0 || o->count < 0) err = "ERR COUNT can't be negative";
-        } else if (fd_opt_is(a, "maxlen") && more) {
+        } else if (resp_arg_is(a, "maxlen") && more) {
             j++;
             if (resp_str2ll(argv[j].ptr, argv[j].len, &o->maxlen) != 0 || o->maxlen < 0) err = "ERR MAXLEN can't be negative";
         } else return FD_E_SYNTAX;
@@ -328,15 +323,15 @@ int fd_parse_zrange(const resp_arg *argv, int argc, int type, int rev, fd_zrange
     for (int j = 4; j < argc; j++) {
         int left = argc - j - 1;
         const resp_arg *a = &argv[j];
-        if (fd_opt_is(a, "withscores")) z->withscores = 1;
-        else if (fd_opt_is(a, "limit") && left >= 2) {
+        if (resp_arg_is(a, "withscores")) z->withscores = 1;
+        else if (resp_arg_is(a, "limit") && left >= 2) {
             if (resp_str2ll(argv[j + 1].ptr, argv[j + 1].len, &z->offset) != 0 ||
                 resp_str2ll(argv[j + 2].ptr, argv[j + 2].len, &z->limit) != 0) return FD_E_NOTINT;
             have_limit = 1;
             j += 2;
-        } else if (auto_dir && !rev && fd_opt_is(a, "rev")) rev = 1;
-        else if (auto_type && type == -1 && fd_opt_is(a, "bylex")) type = FD_ZR_LEX;
-        else if (auto_type && type == -1 && fd_opt_is(a, "byscore")) type = FD_ZR_SCORE;
+        } else if (auto_dir && !rev && resp_arg_is(a, "rev")) rev = 1;
+        else if (auto_type && type == -1 && resp_arg_is(a, "bylex")) type = FD_ZR_LEX;
+        else if (auto_type && type == -1 && resp_arg_is(a, "byscore")) type = FD_ZR_SCORE;
         else return FD_E_SYNTAX;
     }
     if (type == -1) type = FD_ZR_RANK;

@@ -14,8 +14,6 @@
 #include "../protocol/resp.h"
 #include "status.h"
 
-/* Case-insensitive exact comparison of an argument with an option name. */
-int fd_opt_is(const resp_arg *a, const char *name);
 /* An integer argument (string2ll rules): FD_OK, or FD_E_NOTINT. */
 int fd_arg_ll(const resp_arg *a, long long *v);
 

@@ -864,7 +864,6 @@ static char *encode_cmd(int argc, const resp_arg *argv, size_t *len) {
     return buf;
 }
 
-#define NAME_IS(a, s) ((a).len == sizeof(s) - 1 && strncasecmp((a).ptr, s, sizeof(s) - 1) == 0)
 
 /* The key positions of a command: up to max of them into pos; the count.
  * A command of the table has them in its row (fd_command_keys); one the
@@ -875,13 +874,13 @@ static int key_positions(const fd_request *r, int *pos, int max) {
     int argc = r->argc, n = 0;
     int numkeys_at = 0, first = 0;
     if (r->cmd) return fd_command_keys(r->cmd, argc, a, pos, max);
-    if (NAME_IS(a[0], "zinter") || NAME_IS(a[0], "zunion") ||
-        NAME_IS(a[0], "zdiff") || NAME_IS(a[0], "zintercard") || NAME_IS(a[0], "lmpop") || NAME_IS(a[0], "zmpop"))
+    if (resp_arg_is(&a[0], "zinter") || resp_arg_is(&a[0], "zunion") ||
+        resp_arg_is(&a[0], "zdiff") || resp_arg_is(&a[0], "zintercard") || resp_arg_is(&a[0], "lmpop") || resp_arg_is(&a[0], "zmpop"))
         numkeys_at = 1;
-    else if (NAME_IS(a[0], "eval") || NAME_IS(a[0], "evalsha") || NAME_IS(a[0], "eval_ro") ||
-             NAME_IS(a[0], "evalsha_ro") || NAME_IS(a[0], "fcall") || NAME_IS(a[0], "fcall_ro"))
+    else if (resp_arg_is(&a[0], "eval") || resp_arg_is(&a[0], "evalsha") || resp_arg_is(&a[0], "eval_ro") ||
+             resp_arg_is(&a[0], "evalsha_ro") || resp_arg_is(&a[0], "fcall") || resp_arg_is(&a[0], "fcall_ro"))
         numkeys_at = 2;
-    else if (NAME_IS(a[0], "zunionstore") || NAME_IS(a[0], "zinterstore") || NAME_IS(a[0], "zdiffstore")) {
+    else if (resp_arg_is(&a[0], "zunionstore") || resp_arg_is(&a[0], "zinterstore") || resp_arg_is(&a[0], "zdiffstore")) {
         if (argc > 1 && max > 0) pos[n++] = 1;
         numkeys_at = 2;
     }
@@ -892,15 +891,15 @@ static int key_positions(const fd_request *r, int *pos, int max) {
         return n;
     }
     /* not in the table: a few known shapes, else the first argument */
-    if (NAME_IS(a[0], "xread") || NAME_IS(a[0], "xreadgroup")) {
+    if (resp_arg_is(&a[0], "xread") || resp_arg_is(&a[0], "xreadgroup")) {
         for (int i = 1; i < argc; i++)
-            if (NAME_IS(a[i], "streams")) { first = i + 1; break; }
+            if (resp_arg_is(&a[i], "streams")) { first = i + 1; break; }
         if (first && first < argc && max > 0) pos[n++] = first;
         return n;
     }
-    if (NAME_IS(a[0], "bitop")) first = 2;
-    else if (NAME_IS(a[0], "object") || NAME_IS(a[0], "memory") || NAME_IS(a[0], "xinfo") ||
-             NAME_IS(a[0], "xgroup")) first = 2;
+    if (resp_arg_is(&a[0], "bitop")) first = 2;
+    else if (resp_arg_is(&a[0], "object") || resp_arg_is(&a[0], "memory") || resp_arg_is(&a[0], "xinfo") ||
+             resp_arg_is(&a[0], "xgroup")) first = 2;
     else first = 1;
     if (first < argc && max > 0) pos[n++] = first;
     return n;

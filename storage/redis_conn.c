@@ -563,7 +563,7 @@ const char *rc_support(const struct fd_command *cmd) {
 /* Why a command cannot go over a shared connection, or NULL. */
 const char *rc_refusal(int argc, const resp_arg *argv) {
     const resp_arg *a = &argv[0];
-#define IS(s) (a->len == sizeof(s) - 1 && strncasecmp(a->ptr, s, sizeof(s) - 1) == 0)
+#define IS(s) resp_arg_is(a, s)
     if (IS("blpop") || IS("brpop") || IS("brpoplpush") || IS("blmove") || IS("blmpop") ||
         IS("bzpopmin") || IS("bzpopmax") || IS("bzmpop") || IS("wait"))
         return "it would block a shared backend connection";

@@ -371,19 +371,6 @@ void kv_list_free(kv_list *l);
 /* HSCAN/SSCAN/ZSCAN (kv_hash.c): walk the `tag` records of a `type` key. */
 int  kv_subscan(kv_ctx *c, int type, int tag);
 
-/* Case-insensitive exact comparison of an argument with an option name. */
-static inline int kv_opt_is(const resp_arg *a, const char *name)
-{
-    size_t i = 0;
-    for (; name[i]; i++) {
-        if (i >= a->len) return 0;
-        char x = a->ptr[i];
-        if (x >= 'A' && x <= 'Z') x = (char)(x + 32);
-        if (x != name[i]) return 0;
-    }
-    return i == a->len;
-}
-
 /* Status that means the transaction is broken (storage failure). */
 static inline int kv_is_storage_error(int s)
 {

@@ -321,7 +321,7 @@ int kv_cmd_hrandfield(kv_ctx *c)
 {
     long long count = 0;
     int withvalues = 0, hascount = c->argc >= 3;
-    if (c->argc > 4 || (c->argc == 4 && !kv_opt_is(&c->argv[3], "withvalues"))) return FD_E_SYNTAX;
+    if (c->argc > 4 || (c->argc == 4 && !resp_arg_is(&c->argv[3], "withvalues"))) return FD_E_SYNTAX;
     withvalues = c->argc == 4;
     if (hascount && resp_str2ll(c->argv[2].ptr, c->argv[2].len, &count) != 0) return FD_E_NOTINT;
     if (hascount && count == LLONG_MIN) {

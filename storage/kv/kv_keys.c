@@ -401,7 +401,7 @@ int kv_cmd_dbsize(kv_ctx *c)
 
 int kv_cmd_flushdb(kv_ctx *c)
 {
-    if (c->argc > 2 || (c->argc == 2 && !fd_opt_is(&c->argv[1], "async") && !fd_opt_is(&c->argv[1], "sync")))
+    if (c->argc > 2 || (c->argc == 2 && !resp_arg_is(&c->argv[1], "async") && !resp_arg_is(&c->argv[1], "sync")))
         return FD_E_SYNTAX;
     kv_store *st = c->st;
     FD_TRY(c->drv->clear(c->txn));

@@ -365,8 +365,8 @@ int kv_cmd_lrem(kv_ctx *c)
 int kv_cmd_linsert(kv_ctx *c)
 {
     int after;
-    if (kv_opt_is(&c->argv[2], "after")) after = 1;
-    else if (kv_opt_is(&c->argv[2], "before")) after = 0;
+    if (resp_arg_is(&c->argv[2], "after")) after = 1;
+    else if (resp_arg_is(&c->argv[2], "before")) after = 0;
     else return FD_E_SYNTAX;
     lref r;
     FD_TRY(lref_load(c, &r, &c->argv[1]));
@@ -442,11 +442,11 @@ int kv_cmd_rpoplpush(kv_ctx *c) { return lmove_generic(c, 0, 1); }
 int kv_cmd_lmove(kv_ctx *c)
 {
     int from_left, to_left;
-    if (kv_opt_is(&c->argv[3], "left")) from_left = 1;
-    else if (kv_opt_is(&c->argv[3], "right")) from_left = 0;
+    if (resp_arg_is(&c->argv[3], "left")) from_left = 1;
+    else if (resp_arg_is(&c->argv[3], "right")) from_left = 0;
     else return FD_E_SYNTAX;
-    if (kv_opt_is(&c->argv[4], "left")) to_left = 1;
-    else if (kv_opt_is(&c->argv[4], "right")) to_left = 0;
+    if (resp_arg_is(&c->argv[4], "left")) to_left = 1;
+    else if (resp_arg_is(&c->argv[4], "right")) to_left = 0;
     else return FD_E_SYNTAX;
     return lmove_generic(c, from_left, to_left);
 }

@@ -246,12 +246,12 @@ static int zadd_generic(kv_ctx *c, int incr)
     int nx = 0, xx = 0, gt = 0, lt = 0, ch = 0, idx = 2;
     while (idx < c->argc) {
         const resp_arg *a = &c->argv[idx];
-        if (kv_opt_is(a, "nx")) nx = 1;
-        else if (kv_opt_is(a, "xx")) xx = 1;
-        else if (kv_opt_is(a, "ch")) ch = 1;
-        else if (kv_opt_is(a, "incr")) incr = 1;
-        else if (kv_opt_is(a, "gt")) gt = 1;
-        else if (kv_opt_is(a, "lt")) lt = 1;
+        if (resp_arg_is(a, "nx")) nx = 1;
+        else if (resp_arg_is(a, "xx")) xx = 1;
+        else if (resp_arg_is(a, "ch")) ch = 1;
+        else if (resp_arg_is(a, "incr")) incr = 1;
+        else if (resp_arg_is(a, "gt")) gt = 1;
+        else if (resp_arg_is(a, "lt")) lt = 1;
         else break;
         idx++;
     }
@@ -467,15 +467,15 @@ static int zrange_generic(kv_ctx *c, int type, int rev)
     for (int j = 4; j < c->argc; j++) {
         int left = c->argc - j - 1;
         const resp_arg *a = &c->argv[j];
-        if (kv_opt_is(a, "withscores")) withscores = 1;
-        else if (kv_opt_is(a, "limit") && left >= 2) {
+        if (resp_arg_is(a, "withscores")) withscores = 1;
+        else if (resp_arg_is(a, "limit") && left >= 2) {
             if (resp_str2ll(c->argv[j + 1].ptr, c->argv[j + 1].len, &z.offset) != 0 ||
                 resp_str2ll(c->argv[j + 2].ptr, c->argv[j + 2].len, &z.limit) != 0) return FD_E_NOTINT;
             have_limit = 1;
             j += 2;
-        } else if (auto_dir && !rev && kv_opt_is(a, "rev")) rev = 1;
-        else if (auto_type && type == -1 && kv_opt_is(a, "bylex")) type = Z_LEX;
-        else if (auto_type && type == -1 && kv_opt_is(a, "byscore")) type = Z_SCORE;
+        } else if (auto_dir && !rev && resp_arg_is(a, "rev")) rev = 1;
+        else if (auto_type && type == -1 && resp_arg_is(a, "bylex")) type = Z_LEX;
+        else if (auto_type && type == -1 && resp_arg_is(a, "byscore")) type = Z_SCORE;
         else return FD_E_SYNTAX;
     }
     if (type == -1) type = Z_RANK;
