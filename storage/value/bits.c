@@ -350,9 +350,14 @@ static void set_field(unsigned char *p, uint64_t off, int bits, uint64_t v)
     }
 }
 
+/* the low `bits` bits of v as a two's complement number */
 static int64_t sign_extend(uint64_t v, int bits)
 {
-    if (bits < 64 && (v & ((uint64_t)1 << (bits - 1)))) v |= UINT64_MAX << bits;
+    if (bits < 64) {
+        uint64_t high = UINT64_MAX << bits;
+        if (v & ((uint64_t)1 << (bits - 1))) v |= high;
+        else v &= ~high;
+    }
     return (int64_t)v;
 }
 
