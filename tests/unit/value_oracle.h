@@ -35,7 +35,7 @@ static int    or_fd2 = -1, or_fd3 = -1;    /* RESP2 and RESP3 (HELLO 3) connecti
 static char  *or_buf;                       /* last reply */
 static size_t or_len, or_cap, or_have;      /* reply length; bytes buffered */
 
-static int or_connect(void)
+static inline int or_connect(void)
 {
     struct sockaddr_un sa;
     memset(&sa, 0, sizeof sa);
@@ -48,7 +48,7 @@ static int or_connect(void)
 }
 
 /* Send argv as a RESP array on fd; read one complete reply into or_buf[0..or_len). */
-static int or_cmdv(int fd, int argc, const resp_arg *argv)
+static inline int or_cmdv(int fd, int argc, const resp_arg *argv)
 {
     resp_out o;
     resp_out_init(&o, 2);
@@ -85,7 +85,7 @@ static int or_cmdv(int fd, int argc, const resp_arg *argv)
 
 /* Split a command line on spaces into argv (no quoting; tests that need
  * binary arguments build argv themselves). Returns argc. */
-static int split_line(char *line, resp_arg *argv, int max)
+static inline int split_line(char *line, resp_arg *argv, int max)
 {
     int argc = 0;
     for (char *t = strtok(line, " "); t && argc < max; t = strtok(NULL, " ")) {
@@ -96,8 +96,8 @@ static int split_line(char *line, resp_arg *argv, int max)
     return argc;
 }
 
-static int or_cmd(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int or_cmd(int fd, const char *fmt, ...)
+static inline int or_cmd(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline int or_cmd(int fd, const char *fmt, ...)
 {
     char line[4096];
     resp_arg argv[256];
@@ -110,7 +110,7 @@ static int or_cmd(int fd, const char *fmt, ...)
 }
 
 /* Start the oracle; 0, or -1 (printed). */
-static int oracle_start(void)
+static inline int oracle_start(void)
 {
     snprintf(or_dir, sizeof or_dir, "/tmp/fd_value.XXXXXX");
     if (!mkdtemp(or_dir)) { perror("mkdtemp"); return -1; }
@@ -140,7 +140,7 @@ static int oracle_start(void)
     return 0;
 }
 
-static void oracle_stop(void)
+static inline void oracle_stop(void)
 {
     if (or_fd2 >= 0) close(or_fd2);
     if (or_fd3 >= 0) close(or_fd3);
@@ -167,7 +167,7 @@ static long long m_max_bulk = 512LL * 1024 * 1024;
 static size_t m_sparse_max = 0;   /* hll-sparse-max-bytes; 0: default */
 static const char M_WRONGTYPE[] = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
-static mkey *m_find(const resp_arg *k, int create)
+static inline mkey *m_find(const resp_arg *k, int create)
 {
     mkey *freek = NULL;
     for (int i = 0; i < M_MAXKEYS; i++) {
@@ -183,7 +183,7 @@ static mkey *m_find(const resp_arg *k, int create)
     return freek;
 }
 
-static void m_store(const resp_arg *k, const unsigned char *v, size_t len)
+static inline void m_store(const resp_arg *k, const unsigned char *v, size_t len)
 {
     mkey *m = m_find(k, 1);
     unsigned char *nv = malloc(len ? len : 1);
@@ -194,7 +194,7 @@ static void m_store(const resp_arg *k, const unsigned char *v, size_t len)
     m->type = M_STRING;
 }
 
-static void m_del(mkey *m)
+static inline void m_del(mkey *m)
 {
     if (!m) return;
     free(m->v);
@@ -203,11 +203,11 @@ static void m_del(mkey *m)
     m->type = M_NONE;
 }
 
-static int m_err(resp_out *o, const char *e) { return resp_add_error(o, e); }
+static inline int m_err(resp_out *o, const char *e) { return resp_add_error(o, e); }
 
 /* Run one command on the model; the reply goes to o. Arity is the command
  * table's job: tests only send commands of a valid arity. */
-static int m_exec(int argc, const resp_arg *argv, resp_out *o)
+static inline int m_exec(int argc, const resp_arg *argv, resp_out *o)
 {
     const resp_arg *c = &argv[0];
 #define IS(name) (c->len == strlen(name) && strncasecmp(c->ptr, name, c->len) == 0)
@@ -369,7 +369,7 @@ static int m_exec(int argc, const resp_arg *argv, resp_out *o)
 
 static int cmp_shown;   /* mismatches printed so far (the first few only) */
 
-static void show(const char *what, const char *p, size_t n)
+static inline void show(const char *what, const char *p, size_t n)
 {
     fprintf(stderr, "  %s (%zu bytes): ", what, n);
     for (size_t i = 0; i < n && i < 300; i++) {
@@ -385,7 +385,7 @@ static void show(const char *what, const char *p, size_t n)
 /* Run argv on the oracle (RESP2 connection) and on the model; 1 when the
  * replies are byte-identical. proto3: also compare the reply on the RESP3
  * connection (read-only commands: run again there). */
-static int same_v(int argc, const resp_arg *argv, int proto3)
+static inline int same_v(int argc, const resp_arg *argv, int proto3)
 {
     int ok = 1;
     for (int pass = 0; pass < (proto3 ? 2 : 1); pass++) {
@@ -408,8 +408,8 @@ static int same_v(int argc, const resp_arg *argv, int proto3)
     return ok;
 }
 
-static int same(int proto3, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int same(int proto3, const char *fmt, ...)
+static inline int same(int proto3, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline int same(int proto3, const char *fmt, ...)
 {
     char line[4096];
     resp_arg argv[256];
@@ -422,12 +422,12 @@ static int same(int proto3, const char *fmt, ...)
 }
 
 /* Is the stored value of key the same on both (GET)? */
-static int same_value(const char *key)
+static inline int same_value(const char *key)
 {
     return same(0, "GET %s", key);
 }
 
-static void m_reset(void)
+static inline void m_reset(void)
 {
     for (int i = 0; i < M_MAXKEYS; i++) m_del(&m_keys[i]);
 }
