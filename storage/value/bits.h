@@ -23,6 +23,8 @@
  *   BITFIELD fd_bitfield_parse (all ops, then the BITFIELD_RO check); lookup
  *            (WRONGTYPE); fd_bitfield_exec.
  * Values are raw bytes; bit 0 is the most significant bit of byte 0.
+ * Expiry: SETBIT and BITFIELD change the value in place (a TTL stays);
+ * BITOP writes destkey as SET does (a TTL goes).
  */
 #ifndef FRONTDOOR_VALUE_BITS_H
 #define FRONTDOOR_VALUE_BITS_H

@@ -33,6 +33,8 @@
  *   PFMERGE dest src...: the same merge over dest then the sources (dest
  *     is argv[1], merged first, as Redis), noting *dense; then fd_hll_store_raw
  *     on a copy of dest (or a new one); store; reply +OK.
+ * All three change the value in place as far as Redis is concerned: a TTL
+ * on the key stays.
  */
 #ifndef FRONTDOOR_VALUE_HLL_H
 #define FRONTDOOR_VALUE_HLL_H
