@@ -1,0 +1,111 @@
+/* rdb.h — DUMP / RESTORE payloads in Redis 7.0's serialization format, for
+ * every Redis-types backend (storage/kv/, storage/mongodb.c).
+ *
+ * A payload is: one RDB type byte, the value in that type's RDB encoding,
+ * the RDB version (10) as 2 bytes little-endian, and the CRC-64 (Jones
+ * polynomial, reflected, as Redis's crc64.c) of everything before it, as 8
+ * bytes little-endian.
+ *
+ * fd_rdb_dump picks the encoding redis-server 7.0 would hold for a value
+ * built by the obvious commands with the default configuration (SET; RPUSH
+ * in order; SADD; HSET in the order given; ZADD), so its bytes equal
+ * redis-server's DUMP of that value where 7.0's choice is deterministic:
+ *   string  int (-2^31..2^31-1 in canonical form) / raw / LZF (len > 20)
+ *   list    quicklist 2 of listpacks, nodes cut at 8 KB (list-max-listpack-size -2)
+ *   set     intset (all integers, <= 512), else hashtable (member order: the caller's)
+ *   hash    listpack (<= 128 pairs, fields and values <= 64 bytes), else hashtable
+ *   zset    listpack (<= 128, members <= 64 bytes), else skiplist (scores binary)
+ * (hashtable orders depend on Redis's random hash seed: those payloads are
+ * valid but cannot be byte-identical.)
+ *
+ * fd_rdb_load accepts what redis-server 7.0 DUMPs and the older encodings
+ * it RESTOREs: linked list, ziplist lists/hashes/zsets, quicklist of
+ * ziplists, zipmap, intset, string-encoded zset scores. Streams and module
+ * values are "Bad data format" (frontdoor has no such types).
+ *
+ * Module prefix: fd_rdb_. Pure: no store access, no I/O. */
+#ifndef FRONTDOOR_VALUE_RDB_H
+#define FRONTDOOR_VALUE_RDB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "../../protocol/resp.h"
+
+#define FD_RDB_VERSION 10
+
+/* Redis's crc64 (crc-64-jones, reflected, init 0 — pass 0 to start):
+ * crc64(0, "123456789") == 0xe9c6d914c4b8d9ca. */
+uint64_t fd_crc64(uint64_t crc, const void *p, size_t n);
+
+/* LZF as Redis's lzf_c.c / lzf_d.c (HLOG 16, VERY_FAST, a zeroed hash
+ * table). Compress: the output length, 0 when it does not fit out_len.
+ * Decompress: the output length, 0 on corrupt input or too small out. */
+size_t fd_lzf_compress(const void *in, size_t in_len, void *out, size_t out_len);
+size_t fd_lzf_decompress(const void *in, size_t in_len, void *out, size_t out_len);
+
+/* ---------------------------------------------------------------- values */
+
+enum fd_rdb_vtype { FD_RDB_STRING, FD_RDB_LIST, FD_RDB_SET, FD_RDB_ZSET, FD_RDB_HASH };
+
+/* One element of a value: string (one item: p), list element / set member
+ * (p), hash pair (p = field, v = value), zset entry (p = member, score). */
+typedef struct fd_rdb_item {
+    const char *p;
+    size_t n;
+    const char *v;
+    size_t vn;
+    double score;
+} fd_rdb_item;
+
+/* A growable byte buffer (the payload). */
+typedef struct fd_rdb_buf {
+    unsigned char *p;
+    size_t len, cap;
+} fd_rdb_buf;
+void fd_rdb_buf_free(fd_rdb_buf *b);
+
+/* DUMP: the payload of a value of type (enum fd_rdb_vtype) made of items
+ * [0, n) appended to out (list: head to tail; hash: insertion order; zset:
+ * ascending by score then member bytes, as ZRANGE). FD_OK, FD_E_NOMEM, or
+ * FD_E_INTERNAL for an unknown type or a string with n != 1. */
+int fd_rdb_dump(int type, const fd_rdb_item *items, size_t n, fd_rdb_buf *out);
+
+/* RESTORE's verifyDumpPayload: 0 when the footer's version is <= 10 and the
+ * CRC matches; -1: reply "ERR DUMP payload version or checksum are wrong". */
+int fd_rdb_verify(const void *p, size_t len);
+
+/* Called by fd_rdb_load for each element (the pointers are valid during the
+ * call only). Non-zero stops the load and is returned. */
+typedef int (*fd_rdb_item_fn)(void *ctx, int type, const fd_rdb_item *it);
+
+/* RESTORE's decoding of a verified payload (footer included in len): *type,
+ * then fn for every element in the stored order (zset: any order; scores as
+ * stored). fn may be NULL: validation only (do that first when the backend
+ * cannot undo partial writes). Returns 0; -1 "ERR Bad data format" (corrupt,
+ * truncated, unsupported type, an empty aggregate, a duplicate set member /
+ * hash field / zset member, a NaN score); FD_E_NOMEM; or fn's return. */
+int fd_rdb_load(const void *p, size_t len, int *type, fd_rdb_item_fn fn, void *ctx);
+
+/* ---------------------------------------------------------------- RESTORE arguments */
+
+typedef struct fd_restore_opts {
+    int replace, absttl;
+    long long idletime;     /* -1: none */
+    long long freq;         /* -1: none */
+} fd_restore_opts;
+
+/* RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f]: the
+ * options from argv[4], checked first as Redis does. FD_OK with *replied 0;
+ * FD_OK with *replied 1 after writing the error ("ERR Invalid IDLETIME
+ * value, must be >= 0", "ERR Invalid FREQ value, must be >= 0 and <= 255");
+ * FD_E_SYNTAX / FD_E_NOTINT; FD_E_NOMEM.
+ * Redis's order after this: the BUSYKEY check (without REPLACE, an existing
+ * key: reply FD_RDB_BUSYKEY), then fd_restore_ttl, then fd_rdb_verify, then
+ * fd_rdb_load. */
+int fd_parse_restore(const resp_arg *argv, int argc, fd_restore_opts *o, resp_out *out, int *replied);
+#define FD_RDB_BUSYKEY "BUSYKEY Target key name already exists."
+/* The TTL argument: FD_OK with *ttl; FD_E_NOTINT; or FD_OK with *replied 1
+ * after "ERR Invalid TTL value, must be >= 0". */
+int fd_restore_ttl(const resp_arg *a, long long *ttl, resp_out *out, int *replied);
+
+#endif
