@@ -161,10 +161,10 @@ void fd_geo_hash_string(double score, char out[11])
 
 double fd_geo_unit(const resp_arg *a)
 {
-    if (fd_opt_is(a, "m")) return 1;
-    if (fd_opt_is(a, "km")) return 1000;
-    if (fd_opt_is(a, "ft")) return 0.3048;
-    if (fd_opt_is(a, "mi")) return 1609.34;
+    if (resp_arg_is(a, "m")) return 1;
+    if (resp_arg_is(a, "km")) return 1000;
+    if (resp_arg_is(a, "ft")) return 0.3048;
+    if (resp_arg_is(a, "mi")) return 1609.34;
     return -1;
 }
 
@@ -258,9 +258,9 @@ int fd_geo_parse_add(const resp_arg *argv, int argc, int *flags, int *first, int
     int xx = 0, nx = 0, f = 0, idx = 2;
     *replied = 0;
     while (idx < argc) {
-        if (fd_opt_is(&argv[idx], "nx")) nx = 1;
-        else if (fd_opt_is(&argv[idx], "xx")) xx = 1;
-        else if (fd_opt_is(&argv[idx], "ch")) f |= FD_ZADD_CH;
+        if (resp_arg_is(&argv[idx], "nx")) nx = 1;
+        else if (resp_arg_is(&argv[idx], "xx")) xx = 1;
+        else if (resp_arg_is(&argv[idx], "ch")) f |= FD_ZADD_CH;
         else break;
         idx++;
     }
@@ -366,38 +366,38 @@ int fd_geo_parse_search(const resp_arg *argv, int argc, int cmd, const fd_geo_zs
     int remaining = argc - base;
     for (int i = 0; i < remaining; i++) {
         const resp_arg *a = &argv[base + i];
-        if (fd_opt_is(a, "withdist")) q->withdist = 1;
-        else if (fd_opt_is(a, "withhash")) q->withhash = 1;
-        else if (fd_opt_is(a, "withcoord")) q->withcoord = 1;
-        else if (fd_opt_is(a, "any")) q->any = 1;
-        else if (fd_opt_is(a, "asc")) q->sort = 1;
-        else if (fd_opt_is(a, "desc")) q->sort = -1;
-        else if (fd_opt_is(a, "count") && i + 1 < remaining) {
+        if (resp_arg_is(a, "withdist")) q->withdist = 1;
+        else if (resp_arg_is(a, "withhash")) q->withhash = 1;
+        else if (resp_arg_is(a, "withcoord")) q->withcoord = 1;
+        else if (resp_arg_is(a, "any")) q->any = 1;
+        else if (resp_arg_is(a, "asc")) q->sort = 1;
+        else if (resp_arg_is(a, "desc")) q->sort = -1;
+        else if (resp_arg_is(a, "count") && i + 1 < remaining) {
             if (fd_arg_ll(&argv[base + i + 1], &q->count) != FD_OK)
                 ERR("ERR value is not an integer or out of range");
             if (q->count <= 0) ERR("ERR COUNT must be > 0");
             i++;
-        } else if ((fd_opt_is(a, "store") || fd_opt_is(a, "storedist")) && i + 1 < remaining && !nostore &&
+        } else if ((resp_arg_is(a, "store") || resp_arg_is(a, "storedist")) && i + 1 < remaining && !nostore &&
                    !is_search) {
             q->store = &argv[base + i + 1];
-            q->storedist = fd_opt_is(a, "storedist");
+            q->storedist = resp_arg_is(a, "storedist");
             i++;
-        } else if (fd_opt_is(a, "storedist") && cmd == FD_GEO_SEARCHSTORE) {
+        } else if (resp_arg_is(a, "storedist") && cmd == FD_GEO_SEARCHSTORE) {
             q->storedist = 1;
-        } else if (fd_opt_is(a, "frommember") && i + 1 < remaining && is_search && !fromloc) {
+        } else if (resp_arg_is(a, "frommember") && i + 1 < remaining && is_search && !fromloc) {
             if (z->exists) SUBM(member_center(z, &argv[base + i + 1], q->xy, out, &st));
             frommember = 1;
             i++;
-        } else if (fd_opt_is(a, "fromlonlat") && i + 2 < remaining && is_search && !frommember) {
+        } else if (resp_arg_is(a, "fromlonlat") && i + 2 < remaining && is_search && !frommember) {
             SUB(parse_lonlat(&argv[base + i + 1], q->xy, out));
             fromloc = 1;
             i += 2;
-        } else if (fd_opt_is(a, "byradius") && i + 2 < remaining && is_search && !bybox) {
+        } else if (resp_arg_is(a, "byradius") && i + 2 < remaining && is_search && !bybox) {
             SUB(parse_distance(&argv[base + i + 1], &q->conversion, &q->radius, out));
             q->circular = 1;
             byradius = 1;
             i += 2;
-        } else if (fd_opt_is(a, "bybox") && i + 3 < remaining && is_search && !byradius) {
+        } else if (resp_arg_is(a, "bybox") && i + 3 < remaining && is_search && !byradius) {
             SUB(parse_box(&argv[base + i + 1], &q->conversion, &q->width, &q->height, out));
             q->circular = 0;
             bybox = 1;

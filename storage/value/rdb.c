@@ -1003,16 +1003,16 @@ int fd_parse_restore(const resp_arg *argv, int argc, fd_restore_opts *o, resp_ou
     *replied = 0;
     for (int j = 4; j < argc; j++) {
         int more = argc - j - 1;
-        if (fd_opt_is(&argv[j], "replace")) o->replace = 1;
-        else if (fd_opt_is(&argv[j], "absttl")) o->absttl = 1;
-        else if (fd_opt_is(&argv[j], "idletime") && more >= 1 && o->freq == -1) {
+        if (resp_arg_is(&argv[j], "replace")) o->replace = 1;
+        else if (resp_arg_is(&argv[j], "absttl")) o->absttl = 1;
+        else if (resp_arg_is(&argv[j], "idletime") && more >= 1 && o->freq == -1) {
             if (fd_arg_ll(&argv[j + 1], &o->idletime) != FD_OK) return FD_E_NOTINT;
             if (o->idletime < 0) {
                 *replied = 1;
                 return resp_add_error(out, "ERR Invalid IDLETIME value, must be >= 0") ? FD_E_NOMEM : FD_OK;
             }
             j++;
-        } else if (fd_opt_is(&argv[j], "freq") && more >= 1 && o->idletime == -1) {
+        } else if (resp_arg_is(&argv[j], "freq") && more >= 1 && o->idletime == -1) {
             if (fd_arg_ll(&argv[j + 1], &o->freq) != FD_OK) return FD_E_NOTINT;
             if (o->freq < 0 || o->freq > 255) {
                 *replied = 1;
