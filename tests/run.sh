@@ -8,6 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tests/setup-debian.sh --test
 jobs=$(nproc)
+# the setup above installed every prerequisite: a test that finds one missing
+# (module, server, backend not built in) fails instead of skipping
+export FD_REQUIRE_PREREQS=1
 
 echo "== build (RelWithDebInfo)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -28,7 +28,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fdtest import (Tests, start_frontdoor, start_redis, check, eq, skip, wait_until, free_port,
-                    frontdoor_is_redis, info_fields, make_tempdir, parse, Conn, Err, REDIS_BENCHMARK, HOST)
+                    frontdoor_is_redis, info_fields, make_tempdir, parse, Conn, Err, REDIS_BENCHMARK, HOST,
+                    missing_prerequisite)
 
 T = Tests(case_timeout=60)
 SEED = int(os.environ.get("FD_SEED", random.randrange(1 << 30)))
@@ -289,7 +290,7 @@ def swap_to_a_cluster_waits_for_its_slot_map():
     swap's probe must wait for it rather than fail."""
     need_frontdoor()
     if "redis-cluster" not in run_frontdoor_backends():
-        skip("frontdoor built without the redis-cluster backend")
+        missing_prerequisite("frontdoor built without the redis-cluster backend")
     node = start_redis(cluster_enabled="yes", cluster_port=free_port())   # the bus port, else port + 10000
     with Conn(node.port) as d:
         eq(d.cmd("CLUSTER", "ADDSLOTSRANGE", "0", "16383"), b"+OK\r\n")

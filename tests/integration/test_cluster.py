@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fdtest import (Tests, Diff, start_frontdoor, start_redis, start_cluster, wait_cluster_map,
                     redis_cluster_support, run_frontdoor_expect_exit, encode_many, parse, norm_sorted,
                     norm_pairs, ttl_close, check, eq, skip, run, wait_until, free_port,
-                    frontdoor_is_redis, info_fields, Conn, REDIS_BENCHMARK, REDIS_CLI, HOST)
+                    frontdoor_is_redis, info_fields, missing_prerequisite, Conn, REDIS_BENCHMARK, REDIS_CLI, HOST)
 
 T = Tests(case_timeout=60)
 CROSSSLOT = b"-CROSSSLOT Keys in request don't hash to the same slot\r\n"
@@ -47,7 +47,7 @@ def need():
         skip("the binary under test is redis-server: no cluster backend")
     why = redis_cluster_support()
     if why:
-        skip(why)
+        missing_prerequisite(why)
 
 
 def shared():

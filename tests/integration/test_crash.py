@@ -28,7 +28,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fdtest import (Tests, Conn, ConnClosed, ReplyTimeout, Err, parse, check, eq, skip,  # noqa: E402
-                    start_frontdoor, make_tempdir, frontdoor_is_redis)
+                    start_frontdoor, make_tempdir, frontdoor_is_redis, missing_prerequisite)
 
 T = Tests("test_crash.py", case_timeout=90)
 ROUNDS = int(os.environ.get("FD_CRASH_ROUNDS", "4"))
@@ -176,7 +176,7 @@ def crash_rounds(backend):
         fd = start_frontdoor(datadir=d, backend=backend, durability="sync")
     except RuntimeError as e:
         if "unknown backend" in str(e):
-            skip("backend %s is not built in" % backend)
+            missing_prerequisite("backend %s is not built in" % backend)
         raise
     with fd.conn() as c:
         cmds = ["set", "set", "incr"]
