@@ -842,9 +842,13 @@ def random_picks_are_uniform():
     # storage/kv: kv_random_seek (storage/kv/kv_hash.c:295) seeks to a random
     # byte at the first position where the first and last element differ,
     # then random bytes: for m00..m39 it lands mostly on m00/m10/m20/m30
-    # (~95% of picks); kv_cmd_randomkey (kv_keys.c:291) seeks the same way
+    # (~95% of picks). kv_cmd_randomkey (kv_keys.c:291) seeks to 'M' + 8
+    # random bytes: when every key starts with the same byte (key00..key39,
+    # user:*) it lands before or after them all and answers the FIRST key
+    # every time (measured: 2000 of 2000 picks were key00)
     with known_bug("embedded backends' random picks are far from uniform (storage/kv/kv_hash.c:295 "
-                   "kv_random_seek, kv_keys.c:291 RANDOMKEY; kv_set.c's header says 'not uniform')",
+                   "kv_random_seek; kv_keys.c:291 RANDOMKEY always gives the first key when all keys share "
+                   "their first byte)",
                    active=EMBEDDED):
         for what, got in picks.items():
             counts = {}
