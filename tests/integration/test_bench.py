@@ -23,7 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "bench"))
-from fdtest import Tests, check, eq, frontdoor_bin  # noqa: E402
+from fdtest import Tests, check, eq, frontdoor_bin, missing_prerequisite  # noqa: E402
 from fdbench import schema  # noqa: E402
 
 T = Tests(case_timeout=120)
@@ -150,6 +150,19 @@ def results_json_matches_schema():
     bad["runs"][0]["ok"] = "yes"
     del bad["environment"]["cpu_model"]
     eq(len(schema.validate(bad)), 2, "problems found in a broken copy")
+    # an oracle that is not bench's own code: Debian's python3-jsonschema
+    # (a full JSON Schema implementation) on the same schema file
+    try:
+        import jsonschema
+    except ImportError:
+        missing_prerequisite("python3-jsonschema (tests/setup-debian.sh --test)")
+    with open(os.path.join(REPO, "bench", "results.schema.json")) as f:
+        sch = json.load(f)
+    jsonschema.Draft7Validator.check_schema(sch)
+    v = jsonschema.Draft7Validator(sch)
+    errs2 = ["%s: %s" % ("/".join(map(str, e.absolute_path)), e.message) for e in v.iter_errors(res)]
+    eq(errs2, [], "results.json against results.schema.json (python3-jsonschema)")
+    eq(len(list(v.iter_errors(bad))), 2, "python3-jsonschema's problems in the broken copy")
 
 
 @T.case
