@@ -1123,6 +1123,40 @@ def wait_until(pred, timeout=5.0, interval=0.05, what="condition"):
         time.sleep(interval)
 
 
+_sanitized_cache = {}
+
+
+def is_sanitized(binary):
+    """True if binary was built with AddressSanitizer (FRONTDOOR_SANITIZE)."""
+    if binary not in _sanitized_cache:
+        try:
+            with open(binary, "rb") as f:
+                _sanitized_cache[binary] = b"__asan_init" in f.read()
+        except OSError:
+            _sanitized_cache[binary] = False
+    return _sanitized_cache[binary]
+
+
+def stop_sanitized(servers):
+    """Under ASan, SIGKILL would hide LeakSanitizer's report (it runs at
+    exit): stop each live sanitized frontdoor of `servers` with SIGTERM and
+    return the problems seen (a report in its log, a non-zero exit)."""
+    probs = []
+    for s in servers:
+        if s.kind != "frontdoor" or not s.alive() or not is_sanitized(s.binary):
+            continue
+        try:
+            rc = s.stop(signal.SIGTERM, timeout=30)
+        except AssertionError as e:
+            probs.append(str(e))
+            continue
+        probs += s.health_problems()
+        if rc != 0:
+            probs.append("%s (pid %d) exited with status %s after SIGTERM (sanitized build: "
+                         "a leak report makes it non-zero)\n%s" % (s.kind, s.pid, rc, s.log()[-3000:]))
+    return probs
+
+
 def _health():
     time.sleep(0.05)
     probs = []
@@ -1193,7 +1227,8 @@ class Tests:
                 try:
                     fn()
                     signal.alarm(0)
-                    probs = _health()
+                    probs = stop_sanitized([x for x in _live_servers if x not in before and not x.keep])
+                    probs += _health()
                     if probs:
                         raise AssertionError("the case passed, but:\n" + "\n".join(probs))
                     passed += 1
@@ -1240,6 +1275,15 @@ class Tests:
                     fn()
                 except Exception:
                     pass
+            # servers shared by cases: under ASan, SIGTERM them too and count
+            # a leak report as a failure of the file
+            probs = stop_sanitized(list(_live_servers))
+            if probs:
+                failed += 1
+                self.failures.append(("shared servers at exit", "\n".join(probs)))
+                print("FAIL  %-44s" % "shared servers at exit (sanitizer)")
+                for line in "\n".join(probs).rstrip().split("\n"):
+                    print("      | " + line)
         finally:
             cleanup_all()
         if self.failures:

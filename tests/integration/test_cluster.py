@@ -425,7 +425,10 @@ def failover_traffic_resumes():
         r = c.cmd("GET", mine[0])
         dt = time.monotonic() - t0
         check(r.startswith(UNAVAILABLE), "a dead master's slot: backend unavailable", r)
-        check(dt < 1.5, "promptly (%.2fs)" % dt)
+        # the behaviour: an error from the refused connection, long before the
+        # shared frontdoor's 5 s backend-timeout; 3 s of it is scheduling room
+        # for a loaded 2-core CI (1.5 s failed once, issue 20)
+        check(dt < 3.0, "promptly, not at backend-timeout (%.2fs)" % dt)
         # traffic resumes once the replica is promoted, without a restart
         last = []
         def resumed():
@@ -470,7 +473,8 @@ def unreachable_seeds_and_config_errors():
         t0 = time.monotonic()
         r = c.cmd("GET", "a")
         check(r.startswith(UNAVAILABLE), "no cluster: backend unavailable", r)
-        check(time.monotonic() - t0 < 1.5, "within the timeout")
+        # backend-timeout 0.5 s; +2 s is scheduling room on a loaded 2-core CI
+        check(time.monotonic() - t0 < 0.5 + 2.0, "within the timeout")
         r = c.cmd("DBSIZE")
         check(r.startswith(UNAVAILABLE), "keyless without a map", r)
         eq(c.cmd("PING"), b"+PONG\r\n")

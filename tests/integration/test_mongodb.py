@@ -91,7 +91,9 @@ def server_down_at_startup_then_up():
     r = c.cmd("SET", "k", "v")
     dt = time.monotonic() - t0
     check(unavailable(r), "SET while the server is down", r)
-    check(dt < 0.5 + 0.4, "the error took %.3fs; backend-timeout is 0.5s" % dt)
+    # (margins: the timeout, plus room for a loaded 2-core CI that a
+    # libmongoc server-selection wake-up and the loop's turn may need)
+    check(dt < 0.5 + 1.5, "the error took %.3fs; backend-timeout is 0.5s" % dt)
     dt1 = dt
     # several at once: each within the timeout, in order
     c.send_many([("SET", "k%d" % i, i) for i in range(20)])
@@ -100,7 +102,7 @@ def server_down_at_startup_then_up():
         r = c.read()
         check(unavailable(r), "pipelined SET %d" % i, r)
     dt = time.monotonic() - t0
-    check(dt < 0.5 + 0.6, "20 pipelined errors took %.3fs" % dt)
+    check(dt < 0.5 + 2.0, "20 pipelined errors took %.3fs (each within the timeout, not 20 x)" % dt)
     print("      server down: one error in %.0f ms, 20 pipelined in %.0f ms (backend-timeout 500 ms)"
           % (dt1 * 1000, dt * 1000))
     emu = emulator(port)
@@ -160,7 +162,7 @@ def server_killed_under_load_then_restarted():
     r = c.cmd("GET", "w0:1")
     dt = time.monotonic() - t0
     check(unavailable(r), "GET with the server gone", r)
-    check(dt < 1.0 + 0.5, "the error took %.3fs; backend-timeout is 1s" % dt)
+    check(dt < 1.0 + 2.0, "the error took %.3fs; backend-timeout is 1s (+2 s scheduling room)" % dt)
     emu.restart()
     t_up = time.monotonic()
     wait_until(lambda: stats["ok"] > ok_before and c.cmd("SET", "x", "1") == b"+OK\r\n",

@@ -838,6 +838,7 @@ def sigterm_with_busy_clients():
                             errors.append("writer %d SET #%d -> %r" % (i, n, r))
                             return
                         n += 1
+                        acked[i] = n
         except (ConnClosed, ReplyTimeout, OSError):
             pass                # the server is shutting down: what was read counts
         except Exception as e:
@@ -848,7 +849,11 @@ def sigterm_with_busy_clients():
     ts = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
     for t in ts:
         t.start()
-    time.sleep(0.7)
+    # SIGTERM once every writer is under way (a loaded CI may take a while
+    # to connect them: "no acknowledgement" must not be scheduling noise)
+    wait_until(lambda: all(acked.get(i, 0) > 0 for i in range(4)) or errors, timeout=20,
+               what="every writer's first acknowledgement")
+    time.sleep(0.5)
     rc = fd.stop(signal.SIGTERM, timeout=10)
     stop.set()
     for t in ts:
@@ -1040,7 +1045,9 @@ def durability_sync_concurrent_writers_sigkill():
     ts = [threading.Thread(target=writer, args=(w,)) for w in range(nw)]
     for t in ts:
         t.start()
-    time.sleep(1.0)
+    wait_until(lambda: all(acked_sets.get(w, 0) > 0 for w in range(nw)) or errors, timeout=20,
+               what="every writer's first acknowledgement")
+    time.sleep(0.7)
     fd.stop(signal.SIGKILL)
     stop.set()
     for t in ts:
@@ -1050,7 +1057,7 @@ def durability_sync_concurrent_writers_sigkill():
     with fd.conn() as c:
         for w in range(nw):
             n = acked_sets.get(w, 0)
-            check(n > 0, "writer %d got no acknowledgement in 1 s" % w)
+            check(n > 0, "writer %d got no acknowledgement" % w)
             vals = parse(c.cmd("MGET", *["cw%d:%d" % (w, i) for i in range(n)]))
             lost = [i for i in range(n) if vals[i] != ("v%d" % i).encode()]
             eq(lost[:10], [], "writer %d: acknowledged SETs lost after SIGKILL (of %d)" % (w, n))
