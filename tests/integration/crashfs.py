@@ -172,8 +172,31 @@ class CrashFS(Operations):
         n = os.pwrite(fh, data, offset)
         lg["written"] += n
         if _fl(fh) & (os.O_SYNC | os.O_DSYNC):
-            self._synced(fh)        # a synchronous descriptor: on disk when write returns
+            # a synchronous descriptor: THIS range is on disk when write
+            # returns (not the file's other unsynced writes)
+            self._durable_range(lg, offset, n)
         return n
+
+    @staticmethod
+    def _durable_range(lg, off, n):
+        """Make [off, off+n) durable: the undo entries no longer restore it
+        (an entry overlapping it is cut; the old size is raised to cover it)."""
+        end = off + n
+        kept = []
+        for o, old in lg["undo"]:
+            e = o + len(old)
+            if e <= off or o >= end:
+                kept.append((o, old))
+                continue
+            if o < off:
+                kept.append((o, old[:off - o]))
+            if e > end:
+                kept.append((end, old[end - o:]))
+        lg["undo"] = kept
+        if lg["size"] < end:
+            # the durable range lies past the old end: keep the file that long
+            # (the bytes between the old end and off stay what they were)
+            lg["size"] = end
 
     def truncate(self, path, length, fh=None):
         if fh is not None:

@@ -301,6 +301,9 @@ class CrashMount:
 
     def cleanup(self):
         if self.proc is not None and self.proc.poll() is None:
+            for s in fdtest_live_servers():
+                if s.dir == self.mnt:
+                    s.kill()
             subprocess.run(["umount", "-l", self.mnt], capture_output=True)
             try:
                 self.proc.wait(10)
@@ -309,6 +312,11 @@ class CrashMount:
 
 
 _mounts = []
+
+
+def fdtest_live_servers():
+    import fdtest
+    return list(fdtest._live_servers)
 CRASHFS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "crashfs.py")
 
 
@@ -464,12 +472,27 @@ def sigkill_leveldb_nosync():
 # FUSE file system plays the disk: it forgets every file's data written
 # since that file's last fsync/fdatasync; metadata (create, rename, unlink)
 # is kept, as if each directory were synced at once.
+def _with_mounts_cleaned(fn):
+    """Unmount whatever crashfs a case left mounted (a failure mid-way) before
+    the harness removes its folders."""
+    def case():
+        try:
+            fn()
+        finally:
+            for m in list(_mounts):
+                m.cleanup()
+    case.__name__ = fn.__name__
+    return case
+
+
 @T.case(timeout=120)
+@_with_mounts_cleaned
 def power_loss_lmdb_sync():
     crash_rounds("lmdb", "sync", power_loss=True, rounds=3)
 
 
 @T.case(timeout=120)
+@_with_mounts_cleaned
 def power_loss_leveldb_sync():
     crash_rounds("leveldb", "sync", power_loss=True, rounds=3)
 
@@ -477,6 +500,7 @@ def power_loss_leveldb_sync():
 # The control: nosync does lose unsynced data under crashfs (so the sync
 # cases above prove something), and the store still opens and works.
 @T.case(timeout=120)
+@_with_mounts_cleaned
 def power_loss_nosync_control():
     crash_rounds("lmdb", "nosync", power_loss=True, rounds=2)
     crash_rounds("leveldb", "nosync", power_loss=True, rounds=2)
