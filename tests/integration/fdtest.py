@@ -1058,9 +1058,10 @@ class known_bug:
     nothing inside fails any more, the case FAILS ("xpass"): the bug is
     fixed, remove the marker so the assertions guard the fix."""
 
-    def __init__(self, bug, active=True):
+    def __init__(self, bug, active=True, strict=True):
         self.bug = bug
         self.active = active
+        self.strict = strict      # False: a bug that shows only with some timings
 
     def __enter__(self):
         return self
@@ -1069,6 +1070,9 @@ class known_bug:
         if not self.active:
             return False
         if et is None:
+            if not self.strict:
+                print("      (known bug did not show this time: %s)" % self.bug)
+                return False
             raise AssertionError("xpass: the known bug no longer shows, remove its known_bug() "
                                  "marker: " + self.bug)
         if issubclass(et, AssertionError):

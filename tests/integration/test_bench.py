@@ -76,7 +76,7 @@ def bench(name, args):
 def main_run():
     args = ["--backends", "lmdb,leveldb,redis,mongodb,redis-cluster,bogus",
             "--mongodb-uri", "mongodb://127.0.0.1:%d" % dead_port(),
-            "--tests", "set,get,lrange_100", "-n", "300", "-c", "10", "-P", "1,16"]
+            "--tests", "set,get,lrange_100", "-n", "3000", "-c", "10", "-P", "1,16"]
     return bench("main", args)
 
 
@@ -203,7 +203,7 @@ def html_has_a_chart_per_section_and_fetches_nothing():
 @T.case
 def growth_and_seed_scenarios_run():
     out, res, err = bench("growth", ["--backends", "lmdb-nosync", "--scenario", "seed-setget,growth",
-                                     "--growth-keys", "200,400", "--growth-list", "100,200", "-n", "200"])
+                                     "--growth-keys", "200,400", "--growth-list", "1000,2000", "-n", "2000"])
     check(not schema.validate(res), "results.json schema", schema.validate(res)[:5])
     runs = [r for r in res["runs"] if r["target"] == "lmdb-nosync"]
     scen = {r["scenario"] for r in runs if r["ok"]}
@@ -211,7 +211,7 @@ def growth_and_seed_scenarios_run():
     fills = [r for r in runs if r["test"] == "fill" and r["ok"]]
     eq([r["dataset_keys"] for r in fills], [200, 400], "dataset sizes filled")
     lists = {r["list_len"] for r in runs if r.get("list_len") and r["ok"]}
-    eq(sorted(lists), [100, 200], "list lengths measured")
+    eq(sorted(lists), [1000, 2000], "list lengths measured")
     with open(os.path.join(out, "report.html")) as f:
         secs = dict(sections(f.read()))
     for sid in ("growth-keys", "growth-list", "seed-setget-rps", "seed-setget-lat"):

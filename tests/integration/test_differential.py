@@ -813,10 +813,18 @@ def random_replies_are_members():
                 eq(len(set(f for f, _ in pairs)), len(pairs), "HRANDFIELD h %d: distinct" % n)
         c.cmd("ZADD", "z", *[x for i in range(25) for x in (i, b"z%02d" % i)])
         keys = set(parse(c.cmd("RANDOMKEY")) for _ in range(40))
-        eq(keys, {b"h", b"z"}, "RANDOMKEY: the keys there are (both, over 40 calls)")
+        with known_bug(CLUSTER_RANDOMKEY_BUG, active=CLUSTER, strict=False):
+            eq(keys, {b"h", b"z"}, "RANDOMKEY: the keys there are (both, over 40 calls)")
 
 
 EMBEDDED = os.environ.get("FD_BACKEND", "lmdb") in ("lmdb", "leveldb")
+CLUSTER = os.environ.get("FD_BACKEND") == "redis-cluster"
+# storage/redis_cluster.c:357: RANDOMKEY's "rotating start" among the masters
+# is the millisecond clock modulo their number, so every call within one
+# millisecond (a pipeline, a quick loop) answers from the same master: keys
+# of the other masters never come up (timing-dependent: strict=False)
+CLUSTER_RANDOMKEY_BUG = ("RANDOMKEY through redis-cluster answers from one master per millisecond "
+                         "(storage/redis_cluster.c:357 start = rc_mono_ms() % nparts)")
 
 
 @T.case
@@ -846,17 +854,22 @@ def random_picks_are_uniform():
     # random bytes: when every key starts with the same byte (key00..key39,
     # user:*) it lands before or after them all and answers the FIRST key
     # every time (measured: 2000 of 2000 picks were key00)
+    def uniform(what, got):
+        counts = {}
+        for x in got:
+            counts[x] = counts.get(x, 0) + 1
+        eq(len(counts), 40, "%s: distinct elements picked in 2000 calls" % what)
+        top = max(counts.items(), key=lambda kv: kv[1])
+        check(top[1] <= 150, "%s: %r picked %d times of 2000 (uniform: ~50)" % (what, top[0], top[1]))
+
     with known_bug("embedded backends' random picks are far from uniform (storage/kv/kv_hash.c:295 "
                    "kv_random_seek; kv_keys.c:291 RANDOMKEY always gives the first key when all keys share "
                    "their first byte)",
                    active=EMBEDDED):
-        for what, got in picks.items():
-            counts = {}
-            for x in got:
-                counts[x] = counts.get(x, 0) + 1
-            eq(len(counts), 40, "%s: distinct elements picked in 2000 calls" % what)
-            top = max(counts.items(), key=lambda kv: kv[1])
-            check(top[1] <= 150, "%s: %r picked %d times of 2000 (uniform: ~50)" % (what, top[0], top[1]))
+        for what in ("SRANDMEMBER s", "HRANDFIELD h"):
+            uniform(what, picks[what])
+        with known_bug(CLUSTER_RANDOMKEY_BUG, active=CLUSTER, strict=False):
+            uniform("RANDOMKEY", picks["RANDOMKEY"])
 
 
 T.add("all_scripts_resp3", _all_scripts("resp3"))
