@@ -1,5 +1,6 @@
 /* server.c — libev loop, listeners, connection I/O, end-of-turn commit and
  * flush. The only file that touches sockets. */
+#include "multi.h"
 #include "server.h"
 #include "backends.h"
 #include "config.h"
@@ -61,6 +62,10 @@ void px_conn_close(px_conn *c) {
     close(c->fd);
     unlink_turn(c);
     px_conn_orphan_pending(c);
+    px_multi_release(c);
+    if (c->held)
+        for (px_conn **pp = &px_srv.held; *pp; pp = &(*pp)->held_next)
+            if (*pp == c) { *pp = c->held_next; break; }
     if (c->prev) c->prev->next = c->next;
     else px_srv.clients = c->next;
     if (c->next) c->next->prev = c->prev;
@@ -187,7 +192,7 @@ void px_conn_check_output_limit(px_conn *c) {
 
 /* Parse and run every complete command in the read buffer. */
 static void process_input(px_conn *c) {
-    while (!(c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP)) && c->rpos < c->rlen) {
+    while (!px_atomic_hold(c) && !(c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP)) && c->rpos < c->rlen) {
         c->parser.max_bulk = px_cfg.proto_max_bulk_len;
         c->parser.unauth = !c->authed;
         size_t consumed = 0;
@@ -223,6 +228,8 @@ static void process_input(px_conn *c) {
     }
     if (c->out.len > c->safe || (c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP))) px_conn_touch(c);
 }
+
+void px_conn_process_input(px_conn *c) { process_input(c); }
 
 static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
     px_conn *c = w->data;

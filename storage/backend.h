@@ -80,6 +80,8 @@ typedef struct fd_request {
     size_t     rawlen;
     fd_pending *pending;     /* non-NULL only for backends with ops->async set */
     uint64_t   client_id;    /* the proxy's id of the client (for per-client ordering) */
+    const resp_arg *route_key; /* non-NULL: a part of an atomic unit; a sharded backend sends it
+                                * where this key lives (MULTI/EXEC blocks on a cluster) */
 } fd_request;
 
 /* A backend that returned FD_PENDING completes the request later with
@@ -115,6 +117,9 @@ typedef struct fd_backend_ops {
      * <reason>", and the README's coverage table shows it). NULL means
      * neither — a bug that tests/unit/test_command_coverage.c fails on. */
     const char *(*support)(const struct fd_command *cmd);
+    /* Optional: the group a key belongs to where keys of one atomic unit
+     * must share it (a cluster's hash slot); NULL when any keys may. */
+    int (*key_group)(fd_backend *b, const resp_arg *key);
 } fd_backend_ops;
 
 /* support()'s answer for a command the backend serves. */

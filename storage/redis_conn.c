@@ -579,8 +579,6 @@ const char *rc_refusal(int argc, const resp_arg *argv) {
     if (IS("subscribe") || IS("psubscribe") || IS("ssubscribe") || IS("unsubscribe") ||
         IS("punsubscribe") || IS("sunsubscribe") || IS("monitor"))
         return "it would turn a shared backend connection into a message stream";
-    if (IS("multi") || IS("exec") || IS("discard") || IS("watch") || IS("unwatch"))
-        return "a transaction would take in other clients' commands on a shared backend connection";
     if (IS("reset"))
         return "it would reset a shared backend connection";
     if (IS("sync") || IS("psync") || IS("replconf"))
