@@ -375,7 +375,7 @@ def zmpop_lmpop():
         ("ZADD", Z1, "1", "a", "2", "b", "3", "c", "4", "d"), ("ZADD", Z2, "5", "x"),
         ("ZMPOP", "1", Z1, "MIN"), ("ZMPOP", "1", Z1, "MAX", "COUNT", "2"), ("ZMPOP", "2", "{g}none", Z1, "min", "count", "10"),
         ("EXISTS", Z1), ("ZMPOP", "2", Z1, Z2, "MAX"), ("ZMPOP", "2", Z1, Z2, "MAX"),
-        ("ZMPOP", "0", Z1, "MIN"), ("ZMPOP", "x", Z1, "MIN"), ("ZMPOP", "1", Z1, "MIDDLE"), ("ZMPOP", "2", Z1, "MIN"),
+        ("ZMPOP", "0", Z1, "MIN"), ("ZMPOP", "x", Z1, "MIN"), ("ZMPOP", "1", Z1, "MIDDLE"),
         ("ZMPOP", "1", Z1, "MIN", "COUNT", "0"), ("ZMPOP", "1", Z1, "MIN", "COUNT", "-1"), ("ZMPOP", "1", Z1, "MIN", "COUNT"),
         ("ZMPOP", "1", Z1, "MIN", "COUNT", "1", "COUNT", "1"), ("ZMPOP", "1", Z1, "MIN", "BOGUS"),
         ("SET", "{g}str", "v"), ("ZMPOP", "2", "{g}none", "{g}str", "MIN"), ("ZADD", Z1, "1", "a"),
@@ -385,13 +385,22 @@ def zmpop_lmpop():
         ("LMPOP", "2", "{g}none", "{g}l1", "left", "count", "10"), ("EXISTS", "{g}l1"),
         ("LMPOP", "2", "{g}l1", "{g}l2", "RIGHT"), ("LMPOP", "2", "{g}l1", "{g}l2", "RIGHT"),
         ("LMPOP", "0", "{g}l1", "LEFT"), ("LMPOP", "x", "{g}l1", "LEFT"), ("LMPOP", "1", "{g}l1", "UP"),
-        ("LMPOP", "2", "{g}l1", "LEFT"), ("LMPOP", "1", "{g}l1", "LEFT", "COUNT", "0"),
+        ("LMPOP", "1", "{g}l1", "LEFT", "COUNT", "0"),
         ("LMPOP", "1", "{g}l1", "LEFT", "COUNT", "x"), ("LMPOP", "1", "{g}l1", "LEFT", "COUNT"),
         ("LMPOP", "1", "{g}l1", "LEFT", "COUNT", "1", "COUNT", "2"), ("LMPOP", "2", "{g}none", "{g}str", "LEFT"),
         ("RPUSH", "{g}l1", "a"), ("LMPOP", "2", "{g}l1", "{g}str", "LEFT"),
         ("RPUSH", "{g}big", *["e%d" % i for i in range(300)]), ("LMPOP", "1", "{g}big", "RIGHT", "COUNT", "299"),
         ("LRANGE", "{g}big", "0", "-1"),
     ])
+
+
+@case
+def mpop_numkeys_past_the_keys():
+    """numkeys counts MIN/LEFT as a key: a syntax error on one server; a
+    cluster sees two keys of different slots first (CROSSSLOT, as Redis
+    Cluster itself), so this case is skipped there."""
+    run([("ZADD", Z1, "1", "a"), ("RPUSH", "{g}l1", "a"),
+         ("ZMPOP", "2", Z1, "MIN"), ("LMPOP", "2", "{g}l1", "LEFT")])
 
 
 # ============================================================ DUMP / RESTORE
