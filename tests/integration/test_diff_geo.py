@@ -395,6 +395,15 @@ def zmpop_lmpop():
 
 
 @case
+def lpop_zpop_share_the_cores():
+    """LPOP/RPOP and ZPOPMIN/ZPOPMAX now run on the pop cores LMPOP/ZMPOP use."""
+    run([("RPUSH", "{g}l", "a", "b", "c", "d", "e", "f"), ("LPOP", "{g}l"), ("RPOP", "{g}l", "2"),
+         ("LPOP", "{g}l", "0"), ("LPOP", "{g}l", "10"), ("EXISTS", "{g}l"), ("LPOP", "{g}l", "1"),
+         ("ZADD", "{g}z", "1", "a", "2", "b", "3", "c", "4", "d"), ("ZPOPMIN", "{g}z"), ("ZPOPMAX", "{g}z", "2"),
+         ("ZPOPMIN", "{g}z", "0"), ("ZPOPMAX", "{g}z", "5"), ("EXISTS", "{g}z"), ("ZPOPMIN", "{g}z", "1")])
+
+
+@case
 def mpop_numkeys_past_the_keys():
     """numkeys counts MIN/LEFT as a key: a syntax error on one server; a
     cluster sees two keys of different slots first (CROSSSLOT, as Redis
