@@ -371,6 +371,17 @@ void kv_list_free(kv_list *l);
 /* HSCAN/SSCAN/ZSCAN (kv_hash.c): walk the `tag` records of a `type` key. */
 int  kv_subscan(kv_ctx *c, int type, int tag);
 
+/* Look the key `key` up as a string (kv_bits.c): FD_OK (m->live 0 when
+ * absent or expired), FD_E_WRONGTYPE for another live type, or FD_E_*. */
+int  kv_string_lookup(kv_ctx *c, kv_key *k, kv_meta *m, const resp_arg *key);
+
+/* Every element of the live collection m of key k, in its native order
+ * (list: head to tail; set: stored order; sorted set: by score, then
+ * member; hash: fields, each followed by its value), appended to out as
+ * copies; at most max items (hash: max fields), max < 0: all
+ * (kv_sort.c). FD_OK or FD_E_*. */
+int  kv_coll_collect(kv_ctx *c, const kv_key *k, const kv_meta *m, long long max, kv_list *out);
+
 /* Status that means the transaction is broken (storage failure). */
 static inline int kv_is_storage_error(int s)
 {

@@ -462,7 +462,9 @@ static int mg_submit(fd_backend *be, fd_request *req)
     unsigned char *need = calloc((size_t)nwk, 1);
     if (!need) { free(r->argv); free(r); return FD_E_NOMEM; }
     int count = 0;
-    if ((cmd->flags & FD_CMD_KEYLESS_BACKEND) || cmd->first_key <= 0) {
+    /* SORT with options may read (BY/GET) and write (STORE) other keys: every worker */
+    int sort_opts = (cmd->id == FD_CMD_sort || cmd->id == FD_CMD_sort_ro) && req->argc > 2;
+    if ((cmd->flags & FD_CMD_KEYLESS_BACKEND) || cmd->first_key <= 0 || sort_opts) {
         memset(need, 1, (size_t)nwk);
         count = nwk;
     } else {
