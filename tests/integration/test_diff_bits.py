@@ -242,10 +242,8 @@ scripted("copy_all_types", [
     ("SET", "{t}s", "other"), ("COPY", "{t}s", "{t}s2", "REPLACE"), ("GET", "{t}s2"), ("GET", "{t}s"),
     ("SET", "{t}e", "v", "EX", "1000"), ("COPY", "{t}e", "{t}e2"), ("TTL", "{t}e2"),
     ("COPY", "{t}nokey", "{t}x"), ("EXISTS", "{t}x"), ("COPY", "{t}s", "{t}s"), ("COPY", "{t}s", "{t}s", "REPLACE"),
-    ("COPY", "{t}s", "{t}d", "DB", "0"), ("GET", "{t}d"), ("COPY", "{t}s", "{t}d2", "DB", "1"),
     ("COPY", "{t}s", "{t}d2", "DB", "x"), ("COPY", "{t}s", "{t}d2", "DB"), ("COPY", "{t}s", "{t}d2", "FOO"),
-    ("COPY", "{t}s", "{t}d2", "DB", "1", "FOO"), ("COPY", "{t}s", "{t}d2", "DB", "99999999999"),
-    ("COPY", "{t}s", "{t}s", "DB", "1"), ("EXISTS", "{t}d2"),
+    ("COPY", "{t}s", "{t}d2", "DB", "99999999999"), ("EXISTS", "{t}d2"),
     ("RPUSH", "{t}l", "a", "b", "c"), ("COPY", "{t}l", "{t}l2"), ("LRANGE", "{t}l2", "0", "-1"),
     ("RPUSH", "{t}l2", "d"), ("LRANGE", "{t}l", "0", "-1"), ("LRANGE", "{t}l2", "0", "-1"),
     ("HSET", "{t}h", "f1", "v1", "f2", "v2"), ("COPY", "{t}h", "{t}h2"), ("HGET", "{t}h2", "f2"), ("HLEN", "{t}h2"),
@@ -256,6 +254,33 @@ scripted("copy_all_types", [
     ("EXPIRE", "{t}l", "1000"), ("COPY", "{t}l", "{t}h", "REPLACE"), ("TTL", "{t}h"), ("LRANGE", "{t}h", "0", "-1"),
     ("DEL", "{t}l"), ("LRANGE", "{t}h", "0", "-1"), ("DBSIZE",),
 ])
+
+
+
+@T.case
+def copy_db_option():
+    """COPY ... DB n: frontdoor has database 0 only. The embedded and
+    MongoDB backends answer as a redis-server with one database; the Redis
+    backends refuse the DB option before forwarding (it would name the
+    backend server's databases; frontdoor's one is redis-db there)."""
+    steps = [("SET", "{t}s", "v"), ("COPY", "{t}s", "{t}d", "DB", "0"), ("EXISTS", "{t}d"),
+             ("COPY", "{t}s", "{t}d2", "DB", "1"), ("COPY", "{t}s", "{t}d2", "DB", "1", "FOO"),
+             ("COPY", "{t}s", "{t}s", "DB", "1"), ("COPY", "{t}s", "{t}d2", "db", "-1", "REPLACE"),
+             ("EXISTS", "{t}d2")]
+    for resp3 in (False, True):
+        d = diff(resp3)
+        for st in steps:
+            if REDIS_BACKEND and st == ("EXISTS", "{t}d"):
+                eq(d.fd.cmd(*st), b":0\r\n", "nothing copied through the %s backend" % BACKEND)
+            elif REDIS_BACKEND and st[0] == "COPY":
+                a = d.ref.cmd(*st)
+                b = d.fd.cmd(*st)
+                check(b.startswith(b"-ERR 'copy' is not supported") and b"DB option" in b,
+                      "COPY to another database is refused through the %s backend" % BACKEND, a, b)
+            else:
+                d.cmd(*st)
+        d.finish()
+
 
 # ============================================================ SORT
 
@@ -268,7 +293,7 @@ scripted("sort_plain", [
     ("RPUSH", "w", "b", "a", "10", "c"), ("SORT", "w"), ("SORT", "w", "ALPHA"), ("SORT", "w", "LIMIT", "0", "1", "ALPHA"),
     ("RPUSH", "dup", "2", "1", "2", "1", "01", "1.0"), ("SORT", "dup"), ("SORT", "dup", "DESC"),
     ("RPUSH", "ws", " 1", "2 ", "", "0x10", "inf", "-inf"), ("SORT", "ws"), ("SORT", "ws", "ALPHA"),
-    ("RPUSH", "nan", "nan"), ("SORT", "nan"), ("RPUSH", "huge", "1e400"), ("SORT", "huge"),
+    ("RPUSH", "nan", "nan"), ("SORT", "nan"),
     ("SORT", "nokey"), ("SORT", "nokey", "DESC", "LIMIT", "0", "5"), ("SORT_RO", "nokey"),
     ("SORT", "l", "LIMIT", "1"), ("SORT", "l", "LIMIT", "x", "1"), ("SORT", "l", "LIMIT", "1", "y"),
     ("SORT", "l", "FOO"), ("SORT", "l", "BY"), ("SORT", "l", "GET"), ("SORT", "l", "STORE"),
@@ -331,7 +356,7 @@ scripted("sort_patterns", [
 
 
 @T.case
-def sort_patterns_cluster():
+def cluster_sort_refusals():
     """Through a Redis Cluster a SORT with BY/GET patterns gets the cluster's
     refusal (what Redis answers in cluster mode); elsewhere it is served."""
     if BACKEND != "redis-cluster":
@@ -339,6 +364,7 @@ def sort_patterns_cluster():
         skip("cluster only (sort_patterns covers the other backends)")
     ref, fd = servers()
     with fd.conn() as c:
+        c.cmd("FLUSHDB")
         c.cmd("RPUSH", "l", "1", "2")
         eq(c.cmd("SORT", "l", "BY", "w_*"), b"-ERR BY option of SORT denied in Cluster mode.\r\n", "SORT BY")
         eq(c.cmd("SORT", "l", "GET", "#"), b"-ERR GET option of SORT denied in Cluster mode.\r\n", "SORT GET")
