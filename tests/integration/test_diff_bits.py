@@ -423,6 +423,24 @@ def object_memory_ours():
             check(isinstance(r, Err), "MEMORY STATS is refused with a reason", r)
         c.cmd("FLUSHDB")
 
+# ============================================================ expired keys
+
+
+def _nap(d):
+    import time
+    time.sleep(0.05)
+
+
+scripted("expired_keys", [
+    ("PSETEX", "{t}a", "10", "abc"), ("PSETEX", "{t}b", "10", "abc"), ("PSETEX", "{t}c", "10", "abc"),
+    ("PSETEX", "{t}d", "10", "abc"), ("PSETEX", "{t}e", "10", "abc"), _nap,
+    ("SETBIT", "{t}a", "3", "1"), ("GET", "{t}a"), ("TTL", "{t}a"), ("GETBIT", "{t}b", "1"), ("BITCOUNT", "{t}b"),
+    ("PFADD", "{t}c", "x"), ("TTL", "{t}c"), ("PFCOUNT", "{t}c"), ("COPY", "{t}d", "{t}x"), ("EXISTS", "{t}x"),
+    ("SET", "{t}y", "v"), ("COPY", "{t}y", "{t}e"), ("GET", "{t}e"), ("TTL", "{t}e"),
+    ("BITFIELD", "{t}b", "SET", "u8", "0", "255"), ("TTL", "{t}b"), ("GET", "{t}b"),
+    ("RPUSH", "{t}l", "2", "1"), ("PEXPIRE", "{t}l", "10"), _nap, ("SORT", "{t}l"), ("EXISTS", "{t}l", "{t}d"),
+])
+
 # ============================================================ WRONGTYPE everywhere
 
 scripted("wrongtype_all", [
