@@ -421,6 +421,16 @@ int kv_list_mpop_one(kv_ctx *c, const resp_arg *key, int left, long long count, 
  * pops up to count members from the low (max 0) or high end and replies
  * [key, [[member, score]...]]. */
 int kv_zset_mpop_one(kv_ctx *c, const resp_arg *key, int max, long long count, int *done);
+/* Look the key `key` up as a string (kv_bits.c): FD_OK (m->live 0 when
+ * absent or expired), FD_E_WRONGTYPE for another live type, or FD_E_*. */
+int  kv_string_lookup(kv_ctx *c, kv_key *k, kv_meta *m, const resp_arg *key);
+
+/* Every element of the live collection m of key k, in its native order
+ * (list: head to tail; set: stored order; sorted set: by score, then
+ * member; hash: fields, each followed by its value), appended to out as
+ * copies; at most max items (hash: max fields), max < 0: all
+ * (kv_sort.c). FD_OK or FD_E_*. */
+int  kv_coll_collect(kv_ctx *c, const kv_key *k, const kv_meta *m, long long max, kv_list *out);
 
 /* Status that means the transaction is broken (storage failure). */
 static inline int kv_is_storage_error(int s)
