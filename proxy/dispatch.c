@@ -5,6 +5,7 @@
 #include "backends.h"
 #include "config.h"
 #include "log.h"
+#include "capture.h"   /* capture (issue 17) */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +118,7 @@ static int submit(px_conn *c, px_command *cmd, int argc, resp_arg *argv, const c
 }
 
 void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
+    PX_CAPTURE_HOOK(c, argc, argv, raw, rawlen);   /* capture (issue 17, proxy/capture.h) */
     px_command *cmd = px_command_lookup(argv[0].ptr, argv[0].len);
     px_srv.total_commands++;
     if (!cmd) {

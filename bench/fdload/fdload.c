@@ -693,7 +693,7 @@ static int kind_of(const char *name, size_t len) {
  * that is not request/reply. */
 static int skipped_command(const char *n, size_t l) {
     static const char *const skip[] = {"auth", "hello", "quit", "subscribe", "psubscribe", "ssubscribe", "unsubscribe",
-                                       "punsubscribe", "sunsubscribe", "monitor", "sync", "psync", "reset", "shutdown", NULL};
+                                       "punsubscribe", "sunsubscribe", "monitor", "sync", "psync", "reset", "shutdown", "frontdoor", NULL};
     for (int i = 0; skip[i]; i++) if (strlen(skip[i]) == l && !strncasecmp(skip[i], n, l)) return 1;
     return 0;
 }
@@ -726,6 +726,9 @@ static void load_replay(const char *path) {
         G.recs[G.nrecs++] = (replay_rec){h.t_ns, h.client, (uint64_t)(p - G.cap), h.len, kind_of(av[0], al[0])};
     }
     if (!G.nrecs) die("%s: no commands to replay", path);
+    /* time runs from the first command replayed (the idle start is not load) */
+    uint64_t base = G.recs[0].t_ns;
+    for (size_t i = 0; i < G.nrecs; i++) G.recs[i].t_ns = G.recs[i].t_ns >= base ? G.recs[i].t_ns - base : 0;
 }
 
 static int cmp_u64(const void *a, const void *b) {

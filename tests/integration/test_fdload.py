@@ -298,5 +298,169 @@ def against_redis_server_counts_fill_pipeline_json():
     check(res["latency_ms"]["p50"] < 5, "open loop p50 against an idle redis-server", res["latency_ms"])
 
 
+# ------------------------------------------------------------------ capture
+
+def read_capture(path):
+    """-> (header wall ns, [(t_ns, client, flags, bytes)])"""
+    with open(path, "rb") as f:
+        data = f.read()
+    eq(data[:8], b"FDCAP1\n\0", "capture magic")
+    wall = struct.unpack_from("<Q", data, 8)[0]
+    recs, off = [], 16
+    while off + 24 <= len(data):
+        t, client, n, flags = struct.unpack_from("<QQII", data, off)
+        recs.append((t, client, flags, data[off + 24:off + 24 + n]))
+        off += 24 + n
+    eq(off, len(data), "the capture ends on a record boundary")
+    return wall, recs
+
+
+def enc(*args):
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+def capture_path(tag):
+    return os.path.join(make_tempdir("fdtest-cap-"), tag + ".fdcap")
+
+
+def start_capture(fd, path, **settings):
+    """Capture from now on (fdtest's start-up PING stays out of it)."""
+    c = fd.conn()
+    for k, v in settings.items():
+        eq(c.cmd("CONFIG", "SET", k.replace("_", "-"), v), b"+OK\r\n", "CONFIG SET " + k)
+    eq(c.cmd("FRONTDOOR", "CAPTURE", "START", path), b"+OK\r\n", "CAPTURE START")
+
+
+@T.case
+def capture_then_replay_is_byte_identical_per_client():
+    path = capture_path("ident")
+    fd = start_frontdoor()
+    start_capture(fd, path)
+    conns = [fd.conn() for _ in range(3)]
+    want = [bytearray() for _ in conns]
+    # interleaved: pipelines, binary-safe values, inline commands (recorded as multibulk)
+    for rnd in range(20):
+        for i, c in enumerate(conns):
+            cmds = [enc("SET", "k%d:%d" % (i, rnd), b"v\r\n\x00" * (rnd + 1)), enc("INCR", "n%d" % i),
+                    enc("RPUSH", "l%d" % i, "a", "b")]
+            c.send_raw(b"".join(cmds))
+            for _ in cmds:
+                c.read()
+            for x in cmds:
+                want[i] += x
+    conns[1].send_raw(b"GET k1:0\r\n")
+    conns[1].read()
+    want[1] += enc("GET", "k1:0")
+    conns[2].cmd("AUTH", "nopass")          # never recorded (an error here: no requirepass)
+    conns[0].cmd("FRONTDOOR", "CAPTURE", "STOP")
+    _, recs = read_capture(path)
+    per = {}
+    for t, client, flags, raw in recs:
+        per.setdefault(client, bytearray()).extend(raw)
+        eq(flags, 0, "not hashed")
+    check(not any(b"AUTH" in bytes(v) for v in per.values()), "AUTH not recorded")
+    stop = enc("FRONTDOOR", "CAPTURE", "STOP")
+    got = sorted(bytes(v).replace(stop, b"") for v in per.values())
+    eq(got, sorted(bytes(w) for w in want), "capture = what each client sent")
+    ts = [r[0] for r in recs]
+    eq(ts, sorted(ts), "arrival times in order")
+    # replay as fast as possible against a recorder: the same bytes per connection
+    rec = FakeServer(ok_reply)
+    try:
+        res = fdload_json("-p", rec.port, "--replay", path, "--speed", "max")
+        eq(res["requests"], 20 * 9 + 1, "replayed commands (FRONTDOOR left out)")
+        eq(res["skipped"], 1, "FRONTDOOR CAPTURE STOP skipped")
+        time.sleep(0.1)
+        eq(sorted(bytes(s) for s in rec.streams), sorted(bytes(w) for w in want), "replayed bytes per connection")
+    finally:
+        rec.close()
+
+
+@T.case
+def replay_keeps_the_recorded_pace_scaled():
+    path = capture_path("pace")
+    fd = start_frontdoor()
+    start_capture(fd, path)
+    c = fd.conn()
+    c.cmd("SET", "a", "1")
+    time.sleep(0.6)
+    c.cmd("GET", "a")
+    c.cmd("FRONTDOOR", "CAPTURE", "STOP")
+    # the directive captures from start-up (fdtest's readiness PING is the first command)
+    p2 = capture_path("startup")
+    fd2 = start_frontdoor(capture_file=p2)
+    fd2.conn().cmd("FRONTDOOR", "CAPTURE", "STOP")
+    eq(read_capture(p2)[1][0][3], enc("PING"), "capture-file at start-up")
+    for speed, gap in (("1", 0.6), ("2x", 0.3)):
+        rec = FakeServer(ok_reply)
+        try:
+            fdload_json("-p", rec.port, "--replay", path, "--speed", speed)
+            a = rec.arrivals
+            eq(len(a), 2)
+            check(abs((a[1] - a[0]) - gap) < 0.08, "gap at speed %s" % speed, a[1] - a[0], gap)
+        finally:
+            rec.close()
+
+
+@T.case
+def capture_hash_sample_and_size_cap():
+    path = capture_path("hash")
+    fd = start_frontdoor()
+    start_capture(fd, path, capture_hash="yes")
+    c = fd.conn()
+    c.cmd("SET", "secretkey", "secretvalue-0123456789-abcdefghij", "EX", "100")
+    c.cmd("GET", "secretkey")
+    c.cmd("ZADD", "board", "12.5", "alice")
+    c.cmd("FRONTDOOR", "CAPTURE", "STOP")
+    _, recs = read_capture(path)
+    raw = b"".join(r[3] for r in recs)
+    check(b"secret" not in raw and b"alice" not in raw and b"board" not in raw, "keys and values hashed", raw)
+    eq([r[2] for r in recs[:3]], [1, 1, 1], "hashed flag")
+    lines = fdload("--dry-run", "--replay", path).stdout.decode().splitlines()
+    setargs = lines[0].split("\t")[1].split(" ")
+    eq([len(x) for x in setargs], [3, 9, 33, 2, 3], "sizes kept")
+    eq((setargs[0], setargs[3], setargs[4]), ("SET", "EX", "100"), "command, option words and numbers kept")
+    getargs = lines[1].split("\t")[1].split(" ")
+    eq(getargs[1], setargs[1], "the same key hashes the same")
+    zargs = lines[2].split("\t")[1].split(" ")
+    eq(zargs[2], "12.5", "score kept")
+    # sample: whole clients in or out
+    path = capture_path("sample")
+    fd.conn().cmd("CONFIG", "SET", "capture-hash", "no")
+    fd.conn().cmd("CONFIG", "SET", "capture-sample", "0.5")
+    eq(fd.conn().cmd("FRONTDOOR", "CAPTURE", "START", path), b"+OK\r\n")
+    clients = [fd.conn() for _ in range(40)]
+    for i, cl in enumerate(clients):
+        for k in range(3):
+            cl.cmd("SET", "s%d" % i, k)
+    fd.conn().cmd("CONFIG", "SET", "capture-file", "")
+    _, recs = read_capture(path)
+    by = {}
+    for r in recs:
+        by.setdefault(r[1], []).append(r[3])
+    by = {k: v for k, v in by.items() if not any(b"CONFIG" in x for x in v)}
+    check(5 <= len(by) <= 35, "about half of 40 clients recorded", len(by))
+    check(all(len(v) == 3 for v in by.values()), "each recorded client complete", by)
+    # the size cap stops the capture
+    path = capture_path("cap")
+    fd.conn().cmd("CONFIG", "SET", "capture-sample", "1")
+    fd.conn().cmd("CONFIG", "SET", "capture-max-size", "2000")
+    fd.conn().cmd("FRONTDOOR", "CAPTURE", "START", path)
+    c = fd.conn()
+    for i in range(100):
+        c.cmd("SET", "key%d" % i, "x" * 20)
+    st = fd.conn().call("FRONTDOOR", "CAPTURE", "STATUS")
+    check(b"active" in st[0] if isinstance(st, list) else True, "status reply", st)
+    eq(dict(zip(st[0::2], st[1::2]))[b"active"] if isinstance(st, list) else st[b"active"], 0, "stopped at the cap")
+    check(os.path.getsize(path) <= 2000, "file within capture-max-size", os.path.getsize(path))
+    check(len(read_capture(path)[1]) >= 20, "recorded until the cap")
+    r = fd.conn().cmd("CONFIG", "SET", "capture-file", "/nonexistent-dir/x.fdcap")
+    check(r.startswith(b"-ERR"), "an unwritable capture file is refused", r)
+
+
 if __name__ == "__main__":
     T.main()
