@@ -298,6 +298,53 @@ def against_redis_server_counts_fill_pipeline_json():
     check(res["latency_ms"]["p50"] < 5, "open loop p50 against an idle redis-server", res["latency_ms"])
 
 
+def throttled_server(rate):
+    """Serves one request per 1/rate s, all connections together (a virtual
+    clock: the k-th reply goes no earlier than k/rate after the first)."""
+    st = {"next": None}
+    lock = threading.Lock()
+
+    def handle(args):
+        with lock:
+            now = time.monotonic()
+            start = now if st["next"] is None or st["next"] < now else st["next"]
+            st["next"] = start + 1.0 / rate
+            done = st["next"]
+        d = done - time.monotonic()
+        if d > 0:
+            time.sleep(d)
+        return ok_reply(args)
+    return FakeServer(handle)
+
+
+@T.case
+def slo_search_converges_on_a_throttled_server():
+    """400 requests/s at most. Below it latency is the 2.5 ms service time;
+    above it the queue grows for the whole step. p90 rather than p99: with
+    200-400 requests per 1 s step, p99 is the 3rd-worst request, and Python
+    thread wake-ups on 2 shared cores reach tens of ms now and then."""
+    srv = throttled_server(400)
+    try:
+        res = fdload_json("-p", srv.port, "-c", "4", "--mix", "get", "--slo", "p90<20ms", "--slo-step", "1",
+                          "--slo-steps", "7", timeout=50)
+    finally:
+        srv.close()
+    slo = res["slo"]
+    check(340 <= slo["probe_closed_loop"] <= 420, "closed-loop probe ~ the throttle", slo["probe_closed_loop"])
+    check(320 <= slo["max_rate"] <= 440, "max rate under p90<20ms ~ 400/s", slo["max_rate"], slo["steps"])
+    eq(slo["quantile"], 0.9)
+    eq(slo["limit_ms"], 20.0)
+    for st in slo["steps"]:
+        eq(st["pass"], st["quantile_ms"] <= 20 and st["dropped"] <= (st["requests"] + st["dropped"]) // 100,
+           "verdict of step at %.0f/s" % st["rate"])
+    check(any(not st["pass"] for st in slo["steps"]), "some step above capacity failed", slo["steps"])
+    check(all(st["pass"] for st in slo["steps"] if st["rate"] <= 320), "steps well under capacity pass", slo["steps"])
+    print("  max rate %.0f/s (probe %.0f/s), steps: %s" % (slo["max_rate"], slo["probe_closed_loop"],
+          " ".join("%.0f%s" % (st["rate"], "+" if st["pass"] else "-") for st in slo["steps"])))
+    r = fdload("--slo", "p99<2", "-p", "1", check_rc=False)
+    check(r.returncode != 0 and b"unit" in r.stderr, "a limit without a unit is refused", r.stderr)
+
+
 # ------------------------------------------------------------------ capture
 
 def read_capture(path):
@@ -460,6 +507,84 @@ def capture_hash_sample_and_size_cap():
     check(len(read_capture(path)[1]) >= 20, "recorded until the cap")
     r = fd.conn().cmd("CONFIG", "SET", "capture-file", "/nonexistent-dir/x.fdcap")
     check(r.startswith(b"-ERR"), "an unwritable capture file is refused", r)
+
+
+def redis_py_session(port):
+    """A redis-py session in the pattern of an RQ producer and worker (rq is not
+    packaged for Debian 12: its command pattern is imitated; {rq} keeps every
+    key in one cluster slot; frontdoor has no MULTI, so pipelines are plain)."""
+    import redis
+    r = redis.Redis(host=HOST, port=port)
+    r.sadd("{rq}:queues", "{rq}:queue:default")
+    for i in range(20):
+        job = "{rq}:job:%d" % i
+        with r.pipeline(transaction=False) as p:
+            p.hset(job, mapping={"status": "queued", "data": "payload-%d" % i * 3, "origin": "default"})
+            p.expire(job, 500)
+            p.rpush("{rq}:queue:default", str(i))
+            p.execute()
+    done = 0
+    while True:
+        jid = r.lpop("{rq}:queue:default")
+        if jid is None:
+            break
+        job = "{rq}:job:" + jid.decode()
+        r.hget(job, "data")
+        with r.pipeline(transaction=False) as p:
+            p.hset(job, "status", "finished")
+            p.zadd("{rq}:finished", {jid: done})
+            p.incr("{rq}:done")
+            p.execute()
+        done += 1
+    r.set("{rq}:worker:w1", "idle", ex=60)
+    r.mget("{rq}:worker:w1", "{rq}:done")
+    r.zrange("{rq}:finished", 0, -1, withscores=True)
+    r.delete("{rq}:worker:w1")
+    r.connection_pool.disconnect()
+
+
+def final_state(port):
+    import redis
+    r = redis.Redis(host=HOST, port=port)
+    st = (r.get("{rq}:done"), r.zcard("{rq}:finished"), r.hget("{rq}:job:7", "status"),
+          r.llen("{rq}:queue:default"), sorted(r.smembers("{rq}:queues")), r.exists("{rq}:worker:w1"))
+    r.connection_pool.disconnect()
+    return st
+
+
+@T.case
+def redis_py_session_replayed_on_every_backend():
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        from fdtest import skip
+        skip("python3-redis is not installed")
+    path = capture_path("rq")
+    fd = start_frontdoor()
+    start_capture(fd, path)
+    redis_py_session(fd.port)
+    fd.conn().cmd("FRONTDOOR", "CAPTURE", "STOP")
+    want = final_state(fd.port)
+    eq(want[0], b"20", "the session ran")
+    n = len(read_capture(path)[1]) - 1                      # STOP is left out
+    targets = [("redis-server", lambda: start_redis())]
+    for be in ("lmdb", "leveldb", "redis", "mongodb", "redis-cluster"):
+        targets.append((be, lambda be=be: start_frontdoor(backend=be)))
+    ran = []
+    for name, start in targets:
+        try:
+            srv = start()
+        except Exception as e:  # noqa: BLE001  (a backend not built / no cluster support here)
+            if "Skip" in type(e).__name__ or "unknown backend" in str(e):
+                continue
+            raise
+        res = fdload_json("-p", srv.port, "--replay", path, "--speed", "max")
+        eq(res["requests"], n, name + ": replayed")
+        eq(res["errors"], 0, name + ": errors: " + res["first_error"])
+        eq(final_state(srv.port), want, name + ": the state the session left")
+        ran.append(name)
+    check({"redis-server", "lmdb"} <= set(ran), "replayed on redis-server and lmdb at least", ran)
+    print("  replayed on: " + ", ".join(ran))
 
 
 if __name__ == "__main__":
