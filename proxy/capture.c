@@ -26,7 +26,8 @@ static struct {
     char     *path;                  /* the open file (a copy of capture-file) */
     char     *buf;
     size_t    len;
-    uint64_t  t0;                    /* px_mono_ns() at the start */
+    uint64_t  t0;                    /* the loop's time at the first record, ns (0 = none yet) */
+    uint64_t  last_t;                /* the latest record's time (ns after t0) */
     time_t    started;
     uint64_t  bytes, records, skipped;
     uint64_t  salt;
@@ -51,7 +52,11 @@ static void close_file(const char *why) {
     close(cap.fd);
     cap.fd = -1;
     px_capture_armed = 0;
-    if (cap.timer_on && px_srv.loop) { ev_timer_stop(px_srv.loop, &cap.flush); cap.timer_on = 0; }
+    if (cap.timer_on && px_srv.loop) {
+        ev_ref(px_srv.loop);          /* it was unref'ed when started (libev: ref before stopping) */
+        ev_timer_stop(px_srv.loop, &cap.flush);
+        cap.timer_on = 0;
+    }
     px_log(PX_LOG_NOTICE, "capture %s stopped (%s): %llu commands, %llu bytes", cap.path ? cap.path : "?", why,
            (unsigned long long)cap.records, (unsigned long long)cap.bytes);
 }
@@ -208,7 +213,13 @@ void px_capture_command(uint64_t client, int argc, const resp_arg *argv, const c
         close_file("capture-max-size reached");
         return;
     }
-    px_capture_record rec = {px_mono_ns() - cap.t0, client, 0, hash ? PX_CAPTURE_F_HASHED : 0};
+    /* the loop's time of this turn (when the read returned): no clock call per
+     * command, and the commands of one read share their arrival time */
+    uint64_t now = px_srv.loop ? (uint64_t)(ev_now(px_srv.loop) * 1e9) : px_mono_ns();
+    if (!cap.t0) cap.t0 = now;                                         /* the first command is time 0 */
+    if (now < cap.t0 + cap.last_t) now = cap.t0 + cap.last_t;        /* never backwards */
+    cap.last_t = now - cap.t0;
+    px_capture_record rec = {cap.last_t, client, 0, hash ? PX_CAPTURE_F_HASHED : 0};
     if (!hash && raw) {
         rec.len = (uint32_t)rawlen;
         put(&rec, sizeof rec);
@@ -252,7 +263,8 @@ int px_capture_apply(char *err, size_t errlen) {
     cap.bytes = PX_CAPTURE_HEADER_LEN;
     cap.records = cap.skipped = 0;
     if (getrandom(&cap.salt, sizeof cap.salt, 0) != sizeof cap.salt) cap.salt = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ULL;
-    cap.t0 = px_mono_ns();
+    cap.t0 = 0;                       /* set by the first command recorded */
+    cap.last_t = 0;
     cap.started = time(NULL);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);

@@ -3,6 +3,7 @@ and report.html), results.csv rows, and summary.md itself."""
 import math
 import statistics
 
+from . import fdl
 from . import targets as T
 
 BASE = "redis-direct"
@@ -550,6 +551,8 @@ def scenario_md(results, sc):
         row.append(_bytes(r["disk"]))
         L.append("| " + " | ".join(row) + " |")
     L.append("")
+    if sc in fdl.SCENARIOS:
+        L += fdl.scenario_md(results, sc)
     return L
 
 

@@ -56,7 +56,7 @@ typedef struct opts {
     double duration, warmup, rate;     /* rate 0 = closed loop */
     const char *mix, *dist, *vsize, *replay, *json, *slo;
     uint64_t keys, members, seed;
-    int fill, quiet, progress, dry_run, timeline;
+    int fill, quiet, progress, dry_run, timeline, drop_late;
     double speed;                      /* replay: 0 = as fast as possible */
     double slo_step;
     int slo_steps;
@@ -904,6 +904,8 @@ static void usage(FILE *f) {
 "      --dry-run          print what would be sent (intended µs, connection, arguments) without\n"
 "                         connecting (-n lines; 20 in closed loop)\n"
 "      --drain-timeout S  how long to wait for replies after the end (30)\n"
+"      --drop-late        open loop: at the end of --duration, drop what is still unsent (counted as\n"
+"                         dropped) instead of sending the backlog of an overloaded target\n"
 "      --help             this text\n"
 "      --version\n");
 }
@@ -929,7 +931,7 @@ static void on_sigint(struct ev_loop *loop, ev_signal *w, int revents) {
 
 int main(int argc, char **argv) {
     enum { O_DURATION = 256, O_RATE, O_MIX, O_KEYS, O_DIST, O_MEMBERS, O_SEED, O_WARMUP, O_FILL, O_REPLAY, O_SPEED,
-           O_SLO, O_SLO_STEP, O_SLO_STEPS, O_JSON, O_TIMELINE, O_PROGRESS, O_NOPROGRESS, O_DRY, O_DRAIN, O_HELP, O_VERSION };
+           O_SLO, O_SLO_STEP, O_SLO_STEPS, O_JSON, O_TIMELINE, O_PROGRESS, O_NOPROGRESS, O_DRY, O_DRAIN, O_DROP, O_HELP, O_VERSION };
     static const struct option lo[] = {
         {"host", 1, 0, 'h'}, {"port", 1, 0, 'p'}, {"socket", 1, 0, 's'}, {"password", 1, 0, 'a'},
         {"clients", 1, 0, 'c'}, {"pipeline", 1, 0, 'P'}, {"requests", 1, 0, 'n'}, {"value-size", 1, 0, 'd'},
@@ -938,7 +940,7 @@ int main(int argc, char **argv) {
         {"warmup", 1, 0, O_WARMUP}, {"fill", 0, 0, O_FILL}, {"replay", 1, 0, O_REPLAY}, {"speed", 1, 0, O_SPEED},
         {"slo", 1, 0, O_SLO}, {"slo-step", 1, 0, O_SLO_STEP}, {"slo-steps", 1, 0, O_SLO_STEPS}, {"json", 1, 0, O_JSON},
         {"timeline", 0, 0, O_TIMELINE}, {"progress", 0, 0, O_PROGRESS}, {"no-progress", 0, 0, O_NOPROGRESS},
-        {"dry-run", 0, 0, O_DRY}, {"drain-timeout", 1, 0, O_DRAIN}, {"help", 0, 0, O_HELP}, {"version", 0, 0, O_VERSION},
+        {"dry-run", 0, 0, O_DRY}, {"drain-timeout", 1, 0, O_DRAIN}, {"drop-late", 0, 0, O_DROP}, {"help", 0, 0, O_HELP}, {"version", 0, 0, O_VERSION},
         {0, 0, 0, 0},
     };
     int ch;
@@ -982,6 +984,7 @@ int main(int argc, char **argv) {
         case O_PROGRESS: O.progress = 1; break;
         case O_NOPROGRESS: O.progress = 0; break;
         case O_DRY: O.dry_run = 1; break;
+        case O_DROP: O.drop_late = 1; break;
         case O_DRAIN: O.drain_timeout = parse_num(optarg, "--drain-timeout"); break;
         case O_HELP: usage(stdout); return 0;
         case O_VERSION: printf("fdload %s (hiredis %d.%d.%d, libev %d.%d)\n", FDLOAD_VERSION, HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH, ev_version_major(), ev_version_minor()); return 0;
@@ -1045,6 +1048,7 @@ int main(int argc, char **argv) {
         if (O.warmup > 0) run_phase(PH_WARMUP, O.rate > 0 ? M_OPEN : M_CLOSED, O.rate, 0, O.warmup, 0);
         if (O.slo) slo_search();
         else {
+            G.drop_late = O.drop_late;
             run_phase(PH_MEASURE, O.rate > 0 ? M_OPEN : M_CLOSED, O.rate, O.requests, O.requests ? 0 : O.duration, 1);
             if (O.rate > 0) hint = (double)(G.t_end - G.t0) / 1e9;
         }

@@ -505,6 +505,16 @@ def capture_hash_sample_and_size_cap():
     eq(dict(zip(st[0::2], st[1::2]))[b"active"] if isinstance(st, list) else st[b"active"], 0, "stopped at the cap")
     check(os.path.getsize(path) <= 2000, "file within capture-max-size", os.path.getsize(path))
     check(len(read_capture(path)[1]) >= 20, "recorded until the cap")
+    # start/stop many times: the flush timer must not unbalance the event loop
+    # (an unref'ed libev watcher stopped without ev_ref made frontdoor exit)
+    c = fd.conn()
+    for i in range(25):
+        eq(c.cmd("FRONTDOOR", "CAPTURE", "START", capture_path("cycle%d" % i)), b"+OK\r\n")
+        c.cmd("SET", "cycle", i)
+        time.sleep(0.12)                   # a flush tick while on
+        eq(c.cmd("FRONTDOOR", "CAPTURE", "STOP"), b"+OK\r\n")
+    time.sleep(0.2)
+    eq(fd.conn().cmd("PING"), b"+PONG\r\n", "frontdoor still serving after 25 start/stop cycles")
     r = fd.conn().cmd("CONFIG", "SET", "capture-file", "/nonexistent-dir/x.fdcap")
     check(r.startswith(b"-ERR"), "an unwritable capture file is refused", r)
 
