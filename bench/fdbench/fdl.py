@@ -34,12 +34,13 @@ def plan(name, a):
     dur = a.fdload_duration or (2 if quick else 10)
     keys = a.fdload_keys or (10000 if quick else 100000)
     c = (a.c or [50])[0]
-    base = {"requests": 0, "clients": c, "pipeline": 1, "data_size": a.d if a.d is not None else 100,
+    # requests: what the plan knows beforehand (rate x duration; 1 = decided by fdload: SLO steps, the capture)
+    base = {"requests": 1, "clients": c, "pipeline": 1, "data_size": a.d if a.d is not None else 100,
             "keyspace": keys, "duration": dur, "mix": a.fdload_mix, "dist": a.fdload_dist}
     reps = a.repeats or (1 if quick else 3)
     if name == "fdload-mix":
         rates = a.rates or ([1000, 5000] if quick else [1000, 5000, 20000, 50000])
-        settings = [dict(base, rate=r, label=f"{r}/s") for r in rates]
+        settings = [dict(base, rate=r, requests=r * dur, label=f"{r}/s") for r in rates]
         return ["mix"], settings, reps
     if name == "fdload-slo":
         step = 1 if quick else 5

@@ -126,6 +126,11 @@ static struct {
     conn **heap; int nheap;
     int tfd; ev_io tio;
     uint64_t armed_at;
+    /* the time when the loop's wait returned (an ev_check watcher): replies
+     * read in one wake-up arrived together; one clock call per wake-up, not
+     * one per reply (clock_gettime was 7 % of fdload's CPU at -P 16) */
+    uint64_t now;
+    ev_check chk;
     /* progress */
     uint64_t prog_done, prog_errors;
     int interrupted;
@@ -292,9 +297,8 @@ static void arm(conn *cn, uint64_t at, uint64_t now) {
 }
 
 /* Send what this connection may send now; arm its timer for the next one. */
-static void pump(conn *cn) {
+static void pump(conn *cn, uint64_t now) {
     if (cn->dead || cn->finished) { heap_remove(cn); return; }
-    uint64_t now = mono_ns();
     if (G.mode == M_CLOSED) {
         while (cn->qlen < (uint32_t)G.pipeline) {
             if ((G.limit && G.issued >= G.limit) || (G.t_end && now >= G.t_end) || G.interrupted) { cn->finished = 1; return; }
@@ -332,15 +336,19 @@ static void pump(conn *cn) {
     }
 }
 
+static void on_check(struct ev_loop *loop, ev_check *w, int revents) {
+    G.now = mono_ns();
+}
+
 static void on_tick(struct ev_loop *loop, ev_io *w, int revents) {
     uint64_t exp;
     if (read(G.tfd, &exp, sizeof exp) < 0 && errno != EAGAIN) die("timerfd: %s", strerror(errno));
     G.armed_at = 0;
-    uint64_t now = mono_ns();
+    uint64_t now = G.now = mono_ns();
     while (G.nheap && G.heap[0]->due <= now) {
         conn *cn = G.heap[0];
         heap_remove(cn);
-        pump(cn);
+        pump(cn, now);
     }
     rearm();
     phase_check();
@@ -352,7 +360,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *priv) {
     if (!cn->qlen) return;
     slot s = q_pop(cn);
     G.outstanding--;
-    uint64_t now = mono_ns();
+    uint64_t now = G.now;
     int err = !reply || reply->type == REDIS_REPLY_ERROR;
     if (!reply) G.unanswered++;
     if (G.recording) {
@@ -371,7 +379,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *priv) {
                 snprintf(G.first_error, sizeof G.first_error, "%s", reply ? reply->str : (ac->errstr[0] ? ac->errstr : "connection lost"));
         }
     }
-    if (!cn->dead) { pump(cn); rearm(); }
+    if (!cn->dead) { pump(cn, now); rearm(); }
     phase_check();
 }
 
@@ -484,11 +492,12 @@ static void run_phase(int phase, int mode, double rate, uint64_t limit, double d
         ev_timer_init(&G.progress_timer, on_progress, 1., 1.);
         ev_timer_start(G.loop, &G.progress_timer);
     }
+    G.now = G.t0;
     for (int i = 0; i < G.nconn; i++) {
         conn *cn = &G.c[i];
         cn->k = 0; cn->rnext = 0;
         cn->finished = cn->dead;
-        if (!cn->dead) pump(cn);
+        if (!cn->dead) pump(cn, G.t0);
     }
     rearm();
     phase_check();
@@ -1028,6 +1037,10 @@ int main(int argc, char **argv) {
     if (G.tfd < 0) die("timerfd_create: %s", strerror(errno));
     ev_io_init(&G.tio, on_tick, G.tfd, EV_READ);
     ev_io_start(G.loop, &G.tio);
+    ev_unref(G.loop);
+    ev_check_init(&G.chk, on_check);
+    ev_set_priority(&G.chk, EV_MAXPRI);      /* before the I/O callbacks of the same wake-up */
+    ev_check_start(G.loop, &G.chk);
     ev_unref(G.loop);
 
     double hint = 0;

@@ -24,6 +24,7 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 from fdtest import (Tests, check, eq, free_port, frontdoor_bin, make_tempdir,  # noqa: E402
                     start_frontdoor, start_redis, HOST)
@@ -595,6 +596,75 @@ def redis_py_session_replayed_on_every_backend():
         ran.append(name)
     check({"redis-server", "lmdb"} <= set(ran), "replayed on redis-server and lmdb at least", ran)
     print("  replayed on: " + ", ".join(ran))
+
+
+# ------------------------------------------------------- bench/run + compare
+
+@T.case
+def bench_run_fdload_scenarios_and_compare():
+    """bench/run's fdload scenarios on redis-server alone (quick, small): the
+    runs are ok, results.json matches its schema, the report has the
+    latency-vs-rate and SLO sections; --compare of a run with itself says
+    same, against a baseline twice as fast says worse (exit 3)."""
+    import shutil
+    import tempfile
+    sys.path.insert(0, os.path.join(REPO, "bench"))
+    from fdbench import schema
+    out = tempfile.mkdtemp(prefix="fdtest-benchrun-")
+    try:
+        run = [sys.executable, os.path.join(REPO, "bench", "run"), "--quick", "--frontdoor", frontdoor_bin(),
+               "--fdload", fdload_bin(), "--backends", "redis-direct", "--no-baselines", "-c", "4",
+               "--fdload-keys", "1000"]
+        r = subprocess.run(run + ["--scenario", "fdload-mix", "--rates", "300,1000", "--fdload-duration", "1",
+                                  "--repeats", "2", "--out", out], capture_output=True, text=True, timeout=40)
+        eq(r.returncode, 0, "bench/run exit: " + r.stderr[-1500:])
+        out2 = os.path.join(out, "slo")
+        r = subprocess.run(run + ["--scenario", "fdload-slo", "--slo", "p90<50ms", "--repeats", "1", "--out", out2],
+                           capture_output=True, text=True, timeout=40)
+        eq(r.returncode, 0, "bench/run exit: " + r.stderr[-1500:])
+        res2 = json.load(open(os.path.join(out2, "results.json")))
+        eq(schema.validate(res2), [], "results.json schema (slo)")
+        slo = res2["runs"]
+        eq(len(slo), 1)
+        check(slo[0]["ok"] and slo[0]["rps"] > 0 and slo[0]["fdload"]["slo"]["steps"], "SLO max rate and steps", slo)
+        check("Highest rate under the SLO" in open(os.path.join(out2, "summary.md")).read(), "summary.md SLO section")
+        check("SLO search" in open(os.path.join(out2, "report.html")).read(), "report.html SLO chart")
+        with open(os.path.join(out, "results.json")) as f:
+            res = json.load(f)
+        eq(schema.validate(res), [], "results.json schema")
+        runs = res["runs"]
+        eq(len(runs), 2 * 2, "2 rates x 2 repeats")
+        check(all(x["ok"] for x in runs), "every run ok", [x.get("reason") for x in runs])
+        mix = runs
+        eq(sorted({x["setting"] for x in mix}), ["1000/s", "300/s"])
+        check(all(abs(x["rps"] - int(x["setting"][:-2])) < 0.1 * int(x["setting"][:-2]) for x in mix), "achieved ~ offered", mix)
+        check(all(x["fdload"]["timeline"] for x in mix), "timelines kept")
+        md = open(os.path.join(out, "summary.md")).read()
+        check("Latency vs offered rate" in md, "summary.md section", md[-3000:])
+        html = open(os.path.join(out, "report.html")).read()
+        check("p99 latency vs offered rate" in html and "<svg" in html, "report.html charts")
+        # compare with itself: no change beyond the noise
+        run_bench = [sys.executable, os.path.join(REPO, "bench", "run")]
+        r = subprocess.run(run_bench + ["--render", out, "--compare", os.path.join(out, "results.json")],
+                           capture_output=True, text=True, timeout=30)
+        eq(r.returncode, 0, "compare with itself: " + r.stdout[-1500:] + r.stderr[-1500:])
+        cmp = open(os.path.join(out, "compare.md")).read()
+        check("**same**" in cmp and "worse" not in cmp.split("Verdicts:")[1].split("\n")[0], "verdicts: same", cmp)
+        # a baseline where redis-direct was twice as fast (and had half the p99)
+        for x in res["runs"]:
+            x["rps"] = x["rps"] * 2
+            if x.get("p99_latency_ms"):
+                x["p99_latency_ms"] = x["p99_latency_ms"] / 2
+        base = os.path.join(out, "baseline.json")
+        with open(base, "w") as f:
+            json.dump(res, f)
+        r = subprocess.run(run_bench + ["--render", out, "--compare", base], capture_output=True, text=True, timeout=30)
+        eq(r.returncode, 3, "a regression exits 3: " + r.stdout[-1500:])
+        cmp = open(os.path.join(out, "compare.md")).read()
+        check("**worse**" in cmp, "worse verdicts", cmp)
+        check(os.path.exists(os.path.join(out, "compare.html")), "compare.html")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
 
 
 if __name__ == "__main__":
