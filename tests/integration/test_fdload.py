@@ -666,6 +666,25 @@ def bench_run_fdload_scenarios_and_compare():
         check("Latency vs offered rate" in md, "summary.md section", md[-3000:])
         html = open(os.path.join(out, "report.html")).read()
         check("p99 latency vs offered rate" in html and "<svg" in html, "report.html charts")
+        # fdload-replay of a small capture
+        path = capture_path("bench")
+        fd = start_frontdoor()
+        start_capture(fd, path)
+        c = fd.conn()
+        for i in range(50):
+            c.cmd("SET", "r%d" % i, "x" * i)
+            c.cmd("GET", "r%d" % i)
+        c.cmd("FRONTDOOR", "CAPTURE", "STOP")
+        out3 = os.path.join(out, "replay")
+        r = subprocess.run(run + ["--scenario", "fdload-replay", "--replay", path, "--speed", "max", "--repeats", "1",
+                                  "--out", out3], capture_output=True, text=True, timeout=40)
+        eq(r.returncode, 0, "bench/run replay exit: " + r.stderr[-1500:])
+        res3 = json.load(open(os.path.join(out3, "results.json")))
+        eq(schema.validate(res3), [], "results.json schema (replay)")
+        eq([(x["ok"], x["requests"], x["fdload"]["errors"]) for x in res3["runs"]], [(True, 100, 0)], "replay run")
+        r = subprocess.run([sys.executable, os.path.join(REPO, "bench", "run"), "--scenario", "fdload-replay"],
+                           capture_output=True, text=True, timeout=30)
+        check(r.returncode == 2 and "--replay" in r.stderr, "fdload-replay without --replay is refused", r.stderr)
         # compare with itself: no change beyond the noise
         run_bench = [sys.executable, os.path.join(REPO, "bench", "run")]
         r = subprocess.run(run_bench + ["--render", out, "--compare", os.path.join(out, "results.json")],
