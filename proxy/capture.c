@@ -292,6 +292,8 @@ void px_capture_cmd(px_conn *c, int argc, resp_arg *argv) {
         if (argc == 4) snprintf(path, sizeof path, "%.*s", (int)(argv[3].len < 4000 ? argv[3].len : 4000), argv[3].ptr);
         else snprintf(path, sizeof path, "%s", px_cfg.capture_file && px_cfg.capture_file[0] ? px_cfg.capture_file : "frontdoor.fdcap");
         if (px_config_set("capture-file", "", 1, err, sizeof err) || px_config_set("capture-file", path, 1, err, sizeof err)) {
+            char ignored[64];
+            px_config_set("capture-file", "", 1, ignored, sizeof ignored);   /* CONFIG GET shows no capture */
             resp_add_errorf(o, "ERR %s", err);
             return;
         }

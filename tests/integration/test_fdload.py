@@ -519,6 +519,9 @@ def capture_hash_sample_and_size_cap():
     eq(fd.conn().cmd("PING"), b"+PONG\r\n", "frontdoor still serving after 25 start/stop cycles")
     r = fd.conn().cmd("CONFIG", "SET", "capture-file", "/nonexistent-dir/x.fdcap")
     check(r.startswith(b"-ERR"), "an unwritable capture file is refused", r)
+    r = fd.conn().cmd("FRONTDOOR", "CAPTURE", "START", "/nonexistent-dir/y.fdcap")
+    check(r.startswith(b"-ERR can't open the capture file"), "START on an unwritable path refused", r)
+    eq(fd.conn().call("CONFIG", "GET", "capture-file"), [b"capture-file", b""], "no capture configured after the failures")
 
 
 def redis_py_session(port):
