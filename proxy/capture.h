@@ -17,7 +17,9 @@
  * one memcpy of the command's bytes (already RESP as received) into a
  * 256 KB buffer, written out with write(2) when full and every 100 ms (a
  * page-cache append, as redis-server's AOF with appendfsync no). AUTH and
- * HELLO are never recorded (they carry passwords).
+ * HELLO are never recorded (they carry passwords). With capture-hash, a
+ * command larger than the buffer (256 KB) is not recorded (counted as
+ * skipped in FRONTDOOR CAPTURE STATUS); without it, it is written as is.
  *
  * File format ("FDCAP1"), little-endian:
  *   header   8 bytes  "FDCAP1\n\0"

@@ -51,6 +51,20 @@ def plan(name, a):
     raise ValueError(name)
 
 
+def plan_text(plan):
+    """What an fdload scenario ran, for the report's header line."""
+    s = (plan.get("settings") or [{}])[0]
+    reps = plan.get("repeats", 1)
+    tail = f"; {reps} repeat{'s' if reps > 1 else ''} (cells: median" + (", min–max" if reps > 1 else "") + ")."
+    if s.get("replay"):
+        return f"As run: fdload --replay {s['replay']} --speed {s['speed']}" + tail
+    common = f"-c {s.get('clients')} --mix {s.get('mix')} --dist {s.get('dist')} --keys {s.get('keyspace')} -d {s.get('data_size')} (filled first)"
+    if s.get("slo"):
+        return f"As run: fdload --slo '{s['slo']}' --slo-step {s['slo_step']} {common}" + tail
+    rates = ", ".join(str(x.get("rate")) for x in plan.get("settings") or [])
+    return f"As run: fdload --rate R --duration {s.get('duration')} --drop-late {common}, R = {rates}/s" + tail
+
+
 def argv_for(fdload, port, setting, emulator_rate_cap=None):
     s = setting
     argv = [fdload, "-p", str(port), "-c", str(s["clients"]), "--json", "-", "-q", "--no-progress"]

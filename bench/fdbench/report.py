@@ -472,6 +472,8 @@ def plan_text(results, sc):
     sets = plan.get("settings") or []
     if not sets:
         return ""
+    if sc in fdl.SCENARIOS:
+        return fdl.plan_text(plan)
     def uniq(k):
         return list(dict.fromkeys(s.get(k) for s in sets))
     parts = [f"-n {'/'.join(str(x) for x in uniq('requests'))}",

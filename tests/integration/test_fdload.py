@@ -525,9 +525,12 @@ def capture_hash_sample_and_size_cap():
 
 
 def redis_py_session(port):
-    """A redis-py session in the pattern of an RQ producer and worker (rq is not
-    packaged for Debian 12: its command pattern is imitated; {rq} keeps every
-    key in one cluster slot; frontdoor has no MULTI, so pipelines are plain)."""
+    """A redis-py session in the pattern of an RQ producer and worker. RQ itself
+    (python3-rq) wraps its writes in MULTI/EXEC, which frontdoor refuses
+    (unknown command on the embedded backends; "not supported" on the redis
+    backend, whose connections are shared), so RQ cannot run through
+    frontdoor: its command pattern is imitated with plain pipelines. {rq}
+    keeps every key in one cluster slot."""
     import redis
     r = redis.Redis(host=HOST, port=port)
     r.sadd("{rq}:queues", "{rq}:queue:default")
