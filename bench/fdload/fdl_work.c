@@ -117,18 +117,51 @@ static int parse_u64(const char *s, size_t n, uint64_t *out) {
 }
 
 int fdl_size_parse(fdl_size *s, const char *spec, char *err, size_t errlen) {
+    memset(s, 0, sizeof *s);
+    const uint64_t cap = 512u * 1024 * 1024;
+    if (strchr(spec, ':')) {
+        const char *p = spec;
+        double total = 0;
+        s->lo = UINT64_MAX;
+        while (*p) {
+            const char *colon = strchr(p, ':'), *comma = strchr(p, ',');
+            if (!comma) comma = p + strlen(p);
+            char *end;
+            uint64_t sz;
+            double w = colon && colon < comma ? strtod(colon + 1, &end) : -1;
+            if (!colon || colon > comma || parse_u64(p, (size_t)(colon - p), &sz) || end != comma || !(w > 0) || sz > cap
+                || s->n == FDL_SIZE_MAX_CHOICES) {
+                snprintf(err, errlen, "value size list must be SIZE:WEIGHT,... (at most %d, sizes <= 512 MB, weights > 0), got '%s'",
+                         FDL_SIZE_MAX_CHOICES, spec);
+                return -1;
+            }
+            total += w;
+            s->size[s->n] = sz;
+            s->cum[s->n++] = total;
+            if (sz < s->lo) s->lo = sz;
+            if (sz > s->hi) s->hi = sz;
+            p = *comma ? comma + 1 : comma;
+        }
+        for (int i = 0; i < s->n; i++) s->cum[i] /= total;
+        return 0;
+    }
     const char *dash = strchr(spec, '-');
     int bad = dash ? (parse_u64(spec, (size_t)(dash - spec), &s->lo) || parse_u64(dash + 1, strlen(dash + 1), &s->hi))
                    : parse_u64(spec, strlen(spec), &s->lo);
     if (!dash) s->hi = s->lo;
-    if (bad || s->hi < s->lo || s->hi > 512u * 1024 * 1024) {
-        snprintf(err, errlen, "value size must be N or A-B (bytes, A <= B <= 512 MB), got '%s'", spec);
+    if (bad || s->hi < s->lo || s->hi > cap) {
+        snprintf(err, errlen, "value size must be N, A-B or SIZE:WEIGHT,... (bytes, at most 512 MB), got '%s'", spec);
         return -1;
     }
     return 0;
 }
 
 uint64_t fdl_size_next(const fdl_size *s, fdl_rng *r) {
+    if (s->n) {
+        double u = fdl_rng_unit(r);
+        for (int i = 0; i < s->n - 1; i++) if (u < s->cum[i]) return s->size[i];
+        return s->size[s->n - 1];
+    }
     return s->lo == s->hi ? s->lo : s->lo + fdl_rng_below(r, s->hi - s->lo + 1);
 }
 

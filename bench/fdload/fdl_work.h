@@ -41,8 +41,16 @@ typedef struct fdl_dist {
 int      fdl_dist_parse(fdl_dist *d, const char *spec, uint64_t keys, char *err, size_t errlen);
 uint64_t fdl_dist_next(fdl_dist *d, fdl_rng *r);
 
-/* ---- value sizes: "N" fixed, or "A-B" uniform in [A, B] */
-typedef struct fdl_size { uint64_t lo, hi; } fdl_size;
+/* ---- value sizes: "N" fixed, "A-B" uniform in [A, B], or a weighted list
+ * "N:W,N:W,..." (e.g. 100:90,4096:10: 90 % 100-byte values, 10 % 4 KB);
+ * lo/hi are the smallest and largest size either way. */
+#define FDL_SIZE_MAX_CHOICES 32
+typedef struct fdl_size {
+    uint64_t lo, hi;
+    int      n;                              /* weighted list: entries (0 = fixed/uniform) */
+    uint64_t size[FDL_SIZE_MAX_CHOICES];
+    double   cum[FDL_SIZE_MAX_CHOICES];      /* cumulative weights */
+} fdl_size;
 int      fdl_size_parse(fdl_size *s, const char *spec, char *err, size_t errlen);
 uint64_t fdl_size_next(const fdl_size *s, fdl_rng *r);
 

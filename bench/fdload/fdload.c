@@ -898,7 +898,7 @@ static void usage(FILE *f) {
 "      --keys N           key space size (100000); keys are key:%%012d like redis-benchmark -r\n"
 "      --dist D           key distribution: uniform, zipf[:THETA] (0.99), seq, hot[:KEYS:OPS] (0.2:0.8:\n"
 "                         20%% of the keys get 80%% of the operations) (uniform)\n"
-"  -d, --value-size S     value bytes: N, or A-B uniform (100)\n"
+"  -d, --value-size S     value bytes: N, A-B (uniform), or SIZE:WEIGHT,... e.g. 100:90,4096:10 (100)\n"
 "      --members N        members/fields per collection key (1000)\n"
 "      --seed N           random seed (1): the same seed sends the same commands\n"
 "Replay:\n"

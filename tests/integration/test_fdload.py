@@ -241,6 +241,13 @@ def mix_key_distributions_value_sizes():
     sizes = [len(r[2][2]) for r in rows if r[2][0] == "SET"]
     eq((min(sizes), max(sizes)), (10, 20), "value sizes span 10-20")
     eq(len(set(sizes)), 11, "every size 10..20 drawn")
+    # a weighted list of sizes
+    rows = dry("-n", n, "--mix", "set", "--keys", "10", "-d", "8:70,40:20,100:10", "--seed", "11")
+    lens = [len(r[2][2]) if not r[2][2].startswith("<") else int(r[2][2][1:].split()[0]) for r in rows]
+    for size, share in ((8, 0.7), (40, 0.2), (100, 0.1)):
+        check(abs(lens.count(size) / n - share) < 0.015, "value size %d share ~%.1f" % (size, share), lens.count(size) / n)
+    eq(set(lens), {8, 40, 100}, "only the listed sizes")
+    check(fdload("--dry-run", "-d", "8:0", check_rc=False).returncode != 0, "a zero weight is refused")
     # zipf 0.99 over 100 keys: rank r has probability (1/(r+1)^0.99) / zeta(100)
     rows = dry("-n", n, "--mix", "get", "--keys", "100", "--dist", "zipf:0.99", "--seed", "3")
     ids = [int(r[2][1][4:]) for r in rows]
