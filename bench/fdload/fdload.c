@@ -467,7 +467,7 @@ static void on_progress(struct ev_loop *loop, ev_timer *w, int revents) {
     double el = (double)(now - G.t0) / 1e9;
     uint64_t d = G.done - G.prog_done, e = G.errors - G.prog_errors;
     G.prog_done = G.done; G.prog_errors = G.errors;
-    fprintf(stderr, "\r\033[K%6.1fs  %9.0f ops/s  p99 %8.3f ms  errors %llu  in flight %llu",
+    fprintf(stderr, "\r\033[K%6.1fs  %9.0f ops/s  p99 so far %8.3f ms  errors %llu  in flight %llu",
             el, (double)d / w->repeat, pct_ms(&G.hist, 0.99), (unsigned long long)e, (unsigned long long)G.outstanding);
     fflush(stderr);
 }
