@@ -641,7 +641,7 @@ def bench_run_fdload_scenarios_and_compare():
     """bench/run's fdload scenarios on redis-server alone (quick, small): the
     runs are ok, results.json matches its schema, the report has the
     latency-vs-rate and SLO sections; --compare of a run with itself says
-    same, against a baseline twice as fast says worse (exit 3)."""
+    same, against a far better baseline says worse (exit 3)."""
     import shutil
     import tempfile
     sys.path.insert(0, os.path.join(REPO, "bench"))
@@ -705,11 +705,12 @@ def bench_run_fdload_scenarios_and_compare():
         eq(r.returncode, 0, "compare with itself: " + r.stdout[-1500:] + r.stderr[-1500:])
         cmp = open(os.path.join(out, "compare.md")).read()
         check("**same**" in cmp and "worse" not in cmp.split("Verdicts:")[1].split("\n")[0], "verdicts: same", cmp)
-        # a baseline where redis-direct was twice as fast (and had half the p99)
+        # a baseline far better than any run here (p99 of a 1 s run at 300/s is the
+        # 3rd-worst request: its min-max over two repeats spans up to ~10x)
         for x in res["runs"]:
-            x["rps"] = x["rps"] * 2
+            x["rps"] = x["rps"] * 10
             if x.get("p99_latency_ms"):
-                x["p99_latency_ms"] = x["p99_latency_ms"] / 2
+                x["p99_latency_ms"] = 0.001
         base = os.path.join(out, "baseline.json")
         with open(base, "w") as f:
             json.dump(res, f)
