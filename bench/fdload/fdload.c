@@ -393,7 +393,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *priv) {
 static void on_connect(const redisAsyncContext *ac, int status) {
     conn *cn = ac->data;
     if (status != REDIS_OK) {
-        fprintf(stderr, "fdload: connection %d: %s\n", cn->idx, ac->errstr);
+        if (!G.ndead) fprintf(stderr, "fdload: connection %d: %s\n", cn->idx, ac->errstr);   /* the first only */
         cn->dead = 1; cn->ac = NULL; G.ndead++;
     } else {
         cn->connected = 1; G.nconnected++;
