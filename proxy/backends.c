@@ -58,6 +58,10 @@ px_backend *px_backend_open(const px_backend_settings *bs, const char *role, cha
     }
     px_backend *be = calloc(1, sizeof *be);
     if (!be) { snprintf(err, errlen, "out of memory"); return NULL; }
+    for (int i = 0; i < FD_CMD_COUNT; i++) {
+        const fd_command *cmd = fd_command_by_id(i);
+        be->support[i] = cmd->family == FD_FAM_DATA ? ops->support(cmd) : FD_SERVED;
+    }
     px_settings_copy(&be->own, &px_cfg);
     px_backend_settings_assign(&be->own.be, bs);
     const px_backend_settings *s = &be->own.be;

@@ -42,6 +42,8 @@ typedef struct px_backend {
      * asynchronous backend: after submit returned; an embedded one: inside
      * submit, i.e. the store's own work). latency - wait is frontdoor's. */
     px_hist     latency, wait;
+    /* support() of every command, asked once at open (FD_SERVED or why not) */
+    const char *support[FD_CMD_COUNT];
     struct px_backend *next;      /* draining list */
 } px_backend;
 

@@ -51,7 +51,7 @@ static int submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_
         return 0;
     }
     if (cmd) {
-        const char *why = be->b.ops->support(cmd);
+        const char *why = be->support[cmd->id];
         if (why != FD_SERVED) {
             size_t before = out->len;
             if (why) resp_add_errorf(out, "ERR '%s' is not supported by frontdoor's %s backend: %s",
@@ -204,7 +204,7 @@ void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t r
     PX_CAPTURE_HOOK(c, argc, argv, raw, rawlen);   /* capture (issue 17, proxy/capture.h) */
     fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
     px_srv.total_commands++;
-    if (px_script_refuse_busy(c, cmd, argc, argv)) return;
+    if (px_srv.script_running && px_script_refuse_busy(c, cmd, argc, argv)) return;
     if (!cmd) {
         /* a backend that is itself a Redis server answers what we don't know */
         if (px_srv.primary && px_srv.primary->b.ops->passthrough && c->authed) {
@@ -238,7 +238,7 @@ void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t r
 int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
     c->lastcmd = cmd;
     cmd->calls++;
-    if (cmd->flags & FD_CMD_WRITE) px_watch_touch(cmd, argc, argv);
+    if ((cmd->flags & FD_CMD_WRITE) && px_srv.watched_keys) px_watch_touch(cmd, argc, argv);
     uint64_t t0 = fd_mono_ns(), t1;
     px_handler h = px_handler_of(cmd);
     if (h) {

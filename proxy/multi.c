@@ -136,7 +136,7 @@ typedef struct px_watched {
 
 #define WBUCKETS 4096
 static wentry *wtable[WBUCKETS];
-static long    wcount;           /* entries: 0 = nothing to do on writes */
+#define wcount px_srv.watched_keys   /* entries: 0 = nothing to do on writes */
 
 static unsigned whash(const char *p, size_t n) {
     unsigned h = 2166136261u;

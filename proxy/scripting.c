@@ -99,11 +99,13 @@ void px_cmd_eval(px_conn *c, int argc, resp_arg *argv) {
     int was_atomic = c->atomic;
     c->atomic = 1;
     running = c;
+    px_srv.script_running = 1;
     if (fd_script_eval(e, argc, argv, &c->out)) {
         px_log(PX_LOG_WARNING, "out of memory for a script's reply to client %llu: closing it", (unsigned long long)c->id);
         c->flags |= PX_CONN_CLOSE_ASAP;
     }
     running = NULL;
+    px_srv.script_running = 0;
     c->atomic = was_atomic;
     if (hold) {
         px_srv.atomic_owner = NULL;

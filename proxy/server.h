@@ -106,6 +106,8 @@ typedef struct px_server {
     int             atomic_collect;      /* submits now count into atomic_left */
     long            atomic_left;         /* replies of the unit still owed */
     px_conn        *held;                /* clients waiting for the unit (singly linked) */
+    long            watched_keys;        /* keys some client WATCHes (0: writes skip the check) */
+    int             script_running;      /* a Lua script runs (other clients may get -BUSY) */
     px_conn        *turn;                /* touched this turn (singly linked) */
     uint64_t        nclients, next_id;
     /* stats (INFO) */

@@ -32,7 +32,9 @@ typedef int (*kv_handler)(struct kv_ctx *c);
 #undef KV_DECL_PROXY
 #undef KV_DECL_DATA
 
-/* The kv handler of command `id`; NULL for the proxy's own commands. */
-kv_handler kv_handler_of(int id);
+/* The kv handler of command `id` (0 <= id < FD_CMD_COUNT); NULL for the
+ * proxy's own commands. */
+extern const kv_handler kv_handlers[FD_CMD_COUNT];
+static inline kv_handler kv_handler_of(int id) { return kv_handlers[id]; }
 
 #endif
