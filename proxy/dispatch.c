@@ -5,6 +5,8 @@
 #include "backends.h"
 #include "config.h"
 #include "log.h"
+#include "blocking.h"
+#include "pubsub.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,6 +138,7 @@ void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t r
         cmd->failed++;
         return;
     }
+    if (c->ps && px_pubsub_denied(c, cmd)) { cmd->failed++; return; }
     c->lastcmd = cmd;
     cmd->calls++;
     uint64_t t0 = fd_mono_ns(), t1;
@@ -145,7 +148,11 @@ void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t r
         t1 = fd_mono_ns();
     } else {
         t1 = t0;
-        if (submit(c, cmd, argc, argv, raw, rawlen, &t1)) return;   /* latency counted on completion */
+        int owed = submit(c, cmd, argc, argv, raw, rawlen, &t1);
+        px_block_signal_cmd(cmd, argc, argv);            /* its keys' waiters are tried */
+        if (owed) t1 = 0;                                /* latency counted on completion */
     }
-    cmd->usec += (t1 - t0) / 1000;
+    if (t1) cmd->usec += (t1 - t0) / 1000;
+    if (px_monitors) px_monitor_feed(c, cmd, argc, argv);
+    px_block_after_command();                            /* serve the keys it made ready */
 }

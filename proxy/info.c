@@ -2,6 +2,7 @@
  * commandstats, keyspace. Field names are Redis's where Redis has them, so
  * tools that read INFO keep working. */
 #include "builtin.h"
+#include "blocking.h"
 #include "ab.h"
 #include "backends.h"
 #include "config.h"
@@ -95,7 +96,7 @@ void px_cmd_info(px_conn *c, int argc, resp_arg *argv) {
         SECTION("Clients");
         line(&o, "connected_clients:%llu", (unsigned long long)px_srv.nclients);
         line(&o, "maxclients:%lld", px_cfg.maxclients);
-        line(&o, "blocked_clients:0");
+        line(&o, "blocked_clients:%llu", (unsigned long long)px_block_count());
     }
     if (wants(argc, argv, "memory", 1)) {
         struct mallinfo2 mi = mallinfo2();

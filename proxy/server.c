@@ -4,6 +4,8 @@
 #include "backends.h"
 #include "config.h"
 #include "log.h"
+#include "blocking.h"
+#include "pubsub.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -60,6 +62,8 @@ void px_conn_close(px_conn *c) {
     ev_io_stop(px_srv.loop, &c->wio);
     close(c->fd);
     unlink_turn(c);
+    px_block_conn_closed(c);
+    px_pubsub_conn_closed(c);
     px_conn_orphan_pending(c);
     if (c->prev) c->prev->next = c->next;
     else px_srv.clients = c->next;
@@ -187,7 +191,7 @@ void px_conn_check_output_limit(px_conn *c) {
 
 /* Parse and run every complete command in the read buffer. */
 static void process_input(px_conn *c) {
-    while (!(c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP)) && c->rpos < c->rlen) {
+    while (!(c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP)) && !c->blk && c->rpos < c->rlen) {
         c->parser.max_bulk = px_cfg.proto_max_bulk_len;
         c->parser.unauth = !c->authed;
         size_t consumed = 0;
@@ -222,6 +226,11 @@ static void process_input(px_conn *c) {
         c->rpos = 0;
     }
     if (c->out.len > c->safe || (c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP))) px_conn_touch(c);
+}
+
+void px_conn_resume(px_conn *c) {
+    if (!c->blk && c->rpos < c->rlen) process_input(c);
+    px_conn_touch(c);
 }
 
 static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
@@ -282,6 +291,7 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
  * that is not stored). */
 static void on_turn_end(struct ev_loop *loop, ev_prepare *w, int revents) {
     px_srv.turns++;
+    px_block_run_resumes();              /* clients answered after blocking: their next commands */
     int st = px_backends_commit_before_flush();
     if (st != FD_OK) {
         px_srv.failed_commits++;
@@ -311,10 +321,20 @@ static void on_cron(struct ev_loop *loop, ev_timer *w, int revents) {
     static ev_tstamp last_clients;
     if (now - last_clients >= 1.0) {
         last_clients = now;
+        for (px_conn *c = px_srv.clients; c; c = c->next) {
+            /* an idle client keeps no read buffer (10,000 subscribers) */
+            if (c->rlen == 0 && c->rbuf && now - c->last_interaction > 2.0) {
+                free(c->rbuf);
+                c->rbuf = NULL;
+                c->rcap = 0;
+            }
+        }
         if (px_cfg.timeout > 0) {
             for (px_conn *c = px_srv.clients, *next; c; c = next) {
                 next = c->next;
-                if (now - c->last_interaction > (double)px_cfg.timeout && c->wpos == c->out.len && !c->pend_head) {
+                /* blocked clients and subscribers are not idle (as in Redis) */
+                if (now - c->last_interaction > (double)px_cfg.timeout && c->wpos == c->out.len && !c->pend_head &&
+                    !c->blk && !px_pubsub_count(c)) {
                     px_log(PX_LOG_VERBOSE, "closing idle client %llu", (unsigned long long)c->id);
                     px_conn_close(c);
                 }

@@ -53,6 +53,10 @@ typedef struct px_conn {
     /* replies a backend owes, oldest first; each marks where in `out` its
      * reply goes (nothing at or after the first is sent before it arrives) */
     struct fd_pending *pend_head, *pend_tail;
+    /* blocking commands and pub/sub (proxy/blocking.h, proxy/pubsub.h) */
+    struct px_blk *blk;                  /* a blocking command in progress: input is not processed */
+    struct px_ps  *ps;                   /* subscriptions (NULL: none ever) */
+    int        monitor;                  /* MONITOR: gets every command */
 } px_conn;
 
 /* A reply owed by an asynchronous backend (storage/backend.h). Owned by the
@@ -77,6 +81,7 @@ struct fd_pending {
     int                done;
     /* called with the reply when it arrives (before it is placed; conn may be NULL) */
     void             (*on_done)(fd_pending *p, const char *reply, size_t len);
+    void              *on_done_arg;      /* the on_done callback's */
 };
 
 typedef struct px_server {
@@ -113,6 +118,8 @@ void px_conn_touch(px_conn *c);
 void px_conn_check_output_limit(px_conn *c);
 /* Close now (the reply may be lost). */
 void px_conn_close(px_conn *c);
+/* A client whose blocking command ended: run the commands it sent meanwhile. */
+void px_conn_resume(px_conn *c);
 
 /* dispatch.c: run one parsed command. raw/rawlen: the command's bytes as
  * received when it came as multibulk (NULL for inline commands). */
