@@ -256,7 +256,7 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
     ssize_t n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
     if (n <= 0) {
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-        if (n == 0 && (c->pend_head || c->wpos < c->out.len)) {
+        if (n == 0 && !c->blk && (c->pend_head || c->wpos < c->out.len)) {
             /* half-close with replies still owed by an asynchronous backend,
              * or completed in this same loop turn and not yet sent: deliver
              * them (a server answering synchronously would have sent them
