@@ -241,6 +241,16 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
      * actually received, and the copies stay amortised O(n). */
     size_t want = resp_parser_want(&c->parser);
     size_t chunk = READ_CHUNK;
+    /* A client with nothing kept reads into one shared buffer and keeps only
+     * what is left unparsed: idle clients (10,000 subscribers) hold no read
+     * buffer. Nothing points into rbuf after process_input (it compacts). */
+    static char scratch[READ_CHUNK];
+    int shared = !c->rbuf && want <= READ_CHUNK;
+    if (shared) {
+        c->rbuf = scratch;
+        c->rcap = READ_CHUNK;
+        c->rlen = c->rpos = 0;
+    }
     if (want > chunk) {
         size_t grow = c->rlen > chunk ? c->rlen : chunk;
         chunk = want < grow ? want : grow;
@@ -254,6 +264,7 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
         c->rcap = ncap;
     }
     ssize_t n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
+    if (n <= 0 && shared) { c->rbuf = NULL; c->rcap = 0; }
     if (n <= 0) {
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
         if (n == 0 && !c->blk && (c->pend_head || c->wpos < c->out.len)) {
@@ -274,6 +285,21 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
     px_srv.net_input += (uint64_t)n;
     c->last_interaction = ev_now(loop);
     process_input(c);
+    if (shared) {
+        char *own = NULL;
+        if (c->rlen > c->rpos && !(own = malloc(READ_CHUNK))) {
+            px_log(PX_LOG_WARNING, "out of memory reading from client %llu", (unsigned long long)c->id);
+            c->rbuf = NULL;
+            c->rcap = c->rlen = c->rpos = 0;
+            px_conn_close(c);
+            return;
+        }
+        if (own) memcpy(own, c->rbuf + c->rpos, c->rlen - c->rpos);
+        c->rlen -= c->rpos;
+        c->rpos = 0;
+        c->rbuf = own;
+        c->rcap = own ? READ_CHUNK : 0;
+    }
     if ((long long)(c->rlen - c->rpos) > px_cfg.client_query_buffer_limit) {
         px_log(PX_LOG_WARNING, "closing client %llu (%s) that reached max query buffer length (%zu bytes)",
                (unsigned long long)c->id, c->addr, c->rlen - c->rpos);
@@ -321,14 +347,6 @@ static void on_cron(struct ev_loop *loop, ev_timer *w, int revents) {
     static ev_tstamp last_clients;
     if (now - last_clients >= 1.0) {
         last_clients = now;
-        for (px_conn *c = px_srv.clients; c; c = c->next) {
-            /* an idle client keeps no read buffer (10,000 subscribers) */
-            if (c->rlen == 0 && c->rbuf && now - c->last_interaction > 2.0) {
-                free(c->rbuf);
-                c->rbuf = NULL;
-                c->rcap = 0;
-            }
-        }
         if (px_cfg.timeout > 0) {
             for (px_conn *c = px_srv.clients, *next; c; c = next) {
                 next = c->next;

@@ -262,7 +262,7 @@ def idle_subscribers_scale():
         s.sendall(encode("SUBSCRIBE", "idle:%d" % (i % 100), "idle:all"))
         socks.append(s)
     wait_until(lambda: numsub(f, "idle:all") == n, timeout=60, what="%d subscribers" % n)
-    time.sleep(2.5)                      # idle read buffers are released after 2 s
+    time.sleep(0.5)
     rss1 = f.rss_kb()
     conns1 = backend_connections(f)
     with f.conn() as p:
@@ -272,7 +272,7 @@ def idle_subscribers_scale():
     per = (rss1 - rss0) * 1024.0 / n
     print("      %d idle subscribers on %s: RSS %d kB -> %d kB, %.0f bytes per subscriber; backend "
           "connections %s -> %s; PUBLISH to all: %.1f ms" % (n, BACKEND, rss0, rss1, per, conns0, conns1, dt * 1000))
-    check(per < 8192, "%.0f bytes per idle subscriber" % per)
+    check(per < 4096, "%.0f bytes per idle subscriber" % per)
     if conns0 is not None:
         check(conns1 - conns0 <= 1 + (3 if BACKEND == "redis-cluster" else 0),
               "subscribers share one relay connection (%s -> %s)" % (conns0, conns1))
