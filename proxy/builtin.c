@@ -442,7 +442,13 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
         for (px_conn *x = px_srv.clients; x; x = x->next) {
             int hit = by_id ? x->id == (uint64_t)id
                             : (strlen(x->addr) == val->len && !memcmp(x->addr, val->ptr, val->len));
-            if (hit) { x->flags |= PX_CONN_CLOSE_AFTER_REPLY; ev_io_stop(px_srv.loop, &x->rio); px_conn_touch(x); killed++; }
+            if (hit) {
+                x->flags |= PX_CONN_CLOSE_AFTER_REPLY;
+                if (x->blk) x->flags |= PX_CONN_CLOSE_ASAP;   /* its blocked reply would never come */
+                ev_io_stop(px_srv.loop, &x->rio);
+                px_conn_touch(x);
+                killed++;
+            }
         }
         if (old) {
             if (killed) resp_add_simple(&c->out, "OK", 2);

@@ -3,6 +3,7 @@
  * tools that read INFO keep working. */
 #include "builtin.h"
 #include "blocking.h"
+#include "pubsub.h"
 #include "ab.h"
 #include "backends.h"
 #include "config.h"
@@ -124,6 +125,11 @@ void px_cmd_info(px_conn *c, int argc, resp_arg *argv) {
         line(&o, "total_net_input_bytes:%llu", (unsigned long long)px_srv.net_input);
         line(&o, "total_net_output_bytes:%llu", (unsigned long long)px_srv.net_output);
         line(&o, "rejected_connections:%llu", (unsigned long long)px_srv.rejected_connections);
+        uint64_t psc, psp, pss;
+        px_pubsub_stats(&psc, &psp, &pss);
+        line(&o, "pubsub_channels:%llu", (unsigned long long)psc);
+        line(&o, "pubsub_patterns:%llu", (unsigned long long)psp);
+        line(&o, "pubsubshard_channels:%llu", (unsigned long long)pss);
         line(&o, "event_loop_turns:%llu", (unsigned long long)px_srv.turns);
     }
     if (wants(argc, argv, "cpu", 1)) {

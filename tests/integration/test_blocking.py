@@ -210,6 +210,20 @@ def disconnect_while_blocked_loses_nothing():
 
 
 @T.case
+def client_kill_of_a_blocked_client():
+    f = fd()
+    with f.conn() as p:
+        a = f.conn()
+        aid = parse(a.cmd("CLIENT", "ID"))
+        a.send("BLPOP", "bq:kill", "0")
+        wait_blocked(f, 1)
+        eq(p.cmd("CLIENT", "KILL", "ID", str(aid)), b":1\r\n")
+        a.wait_closed(3)
+        wait_until(lambda: blocked_clients(f) == 0, timeout=3, what="the killed waiter gone")
+        a.close()
+
+
+@T.case
 def many_waiters_many_pushes():
     f = fd()
     n = 50
