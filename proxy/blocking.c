@@ -64,18 +64,13 @@ struct px_blk {
 
 static px_strmap keys;           /* key -> bkey */
 static bkey *ready_head, *ready_tail;
-static int atomic_depth, serving;
+static int serving;
 static uint64_t nblocked;
 static px_conn **resumes;        /* clients answered: their later commands run at the turn's end */
 static size_t nresumes, capresumes;
 
 uint64_t px_block_count(void) { return nblocked; }
 
-void px_block_in_atomic(px_conn *c, int on) {
-    (void)c;
-    atomic_depth += on ? 1 : -1;
-    if (atomic_depth < 0) atomic_depth = 0;
-}
 
 /* ------------------------------------------------------------ helpers */
 
@@ -122,6 +117,7 @@ static void resume_later(px_conn *c) {
 }
 
 void px_block_run_resumes(void) {
+    px_block_after_command();            /* keys left ready by an atomic unit that ended since */
     for (size_t i = 0; i < nresumes; i++) {
         px_conn *c = resumes[i];
         if (c) px_conn_resume(c);            /* may add more: the loop sees them */
@@ -264,6 +260,18 @@ static void finish_served(px_blk *b, const resp_arg *key, const char *reply, siz
 static void on_try(void *arg, const char *reply, size_t len);
 static void serve_ready(void);
 
+/* Inside EXEC or a script the command never blocks and its reply must be in
+ * before the handler returns (a script reads it at once): an asynchronous
+ * backend's try is waited for by running the loop, as the transaction code
+ * does for its own commands (every other client is held meanwhile). */
+typedef struct sync_wait { int waiting; px_call_fn fn; void *arg; } sync_wait;
+
+static void sync_done(void *arg, const char *reply, size_t len) {
+    sync_wait *w = arg;
+    w->waiting = 0;
+    w->fn(w->arg, reply, len);
+}
+
 /* Run the twin on one key (argv index ki), or, for LMPOP/ZMPOP's first
  * try, on all of them (ki < 0). */
 static void run_try(px_blk *b, int ki) {
@@ -295,7 +303,13 @@ static void run_try(px_blk *b, int ki) {
         break;
     }
     b->trying = 1;
-    px_call_backend(b->c, b->twin, n, t, NULL, 0, b->proto, 0, on_try, b, NULL);
+    if (!b->atomic) {
+        px_call_backend(b->c, b->twin, n, t, NULL, 0, b->proto, 0, on_try, b, NULL);
+        return;
+    }
+    sync_wait w = { 1, on_try, b };
+    px_call_backend(b->c, b->twin, n, t, NULL, 0, b->proto, 0, sync_done, &w, NULL);
+    while (w.waiting) ev_run(px_srv.loop, EVRUN_ONCE);
 }
 
 /* The first sequence: key after key until one answers. */
@@ -344,6 +358,7 @@ static void block_or_null(px_blk *b) {
 static void on_try(void *arg, const char *reply, size_t len) {
     px_blk *b = arg;
     b->trying = 0;
+    int atomic = b->atomic;
     bkey *k = b->try_initial ? NULL : b->try_key;   /* stays busy (not freed) until the end */
     b->try_key = NULL;
     int served = !is_null_reply(reply, len) && !(len && reply[0] == '-');
@@ -381,7 +396,7 @@ static void on_try(void *arg, const char *reply, size_t len) {
         if (!served && k->dirty) { k->dirty = 0; make_ready(k); }
     }
     if (k) { k->busy = 0; maybe_free_key(k); }
-    serve_ready();
+    if (!atomic) serve_ready();         /* (an EXEC's ready keys are served after it) */
 }
 
 /* The first waiter of k is tried on k. */
@@ -402,7 +417,9 @@ static void serve_key(bkey *k) {
 }
 
 static void serve_ready(void) {
-    if (serving || atomic_depth) return;
+    /* never inside a transaction or script (an asynchronous backend's unit
+     * runs the loop until its replies are in): after it */
+    if (serving || px_srv.atomic_owner) return;
     serving = 1;
     while (ready_head) {
         bkey *k = ready_head;
@@ -425,8 +442,8 @@ void px_block_after_command(void) {
 typedef struct call_ctx { px_call_fn fn; void *arg; } call_ctx;
 
 static void call_done(fd_pending *p, const char *reply, size_t len) {
-    call_ctx *x = p->on_done_arg;
-    p->on_done_arg = NULL;
+    call_ctx *x = p->ud;
+    p->ud = NULL;
     if (x) {
         x->fn(x->arg, reply, len);
         free(x);
@@ -466,7 +483,7 @@ void px_call_backend(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv
         x->arg = arg;
         p->be = be;
         p->on_done = call_done;
-        p->on_done_arg = x;
+        p->ud = x;
         p->in_submit = 1;
         be->inflight++;
         r.pending = p;
@@ -486,7 +503,7 @@ void px_call_backend(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv
     }
     if (r.pending) {
         be->inflight--;
-        r.pending->on_done_arg = NULL;
+        r.pending->ud = NULL;
         px_pending_drop(r.pending);
         free(x);
     }
@@ -552,7 +569,7 @@ static void block_command(px_conn *c, int argc, resp_arg *argv, int kind, int tp
     b->argc = argc;
     b->proto = c->out.proto;
     b->deadline = deadline;
-    b->atomic = atomic_depth > 0;
+    b->atomic = c->atomic;
     ev_init(&b->timer, on_timer);
     b->timer.data = b;
     switch (kind) {

@@ -24,9 +24,11 @@
  * errors; the timeout reply is a null array. CLIENT UNBLOCK, a client that
  * disconnects, and INFO blocked_clients are handled here.
  *
- * Inside MULTI/EXEC or a script (px_block_in_atomic) a blocking command
- * runs as its non-blocking twin and ready keys are served once the whole
- * transaction or script has run.
+ * Inside EXEC or a script (c->atomic, set by proxy/multi.c and
+ * proxy/scripting.c) a blocking command runs as its non-blocking twin, its
+ * reply in place before the handler returns, and ready keys are served once
+ * the whole transaction or script has run (px_dispatch's end, or the end of
+ * the loop turn after an asynchronous backend's atomic unit).
  */
 #ifndef FRONTDOOR_BLOCKING_H
 #define FRONTDOOR_BLOCKING_H
@@ -45,10 +47,6 @@ void px_cmd_bzpopmin(px_conn *c, int argc, resp_arg *argv);
 void px_cmd_bzpopmax(px_conn *c, int argc, resp_arg *argv);
 void px_cmd_bzmpop(px_conn *c, int argc, resp_arg *argv);
 
-/* The lead's hook for MULTI/EXEC and scripts: on = 1 when a transaction or
- * a script starts running, 0 when it ends (nests). Meanwhile blocking
- * commands do not block and ready keys are not served. */
-void px_block_in_atomic(px_conn *c, int on);
 
 /* A write command was handed to the backend: its keys with waiters become
  * ready. Cheap when nobody waits. Scripts' and EXEC's inner commands must

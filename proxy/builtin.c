@@ -3,6 +3,7 @@
 #include "builtin.h"
 #include "blocking.h"
 #include "pubsub.h"
+#include "multi.h"
 #include "cmddocs.h"
 #include "backends.h"
 #include "config.h"
@@ -508,6 +509,7 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
 void px_cmd_reset(px_conn *c, int argc, resp_arg *argv) {
     (void)argc; (void)argv;
     px_pubsub_reset(c);
+    px_multi_release(c);                 /* a transaction in progress, and the watches */
     c->out.proto = 2;
     c->db = 0;
     free(c->name);

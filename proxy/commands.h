@@ -16,6 +16,15 @@ struct px_conn;
 /* Served by the proxy: writes one reply to the connection's output. */
 typedef void (*px_handler)(struct px_conn *c, int argc, resp_arg *argv);
 
+/* one prototype per PROXY row (aliases repeat their impl's) */
+#define PX_DECL_PROXY(impl) void px_cmd_##impl(struct px_conn *c, int argc, resp_arg *argv);
+#define PX_DECL_DATA(impl)
+#define CMD(id, ar, fl, f, l, s, fam, impl, ...) PX_DECL_##fam(impl)
+#include "../storage/commands.def"
+#undef CMD
+#undef PX_DECL_PROXY
+#undef PX_DECL_DATA
+
 /* The proxy's handler of a command; NULL when a backend serves it. */
 px_handler px_handler_of(const fd_command *cmd);
 

@@ -58,6 +58,7 @@ static const directive directives[] = {
     {"backend", T_STR, BOFF(backend), "lmdb", 0, 0, B, NULL},
     {"backend-timeout", T_INT, BOFF(backend_timeout), "1000", 1, 3600000, B, NULL},
     {"bind", T_STR, OFF(bind), "127.0.0.1", 0, 0, F_IMMUTABLE, NULL},
+    {"busy-reply-threshold", T_INT, OFF(busy_reply_threshold), "5000", 0, LLONG_MAX, 0, NULL},
     {"client-output-buffer-limit", T_MEM, OFF(client_output_buffer_limit), "512mb", 0, LLONG_MAX, 0, NULL},
     {"client-query-buffer-limit", T_MEM, OFF(client_query_buffer_limit), "1gb", 1024 * 1024, LLONG_MAX, 0, NULL},
     {"databases", T_CONST, 0, "1", 0, 0, F_IMMUTABLE, NULL},

@@ -67,6 +67,7 @@ typedef struct px_settings {
     char     *logfile;               /* "" = stderr */
     char     *pidfile;
     long long hz;
+    long long busy_reply_threshold;  /* ms a script runs before others get -BUSY (0 = never) */
     char     *config_file;           /* absolute path of the file loaded, or "" */
 } px_settings;
 

@@ -7,6 +7,8 @@
 #include "log.h"
 #include "blocking.h"
 #include "pubsub.h"
+#include "multi.h"
+#include "scripting.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,12 @@ void px_reply_status(resp_out *o, int status, const char *cmdname) {
     }
 }
 
+/* Where a cluster sends the parts of an atomic unit (px_forward_unit). */
+static const resp_arg *forced_route;
+/* A detached request's reply also goes here (px_execute_into). */
+static void (*capture_hook)(fd_pending *p, const char *reply, size_t len);
+static void *capture_ud;
+
 /* Hand a command to backend `be`; its reply goes to `out`: c's output, or a
  * scratch buffer for an A/B mirror copy (c NULL: the reply is only recorded
  * in `ab`). Returns 1 if the reply is now owed (pending), 0 if it was
@@ -36,7 +44,7 @@ static int submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_
     fd_request r = {
         .cmd = cmd, .argc = argc, .argv = argv, .out = out,
         .now_ms = px_now_ms(), .is_write = cmd ? (cmd->flags & FD_CMD_WRITE) != 0 : 1,
-        .raw = raw, .rawlen = rawlen, .client_id = client_id,
+        .raw = raw, .rawlen = rawlen, .client_id = client_id, .route_key = forced_route,
     };
     if (!be) {
         px_reply_status(out, FD_E_UNAVAILABLE, name);
@@ -67,6 +75,8 @@ static int submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_
         r.pending->ab_side = side;
         r.pending->in_submit = 1;
         be->inflight++;
+        if (px_srv.atomic_collect && c && side == 0) px_atomic_count(r.pending);
+        if (capture_hook && !c) { r.pending->on_done = capture_hook; r.pending->ud = capture_ud; }
     }
     size_t before = out->len;
     int st = be->b.ops->submit(&be->b, &r);
@@ -115,44 +125,138 @@ static int submit(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const c
     return owed;
 }
 
+int px_forward_unit(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t rawlen,
+                    const resp_arg *route_key, int detached) {
+    uint64_t clock = fd_mono_ns();
+    forced_route = route_key;
+    int owed;
+    if (detached) {
+        resp_out scratch;
+        resp_out_init(&scratch, c->out.proto);
+        owed = submit_to(px_srv.primary, NULL, &scratch, c->id, NULL, argc, argv, raw, rawlen, &clock, NULL, 0);
+        resp_out_free(&scratch);
+    } else {
+        owed = submit_to(px_srv.primary, c, &c->out, c->id, NULL, argc, argv, raw, rawlen, &clock, NULL, 0);
+    }
+    forced_route = NULL;
+    return owed;
+}
+
+typedef struct capture { resp_out out; int waiting; } capture;
+
+static void capture_reply(fd_pending *p, const char *reply, size_t len) {
+    capture *cp = p->ud;
+    resp_out_raw(&cp->out, reply, len);
+    cp->waiting = 0;
+}
+
+void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp_out *out) {
+    c->lastcmd = cmd;
+    cmd->calls++;
+    if (cmd->flags & FD_CMD_WRITE) px_watch_touch(cmd, argc, argv);
+    uint64_t t0 = fd_mono_ns();
+    px_handler h = px_handler_of(cmd);
+    if (h) {
+        /* a proxy-served command writes to the client's output: lend it the script's */
+        resp_out saved = c->out;
+        c->out = *out;
+        h(c, argc, argv);
+        *out = c->out;
+        c->out = saved;
+        cmd->usec += (fd_mono_ns() - t0) / 1000;
+        return;
+    }
+    px_backend *be = px_srv.primary;
+    uint64_t clock = t0;
+    px_block_signal_cmd(cmd, argc, argv);                /* served once the script has run */
+    if (!be || !be->b.ops->async) {
+        submit_to(be, c, out, c->id, cmd, argc, argv, NULL, 0, &clock, NULL, 0);
+        cmd->usec += (clock - t0) / 1000;
+        return;
+    }
+    /* asynchronous: a detached request whose reply lands here; the loop
+     * runs until it does (the caller holds every other client) */
+    capture cp = {.waiting = 1};
+    resp_out_init(&cp.out, out->proto);
+    capture_hook = capture_reply;
+    capture_ud = &cp;
+    resp_out scratch;
+    resp_out_init(&scratch, out->proto);
+    int owed = submit_to(be, NULL, &scratch, c->id, cmd, argc, argv, NULL, 0, &clock, NULL, 0);
+    capture_hook = NULL;
+    capture_ud = NULL;
+    if (!owed) resp_out_raw(out, scratch.data, scratch.len);
+    else {
+        int rio = ev_is_active(&c->rio);
+        if (rio) ev_io_stop(px_srv.loop, &c->rio);
+        while (cp.waiting) ev_run(px_srv.loop, EVRUN_ONCE);
+        if (rio && !(c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP))) ev_io_start(px_srv.loop, &c->rio);
+        resp_out_raw(out, cp.out.data, cp.out.len);
+    }
+    resp_out_free(&scratch);
+    resp_out_free(&cp.out);
+}
+
+int px_forward(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
+    uint64_t clock = fd_mono_ns();
+    return submit(c, cmd, argc, argv, raw, rawlen, &clock);
+}
+
 void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
     fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
     px_srv.total_commands++;
+    if (px_script_refuse_busy(c, cmd, argc, argv)) return;
     if (!cmd) {
         /* a backend that is itself a Redis server answers what we don't know */
         if (px_srv.primary && px_srv.primary->b.ops->passthrough && c->authed) {
-            uint64_t clock = fd_mono_ns();
-            submit(c, NULL, argc, argv, raw, rawlen, &clock);
+            if (c->multi) { px_multi_queue(c, NULL, argc, argv); return; }
+            px_forward(c, NULL, argc, argv, raw, rawlen);
             return;
         }
         resp_add_unknown_command(&c->out, argc, argv);
+        px_multi_flag_error(c);
         return;
     }
     if ((cmd->arity > 0 && argc != cmd->arity) || (cmd->arity < 0 && argc < -cmd->arity)) {
         resp_add_errorf(&c->out, "ERR wrong number of arguments for '%s' command", cmd->name);
         cmd->failed++;
+        px_multi_flag_error(c);
         return;
     }
     if (!c->authed && !(cmd->flags & FD_CMD_NOAUTH)) {
         resp_add_error(&c->out, "NOAUTH Authentication required.");
         cmd->failed++;
+        px_multi_flag_error(c);
         return;
     }
-    if (c->ps && px_pubsub_denied(c, cmd)) { cmd->failed++; return; }
+    if (c->ps && px_pubsub_denied(c, cmd)) { cmd->failed++; return; }   /* RESP2 subscribed mode */
+    if (c->multi && !(cmd->flags & FD_CMD_IN_MULTI)) {
+        px_multi_queue(c, cmd, argc, argv);
+        return;
+    }
+    px_execute(c, cmd, argc, argv, raw, rawlen);
+    px_block_after_command();            /* serve the keys this command (or EXEC, a script) made ready */
+}
+
+int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
     c->lastcmd = cmd;
     cmd->calls++;
+    if (cmd->flags & FD_CMD_WRITE) px_watch_touch(cmd, argc, argv);
     uint64_t t0 = fd_mono_ns(), t1;
     px_handler h = px_handler_of(cmd);
     if (h) {
+        c->cur_raw = raw;
+        c->cur_rawlen = rawlen;
         h(c, argc, argv);
         t1 = fd_mono_ns();
     } else {
         t1 = t0;
         int owed = submit(c, cmd, argc, argv, raw, rawlen, &t1);
-        px_block_signal_cmd(cmd, argc, argv);            /* its keys' waiters are tried */
-        if (owed) t1 = 0;                                /* latency counted on completion */
+        px_block_signal_cmd(cmd, argc, argv);            /* its keys' waiters will be tried */
+        if (px_monitors) px_monitor_feed(c, cmd, argc, argv);
+        if (owed) return 1;                              /* latency counted on completion */
     }
-    if (t1) cmd->usec += (t1 - t0) / 1000;
-    if (px_monitors) px_monitor_feed(c, cmd, argc, argv);
-    px_block_after_command();                            /* serve the keys it made ready */
+    cmd->usec += (t1 - t0) / 1000;
+    if (h && px_monitors) px_monitor_feed(c, cmd, argc, argv);
+    return 0;
 }

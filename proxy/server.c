@@ -1,5 +1,6 @@
 /* server.c — libev loop, listeners, connection I/O, end-of-turn commit and
  * flush. The only file that touches sockets. */
+#include "multi.h"
 #include "server.h"
 #include "backends.h"
 #include "config.h"
@@ -65,6 +66,10 @@ void px_conn_close(px_conn *c) {
     px_block_conn_closed(c);
     px_pubsub_conn_closed(c);
     px_conn_orphan_pending(c);
+    px_multi_release(c);
+    if (c->held)
+        for (px_conn **pp = &px_srv.held; *pp; pp = &(*pp)->held_next)
+            if (*pp == c) { *pp = c->held_next; break; }
     if (c->prev) c->prev->next = c->next;
     else px_srv.clients = c->next;
     if (c->next) c->next->prev = c->prev;
@@ -191,7 +196,7 @@ void px_conn_check_output_limit(px_conn *c) {
 
 /* Parse and run every complete command in the read buffer. */
 static void process_input(px_conn *c) {
-    while (!(c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP)) && !c->blk && c->rpos < c->rlen) {
+    while (!c->blk && !px_atomic_hold(c) && !(c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP)) && c->rpos < c->rlen) {
         c->parser.max_bulk = px_cfg.proto_max_bulk_len;
         c->parser.unauth = !c->authed;
         size_t consumed = 0;
@@ -232,6 +237,7 @@ void px_conn_resume(px_conn *c) {
     if (!c->blk && c->rpos < c->rlen) process_input(c);
     px_conn_touch(c);
 }
+void px_conn_process_input(px_conn *c) { process_input(c); }
 
 static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
     px_conn *c = w->data;

@@ -57,6 +57,18 @@ typedef struct px_conn {
     struct px_blk *blk;                  /* a blocking command in progress: input is not processed */
     struct px_ps  *ps;                   /* subscriptions (NULL: none ever) */
     int        monitor;                  /* MONITOR: gets every command */
+    /* transactions (multi.c): the queue between MULTI and EXEC, the keys
+     * this client WATCHes and whether one of them changed */
+    struct px_multi *multi;
+    struct px_watched *watched;
+    int        watch_dirty;
+    int        atomic;                   /* running EXEC or a script: blocking commands do not block */
+    /* held while another client's transaction or script is atomic (multi.c) */
+    int        held;
+    struct px_conn *held_next;
+    /* the command being dispatched, as received (for forwarding it) */
+    const char *cur_raw;
+    size_t     cur_rawlen;
 } px_conn;
 
 /* A reply owed by an asynchronous backend (storage/backend.h). Owned by the
@@ -81,7 +93,7 @@ struct fd_pending {
     int                done;
     /* called with the reply when it arrives (before it is placed; conn may be NULL) */
     void             (*on_done)(fd_pending *p, const char *reply, size_t len);
-    void              *on_done_arg;      /* the on_done callback's */
+    void              *ud;               /* on_done's */
 };
 
 typedef struct px_server {
@@ -92,6 +104,12 @@ typedef struct px_server {
     uint64_t        switches;            /* live backend swaps */
     time_t          switched_at;
     px_conn        *clients;             /* doubly linked */
+    /* an atomic unit in progress on an asynchronous backend (multi.c):
+     * other clients' commands wait until its replies are in */
+    px_conn        *atomic_owner;
+    int             atomic_collect;      /* submits now count into atomic_left */
+    long            atomic_left;         /* replies of the unit still owed */
+    px_conn        *held;                /* clients waiting for the unit (singly linked) */
     px_conn        *turn;                /* touched this turn (singly linked) */
     uint64_t        nclients, next_id;
     /* stats (INFO) */
@@ -124,6 +142,26 @@ void px_conn_resume(px_conn *c);
 /* dispatch.c: run one parsed command. raw/rawlen: the command's bytes as
  * received when it came as multibulk (NULL for inline commands). */
 void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t rawlen);
+/* Run a command that passed the checks (known, arity, auth) — from
+ * px_dispatch, EXEC and scripts — with its statistics. The reply goes to
+ * c->out (or is owed there: returns 1). */
+int  px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen);
+/* Hand a command to the primary backend as a client's command would go
+ * (A/B included); cmd NULL: passed through to a Redis backend. Returns 1
+ * when the reply is owed. */
+int  px_forward(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen);
+/* One part of an atomic unit for a Redis backend (MULTI ... EXEC as one
+ * block on the client's backend connection): route_key says where a cluster
+ * sends it (NULL: anywhere); detached: its reply is dropped (the client got
+ * +QUEUED already), else it is the client's. Returns 1 when owed. */
+int  px_forward_unit(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t rawlen,
+                     const resp_arg *route_key, int detached);
+/* Run a checked command for a script (redis.call): its one reply goes to
+ * `out` (the script's protocol), synchronously — on an asynchronous backend
+ * the loop runs nested until the reply is in, other clients held. */
+void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp_out *out);
+/* server.c: parse and run what the client sent (after it was held). */
+void px_conn_process_input(px_conn *c);
 /* Where `out` may be sent up to once the turn's writes are committed. */
 size_t px_conn_sendable(const px_conn *c);
 /* Bytes were removed from the front of c->out: move the reply markers. */

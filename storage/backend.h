@@ -83,6 +83,8 @@ typedef struct fd_request {
     size_t     rawlen;
     fd_pending *pending;     /* non-NULL only for backends with ops->async set */
     uint64_t   client_id;    /* the proxy's id of the client (for per-client ordering) */
+    const resp_arg *route_key; /* non-NULL: a part of an atomic unit; a sharded backend sends it
+                                * where this key lives (MULTI/EXEC blocks on a cluster) */
 } fd_request;
 
 /* A backend that returned FD_PENDING completes the request later with
@@ -140,6 +142,9 @@ typedef struct fd_backend_ops {
      * fd_pubsub_message (host.h); after a reconnect the backend asks the host
      * to list every name again (fd_pubsub_resync). */
     void (*pubsub)(fd_backend *b, int kind, const char *name, size_t len, int on);
+    /* Optional: the group a key belongs to where keys of one atomic unit
+     * must share it (a cluster's hash slot); NULL when any keys may. */
+    int (*key_group)(fd_backend *b, const resp_arg *key);
 } fd_backend_ops;
 
 enum { FD_PS_CHANNEL = 0, FD_PS_PATTERN = 1, FD_PS_SHARD = 2 };

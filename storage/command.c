@@ -17,6 +17,8 @@
 #define PR (FD_CMD_UNORDERED | FD_CMD_PAIRS)
 #define NK1 FD_CMD_NUMKEYS1
 #define NK2 FD_CMD_NUMKEYS2
+#define NS  FD_CMD_NOSCRIPT
+#define AM  FD_CMD_IN_MULTI
 
 static fd_command table[FD_CMD_COUNT] = {
 #define CMD(id_, ar, fl, f, l, s, fam, impl, cl, grp, since_, summ, syn) \

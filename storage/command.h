@@ -37,6 +37,8 @@ enum {
      * says how many keys follow it (after the fixed first..last ones, if any) */
     FD_CMD_NUMKEYS1 = 1 << 10,
     FD_CMD_NUMKEYS2 = 1 << 11,
+    FD_CMD_NOSCRIPT = 1 << 12,  /* not allowed from a script (MULTI, EVAL, WATCH...) */
+    FD_CMD_IN_MULTI = 1 << 13,  /* inside MULTI it runs at once instead of being queued (EXEC, DISCARD, MULTI, WATCH) */
 };
 
 /* Who serves a command. */

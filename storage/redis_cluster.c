@@ -1196,6 +1196,8 @@ static int cl_submit(fd_backend *fb, fd_request *r) {
                         b->sh.no_resp3);
         return FD_OK;
     }
+    if (r->route_key)       /* a part of a MULTI/EXEC block: where its keys live */
+        return submit_single(b, r, key_slot(r->route_key->ptr, r->route_key->len), NULL);
     int split_step = 0, merge = M_SUM;
     switch (r->cmd ? r->cmd->cluster : FD_CL_KEYED) {
     case FD_CL_FAN_SUM:    return submit_fanout(b, r, M_SUM);
@@ -1472,6 +1474,11 @@ static const char *cl_doc_note(const struct fd_command *cmd) {
     return NULL;
 }
 
+static int cl_key_group(fd_backend *fb, const resp_arg *key) {
+    (void)fb;
+    return key_slot(key->ptr, key->len);
+}
+
 const fd_backend_ops fd_redis_cluster_backend = {
     .name = "redis-cluster",
     .async = 1,
@@ -1484,6 +1491,7 @@ const fd_backend_ops fd_redis_cluster_backend = {
     .keyspace = NULL,
     .info = cl_info,
     .support = rc_support,
+    .key_group = cl_key_group,
     .doc_note = cl_doc_note,
     .submit_blocking = cl_submit_blocking,
     .cancel_blocking = cl_cancel_blocking,

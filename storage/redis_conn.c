@@ -599,10 +599,16 @@ const char *rc_refusal(int argc, const resp_arg *argv) {
         }
         return NULL;
     }
-    if (IS("multi") || IS("exec") || IS("discard") || IS("watch") || IS("unwatch"))
-        return "a transaction would take in other clients' commands on a shared backend connection";
     if (IS("sync") || IS("psync") || IS("replconf"))
         return "it would turn a shared backend connection into a replication link";
+    if (IS("copy"))   /* COPY ... DB n names the server's databases, not frontdoor's one */
+        for (int i = 3; i + 1 < argc; i++)
+            if (resp_arg_is(&argv[i], "db")) {
+                long long db;   /* a value that is no int is Redis's own error */
+                if (resp_str2ll(argv[i + 1].ptr, argv[i + 1].len, &db) == 0 && db == (int)db)
+                    return "its DB option would name the backend server's databases "
+                           "(frontdoor exposes one, redis-db there)";
+            }
     if (IS("shutdown"))
         return "it would stop the backend server every client shares";
 #undef IS

@@ -9,7 +9,10 @@ if [ "${1:-}" = "--test" ]; then
   # redis-server: the differential oracle; redis-tools: redis-benchmark/redis-cli;
   # clang + libclang-rt: the parser's libFuzzer target
   # python3-mockupdb + python3-mongomock: the MongoDB test server (tests/mongo/server.py)
-  pkgs+=(redis-server redis-tools python3 clang libclang-rt-14-dev procps python3-mockupdb python3-mongomock)
+  # python3-jsonschema: an oracle for bench's results.json besides bench's own validator
+  # python3-fusepy: crashfs.py, the disk that forgets unsynced data (test_crash's power_loss_*)
+  pkgs+=(redis-server redis-tools python3 clang libclang-rt-14-dev procps python3-mockupdb python3-mongomock
+         python3-fusepy python3-jsonschema)
 fi
 
 missing=()

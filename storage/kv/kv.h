@@ -371,6 +371,67 @@ void kv_list_free(kv_list *l);
 /* HSCAN/SSCAN/ZSCAN (kv_hash.c): walk the `tag` records of a `type` key. */
 int  kv_subscan(kv_ctx *c, int type, int tag);
 
+/* ---------------------------------------------------------------- sorted sets (kv_zset.c)
+ * The sorted-set layout for the files built on it (kv_geo.c, kv_zsetops.c,
+ * kv_dump.c): a key with its 'z' (member -> score) and 's' (score index)
+ * element prefixes. */
+typedef struct kv_zref {
+    kv_key  k;
+    kv_meta m;
+    uint8_t zp[KV_ELEM_MAX], sp[KV_ELEM_MAX];
+    size_t  pl;                 /* both prefixes have this length */
+} kv_zref;
+/* Look key up as a sorted set (FD_E_WRONGTYPE for another live type);
+ * r->m.live says whether it exists. */
+int kv_zref_load(kv_ctx *c, kv_zref *r, const resp_arg *key);
+/* Make r a new empty sorted set unless it is live (nothing written yet). */
+int kv_zref_create(kv_ctx *c, kv_zref *r);
+/* The score of a member: FD_OK, FD_NOTFOUND, FD_E_*. */
+int kv_zset_score(kv_ctx *c, const kv_zref *r, const char *m, size_t ml, double *score);
+/* Write member m with score (had_old: its previous score was old). The
+ * caller counts new members into r->m.size and calls kv_coll_save. */
+int kv_zset_put(kv_ctx *c, kv_zref *r, const char *m, size_t ml, double score, int had_old, double old);
+/* The members with min <= score <= max (minex/maxex: exclusive bounds) in
+ * Redis's order: fn(arg, member, len, score) for each until it returns
+ * non-zero (1 stops, -1 is FD_E_NOMEM). Members are in driver memory: copy
+ * them; fn must not write to the store. FD_OK or FD_E_*. */
+typedef int (*kv_zset_fn)(void *arg, const char *m, size_t ml, double score);
+int kv_zset_walk(kv_ctx *c, const kv_zref *r, double min, int minex, double max, int maxex,
+                 kv_zset_fn fn, void *arg);
+/* A ZRANGE-style range (storage/cmdargs.h fd_zrange, parsed) collected
+ * into l as score(8, kv_enc_double) + member items, in reply order. */
+struct fd_zrange;
+int kv_zset_range(kv_ctx *c, const kv_zref *r, const struct fd_zrange *z, kv_list *l);
+/* Remove up to count members from the low (rev 0) or high end of the live
+ * sorted set r, collected into l as score(8) + member, in pop order; the key
+ * goes when emptied. */
+int kv_zset_pop(kv_ctx *c, kv_zref *r, int rev, long long count, kv_list *l);
+/* Replace key dst (whatever it holds) with a sorted set of a[0..n) (distinct
+ * members), or delete it when n is 0. a must not point into driver memory. */
+struct fd_zent;
+int kv_zset_store(kv_ctx *c, const resp_arg *dst, const struct fd_zent *a, size_t n);
+
+/* ---------------------------------------------------------------- lists (kv_list.c) */
+/* LMPOP's core for one key (kept separate for the blocking form): when key
+ * holds a list, pop up to count elements from the left (or right) end and
+ * reply [key, [elements]], *done = 1; a missing key: *done = 0 and nothing
+ * written; FD_E_WRONGTYPE for another type. */
+int kv_list_mpop_one(kv_ctx *c, const resp_arg *key, int left, long long count, int *done);
+/* ZMPOP's core for one key (kv_mpop.c), the same contract: a sorted set
+ * pops up to count members from the low (max 0) or high end and replies
+ * [key, [[member, score]...]]. */
+int kv_zset_mpop_one(kv_ctx *c, const resp_arg *key, int max, long long count, int *done);
+/* Look the key `key` up as a string (kv_bits.c): FD_OK (m->live 0 when
+ * absent or expired), FD_E_WRONGTYPE for another live type, or FD_E_*. */
+int  kv_string_lookup(kv_ctx *c, kv_key *k, kv_meta *m, const resp_arg *key);
+
+/* Every element of the live collection m of key k, in its native order
+ * (list: head to tail; set: stored order; sorted set: by score, then
+ * member; hash: fields, each followed by its value), appended to out as
+ * copies; at most max items (hash: max fields), max < 0: all
+ * (kv_sort.c). FD_OK or FD_E_*. */
+int  kv_coll_collect(kv_ctx *c, const kv_key *k, const kv_meta *m, long long max, kv_list *out);
+
 /* Status that means the transaction is broken (storage failure). */
 static inline int kv_is_storage_error(int s)
 {

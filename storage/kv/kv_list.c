@@ -118,6 +118,41 @@ int kv_cmd_rpush(kv_ctx *c)  { return push_generic(c, 0, 0); }
 int kv_cmd_lpushx(kv_ctx *c) { return push_generic(c, 1, 1); }
 int kv_cmd_rpushx(kv_ctx *c) { return push_generic(c, 0, 1); }
 
+/* Pop count (<= size) elements of the live list r from the left or right
+ * end, replying each as a bulk; the key goes when emptied. On failure the
+ * caller cuts its reply back. */
+static int pop_elems(kv_ctx *c, lref *r, int left, long long count)
+{
+    int s = FD_OK;
+    if (count == (long long)r->m.size && count > 1) {
+        /* the whole list goes: reply from one scan, delete in O(1) */
+        kv_iter *it;
+        long long got = 0;
+        FD_TRY(c->drv->iter_open(c->txn, &it));
+        const void *kp, *vp; size_t kl, vl;
+        s = kv_range_seek(c, it, r->pfx, r->pl, r->pfx, r->pl, !left, &kp, &kl, &vp, &vl);
+        while (s == FD_OK && got < count) {
+            if (resp_add_bulk(c->out, vp, vl)) { s = FD_E_NOMEM; break; }
+            if (++got < count) s = kv_range_step(c, it, r->pfx, r->pl, !left, &kp, &kl, &vp, &vl);
+        }
+        c->drv->iter_close(it);
+        if (s == FD_NOTFOUND) s = FD_E_CORRUPT;
+        if (s == FD_OK) s = kv_delete(c, &r->k, &r->m);
+        return s;
+    }
+    for (long long i = 0; i < count && s == FD_OK; i++) {
+        uint64_t seq = left ? r->m.head : r->m.tail;
+        const void *v; size_t vl;
+        if ((s = get_at(c, r, seq, &v, &vl)) != FD_OK) break;
+        if (resp_add_bulk(c->out, v, vl)) { s = FD_E_NOMEM; break; }
+        if ((s = del_at(c, r, seq)) != FD_OK) break;
+        if (left) r->m.head++; else r->m.tail--;
+        r->m.size--;
+    }
+    if (s == FD_OK) s = kv_coll_save(c, &r->k, &r->m);
+    return s;
+}
+
 static int pop_generic(kv_ctx *c, int left)
 {
     long long count = 1;
@@ -141,40 +176,30 @@ static int pop_generic(kv_ctx *c, int left)
     if (count > (long long)r.m.size) count = (long long)r.m.size;
     size_t mark = c->out->len;
     if (hascount) FD_OUT(resp_add_array(c->out, count));
-    int s = FD_OK;
-    if (count == (long long)r.m.size && count > 1) {
-        /* the whole list goes: reply from one scan, delete in O(1) */
-        kv_iter *it;
-        long long got = 0;
-        FD_TRY(c->drv->iter_open(c->txn, &it));
-        const void *kp, *vp; size_t kl, vl;
-        s = kv_range_seek(c, it, r.pfx, r.pl, r.pfx, r.pl, !left, &kp, &kl, &vp, &vl);
-        while (s == FD_OK && got < count) {
-            if (resp_add_bulk(c->out, vp, vl)) { s = FD_E_NOMEM; break; }
-            if (++got < count) s = kv_range_step(c, it, r.pfx, r.pl, !left, &kp, &kl, &vp, &vl);
-        }
-        c->drv->iter_close(it);
-        if (s == FD_NOTFOUND) s = FD_E_CORRUPT;
-        if (s == FD_OK) s = kv_delete(c, &r.k, &r.m);
-        if (s != FD_OK) c->out->len = mark;
-        return s;
-    }
-    for (long long i = 0; i < count && s == FD_OK; i++) {
-        uint64_t seq = left ? r.m.head : r.m.tail;
-        const void *v; size_t vl;
-        if ((s = get_at(c, &r, seq, &v, &vl)) != FD_OK) break;
-        if (resp_add_bulk(c->out, v, vl)) { s = FD_E_NOMEM; break; }
-        if ((s = del_at(c, &r, seq)) != FD_OK) break;
-        if (left) r.m.head++; else r.m.tail--;
-        r.m.size--;
-    }
-    if (s == FD_OK) s = kv_coll_save(c, &r.k, &r.m);
+    int s = pop_elems(c, &r, left, count);
     if (s != FD_OK) c->out->len = mark;
     return s;
 }
 
 int kv_cmd_lpop(kv_ctx *c) { return pop_generic(c, 1); }
 int kv_cmd_rpop(kv_ctx *c) { return pop_generic(c, 0); }
+
+int kv_list_mpop_one(kv_ctx *c, const resp_arg *key, int left, long long count, int *done)
+{
+    lref r;
+    *done = 0;
+    FD_TRY(lref_load(c, &r, key));
+    if (!r.m.live || r.m.size == 0) return FD_OK;
+    if (count > (long long)r.m.size) count = (long long)r.m.size;
+    size_t mark = c->out->len;
+    int s = FD_OK;
+    if (resp_add_array(c->out, 2) || resp_add_bulk(c->out, key->ptr, key->len) ||
+        resp_add_array(c->out, count)) s = FD_E_NOMEM;
+    if (s == FD_OK) s = pop_elems(c, &r, left, count);
+    if (s != FD_OK) c->out->len = mark;
+    else *done = 1;
+    return s;
+}
 
 /* ---------------------------------------------------------------- reads */
 

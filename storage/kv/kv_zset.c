@@ -25,14 +25,10 @@
 #include <ctype.h>
 #include "kv.h"
 #include "../cmdargs.h"
+#include "../value/zsetops.h"
 
 
-typedef struct zref {
-    kv_key  k;
-    kv_meta m;
-    uint8_t zp[KV_ELEM_MAX], sp[KV_ELEM_MAX];  /* 'z' and 's' prefixes */
-    size_t  pl;                                /* both have the same length */
-} zref;
+typedef kv_zref zref;   /* kv.h: 'z' and 's' prefixes of one key */
 
 static void zref_prefixes(zref *r)
 {
@@ -617,18 +613,9 @@ static int pop_generic(kv_ctx *c, int rev)
     FD_TRY(zref_load(c, &r, &c->argv[1]));
     if (!r.m.live || count == 0) { FD_OUT(resp_add_array(c->out, 0)); return FD_OK; }
     if (count == -1) count = 1;
-    zspec z;
-    memset(&z, 0, sizeof z);
-    z.type = Z_RANK;
-    z.rev = rev;
-    z.start = 0;
-    z.end = count < (long long)r.m.size ? count - 1 : (long long)r.m.size - 1;
     zsink k = { .act = ACT_COLLECT };
-    int s = zwalk(c, &r, &z, &k);
-    if (s == FD_OK) {
-        if ((uint64_t)k.n >= r.m.size) s = kv_delete(c, &r.k, &r.m);
-        else s = delete_collected(c, &r, &k);
-    }
+    int s = kv_zset_pop(c, &r, rev, count, &k.l);
+    k.n = k.l.n;
     if (s == FD_OK) {
         size_t mark = c->out->len, off = 0;
         const char *p; size_t n;
@@ -648,3 +635,102 @@ int kv_cmd_zpopmin(kv_ctx *c) { return pop_generic(c, 0); }
 int kv_cmd_zpopmax(kv_ctx *c) { return pop_generic(c, 1); }
 
 int kv_cmd_zscan(kv_ctx *c) { return kv_subscan(c, KV_T_ZSET, KV_TAG_ZMEMBER); }
+
+/* ---------------------------------------------------------------- for kv_geo.c, kv_zsetops.c, kv_dump.c */
+
+int kv_zref_load(kv_ctx *c, kv_zref *r, const resp_arg *key) { return zref_load(c, r, key); }
+int kv_zref_create(kv_ctx *c, kv_zref *r) { return zref_create(c, r); }
+
+int kv_zset_score(kv_ctx *c, const kv_zref *r, const char *m, size_t ml, double *score)
+{
+    return score_get(c, r, m, ml, score);
+}
+
+int kv_zset_put(kv_ctx *c, kv_zref *r, const char *m, size_t ml, double score, int had_old, double old)
+{
+    return member_write(c, r, m, ml, score, had_old, old);
+}
+
+int kv_zset_walk(kv_ctx *c, const kv_zref *r, double min, int minex, double max, int maxex,
+                 kv_zset_fn fn, void *arg)
+{
+    if (!r->m.live) return FD_OK;
+    const size_t pl = r->pl;
+    uint8_t from[KV_ELEM_MAX + 8];
+    size_t fl = pl;
+    memcpy(from, r->sp, pl);
+    if (!(isinf(min) && min < 0)) { kv_enc_double(from + pl, min); fl = pl + 8; }
+    kv_iter *it;
+    FD_TRY(c->drv->iter_open(c->txn, &it));
+    const void *kp, *vp; size_t kl, vl;
+    int s = kv_range_seek(c, it, r->sp, pl, from, fl, 0, &kp, &kl, &vp, &vl);
+    while (s == FD_OK) {
+        if (kl < pl + 8) { s = FD_E_CORRUPT; break; }
+        double score = kv_dec_double((const uint8_t *)kp + pl);
+        if (maxex ? score >= max : score > max) break;
+        if (minex ? score > min : score >= min) {
+            const char *mb, *v; size_t ml, vvl;
+            if ((s = kv_elem_decode(kp, kl, pl + 8, vp, vl, &mb, &ml, &v, &vvl)) != FD_OK) break;
+            int rc = fn(arg, mb, ml, score);
+            if (rc < 0) { s = FD_E_NOMEM; break; }
+            if (rc > 0) break;
+        }
+        s = kv_range_step(c, it, r->sp, pl, 0, &kp, &kl, &vp, &vl);
+    }
+    c->drv->iter_close(it);
+    return s == FD_NOTFOUND ? FD_OK : s;
+}
+
+int kv_zset_range(kv_ctx *c, const kv_zref *r, const fd_zrange *zr, kv_list *l)
+{
+    zspec z;
+    memset(&z, 0, sizeof z);
+    z.type = zr->type == FD_ZR_RANK ? Z_RANK : zr->type == FD_ZR_SCORE ? Z_SCORE : Z_LEX;
+    z.rev = zr->rev;
+    z.start = zr->start; z.end = zr->end;
+    z.min = zr->min; z.max = zr->max; z.minex = zr->minex; z.maxex = zr->maxex;
+    z.lmin_kind = zr->lmin_kind; z.lmax_kind = zr->lmax_kind;
+    z.lmin = zr->lmin; z.lmax = zr->lmax; z.lminl = zr->lminl; z.lmaxl = zr->lmaxl;
+    z.offset = zr->offset; z.limit = zr->limit;
+    if (!r->m.live) return FD_OK;
+    if (z.type == Z_RANK && !fd_rank_range((long long)r->m.size, &z.start, &z.end)) return FD_OK;
+    zsink k = { .act = ACT_COLLECT };
+    int s = zwalk(c, r, &z, &k);
+    *l = k.l;
+    return s;
+}
+
+int kv_zset_pop(kv_ctx *c, kv_zref *r, int rev, long long count, kv_list *l)
+{
+    zspec z;
+    memset(&z, 0, sizeof z);
+    z.type = Z_RANK;
+    z.rev = rev;
+    z.start = 0;
+    z.end = count < (long long)r->m.size ? count - 1 : (long long)r->m.size - 1;
+    zsink k = { .act = ACT_COLLECT };
+    int s = zwalk(c, r, &z, &k);
+    if (s == FD_OK) {
+        if ((uint64_t)k.n >= r->m.size) s = kv_delete(c, &r->k, &r->m);   /* all: O(1) */
+        else s = delete_collected(c, r, &k);
+    }
+    *l = k.l;
+    return s;
+}
+
+int kv_zset_store(kv_ctx *c, const resp_arg *dst, const fd_zent *a, size_t n)
+{
+    kv_zref r;
+    kv_key_init(&r.k, dst->ptr, dst->len);
+    FD_TRY(kv_lookup(c, &r.k, &r.m));
+    if (r.m.found) {
+        FD_TRY(kv_delete(c, &r.k, &r.m));
+        r.m.found = r.m.live = 0;
+    }
+    if (!n) return FD_OK;
+    FD_TRY(zref_create(c, &r));
+    for (size_t i = 0; i < n; i++)
+        FD_TRY(member_write(c, &r, a[i].m, a[i].ml, a[i].s, 0, 0));
+    r.m.size = n;
+    return kv_coll_save(c, &r.k, &r.m);
+}

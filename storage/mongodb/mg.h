@@ -285,6 +285,27 @@ typedef struct mg_zent { const char *m; size_t ml; double s; } mg_zent;
 typedef struct mg_zset { mg_zent *a; size_t n, cap; int dirty; mg_ix ix; } mg_zset;
 int  mg_zset_load(mg_ctx *c, const resp_arg *key, mg_meta *m, mg_zset *Z);
 void mg_zset_free(mg_zset *Z);
+/* Write Z back (sorted first if dirty), keeping m's TTL when m->live; an
+ * empty Z deletes the key (when m->found). */
+int  mg_zset_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, mg_zset *Z);
+/* The position of member p/n in Z, or -1. */
+long mg_zset_find(mg_zset *Z, const char *p, size_t n);
+/* The positions of a parsed ZRANGE-style range (rank ranges sanitized by
+ * the caller with fd_rank_range) into pos (room for Z->n), in reply order. */
+size_t mg_zset_range(const mg_zset *Z, const fd_zrange *z, size_t *pos);
+/* Replace key dst (whatever it holds, TTL dropped) with the sorted set
+ * a[0..n) of distinct members, or delete it when n is 0 (mg_geo.c). */
+struct fd_zent;
+int  mg_zstore(mg_ctx *c, const resp_arg *dst, const struct fd_zent *a, size_t n);
+/* ZMPOP's / LMPOP's core for one key (mg_zsetops.c; the blocking forms
+ * reuse it): a sorted set (list) pops up to count members from the low
+ * (max 0) / left end or the other, replies [key, [[member, score]...]]
+ * ([key, [elements...]]) and sets *done; a missing key: *done 0, nothing
+ * written; FD_E_WRONGTYPE. */
+int  mg_zset_mpop_one(mg_ctx *c, const resp_arg *key, int max, long long count, int *done);
+int  mg_list_mpop_one(mg_ctx *c, const resp_arg *key, int left, long long count, int *done);
+/* hashes: write h back as mg_zset_save does (mg_hash.c) */
+int  mg_hash_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg_hash *h);
 
 /* Handler exits: the result first (it may read the collection), then free. */
 #define HASH_DONE(st) do { int st_ = (st); mg_hash_free(&h); mg_meta_free(&m); return st_; } while (0)

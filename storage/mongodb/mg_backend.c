@@ -462,7 +462,13 @@ static int mg_submit(fd_backend *be, fd_request *req)
     unsigned char *need = calloc((size_t)nwk, 1);
     if (!need) { free(r->argv); free(r); return FD_E_NOMEM; }
     int count = 0;
-    if ((cmd->flags & FD_CMD_KEYLESS_BACKEND) || cmd->first_key <= 0) {
+    /* SORT with BY/GET/STORE reads or writes other keys: every worker */
+    int sort_opts = 0;
+    if (cmd->id == FD_CMD_sort || cmd->id == FD_CMD_sort_ro)
+        for (int i = 2; i < req->argc && !sort_opts; i++)
+            sort_opts = resp_arg_is(&req->argv[i], "by") || resp_arg_is(&req->argv[i], "get") ||
+                        resp_arg_is(&req->argv[i], "store");
+    if ((cmd->flags & FD_CMD_KEYLESS_BACKEND) || cmd->first_key <= 0 || sort_opts) {
         memset(need, 1, (size_t)nwk);
         count = nwk;
     } else {

@@ -277,3 +277,5 @@ static int getall_generic(mg_ctx *c, int keys, int vals)
 int mg_cmd_hgetall(mg_ctx *c) { return getall_generic(c, 1, 1); }
 int mg_cmd_hkeys(mg_ctx *c)   { return getall_generic(c, 1, 0); }
 int mg_cmd_hvals(mg_ctx *c)   { return getall_generic(c, 0, 1); }
+
+int mg_hash_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg_hash *h) { return hash_save(c, key, m, h); }

@@ -341,3 +341,9 @@ static int zpop_generic(mg_ctx *c, int rev)
 
 int mg_cmd_zpopmin(mg_ctx *c) { return zpop_generic(c, 0); }
 int mg_cmd_zpopmax(mg_ctx *c) { return zpop_generic(c, 1); }
+
+/* ---------------------------------------------------------------- for mg_geo.c, mg_zsetops.c, mg_dump.c */
+
+int mg_zset_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, mg_zset *Z) { return zset_save(c, key, m, Z); }
+long mg_zset_find(mg_zset *Z, const char *p, size_t n) { return zset_find(Z, p, n); }
+size_t mg_zset_range(const mg_zset *Z, const fd_zrange *z, size_t *pos) { return zwalk(Z, z, pos); }

@@ -26,7 +26,8 @@ redis-server, directives that only frontdoor knows are translated or dropped
 Environment knobs: FRONTDOOR_BIN, REDIS_SERVER_BIN (default
 /usr/bin/redis-server), FD_KEEP=1 keeps temp dirs, FD_VERBOSE=1 prints more,
 FD_CASE=substr runs only the cases whose name contains substr, FD_SKIP=a,b
-skips (visibly) the cases whose name contains a or b, FD_BACKEND=name
+skips (visibly) the cases named exactly a or b (an unknown name is an error),
+CI=true or FD_REQUIRE_PREREQS=1 turns a missing prerequisite into a failure, FD_BACKEND=name
 adds --backend name to every frontdoor started without an explicit backend
 (FD_BACKEND=redis also starts a redis-server for each such frontdoor to
 forward to, unless redis_address is given; FD_BACKEND=mongodb starts one
@@ -756,7 +757,7 @@ def start_frontdoor(datadir=None, extra_args=None, wait=True, keep=False, **dire
         # new redis backend finds its own redis-server
         why = redis_cluster_support()
         if why:
-            skip("no local Redis Cluster: " + why)
+            missing_prerequisite("no local Redis Cluster: " + why)
         cluster = shared_cluster()
         cluster.flushall()
         directives["redis_cluster_seeds"] = cluster.seeds
@@ -1046,6 +1047,57 @@ def skip(reason):
     raise Skip(reason)
 
 
+class ExpectedFailure(Exception):
+    """Raised by known_bug(): the case shows a known, reported bug."""
+
+
+class known_bug:
+    """with known_bug("SRANDMEMBER is not uniform (storage/kv/kv_hash.c:295)"):
+    ...assertions... — an AssertionError inside is a known bug: the case is
+    reported as "xfail" (main stays green) with the bug's description. If
+    nothing inside fails any more, the case FAILS ("xpass"): the bug is
+    fixed, remove the marker so the assertions guard the fix."""
+
+    def __init__(self, bug, active=True, strict=True):
+        self.bug = bug
+        self.active = active
+        self.strict = strict      # False: a bug that shows only with some timings
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, et, ev, tb):
+        if not self.active:
+            return False
+        if et is None:
+            if not self.strict:
+                print("      (known bug did not show this time: %s)" % self.bug)
+                return False
+            raise AssertionError("xpass: the known bug no longer shows, remove its known_bug() "
+                                 "marker: " + self.bug)
+        if issubclass(et, AssertionError):
+            raise ExpectedFailure("%s\n  (the failing check: %s)" % (self.bug, str(ev).split("\n")[0][:300]))
+        return False
+
+
+def prerequisites_required():
+    """True when a missing prerequisite must fail, not skip: in CI (CI=true)
+    and under tests/run.sh (FD_REQUIRE_PREREQS=1), where
+    tests/setup-debian.sh --test has just installed everything."""
+    return (os.environ.get("CI", "").lower() in ("true", "1", "yes")
+            or os.environ.get("FD_REQUIRE_PREREQS") == "1")
+
+
+def missing_prerequisite(why):
+    """A module, server or compiled-in backend the case needs is missing:
+    a failure where the setup installs it (prerequisites_required()), a
+    visible skip on a developer's machine."""
+    if prerequisites_required():
+        raise AssertionError("missing prerequisite (tests/setup-debian.sh --test installs it; "
+                             "CI=true/FD_REQUIRE_PREREQS=1 make this a failure): " + why)
+    skip("missing prerequisite: " + why)
+
+
 def check(cond, msg="check failed", *info):
     if not cond:
         raise AssertionError(msg + ("".join("\n  " + _show(i) for i in info)))
@@ -1073,6 +1125,40 @@ def wait_until(pred, timeout=5.0, interval=0.05, what="condition"):
         if time.monotonic() > deadline:
             raise AssertionError("timed out after %.1fs waiting for %s" % (timeout, what))
         time.sleep(interval)
+
+
+_sanitized_cache = {}
+
+
+def is_sanitized(binary):
+    """True if binary was built with AddressSanitizer (FRONTDOOR_SANITIZE)."""
+    if binary not in _sanitized_cache:
+        try:
+            with open(binary, "rb") as f:
+                _sanitized_cache[binary] = b"__asan_init" in f.read()
+        except OSError:
+            _sanitized_cache[binary] = False
+    return _sanitized_cache[binary]
+
+
+def stop_sanitized(servers):
+    """Under ASan, SIGKILL would hide LeakSanitizer's report (it runs at
+    exit): stop each live sanitized frontdoor of `servers` with SIGTERM and
+    return the problems seen (a report in its log, a non-zero exit)."""
+    probs = []
+    for s in servers:
+        if s.kind != "frontdoor" or not s.alive() or not is_sanitized(s.binary):
+            continue
+        try:
+            rc = s.stop(signal.SIGTERM, timeout=30)
+        except AssertionError as e:
+            probs.append(str(e))
+            continue
+        probs += s.health_problems()
+        if rc != 0:
+            probs.append("%s (pid %d) exited with status %s after SIGTERM (sanitized build: "
+                         "a leak report makes it non-zero)\n%s" % (s.kind, s.pid, rc, s.log()[-3000:]))
+    return probs
 
 
 def _health():
@@ -1115,10 +1201,19 @@ class Tests:
             raise CaseTimeout("case timed out")
         signal.signal(signal.SIGALRM, on_alarm)
         only = os.environ.get("FD_CASE")
-        # FD_SKIP=a,b: cases whose name contains a or b are reported as skipped
-        # (a backend that lacks a command family the probes cannot detect)
-        skips = [x for x in os.environ.get("FD_SKIP", "").split(",") if x]
-        passed = failed = skipped = 0
+        # FD_SKIP=a,b: the cases named exactly a or b are reported as skipped
+        # (a backend that cannot give Redis's reply there, by design; the
+        # reason is written beside the list in tests/CMakeLists.txt). A name
+        # that is no case of this file is an error: a renamed case must not
+        # quietly start running, nor a stale skip hide another.
+        skips = [x.strip() for x in os.environ.get("FD_SKIP", "").split(",") if x.strip()]
+        names = set(n for n, _, _ in self.cases)
+        stale = [x for x in skips if x not in names]
+        if stale:
+            print("FD_SKIP names no case of %s: %s (cases: %s)"
+                  % (self.name, ", ".join(stale), ", ".join(sorted(names))))
+            sys.exit(2)
+        passed = failed = skipped = xfailed = 0
         t_all = time.monotonic()
         print("%s: binary under test: %s" % (self.name, frontdoor_bin()))
         sys.stdout.flush()
@@ -1126,9 +1221,9 @@ class Tests:
             for name, fn, tmo in self.cases:
                 if only and only not in name:
                     continue
-                if any(x in name for x in skips):
+                if name in skips:
                     skipped += 1
-                    print("skip  %-44s (FD_SKIP=%s)" % (name, ",".join(skips)))
+                    print("skip  %-44s (listed in FD_SKIP)" % name)
                     continue
                 before = list(_live_servers)
                 t0 = time.monotonic()
@@ -1136,7 +1231,8 @@ class Tests:
                 try:
                     fn()
                     signal.alarm(0)
-                    probs = _health()
+                    probs = stop_sanitized([x for x in _live_servers if x not in before and not x.keep])
+                    probs += _health()
                     if probs:
                         raise AssertionError("the case passed, but:\n" + "\n".join(probs))
                     passed += 1
@@ -1145,6 +1241,10 @@ class Tests:
                     signal.alarm(0)
                     skipped += 1
                     print("skip  %-44s (%s)" % (name, e))
+                except ExpectedFailure as e:
+                    signal.alarm(0)
+                    xfailed += 1
+                    print("xfail %-44s known bug: %s" % (name, e))
                 except KeyboardInterrupt:
                     signal.alarm(0)
                     raise
@@ -1179,6 +1279,15 @@ class Tests:
                     fn()
                 except Exception:
                     pass
+            # servers shared by cases: under ASan, SIGTERM them too and count
+            # a leak report as a failure of the file
+            probs = stop_sanitized(list(_live_servers))
+            if probs:
+                failed += 1
+                self.failures.append(("shared servers at exit", "\n".join(probs)))
+                print("FAIL  %-44s" % "shared servers at exit (sanitizer)")
+                for line in "\n".join(probs).rstrip().split("\n"):
+                    print("      | " + line)
         finally:
             cleanup_all()
         if self.failures:
@@ -1187,6 +1296,8 @@ class Tests:
         line = "%d passed, %d failed" % (passed, failed)
         if skipped:
             line += ", %d skipped" % skipped
+        if xfailed:
+            line += ", %d expected failures (known bugs)" % xfailed
         print(line)
         sys.stdout.flush()
         sys.exit(1 if failed else 0)
@@ -1223,28 +1334,75 @@ def _abbrev(args, n=120):
     return s if len(s) <= n * 3 else s[:n * 3] + "..."
 
 
+def raw_end(raw, p=0):
+    """Offset just past the one complete reply that starts at raw[p]."""
+    e = raw.index(b"\r\n", p)
+    t = raw[p:p + 1]
+    q = e + 2
+    if t in (b"$", b"!", b"="):
+        n = int(raw[p + 1:e])
+        return q if n < 0 else q + n + 2
+    if t in (b"*", b"~", b">", b"%", b"|"):
+        n = int(raw[p + 1:e])
+        if n < 0:
+            return q
+        if t in (b"%", b"|"):
+            n *= 2
+        for _ in range(n):
+            q = raw_end(raw, q)
+        if t == b"|":
+            q = raw_end(raw, q)
+        return q
+    return q
+
+
+def raw_elements(raw):
+    """An aggregate reply -> (its header line, e.g. b"~3", [the raw bytes of
+    each element]); any other reply -> (None, None)."""
+    if raw[:1] not in (b"*", b"~", b">", b"%"):
+        return None, None
+    e = raw.index(b"\r\n")
+    n = int(raw[1:e])
+    if n < 0:
+        return None, None
+    if raw[:1] == b"%":
+        n *= 2
+    q = e + 2
+    out = []
+    for _ in range(n):
+        end = raw_end(raw, q)
+        out.append(raw[q:end])
+        q = end
+    if q != len(raw):
+        raise ValueError("trailing bytes after reply: %r" % raw[q:q + 50])
+    return raw[:e], out
+
+
 def norm_sorted(raw):
-    """Order-free array reply (KEYS, SMEMBERS...): parsed and sorted."""
-    v = parse(raw)
-    if isinstance(v, list):
-        return ("array", sorted(v, key=lambda x: repr(x)))
-    return v
+    """Order-free aggregate reply (KEYS, SMEMBERS...): its header (so a RESP3
+    set '~' never equals an array '*') and its elements' exact bytes,
+    sorted. Anything else: the raw bytes, compared as they are."""
+    head, elems = raw_elements(raw)
+    if head is None:
+        return raw
+    return (head, sorted(elems))
 
 
 def norm_pairs(raw):
-    """Field/value reply in unspecified order (HGETALL): as a sorted list of pairs."""
-    v = parse(raw)
-    if isinstance(v, dict):
-        return ("map", sorted(v.items(), key=lambda kv: repr(kv)))
-    if isinstance(v, list):
-        return ("map", sorted(((v[i], v[i + 1]) for i in range(0, len(v) - 1, 2)),
-                              key=lambda kv: repr(kv)))
-    return v
+    """Field/value reply in unspecified order (HGETALL): its header (a RESP3
+    map '%N' never equals a flat array '*2N') and its (field, value) pairs,
+    each as exact bytes, sorted."""
+    head, elems = raw_elements(raw)
+    if head is None:
+        return raw
+    return (head, sorted(zip(elems[0::2], elems[1::2])))
 
 
 def ttl_close(tol):
     """Normaliser factory for TTL/PTTL: -1/-2 exactly, positives within tol."""
     def cmp(a, b):
+        if a[:1] != b[:1]:
+            return False        # the RESP type must match exactly
         va, vb = parse(a), parse(b)
         if not (isinstance(va, int) and isinstance(vb, int)):
             return a == b

@@ -28,7 +28,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fdtest import (Tests, start_frontdoor, start_redis, check, eq, skip, wait_until, free_port,
-                    frontdoor_is_redis, info_fields, make_tempdir, parse, Conn, Err, REDIS_BENCHMARK, HOST)
+                    frontdoor_is_redis, info_fields, make_tempdir, parse, Conn, Err, REDIS_BENCHMARK, HOST,
+                    missing_prerequisite)
 
 T = Tests(case_timeout=60)
 SEED = int(os.environ.get("FD_SEED", random.randrange(1 << 30)))
@@ -260,6 +261,11 @@ def swap_under_load_loses_nothing():
         eq(p.returncode, 0, "redis-benchmark exit status\n" + out[-2000:])
         check("rror" not in out, "redis-benchmark saw an error reply", out[-2000:])
         check(swaps >= 4, "swapped several times under load (%d)" % swaps)
+        # no client was dropped and reconnected across the swaps: redis-benchmark
+        # opens exactly 20 clients per test (5 tests) plus one to read the
+        # server's config (the same run against redis-server: 101)
+        eq(int(info(c, "stats")["total_connections_received"]) - before, 5 * 20 + 1,
+           "connections opened during the run")
         b = info(c, "backends")
         check(int(b["backend_switches"]) == swaps, "every swap counted", b)
         wait_until(lambda: info(c, "backends")["backend_draining"] == "0", what="old backends drained")
@@ -289,7 +295,7 @@ def swap_to_a_cluster_waits_for_its_slot_map():
     swap's probe must wait for it rather than fail."""
     need_frontdoor()
     if "redis-cluster" not in run_frontdoor_backends():
-        skip("frontdoor built without the redis-cluster backend")
+        missing_prerequisite("frontdoor built without the redis-cluster backend")
     node = start_redis(cluster_enabled="yes", cluster_port=free_port())   # the bus port, else port + 10000
     with Conn(node.port) as d:
         eq(d.cmd("CLUSTER", "ADDSLOTSRANGE", "0", "16383"), b"+OK\r\n")
@@ -340,12 +346,20 @@ def sighup_reloads_and_rewrite_writes_back():
         wait_until(lambda: "does not answer" in fd.log(), what="the failed swap logged")
         eq(c.cmd("GET", "here"), b"$-1\r\n", "still on the first redis")
         eq(c.call("CONFIG", "GET", "redis-address")[1], ("%s:%d" % (HOST, r.port)).encode())
-        # a broken file: refused, the running setup kept
+        # a broken file: refused as a whole, the running setup kept. The file
+        # asks for a different backend and timeout BEFORE its bad line, so a
+        # partial apply (or no check at all) shows
+        eq(c.cmd("CONFIG", "SET", "timeout", "0"), b"+OK\r\n")
+        refusals = fd.log().count("reload failed, keeping the running configuration")
         with open(conf, "w") as f:
-            f.write("backend redis\nfrobnicate yes\n")
+            f.write("backend lmdb\ntimeout 55\nfrobnicate yes\n")
         os.kill(fd.pid, signal.SIGHUP)
-        time.sleep(0.3)
-        eq(info(c, "backends")["backend_primary"], "redis", "kept")
+        wait_until(lambda: fd.log().count("reload failed, keeping the running configuration") > refusals,
+                   what="the broken file's refusal logged")
+        check("frobnicate" in fd.log()[-2000:], "the refusal names the bad directive", fd.log()[-2000:])
+        eq(info(c, "backends")["backend_primary"], "redis", "backend kept")
+        eq(c.call("CONFIG", "GET", "timeout"), [b"timeout", b"0"], "timeout kept")
+        eq(c.cmd("GET", "here"), b"$-1\r\n", "still on the first redis")
         eq(c.cmd("PING"), b"+PONG\r\n")
         # CONFIG REWRITE: running values back into the file, comments kept
         with open(conf, "w") as f:
@@ -357,6 +371,19 @@ def sighup_reloads_and_rewrite_writes_back():
         check("# a comment that must survive" in text, "comment kept", text)
         check('backend "lmdb"' in text and 'timeout "77"' in text, "running values written", text)
         eq(c.cmd("GET", "here"), b"$4\r\nlmdb\r\n", "back on the lmdb data")
+    # the rewritten file is read back: a restart on it has the rewritten values
+    # (--config is read where it stands on the command line, so the rewritten
+    # file's own port would win over the harness's --port before it: the new
+    # port comes after it)
+    eq(fd.stop(), 0, "clean exit")
+    port = free_port()
+    fd.extra_args = ["--config", conf, "--port", str(port)]
+    fd.start(port=port)
+    with fd.conn() as c:
+        eq(info(c, "backends")["backend_primary"], "lmdb", "backend from the rewritten file")
+        eq(c.call("CONFIG", "GET", "timeout"), [b"timeout", b"77"], "timeout from the rewritten file")
+        eq(c.call("CONFIG", "GET", "durability"), [b"durability", b"nosync"], "durability kept in the file")
+        eq(c.cmd("GET", "here"), b"$4\r\nlmdb\r\n", "the lmdb data after a restart on the rewritten file")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "bench"))
-from fdtest import Tests, check, eq, frontdoor_bin  # noqa: E402
+from fdtest import Tests, check, eq, frontdoor_bin, missing_prerequisite  # noqa: E402
 from fdbench import schema  # noqa: E402
 
 T = Tests(case_timeout=120)
@@ -76,7 +76,7 @@ def bench(name, args):
 def main_run():
     args = ["--backends", "lmdb,leveldb,redis,mongodb,redis-cluster,bogus",
             "--mongodb-uri", "mongodb://127.0.0.1:%d" % dead_port(),
-            "--tests", "set,get,lrange_100", "-n", "300", "-c", "10", "-P", "1,16"]
+            "--tests", "set,get,lrange_100", "-n", "3000", "-c", "10", "-P", "1,16"]
     return bench("main", args)
 
 
@@ -150,6 +150,19 @@ def results_json_matches_schema():
     bad["runs"][0]["ok"] = "yes"
     del bad["environment"]["cpu_model"]
     eq(len(schema.validate(bad)), 2, "problems found in a broken copy")
+    # an oracle that is not bench's own code: Debian's python3-jsonschema
+    # (a full JSON Schema implementation) on the same schema file
+    try:
+        import jsonschema
+    except ImportError:
+        missing_prerequisite("python3-jsonschema (tests/setup-debian.sh --test)")
+    with open(os.path.join(REPO, "bench", "results.schema.json")) as f:
+        sch = json.load(f)
+    jsonschema.Draft7Validator.check_schema(sch)
+    v = jsonschema.Draft7Validator(sch)
+    errs2 = ["%s: %s" % ("/".join(map(str, e.absolute_path)), e.message) for e in v.iter_errors(res)]
+    eq(errs2, [], "results.json against results.schema.json (python3-jsonschema)")
+    eq(len(list(v.iter_errors(bad))), 2, "python3-jsonschema's problems in the broken copy")
 
 
 @T.case
@@ -190,7 +203,7 @@ def html_has_a_chart_per_section_and_fetches_nothing():
 @T.case
 def growth_and_seed_scenarios_run():
     out, res, err = bench("growth", ["--backends", "lmdb-nosync", "--scenario", "seed-setget,growth",
-                                     "--growth-keys", "200,400", "--growth-list", "100,200", "-n", "200"])
+                                     "--growth-keys", "200,400", "--growth-list", "1000,2000", "-n", "2000"])
     check(not schema.validate(res), "results.json schema", schema.validate(res)[:5])
     runs = [r for r in res["runs"] if r["target"] == "lmdb-nosync"]
     scen = {r["scenario"] for r in runs if r["ok"]}
@@ -198,7 +211,7 @@ def growth_and_seed_scenarios_run():
     fills = [r for r in runs if r["test"] == "fill" and r["ok"]]
     eq([r["dataset_keys"] for r in fills], [200, 400], "dataset sizes filled")
     lists = {r["list_len"] for r in runs if r.get("list_len") and r["ok"]}
-    eq(sorted(lists), [100, 200], "list lengths measured")
+    eq(sorted(lists), [1000, 2000], "list lengths measured")
     with open(os.path.join(out, "report.html")) as f:
         secs = dict(sections(f.read()))
     for sid in ("growth-keys", "growth-list", "seed-setget-rps", "seed-setget-lat"):

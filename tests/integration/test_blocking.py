@@ -224,6 +224,39 @@ def client_kill_of_a_blocked_client():
 
 
 @T.case
+def transactions_and_scripts_wake_once_at_the_end():
+    f = fd()
+    with f.conn() as a, f.conn() as p:
+        p.cmd("DEL", "{tx}z", "{tx}l")
+        # not woken by a ZADD + DEL in one transaction (Redis 7.0's rule)
+        a.send("BZPOPMIN", "{tx}z", "0")
+        wait_blocked(f, 1)
+        p.cmd("MULTI")
+        p.cmd("ZADD", "{tx}z", "1", "gone")
+        p.cmd("DEL", "{tx}z")
+        eq(p.cmd("EXEC"), b"*2\r\n:1\r\n:1\r\n")
+        time.sleep(0.1)
+        eq(blocked_clients(f), 1)
+        p.cmd("ZADD", "{tx}z", "2", "m")
+        eq(a.read(), b"*3\r\n$5\r\n{tx}z\r\n$1\r\nm\r\n$1\r\n2\r\n")
+        # woken by a transaction that pushes, served after the whole EXEC
+        a.send("BLPOP", "{tx}l", "0")
+        wait_blocked(f, 1)
+        p.cmd("MULTI")
+        p.cmd("RPUSH", "{tx}l", "x")
+        p.cmd("RPUSH", "{tx}l", "y")
+        eq(p.cmd("EXEC"), b"*2\r\n:1\r\n:2\r\n")
+        eq(a.read(), b"*2\r\n$5\r\n{tx}l\r\n$1\r\nx\r\n")
+        # and by a script
+        p.cmd("DEL", "{tx}l")
+        a.send("BRPOP", "{tx}l", "0")
+        wait_blocked(f, 1)
+        eq(p.cmd("EVAL", "return redis.call('rpush', KEYS[1], 'fromlua')", "1", "{tx}l"), b":1\r\n")
+        eq(a.read(), b"*2\r\n$5\r\n{tx}l\r\n$7\r\nfromlua\r\n")
+        eq(blocked_clients(f), 0)
+
+
+@T.case
 def many_waiters_many_pushes():
     f = fd()
     n = 50
@@ -298,7 +331,16 @@ def differential(proto):
         d.cmd(*args)
     with fd().conn() as c:
         mpop = not parse(c.cmd("COMMAND", "INFO", "lmpop"))[0] is None
+    # inside MULTI nothing blocks; scripts may not call the blocking pops but BLMPOP/BZMPOP
+    d.cmd("DEL", "{d}e", same=lambda a, b: True)
+    d.cmd("MULTI")
+    for args in (("BLPOP", "{d}e", "0"), ("BRPOPLPUSH", "{d}e", "{d}d", "0"), ("BLMOVE", "{d}e", "{d}d", "LEFT", "LEFT", "0"),
+                 ("BZPOPMAX", "{d}e", "0"), ("RPUSH", "{d}e", "v"), ("BRPOP", "{d}e", "0")):
+        d.cmd(*args)
+    d.cmd("EXEC")
+    d.cmd("EVAL", "return redis.call('blpop', KEYS[1], 0)", "1", "{d}e")
     if mpop:
+        d.cmd("EVAL", "return redis.call('blmpop', 0, 1, KEYS[1], 'LEFT')", "1", "{d}e")
         d.cmd("RPUSH", "{d}l", "a", "b", "c")
         for args in (("BLMPOP", "0", "1", "{d}l", "LEFT", "COUNT", "2"), ("BLMPOP", "0.01", "1", "{d}m", "RIGHT"),
                      ("BLMPOP", "0", "0", "{d}l", "LEFT"), ("BLMPOP", "0", "1", "{d}l", "UP"),

@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fdtest import (Tests, Diff, start_frontdoor, start_redis, start_cluster, wait_cluster_map,
                     redis_cluster_support, run_frontdoor_expect_exit, encode_many, parse, norm_sorted,
                     norm_pairs, ttl_close, check, eq, skip, run, wait_until, free_port,
-                    frontdoor_is_redis, info_fields, Conn, REDIS_BENCHMARK, REDIS_CLI, HOST)
+                    frontdoor_is_redis, info_fields, missing_prerequisite, known_bug, Conn, REDIS_BENCHMARK, REDIS_CLI, HOST)
 
 T = Tests(case_timeout=60)
 CROSSSLOT = b"-CROSSSLOT Keys in request don't hash to the same slot\r\n"
@@ -47,7 +47,7 @@ def need():
         skip("the binary under test is redis-server: no cluster backend")
     why = redis_cluster_support()
     if why:
-        skip(why)
+        missing_prerequisite(why)
 
 
 def shared():
@@ -425,7 +425,10 @@ def failover_traffic_resumes():
         r = c.cmd("GET", mine[0])
         dt = time.monotonic() - t0
         check(r.startswith(UNAVAILABLE), "a dead master's slot: backend unavailable", r)
-        check(dt < 1.5, "promptly (%.2fs)" % dt)
+        # the behaviour: an error from the refused connection, long before the
+        # shared frontdoor's 5 s backend-timeout; 3 s of it is scheduling room
+        # for a loaded 2-core CI (1.5 s failed once, issue 20)
+        check(dt < 3.0, "promptly, not at backend-timeout (%.2fs)" % dt)
         # traffic resumes once the replica is promoted, without a restart
         last = []
         def resumed():
@@ -470,7 +473,8 @@ def unreachable_seeds_and_config_errors():
         t0 = time.monotonic()
         r = c.cmd("GET", "a")
         check(r.startswith(UNAVAILABLE), "no cluster: backend unavailable", r)
-        check(time.monotonic() - t0 < 1.5, "within the timeout")
+        # backend-timeout 0.5 s; +2 s is scheduling room on a loaded 2-core CI
+        check(time.monotonic() - t0 < 0.5 + 2.0, "within the timeout")
         r = c.cmd("DBSIZE")
         check(r.startswith(UNAVAILABLE), "keyless without a map", r)
         eq(c.cmd("PING"), b"+PONG\r\n")
@@ -478,6 +482,48 @@ def unreachable_seeds_and_config_errors():
         eq(i["redis_cluster_map"], "none")
     rc, out = run_frontdoor_expect_exit([("backend", "redis-cluster"), ("redis-cluster-seeds", "nocolon")])
     check(rc not in (0, None) and "nocolon" in out, "bad seed: a start-up error", rc, out[-500:])
+
+
+@T.case
+def tryagain_outlasting_backend_timeout():
+    """A multi-key command on a slot left half migrated (MIGRATING on its
+    master, IMPORTING on another, one of its keys not there) gets -TRYAGAIN
+    from the cluster for as long as the migration lasts. frontdoor retries
+    every 25 ms until backend-timeout, then (docs/redis-cluster.md) fails it
+    with 'backend unavailable (slot still migrating)'; meanwhile the client's
+    other commands are not blocked."""
+    ref, cluster, fd0 = shared()
+    fd = start_frontdoor(backend="redis-cluster", redis_cluster_seeds=cluster.seeds, backend_timeout=600)
+    wait_cluster_map(fd)
+    with cluster.master_of("{ta}x").conn() as c:
+        slot = parse(c.cmd("CLUSTER", "KEYSLOT", "{ta}x"))
+    src = cluster.master_of("{ta}x")
+    dst = [m for m in cluster.masters() if m.port != src.port][0]
+    with src.conn() as s, dst.conn() as d:
+        eq(s.cmd("SET", "{ta}x", "1"), b"+OK\r\n")
+        eq(d.cmd("CLUSTER", "SETSLOT", slot, "IMPORTING", node_id(src)), b"+OK\r\n")
+        eq(s.cmd("CLUSTER", "SETSLOT", slot, "MIGRATING", node_id(dst)), b"+OK\r\n")
+        try:
+            with fd.conn(timeout=10) as c:
+                t0 = time.monotonic()
+                r = c.cmd("MGET", "{ta}x", "{ta}y")
+                took = time.monotonic() - t0
+                tries = int(backend_info(fd)["redis_cluster_tryagain"])
+                # margins: the retries must have lasted most of the 600 ms
+                # (the behaviour); the upper bound only says "not hung" and is
+                # wide for a loaded 2-core machine
+                check(0.45 <= took <= 5.0, "MGET answered after %.2f s (backend-timeout 0.6 s)" % took, r)
+                check(tries >= 10, "retried every 25 ms (%d TRYAGAIN counted)" % tries)
+                with known_bug("after backend-timeout the cluster's own -TRYAGAIN reaches the client, "
+                               "not the 'backend unavailable (... slot still migrating)' error "
+                               "docs/redis-cluster.md promises (storage/redis_cluster.c:576-584 falls "
+                               "through to part_done with the TRYAGAIN reply)"):
+                    check(r.startswith(UNAVAILABLE), "the error after backend-timeout: %r" % r[:120])
+                eq(c.cmd("GET", "{ta}x"), b"$1\r\n1\r\n", "single-key commands still served")
+        finally:
+            s.cmd("CLUSTER", "SETSLOT", slot, "STABLE")
+            d.cmd("CLUSTER", "SETSLOT", slot, "STABLE")
+            s.cmd("DEL", "{ta}x")
 
 
 @T.case
@@ -500,7 +546,6 @@ def refused_commands_name_the_backend():
     with fd.conn() as c:
         eq(c.cmd("WAIT", "1", "0"),
            b"-ERR 'wait' is not supported by frontdoor's redis-cluster backend: it would block a shared backend connection\r\n")
-        check(c.cmd("MULTI").startswith(b"-ERR 'multi' is not supported by frontdoor's redis-cluster backend"), "MULTI")
         eq(c.cmd("PING"), b"+PONG\r\n")
 
 

@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fdtest import (Tests, Conn, Err, parse, check, eq, skip,  # noqa: E402
                     start_frontdoor, frontdoor_is_redis, free_port, MongoEmulator,
                     REDIS_BENCHMARK, wait_until, run_frontdoor_expect_exit,
-                    start_redis, Diff, norm_sorted, norm_pairs, ttl_close)
+                    start_redis, Diff, norm_sorted, norm_pairs, ttl_close, raw_elements, missing_prerequisite)
 
 T = Tests("test_mongodb.py", case_timeout=50)
 
@@ -53,9 +53,9 @@ def need_mongodb():
                               capture_output=True).returncode == 0
         _built.append(("mongodb" in out, mods))
     if not _built[0][0]:
-        skip("frontdoor built without the MongoDB backend (FRONTDOOR_WITH_MONGODB)")
+        missing_prerequisite("frontdoor built without the MongoDB backend (FRONTDOOR_WITH_MONGODB)")
     if not _built[0][1]:
-        skip("the test server needs python3-mockupdb and python3-mongomock "
+        missing_prerequisite("the test server needs python3-mockupdb and python3-mongomock "
              "(bash tests/setup-debian.sh --test)")
 
 
@@ -91,7 +91,9 @@ def server_down_at_startup_then_up():
     r = c.cmd("SET", "k", "v")
     dt = time.monotonic() - t0
     check(unavailable(r), "SET while the server is down", r)
-    check(dt < 0.5 + 0.4, "the error took %.3fs; backend-timeout is 0.5s" % dt)
+    # (margins: the timeout, plus room for a loaded 2-core CI that a
+    # libmongoc server-selection wake-up and the loop's turn may need)
+    check(dt < 0.5 + 1.5, "the error took %.3fs; backend-timeout is 0.5s" % dt)
     dt1 = dt
     # several at once: each within the timeout, in order
     c.send_many([("SET", "k%d" % i, i) for i in range(20)])
@@ -100,7 +102,7 @@ def server_down_at_startup_then_up():
         r = c.read()
         check(unavailable(r), "pipelined SET %d" % i, r)
     dt = time.monotonic() - t0
-    check(dt < 0.5 + 0.6, "20 pipelined errors took %.3fs" % dt)
+    check(dt < 0.5 + 2.0, "20 pipelined errors took %.3fs (each within the timeout, not 20 x)" % dt)
     print("      server down: one error in %.0f ms, 20 pipelined in %.0f ms (backend-timeout 500 ms)"
           % (dt1 * 1000, dt * 1000))
     emu = emulator(port)
@@ -160,7 +162,7 @@ def server_killed_under_load_then_restarted():
     r = c.cmd("GET", "w0:1")
     dt = time.monotonic() - t0
     check(unavailable(r), "GET with the server gone", r)
-    check(dt < 1.0 + 0.5, "the error took %.3fs; backend-timeout is 1s" % dt)
+    check(dt < 1.0 + 2.0, "the error took %.3fs; backend-timeout is 1s (+2 s scheduling room)" % dt)
     emu.restart()
     t_up = time.monotonic()
     wait_until(lambda: stats["ok"] > ok_before and c.cmd("SET", "x", "1") == b"+OK\r\n",
@@ -336,20 +338,26 @@ def hash_fields_any_bytes():
 
 def _norm_len(raw):
     """Replies with random content (SPOP/SRANDMEMBER/HRANDFIELD with a
-    count below the size): only the kind and the number of elements."""
-    v = parse(raw)
-    if isinstance(v, bytes):
-        return "a bulk string"
-    return ("len", len(v)) if isinstance(v, (list, set, tuple)) else v
+    count below the size): the exact header (RESP type and count) and each
+    element's RESP type; a single reply: its type byte (members themselves
+    are checked by the cases that know the set: spop_srandmember_members)."""
+    head, elems = raw_elements(raw)
+    if head is None:
+        return raw if raw[:1] in (b"-", b":") or raw in (b"$-1\r\n", b"*-1\r\n", b"_\r\n") else raw[:1]
+    return (head, [e[:1] for e in elems])
 
 
 def _norm_scan(raw):
-    """A *SCAN call that returns everything at once: cursor, sorted items
-    (a small Redis set is a hash table: its order is its own)."""
-    v = parse(raw)
-    if isinstance(v, list) and len(v) == 2 and isinstance(v[1], list):
-        return (v[0], sorted(v[1], key=repr))
-    return v
+    """A *SCAN call that returns everything at once: the reply's header, the
+    cursor's bytes, the item array's header and its items' exact bytes,
+    sorted (a small Redis set is a hash table: its order is its own)."""
+    head, elems = raw_elements(raw)
+    if head is None or len(elems) != 2:
+        return raw
+    ihead, items = raw_elements(elems[1])
+    if ihead is None:
+        return raw
+    return (head, elems[0], ihead, sorted(items))
 
 
 NORMS = {"sorted": norm_sorted, "pairs": norm_pairs, "len": _norm_len, "scan": _norm_scan}
@@ -713,7 +721,7 @@ def write_concern_follows_durability():
 @T.case
 def redis_benchmark_no_errors():
     if not os.path.exists(REDIS_BENCHMARK):
-        skip("redis-benchmark not installed")
+        missing_prerequisite("redis-benchmark not installed")
     emu = emulator()
     s = fd(emu)
     t0 = time.monotonic()

@@ -368,14 +368,12 @@ def half_close_and_odd_inline_lines():
 def shared_connection_breakers_refused():
     r, fd = pair()
     with fd.conn() as c:
-        # (blocking pops, (P)SUBSCRIBE, MONITOR and RESET are served: test_blocking.py, test_pubsub.py)
+        # (blocking pops, (P)SUBSCRIBE, MONITOR, RESET: test_blocking.py, test_pubsub.py;
+        # MULTI/EXEC/WATCH are served too: proxy/multi.c)
         for cmd, why in [(("XREAD", "BLOCK", "0", "STREAMS", "x", "$"), "it would block a shared backend connection"),
                          (("XREADGROUP", "GROUP", "g", "c", "block", "10", "STREAMS", "x", ">"),
                           "it would block a shared backend connection"),
-                         (("WAIT", "1", "0"), "it would block a shared backend connection"),
-                         (("MULTI",), "a transaction would take in other clients' commands on a shared backend connection"),
-                         (("WATCH", "k"), "a transaction would take in other clients' commands on a shared backend connection"),
-                         (("EXEC",), "a transaction would take in other clients' commands on a shared backend connection")]:
+                         (("WAIT", "1", "0"), "it would block a shared backend connection")]:
             eq(c.cmd(*cmd), ("-ERR '%s' is not supported by frontdoor's redis backend: %s\r\n"
                              % (cmd[0].lower(), why)).encode(), " ".join(cmd))
         # still usable, and XREAD without BLOCK is forwarded
@@ -460,7 +458,8 @@ def backend_killed_mid_pipeline_then_restarted():
         replies = c.read_n(n + 1, timeout=5)
         dt = time.monotonic() - t0
         print("      %d in-flight replies after the kill in %.3fs" % (n + 1, dt))
-        check(dt < 1.2, "in-flight requests not failed within ~1 s: %.2fs" % dt)
+        # no timeout involved (the connection closes): 3 s is scheduling room
+        check(dt < 3.0, "in-flight requests not failed promptly: %.2fs" % dt)
         bad = [x for x in replies if not x.startswith(UNAVAILABLE)]
         check(not bad, "in-flight replies that are not 'backend unavailable'", bad[:3])
         check(b"Connection" in replies[0] or b"closed" in replies[0], "reason in the error", replies[0])
@@ -470,7 +469,7 @@ def backend_killed_mid_pipeline_then_restarted():
             got = conn.cmd("GET", "k")
             dt = time.monotonic() - t0
             check(got.startswith(UNAVAILABLE) and ("127.0.0.1:%d" % port).encode() in got, "new command", got)
-            check(dt < 1.2, "new command not failed within ~1 s: %.2fs" % dt)
+            check(dt < 3.0, "new command not failed promptly: %.2fs" % dt)
         eq(c.cmd("PING"), b"+PONG\r\n")
         check(fd.alive(), "frontdoor died")
         # the same port again: traffic resumes by itself
@@ -488,7 +487,9 @@ def slow_backend_times_out_proxy_commands_answer():
     r, fd = pair(backend_timeout=1000)
     with fd.conn(timeout=10) as c, fd.conn(timeout=10) as other, r.conn(timeout=10) as direct:
         eq(c.cmd("SET", "k", "v"), b"+OK\r\n")
-        direct.send("DEBUG", "SLEEP", "2")
+        # the backend sleeps 4 s: a reply at ~1 s is the timeout, never the
+        # end of the sleep, even with a wide margin
+        direct.send("DEBUG", "SLEEP", "4")
         time.sleep(0.1)
         t0 = time.monotonic()
         c.send_many([("GET", "k")] * 10)
@@ -498,15 +499,17 @@ def slow_backend_times_out_proxy_commands_answer():
         check(b"backend_name:redis" in other.cmd("INFO", "backend"), "INFO backend")
         eq(other.cmd("CONFIG", "GET", "backend-timeout"), b"*2\r\n$15\r\nbackend-timeout\r\n$4\r\n1000\r\n")
         dt_proxy = time.monotonic() - t1
-        check(dt_proxy < 0.5, "proxy-served commands were slow: %.2fs" % dt_proxy)
+        # blocked behind the backend they would take the 1 s timeout
+        check(dt_proxy < 0.8, "proxy-served commands were slow: %.2fs" % dt_proxy)
         got = c.read_n(10, timeout=5)
         dt = time.monotonic() - t0
         print("      timed out after %.3fs (backend-timeout 1000 ms); PING+INFO+CONFIG took %.3fs"
               % (dt, dt_proxy))
         for g in got:
             check(g.startswith(UNAVAILABLE) and b"no reply within 1000 ms" in g, "timeout error", g)
-        check(0.85 <= dt <= 1.8, "timeout after %.2fs, want ~1 s (1.05 s plus scheduling)" % dt)
-        eq(direct.read(timeout=5), b"+OK\r\n")   # DEBUG SLEEP done
+        check(0.85 <= dt <= 3.0, "timeout after %.2fs, want ~1 s (1.05 s plus scheduling; the sleep "
+              "ends at 4 s)" % dt)
+        eq(direct.read(timeout=8), b"+OK\r\n")   # DEBUG SLEEP done
         wait_until(lambda: c.cmd("GET", "k") == b"$1\r\nv\r\n", timeout=5, what="service after the sleep")
         info = info_fields(parse(c.cmd("INFO", "backend")))
         check(int(info["redis_backend_timeouts"]) >= 1, "timeouts counted", info)
@@ -524,7 +527,7 @@ def backend_refusing_at_startup():
         eq(c.cmd("PING"), b"+PONG\r\n")
         t0 = time.monotonic()
         got = c.cmd("GET", "k")
-        check(time.monotonic() - t0 < 1.2, "error not prompt")
+        check(time.monotonic() - t0 < 3.0, "error not prompt (connection refused: no timeout involved)")
         eq(got, b"-ERR backend unavailable (redis 127.0.0.1:%d: Connection refused)\r\n" % port)
         eq(c.cmd("FOO"), got, "passthrough command too")
         r = Server("redis", [("enable-debug-command", "yes")])

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fdtest import (Tests, Diff, Conn, ConnClosed, start_frontdoor, start_redis, encode,
                     encode_many, parse, check, eq, wait_until, kv_pairs, info_fields,
                     info_sections, run_frontdoor_expect_exit, make_tempdir, frontdoor_is_redis,
-                    skip, Err, to_str, run)
+                    skip, Err, to_str, run, ReplyTimeout, known_bug, is_sanitized)
 
 T = Tests(case_timeout=50)
 
@@ -317,6 +317,208 @@ def client_commands():
         eq(c.cmd("CLIENT", "GETNAME"), b"$-1\r\n", "CLIENT SETNAME '' clears the name")
         r = parse(c.cmd("CLIENT", "NOSUCHSUB"))
         check(is_err(r), "CLIENT NOSUCHSUB", r)
+
+
+# ------------------------------------------------------------ promises of the README / config table
+
+def _diff_each(fd, cmds):
+    """The same commands to redis-server and frontdoor, byte for byte."""
+    ref = start_redis()
+    d = Diff(ref.conn(), fd.conn())
+    for c in cmds:
+        d.cmd(*c)
+    d.finish()
+
+
+@T.case
+def client_kill_forms():
+    fd = fd_shared()
+    with fd.conn() as c, fd.conn() as v1, fd.conn() as v2, fd.conn() as v3:
+        id1 = parse(v1.cmd("CLIENT", "ID"))
+        id2 = parse(v2.cmd("CLIENT", "ID"))
+        addr3 = "127.0.0.1:%d" % v3.sock.getsockname()[1]
+        eq(c.cmd("CLIENT", "KILL", "ID", str(id1)), b":1\r\n", "CLIENT KILL ID <id>")
+        check(v1.wait_closed(5), "the client killed by ID is disconnected")
+        eq(c.cmd("CLIENT", "KILL", "ID", str(id1)), b":0\r\n", "CLIENT KILL ID of a gone client")
+        eq(c.cmd("CLIENT", "KILL", "ADDR", "127.0.0.1:%d" % v2.sock.getsockname()[1]), b":1\r\n",
+           "CLIENT KILL ADDR ip:port")
+        check(v2.wait_closed(5), "the client killed by ADDR is disconnected")
+        eq(c.cmd("CLIENT", "KILL", addr3), b"+OK\r\n", "CLIENT KILL ip:port (old form)")
+        check(v3.wait_closed(5), "the client killed by the old form is disconnected")
+        eq(c.cmd("PING"), b"+PONG\r\n", "the killer is still connected")
+        lst = to_str(parse(c.cmd("CLIENT", "LIST")))
+        check("id=%d " % id1 not in lst and "id=%d " % id2 not in lst, "killed clients gone from CLIENT LIST", lst)
+    # the texts of the error cases, as redis-server 7.0 gives them
+    _diff_each(fd, [("CLIENT", "KILL", "1.2.3.4:5"), ("CLIENT", "KILL", "ID", "999999"),
+                    ("CLIENT", "KILL", "ID", "x"), ("CLIENT", "KILL", "ADDR"),
+                    ("CLIENT", "KILL", "FOO", "bar")])
+    with fd.conn() as c, fd.conn() as v:
+        vid = parse(v.cmd("CLIENT", "ID"))
+        with known_bug("CLIENT KILL takes exactly one filter (proxy/builtin.c:419-440): SKIPME, "
+                       "LADDR, TYPE, USER and several filters answer '-ERR syntax error', and "
+                       "'CLIENT KILL ID <own id>' kills the caller (Redis skips it by default)"):
+            eq(c.cmd("CLIENT", "KILL", "ID", str(vid), "SKIPME", "yes"), b":1\r\n", "ID + SKIPME yes")
+            eq(c.cmd("CLIENT", "KILL", "ID", str(parse(c.cmd("CLIENT", "ID")))), b":0\r\n",
+               "the caller is skipped by default")
+
+
+@T.case
+def config_resetstat_clears_counters():
+    fd = start_frontdoor()
+    with fd.conn() as c:
+        for _ in range(5):
+            c.cmd("SET", "a", "1")
+            c.cmd("GET", "a")
+        cs = to_str(parse(c.cmd("INFO", "commandstats")))
+        check("cmdstat_get:calls=5," in cs, "commandstats before", cs)
+        eq(c.cmd("CONFIG", "RESETSTAT"), b"+OK\r\n")
+        cs = to_str(parse(c.cmd("INFO", "commandstats")))
+        check("cmdstat_get:" not in cs and "cmdstat_set:" not in cs, "commandstats cleared", cs)
+        st = info_fields(parse(c.cmd("INFO", "stats")))
+        check(int(st["total_commands_processed"]) <= 2, "total_commands_processed reset", st)
+        eq(st["total_connections_received"], "0", "total_connections_received reset (as Redis)")
+        c.cmd("GET", "a")
+        cs = to_str(parse(c.cmd("INFO", "commandstats")))
+        check("cmdstat_get:calls=1," in cs, "counting again from zero", cs)
+        eq(c.cmd("GET", "a"), b"$1\r\n1\r\n", "data untouched")
+
+
+@T.case
+def command_list_is_the_table():
+    fd = fd_shared()
+    with fd.conn() as c:
+        names = [x.decode() for x in parse(c.cmd("COMMAND", "LIST"))]
+        eq(len(names), parse(c.cmd("COMMAND", "COUNT")), "COMMAND LIST has COMMAND COUNT names")
+        eq(len(set(names)), len(names), "no name twice")
+        full = parse(c.cmd("COMMAND"))
+        eq(sorted(names), sorted(e[0].decode() for e in full), "the same names as COMMAND")
+        for n in ("get", "set", "command", "hello", "lpush", "zadd", "scan"):
+            check(n in names, "COMMAND LIST lacks %s" % n)
+        # Redis 7.0: COMMAND LIST FILTERBY PATTERN <glob> filters by name
+        got = sorted(x.decode() for x in parse(c.cmd("COMMAND", "LIST", "FILTERBY", "PATTERN", "hg*")))
+        want = sorted(n for n in names if n.startswith("hg"))
+        with known_bug("COMMAND LIST ignores FILTERBY (proxy/builtin.c:250 answers the whole table "
+                       "for any arguments)"):
+            eq(got, want, "COMMAND LIST FILTERBY PATTERN hg*")
+            eq(c.cmd("COMMAND", "LIST", "BOGUS"), b"-ERR syntax error\r\n", "COMMAND LIST BOGUS")
+
+
+@T.case
+def info_memory_persistence_cpu():
+    fd = start_frontdoor()
+    with fd.conn() as c:
+        text = parse(c.cmd("INFO"))
+        secs = info_sections(text)
+        for s in ("Memory", "Persistence", "CPU"):
+            check(s in secs, "INFO lacks section %r" % s, secs)
+        m = info_fields(parse(c.cmd("INFO", "memory")))
+        eq(info_sections(parse(c.cmd("INFO", "memory"))), ["Memory"], "INFO memory: that section only")
+        rss = int(m["used_memory_rss"])
+        want = fd.rss_kb() * 1024
+        check(abs(rss - want) <= max(4 << 20, want // 4), "used_memory_rss %d vs VmRSS %d" % (rss, want))
+        used0 = int(m["used_memory"])
+        # (mallinfo2 counts glibc malloc's blocks: under ASan, whose allocator
+        # replaces it, used_memory is 0)
+        lo = 0 if is_sanitized(fd.binary) else 1
+        check(lo <= used0 < rss * 4, "used_memory plausible", m)
+        p = info_fields(parse(c.cmd("INFO", "persistence")))
+        eq(p.get("loading"), "0", "INFO persistence loading:0")
+        check(p.get("failed_commits") == "0", "INFO persistence failed_commits:0", p)
+        cpu0 = info_fields(parse(c.cmd("INFO", "cpu")))
+        t0 = float(cpu0["used_cpu_user"]) + float(cpu0["used_cpu_sys"])
+        # some work, then the counters must have moved like /proc's
+        # (PING: served by the proxy, as fast on every backend)
+        c.send_many([("PING",)] * 20000)
+        c.read_n(20000, timeout=60)
+        cpu1 = info_fields(parse(c.cmd("INFO", "cpu")))
+        t1 = float(cpu1["used_cpu_user"]) + float(cpu1["used_cpu_sys"])
+        with open("/proc/%d/stat" % fd.pid) as f:
+            st = f.read().rsplit(")", 1)[1].split()
+        proc_s = (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK")
+        check(t1 > t0, "used_cpu_* grow with work", cpu0, cpu1)
+        check(abs(t1 - proc_s) <= 0.5 + 0.2 * proc_s, "used_cpu_user+sys %.2f vs /proc %.2f s" % (t1, proc_s))
+
+
+@T.case
+def pidfile_and_logfile():
+    d = make_tempdir("fdtest-pid-")
+    pidf, logf = os.path.join(d, "fd.pid"), os.path.join(d, "fd.log")
+    fd = start_frontdoor(pidfile=pidf, logfile=logf)
+    with open(pidf) as f:
+        eq(f.read().strip(), str(fd.pid), "the pidfile holds the server's pid")
+    with fd.conn() as c:
+        eq(c.cmd("PING"), b"+PONG\r\n")
+    with open(logf) as f:
+        text = f.read()
+    check("ready" in text, "the log goes to the logfile", text[-2000:])
+    check("ready" not in fd.log(), "... and not to stdout/stderr", fd.log()[-2000:])
+    eq(fd.stop(), 0)
+    check(not os.path.exists(pidf), "the pidfile is removed at a clean exit")
+    with open(logf) as f:
+        check("bye" in f.read(), "the shutdown is logged to the logfile")
+
+
+@T.case
+def unixsocket_listener():
+    d = make_tempdir("fdtest-unix-")
+    path = os.path.join(d, "fd.sock")
+    fd = start_frontdoor(unixsocket=path)
+    u = socket.socket(socket.AF_UNIX)
+    u.settimeout(5)
+    u.connect(path)
+    try:
+        u.sendall(encode("SET", "via", "unix") + encode("GET", "via") + encode("CLIENT", "INFO"))
+        data = b""
+        while data.count(b"\r\n") < 5:
+            chunk = u.recv(65536)
+            check(chunk, "connection closed", data)
+            data += chunk
+        check(data.startswith(b"+OK\r\n$4\r\nunix\r\n"), "commands over the unix socket", data)
+        check(b"addr=" + path.encode() in data or b"addr=/" in data or b"flags=U" in data,
+              "CLIENT INFO of a unix client names the socket (flags=U / addr)", data)
+    finally:
+        u.close()
+    with fd.conn() as c:
+        eq(c.cmd("GET", "via"), b"$4\r\nunix\r\n", "the TCP listener shares the data")
+    eq(fd.stop(), 0)
+    check(not os.path.exists(path), "the socket file is removed at a clean exit")
+    # redis.conf's unixsocketperm is octal ("unixsocketperm 700" = rwx------)
+    with known_bug("unixsocketperm is read as a decimal 0..511 (proxy/config.c:94, T_INT): "
+                   "redis.conf's 'unixsocketperm 700' is refused at start-up, 'unixsocketperm 448' "
+                   "means 0700"):
+        rc, out = run_frontdoor_expect_exit([("unixsocket", path), ("unixsocketperm", "700")], timeout=3)
+        check(rc is None, "frontdoor with unixsocketperm 700 must start (it exited %s)" % rc, out[-500:])
+
+
+def _v6():
+    try:
+        s = socket.socket(socket.AF_INET6)
+        s.bind(("::1", 0))
+        s.close()
+        return True
+    except OSError:
+        return False
+
+
+@T.case
+def several_bind_addresses_and_ipv6():
+    if not _v6():
+        skip("no IPv6 loopback (::1) on this machine")
+    fd = start_frontdoor(bind="127.0.0.1 ::1")
+    with Conn(fd.port, host="::1") as c6, Conn(fd.port) as c4:
+        eq(c6.cmd("SET", "v6", "yes"), b"+OK\r\n", "a command over ::1")
+        eq(c4.cmd("GET", "v6"), b"$3\r\nyes\r\n", "the same data over 127.0.0.1")
+        info = to_str(parse(c6.cmd("CLIENT", "INFO")))
+        check("addr=[::1]:" in info or "addr=::1:" in info, "CLIENT INFO of an IPv6 client", info)
+    # the redis backend at a [v6]:port address
+    r = start_redis(bind="127.0.0.1 ::1")
+    fd2 = start_frontdoor(backend="redis", redis_address="[::1]:%d" % r.port)
+    with fd2.conn() as c:
+        eq(c.cmd("SET", "through", "v6"), b"+OK\r\n", "forwarded to [::1]:port")
+    with Conn(r.port) as rc:
+        eq(rc.cmd("GET", "through"), b"$2\r\nv6\r\n", "the write reached the redis-server")
+        lst = to_str(parse(rc.cmd("CLIENT", "LIST")))
+        check("addr=[::1]:" in lst, "frontdoor's backend connection comes over ::1", lst)
 
 
 @T.case
@@ -623,6 +825,7 @@ def sigterm_with_busy_clients():
     import threading
     fd = start_frontdoor()
     acked = {}
+    errors = []
     stop = threading.Event()
 
     def writer(i):
@@ -633,28 +836,41 @@ def sigterm_with_busy_clients():
                     cmds = [("SET", "w%d:%d" % (i, n + j), "v") for j in range(50)]
                     c.send_many(cmds)
                     for j in range(50):
-                        if c.read() == b"+OK\r\n":
-                            n += 1
-        except Exception:
-            pass
-        acked[i] = n
+                        r = c.read()
+                        if r != b"+OK\r\n":
+                            errors.append("writer %d SET #%d -> %r" % (i, n, r))
+                            return
+                        n += 1
+                        acked[i] = n
+        except (ConnClosed, ReplyTimeout, OSError):
+            pass                # the server is shutting down: what was read counts
+        except Exception as e:
+            errors.append("writer %d: %r" % (i, e))
+        finally:
+            acked[i] = n
 
     ts = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
     for t in ts:
         t.start()
-    time.sleep(0.7)
+    # SIGTERM once every writer is under way (a loaded CI may take a while
+    # to connect them: "no acknowledgement" must not be scheduling noise)
+    wait_until(lambda: all(acked.get(i, 0) > 0 for i in range(4)) or errors, timeout=20,
+               what="every writer's first acknowledgement")
+    time.sleep(0.5)
     rc = fd.stop(signal.SIGTERM, timeout=10)
     stop.set()
     for t in ts:
         t.join(10)
     eq(rc, 0, "exit status after SIGTERM under load")
+    eq(errors, [], "writers saw only +OK or the connection closing")
     fd.start()
     with fd.conn() as c:
         for i in range(4):
             n = acked.get(i, 0)
             check(n > 0, "writer %d got no acknowledgement before SIGTERM" % i)
-            eq(c.cmd("EXISTS", "w%d:%d" % (i, n - 1)), b":1\r\n",
-               "last acknowledged write of writer %d (#%d) after restart" % (i, n - 1))
+            vals = parse(c.cmd("MGET", *["w%d:%d" % (i, j) for j in range(n)]))
+            lost = [j for j in range(n) if vals[j] != b"v"]
+            eq(lost[:10], [], "writer %d: acknowledged writes lost after SIGTERM (of %d)" % (i, n))
 
 
 # ------------------------------------------------------------ startup errors
@@ -798,6 +1014,7 @@ def durability_sync_concurrent_writers_sigkill():
     nw = 4
     acked_sets = {}
     acked_ctr = {}
+    errors = []
     stop = threading.Event()
 
     def writer(w):
@@ -811,28 +1028,39 @@ def durability_sync_concurrent_writers_sigkill():
                         cmds.append(("INCR", "ctr%d" % w))
                     c.send_many(cmds)
                     for j in range(40):
-                        if c.read() != b"+OK\r\n":
-                            raise RuntimeError("SET failed")
+                        r = c.read()
+                        if r != b"+OK\r\n":
+                            errors.append("writer %d SET #%d -> %r" % (w, nset, r))
+                            return
                         nset += 1
                         acked_sets[w] = nset
-                        last_ctr = int(parse(c.read()))
+                        r = parse(c.read())
+                        if not isinstance(r, int) or isinstance(r, bool) or r <= last_ctr:
+                            errors.append("writer %d INCR -> %r after %d" % (w, r, last_ctr))
+                            return
+                        last_ctr = r
                         acked_ctr[w] = last_ctr
-        except Exception:
-            pass
+        except (ConnClosed, ReplyTimeout, OSError):
+            pass                # SIGKILLed: what was read counts
+        except Exception as e:
+            errors.append("writer %d: %r" % (w, e))
 
     ts = [threading.Thread(target=writer, args=(w,)) for w in range(nw)]
     for t in ts:
         t.start()
-    time.sleep(1.0)
+    wait_until(lambda: all(acked_sets.get(w, 0) > 0 for w in range(nw)) or errors, timeout=20,
+               what="every writer's first acknowledgement")
+    time.sleep(0.7)
     fd.stop(signal.SIGKILL)
     stop.set()
     for t in ts:
         t.join(10)
+    eq(errors, [], "writers saw only +OK / increasing counters until the kill")
     fd.start()
     with fd.conn() as c:
         for w in range(nw):
             n = acked_sets.get(w, 0)
-            check(n > 0, "writer %d got no acknowledgement in 1 s" % w)
+            check(n > 0, "writer %d got no acknowledgement" % w)
             vals = parse(c.cmd("MGET", *["cw%d:%d" % (w, i) for i in range(n)]))
             lost = [i for i in range(n) if vals[i] != ("v%d" % i).encode()]
             eq(lost[:10], [], "writer %d: acknowledged SETs lost after SIGKILL (of %d)" % (w, n))
@@ -855,9 +1083,19 @@ def lmdb_map_full_is_an_error_not_a_crash():
             r = c.cmd("SET", "fill%d" % i, "F" * 262144)
             if r.startswith(b"-"):
                 errs += 1
+                # README: "when full, writes get -OOM" (docs/encoding.md gives the text)
+                eq(r, b"-OOM command not allowed: the store is full (raise lmdb-map-size)\r\n",
+                   "the map-full error")
             else:
                 eq(r, b"+OK\r\n", "SET")
         check(errs > 0, "10 MB into a 4 MB LMDB map must give an error reply")
+        eq(c.cmd("SET", "tiny", "x"), b"+OK\r\n", "a small write still fits")
+        eq(c.cmd("DEL", *["fill%d" % i for i in range(40)]), b":%d\r\n" % (40 - errs),
+           "the SETs that were acknowledged are there (and DEL makes room)")
+        # LMDB reuses the pages a commit freed only from the commit after the
+        # next one (the previous meta page may still point at them)
+        eq(c.cmd("SET", "tiny", "y"), b"+OK\r\n", "one more commit")
+        eq(c.cmd("SET", "fill-again", "F" * 262144), b"+OK\r\n", "room again after DEL")
         eq(c.cmd("GET", "small"), b"$1\r\n1\r\n", "earlier data readable after map full")
         eq(c.cmd("PING"), b"+PONG\r\n", "server alive after map full")
 

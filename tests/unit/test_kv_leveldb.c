@@ -8,8 +8,12 @@
  *      seek_le / next / prev, also with writes made while the cursor is open;
  *   3. string and key commands through the backend as the proxy drives them
  *      (submit per command, end_turn per turn, cron), and a random command
- *      mix run on LevelDB and LMDB side by side: every reply must be equal.
+ *      mix run on LevelDB and LMDB side by side: every reply must be equal;
+ *   4. an independent oracle: a hand-written model of a string keyspace
+ *      computes the expected reply bytes of a random mix (no expiry), on
+ *      LevelDB and on LMDB.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <unistd.h>
@@ -593,6 +597,124 @@ static void test_vs_lmdb(void)
     BM.ops->close(&BM);
 }
 
+/* An oracle that is not the command code: a model of a string keyspace
+ * (40 keys, values kept in C strings) computes each reply by hand from
+ * Redis's documented rules, and the backend's reply must be those bytes.
+ * Commands without expiry, so the model stays a few lines; run on LevelDB
+ * and on LMDB, across turns and a close/reopen. */
+#define MK 40
+static int mod_has[MK];
+static char mod_val[MK][160];
+
+static void model_bulk(char *out, size_t n, int i)
+{
+    if (!mod_has[i]) snprintf(out, n, "$-1\r\n");
+    else snprintf(out, n, "$%zu\r\n%.159s\r\n", strlen(mod_val[i]), mod_val[i]);
+}
+
+static int model_int(const char *s, long long *v)
+{
+    char *end;
+    if (!*s || (s[0] == '0' && s[1]) || (s[0] == '-' && (s[1] == '0' || !s[1]))) return 0;
+    errno = 0;
+    *v = strtoll(s, &end, 10);
+    return *end == 0 && errno == 0;
+}
+
+static void test_vs_model(const char *backend)
+{
+    if (!fd_backend_find(backend)) return;
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/model-%s", root, backend);
+    fd_backend B;
+    CHECK(open_backend(&B, backend, dir) == FD_OK);
+    memset(mod_has, 0, sizeof mod_has);
+    int diffs = 0, cmds = 0;
+    char want[512];
+    for (int turn = 0; turn < 2000; turn++) {
+        int n = 1 + (int)rnd(6);
+        for (int j = 0; j < n; j++, cmds++) {
+            int i1 = (int)rnd(MK), i2 = (int)rnd(MK);
+            char k1[8], k2[8], v[24];
+            snprintf(k1, sizeof k1, "m%d", i1);
+            snprintf(k2, sizeof k2, "m%d", i2);
+            if (rnd(2)) snprintf(v, sizeof v, "%d", (int)rnd(2000) - 1000);
+            else snprintf(v, sizeof v, "v%u", rnd(1000));
+            resp_arg a[8];
+            int argc = 0, w = 1;
+            const char *name;
+            kv_handler h;
+            long long x;
+#define A(s) (a[argc].ptr = (char *)(s), a[argc].len = strlen(s), argc++)
+            switch (rnd(9)) {
+            case 0: name = "set"; h = kv_cmd_set; A(name); A(k1); A(v);
+                snprintf(want, sizeof want, "+OK\r\n");
+                mod_has[i1] = 1; snprintf(mod_val[i1], sizeof mod_val[i1], "%s", v);
+                break;
+            case 1: name = "get"; h = kv_cmd_get; w = 0; A(name); A(k1);
+                model_bulk(want, sizeof want, i1);
+                break;
+            case 2: name = "del"; h = kv_cmd_del; A(name); A(k1); A(k2);
+                snprintf(want, sizeof want, ":%d\r\n", mod_has[i1] + (i2 != i1 && mod_has[i2]));
+                mod_has[i1] = mod_has[i2] = 0;
+                break;
+            case 3: name = "incr"; h = kv_cmd_incr; A(name); A(k1);
+                if (!mod_has[i1]) x = 0;
+                else if (!model_int(mod_val[i1], &x)) {
+                    snprintf(want, sizeof want, "-ERR value is not an integer or out of range\r\n");
+                    break;
+                }
+                x++;
+                snprintf(want, sizeof want, ":%lld\r\n", x);
+                mod_has[i1] = 1; snprintf(mod_val[i1], sizeof mod_val[i1], "%lld", x);
+                break;
+            case 4: name = "append"; h = kv_cmd_append; A(name); A(k1); A(v);
+                if (!mod_has[i1]) mod_val[i1][0] = 0;
+                if (strlen(mod_val[i1]) + strlen(v) < sizeof mod_val[i1]) {
+                    strcat(mod_val[i1], v);
+                    mod_has[i1] = 1;
+                    snprintf(want, sizeof want, ":%zu\r\n", strlen(mod_val[i1]));
+                } else {                      /* keep the model's buffer: a plain SET instead */
+                    argc = 0; name = "set"; h = kv_cmd_set; A(name); A(k1); A(v);
+                    snprintf(want, sizeof want, "+OK\r\n");
+                    mod_has[i1] = 1; snprintf(mod_val[i1], sizeof mod_val[i1], "%s", v);
+                }
+                break;
+            case 5: name = "exists"; h = kv_cmd_exists; w = 0; A(name); A(k1); A(k2); A(k1);
+                snprintf(want, sizeof want, ":%d\r\n", 2 * mod_has[i1] + mod_has[i2]);
+                break;
+            case 6: name = "strlen"; h = kv_cmd_strlen; w = 0; A(name); A(k1);
+                snprintf(want, sizeof want, ":%zu\r\n", mod_has[i1] ? strlen(mod_val[i1]) : 0);
+                break;
+            case 7: name = "getdel"; h = kv_cmd_getdel; A(name); A(k1);
+                model_bulk(want, sizeof want, i1);
+                mod_has[i1] = 0;
+                break;
+            default: {
+                name = "dbsize"; h = kv_cmd_dbsize; w = 0; A(name);
+                int c = 0;
+                for (int k = 0; k < MK; k++) c += mod_has[k];
+                snprintf(want, sizeof want, ":%d\r\n", c);
+                break;
+            }
+            }
+#undef A
+            submit_to(&B, name, h, w, argc, a);
+            if (strcmp(reply, want) != 0 && diffs++ < 5)
+                fprintf(stderr, "  %s vs model: %s %.*s: got %s want %s", backend, name,
+                        (int)a[1].len, argc > 1 ? a[1].ptr : "", reply, want);
+        }
+        CHECK(B.ops->end_turn(&B) == FD_OK);
+        if (turn == 999) {
+            B.ops->close(&B);
+            CHECK(open_backend(&B, backend, dir) == FD_OK);
+        }
+    }
+    CHECK(diffs == 0);
+    CHECK(cmds > 5000);
+    B.ops->close(&B);
+}
+
 int main(void)
 {
     CHECK(fd_backend_find("leveldb") != NULL);
@@ -603,5 +725,7 @@ int main(void)
     test_cursor_model();
     test_commands();
     test_vs_lmdb();
+    test_vs_model("leveldb");
+    test_vs_model("lmdb");
     return harness_end(root);
 }

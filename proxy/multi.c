@@ -1,0 +1,371 @@
+/* multi.c — MULTI/EXEC/DISCARD/WATCH/UNWATCH and atomic units (multi.h). */
+#include "multi.h"
+#include "builtin.h"
+#include "backends.h"
+#include "config.h"
+#include "log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ the queue */
+
+typedef struct px_qcmd {
+    fd_command *cmd;           /* NULL: not in the table (a Redis backend's) */
+    int         argc;
+    resp_arg   *argv;          /* into raw */
+    char       *raw;           /* the command as a multibulk */
+    size_t      rawlen;
+} px_qcmd;
+
+typedef struct px_multi {
+    px_qcmd *q;
+    int      n, cap;
+    size_t   bytes;
+    int      aborted;          /* a command was refused while queueing: EXECABORT */
+    int      group;            /* the key group (cluster slot) of the keys so far, -1 none */
+} px_multi;
+
+static void multi_free(px_multi *m) {
+    if (!m) return;
+    for (int i = 0; i < m->n; i++) free(m->q[i].raw);
+    free(m->q);
+    free(m);
+}
+
+/* The copy of one command: its multibulk bytes with argv pointing into them
+ * (every argument NUL-terminated too). */
+static int qcmd_copy(px_qcmd *q, fd_command *cmd, int argc, const resp_arg *argv) {
+    size_t need = 32;
+    for (int i = 0; i < argc; i++) need += argv[i].len + 24;
+    char *buf = malloc(need + (size_t)argc * sizeof(resp_arg));
+    if (!buf) return -1;
+    resp_arg *av = (resp_arg *)buf;
+    char *p = buf + (size_t)argc * sizeof(resp_arg), *raw = p;
+    p += sprintf(p, "*%d\r\n", argc);
+    for (int i = 0; i < argc; i++) {
+        p += sprintf(p, "$%zu\r\n", argv[i].len);
+        memcpy(p, argv[i].ptr, argv[i].len);
+        av[i].ptr = p;
+        av[i].len = argv[i].len;
+        p += argv[i].len;
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+    q->cmd = cmd;
+    q->argc = argc;
+    q->argv = av;
+    q->raw = buf;              /* the block, freed whole */
+    q->rawlen = (size_t)(p - raw);   /* the bytes start after the argv array (qcmd_raw) */
+    return 0;
+}
+static const char *qcmd_raw(const px_qcmd *q) { return q->raw + (size_t)q->argc * sizeof(resp_arg); }
+
+void px_multi_flag_error(px_conn *c) {
+    if (c->multi) c->multi->aborted = 1;
+}
+
+/* The key group of a command's keys on a backend that has groups (a
+ * cluster's slots): -1 none, -2 keys of several groups. */
+static int keys_group(const fd_command *cmd, int argc, const resp_arg *argv) {
+    px_backend *be = px_srv.primary;
+    if (!be || !be->b.ops->key_group || !cmd) return -1;
+    int pos[64], *pp = pos;
+    if (argc > 64 && !(pp = malloc((size_t)argc * sizeof *pp))) return -1;
+    int n = fd_command_keys(cmd, argc, argv, pp, argc > 64 ? argc : 64), g = -1;
+    for (int i = 0; i < n; i++) {
+        int k = be->b.ops->key_group(&be->b, &argv[pp[i]]);
+        if (g == -1) g = k;
+        else if (k != g) { g = -2; break; }
+    }
+    if (pp != pos) free(pp);
+    return g;
+}
+
+void px_multi_queue(px_conn *c, fd_command *cmd, int argc, resp_arg *argv) {
+    px_multi *m = c->multi;
+    int g = keys_group(cmd, argc, argv);
+    if (g == -2 || (g >= 0 && m->group >= 0 && g != m->group)) {
+        resp_add_error(&c->out, "CROSSSLOT Keys in request don't hash to the same slot");
+        m->aborted = 1;
+        return;
+    }
+    if (m->n == m->cap) {
+        int ncap = m->cap ? m->cap * 2 : 8;
+        px_qcmd *nq = realloc(m->q, (size_t)ncap * sizeof *nq);
+        if (!nq) goto oom;
+        m->q = nq;
+        m->cap = ncap;
+    }
+    if (qcmd_copy(&m->q[m->n], cmd, argc, argv)) goto oom;
+    m->bytes += m->q[m->n].rawlen;
+    m->n++;
+    if (g >= 0) m->group = g;
+    if ((long long)m->bytes > px_cfg.client_query_buffer_limit) {
+        /* the queue is input the client sent and we keep: the query buffer's bound */
+        px_log(PX_LOG_WARNING, "closing client %llu (%s): its MULTI queue exceeds client-query-buffer-limit",
+               (unsigned long long)c->id, c->addr);
+        c->flags |= PX_CONN_CLOSE_ASAP;
+        px_conn_touch(c);
+        return;
+    }
+    resp_add_status(&c->out, "QUEUED");
+    return;
+oom:
+    resp_add_error(&c->out, "OOM command not allowed when used memory > 'maxmemory'.");
+    m->aborted = 1;
+}
+
+/* ------------------------------------------------------------ WATCH */
+
+/* Watched keys: a chained hash table of key -> the clients watching it;
+ * each client keeps its own list of (entry) references. */
+typedef struct wentry {
+    struct wentry *next;
+    px_conn      **conns;
+    int            nconns, cap;
+    size_t         len;
+    char           key[];
+} wentry;
+
+typedef struct px_watched {
+    struct px_watched *next;
+    wentry            *e;
+} px_watched;
+
+#define WBUCKETS 4096
+static wentry *wtable[WBUCKETS];
+static long    wcount;           /* entries: 0 = nothing to do on writes */
+
+static unsigned whash(const char *p, size_t n) {
+    unsigned h = 2166136261u;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 16777619u;
+    return h & (WBUCKETS - 1);
+}
+
+static wentry *wfind(const char *k, size_t n, int create) {
+    unsigned h = whash(k, n);
+    for (wentry *e = wtable[h]; e; e = e->next)
+        if (e->len == n && !memcmp(e->key, k, n)) return e;
+    if (!create) return NULL;
+    wentry *e = calloc(1, sizeof *e + n);
+    if (!e) return NULL;
+    memcpy(e->key, k, n);
+    e->len = n;
+    e->next = wtable[h];
+    wtable[h] = e;
+    wcount++;
+    return e;
+}
+
+static void wremove(wentry *e, px_conn *c) {
+    for (int i = 0; i < e->nconns; i++)
+        if (e->conns[i] == c) { e->conns[i] = e->conns[--e->nconns]; break; }
+    if (e->nconns) return;
+    unsigned h = whash(e->key, e->len);
+    for (wentry **pp = &wtable[h]; *pp; pp = &(*pp)->next)
+        if (*pp == e) { *pp = e->next; break; }
+    free(e->conns);
+    free(e);
+    wcount--;
+}
+
+static void unwatch_all(px_conn *c) {
+    px_watched *w = c->watched;
+    while (w) {
+        px_watched *next = w->next;
+        wremove(w->e, c);
+        free(w);
+        w = next;
+    }
+    c->watched = NULL;
+    c->watch_dirty = 0;
+}
+
+static void touch_entry(wentry *e) {
+    for (int i = 0; i < e->nconns; i++) e->conns[i]->watch_dirty = 1;
+}
+
+void px_watch_touch(const fd_command *cmd, int argc, const resp_arg *argv) {
+    if (!wcount) return;
+    if (cmd->id == FD_CMD_flushdb || cmd->id == FD_CMD_flushall) { px_watch_touch_all(); return; }
+    int pos[64], *pp = pos;
+    if (argc > 64 && !(pp = malloc((size_t)argc * sizeof *pp))) { px_watch_touch_all(); return; }
+    int n = fd_command_keys(cmd, argc, argv, pp, argc > 64 ? argc : 64);
+    for (int i = 0; i < n; i++) {
+        wentry *e = wfind(argv[pp[i]].ptr, argv[pp[i]].len, 0);
+        if (e) touch_entry(e);
+    }
+    if (pp != pos) free(pp);
+}
+
+void px_watch_touch_all(void) {
+    if (!wcount) return;
+    for (int h = 0; h < WBUCKETS; h++)
+        for (wentry *e = wtable[h]; e; e = e->next) touch_entry(e);
+}
+
+void px_cmd_watch(px_conn *c, int argc, resp_arg *argv) {
+    if (c->multi) { resp_add_error(&c->out, "ERR WATCH inside MULTI is not allowed"); return; }
+    for (int i = 1; i < argc; i++) {
+        int seen = 0;
+        for (px_watched *w = c->watched; w; w = w->next)
+            if (w->e->len == argv[i].len && !memcmp(w->e->key, argv[i].ptr, argv[i].len)) { seen = 1; break; }
+        if (seen) continue;
+        wentry *e = wfind(argv[i].ptr, argv[i].len, 1);
+        px_watched *w = e ? malloc(sizeof *w) : NULL;
+        if (e && w && e->nconns == e->cap) {
+            int ncap = e->cap ? e->cap * 2 : 2;
+            px_conn **nc = realloc(e->conns, (size_t)ncap * sizeof *nc);
+            if (nc) { e->conns = nc; e->cap = ncap; }
+        }
+        if (!e || !w || e->nconns == e->cap) {
+            free(w);
+            if (e && !e->nconns) wremove(e, c);
+            resp_add_error(&c->out, "OOM command not allowed when used memory > 'maxmemory'.");
+            return;
+        }
+        e->conns[e->nconns++] = c;
+        w->e = e;
+        w->next = c->watched;
+        c->watched = w;
+    }
+    resp_add_status(&c->out, "OK");
+}
+
+void px_cmd_unwatch(px_conn *c, int argc, resp_arg *argv) {
+    unwatch_all(c);
+    resp_add_status(&c->out, "OK");
+}
+
+/* ------------------------------------------------------------ MULTI/EXEC */
+
+void px_cmd_multi(px_conn *c, int argc, resp_arg *argv) {
+    if (c->multi) { resp_add_error(&c->out, "ERR MULTI calls can not be nested"); return; }
+    c->multi = calloc(1, sizeof *c->multi);
+    if (!c->multi) { resp_add_error(&c->out, "OOM command not allowed when used memory > 'maxmemory'."); return; }
+    c->multi->group = -1;
+    resp_add_status(&c->out, "OK");
+}
+
+void px_cmd_discard(px_conn *c, int argc, resp_arg *argv) {
+    if (!c->multi) { resp_add_error(&c->out, "ERR DISCARD without MULTI"); return; }
+    px_multi_release(c);
+    resp_add_status(&c->out, "OK");
+}
+
+void px_multi_release(px_conn *c) {
+    multi_free(c->multi);
+    c->multi = NULL;
+    unwatch_all(c);
+}
+
+/* The first key of the transaction (where a cluster sends the block). */
+static const resp_arg *first_key(px_multi *m) {
+    for (int i = 0; i < m->n; i++) {
+        int pos[1];
+        if (m->q[i].cmd && fd_command_keys(m->q[i].cmd, m->q[i].argc, m->q[i].argv, pos, 1) == 1)
+            return &m->q[i].argv[pos[0]];
+    }
+    return NULL;
+}
+
+void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
+    px_multi *m = c->multi;
+    if (!m) { resp_add_error(&c->out, "ERR EXEC without MULTI"); return; }
+    if (m->aborted) {
+        resp_add_error(&c->out, "EXECABORT Transaction discarded because of previous errors.");
+        px_multi_release(c);
+        return;
+    }
+    if (c->watch_dirty) {
+        resp_add_null_array(&c->out);
+        px_multi_release(c);
+        return;
+    }
+    c->multi = NULL;               /* the queued commands run, not queue again */
+    unwatch_all(c);
+    px_backend *be = px_srv.primary;
+    if (be && be->b.ops->passthrough) {
+        /* Redis runs it: MULTI, the commands, EXEC as one block on the
+         * client's connection; only EXEC's reply is the client's */
+        static resp_arg multi_arg[1] = {{"MULTI", 5}};
+        const resp_arg *rk = first_key(m);
+        px_forward_unit(c, 1, multi_arg, NULL, 0, rk, 1);
+        for (int i = 0; i < m->n; i++)
+            px_forward_unit(c, m->q[i].argc, m->q[i].argv, qcmd_raw(&m->q[i]), m->q[i].rawlen, rk, 1);
+        px_forward_unit(c, argc, argv, c->cur_raw, c->cur_rawlen, rk, 0);
+        multi_free(m);
+        return;
+    }
+    int async = be && be->b.ops->async;
+    resp_add_array(&c->out, m->n);
+    if (async) px_atomic_begin(c);
+    c->atomic = 1;
+    for (int i = 0; i < m->n; i++) {
+        px_qcmd *q = &m->q[i];
+        if (q->cmd) px_execute(c, q->cmd, q->argc, q->argv, qcmd_raw(q), q->rawlen);
+        else resp_add_unknown_command(&c->out, q->argc, q->argv);
+    }
+    c->atomic = 0;
+    if (async) px_atomic_end();
+    multi_free(m);
+}
+
+/* ------------------------------------------------------------ atomic units */
+
+void px_atomic_begin(px_conn *c) {
+    px_srv.atomic_owner = c;
+    px_srv.atomic_collect = 1;
+    px_srv.atomic_left = 0;
+}
+
+static void atomic_finish(void) {
+    px_srv.atomic_owner = NULL;
+    px_atomic_resume();
+}
+
+void px_atomic_end(void) {
+    px_srv.atomic_collect = 0;
+    if (px_srv.atomic_left == 0) atomic_finish();
+}
+
+static void atomic_done(fd_pending *p, const char *reply, size_t len) {
+    (void)p; (void)reply; (void)len;
+    if (--px_srv.atomic_left == 0 && !px_srv.atomic_collect) atomic_finish();
+}
+
+void px_atomic_count(fd_pending *p) {
+    p->on_done = atomic_done;
+    px_srv.atomic_left++;
+}
+
+int px_atomic_hold(px_conn *c) {
+    if (!px_srv.atomic_owner || px_srv.atomic_owner == c) return 0;
+    if (!c->held) {
+        c->held = 1;
+        ev_io_stop(px_srv.loop, &c->rio);
+        c->held_next = px_srv.held;
+        px_srv.held = c;
+    }
+    return 1;
+}
+
+void px_atomic_resume(void) {
+    px_conn *c = px_srv.held;
+    px_srv.held = NULL;
+    /* oldest first (the list is newest first) */
+    px_conn *rev = NULL;
+    while (c) { px_conn *n = c->held_next; c->held_next = rev; rev = c; c = n; }
+    while (rev) {
+        px_conn *n = rev->held_next;
+        rev->held_next = NULL;
+        rev->held = 0;
+        if (!(rev->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP))) {
+            ev_io_start(px_srv.loop, &rev->rio);
+            px_conn_process_input(rev);
+        }
+        rev = n;
+    }
+}

@@ -1,0 +1,133 @@
+/* scripting.c — the Lua engine's host (scripting.h). */
+#include "scripting.h"
+#include "script.h"
+#include "builtin.h"
+#include "backends.h"
+#include "config.h"
+#include "log.h"
+#include "multi.h"
+
+#include <string.h>
+
+static fd_script_engine *engine;
+static px_conn *running;          /* the client whose script runs */
+
+static int host_call(void *ud, int argc, const resp_arg *argv, int resp, int check_only, resp_out *out) {
+    (void)ud;
+    px_conn *c = running;
+    fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
+    if (check_only) {
+        if (!cmd) { resp_add_error(out, "ERR Invalid command passed to redis.acl_check_cmd()"); return 0; }
+        resp_add_int(out, 1);
+        return 0;
+    }
+    if (!cmd) { resp_add_error(out, "ERR Unknown Redis command called from script"); return 0; }
+    if ((cmd->arity > 0 && argc != cmd->arity) || (cmd->arity < 0 && argc < -cmd->arity)) {
+        resp_add_error(out, "ERR Wrong number of args calling Redis command from script");
+        return 0;
+    }
+    if (cmd->flags & FD_CMD_NOSCRIPT) {
+        resp_add_error(out, "ERR This Redis command is not allowed from script");
+        return 0;
+    }
+    int write = (cmd->flags & FD_CMD_WRITE) != 0;
+    if (write && (fd_script_flags(engine) & FD_SCRIPT_F_NO_WRITES)) {
+        resp_add_error(out, "ERR Write commands are not allowed from read-only scripts.");
+        return 0;
+    }
+    out->proto = resp;
+    size_t before = out->len;
+    px_execute_into(c, cmd, argc, (resp_arg *)argv, out);
+    if (out->len == before) return -1;
+    return write && out->data[before] != '-' ? FD_SCRIPT_CALL_WRITE : 0;
+}
+
+static void host_busy(void *ud, long long elapsed_ms, int first_call) {
+    (void)ud;
+    px_conn *c = running;
+    if (first_call)
+        px_log(PX_LOG_WARNING, "Slow script detected: still in execution after %lld milliseconds. "
+               "You can try killing the script using the SCRIPT KILL command.", elapsed_ms);
+    /* serve the others (-BUSY, SCRIPT KILL) without the script's own client */
+    int rio = ev_is_active(&c->rio);
+    if (rio) ev_io_stop(px_srv.loop, &c->rio);
+    px_conn *owner = px_srv.atomic_owner;
+    px_srv.atomic_owner = NULL;
+    ev_run(px_srv.loop, EVRUN_NOWAIT);
+    px_srv.atomic_owner = owner;
+    if (rio && !(c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP))) ev_io_start(px_srv.loop, &c->rio);
+}
+
+static void host_log(void *ud, int level, const char *msg, size_t len) {
+    (void)ud;
+    px_log(level, "%.*s", (int)len, msg);
+}
+
+static fd_script_engine *get_engine(void) {
+    if (!engine) {
+        fd_script_host h = {.call = host_call, .busy = host_busy, .log = host_log};
+        engine = fd_script_new(&h);
+    }
+    return engine;
+}
+
+void px_script_shutdown(void) {
+    if (engine && !fd_script_running(engine)) fd_script_free(engine);
+    engine = NULL;
+}
+
+/* Scripts run where the backend is: a Redis server runs its own. */
+static int forwarded(px_conn *c, int argc, resp_arg *argv) {
+    px_backend *be = px_srv.primary;
+    if (!be || !be->b.ops->passthrough) return 0;
+    px_forward(c, fd_command_lookup(argv[0].ptr, argv[0].len), argc, argv, c->cur_raw, c->cur_rawlen);
+    return 1;
+}
+
+void px_cmd_eval(px_conn *c, int argc, resp_arg *argv) {
+    if (forwarded(c, argc, argv)) return;
+    fd_script_engine *e = get_engine();
+    if (!e) { resp_add_error(&c->out, "ERR the Lua engine could not start (out of memory)"); return; }
+    if (fd_script_running(e)) {          /* EVAL from a script is refused before it gets here */
+        resp_add_error(&c->out, FD_SCRIPT_BUSY_ERR);
+        return;
+    }
+    fd_script_set_busy_threshold(e, px_cfg.busy_reply_threshold);
+    px_backend *be = px_srv.primary;
+    int hold = be && be->b.ops->async && !px_srv.atomic_owner;
+    if (hold) px_srv.atomic_owner = c;
+    int was_atomic = c->atomic;
+    c->atomic = 1;
+    running = c;
+    if (fd_script_eval(e, argc, argv, &c->out)) {
+        px_log(PX_LOG_WARNING, "out of memory for a script's reply to client %llu: closing it", (unsigned long long)c->id);
+        c->flags |= PX_CONN_CLOSE_ASAP;
+    }
+    running = NULL;
+    c->atomic = was_atomic;
+    if (hold) {
+        px_srv.atomic_owner = NULL;
+        px_atomic_resume();
+    }
+}
+
+void px_cmd_script(px_conn *c, int argc, resp_arg *argv) {
+    if (argc == 2 && resp_arg_is(&argv[1], "help")) {
+        px_reply_help(c, "SCRIPT", fd_script_help_lines);
+        return;
+    }
+    if (forwarded(c, argc, argv)) return;
+    fd_script_engine *e = get_engine();
+    if (!e) { resp_add_error(&c->out, "ERR the Lua engine could not start (out of memory)"); return; }
+    fd_script_script_cmd(e, argc, argv, &c->out);
+}
+
+int px_script_refuse_busy(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv) {
+    if (!engine || !running || c == running || !fd_script_busy(engine)) return 0;
+    if (cmd && cmd->id == FD_CMD_script && argc == 2 && resp_arg_is(&argv[1], "kill")) {
+        fd_script_kill(engine, &c->out);
+        return 1;
+    }
+    resp_add_error(&c->out, FD_SCRIPT_BUSY_ERR);
+    return 1;
+}

@@ -1,0 +1,27 @@
+/* scripting.h — EVAL/EVALSHA/EVAL_RO/EVALSHA_RO and SCRIPT: the proxy's host
+ * for the Lua engine (script.h). Module prefix: px_script_.
+ *
+ * Where a script runs:
+ *   - redis, redis-cluster: on the Redis server itself — the command is
+ *     forwarded (a cluster routes it by its keys: all in one slot);
+ *   - lmdb, leveldb, mongodb: in frontdoor's engine; redis.call runs a
+ *     command through the same table and checks as a client's (px_execute_into),
+ *     so the script sees the backend exactly as clients do. A script is
+ *     atomic: on the embedded backends it runs inside one loop step and one
+ *     write transaction; on mongodb every other client is held while it runs
+ *     (atomic against clients of this frontdoor only).
+ * A script that runs past busy-reply-threshold (5 s) makes other clients get
+ * -BUSY; SCRIPT KILL from another client stops it unless it wrote.
+ */
+#ifndef FRONTDOOR_SCRIPTING_H
+#define FRONTDOOR_SCRIPTING_H
+
+#include "server.h"
+
+/* While a script is busy: answer c's command with -BUSY (or run SCRIPT KILL)
+ * and return 1; 0 when the command may run. */
+int  px_script_refuse_busy(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv);
+/* Drop the engine (shutdown). */
+void px_script_shutdown(void);
+
+#endif

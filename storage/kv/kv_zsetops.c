@@ -1,0 +1,159 @@
+/* kv_zsetops.c — the multi-key and whole-set sorted-set commands over the
+ * ordered-KV layer: ZUNION / ZINTER / ZDIFF (+STORE), ZINTERCARD,
+ * ZRANGESTORE, ZRANDMEMBER. The algorithms and argument checks are
+ * storage/value/zsetops.c (shared with the MongoDB backend); this file reads
+ * the inputs (sorted sets, and sets as score 1, as Redis) and writes the
+ * destination.
+ *
+ * Costs: ZUNION/ZINTER/ZDIFF read every input whole (O(sum of sizes)) into
+ * memory, as Redis iterates them; ZRANGESTORE is ZRANGE's walk (a seek, then
+ * O(offset + count)) plus the writes; ZRANDMEMBER reads the whole set
+ * (O(n): the layout has no positional index) — Redis is O(count). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "kv.h"
+#include "../cmdargs.h"
+#include "../value/zsetops.h"
+
+/* ---------------------------------------------------------------- reading inputs */
+
+static int add_ent(void *arg, const char *m, size_t ml, double score)
+{
+    return fd_zbuf_add(arg, m, ml, score) ? -1 : 0;
+}
+
+/* Every member of the set or sorted set m of key k into z (sets: score 1). */
+static int load_input(kv_ctx *c, const resp_arg *key, fd_zbuf *z)
+{
+    kv_zref r;
+    kv_key_init(&r.k, key->ptr, key->len);
+    FD_TRY(kv_lookup(c, &r.k, &r.m));
+    if (!r.m.live) return FD_OK;
+    if (r.m.type == KV_T_ZSET) {
+        FD_TRY(kv_zref_load(c, &r, key));
+        return kv_zset_walk(c, &r, -INFINITY, 0, INFINITY, 0, add_ent, z);
+    }
+    if (r.m.type != KV_T_SET) return FD_E_WRONGTYPE;
+    uint8_t pfx[KV_ELEM_MAX];
+    size_t pl = kv_elem_prefix(pfx, &r.k, &r.m, KV_TAG_SET);
+    kv_iter *it;
+    FD_TRY(c->drv->iter_open(c->txn, &it));
+    const void *kp, *vp; size_t kl, vl;
+    int s = kv_range_seek(c, it, pfx, pl, pfx, pl, 0, &kp, &kl, &vp, &vl);
+    while (s == FD_OK) {
+        const char *mb, *v; size_t ml, vvl;
+        if ((s = kv_elem_decode(kp, kl, pl, vp, vl, &mb, &ml, &v, &vvl)) != FD_OK) break;
+        if (fd_zbuf_add(z, mb, ml, 1.0)) { s = FD_E_NOMEM; break; }
+        s = kv_range_step(c, it, pfx, pl, 0, &kp, &kl, &vp, &vl);
+    }
+    c->drv->iter_close(it);
+    return s == FD_NOTFOUND ? FD_OK : s;
+}
+
+/* ---------------------------------------------------------------- ZUNION / ZINTER / ZDIFF */
+
+static int setop(kv_ctx *c, int op, int store, int card)
+{
+    fd_zsetop o;
+    int replied;
+    int nkidx = store ? 2 : 1;
+    int s = fd_zsetop_begin(c->argv, c->argc, op, store, card, nkidx, &o, c->out, &replied);
+    if (s != FD_OK || replied) { fd_zsetop_free(&o); return s; }
+    /* every key's type first, as Redis, then the options */
+    for (long long i = 0; i < o.numkeys && s == FD_OK; i++) {
+        const resp_arg *key = &c->argv[nkidx + 1 + i];
+        kv_key k;
+        kv_meta m;
+        kv_key_init(&k, key->ptr, key->len);
+        s = kv_lookup(c, &k, &m);
+        if (s == FD_OK && m.live && m.type != KV_T_ZSET && m.type != KV_T_SET) s = FD_E_WRONGTYPE;
+    }
+    if (s == FD_OK) s = fd_zsetop_options(c->argv, c->argc, &o, c->out, &replied);
+    if (s != FD_OK || replied) { fd_zsetop_free(&o); return s; }
+    fd_zbuf *in = calloc((size_t)o.numkeys, sizeof *in);
+    fd_zsrc *src = calloc((size_t)o.numkeys, sizeof *src);
+    fd_zent *res = NULL;
+    size_t nres = 0;
+    if (!in || !src) s = FD_E_NOMEM;
+    for (long long i = 0; i < o.numkeys && s == FD_OK; i++) {
+        s = load_input(c, &c->argv[nkidx + 1 + i], &in[i]);
+        src[i] = (fd_zsrc){ in[i].a, in[i].n };
+    }
+    if (s == FD_OK && fd_zsetop_run(&o, src, &res, &nres)) s = FD_E_NOMEM;
+    if (s == FD_OK) {
+        size_t mark = c->out->len;
+        if (card) s = resp_add_int(c->out, (long long)nres) ? FD_E_NOMEM : FD_OK;
+        else if (store) {
+            s = kv_zset_store(c, &c->argv[1], res, nres);
+            if (s == FD_OK && resp_add_int(c->out, (long long)nres)) s = FD_E_NOMEM;
+        } else if (fd_zreply_range(c->out, res, nres, o.withscores)) s = FD_E_NOMEM;
+        if (s != FD_OK) c->out->len = mark;
+    }
+    free(res);
+    for (long long i = 0; in && i < o.numkeys; i++) fd_zbuf_free(&in[i]);
+    free(in);
+    free(src);
+    fd_zsetop_free(&o);
+    return s;
+}
+
+int kv_cmd_zunion(kv_ctx *c)       { return setop(c, FD_ZOP_UNION, 0, 0); }
+int kv_cmd_zinter(kv_ctx *c)       { return setop(c, FD_ZOP_INTER, 0, 0); }
+int kv_cmd_zdiff(kv_ctx *c)        { return setop(c, FD_ZOP_DIFF, 0, 0); }
+int kv_cmd_zunionstore(kv_ctx *c)  { return setop(c, FD_ZOP_UNION, 1, 0); }
+int kv_cmd_zinterstore(kv_ctx *c)  { return setop(c, FD_ZOP_INTER, 1, 0); }
+int kv_cmd_zdiffstore(kv_ctx *c)   { return setop(c, FD_ZOP_DIFF, 1, 0); }
+int kv_cmd_zintercard(kv_ctx *c)   { return setop(c, FD_ZOP_INTER, 0, 1); }
+
+/* ---------------------------------------------------------------- ZRANGESTORE */
+
+int kv_cmd_zrangestore(kv_ctx *c)
+{
+    fd_zrange z;
+    int replied;
+    FD_TRY(fd_parse_zrangestore(c->argv, c->argc, &z, c->out, &replied));
+    if (replied) return FD_OK;
+    kv_zref r;
+    FD_TRY(kv_zref_load(c, &r, &c->argv[2]));
+    kv_list l = { 0 };
+    fd_zbuf b = { 0 };
+    int s = kv_zset_range(c, &r, &z, &l);
+    size_t off = 0;
+    const char *p; size_t n;
+    while (s == FD_OK && kv_list_next(&l, &off, &p, &n))
+        if (fd_zbuf_add(&b, p + 8, n - 8, kv_dec_double((const uint8_t *)p))) s = FD_E_NOMEM;
+    if (s == FD_OK) s = kv_zset_store(c, &c->argv[1], b.a, b.n);
+    if (s == FD_OK && resp_add_int(c->out, (long long)b.n)) s = FD_E_NOMEM;
+    kv_list_free(&l);
+    fd_zbuf_free(&b);
+    return s;
+}
+
+/* ---------------------------------------------------------------- ZRANDMEMBER */
+
+int kv_cmd_zrandmember(kv_ctx *c)
+{
+    int has_count, withscores, replied;
+    long long count;
+    FD_TRY(fd_zrandmember_parse(c->argv, c->argc, &has_count, &count, &withscores, c->out, &replied));
+    if (replied) return FD_OK;
+    kv_zref r;
+    FD_TRY(kv_zref_load(c, &r, &c->argv[1]));
+    if (!r.m.live) {
+        FD_OUT(has_count ? resp_add_array(c->out, 0) : resp_add_null(c->out));
+        return FD_OK;
+    }
+    if (has_count && count == 0) { FD_OUT(resp_add_array(c->out, 0)); return FD_OK; }
+    fd_zbuf b = { 0 };
+    int s = kv_zset_walk(c, &r, -INFINITY, 0, INFINITY, 0, add_ent, &b);
+    uint64_t rng = kv_rand(c->st);
+    size_t mark = c->out->len;
+    if (s == FD_OK && !b.n) s = FD_E_CORRUPT;
+    if (s == FD_OK && fd_zrandmember_reply(c->out, b.a, b.n, has_count, count, withscores, &rng)) {
+        c->out->len = mark;
+        s = FD_E_NOMEM;
+    }
+    fd_zbuf_free(&b);
+    return s;
+}

@@ -1,0 +1,195 @@
+/* mg_sort.c — the MongoDB backend's SORT, SORT_RO, COPY, OBJECT and MEMORY.
+ * SORT's rules are storage/value/sort.h's; OBJECT/MEMORY's texts
+ * storage/value/introspect.h's. This file loads documents and writes them.
+ *
+ * SORT with BY/GET patterns reads one document per element and pattern
+ * (mg_backend.c queues such a SORT on every worker, so the keys its
+ * patterns name are not written meanwhile); STORE replaces the destination
+ * with one list document. COPY writes the source's document under the new
+ * _id (its TTL included). MEMORY USAGE is the document's BSON size plus an
+ * estimate of its index entries (SAMPLES is accepted: the whole document is
+ * read anyway). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mg.h"
+#include "../value/sort.h"
+#include "../value/introspect.h"
+
+/* ---------------------------------------------------------------- SORT */
+
+typedef struct fetch_state {
+    mg_ctx *c;
+    mg_meta m;      /* the document of the last fetch (its value is returned) */
+    mg_hash h;
+} fetch_state;
+
+static void fetch_release(fetch_state *f)
+{
+    mg_hash_free(&f->h);
+    mg_meta_free(&f->m);
+}
+
+static int sort_fetch(void *ud, const char *key, size_t kl, const char *field, size_t fl,
+                      const char **v, size_t *vl)
+{
+    fetch_state *f = ud;
+    fetch_release(f);
+    resp_arg k = { (char *)key, kl };
+    int s = field ? mg_hash_load(f->c, &k, &f->m, &f->h) : mg_lookup_string(f->c, &k, &f->m);
+    if (s == FD_E_WRONGTYPE) { memset(&f->m, 0, sizeof f->m); return 0; }
+    if (s != FD_OK) { memset(&f->m, 0, sizeof f->m); return -s; }
+    if (!f->m.live) return 0;
+    if (!field) { *v = f->m.val; *vl = f->m.vlen; return 1; }
+    for (size_t i = 0; i < f->h.n; i++) {
+        if (f->h.a[i].fl == fl && memcmp(f->h.a[i].f, field, fl) == 0) {
+            *v = f->h.a[i].v;
+            *vl = f->h.a[i].vl;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int sort_generic(mg_ctx *c, int ro)
+{
+    fd_sort o;
+    int *gets = malloc((size_t)c->argc * sizeof *gets);
+    if (!gets) return FD_E_NOMEM;
+    o.gets = gets;
+    fd_sort_elem *el = NULL;
+    fd_sort_result res = {0};
+    mg_meta m;
+    mg_list L = {0};
+    mg_zset Z = {0};
+    fetch_state f;
+    memset(&f, 0, sizeof f);
+    memset(&m, 0, sizeof m);
+    f.c = c;
+    int s = FD_OK, replied = 0;
+    const char *e = fd_sort_parse(c->argv, c->argc, ro, &o);
+    if (e) { s = resp_add_error(c->out, e) ? FD_E_NOMEM : FD_OK; goto done; }
+    if ((s = mg_lookup(c, &c->argv[1], &m, 0)) != FD_OK) { memset(&m, 0, sizeof m); goto done; }
+    int type = FD_SORT_LIST, mt = m.live ? m.type : MG_T_NONE;
+    mg_meta_free(&m);
+    size_t n = 0;
+    if (mt == MG_T_LIST || mt == MG_T_SET) {
+        type = mt == MG_T_SET ? FD_SORT_SET : FD_SORT_LIST;
+        if ((s = mg_array_load(c, &c->argv[1], &m, &L, mt)) != FD_OK) { memset(&m, 0, sizeof m); goto done; }
+        n = L.n;
+    } else if (mt == MG_T_ZSET) {
+        type = FD_SORT_ZSET;
+        if ((s = mg_zset_load(c, &c->argv[1], &m, &Z)) != FD_OK) { memset(&m, 0, sizeof m); goto done; }
+        n = Z.n;
+    } else if (mt != MG_T_NONE) {
+        s = FD_E_WRONGTYPE;
+        goto done;
+    }
+    if (!(el = malloc((n ? n : 1) * sizeof *el))) { s = FD_E_NOMEM; goto done; }
+    for (size_t i = 0; i < n; i++) {
+        if (type == FD_SORT_ZSET) { el[i].p = Z.a[i].m; el[i].l = Z.a[i].ml; }
+        else { el[i].p = L.p[i]; el[i].l = L.l[i]; }
+    }
+    s = fd_sort_exec(&o, c->argv, type, el, n, sort_fetch, &f, c->out, &res, &replied);
+    if (s != FD_OK || replied) goto done;
+    /* STORE: the destination becomes a list (no TTL), or goes when empty */
+    if (!res.n) {
+        s = mg_delete(c, o.store);
+    } else {
+        mg_list R = {0};
+        if ((s = mg_list_reserve(&R, (size_t)res.n)) == FD_OK) {
+            size_t off = 0;
+            const char *p; size_t l;
+            while (fd_sort_result_next(&res, &off, &p, &l)) { R.p[R.n] = p; R.l[R.n] = l; R.n++; }
+            mg_meta none;
+            memset(&none, 0, sizeof none);
+            s = mg_array_save(c, o.store, &none, &R, MG_T_LIST);
+        }
+        mg_list_free(&R);
+    }
+    if (s == FD_OK && resp_add_int(c->out, res.n)) s = FD_E_NOMEM;
+done:
+    fetch_release(&f);
+    fd_sort_result_free(&res);
+    free(el);
+    mg_list_free(&L);
+    mg_zset_free(&Z);
+    mg_meta_free(&m);
+    free(gets);
+    return s;
+}
+
+int mg_cmd_sort(mg_ctx *c)    { return sort_generic(c, 0); }
+int mg_cmd_sort_ro(mg_ctx *c) { return sort_generic(c, 1); }
+
+/* ---------------------------------------------------------------- COPY */
+
+int mg_cmd_copy(mg_ctx *c)
+{
+    int replace, replied;
+    FD_TRY(fd_parse_copy_opts(c->argv, c->argc, &replace, c->out, &replied));
+    if (replied) return FD_OK;
+    const resp_arg *sa = &c->argv[1], *da = &c->argv[2];
+    if (sa->len == da->len && memcmp(sa->ptr, da->ptr, sa->len) == 0) {
+        FD_OUT(resp_add_error(c->out, "ERR source and destination objects are the same"));
+        return FD_OK;
+    }
+    mg_meta sm, dm;
+    FD_TRY(mg_lookup(c, sa, &sm, 1));
+    if (!sm.live) { mg_meta_free(&sm); FD_OUT(resp_add_int(c->out, 0)); return FD_OK; }
+    int s = mg_lookup(c, da, &dm, 0);
+    if (s != FD_OK) { mg_meta_free(&sm); return s; }
+    int exists = dm.live;
+    mg_meta_free(&dm);
+    if (exists && !replace) { mg_meta_free(&sm); FD_OUT(resp_add_int(c->out, 0)); return FD_OK; }
+    bson_t d = BSON_INITIALIZER;
+    bson_iter_t it;
+    if (bson_iter_init(&it, sm.doc))
+        while (bson_iter_next(&it))
+            if (strcmp(bson_iter_key(&it), "_id")) bson_append_iter(&d, NULL, 0, &it);
+    s = mg_write_doc(c, da, &d);
+    bson_destroy(&d);
+    mg_meta_free(&sm);
+    FD_TRY(s);
+    FD_OUT(resp_add_int(c->out, 1));
+    return FD_OK;
+}
+
+/* ---------------------------------------------------------------- OBJECT / MEMORY */
+
+static int obj_type(int t)
+{
+    return t == MG_T_STRING ? FD_OBJ_STRING : t == MG_T_LIST ? FD_OBJ_LIST : t == MG_T_HASH ? FD_OBJ_HASH
+         : t == MG_T_SET ? FD_OBJ_SET : FD_OBJ_ZSET;
+}
+
+int mg_cmd_object(mg_ctx *c)
+{
+    int sub, r = fd_object_parse(c->argv, c->argc, c->out, &sub);
+    if (r) return r < 0 ? FD_E_NOMEM : FD_OK;
+    mg_meta m;
+    FD_TRY(mg_lookup(c, &c->argv[2], &m, sub == FD_OBJ_ENCODING));
+    if (!m.live) r = resp_add_null(c->out);
+    else r = fd_object_reply(sub, obj_type(m.type), m.val, m.type == MG_T_STRING ? m.vlen : 0, c->out);
+    mg_meta_free(&m);
+    return r ? FD_E_NOMEM : FD_OK;
+}
+
+int mg_cmd_memory(mg_ctx *c)
+{
+    long long samples;
+    int r = fd_memory_parse(c->argv, c->argc, c->out, &samples);
+    if (r) return r < 0 ? FD_E_NOMEM : FD_OK;
+    mg_meta m;
+    FD_TRY(mg_lookup(c, &c->argv[2], &m, 1));
+    if (!m.live) r = resp_add_null(c->out);
+    else {
+        /* the document, its _id index entry (the key + ~16 bytes of
+         * WiredTiger overhead), and its TTL index entry */
+        long long bytes = (long long)m.doc->len + (long long)c->argv[2].len + 16;
+        if (m.expire) bytes += 8 + 16;
+        r = resp_add_int(c->out, bytes);
+    }
+    mg_meta_free(&m);
+    return r ? FD_E_NOMEM : FD_OK;
+}

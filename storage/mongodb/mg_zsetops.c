@@ -1,0 +1,210 @@
+/* mg_zsetops.c — ZUNION / ZINTER / ZDIFF (+STORE), ZINTERCARD, ZRANGESTORE,
+ * ZRANDMEMBER, ZMPOP and LMPOP on the MongoDB backend. The algorithms and
+ * argument checks are storage/value/zsetops.c (shared with the embedded
+ * backends); this file loads the documents and writes the results. */
+#include <stdlib.h>
+#include <string.h>
+#include "mg.h"
+#include "../value/zsetops.h"
+#include "../clock.h"
+
+/* ---------------------------------------------------------------- ZUNION / ZINTER / ZDIFF */
+
+typedef struct input { mg_meta m; mg_zset Z; mg_list L; int is_set; fd_zent *set_ents; } input;
+
+static void input_free(input *in)
+{
+    mg_zset_free(&in->Z);
+    mg_list_free(&in->L);
+    free(in->set_ents);
+    mg_meta_free(&in->m);
+}
+
+static int input_load(mg_ctx *c, const resp_arg *key, input *in, fd_zsrc *src)
+{
+    memset(in, 0, sizeof *in);
+    mg_meta t;
+    FD_TRY(mg_lookup(c, key, &t, 0));
+    int live = t.live, type = t.type;
+    mg_meta_free(&t);
+    if (!live) { *src = (fd_zsrc){ NULL, 0 }; return FD_OK; }
+    if (type == MG_T_ZSET) {
+        FD_TRY(mg_zset_load(c, key, &in->m, &in->Z));
+        *src = (fd_zsrc){ (const fd_zent *)in->Z.a, in->Z.n };
+        return FD_OK;
+    }
+    if (type != MG_T_SET) return FD_E_WRONGTYPE;
+    in->is_set = 1;
+    FD_TRY(mg_array_load(c, key, &in->m, &in->L, MG_T_SET));
+    in->set_ents = malloc((in->L.n ? in->L.n : 1) * sizeof *in->set_ents);
+    if (!in->set_ents) return FD_E_NOMEM;
+    for (size_t i = 0; i < in->L.n; i++) in->set_ents[i] = (fd_zent){ in->L.p[i], in->L.l[i], 1.0 };
+    *src = (fd_zsrc){ in->set_ents, in->L.n };
+    return FD_OK;
+}
+
+static int setop(mg_ctx *c, int op, int store, int card)
+{
+    fd_zsetop o;
+    int replied, nkidx = store ? 2 : 1;
+    int s = fd_zsetop_begin(c->argv, c->argc, op, store, card, nkidx, &o, c->out, &replied);
+    if (s != FD_OK || replied) { fd_zsetop_free(&o); return s; }
+    for (long long i = 0; i < o.numkeys && s == FD_OK; i++) {     /* types first, as Redis */
+        mg_meta t;
+        s = mg_lookup(c, &c->argv[nkidx + 1 + i], &t, 0);
+        if (s == FD_OK && t.live && t.type != MG_T_ZSET && t.type != MG_T_SET) s = FD_E_WRONGTYPE;
+        if (s == FD_OK) mg_meta_free(&t);
+    }
+    if (s == FD_OK) s = fd_zsetop_options(c->argv, c->argc, &o, c->out, &replied);
+    if (s != FD_OK || replied) { fd_zsetop_free(&o); return s; }
+    input *in = calloc((size_t)o.numkeys, sizeof *in);
+    fd_zsrc *src = calloc((size_t)o.numkeys, sizeof *src);
+    fd_zent *res = NULL;
+    size_t nres = 0;
+    if (!in || !src) s = FD_E_NOMEM;
+    for (long long i = 0; i < o.numkeys && s == FD_OK; i++)
+        s = input_load(c, &c->argv[nkidx + 1 + i], &in[i], &src[i]);
+    if (s == FD_OK && fd_zsetop_run(&o, src, &res, &nres)) s = FD_E_NOMEM;
+    if (s == FD_OK) {
+        size_t mark = c->out->len;
+        if (card) s = resp_add_int(c->out, (long long)nres) ? FD_E_NOMEM : FD_OK;
+        else if (store) {
+            s = mg_zstore(c, &c->argv[1], res, nres);
+            if (s == FD_OK && resp_add_int(c->out, (long long)nres)) s = FD_E_NOMEM;
+        } else if (fd_zreply_range(c->out, res, nres, o.withscores)) s = FD_E_NOMEM;
+        if (s != FD_OK) c->out->len = mark;
+    }
+    free(res);
+    for (long long i = 0; in && i < o.numkeys; i++) input_free(&in[i]);
+    free(in);
+    free(src);
+    fd_zsetop_free(&o);
+    return s;
+}
+
+int mg_cmd_zunion(mg_ctx *c)       { return setop(c, FD_ZOP_UNION, 0, 0); }
+int mg_cmd_zinter(mg_ctx *c)       { return setop(c, FD_ZOP_INTER, 0, 0); }
+int mg_cmd_zdiff(mg_ctx *c)        { return setop(c, FD_ZOP_DIFF, 0, 0); }
+int mg_cmd_zunionstore(mg_ctx *c)  { return setop(c, FD_ZOP_UNION, 1, 0); }
+int mg_cmd_zinterstore(mg_ctx *c)  { return setop(c, FD_ZOP_INTER, 1, 0); }
+int mg_cmd_zdiffstore(mg_ctx *c)   { return setop(c, FD_ZOP_DIFF, 1, 0); }
+int mg_cmd_zintercard(mg_ctx *c)   { return setop(c, FD_ZOP_INTER, 0, 1); }
+
+/* ---------------------------------------------------------------- ZRANGESTORE */
+
+#define ZSET_DONE(st) do { int st_ = (st); mg_zset_free(&Z); mg_meta_free(&m); return st_; } while (0)
+
+int mg_cmd_zrangestore(mg_ctx *c)
+{
+    fd_zrange z;
+    int replied;
+    FD_TRY(fd_parse_zrangestore(c->argv, c->argc, &z, c->out, &replied));
+    if (replied) return FD_OK;
+    mg_meta m; mg_zset Z;
+    FD_TRY(mg_zset_load(c, &c->argv[2], &m, &Z));
+    size_t k = 0;
+    fd_zent *a = malloc((Z.n ? Z.n : 1) * sizeof *a);
+    size_t *pos = malloc((Z.n ? Z.n : 1) * sizeof *pos);
+    int s = a && pos ? FD_OK : FD_E_NOMEM;
+    if (s == FD_OK && m.live && (z.type != FD_ZR_RANK || fd_rank_range((long long)Z.n, &z.start, &z.end)))
+        k = mg_zset_range(&Z, &z, pos);
+    for (size_t i = 0; s == FD_OK && i < k; i++) a[i] = (fd_zent){ Z.a[pos[i]].m, Z.a[pos[i]].ml, Z.a[pos[i]].s };
+    if (s == FD_OK) s = mg_zstore(c, &c->argv[1], a, k);
+    if (s == FD_OK && resp_add_int(c->out, (long long)k)) s = FD_E_NOMEM;
+    free(a);
+    free(pos);
+    ZSET_DONE(s);
+}
+
+/* ---------------------------------------------------------------- ZRANDMEMBER */
+
+static _Thread_local uint64_t rng_state;
+
+int mg_cmd_zrandmember(mg_ctx *c)
+{
+    int has_count, withscores, replied;
+    long long count;
+    FD_TRY(fd_zrandmember_parse(c->argv, c->argc, &has_count, &count, &withscores, c->out, &replied));
+    if (replied) return FD_OK;
+    mg_meta m; mg_zset Z;
+    FD_TRY(mg_zset_load(c, &c->argv[1], &m, &Z));
+    if (!m.live || !Z.n)
+        ZSET_DONE((has_count ? resp_add_array(c->out, 0) : resp_add_null(c->out)) ? FD_E_NOMEM : FD_OK);
+    if (!rng_state) rng_state = (uint64_t)fd_mono_us() * 0x9e3779b97f4a7c15ULL | 1;
+    size_t mark = c->out->len;
+    if (fd_zrandmember_reply(c->out, (const fd_zent *)Z.a, Z.n, has_count, count, withscores, &rng_state)) {
+        c->out->len = mark;
+        ZSET_DONE(FD_E_NOMEM);
+    }
+    ZSET_DONE(FD_OK);
+}
+
+/* ---------------------------------------------------------------- ZMPOP / LMPOP */
+
+int mg_zset_mpop_one(mg_ctx *c, const resp_arg *key, int max, long long count, int *done)
+{
+    *done = 0;
+    mg_meta m; mg_zset Z;
+    FD_TRY(mg_zset_load(c, key, &m, &Z));
+    if (!m.live || !Z.n) ZSET_DONE(FD_OK);
+    size_t k = count < (long long)Z.n ? (size_t)count : Z.n, mark = c->out->len;
+    int e = resp_add_array(c->out, 2) || resp_add_bulk(c->out, key->ptr, key->len) ||
+            resp_add_array(c->out, (long long)k);
+    for (size_t j = 0; j < k && !e; j++) {
+        const mg_zent *z = &Z.a[max ? Z.n - 1 - j : j];
+        e = resp_add_array(c->out, 2) || resp_add_bulk(c->out, z->m, z->ml) || resp_add_double(c->out, z->s);
+    }
+    if (e) { c->out->len = mark; ZSET_DONE(FD_E_NOMEM); }
+    if (!max) memmove(Z.a, Z.a + k, (Z.n - k) * sizeof *Z.a);
+    Z.n -= k;
+    mg_ix_invalidate(&Z.ix);
+    int s = mg_zset_save(c, key, &m, &Z);
+    if (s != FD_OK) c->out->len = mark;
+    else *done = 1;
+    ZSET_DONE(s);
+}
+
+int mg_list_mpop_one(mg_ctx *c, const resp_arg *key, int left, long long count, int *done)
+{
+    *done = 0;
+    mg_meta m; mg_list L;
+    FD_TRY(mg_array_load(c, key, &m, &L, MG_T_LIST));
+    if (!m.live || !L.n) LIST_DONE(FD_OK);
+    size_t k = count < (long long)L.n ? (size_t)count : L.n, mark = c->out->len;
+    int e = resp_add_array(c->out, 2) || resp_add_bulk(c->out, key->ptr, key->len) ||
+            resp_add_array(c->out, (long long)k);
+    for (size_t i = 0; i < k && !e; i++) {
+        size_t at = left ? i : L.n - 1 - i;
+        e = resp_add_bulk(c->out, L.p[at], L.l[at]);
+    }
+    if (e) { c->out->len = mark; LIST_DONE(FD_E_NOMEM); }
+    if (left) {
+        memmove(L.p, L.p + k, (L.n - k) * sizeof *L.p);
+        memmove(L.l, L.l + k, (L.n - k) * sizeof *L.l);
+    }
+    L.n -= k;
+    int s = mg_array_save(c, key, &m, &L, MG_T_LIST);
+    if (s != FD_OK) c->out->len = mark;
+    else *done = 1;
+    LIST_DONE(s);
+}
+
+static int mpop(mg_ctx *c, int zset)
+{
+    long long numkeys, count;
+    int where, replied;
+    FD_TRY(fd_mpop_parse(c->argv, c->argc, 1, zset, &numkeys, &where, &count, c->out, &replied));
+    if (replied) return FD_OK;
+    for (long long i = 0; i < numkeys; i++) {
+        int done;
+        const resp_arg *key = &c->argv[2 + i];
+        FD_TRY(zset ? mg_zset_mpop_one(c, key, where, count, &done)
+                    : mg_list_mpop_one(c, key, !where, count, &done));
+        if (done) return FD_OK;
+    }
+    FD_OUT(resp_add_null_array(c->out));
+    return FD_OK;
+}
+
+int mg_cmd_zmpop(mg_ctx *c) { return mpop(c, 1); }
+int mg_cmd_lmpop(mg_ctx *c) { return mpop(c, 0); }
