@@ -2,6 +2,7 @@
  * mismatch samples, INFO ab and the FRONTDOOR command (see ab.h). */
 #include "ab.h"
 #include "builtin.h"
+#include "capture.h"   /* capture (issue 17) */
 #include "backends.h"
 #include "config.h"
 #include "log.h"
@@ -405,12 +406,16 @@ void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv) {
         resp_add_simple(o, "OK", 2);
     } else if (resp_arg_is(&argv[1], "REPORT") && argc == 2) {
         report(c);
+    } else if (resp_arg_is(&argv[1], "CAPTURE")) {               /* capture (issue 17) */
+        px_capture_cmd(c, argc, argv);
     } else if (resp_arg_is(&argv[1], "HELP") && argc == 2) {
         static const char *const help[] = {
             "AB",
             "    The latest A/B mismatches, newest first: [unix-ms, command, primary reply, secondary reply].",
             "AB RESET",
             "    Forget the mismatches and zero the A/B counters (INFO ab).",
+            "CAPTURE START [<path>]|STOP|STATUS",
+            "    Record every command clients send into <path> for fdload --replay (capture-* directives).",
             "REPORT",
             "    A readable report: A/B mode, each backend's calls, errors and latency percentiles, mismatches with both replies.",
             "HELP",

@@ -121,7 +121,11 @@ double px_backend_frontdoor_us(const px_backend *be) {
 
 /* ------------------------------------------------------------ the running set */
 
-static int is_embedded(const char *name) { return !strcmp(name, "lmdb") || !strcmp(name, "leveldb"); }
+/* A backend that keeps its data in `dir` (a capability of the backend, not its name). */
+static int is_embedded(const char *name) {
+    const fd_backend_ops *ops = fd_backend_find(name);
+    return ops && ops->embedded;
+}
 
 /* Two embedded backends on one data folder cannot be open at once (the
  * folder is locked): such a swap closes the old one first. */

@@ -4,6 +4,7 @@
  * px_config_set / format_value, so a directive is added in one place. */
 #include "config.h"
 #include "log.h"
+#include "capture.h"   /* capture (issue 17) */
 
 #include <ctype.h>
 #include <errno.h>
@@ -59,6 +60,11 @@ static const directive directives[] = {
     {"backend-timeout", T_INT, BOFF(backend_timeout), "1000", 1, 3600000, B, NULL},
     {"bind", T_STR, OFF(bind), "127.0.0.1", 0, 0, F_IMMUTABLE, NULL},
     {"busy-reply-threshold", T_INT, OFF(busy_reply_threshold), "5000", 0, LLONG_MAX, 0, NULL},
+    /* capture (issue 17, proxy/capture.h) */
+    {"capture-file", T_STR, OFF(capture_file), "", 0, 0, 0, NULL},
+    {"capture-hash", T_ENUM, OFF(capture_hash), "no", 0, 0, 0, yesno_names},
+    {"capture-max-size", T_MEM, OFF(capture_max_size), "1gb", 0, LLONG_MAX, 0, NULL},
+    {"capture-sample", T_DOUBLE, OFF(capture_sample), "1", 0, 1, 0, NULL},
     {"client-output-buffer-limit", T_MEM, OFF(client_output_buffer_limit), "512mb", 0, LLONG_MAX, 0, NULL},
     {"client-query-buffer-limit", T_MEM, OFF(client_query_buffer_limit), "1gb", 1024 * 1024, LLONG_MAX, 0, NULL},
     {"databases", T_CONST, 0, "1", 0, 0, F_IMMUTABLE, NULL},
@@ -258,7 +264,9 @@ int px_config_set(const char *name, const char *value, int runtime, char *err, s
     const entry *e = find(name);
     if (!e) { snprintf(err, errlen, "unknown directive '%s'", name); return -1; }
     if (runtime && (e->d->flags & F_IMMUTABLE)) { snprintf(err, errlen, "can't set immutable config"); return -1; }
-    return set_value(e, &px_cfg, value, err, errlen);
+    int rc = set_value(e, &px_cfg, value, err, errlen);
+    if (!rc && !strncasecmp(name, "capture-", 8)) rc = px_capture_apply(err, errlen);   /* capture (issue 17) */
+    return rc;
 }
 
 int px_config_format(const char *name, char *buf, size_t buflen) {

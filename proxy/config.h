@@ -69,6 +69,11 @@ typedef struct px_settings {
     long long hz;
     long long busy_reply_threshold;  /* ms a script runs before others get -BUSY (0 = never) */
     char     *config_file;           /* absolute path of the file loaded, or "" */
+    /* capture (issue 17, proxy/capture.h) */
+    char     *capture_file;          /* "" = off */
+    long long capture_max_size;      /* bytes; 0 = no cap */
+    double    capture_sample;        /* share of clients recorded */
+    int       capture_hash;          /* 1 = keys and values hashed */
 } px_settings;
 
 extern px_settings px_cfg;

@@ -9,6 +9,7 @@
 #include "pubsub.h"
 #include "multi.h"
 #include "scripting.h"
+#include "capture.h"   /* capture (issue 17) */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,6 +204,7 @@ int px_forward(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
 }
 
 void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
+    PX_CAPTURE_HOOK(c, argc, argv, raw, rawlen);   /* capture (issue 17, proxy/capture.h) */
     fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
     px_srv.total_commands++;
     if (px_script_refuse_busy(c, cmd, argc, argv)) return;

@@ -96,6 +96,7 @@ typedef struct fd_backend_ops {
     const char *name;                                   /* "lmdb", "leveldb", ... */
     int         async;                                  /* submit may return FD_PENDING */
     int         passthrough;                            /* takes commands the table does not know (r->cmd NULL), e.g. a Redis server */
+    int         embedded;                               /* keeps its data in `dir` (one process at a time: the folder is locked) */
     /* 0 or FD_E_*; on failure err gets a human-readable reason. */
     int  (*open)(fd_backend *b, const fd_backend_config *cfg, char *err, size_t errlen);
     void (*close)(fd_backend *b);

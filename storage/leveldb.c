@@ -820,4 +820,5 @@ const fd_backend_ops fd_leveldb_backend = {
     .keyspace = kv_backend_keyspace,
     .info     = leveldb_backend_info,
     .support  = kv_backend_support,
+    .embedded = 1,
 };

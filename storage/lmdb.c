@@ -320,4 +320,5 @@ const fd_backend_ops fd_lmdb_backend = {
     .keyspace = kv_backend_keyspace,
     .info     = lmdb_info,
     .support  = kv_backend_support,
+    .embedded = 1,
 };

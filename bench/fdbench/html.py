@@ -4,6 +4,8 @@ import html
 import math
 import re
 
+import sys
+from . import fdl as F
 from . import report as R
 from . import targets as T
 
@@ -530,6 +532,10 @@ def scenario_html(results, sc, secs):
     sets = R.settings_of(results, sc)
     b.append(table(["target"] + [f"CPU µs/req {s}" for s in sets] + [f"CPU % {s}" for s in sets] + ["peak RSS MB", "RSS MB after each pass", "data on disk"], rows, "wrap"))
     out.append(section(f"{sc}-res", f"{sc}: CPU and memory", "".join(b), secs))
+    if sc in F.SCENARIOS:
+        extra = F.scenario_html(results, sc, sys.modules[__name__])
+        if extra:
+            out.insert(1, section(f"{sc}-fdload", f"{sc}: latency vs rate, timelines", extra, secs))
     return "".join(out)
 
 

@@ -5,6 +5,8 @@ import errno
 import os
 import signal
 import socket
+
+from . import resp
 import subprocess
 import time
 
@@ -179,20 +181,11 @@ def fs_type(path):
 
 # ---- minimal RESP client ---------------------------------------------------
 
-def _encode(*args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        if isinstance(a, str):
-            a = a.encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
-
-
 def command(port, *args, timeout=2.0, host="127.0.0.1"):
     """Send one command, return the raw reply (bytes) read until it looks
     complete. Raises OSError on connection trouble."""
     with socket.create_connection((host, port), timeout=timeout) as s:
-        s.sendall(_encode(*args))
+        s.sendall(resp.encode(*args))
         buf = b""
         deadline = time.monotonic() + timeout
         while True:
@@ -200,23 +193,11 @@ def command(port, *args, timeout=2.0, host="127.0.0.1"):
             if not chunk:
                 break
             buf += chunk
-            if _complete(buf):
+            if resp.complete(buf):
                 break
             if time.monotonic() > deadline:
                 raise socket.timeout("reply incomplete")
         return buf
-
-
-def _complete(buf):
-    if not buf.endswith(b"\r\n"):
-        return False
-    if buf[:1] in (b"+", b"-", b":", b"_", b",", b"#"):
-        return True
-    if buf[:1] in (b"$", b"="):
-        head, _, rest = buf.partition(b"\r\n")
-        n = int(head[1:])
-        return n < 0 or len(rest) >= n + 2
-    return True  # aggregates: good enough for PING/INFO
 
 
 def ping(port, timeout=1.0):

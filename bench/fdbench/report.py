@@ -3,6 +3,7 @@ and report.html), results.csv rows, and summary.md itself."""
 import math
 import statistics
 
+from . import fdl
 from . import targets as T
 
 BASE = "redis-direct"
@@ -471,6 +472,8 @@ def plan_text(results, sc):
     sets = plan.get("settings") or []
     if not sets:
         return ""
+    if sc in fdl.SCENARIOS:
+        return fdl.plan_text(plan)
     def uniq(k):
         return list(dict.fromkeys(s.get(k) for s in sets))
     parts = [f"-n {'/'.join(str(x) for x in uniq('requests'))}",
@@ -550,6 +553,8 @@ def scenario_md(results, sc):
         row.append(_bytes(r["disk"]))
         L.append("| " + " | ".join(row) + " |")
     L.append("")
+    if sc in fdl.SCENARIOS:
+        L += fdl.scenario_md(results, sc)
     return L
 
 
