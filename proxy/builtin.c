@@ -1,6 +1,9 @@
 /* builtin.c — PING, ECHO, QUIT, HELLO, AUTH, SELECT, COMMAND, CONFIG,
  * CLIENT, TIME: served by the proxy with Redis 7.0's replies and errors. */
 #include "builtin.h"
+#include "blocking.h"
+#include "pubsub.h"
+#include "multi.h"
 #include "cmddocs.h"
 #include "backends.h"
 #include "config.h"
@@ -32,6 +35,12 @@ void px_reply_help(px_conn *c, const char *cmd, const char *const *lines) {
 
 void px_cmd_ping(px_conn *c, int argc, resp_arg *argv) {
     if (argc > 2) { resp_add_error(&c->out, "ERR wrong number of arguments for 'ping' command"); return; }
+    if (c->out.proto == 2 && px_pubsub_count(c)) {      /* RESP2 subscribed mode: ["pong", message] */
+        resp_add_array(&c->out, 2);
+        resp_add_bulk(&c->out, "pong", 4);
+        resp_add_bulk(&c->out, argc == 2 ? argv[1].ptr : "", argc == 2 ? argv[1].len : 0);
+        return;
+    }
     if (argc == 2) resp_add_bulk(&c->out, argv[1].ptr, argv[1].len);
     else resp_add_simple(&c->out, "PONG", 4);
 }
@@ -372,12 +381,15 @@ void px_cmd_config(px_conn *c, int argc, resp_arg *argv) {
 
 static void client_line(px_conn *x, char *buf, size_t len) {
     ev_tstamp now = ev_now(px_srv.loop);
+    size_t nsub[3];
+    px_pubsub_client_counts(x, nsub);
     snprintf(buf, len,
-             "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=N db=%d sub=0 psub=0 ssub=0 "
+             "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=%d sub=%zu psub=%zu ssub=%zu "
              "multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu rbp=%zu obl=%zu oll=0 omem=%zu "
              "tot-mem=%zu events=r cmd=%s user=default redir=-1 resp=%d",
              (unsigned long long)x->id, x->addr, x->laddr, x->fd, x->name ? x->name : "",
-             (long long)(now - x->created), (long long)(now - x->last_interaction), x->db,
+             (long long)(now - x->created), (long long)(now - x->last_interaction),
+             x->monitor ? "O" : x->blk ? "b" : nsub[0] + nsub[1] + nsub[2] ? "P" : "N", x->db, nsub[0], nsub[1], nsub[2],
              x->rlen - x->rpos, x->rcap - x->rlen, x->rcap, x->rlen, x->out.len - x->wpos, x->out.cap,
              sizeof *x + x->rcap + x->out.cap, x->lastcmd ? x->lastcmd->name : "NULL", x->out.proto);
 }
@@ -431,7 +443,13 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
         for (px_conn *x = px_srv.clients; x; x = x->next) {
             int hit = by_id ? x->id == (uint64_t)id
                             : (strlen(x->addr) == val->len && !memcmp(x->addr, val->ptr, val->len));
-            if (hit) { x->flags |= PX_CONN_CLOSE_AFTER_REPLY; ev_io_stop(px_srv.loop, &x->rio); px_conn_touch(x); killed++; }
+            if (hit) {
+                x->flags |= PX_CONN_CLOSE_AFTER_REPLY;
+                if (x->blk) x->flags |= PX_CONN_CLOSE_ASAP;   /* its blocked reply would never come */
+                ev_io_stop(px_srv.loop, &x->rio);
+                px_conn_touch(x);
+                killed++;
+            }
         }
         if (old) {
             if (killed) resp_add_simple(&c->out, "OK", 2);
@@ -439,6 +457,34 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
         } else {
             resp_add_int(&c->out, killed);
         }
+    } else if (resp_arg_is(sub, "UNBLOCK")) {
+        /* CLIENT UNBLOCK id [TIMEOUT|ERROR] */
+        if (argc != 3 && argc != 4) { reply_subcmd_arity(c, "client", sub); return; }
+        long long id;
+        if (resp_str2ll(argv[2].ptr, argv[2].len, &id)) {
+            resp_add_error(&c->out, "ERR value is not an integer or out of range");
+            return;
+        }
+        int how = 0;
+        if (argc == 4) {
+            if (resp_arg_is(&argv[3], "ERROR")) how = 1;
+            else if (!resp_arg_is(&argv[3], "TIMEOUT")) {
+                resp_add_error(&c->out, "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+                return;
+            }
+        }
+        int done = 0;
+        for (px_conn *x = px_srv.clients; x; x = x->next)
+            if (x->id == (uint64_t)id) { done = px_block_unblock(x, how); break; }
+        resp_add_int(&c->out, done);
+    } else if (resp_arg_is(sub, "NO-EVICT") || resp_arg_is(sub, "NO-TOUCH")) {
+        /* accepted: frontdoor evicts nothing and keeps no LRU/LFU clock */
+        if (argc != 3) { reply_subcmd_arity(c, "client", sub); return; }
+        if (!resp_arg_is(&argv[2], "ON") && !resp_arg_is(&argv[2], "OFF")) {
+            resp_add_error(&c->out, "ERR syntax error");
+            return;
+        }
+        resp_add_simple(&c->out, "OK", 2);
     } else if (resp_arg_is(&*sub, "HELP")) {
         static const char *const help[] = {
             "GETNAME", "    Return the name of the current connection.",
@@ -446,10 +492,28 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
             "INFO", "    Return information about the current client connection.",
             "KILL <ip:port> | KILL ID <id> | KILL ADDR <ip:port>", "    Kill connections.",
             "LIST", "    Return information about client connections.",
+            "NO-EVICT (ON|OFF)", "    Protect current client connection from eviction (accepted: frontdoor evicts nothing).",
+            "NO-TOUCH (ON|OFF)", "    Will not touch LRU/LFU stats when this mode is on (accepted: no such stats).",
             "SETNAME <name>", "    Assign the name <name> to the current connection.",
+            "UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.",
             "HELP", "    Print this help.", NULL};
         px_reply_help(c, "CLIENT", help);
     } else {
         reply_unknown_subcmd(c, "CLIENT", sub);
     }
+}
+
+/* RESET: the connection as new (Redis 7.0): subscriptions and MONITOR
+ * dropped, RESP2, database 0, no name, authenticated only if no password is
+ * required. (A transaction in progress is the MULTI code's to discard.) */
+void px_cmd_reset(px_conn *c, int argc, resp_arg *argv) {
+    (void)argc; (void)argv;
+    px_pubsub_reset(c);
+    px_multi_release(c);                 /* a transaction in progress, and the watches */
+    c->out.proto = 2;
+    c->db = 0;
+    free(c->name);
+    c->name = NULL;
+    c->authed = !px_cfg.requirepass[0];
+    resp_add_simple(&c->out, "RESET", 5);
 }

@@ -16,6 +16,7 @@ void px_cmd_config(px_conn *c, int argc, resp_arg *argv);
 void px_cmd_client(px_conn *c, int argc, resp_arg *argv);
 void px_cmd_time(px_conn *c, int argc, resp_arg *argv);
 void px_cmd_lastsave(px_conn *c, int argc, resp_arg *argv);
+void px_cmd_reset(px_conn *c, int argc, resp_arg *argv);
 
 /* The reply to "<CMD> HELP": Redis's heading, then `lines` (NULL-terminated). */
 void px_reply_help(px_conn *c, const char *cmd, const char *const *lines);

@@ -2,6 +2,8 @@
 #include "commands.h"
 #include "builtin.h"
 #include "ab.h"
+#include "blocking.h"
+#include "pubsub.h"
 
 #define PX_H_PROXY(impl) px_cmd_##impl
 #define PX_H_DATA(impl) NULL

@@ -26,6 +26,7 @@ typedef struct px_backend_settings {
     long long leveldb_max_open_files;
     char     *redis_address;         /* redis backend: host:port or unix socket path */
     long long redis_pool_size;
+    long long redis_blocking_pool_size;  /* connections lent to blocked clients (BLPOP...) */
     char     *redis_password;
     long long redis_db;
     char     *redis_cluster_seeds;   /* redis-cluster backend: host:port[,host:port...] */
@@ -60,6 +61,7 @@ typedef struct px_settings {
     long long proto_max_bulk_len;
     long long client_query_buffer_limit;
     long long client_output_buffer_limit;
+    long long pubsub_output_buffer_limit;  /* a subscriber's unsent messages (0 = no limit) */
     long long tcp_backlog;
     int       loglevel;              /* 0 debug, 1 verbose, 2 notice, 3 warning */
     char     *logfile;               /* "" = stderr */

@@ -5,6 +5,8 @@
 #include "backends.h"
 #include "config.h"
 #include "log.h"
+#include "blocking.h"
+#include "pubsub.h"
 #include "multi.h"
 #include "scripting.h"
 #include "capture.h"   /* capture (issue 17) */
@@ -167,6 +169,7 @@ void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp
     }
     px_backend *be = px_srv.primary;
     uint64_t clock = t0;
+    px_block_signal_cmd(cmd, argc, argv);                /* served once the script has run */
     if (!be || !be->b.ops->async) {
         submit_to(be, c, out, c->id, cmd, argc, argv, NULL, 0, &clock, NULL, 0);
         cmd->usec += (clock - t0) / 1000;
@@ -228,11 +231,13 @@ void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t r
         px_multi_flag_error(c);
         return;
     }
+    if (c->ps && px_pubsub_denied(c, cmd)) { cmd->failed++; return; }   /* RESP2 subscribed mode */
     if (c->multi && !(cmd->flags & FD_CMD_IN_MULTI)) {
         px_multi_queue(c, cmd, argc, argv);
         return;
     }
     px_execute(c, cmd, argc, argv, raw, rawlen);
+    px_block_after_command();            /* serve the keys this command (or EXEC, a script) made ready */
 }
 
 int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
@@ -248,8 +253,12 @@ int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
         t1 = fd_mono_ns();
     } else {
         t1 = t0;
-        if (submit(c, cmd, argc, argv, raw, rawlen, &t1)) return 1;   /* latency counted on completion */
+        int owed = submit(c, cmd, argc, argv, raw, rawlen, &t1);
+        px_block_signal_cmd(cmd, argc, argv);            /* its keys' waiters will be tried */
+        if (px_monitors) px_monitor_feed(c, cmd, argc, argv);
+        if (owed) return 1;                              /* latency counted on completion */
     }
     cmd->usec += (t1 - t0) / 1000;
+    if (h && px_monitors) px_monitor_feed(c, cmd, argc, argv);
     return 0;
 }

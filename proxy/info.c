@@ -2,6 +2,8 @@
  * commandstats, keyspace. Field names are Redis's where Redis has them, so
  * tools that read INFO keep working. */
 #include "builtin.h"
+#include "blocking.h"
+#include "pubsub.h"
 #include "ab.h"
 #include "backends.h"
 #include "config.h"
@@ -95,7 +97,7 @@ void px_cmd_info(px_conn *c, int argc, resp_arg *argv) {
         SECTION("Clients");
         line(&o, "connected_clients:%llu", (unsigned long long)px_srv.nclients);
         line(&o, "maxclients:%lld", px_cfg.maxclients);
-        line(&o, "blocked_clients:0");
+        line(&o, "blocked_clients:%llu", (unsigned long long)px_block_count());
     }
     if (wants(argc, argv, "memory", 1)) {
         struct mallinfo2 mi = mallinfo2();
@@ -123,6 +125,11 @@ void px_cmd_info(px_conn *c, int argc, resp_arg *argv) {
         line(&o, "total_net_input_bytes:%llu", (unsigned long long)px_srv.net_input);
         line(&o, "total_net_output_bytes:%llu", (unsigned long long)px_srv.net_output);
         line(&o, "rejected_connections:%llu", (unsigned long long)px_srv.rejected_connections);
+        uint64_t psc, psp, pss;
+        px_pubsub_stats(&psc, &psp, &pss);
+        line(&o, "pubsub_channels:%llu", (unsigned long long)psc);
+        line(&o, "pubsub_patterns:%llu", (unsigned long long)psp);
+        line(&o, "pubsubshard_channels:%llu", (unsigned long long)pss);
         line(&o, "event_loop_turns:%llu", (unsigned long long)px_srv.turns);
     }
     if (wants(argc, argv, "cpu", 1)) {

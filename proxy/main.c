@@ -3,6 +3,7 @@
 #include "builtin.h"
 #include "config.h"
 #include "log.h"
+#include "pubsub.h"
 #include "server.h"
 
 #include <errno.h>
@@ -45,7 +46,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     px_log_open();
-    static const fd_host host = {px_vlog, px_pending_reply, px_pending_error};
+    static const fd_host host = {px_vlog, px_pending_reply, px_pending_error,
+                                 px_pubsub_backend_message, px_pubsub_backend_resync};
     fd_host_set(&host);
     fd_commands_init();
     if (px_server_init(err, sizeof err)) {

@@ -5,6 +5,8 @@
 #include "backends.h"
 #include "config.h"
 #include "log.h"
+#include "blocking.h"
+#include "pubsub.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -61,6 +63,8 @@ void px_conn_close(px_conn *c) {
     ev_io_stop(px_srv.loop, &c->wio);
     close(c->fd);
     unlink_turn(c);
+    px_block_conn_closed(c);
+    px_pubsub_conn_closed(c);
     px_conn_orphan_pending(c);
     px_multi_release(c);
     if (c->held)
@@ -192,7 +196,7 @@ void px_conn_check_output_limit(px_conn *c) {
 
 /* Parse and run every complete command in the read buffer. */
 static void process_input(px_conn *c) {
-    while (!px_atomic_hold(c) && !(c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP)) && c->rpos < c->rlen) {
+    while (!c->blk && !px_atomic_hold(c) && !(c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP)) && c->rpos < c->rlen) {
         c->parser.max_bulk = px_cfg.proto_max_bulk_len;
         c->parser.unauth = !c->authed;
         size_t consumed = 0;
@@ -229,6 +233,10 @@ static void process_input(px_conn *c) {
     if (c->out.len > c->safe || (c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP))) px_conn_touch(c);
 }
 
+void px_conn_resume(px_conn *c) {
+    if (!c->blk && c->rpos < c->rlen) process_input(c);
+    px_conn_touch(c);
+}
 void px_conn_process_input(px_conn *c) { process_input(c); }
 
 static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
@@ -239,6 +247,16 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
      * actually received, and the copies stay amortised O(n). */
     size_t want = resp_parser_want(&c->parser);
     size_t chunk = READ_CHUNK;
+    /* A client with nothing kept reads into one shared buffer and keeps only
+     * what is left unparsed: idle clients (10,000 subscribers) hold no read
+     * buffer. Nothing points into rbuf after process_input (it compacts). */
+    static char scratch[READ_CHUNK];
+    int shared = !c->rbuf && want <= READ_CHUNK;
+    if (shared) {
+        c->rbuf = scratch;
+        c->rcap = READ_CHUNK;
+        c->rlen = c->rpos = 0;
+    }
     if (want > chunk) {
         size_t grow = c->rlen > chunk ? c->rlen : chunk;
         chunk = want < grow ? want : grow;
@@ -252,9 +270,10 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
         c->rcap = ncap;
     }
     ssize_t n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
+    if (n <= 0 && shared) { c->rbuf = NULL; c->rcap = 0; }
     if (n <= 0) {
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-        if (n == 0 && (c->pend_head || c->wpos < c->out.len)) {
+        if (n == 0 && !c->blk && (c->pend_head || c->wpos < c->out.len)) {
             /* half-close with replies still owed by an asynchronous backend,
              * or completed in this same loop turn and not yet sent: deliver
              * them (a server answering synchronously would have sent them
@@ -272,6 +291,21 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
     px_srv.net_input += (uint64_t)n;
     c->last_interaction = ev_now(loop);
     process_input(c);
+    if (shared) {
+        char *own = NULL;
+        if (c->rlen > c->rpos && !(own = malloc(READ_CHUNK))) {
+            px_log(PX_LOG_WARNING, "out of memory reading from client %llu", (unsigned long long)c->id);
+            c->rbuf = NULL;
+            c->rcap = c->rlen = c->rpos = 0;
+            px_conn_close(c);
+            return;
+        }
+        if (own) memcpy(own, c->rbuf + c->rpos, c->rlen - c->rpos);
+        c->rlen -= c->rpos;
+        c->rpos = 0;
+        c->rbuf = own;
+        c->rcap = own ? READ_CHUNK : 0;
+    }
     if ((long long)(c->rlen - c->rpos) > px_cfg.client_query_buffer_limit) {
         px_log(PX_LOG_WARNING, "closing client %llu (%s) that reached max query buffer length (%zu bytes)",
                (unsigned long long)c->id, c->addr, c->rlen - c->rpos);
@@ -289,6 +323,7 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
  * that is not stored). */
 static void on_turn_end(struct ev_loop *loop, ev_prepare *w, int revents) {
     px_srv.turns++;
+    px_block_run_resumes();              /* clients answered after blocking: their next commands */
     int st = px_backends_commit_before_flush();
     if (st != FD_OK) {
         px_srv.failed_commits++;
@@ -321,7 +356,9 @@ static void on_cron(struct ev_loop *loop, ev_timer *w, int revents) {
         if (px_cfg.timeout > 0) {
             for (px_conn *c = px_srv.clients, *next; c; c = next) {
                 next = c->next;
-                if (now - c->last_interaction > (double)px_cfg.timeout && c->wpos == c->out.len && !c->pend_head) {
+                /* blocked clients and subscribers are not idle (as in Redis) */
+                if (now - c->last_interaction > (double)px_cfg.timeout && c->wpos == c->out.len && !c->pend_head &&
+                    !c->blk && !px_pubsub_count(c)) {
                     px_log(PX_LOG_VERBOSE, "closing idle client %llu", (unsigned long long)c->id);
                     px_conn_close(c);
                 }

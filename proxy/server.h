@@ -53,6 +53,10 @@ typedef struct px_conn {
     /* replies a backend owes, oldest first; each marks where in `out` its
      * reply goes (nothing at or after the first is sent before it arrives) */
     struct fd_pending *pend_head, *pend_tail;
+    /* blocking commands and pub/sub (proxy/blocking.h, proxy/pubsub.h) */
+    struct px_blk *blk;                  /* a blocking command in progress: input is not processed */
+    struct px_ps  *ps;                   /* subscriptions (NULL: none ever) */
+    int        monitor;                  /* MONITOR: gets every command */
     /* transactions (multi.c): the queue between MULTI and EXEC, the keys
      * this client WATCHes and whether one of them changed */
     struct px_multi *multi;
@@ -134,6 +138,8 @@ void px_conn_touch(px_conn *c);
 void px_conn_check_output_limit(px_conn *c);
 /* Close now (the reply may be lost). */
 void px_conn_close(px_conn *c);
+/* A client whose blocking command ended: run the commands it sent meanwhile. */
+void px_conn_resume(px_conn *c);
 
 /* dispatch.c: run one parsed command. raw/rawlen: the command's bytes as
  * received when it came as multibulk (NULL for inline commands). */

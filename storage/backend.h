@@ -59,6 +59,9 @@ typedef struct fd_backend_config {
     const char *mongo_w;        /* write concern w: "" (URI/server default), a number, "majority" or a tag */
     int         mongo_j;        /* FD_MONGO_J_* */
     long long   mongo_wtimeout_ms;      /* 0 = none */
+    /* redis/redis-cluster: connections lent to blocked clients (BLPOP...),
+     * at most this many at once over every server (0 = the default, 64) */
+    int         redis_blocking_pool_size;
 } fd_backend_config;
 enum { FD_LEVELDB_SNAPPY = 0, FD_LEVELDB_NONE = 1 };   /* leveldb_compression */
 enum { FD_MONGO_J_AUTO = 0, FD_MONGO_J_YES = 1, FD_MONGO_J_NO = 2 };   /* mongo_j; auto: j:true when durability sync */
@@ -118,10 +121,34 @@ typedef struct fd_backend_ops {
      * <reason>", and the README's coverage table shows it). NULL means
      * neither — a bug that tests/unit/test_command_coverage.c fails on. */
     const char *(*support)(const struct fd_command *cmd);
+    /* Optional, for backends that are Redis servers (redis, redis-cluster),
+     * which block clients themselves (proxy/blocking.h; the other backends'
+     * waiting is the proxy's):
+     *   submit_blocking: send a blocking command (BLPOP, BLMOVE, BZPOPMIN...)
+     *     on a backend connection of its own, lent from a bounded pool
+     *     (redis_blocking_pool_size) for as long as the command waits: no
+     *     backend-timeout deadline, the command's own timeout applies.
+     *     FD_PENDING; or FD_OK with an error reply written (pool exhausted,
+     *     server down) — never a wait for a free connection.
+     *   cancel_blocking: the client of a submit_blocking request left (or
+     *     was unblocked): its connection is closed, so the server forgets
+     *     the wait; `p` is completed with an error the host ignores. */
+    int  (*submit_blocking)(fd_backend *b, fd_request *r);
+    void (*cancel_blocking)(fd_backend *b, fd_pending *p);
+    /* Optional: relay pub/sub through the server (redis, redis-cluster).
+     * The proxy keeps the subscribers; the backend keeps ONE subscription
+     * per name on the server: on = 1 when the first local subscriber of
+     * `name` appears, 0 when the last one leaves. kind: FD_PS_CHANNEL,
+     * FD_PS_PATTERN, FD_PS_SHARD. Messages come back through
+     * fd_pubsub_message (host.h); after a reconnect the backend asks the host
+     * to list every name again (fd_pubsub_resync). */
+    void (*pubsub)(fd_backend *b, int kind, const char *name, size_t len, int on);
     /* Optional: the group a key belongs to where keys of one atomic unit
      * must share it (a cluster's hash slot); NULL when any keys may. */
     int (*key_group)(fd_backend *b, const resp_arg *key);
 } fd_backend_ops;
+
+enum { FD_PS_CHANNEL = 0, FD_PS_PATTERN = 1, FD_PS_SHARD = 2 };
 
 /* support()'s answer for a command the backend serves. */
 extern const char FD_SERVED[];

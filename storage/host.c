@@ -21,7 +21,7 @@ static void no_pending_error(fd_pending *p, int status) {
     no_pending_reply(p, NULL, 0);
 }
 
-static const fd_host default_host = {default_vlog, no_pending_reply, no_pending_error};
+static const fd_host default_host = {default_vlog, no_pending_reply, no_pending_error, NULL, NULL};
 static const fd_host *host = &default_host;
 
 void fd_host_set(const fd_host *h) { host = h ? h : &default_host; }
@@ -35,3 +35,12 @@ void fd_log(int level, const char *fmt, ...) {
 
 void fd_pending_reply(fd_pending *p, const void *reply, size_t len) { host->pending_reply(p, reply, len); }
 void fd_pending_error(fd_pending *p, int status) { host->pending_error(p, status); }
+
+void fd_pubsub_message(struct fd_backend *b, int kind, const char *pattern, size_t plen,
+                       const char *channel, size_t clen, const char *msg, size_t mlen) {
+    if (host->pubsub_message) host->pubsub_message(b, kind, pattern, plen, channel, clen, msg, mlen);
+}
+
+void fd_pubsub_resync(struct fd_backend *b) {
+    if (host->pubsub_resync) host->pubsub_resync(b);
+}

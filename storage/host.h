@@ -19,7 +19,8 @@
 
 enum { FD_LOG_DEBUG, FD_LOG_VERBOSE, FD_LOG_NOTICE, FD_LOG_WARNING };
 
-typedef struct fd_pending fd_pending;   /* a reply the host waits for (backend.h) */
+typedef struct fd_pending fd_pending;
+struct fd_backend;   /* a reply the host waits for (backend.h) */
 
 typedef struct fd_host {
     /* Write one log line at `level` (FD_LOG_*); the host filters by level. */
@@ -29,6 +30,14 @@ typedef struct fd_host {
      * call the handle is gone. */
     void (*pending_reply)(fd_pending *p, const void *reply, size_t len);
     void (*pending_error)(fd_pending *p, int status);
+    /* Pub/sub relayed by a backend (backend.h: ops->pubsub): a message
+     * published on `channel` (kind FD_PS_CHANNEL, or FD_PS_SHARD), or one
+     * matching `pattern` (FD_PS_PATTERN; pattern NULL otherwise). Copied. */
+    void (*pubsub_message)(struct fd_backend *b, int kind, const char *pattern, size_t plen,
+                           const char *channel, size_t clen, const char *msg, size_t mlen);
+    /* The backend's relay connection (re)connected: the host calls
+     * ops->pubsub(on = 1) again for every name it has subscribers for. */
+    void (*pubsub_resync)(struct fd_backend *b);
 } fd_host;
 
 /* Register the host (the table must outlive every backend). */
@@ -41,5 +50,9 @@ void fd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)
  * client has disconnected meanwhile. */
 void fd_pending_reply(fd_pending *p, const void *reply, size_t len);
 void fd_pending_error(fd_pending *p, int status);
+/* Pub/sub through the host (see fd_host; no-ops without one). */
+void fd_pubsub_message(struct fd_backend *b, int kind, const char *pattern, size_t plen,
+                       const char *channel, size_t clen, const char *msg, size_t mlen);
+void fd_pubsub_resync(struct fd_backend *b);
 
 #endif

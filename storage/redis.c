@@ -77,6 +77,8 @@ typedef struct rb_backend {
     rc_addr    addr;
     int        n;
     rc_conn   *conns;
+    rc_conn   *relay;           /* pub/sub: one connection subscribed to every local name */
+    fd_backend *fb;
     /* statistics */
     uint64_t   forwarded, refused, failed;   /* failed: refused at submit (the connections count the rest) */
 } rb_backend;
@@ -99,6 +101,8 @@ static int rb_open(fd_backend *fb, const fd_backend_config *cfg, char *err, size
     b->sh.password = cfg->redis_password && cfg->redis_password[0] ? strdup(cfg->redis_password) : NULL;
     b->sh.db = cfg->redis_db;
     b->sh.timeout_ms = cfg->backend_timeout_ms > 0 ? cfg->backend_timeout_ms : 1000;
+    b->sh.blocking_max = cfg->redis_blocking_pool_size;
+    b->fb = fb;
     b->n = cfg->redis_pool_size > 0 ? cfg->redis_pool_size : 4;
     b->conns = calloc((size_t)b->n, sizeof *b->conns);
     if (!b->conns) { free(b->sh.password); free(b); snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }
@@ -114,6 +118,7 @@ static void rb_close(fd_backend *fb) {
     rb_backend *b = fb->state;
     if (!b) return;
     for (int i = 0; i < b->n; i++) rc_conn_destroy(&b->conns[i]);
+    if (b->relay) { rc_conn_destroy(b->relay); free(b->relay); }
     rc_shared_close(&b->sh);
     free(b->conns);
     free(b->sh.password);
@@ -155,6 +160,33 @@ static int rb_submit(fd_backend *fb, fd_request *r) {
     return FD_PENDING;
 }
 
+/* Blocking commands: a connection of their own (redis_conn.c). */
+static int rb_submit_blocking(fd_backend *fb, fd_request *r) {
+    rb_backend *b = fb->state;
+    if (r->out->proto == 3 && b->sh.no_resp3) {
+        resp_add_errorf(r->out, "ERR RESP3 is not available through frontdoor's redis backend (redis %s: %s)",
+                        b->addr.name, b->sh.no_resp3);
+        return FD_OK;
+    }
+    return rc_blocking_submit(&b->sh, &b->addr, r);
+}
+
+static void rb_cancel_blocking(fd_backend *fb, fd_pending *p) {
+    rb_backend *b = fb->state;
+    rc_blocking_cancel(&b->sh, p);
+}
+
+/* Pub/sub: the relay connection carries the union of the local names. */
+static void rb_pubsub(fd_backend *fb, int kind, const char *name, size_t len, int on) {
+    rb_backend *b = fb->state;
+    if (!b->relay) {
+        if (!on || !(b->relay = calloc(1, sizeof *b->relay))) return;
+        rc_relay_init(b->relay, &b->sh, &b->addr, b->fb);   /* subscribes everything once up */
+        return;
+    }
+    rc_relay_sub(b->relay, kind, name, len, on);
+}
+
 /* Once per loop turn: one write per connection that got commands. */
 static int rb_end_turn(fd_backend *fb) {
     rb_backend *b = fb->state;
@@ -193,6 +225,10 @@ static void rb_info(fd_backend *fb, resp_out *o) {
                      (unsigned long long)connects, (unsigned long long)reconnects,
                      (unsigned long long)timeouts, (long long)b->sh.timeout_ms);
     if (n > 0) resp_out_raw(o, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    rc_blocking_info(&b->sh, o);
+    n = snprintf(line, sizeof line, "redis_backend_pubsub_relay:%s\r\n",
+                 !b->relay ? "none" : b->relay->state == RC_UP ? "up" : "down");
+    if (n > 0) resp_out_raw(o, line, (size_t)n);
 }
 
 const fd_backend_ops fd_redis_backend = {
@@ -207,4 +243,7 @@ const fd_backend_ops fd_redis_backend = {
     .keyspace = NULL,
     .info = rb_info,
     .support = rc_support,
+    .submit_blocking = rb_submit_blocking,
+    .cancel_blocking = rb_cancel_blocking,
+    .pubsub = rb_pubsub,
 };

@@ -109,6 +109,7 @@ typedef struct cl_node {
     int        nslots;          /* slots the map gives it */
     int        master_idx;      /* index in b->masters, -1 if not there */
     uint64_t   forwarded, moved, asked;
+    rc_conn   *srelay;          /* pub/sub: this master's shard channels (SSUBSCRIBE) */
     struct cl_node *next;
 } cl_node;
 
@@ -145,6 +146,8 @@ typedef struct cl_backend {
     int        slot_group[CL_SLOTS];   /* scratch for splitting: slot -> group, -1 */
     ev_timer   timer;
     int        closing;
+    rc_conn   *relay;           /* pub/sub: channels and patterns (cluster-wide), at one master */
+    fd_backend *fb;
     /* statistics */
     uint64_t   forwarded, split, fanout, moved, asked, tryagain, crossslot, refused, failed;
     uint64_t   refreshes, refresh_failures;
@@ -227,6 +230,7 @@ static int any_reachable(const cl_backend *b) {
 }
 
 static void node_free(cl_node *n) {
+    if (n->srelay) { rc_conn_destroy(n->srelay); free(n->srelay); }
     for (int i = 0; i < n->n; i++) rc_conn_destroy(&n->conns[i]);
     free(n->conns);
     free(n);
@@ -238,7 +242,8 @@ static void nodes_gc(cl_backend *b) {
     cl_node **pp = &b->nodes;
     while (*pp) {
         cl_node *n = *pp;
-        if (!n->seed && n->nslots == 0 && n->master_idx < 0 && node_inflight(n) == 0) {
+        if (!n->seed && n->nslots == 0 && n->master_idx < 0 && node_inflight(n) == 0 &&
+            !rc_blocking_uses(&b->sh, &n->addr) && !(b->relay && b->relay->addr == &n->addr)) {
             *pp = n->next;
             fd_log(FD_LOG_VERBOSE, "redis-cluster: node %s left the slot map: closing its connections", n->addr.name);
             node_free(n);
@@ -1265,6 +1270,8 @@ static int cl_open(fd_backend *fb, const fd_backend_config *cfg, char *err, size
     b->sh.db = 0;       /* a cluster has database 0 only */
     b->sh.timeout_ms = cfg->backend_timeout_ms > 0 ? cfg->backend_timeout_ms : 1000;
     b->pool = cfg->redis_pool_size > 0 ? cfg->redis_pool_size : 4;
+    b->sh.blocking_max = cfg->redis_blocking_pool_size;
+    b->fb = fb;
     b->seeds = strdup(cfg->redis_cluster_seeds);
     fb->state = b;
     if (!b->seeds) { cl_close(fb); snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }
@@ -1304,12 +1311,13 @@ static void cl_close(fd_backend *fb) {
         part_fail(pt, "-ERR backend unavailable (redis-cluster: shutting down)");
     }
     deferred_fail(b, 0);
+    if (b->relay) { rc_conn_destroy(b->relay); free(b->relay); b->relay = NULL; }
+    rc_shared_close(&b->sh);    /* lent connections first: they point into the nodes */
     while (b->nodes) {
         cl_node *n = b->nodes;
         b->nodes = n->next;
         node_free(n);
     }
-    rc_shared_close(&b->sh);
     free(b->masters);
     free(b->sh.password);
     free(b->seeds);
@@ -1387,6 +1395,66 @@ static void cl_info(fd_backend *fb, resp_out *o) {
                      (unsigned long long)failed, (unsigned long long)connects, (unsigned long long)timeouts);
         if (k > 0) resp_out_raw(o, line, (size_t)k < sizeof line ? (size_t)k : sizeof line - 1);
     }
+    rc_blocking_info(&b->sh, o);
+    k = snprintf(line, sizeof line, "redis-cluster_backend_pubsub_relay:%s\r\n",
+                 !b->relay ? "none" : b->relay->state == RC_UP ? "up" : "down");
+    if (k > 0) resp_out_raw(o, line, (size_t)k);
+}
+
+/* Blocking commands: a connection of their own to the master of their
+ * keys' slot (all keys in one slot, else -CROSSSLOT). A redirection met
+ * while it waits is passed on as Redis sends it. */
+static int cl_submit_blocking(fd_backend *fb, fd_request *r) {
+    cl_backend *b = fb->state;
+    if (r->out->proto == 3 && b->sh.no_resp3) {
+        resp_add_errorf(r->out, "ERR RESP3 is not available through frontdoor's redis-cluster backend (%s)", b->sh.no_resp3);
+        return FD_OK;
+    }
+    int pos[64];
+    int nk = r->cmd ? fd_command_keys(r->cmd, r->argc, r->argv, pos, 64) : 0;
+    int slot = nk ? key_slot(r->argv[pos[0]].ptr, r->argv[pos[0]].len) : 0;
+    for (int i = 1; i < nk; i++)
+        if (key_slot(r->argv[pos[i]].ptr, r->argv[pos[i]].len) != slot) {
+            b->crossslot++;
+            resp_add_error(r->out, "CROSSSLOT Keys in request don't hash to the same slot");
+            return FD_OK;
+        }
+    cl_node *n = b->map_ok ? b->slots[slot] : NULL;
+    if (!n) {
+        resp_add_errorf(r->out, "ERR backend unavailable (redis-cluster: no master for slot %d yet%s%s)", slot,
+                        b->maperr[0] ? ": " : "", b->maperr);
+        return FD_OK;
+    }
+    return rc_blocking_submit(&b->sh, &n->addr, r);
+}
+
+static void cl_cancel_blocking(fd_backend *fb, fd_pending *p) {
+    cl_backend *b = fb->state;
+    rc_blocking_cancel(&b->sh, p);
+}
+
+/* Pub/sub. Channels and patterns are cluster-wide in Redis Cluster (a
+ * PUBLISH reaches every node): one relay at one master carries them all.
+ * Shard channels live at their slot's master: one relay per master. */
+static void cl_pubsub(fd_backend *fb, int kind, const char *name, size_t len, int on) {
+    cl_backend *b = fb->state;
+    rc_conn **relay;
+    rc_addr *addr;
+    if (kind == FD_PS_SHARD) {
+        cl_node *n = b->map_ok ? b->slots[key_slot(name, len)] : NULL;
+        if (!n) return;                        /* no map yet: the resync when a relay comes up covers it */
+        relay = &n->srelay;
+        addr = &n->addr;
+    } else {
+        relay = &b->relay;
+        addr = b->map_ok && b->nmasters ? &b->masters[0]->addr : &b->nodes->addr;
+    }
+    if (!*relay) {
+        if (!on || !(*relay = calloc(1, sizeof **relay))) return;
+        rc_relay_init(*relay, &b->sh, addr, b->fb);   /* subscribes everything once up */
+        return;
+    }
+    rc_relay_sub(*relay, kind, name, len, on);
 }
 
 /* COMMAND DOCS, while this backend is the primary: where a command behaves
@@ -1425,4 +1493,7 @@ const fd_backend_ops fd_redis_cluster_backend = {
     .support = rc_support,
     .key_group = cl_key_group,
     .doc_note = cl_doc_note,
+    .submit_blocking = cl_submit_blocking,
+    .cancel_blocking = cl_cancel_blocking,
+    .pubsub = cl_pubsub,
 };

@@ -23,6 +23,7 @@
 #include "redis_conn.h"
 #include "backend.h"
 #include "host.h"
+#include <stdint.h>
 
 #define RC_READ_CHUNK      (64 * 1024)   /* room made before each read */
 #define RC_BUF_SHRINK      (1024 * 1024) /* idle buffers above this are freed */
@@ -240,6 +241,7 @@ static void on_connected(rc_conn *c) {
     if (c->ever_up) c->reconnects++;
     c->ever_up = 1;
     ev_io_start(c->sh->loop, &c->rio);
+    if (c->on_up) c->on_up(c);
     conn_write(c);
 }
 
@@ -258,6 +260,8 @@ static void on_write(struct ev_loop *loop, ev_io *w, int revents) {
 
 /* One complete reply at data[0..len). Returns -1 if the connection failed. */
 static int handle_reply(rc_conn *c, const char *data, size_t len) {
+    if (c->push && (data[0] == '*' || data[0] == '>')) { c->push(c, data, len); return 0; }
+    if (c->push && !c->qcount) return 0;   /* a relay's refused (un)subscribe (e.g. -MOVED): nothing waits for it */
     if (data[0] == '>') return 0;   /* a RESP3 push (no command of ours asks for them): dropped */
     if (!c->qcount) {
         set_err(c, "protocol error: a reply nobody asked for (%.40s)", data);
@@ -473,7 +477,10 @@ void rc_shared_init(rc_shared *sh) {
     ev_timer_start(sh->loop, &sh->tick);
 }
 
+static void blocking_close_all(rc_shared *sh);
+
 void rc_shared_close(rc_shared *sh) {
+    blocking_close_all(sh);
     ev_timer_stop(sh->loop, &sh->tick);
     free(sh->no_resp3);
     sh->no_resp3 = NULL;
@@ -526,6 +533,11 @@ void rc_conn_destroy(rc_conn *c) {
 
 int rc_send(rc_conn *c, int proto, const char *raw, size_t rawlen, int argc, const resp_arg *argv,
             rc_reply_fn fn, void *ctx) {
+    return rc_send_ex(c, proto, raw, rawlen, argc, argv, fn, ctx, c->sh->timeout_ms);
+}
+
+int rc_send_ex(rc_conn *c, int proto, const char *raw, size_t rawlen, int argc, const resp_arg *argv,
+               rc_reply_fn fn, void *ctx, int64_t timeout_ms) {
     if (c->state == RC_DOWN || c->stopped) return -1;
     if (proto == 0) proto = c->proto;
     size_t need = raw ? rawlen : multibulk_len(argc, argv);
@@ -536,14 +548,24 @@ int rc_send(rc_conn *c, int proto, const char *raw, size_t rawlen, int argc, con
         if (queue_internal(c, K_HELLO, 2, h)) return -1;
         c->proto = proto;
     }
-    if (q_push(c, fn, ctx, fn ? K_CLIENT : K_IGNORE, fd_mono_ms() + c->sh->timeout_ms)) return -1;
+    if (q_push(c, fn, ctx, fn ? K_CLIENT : K_IGNORE, timeout_ms < 0 ? INT64_MAX : fd_mono_ms() + timeout_ms)) return -1;
     if (raw) obuf_put(c, raw, rawlen);
     else put_multibulk(c, argc, argv);
     mark_dirty(c);
     return 0;
 }
 
+static void destroy_zombies(rc_shared *sh) {
+    while (sh->zombies) {
+        rc_conn *z = sh->zombies;
+        sh->zombies = z->pool_next;
+        rc_conn_destroy(z);
+        free(z);
+    }
+}
+
 void rc_flush(rc_shared *sh) {
+    destroy_zombies(sh);
     rc_conn *c = sh->dirty;
     sh->dirty = NULL;
     while (c) {
@@ -564,8 +586,9 @@ const char *rc_support(const struct fd_command *cmd) {
 const char *rc_refusal(int argc, const resp_arg *argv) {
     const resp_arg *a = &argv[0];
 #define IS(s) resp_arg_is(a, s)
-    if (IS("blpop") || IS("brpop") || IS("brpoplpush") || IS("blmove") || IS("blmpop") ||
-        IS("bzpopmin") || IS("bzpopmax") || IS("bzmpop") || IS("wait"))
+    /* blocking pops, (P|S)SUBSCRIBE, MONITOR and RESET are the proxy's
+     * (proxy/blocking.c, proxy/pubsub.c): they never come here */
+    if (IS("wait"))
         return "it would block a shared backend connection";
     if (IS("xread") || IS("xreadgroup")) {
         for (int i = 1; i < argc; i++) {
@@ -576,11 +599,6 @@ const char *rc_refusal(int argc, const resp_arg *argv) {
         }
         return NULL;
     }
-    if (IS("subscribe") || IS("psubscribe") || IS("ssubscribe") || IS("unsubscribe") ||
-        IS("punsubscribe") || IS("sunsubscribe") || IS("monitor"))
-        return "it would turn a shared backend connection into a message stream";
-    if (IS("reset"))
-        return "it would reset a shared backend connection";
     if (IS("sync") || IS("psync") || IS("replconf"))
         return "it would turn a shared backend connection into a replication link";
     if (IS("copy"))   /* COPY ... DB n names the server's databases, not frontdoor's one */
@@ -597,3 +615,193 @@ const char *rc_refusal(int argc, const resp_arg *argv) {
     return NULL;
 }
 
+
+/* ------------------------------------------------------------ blocking commands */
+
+typedef struct rc_blocking {
+    rc_shared  *sh;
+    rc_conn    *c;
+    fd_pending *p;
+    int         cancelled;
+    struct rc_blocking *next;
+} rc_blocking;
+
+#define RC_BLOCKING_IDLE_MAX 8
+
+static void blocking_unlink(rc_shared *sh, rc_blocking *x) {
+    for (rc_blocking **pp = &sh->blocking; *pp; pp = &(*pp)->next)
+        if (*pp == x) { *pp = x->next; return; }
+}
+
+/* Give a lent connection back: kept idle if it is sound, else destroyed
+ * (later: this may run inside its own callback). */
+static void blocking_return(rc_shared *sh, rc_conn *c, int sound) {
+    sh->blocking_used--;
+    if (sound && c->state == RC_UP && !c->qcount && sh->blocking_nidle < RC_BLOCKING_IDLE_MAX) {
+        c->pool_next = sh->blocking_idle;
+        sh->blocking_idle = c;
+        sh->blocking_nidle++;
+        return;
+    }
+    c->stopped = 1;              /* no reconnect while it waits to be destroyed */
+    ev_timer_stop(sh->loop, &c->retry);
+    c->pool_next = sh->zombies;
+    sh->zombies = c;
+}
+
+static void blocking_reply(void *ctx, const char *reply, size_t len, int local) {
+    rc_blocking *x = ctx;
+    rc_shared *sh = x->sh;
+    blocking_unlink(sh, x);
+    if (!x->cancelled) blocking_return(sh, x->c, !local);
+    fd_pending_reply(x->p, reply, len);
+    free(x);
+}
+
+int rc_blocking_submit(rc_shared *sh, rc_addr *a, struct fd_request *r) {
+    int max = sh->blocking_max > 0 ? sh->blocking_max : 64;
+    rc_conn *c = NULL;
+    for (rc_conn **pp = &sh->blocking_idle; *pp; pp = &(*pp)->pool_next) {
+        if ((*pp)->addr == a && (*pp)->state == RC_UP) {
+            c = *pp;
+            *pp = c->pool_next;
+            sh->blocking_nidle--;
+            break;
+        }
+    }
+    if (!c) {
+        if (sh->blocking_used >= max) {
+            sh->blocking_refused++;
+            resp_add_errorf(r->out, "ERR frontdoor's %s backend has no free connection for a blocking command "
+                                    "(redis-blocking-pool-size %d in use)", sh->label, max);
+            return FD_OK;
+        }
+        if (sh->blocking_idle && sh->blocking_used + sh->blocking_nidle >= max) {
+            /* make room: an idle one (to another server) goes */
+            rc_conn *old = sh->blocking_idle;
+            sh->blocking_idle = old->pool_next;
+            sh->blocking_nidle--;
+            old->pool_next = sh->zombies;
+            sh->zombies = old;
+        }
+        c = calloc(1, sizeof *c);
+        if (!c) return FD_E_NOMEM;
+        rc_conn_init(c, sh, a, -1);
+    }
+    sh->blocking_used++;
+    rc_blocking *x = calloc(1, sizeof *x);
+    int proto = r->out->proto == 3 ? 3 : 2;
+    if (!x || rc_send_ex(c, proto, r->raw, r->rawlen, r->argc, r->argv, blocking_reply, x, -1)) {
+        char msg[512];
+        size_t ml = rc_unavailable(c, msg, sizeof msg);
+        free(x);
+        blocking_return(sh, c, 0);
+        resp_out_raw(r->out, msg, ml);
+        return FD_OK;
+    }
+    x->sh = sh;
+    x->c = c;
+    x->p = r->pending;
+    x->next = sh->blocking;
+    sh->blocking = x;
+    sh->blocking_total++;
+    return FD_PENDING;
+}
+
+void rc_blocking_cancel(rc_shared *sh, fd_pending *p) {
+    for (rc_blocking *x = sh->blocking; x; x = x->next) {
+        if (x->p != p) continue;
+        rc_conn *c = x->c;
+        x->cancelled = 1;
+        sh->blocking_used--;
+        snprintf(c->lasterr, sizeof c->lasterr, "the blocked client went away");
+        rc_conn_destroy(c);      /* completes x (blocking_reply frees it) */
+        free(c);
+        return;
+    }
+}
+
+static void blocking_close_all(rc_shared *sh) {
+    while (sh->blocking) rc_blocking_cancel(sh, sh->blocking->p);
+    while (sh->blocking_idle) {
+        rc_conn *c = sh->blocking_idle;
+        sh->blocking_idle = c->pool_next;
+        rc_conn_destroy(c);
+        free(c);
+    }
+    sh->blocking_nidle = 0;
+    destroy_zombies(sh);
+}
+
+int rc_blocking_uses(const rc_shared *sh, const rc_addr *a) {
+    for (const rc_blocking *x = sh->blocking; x; x = x->next) if (x->c->addr == a) return 1;
+    for (const rc_conn *c = sh->blocking_idle; c; c = c->pool_next) if (c->addr == a) return 1;
+    for (const rc_conn *c = sh->zombies; c; c = c->pool_next) if (c->addr == a) return 1;
+    return 0;
+}
+
+void rc_blocking_info(const rc_shared *sh, resp_out *o) {
+    char line[256];
+    int n = snprintf(line, sizeof line,
+                     "%s_backend_blocking_in_use:%d\r\n%s_backend_blocking_idle:%d\r\n"
+                     "%s_backend_blocking_max:%d\r\n%s_backend_blocking_total:%llu\r\n%s_backend_blocking_refused:%llu\r\n",
+                     sh->label, sh->blocking_used, sh->label, sh->blocking_nidle, sh->label,
+                     sh->blocking_max > 0 ? sh->blocking_max : 64, sh->label, (unsigned long long)sh->blocking_total,
+                     sh->label, (unsigned long long)sh->blocking_refused);
+    if (n > 0) resp_out_raw(o, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+/* ------------------------------------------------------------ pub/sub relay */
+
+/* One bulk string at *p (RESP2 "$n\r\n...\r\n"); 0 or -1. */
+static int read_bulk(const char **p, const char *end, const char **s, size_t *n) {
+    const char *q = *p;
+    if (q >= end || *q != '$') return -1;
+    size_t v = 0;
+    for (q++; q < end && *q >= '0' && *q <= '9'; q++) v = v * 10 + (size_t)(*q - '0');
+    if (end - q < 2 || q[0] != '\r' || (size_t)(end - q - 2) < v + 2) return -1;
+    *s = q + 2;
+    *n = v;
+    *p = q + 2 + v + 2;
+    return 0;
+}
+
+static void relay_push(rc_conn *c, const char *data, size_t len) {
+    const char *p = data + 1, *end = data + len;
+    int n = 0;
+    for (; p < end && *p >= '0' && *p <= '9'; p++) n = n * 10 + (*p - '0');
+    p += 2;
+    const char *f[4];
+    size_t fl[4];
+    if (n < 3 || n > 4) return;                     /* (pong and the like) */
+    for (int i = 0; i < n; i++)
+        if (read_bulk(&p, end, &f[i], &fl[i])) return;   /* a confirmation: its count is an integer */
+    int kind;
+    if (n == 3 && fl[0] == 7 && !memcmp(f[0], "message", 7)) kind = FD_PS_CHANNEL;
+    else if (n == 3 && fl[0] == 8 && !memcmp(f[0], "smessage", 8)) kind = FD_PS_SHARD;
+    else if (n == 4 && fl[0] == 8 && !memcmp(f[0], "pmessage", 8)) kind = FD_PS_PATTERN;
+    else return;
+    if (kind == FD_PS_PATTERN) fd_pubsub_message(c->user, kind, f[1], fl[1], f[2], fl[2], f[3], fl[3]);
+    else fd_pubsub_message(c->user, kind, NULL, 0, f[1], fl[1], f[2], fl[2]);
+}
+
+static void relay_up(rc_conn *c) { fd_pubsub_resync(c->user); }
+
+void rc_relay_init(rc_conn *c, rc_shared *sh, rc_addr *a, struct fd_backend *fb) {
+    rc_conn_init(c, sh, a, -1);
+    c->user = fb;
+    c->push = relay_push;
+    c->on_up = relay_up;
+    if (c->state == RC_UP) relay_up(c);    /* connected at once (unix socket) */
+}
+
+void rc_relay_sub(rc_conn *c, int kind, const char *name, size_t len, int on) {
+    static const char *const verbs[3][2] = {{"UNSUBSCRIBE", "SUBSCRIBE"}, {"PUNSUBSCRIBE", "PSUBSCRIBE"},
+                                            {"SUNSUBSCRIBE", "SSUBSCRIBE"}};
+    if (c->state != RC_UP) return;
+    const char *v = verbs[kind][on ? 1 : 0];
+    resp_arg av[2] = { { (char *)v, strlen(v) }, { (char *)name, len } };
+    if (obuf_reserve(c, multibulk_len(2, av))) return;
+    put_multibulk(c, 2, av);
+    mark_dirty(c);
+}

@@ -39,6 +39,9 @@
 #include "../protocol/resp_scan.h"
 
 struct fd_command;
+struct fd_request;
+struct fd_backend;
+typedef struct fd_pending fd_pending;
 
 /* A request's reply (one whole RESP reply). local = 1: not from the server
  * but "-ERR backend unavailable (...)" made here (the connection failed, the
@@ -67,6 +70,14 @@ typedef struct rc_shared {
     rc_conn    *all;             /* every live connection (deadline checks) */
     rc_conn    *dirty;           /* connections with commands to write this turn */
     ev_timer    tick;
+    /* connections lent to blocking commands (rc_blocking_submit) */
+    int         blocking_max;    /* at most this many lent at once (0 = 64) */
+    int         blocking_used;
+    rc_conn    *blocking_idle;   /* returned, kept for the next (a few) */
+    int         blocking_nidle;
+    rc_conn    *zombies;         /* to destroy outside their callbacks (rc_flush) */
+    struct rc_blocking *blocking; /* in flight */
+    uint64_t    blocking_total, blocking_refused;
 } rc_shared;
 
 enum { RC_DOWN, RC_CONNECTING, RC_UP };
@@ -106,6 +117,11 @@ struct rc_conn {
     /* statistics */
     uint64_t   failed, connects, reconnects, timeouts;
     void      *user;            /* the owner's */
+    /* a relay connection (rc_relay_init): every '*' or '>' reply is a pub/sub
+     * event for `push`, never the answer to a request */
+    void     (*push)(rc_conn *c, const char *data, size_t len);
+    void     (*on_up)(rc_conn *c);  /* called each time the connection is up */
+    rc_conn   *pool_next;       /* blocking_idle / zombies list */
 };
 
 int64_t rc_mono_ms(void);
@@ -132,6 +148,33 @@ void rc_conn_destroy(rc_conn *c);
  * 0, or -1 if the connection is down (nothing queued) or out of memory. */
 int  rc_send(rc_conn *c, int proto, const char *raw, size_t rawlen, int argc, const resp_arg *argv,
              rc_reply_fn fn, void *ctx);
+
+/* rc_send with a deadline of timeout_ms (< 0: none, for blocking commands). */
+int  rc_send_ex(rc_conn *c, int proto, const char *raw, size_t rawlen, int argc, const resp_arg *argv,
+                rc_reply_fn fn, void *ctx, int64_t timeout_ms);
+
+/* Blocking commands (BLPOP...): r goes to address a on a connection of its
+ * own, lent from a pool of at most sh->blocking_max, with no deadline; the
+ * reply completes r->pending and the connection is returned (kept idle for
+ * the next one, or closed). Returns FD_PENDING, or FD_OK with an error reply
+ * written to r->out when the pool is exhausted or the server is down. */
+int  rc_blocking_submit(rc_shared *sh, rc_addr *a, struct fd_request *r);
+/* The client of a rc_blocking_submit request went away: close its
+ * connection (the server forgets the wait); p is completed with an error. */
+void rc_blocking_cancel(rc_shared *sh, fd_pending *p);
+/* 1 if a lent, idle or closing connection still points to a (its owner
+ * must keep a). */
+int  rc_blocking_uses(const rc_shared *sh, const rc_addr *a);
+/* INFO lines of the lent connections ("<label>_blocking_...:n"). */
+void rc_blocking_info(const rc_shared *sh, resp_out *o);
+
+/* A pub/sub relay: c connects to a, and every message it receives
+ * (message, pmessage, smessage) is handed to fd_pubsub_message for fb;
+ * each time it is up, fd_pubsub_resync(fb) has the host subscribe again. */
+void rc_relay_init(rc_conn *c, rc_shared *sh, rc_addr *a, struct fd_backend *fb);
+/* (Un)subscribe on a relay: kind FD_PS_*, on 1 / 0. Nothing happens while
+ * it is down (the resync on reconnect covers it). */
+void rc_relay_sub(rc_conn *c, int kind, const char *name, size_t len, int on);
 
 /* Write what every dirty connection queued (once per loop turn). */
 void rc_flush(rc_shared *sh);

@@ -1,0 +1,641 @@
+/* blocking.c — blocking commands: the blocked-keys table, wake-ups, timeouts
+ * (see blocking.h). Loop thread only. */
+#include "blocking.h"
+#include "backends.h"
+#include "config.h"
+#include "log.h"
+#include "strmap.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Which non-blocking twin a blocking command runs. */
+enum { K_LPOP, K_RPOP, K_ZMIN, K_ZMAX, K_LMOVE, K_RPOPLPUSH, K_LMPOP, K_ZMPOP };
+
+typedef struct bkey bkey;
+typedef struct px_blk px_blk;
+
+/* A waiter in one key's FIFO. */
+typedef struct bnode {
+    bkey         *k;
+    px_blk       *b;
+    struct bnode *prev, *next;
+} bnode;
+
+/* A key with waiters (the blocked-keys table's entry data). */
+struct bkey {
+    px_strent *e;                /* its entry: the name */
+    bnode     *head, *tail;
+    bkey      *ready_next;
+    int        in_ready;         /* in the ready list */
+    int        busy;             /* a wake-up try on it is in flight (async backend) */
+    int        dirty;            /* written while busy: try again after */
+};
+
+struct px_blk {
+    px_conn     *c;              /* NULL once the client left */
+    int          kind;
+    const fd_command *twin;      /* the non-blocking command tried */
+    int          argc;
+    resp_arg    *argv;           /* a copy of the command (buf) */
+    char        *buf;
+    resp_arg    *tw;             /* room for the twin's argv */
+    int          kfirst, nkeys;  /* argv indexes of the keys */
+    int          proto;
+    int64_t      deadline;       /* ms; 0 = none */
+    ev_timer     timer;
+    fd_pending  *mark;           /* where the reply goes in c->out (NULL: written at once) */
+    fd_pending  *remote;         /* redis backends: in flight on a connection of its own */
+    bnode       *nodes;
+    int          nnodes;
+    int          counted;        /* in nblocked */
+    int          trying;         /* a try is in flight */
+    int          try_initial;    /* the try is of the first sequence (else a wake-up) */
+    int          seq;            /* first sequence: index of the key tried */
+    bkey        *try_key;        /* wake-up try: its key */
+    int          dirty;          /* a key of ours was written during the first sequence */
+    int          unblock;        /* 0, or CLIENT UNBLOCK's how + 1 (decided when the try ends) */
+    int          timed_out;      /* the timer fired during a try */
+    int          atomic;         /* inside MULTI/EXEC or a script: never blocks */
+};
+
+static px_strmap keys;           /* key -> bkey */
+static bkey *ready_head, *ready_tail;
+static int serving;
+static uint64_t nblocked;
+static px_conn **resumes;        /* clients answered: their later commands run at the turn's end */
+static size_t nresumes, capresumes;
+
+uint64_t px_block_count(void) { return nblocked; }
+
+
+/* ------------------------------------------------------------ helpers */
+
+static int is_null_reply(const char *r, size_t len) {
+    return (len == 5 && (!memcmp(r, "$-1\r\n", 5) || !memcmp(r, "*-1\r\n", 5))) ||
+           (len == 3 && !memcmp(r, "_\r\n", 3)) || (len == 4 && !memcmp(r, "*0\r\n", 4));
+}
+
+/* Redis 7.0's timeout argument (seconds, fractional): the deadline in ms
+ * (0 = forever), or -1 with the error written. */
+static int parse_timeout(px_conn *c, const resp_arg *a, int64_t *deadline) {
+    long double ld;
+    if (resp_str2ld(a->ptr, a->len, &ld) || isnan(ld)) {
+        resp_add_error(&c->out, "ERR timeout is not a float or out of range");
+        return -1;
+    }
+    long double ms = ld * 1000.0L;
+    long long t = (ms > -9.2e18L && ms < 9.2e18L) ? (long long)ms : LLONG_MIN;   /* x86's overflow */
+    if (t < 0) {
+        resp_add_error(&c->out, "ERR timeout is negative");
+        return -1;
+    }
+    if (t > 0) {
+        long long now = px_now_ms();
+        if (t > LLONG_MAX - now) {
+            resp_add_error(&c->out, "ERR timeout is out of range");
+            return -1;
+        }
+        t += now;
+    }
+    *deadline = t;
+    return 0;
+}
+
+static void resume_later(px_conn *c) {
+    if (nresumes == capresumes) {
+        size_t n = capresumes ? capresumes * 2 : 16;
+        px_conn **r = realloc(resumes, n * sizeof *r);
+        if (!r) return;          /* its input waits for its next read event */
+        resumes = r;
+        capresumes = n;
+    }
+    resumes[nresumes++] = c;
+}
+
+void px_block_run_resumes(void) {
+    px_block_after_command();            /* keys left ready by an atomic unit that ended since */
+    for (size_t i = 0; i < nresumes; i++) {
+        px_conn *c = resumes[i];
+        if (c) px_conn_resume(c);            /* may add more: the loop sees them */
+    }
+    nresumes = 0;
+}
+
+/* ------------------------------------------------------------ the table */
+
+static void maybe_free_key(bkey *k) {
+    if (k->head || k->busy || k->in_ready) return;
+    px_strmap_del(&keys, k->e);
+}
+
+static void make_ready(bkey *k) {
+    if (k->in_ready) return;
+    k->in_ready = 1;
+    k->ready_next = NULL;
+    if (ready_tail) ready_tail->ready_next = k;
+    else ready_head = k;
+    ready_tail = k;
+}
+
+static void signal_key(const char *name, size_t len) {
+    px_strent *e = px_strmap_get(&keys, name, len);
+    if (!e) return;
+    bkey *k = px_strmap_data(e);
+    if (k->busy) k->dirty = 1;
+    else make_ready(k);
+}
+
+void px_block_signal_cmd(const fd_command *cmd, int argc, const resp_arg *argv) {
+    if (!keys.count || !cmd || !(cmd->flags & FD_CMD_WRITE)) return;
+    int pos[64];
+    int n = fd_command_keys(cmd, argc, argv, pos, 64);
+    for (int i = 0; i < n; i++) signal_key(argv[pos[i]].ptr, argv[pos[i]].len);
+}
+
+/* Put b at the tail of each of its keys' FIFOs (once per distinct key). */
+static int blk_register(px_blk *b) {
+    if (b->nodes) return 0;
+    b->nodes = calloc((size_t)b->nkeys, sizeof *b->nodes);
+    if (!b->nodes) return -1;
+    for (int i = 0; i < b->nkeys; i++) {
+        const resp_arg *a = &b->argv[b->kfirst + i];
+        int created;
+        px_strent *e = px_strmap_add(&keys, a->ptr, a->len, sizeof(bkey), &created);
+        if (!e) return -1;
+        bkey *k = px_strmap_data(e);
+        k->e = e;
+        int dup = 0;
+        for (bnode *n = k->tail; n && !dup; n = n->prev) dup = n->b == b;
+        if (dup) continue;
+        bnode *n = &b->nodes[b->nnodes++];
+        n->k = k;
+        n->b = b;
+        n->prev = k->tail;
+        if (k->tail) k->tail->next = n;
+        else k->head = n;
+        k->tail = n;
+    }
+    return 0;
+}
+
+static void blk_unregister(px_blk *b) {
+    for (int i = 0; i < b->nnodes; i++) {
+        bnode *n = &b->nodes[i];
+        bkey *k = n->k;
+        if (n->prev) n->prev->next = n->next;
+        else k->head = n->next;
+        if (n->next) n->next->prev = n->prev;
+        else k->tail = n->prev;
+        maybe_free_key(k);
+    }
+    free(b->nodes);
+    b->nodes = NULL;
+    b->nnodes = 0;
+}
+
+static void blk_free(px_blk *b) {
+    blk_unregister(b);
+    ev_timer_stop(px_srv.loop, &b->timer);
+    if (b->counted) nblocked--;
+    free(b->buf);
+    free(b);
+}
+
+/* The command is answered: the reply goes at its mark (or straight into
+ * c->out), the client's later commands run at the end of the turn. */
+static void blk_finish(px_blk *b, const char *reply, size_t len) {
+    px_conn *c = b->c;
+    if (c) {
+        if (b->mark) px_pending_reply(b->mark, reply, len);
+        else resp_out_raw(&c->out, reply, len);
+        b->mark = NULL;
+        c->blk = NULL;
+        if (b->counted) resume_later(c);     /* it did block: its input waited */
+        px_conn_touch(c);
+    }
+    blk_free(b);
+}
+
+static void finish_null(px_blk *b, int timeout) {
+    /* a timeout replies a null array whatever the command; a non-blocking
+     * run (MULTI) of BLMOVE/BRPOPLPUSH a null bulk, as Redis */
+    const char *r;
+    if (!timeout && (b->kind == K_LMOVE || b->kind == K_RPOPLPUSH)) r = b->proto == 3 ? "_\r\n" : "$-1\r\n";
+    else r = b->proto == 3 ? "_\r\n" : "*-1\r\n";
+    blk_finish(b, r, strlen(r));
+}
+
+static void finish_unblocked(px_blk *b) {
+    if (b->unblock == 2) {
+        static const char e[] = "-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n";
+        blk_finish(b, e, sizeof e - 1);
+    } else {
+        finish_null(b, 1);
+    }
+}
+
+/* The twin's reply, made the blocking command's. */
+static void finish_served(px_blk *b, const resp_arg *key, const char *reply, size_t len) {
+    if (reply[0] == '-' || (b->kind != K_LPOP && b->kind != K_RPOP && b->kind != K_ZMIN && b->kind != K_ZMAX)) {
+        blk_finish(b, reply, len);
+        return;
+    }
+    resp_out o;
+    resp_out_init(&o, b->proto);
+    int zpop = b->kind == K_ZMIN || b->kind == K_ZMAX;
+    resp_add_array(&o, zpop ? 3 : 2);
+    resp_add_bulk(&o, key->ptr, key->len);
+    if (zpop && len > 4) resp_out_raw(&o, reply + 4, len - 4);   /* past "*2\r\n" */
+    else resp_out_raw(&o, reply, len);
+    blk_finish(b, o.data, o.len);
+    resp_out_free(&o);
+}
+
+/* ------------------------------------------------------------ tries */
+
+static void on_try(void *arg, const char *reply, size_t len);
+static void serve_ready(void);
+
+/* Inside EXEC or a script the command never blocks and its reply must be in
+ * before the handler returns (a script reads it at once): an asynchronous
+ * backend's try is waited for by running the loop, as the transaction code
+ * does for its own commands (every other client is held meanwhile). */
+typedef struct sync_wait { int waiting; px_call_fn fn; void *arg; } sync_wait;
+
+static void sync_done(void *arg, const char *reply, size_t len) {
+    sync_wait *w = arg;
+    w->waiting = 0;
+    w->fn(w->arg, reply, len);
+}
+
+/* Run the twin on one key (argv index ki), or, for LMPOP/ZMPOP's first
+ * try, on all of them (ki < 0). */
+static void run_try(px_blk *b, int ki) {
+    resp_arg *t = b->tw;
+    int n = 0;
+    switch (b->kind) {
+    case K_LPOP: case K_RPOP: case K_ZMIN: case K_ZMAX:
+        t[n++] = (resp_arg){ (char *)b->twin->name, b->twin->namelen };
+        t[n++] = b->argv[ki];
+        break;
+    case K_LMOVE:                                  /* BLMOVE src dst wf wt timeout */
+        t[n++] = (resp_arg){ (char *)"lmove", 5 };
+        for (int i = 1; i <= 4; i++) t[n++] = b->argv[i];
+        break;
+    case K_RPOPLPUSH:
+        t[n++] = (resp_arg){ (char *)"rpoplpush", 9 };
+        t[n++] = b->argv[1];
+        t[n++] = b->argv[2];
+        break;
+    default:                                       /* B?MPOP timeout numkeys key... rest */
+        t[n++] = (resp_arg){ (char *)b->twin->name, b->twin->namelen };
+        if (ki < 0) {
+            for (int i = 2; i < b->argc; i++) t[n++] = b->argv[i];
+        } else {
+            t[n++] = (resp_arg){ (char *)"1", 1 };
+            t[n++] = b->argv[ki];
+            for (int i = b->kfirst + b->nkeys; i < b->argc; i++) t[n++] = b->argv[i];
+        }
+        break;
+    }
+    b->trying = 1;
+    if (!b->atomic) {
+        px_call_backend(b->c, b->twin, n, t, NULL, 0, b->proto, 0, on_try, b, NULL);
+        return;
+    }
+    sync_wait w = { 1, on_try, b };
+    px_call_backend(b->c, b->twin, n, t, NULL, 0, b->proto, 0, sync_done, &w, NULL);
+    while (w.waiting) ev_run(px_srv.loop, EVRUN_ONCE);
+}
+
+/* The first sequence: key after key until one answers. */
+static void first_try(px_blk *b) {
+    b->try_initial = 1;
+    b->seq = 0;
+    run_try(b, (b->kind == K_LMPOP || b->kind == K_ZMPOP) ? -1 : b->kfirst);
+}
+
+static void on_timer(struct ev_loop *loop, ev_timer *w, int revents) {
+    (void)loop; (void)revents;
+    px_blk *b = w->data;
+    if (b->trying) { b->timed_out = 1; return; }
+    finish_null(b, 1);
+}
+
+/* Every key was empty: wait (or, when it cannot block, answer null). */
+static void block_or_null(px_blk *b) {
+    if (b->atomic) { finish_null(b, 0); return; }
+    if (b->unblock) { finish_unblocked(b); return; }
+    if (b->timed_out) { finish_null(b, 1); return; }
+    if (b->kind == K_LMPOP || b->kind == K_ZMPOP) {
+        /* the twin accepted the arguments: the keys are known now */
+        long long nk = 0;
+        resp_str2ll(b->argv[2].ptr, b->argv[2].len, &nk);
+        b->kfirst = 3;
+        b->nkeys = (int)nk;
+    }
+    if (!b->mark && b->c) {
+        b->mark = px_pending_push(b->c, NULL, fd_mono_ns());
+        if (!b->mark) b->c->flags |= PX_CONN_CLOSE_ASAP;   /* out of memory */
+    }
+    if (blk_register(b)) {
+        static const char e[] = "-OOM command not allowed when used memory > 'maxmemory'.\r\n";
+        blk_finish(b, e, sizeof e - 1);
+        return;
+    }
+    if (!b->counted) { b->counted = 1; nblocked++; }
+    if (b->deadline > 0 && !ev_is_active(&b->timer)) {
+        double s = (double)(b->deadline - px_now_ms()) / 1000.0;
+        ev_timer_set(&b->timer, s > 0 ? s : 0.0, 0.);
+        ev_timer_start(px_srv.loop, &b->timer);
+    }
+}
+
+static void on_try(void *arg, const char *reply, size_t len) {
+    px_blk *b = arg;
+    b->trying = 0;
+    int atomic = b->atomic;
+    bkey *k = b->try_initial ? NULL : b->try_key;   /* stays busy (not freed) until the end */
+    b->try_key = NULL;
+    int served = !is_null_reply(reply, len) && !(len && reply[0] == '-');
+    if (served && b->c && (b->kind == K_LMOVE || b->kind == K_RPOPLPUSH))
+        signal_key(b->argv[2].ptr, b->argv[2].len);  /* it pushed onto dst */
+    if (!b->c) {                                    /* the client left meanwhile */
+        if (!is_null_reply(reply, len) && reply[0] != '-')
+            px_log(PX_LOG_WARNING, "a client left while its blocking %s was served: its reply is lost", b->twin->name);
+        blk_free(b);
+    } else if (b->try_initial) {
+        int err = len && reply[0] == '-';
+        if (err || !is_null_reply(reply, len)) {
+            finish_served(b, &b->argv[b->kfirst + b->seq], reply, len);
+        } else if (b->kind != K_LMPOP && b->kind != K_ZMPOP && b->kind != K_LMOVE && b->kind != K_RPOPLPUSH &&
+                   ++b->seq < b->nkeys) {
+            run_try(b, b->kfirst + b->seq);
+            return;
+        } else if (b->dirty && !b->atomic) {
+            b->dirty = 0;
+            first_try(b);
+            return;
+        } else {
+            block_or_null(b);
+        }
+    } else {
+        /* a wake-up: a WRONGTYPE or a miss leaves it waiting, as in Redis */
+        if (served) {
+            finish_served(b, &(resp_arg){ k->e->name, k->e->len }, reply, len);
+            make_ready(k);                               /* the next waiter may get more */
+        } else if (b->unblock) {
+            finish_unblocked(b);
+        } else if (b->timed_out) {
+            finish_null(b, 1);
+        }
+        if (!served && k->dirty) { k->dirty = 0; make_ready(k); }
+    }
+    if (k) { k->busy = 0; maybe_free_key(k); }
+    if (!atomic) serve_ready();         /* (an EXEC's ready keys are served after it) */
+}
+
+/* The first waiter of k is tried on k. */
+static void serve_key(bkey *k) {
+    if (k->busy) { k->dirty = 1; return; }
+    if (!k->head) return;
+    px_blk *b = k->head->b;
+    if (b->trying) { b->dirty = 1; return; }        /* in its first sequence: it will look again */
+    k->busy = 1;
+    b->try_initial = 0;
+    b->try_key = k;
+    int ki = -1;
+    for (int i = 0; i < b->nkeys; i++) {
+        const resp_arg *a = &b->argv[b->kfirst + i];
+        if (a->len == k->e->len && !memcmp(a->ptr, k->e->name, a->len)) { ki = b->kfirst + i; break; }
+    }
+    run_try(b, ki);
+}
+
+static void serve_ready(void) {
+    /* never inside a transaction or script (an asynchronous backend's unit
+     * runs the loop until its replies are in): after it */
+    if (serving || px_srv.atomic_owner) return;
+    serving = 1;
+    while (ready_head) {
+        bkey *k = ready_head;
+        ready_head = k->ready_next;
+        if (!ready_head) ready_tail = NULL;
+        k->in_ready = 0;
+        k->ready_next = NULL;
+        serve_key(k);
+        maybe_free_key(k);
+    }
+    serving = 0;
+}
+
+void px_block_after_command(void) {
+    if (ready_head) serve_ready();
+}
+
+/* ------------------------------------------------------------ the backend call */
+
+typedef struct call_ctx { px_call_fn fn; void *arg; } call_ctx;
+
+static void call_done(fd_pending *p, const char *reply, size_t len) {
+    call_ctx *x = p->ud;
+    p->ud = NULL;
+    if (x) {
+        x->fn(x->arg, reply, len);
+        free(x);
+    }
+}
+
+void px_call_backend(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv, const char *raw,
+                     size_t rawlen, int proto, int blocking, px_call_fn done, void *arg, fd_pending **handle) {
+    px_backend *be = px_srv.primary;
+    resp_out o;
+    resp_out_init(&o, proto);
+    if (handle) *handle = NULL;
+    if (!be || (blocking && !be->b.ops->submit_blocking)) {
+        px_reply_status(&o, FD_E_UNAVAILABLE, cmd->name);
+        done(arg, o.data, o.len);
+        resp_out_free(&o);
+        return;
+    }
+    fd_request r = {
+        .cmd = cmd, .argc = argc, .argv = argv, .out = &o, .now_ms = px_now_ms(),
+        .is_write = (cmd->flags & FD_CMD_WRITE) != 0, .raw = raw, .rawlen = rawlen,
+        .client_id = c ? c->id : 0,
+    };
+    uint64_t t0 = fd_mono_ns();
+    call_ctx *x = NULL;
+    if (be->b.ops->async) {
+        x = malloc(sizeof *x);
+        fd_pending *p = x ? px_pending_push(NULL, NULL, t0) : NULL;
+        if (!p) {
+            free(x);
+            px_reply_status(&o, FD_E_NOMEM, cmd->name);
+            done(arg, o.data, o.len);
+            resp_out_free(&o);
+            return;
+        }
+        x->fn = done;
+        x->arg = arg;
+        p->be = be;
+        p->on_done = call_done;
+        p->ud = x;
+        p->in_submit = 1;
+        be->inflight++;
+        r.pending = p;
+    }
+    int st = blocking ? be->b.ops->submit_blocking(&be->b, &r) : be->b.ops->submit(&be->b, &r);
+    if (r.is_write && c) c->turn_wrote = 1;
+    if (st == FD_PENDING && r.pending) {
+        fd_pending *p = r.pending;
+        if (p->done) free(p);            /* answered inside submit: done already ran */
+        else {
+            p->in_submit = 0;
+            p->t_ret_ns = fd_mono_ns();
+            if (handle) *handle = p;
+        }
+        resp_out_free(&o);
+        return;
+    }
+    if (r.pending) {
+        be->inflight--;
+        r.pending->ud = NULL;
+        px_pending_drop(r.pending);
+        free(x);
+    }
+    if (st == FD_PENDING) st = FD_E_INTERNAL;
+    if (st != FD_OK) px_reply_status(&o, st, cmd->name);
+    uint64_t te = fd_mono_ns();
+    px_backend_account(be, te - t0, te - t0, o.len && o.data[0] == '-');
+    done(arg, o.data ? o.data : "", o.len);
+    resp_out_free(&o);
+}
+
+/* ------------------------------------------------------------ the commands */
+
+static void on_remote(void *arg, const char *reply, size_t len) {
+    px_blk *b = arg;
+    b->remote = NULL;
+    if (!b->c) { blk_free(b); return; }
+    if (b->unblock) finish_unblocked(b);
+    else blk_finish(b, reply, len);
+}
+
+static void block_command(px_conn *c, int argc, resp_arg *argv, int kind, int tpos, const char *twin) {
+    if (kind == K_LMOVE) {
+        for (int i = 3; i <= 4; i++)
+            if (!resp_arg_is(&argv[i], "left") && !resp_arg_is(&argv[i], "right")) {
+                resp_add_error(&c->out, "ERR syntax error");
+                return;
+            }
+    }
+    int64_t deadline;
+    if (parse_timeout(c, &argv[tpos], &deadline)) return;
+    const fd_command *tw = fd_command_lookup(twin, strlen(twin));
+    px_backend *be = px_srv.primary;
+    int remote = be && be->b.ops->submit_blocking;
+    if (!tw && !remote) {
+        resp_add_errorf(&c->out, "ERR '%.*s' needs %s, which this frontdoor does not have",
+                        (int)argv[0].len, argv[0].ptr, twin);
+        return;
+    }
+    /* one allocation: the block, the argv copies, the twin's argv */
+    size_t bytes = 0;
+    for (int i = 0; i < argc; i++) bytes += argv[i].len + 1;
+    px_blk *b = calloc(1, sizeof *b);
+    char *buf = b ? malloc(bytes + (size_t)(2 * argc + 4) * sizeof(resp_arg)) : NULL;
+    if (!buf) {
+        free(b);
+        resp_add_error(&c->out, "OOM command not allowed when used memory > 'maxmemory'.");
+        return;
+    }
+    b->buf = buf;
+    b->argv = (resp_arg *)buf;
+    b->tw = b->argv + argc;
+    char *p = (char *)(b->tw + argc + 4);
+    for (int i = 0; i < argc; i++) {
+        memcpy(p, argv[i].ptr, argv[i].len);
+        p[argv[i].len] = '\0';
+        b->argv[i] = (resp_arg){ p, argv[i].len };
+        p += argv[i].len + 1;
+    }
+    b->c = c;
+    b->kind = kind;
+    b->twin = tw;
+    b->argc = argc;
+    b->proto = c->out.proto;
+    b->deadline = deadline;
+    b->atomic = c->atomic;
+    ev_init(&b->timer, on_timer);
+    b->timer.data = b;
+    switch (kind) {
+    case K_LMOVE: case K_RPOPLPUSH: b->kfirst = 1; b->nkeys = 1; break;
+    case K_LMPOP: case K_ZMPOP: b->kfirst = 3; b->nkeys = 0; break;  /* known once the twin accepted them */
+    default: b->kfirst = 1; b->nkeys = argc - 2; break;
+    }
+    c->blk = b;
+    if (remote) {
+        /* the server waits; inside a transaction or script it does not */
+        b->mark = px_pending_push(c, NULL, fd_mono_ns());
+        if (!b->mark) { c->blk = NULL; blk_free(b); resp_add_error(&c->out, "OOM command not allowed when used memory > 'maxmemory'."); return; }
+        if (!b->atomic) { b->counted = 1; nblocked++; }
+        const fd_command *self = fd_command_lookup(argv[0].ptr, argv[0].len);
+        /* always a connection of its own: even where the server would not
+         * block (a script), a shared connection must never risk it */
+        px_call_backend(c, self, b->argc, b->argv, NULL, 0, b->proto, 1, on_remote, b, &b->remote);
+        return;
+    }
+    if (be && be->b.ops->async) {
+        b->mark = px_pending_push(c, NULL, fd_mono_ns());
+        if (!b->mark) { c->blk = NULL; blk_free(b); resp_add_error(&c->out, "OOM command not allowed when used memory > 'maxmemory'."); return; }
+    }
+    first_try(b);
+}
+
+void px_cmd_blpop(px_conn *c, int argc, resp_arg *argv) { block_command(c, argc, argv, K_LPOP, argc - 1, "lpop"); }
+void px_cmd_brpop(px_conn *c, int argc, resp_arg *argv) { block_command(c, argc, argv, K_RPOP, argc - 1, "rpop"); }
+void px_cmd_bzpopmin(px_conn *c, int argc, resp_arg *argv) { block_command(c, argc, argv, K_ZMIN, argc - 1, "zpopmin"); }
+void px_cmd_bzpopmax(px_conn *c, int argc, resp_arg *argv) { block_command(c, argc, argv, K_ZMAX, argc - 1, "zpopmax"); }
+void px_cmd_blmove(px_conn *c, int argc, resp_arg *argv) { block_command(c, argc, argv, K_LMOVE, 5, "lmove"); }
+void px_cmd_brpoplpush(px_conn *c, int argc, resp_arg *argv) { block_command(c, argc, argv, K_RPOPLPUSH, 3, "rpoplpush"); }
+void px_cmd_blmpop(px_conn *c, int argc, resp_arg *argv) { block_command(c, argc, argv, K_LMPOP, 1, "lmpop"); }
+void px_cmd_bzmpop(px_conn *c, int argc, resp_arg *argv) { block_command(c, argc, argv, K_ZMPOP, 1, "zmpop"); }
+
+/* ------------------------------------------------------------ clients */
+
+void px_block_conn_closed(px_conn *c) {
+    for (size_t i = 0; i < nresumes; i++)
+        if (resumes[i] == c) resumes[i] = NULL;
+    px_blk *b = c->blk;
+    if (!b) return;
+    c->blk = NULL;
+    b->c = NULL;
+    if (b->mark) { px_pending_drop(b->mark); b->mark = NULL; }
+    if (b->remote) {
+        px_backend *be = px_srv.primary;
+        fd_pending *p = b->remote;
+        /* completes p (on_remote frees b): the server forgets the wait */
+        if (be && be->b.ops->cancel_blocking) be->b.ops->cancel_blocking(&be->b, p);
+        return;
+    }
+    if (b->trying) { blk_unregister(b); return; }   /* freed when the try ends */
+    blk_free(b);
+}
+
+int px_block_unblock(px_conn *c, int how) {
+    px_blk *b = c->blk;
+    if (!b || b->atomic || !b->counted) return 0;
+    b->unblock = how + 1;
+    if (b->remote) {
+        px_backend *be = px_srv.primary;
+        if (be && be->b.ops->cancel_blocking) be->b.ops->cancel_blocking(&be->b, b->remote);
+        return 1;
+    }
+    if (b->trying) return 1;                        /* decided when the try ends */
+    finish_unblocked(b);
+    return 1;
+}

@@ -1,0 +1,458 @@
+/* pubsub.c — the pub/sub broker and MONITOR (see pubsub.h). Loop thread only. */
+#include "pubsub.h"
+#include "backends.h"
+#include "blocking.h"
+#include "builtin.h"
+#include "config.h"
+#include "log.h"
+#include "strmap.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+enum { PS_NKINDS = 3 };          /* FD_PS_CHANNEL, FD_PS_PATTERN, FD_PS_SHARD */
+
+typedef struct ps_chan ps_chan;
+
+/* One client's subscription to one name: a node in the name's list. */
+typedef struct ps_sub {
+    px_conn       *c;
+    ps_chan       *ch;
+    struct ps_sub *prev, *next;
+} ps_sub;
+
+/* A name with subscribers (the map entry's data). */
+struct ps_chan {
+    px_strent *e;
+    ps_sub    *head, *tail;
+    size_t     n;
+};
+
+/* A client's subscriptions, per kind, in subscription order. */
+struct px_ps {
+    ps_sub **subs[PS_NKINDS];
+    size_t   n[PS_NKINDS], cap[PS_NKINDS];
+};
+
+static px_strmap names[PS_NKINDS];
+uint64_t px_monitors;
+static px_conn **mons;           /* the MONITOR clients (px_monitors of them) */
+static size_t capmons;
+
+static const char *const kind_sub[PS_NKINDS] = {"subscribe", "psubscribe", "ssubscribe"};
+static const char *const kind_unsub[PS_NKINDS] = {"unsubscribe", "punsubscribe", "sunsubscribe"};
+
+void px_pubsub_stats(uint64_t *channels, uint64_t *patterns, uint64_t *shard) {
+    *channels = names[FD_PS_CHANNEL].count;
+    *patterns = names[FD_PS_PATTERN].count;
+    *shard = names[FD_PS_SHARD].count;
+}
+
+size_t px_pubsub_count(const px_conn *c) {
+    if (!c->ps) return 0;
+    return c->ps->n[0] + c->ps->n[1] + c->ps->n[2];
+}
+
+void px_pubsub_client_counts(const px_conn *c, size_t n[3]) {
+    for (int k = 0; k < PS_NKINDS; k++) n[k] = c->ps ? c->ps->n[k] : 0;
+}
+
+/* The count a (un)subscribe confirmation carries: shard channels count
+ * apart from channels + patterns, as in Redis 7.0. */
+static long long confirm_count(const px_conn *c, int kind) {
+    if (!c->ps) return 0;
+    return kind == FD_PS_SHARD ? (long long)c->ps->n[FD_PS_SHARD] : (long long)(c->ps->n[0] + c->ps->n[1]);
+}
+
+static px_backend *relay(void) {
+    px_backend *be = px_srv.primary;
+    return be && be->b.ops->pubsub ? be : NULL;
+}
+
+/* ------------------------------------------------------------ delivery */
+
+/* One message into c's output; a subscriber over its limit is closed. */
+static void push_message(px_conn *c, const char *type, const char *pat, size_t plen, const char *ch, size_t clen,
+                         const char *msg, size_t mlen) {
+    if (c->flags & PX_CONN_CLOSE_ASAP) return;
+    resp_add_push(&c->out, pat ? 4 : 3);
+    resp_add_bulk(&c->out, type, strlen(type));
+    if (pat) resp_add_bulk(&c->out, pat, plen);
+    resp_add_bulk(&c->out, ch, clen);
+    resp_add_bulk(&c->out, msg, mlen);
+    size_t unsent = c->out.len - c->wpos;
+    if (px_cfg.pubsub_output_buffer_limit > 0 && (long long)unsent > px_cfg.pubsub_output_buffer_limit) {
+        px_log(PX_LOG_WARNING, "closing subscriber %llu (%s) for overcoming of output buffer limits (pubsub class, %zu bytes)",
+               (unsigned long long)c->id, c->addr, unsent);
+        c->flags |= PX_CONN_CLOSE_ASAP;
+    }
+    px_conn_check_output_limit(c);
+    px_conn_touch(c);
+}
+
+static long long deliver_exact(int kind, const char *ch, size_t clen, const char *msg, size_t mlen) {
+    px_strent *e = px_strmap_get(&names[kind], ch, clen);
+    if (!e) return 0;
+    ps_chan *pc = px_strmap_data(e);
+    long long n = 0;
+    for (ps_sub *s = pc->head; s; s = s->next, n++)
+        push_message(s->c, kind == FD_PS_SHARD ? "smessage" : "message", NULL, 0, ch, clen, msg, mlen);
+    return n;
+}
+
+static long long deliver_pattern(ps_chan *pc, const char *ch, size_t clen, const char *msg, size_t mlen) {
+    long long n = 0;
+    for (ps_sub *s = pc->head; s; s = s->next, n++)
+        push_message(s->c, "pmessage", pc->e->name, pc->e->len, ch, clen, msg, mlen);
+    return n;
+}
+
+typedef struct { const char *ch, *msg; size_t clen, mlen; long long n; } pat_walk;
+
+static void pat_each(px_strent *e, void *arg) {
+    pat_walk *w = arg;
+    if (resp_glob_match(e->name, e->len, w->ch, w->clen, 0))
+        w->n += deliver_pattern(px_strmap_data(e), w->ch, w->clen, w->msg, w->mlen);
+}
+
+/* PUBLISH here: channel subscribers, then every matching pattern's. */
+static long long publish_local(const char *ch, size_t clen, const char *msg, size_t mlen) {
+    long long n = deliver_exact(FD_PS_CHANNEL, ch, clen, msg, mlen);
+    if (names[FD_PS_PATTERN].count) {
+        pat_walk w = { ch, msg, clen, mlen, 0 };
+        px_strmap_each(&names[FD_PS_PATTERN], pat_each, &w);
+        n += w.n;
+    }
+    return n;
+}
+
+void px_pubsub_backend_message(struct fd_backend *b, int kind, const char *pattern, size_t plen,
+                               const char *channel, size_t clen, const char *msg, size_t mlen) {
+    px_backend *be = relay();
+    if (!be || &be->b != b) return;      /* a swapped-out backend's late message */
+    if (kind == FD_PS_PATTERN) {
+        px_strent *e = px_strmap_get(&names[FD_PS_PATTERN], pattern, plen);
+        if (e) deliver_pattern(px_strmap_data(e), channel, clen, msg, mlen);
+    } else {
+        deliver_exact(kind, channel, clen, msg, mlen);
+    }
+}
+
+typedef struct { px_backend *be; int kind; } resync_walk;
+
+static void resync_each(px_strent *e, void *arg) {
+    resync_walk *w = arg;
+    w->be->b.ops->pubsub(&w->be->b, w->kind, e->name, e->len, 1);
+}
+
+void px_pubsub_backend_resync(struct fd_backend *b) {
+    px_backend *be = relay();
+    if (!be || &be->b != b) return;
+    for (int k = 0; k < PS_NKINDS; k++) {
+        resync_walk w = { be, k };
+        px_strmap_each(&names[k], resync_each, &w);
+    }
+}
+
+/* ------------------------------------------------------------ subscriptions */
+
+static ps_sub *find_sub(px_conn *c, int kind, const char *name, size_t len, size_t *idx) {
+    if (!c->ps) return NULL;
+    for (size_t i = 0; i < c->ps->n[kind]; i++) {
+        ps_sub *s = c->ps->subs[kind][i];
+        if (s->ch->e->len == len && !memcmp(s->ch->e->name, name, len)) { if (idx) *idx = i; return s; }
+    }
+    return NULL;
+}
+
+/* 1 added, 0 already there, -1 out of memory. */
+static int add_sub(px_conn *c, int kind, const char *name, size_t len) {
+    if (!c->ps && !(c->ps = calloc(1, sizeof *c->ps))) return -1;
+    if (find_sub(c, kind, name, len, NULL)) return 0;
+    struct px_ps *ps = c->ps;
+    if (ps->n[kind] == ps->cap[kind]) {
+        size_t ncap = ps->cap[kind] ? ps->cap[kind] * 2 : 4;
+        ps_sub **ns = realloc(ps->subs[kind], ncap * sizeof *ns);
+        if (!ns) return -1;
+        ps->subs[kind] = ns;
+        ps->cap[kind] = ncap;
+    }
+    ps_sub *s = calloc(1, sizeof *s);
+    int created;
+    px_strent *e = s ? px_strmap_add(&names[kind], name, len, sizeof(ps_chan), &created) : NULL;
+    if (!e) { free(s); return -1; }
+    ps_chan *pc = px_strmap_data(e);
+    pc->e = e;
+    s->c = c;
+    s->ch = pc;
+    s->prev = pc->tail;
+    if (pc->tail) pc->tail->next = s;
+    else pc->head = s;
+    pc->tail = s;
+    pc->n++;
+    ps->subs[kind][ps->n[kind]++] = s;
+    if (created) {
+        px_backend *be = relay();
+        if (be) be->b.ops->pubsub(&be->b, kind, name, len, 1);
+    }
+    return 1;
+}
+
+static void del_sub(px_conn *c, int kind, size_t idx) {
+    struct px_ps *ps = c->ps;
+    ps_sub *s = ps->subs[kind][idx];
+    memmove(&ps->subs[kind][idx], &ps->subs[kind][idx + 1], (ps->n[kind] - idx - 1) * sizeof *ps->subs[kind]);
+    ps->n[kind]--;
+    ps_chan *pc = s->ch;
+    if (s->prev) s->prev->next = s->next;
+    else pc->head = s->next;
+    if (s->next) s->next->prev = s->prev;
+    else pc->tail = s->prev;
+    pc->n--;
+    free(s);
+    if (!pc->head) {
+        px_backend *be = relay();
+        if (be) be->b.ops->pubsub(&be->b, kind, pc->e->name, pc->e->len, 0);
+        px_strmap_del(&names[kind], pc->e);
+    }
+}
+
+static void confirm(px_conn *c, const char *what, const char *name, size_t len, int kind) {
+    resp_add_push(&c->out, 3);
+    resp_add_bulk(&c->out, what, strlen(what));
+    if (name) resp_add_bulk(&c->out, name, len);
+    else resp_add_null(&c->out);
+    resp_add_int(&c->out, confirm_count(c, kind));
+}
+
+static void subscribe(px_conn *c, int argc, resp_arg *argv, int kind) {
+    for (int i = 1; i < argc; i++) {
+        if (add_sub(c, kind, argv[i].ptr, argv[i].len) < 0) {
+            resp_add_error(&c->out, "OOM command not allowed when used memory > 'maxmemory'.");
+            return;
+        }
+        confirm(c, kind_sub[kind], argv[i].ptr, argv[i].len, kind);
+    }
+}
+
+static void unsubscribe(px_conn *c, int argc, resp_arg *argv, int kind) {
+    if (argc == 1) {
+        if (!c->ps || !c->ps->n[kind]) {
+            confirm(c, kind_unsub[kind], NULL, 0, kind);
+            return;
+        }
+        /* the newest first keeps the array moves O(1) */
+        while (c->ps->n[kind]) {
+            size_t i = c->ps->n[kind] - 1;
+            ps_sub *s = c->ps->subs[kind][i];
+            char *name = s->ch->e->name;
+            size_t len = s->ch->e->len;
+            char small[256], *copy = len < sizeof small ? small : malloc(len);
+            if (!copy) { resp_add_error(&c->out, "OOM command not allowed when used memory > 'maxmemory'."); return; }
+            memcpy(copy, name, len);
+            del_sub(c, kind, i);
+            confirm(c, kind_unsub[kind], copy, len, kind);
+            if (copy != small) free(copy);
+        }
+        return;
+    }
+    for (int i = 1; i < argc; i++) {
+        size_t idx;
+        if (find_sub(c, kind, argv[i].ptr, argv[i].len, &idx)) del_sub(c, kind, idx);
+        confirm(c, kind_unsub[kind], argv[i].ptr, argv[i].len, kind);
+    }
+}
+
+void px_cmd_subscribe(px_conn *c, int argc, resp_arg *argv) { subscribe(c, argc, argv, FD_PS_CHANNEL); }
+void px_cmd_psubscribe(px_conn *c, int argc, resp_arg *argv) { subscribe(c, argc, argv, FD_PS_PATTERN); }
+void px_cmd_ssubscribe(px_conn *c, int argc, resp_arg *argv) { subscribe(c, argc, argv, FD_PS_SHARD); }
+void px_cmd_unsubscribe(px_conn *c, int argc, resp_arg *argv) { unsubscribe(c, argc, argv, FD_PS_CHANNEL); }
+void px_cmd_punsubscribe(px_conn *c, int argc, resp_arg *argv) { unsubscribe(c, argc, argv, FD_PS_PATTERN); }
+void px_cmd_sunsubscribe(px_conn *c, int argc, resp_arg *argv) { unsubscribe(c, argc, argv, FD_PS_SHARD); }
+
+void px_pubsub_reset(px_conn *c) {
+    if (c->monitor) {
+        c->monitor = 0;
+        for (size_t i = 0; i < px_monitors; i++)
+            if (mons[i] == c) { mons[i] = mons[--px_monitors]; break; }
+    }
+    if (!c->ps) return;
+    for (int k = 0; k < PS_NKINDS; k++) {
+        while (c->ps->n[k]) del_sub(c, k, c->ps->n[k] - 1);
+        free(c->ps->subs[k]);
+    }
+    free(c->ps);
+    c->ps = NULL;
+}
+
+void px_pubsub_conn_closed(px_conn *c) { px_pubsub_reset(c); }
+
+int px_pubsub_denied(px_conn *c, const fd_command *cmd) {
+    if (c->out.proto != 2 || !px_pubsub_count(c)) return 0;
+    switch (cmd->id) {
+    case FD_CMD_subscribe: case FD_CMD_psubscribe: case FD_CMD_ssubscribe:
+    case FD_CMD_unsubscribe: case FD_CMD_punsubscribe: case FD_CMD_sunsubscribe:
+    case FD_CMD_ping: case FD_CMD_quit: case FD_CMD_reset:
+        return 0;
+    default:
+        resp_add_errorf(&c->out, "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / "
+                                 "RESET are allowed in this context", cmd->name);
+        return 1;
+    }
+}
+
+/* ------------------------------------------------------------ PUBLISH */
+
+static void fill_mark(void *arg, const char *reply, size_t len) { px_pending_reply(arg, reply, len); }
+
+/* Through a relaying backend: the server delivers (to us too, via the relay). */
+static void forward(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv) {
+    fd_pending *m = px_pending_push(c, NULL, fd_mono_ns());
+    if (!m) { resp_add_error(&c->out, "OOM command not allowed when used memory > 'maxmemory'."); return; }
+    px_call_backend(c, cmd, argc, argv, NULL, 0, c->out.proto, 0, fill_mark, m, NULL);
+}
+
+void px_cmd_publish(px_conn *c, int argc, resp_arg *argv) {
+    if (relay()) { forward(c, fd_command_by_id(FD_CMD_publish), argc, argv); return; }
+    resp_add_int(&c->out, publish_local(argv[1].ptr, argv[1].len, argv[2].ptr, argv[2].len));
+}
+
+void px_cmd_spublish(px_conn *c, int argc, resp_arg *argv) {
+    if (relay()) { forward(c, fd_command_by_id(FD_CMD_spublish), argc, argv); return; }
+    resp_add_int(&c->out, deliver_exact(FD_PS_SHARD, argv[1].ptr, argv[1].len, argv[2].ptr, argv[2].len));
+}
+
+/* ------------------------------------------------------------ PUBSUB */
+
+typedef struct { const resp_arg *pat; resp_out *o; long long n; } chan_walk;
+
+static void chan_each(px_strent *e, void *arg) {
+    chan_walk *w = arg;
+    if (w->pat && !resp_glob_match(w->pat->ptr, w->pat->len, e->name, e->len, 0)) return;
+    resp_add_bulk(w->o, e->name, e->len);
+    w->n++;
+}
+
+static void list_names(px_conn *c, int kind, const resp_arg *pat) {
+    resp_out tmp;
+    resp_out_init(&tmp, c->out.proto);
+    chan_walk w = { pat, &tmp, 0 };
+    px_strmap_each(&names[kind], chan_each, &w);
+    resp_add_array(&c->out, w.n);
+    if (tmp.len) resp_out_raw(&c->out, tmp.data, tmp.len);
+    resp_out_free(&tmp);
+}
+
+static void numsub(px_conn *c, int kind, int argc, resp_arg *argv) {
+    resp_add_array(&c->out, (long long)(argc - 2) * 2);
+    for (int i = 2; i < argc; i++) {
+        px_strent *e = px_strmap_get(&names[kind], argv[i].ptr, argv[i].len);
+        resp_add_bulk(&c->out, argv[i].ptr, argv[i].len);
+        resp_add_int(&c->out, e ? (long long)((ps_chan *)px_strmap_data(e))->n : 0);
+    }
+}
+
+void px_cmd_pubsub(px_conn *c, int argc, resp_arg *argv) {
+    resp_arg *sub = &argv[1];
+    if (resp_arg_is(sub, "help") && argc == 2) {
+        static const char *const help[] = {
+            "CHANNELS [<pattern>]",
+            "    Return the currently active channels matching a <pattern> (default: '*').",
+            "NUMPAT", "    Return number of subscriptions to patterns.",
+            "NUMSUB [<channel> ...]",
+            "    Return the number of subscribers for the specified channels, excluding",
+            "    pattern subscriptions(default: no channels).",
+            "SHARDCHANNELS [<pattern>]",
+            "    Return the currently active shard level channels matching a <pattern> (default: '*').",
+            "SHARDNUMSUB [<shardchannel> ...]",
+            "    Return the number of subscribers for the specified shard level channel(s)",
+            "HELP", "    Prints this help.", NULL};
+        resp_add_array(&c->out, 14);
+        resp_add_status(&c->out, "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
+        for (int i = 0; help[i]; i++) resp_add_status(&c->out, help[i]);
+    } else if (resp_arg_is(sub, "channels") && argc <= 3) {
+        list_names(c, FD_PS_CHANNEL, argc == 3 ? &argv[2] : NULL);
+    } else if (resp_arg_is(sub, "shardchannels") && argc <= 3) {
+        list_names(c, FD_PS_SHARD, argc == 3 ? &argv[2] : NULL);
+    } else if (resp_arg_is(sub, "numsub")) {
+        numsub(c, FD_PS_CHANNEL, argc, argv);
+    } else if (resp_arg_is(sub, "shardnumsub")) {
+        numsub(c, FD_PS_SHARD, argc, argv);
+    } else if (resp_arg_is(sub, "numpat")) {
+        if (argc != 2) { resp_add_error(&c->out, "ERR wrong number of arguments for 'pubsub|numpat' command"); return; }
+        resp_add_int(&c->out, (long long)names[FD_PS_PATTERN].count);
+    } else if (resp_arg_is(sub, "channels") || resp_arg_is(sub, "shardchannels") || resp_arg_is(sub, "help")) {
+        resp_add_errorf(&c->out, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try PUBSUB HELP.",
+                        (int)(sub->len > 128 ? 128 : sub->len), sub->ptr);
+    } else {
+        resp_add_errorf(&c->out, "ERR unknown subcommand '%.*s'. Try PUBSUB HELP.",
+                        (int)(sub->len > 128 ? 128 : sub->len), sub->ptr);
+    }
+}
+
+/* ------------------------------------------------------------ MONITOR */
+
+void px_cmd_monitor(px_conn *c, int argc, resp_arg *argv) {
+    (void)argc; (void)argv;
+    if (!c->monitor) {
+        if (px_monitors == capmons) {
+            size_t n = capmons ? capmons * 2 : 8;
+            px_conn **m = realloc(mons, n * sizeof *m);
+            if (!m) { resp_add_error(&c->out, "OOM command not allowed when used memory > 'maxmemory'."); return; }
+            mons = m;
+            capmons = n;
+        }
+        mons[px_monitors++] = c;
+        c->monitor = 1;
+    }
+    resp_add_simple(&c->out, "OK", 2);
+}
+
+/* Redis's sdscatrepr: "..." with \\ \" \n \r \t \a \b and \xHH escapes. */
+static void add_repr(resp_out *o, const char *p, size_t n) {
+    resp_out_raw(o, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)p[i];
+        char esc[8];
+        switch (ch) {
+        case '\\': resp_out_raw(o, "\\\\", 2); break;
+        case '"': resp_out_raw(o, "\\\"", 2); break;
+        case '\n': resp_out_raw(o, "\\n", 2); break;
+        case '\r': resp_out_raw(o, "\\r", 2); break;
+        case '\t': resp_out_raw(o, "\\t", 2); break;
+        case '\a': resp_out_raw(o, "\\a", 2); break;
+        case '\b': resp_out_raw(o, "\\b", 2); break;
+        default:
+            if (ch >= 32 && ch < 127) resp_out_raw(o, p + i, 1);
+            else { snprintf(esc, sizeof esc, "\\x%02x", ch); resp_out_raw(o, esc, 4); }
+        }
+    }
+    resp_out_raw(o, "\"", 1);
+}
+
+void px_monitor_feed(px_conn *c, const fd_command *cmd, int argc, const resp_arg *argv) {
+    if (!px_monitors || (cmd && (cmd->flags & FD_CMD_ADMIN))) return;
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    resp_out line;
+    resp_out_init(&line, 2);
+    char head[160];
+    int hl = snprintf(head, sizeof head, "+%ld.%06ld [%d %s%s] ", (long)tv.tv_sec, (long)tv.tv_usec, c->db,
+                      (c->flags & PX_CONN_UNIX) ? "unix:" : "", (c->flags & PX_CONN_UNIX) ? px_cfg.unixsocket : c->addr);
+    resp_out_raw(&line, head, (size_t)(hl < (int)sizeof head ? hl : (int)sizeof head - 1));
+    for (int i = 0; i < argc; i++) {
+        if (i) resp_out_raw(&line, " ", 1);
+        add_repr(&line, argv[i].ptr, argv[i].len);
+    }
+    resp_out_raw(&line, "\r\n", 2);
+    for (size_t i = 0; i < px_monitors; i++) {
+        px_conn *m = mons[i];
+        if (m->flags & PX_CONN_CLOSE_ASAP) continue;
+        resp_out_raw(&m->out, line.data, line.len);
+        px_conn_check_output_limit(m);
+        px_conn_touch(m);
+    }
+    resp_out_free(&line);
+}

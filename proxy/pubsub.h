@@ -1,0 +1,64 @@
+/* pubsub.h — publish/subscribe and MONITOR, Redis 7.0's semantics on every
+ * backend. Module prefix: px_pubsub_ (px_monitor_ for MONITOR).
+ *
+ * The broker is the proxy's on every backend: it knows each client's
+ * channels, patterns and shard channels, and writes messages into the
+ * subscribers' output (RESP2 arrays, RESP3 push frames, mixed with normal
+ * replies in RESP3). Where the messages come from depends on the primary:
+ *  - lmdb, leveldb, mongodb: PUBLISH / SPUBLISH deliver here, at once
+ *    (messages are not stored);
+ *  - redis, redis-cluster (backends with ops->pubsub): PUBLISH / SPUBLISH
+ *    go to the server, and the backend keeps ONE connection subscribed to
+ *    the union of every local client's channels and patterns (shard
+ *    channels at their shard's master): the messages it relays, whoever
+ *    published them, are fanned out here. 10,000 subscribers cost one
+ *    backend connection.
+ * RESP2 subscribed mode: only (P|S)SUBSCRIBE, (P|S)UNSUBSCRIBE, PING, QUIT,
+ * RESET are accepted (px_pubsub_denied), PING answers ["pong", msg]. A
+ * subscriber whose unsent output passes pubsub-output-buffer-limit is
+ * disconnected (Redis's client-output-buffer-limit pubsub class, hard limit).
+ * PUBSUB CHANNELS/NUMSUB/NUMPAT/SHARDCHANNELS/SHARDNUMSUB answer from this
+ * frontdoor's subscribers.
+ */
+#ifndef FRONTDOOR_PUBSUB_H
+#define FRONTDOOR_PUBSUB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "server.h"
+
+void px_cmd_subscribe(px_conn *c, int argc, resp_arg *argv);
+void px_cmd_unsubscribe(px_conn *c, int argc, resp_arg *argv);
+void px_cmd_psubscribe(px_conn *c, int argc, resp_arg *argv);
+void px_cmd_punsubscribe(px_conn *c, int argc, resp_arg *argv);
+void px_cmd_ssubscribe(px_conn *c, int argc, resp_arg *argv);
+void px_cmd_sunsubscribe(px_conn *c, int argc, resp_arg *argv);
+void px_cmd_publish(px_conn *c, int argc, resp_arg *argv);
+void px_cmd_spublish(px_conn *c, int argc, resp_arg *argv);
+void px_cmd_pubsub(px_conn *c, int argc, resp_arg *argv);
+void px_cmd_monitor(px_conn *c, int argc, resp_arg *argv);
+
+/* c's subscriptions (channels + patterns + shard channels); 0 if none. */
+size_t px_pubsub_count(const px_conn *c);
+/* c's channels, patterns, shard channels (CLIENT LIST sub=, psub=, ssub=). */
+void px_pubsub_client_counts(const px_conn *c, size_t n[3]);
+/* RESP2 subscribed mode: 1 (and the error written) if cmd is not allowed. */
+int  px_pubsub_denied(px_conn *c, const fd_command *cmd);
+/* Drop every subscription of c and MONITOR, sending nothing (RESET, close). */
+void px_pubsub_reset(px_conn *c);
+/* The client is closing. */
+void px_pubsub_conn_closed(px_conn *c);
+
+/* Feed the monitors one executed command (cheap when there are none). */
+extern uint64_t px_monitors;
+void px_monitor_feed(px_conn *c, const fd_command *cmd, int argc, const resp_arg *argv);
+
+/* The host callbacks of a relaying backend (storage/host.h). */
+void px_pubsub_backend_message(struct fd_backend *b, int kind, const char *pattern, size_t plen,
+                               const char *channel, size_t clen, const char *msg, size_t mlen);
+void px_pubsub_backend_resync(struct fd_backend *b);
+
+/* INFO: distinct channels, patterns, shard channels with subscribers. */
+void px_pubsub_stats(uint64_t *channels, uint64_t *patterns, uint64_t *shard);
+
+#endif

@@ -1,0 +1,364 @@
+#!/usr/bin/python3
+"""Blocking commands (BLPOP, BRPOP, BRPOPLPUSH, BLMOVE, BLMPOP, BZPOPMIN,
+BZPOPMAX, BZMPOP) on the backend FD_BACKEND names (lmdb by default; the
+CMake matrix runs this file on leveldb, mongodb, redis and redis-cluster too).
+
+Asserted: redis-py's blpop woken within 100 ms by another client's push and
+timing out on time; FIFO order among waiters; wake-ups by a push, a move
+onto the key (BLMOVE chain) and RENAME; pipelined commands behind a blocked
+one; CLIENT UNBLOCK TIMEOUT|ERROR; a client that disconnects while blocked
+loses nothing; INFO blocked_clients; on redis/redis-cluster the bounded
+pool of connections lent to blocked clients; and byte-for-byte differential
+cases against a real redis-server (errors, immediate replies, RESP3).
+"""
+import os
+import socket
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fdtest import (Tests, Diff, Conn, start_frontdoor, start_redis, parse, check, eq, skip,
+                    info_fields, wait_until, encode)
+
+T = Tests(case_timeout=60)
+BACKEND = os.environ.get("FD_BACKEND", "lmdb")
+REMOTE = BACKEND in ("redis", "redis-cluster")
+
+_fd = []
+
+
+def fd():
+    """One frontdoor shared by the cases (each uses its own keys)."""
+    if not _fd or not _fd[0].alive():
+        _fd[:] = [start_frontdoor(keep=True)]
+    return _fd[0]
+
+
+def blocked_clients(f):
+    with f.conn() as c:
+        return int(info_fields(parse(c.cmd("INFO", "clients")))["blocked_clients"])
+
+
+def wait_blocked(f, n):
+    wait_until(lambda: blocked_clients(f) >= n, timeout=5, what="%d blocked clients" % n)
+
+
+def redis_client(f):
+    import redis
+    return redis.Redis(host="127.0.0.1", port=f.port, socket_timeout=10)
+
+
+@T.case
+def redispy_blpop_woken_within_100ms():
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        skip("python3-redis not installed")
+    f = fd()
+    r = redis_client(f)
+    r.delete("bq:wake")
+    got = {}
+
+    def waiter():
+        got["v"] = r.blpop(["bq:wake"], timeout=0)
+        got["t"] = time.monotonic()
+    th = threading.Thread(target=waiter)
+    th.start()
+    wait_blocked(f, 1)
+    p = redis_client(f)
+    t0 = time.monotonic()
+    eq(p.rpush("bq:wake", "job1"), 1)
+    th.join(5)
+    check(not th.is_alive(), "blpop never returned")
+    eq(got["v"], (b"bq:wake", b"job1"))
+    dt = got["t"] - t0
+    check(dt < 0.1, "woken after %.3f s (want < 0.1)" % dt)
+    eq(p.llen("bq:wake"), 0)
+
+
+@T.case
+def redispy_blpop_times_out():
+    f = fd()
+    r = redis_client(f)
+    r.delete("bq:none")
+    t0 = time.monotonic()
+    eq(r.blpop(["bq:none"], timeout=1), None)
+    dt = time.monotonic() - t0
+    check(0.95 <= dt < 1.6, "timeout 1 s took %.3f s" % dt)
+    with f.conn() as c:
+        t0 = time.monotonic()
+        eq(c.cmd("BLPOP", "bq:none", "0.25"), b"*-1\r\n")
+        dt = time.monotonic() - t0
+        check(0.23 <= dt < 0.8, "timeout 0.25 s took %.3f s" % dt)
+        c.cmd("HELLO", "3")
+        eq(c.cmd("BZPOPMIN", "bq:nonez", "0.05"), b"_\r\n")
+        eq(c.cmd("BLMOVE", "{bq}none", "{bq}d", "LEFT", "RIGHT", "0.05"), b"_\r\n")
+    eq(blocked_clients(f), 0)
+
+
+@T.case
+def fifo_among_waiters_and_pipeline_behind():
+    f = fd()
+    conns = [f.conn() for _ in range(3)]
+    conns[0].cmd("DEL", "bq:fifo")
+    for i, c in enumerate(conns):
+        # the PING queued behind the blocked command runs once it is answered
+        c.send_raw(encode("BLPOP", "bq:fifo", "0") + encode("PING"))
+        wait_blocked(f, i + 1)
+    with f.conn() as p:
+        eq(p.cmd("RPUSH", "bq:fifo", "a", "b", "c"), b":3\r\n")
+    for c, v in zip(conns, "abc"):
+        eq(c.read(), b"*2\r\n$7\r\nbq:fifo\r\n$1\r\n" + v.encode() + b"\r\n")
+        eq(c.read(), b"+PONG\r\n")
+        c.close()
+    eq(blocked_clients(f), 0)
+
+
+@T.case
+def several_keys_and_zsets():
+    f = fd()
+    with f.conn() as a, f.conn() as p:
+        p.cmd("DEL", "{bq}a", "{bq}b", "{bq}z")
+        a.send("BRPOP", "{bq}a", "{bq}b", "0")
+        wait_blocked(f, 1)
+        p.cmd("RPUSH", "{bq}b", "x", "y")
+        eq(a.read(), b"*2\r\n$5\r\n{bq}b\r\n$1\r\ny\r\n")
+        a.send("BZPOPMAX", "{bq}z", "{bq}a", "0")
+        wait_blocked(f, 1)
+        p.cmd("ZADD", "{bq}z", "1", "m1", "2.5", "m2")
+        eq(a.read(), b"*3\r\n$5\r\n{bq}z\r\n$2\r\nm2\r\n$3\r\n2.5\r\n")
+        a.cmd("HELLO", "3")
+        a.send("BZPOPMIN", "{bq}z", "0")
+        eq(a.read(), b"*3\r\n$5\r\n{bq}z\r\n$2\r\nm1\r\n,1\r\n")
+
+
+@T.case
+def blmove_chain_wakes_the_next_waiter():
+    f = fd()
+    with f.conn() as a, f.conn() as b, f.conn() as p:
+        p.cmd("DEL", "{bm}src", "{bm}dst")
+        a.send("BLMOVE", "{bm}src", "{bm}dst", "LEFT", "RIGHT", "0")
+        wait_blocked(f, 1)
+        b.send("BRPOPLPUSH", "{bm}dst", "{bm}out", "0")
+        wait_blocked(f, 2)
+        p.cmd("LPUSH", "{bm}src", "v")
+        eq(a.read(), b"$1\r\nv\r\n")
+        eq(b.read(), b"$1\r\nv\r\n")
+        eq(p.cmd("LRANGE", "{bm}out", "0", "-1"), b"*1\r\n$1\r\nv\r\n")
+        eq(p.cmd("EXISTS", "{bm}src", "{bm}dst"), b":0\r\n")
+
+
+@T.case
+def woken_by_rename_onto_the_key():
+    f = fd()
+    with f.conn() as a, f.conn() as p:
+        p.cmd("DEL", "{rn}k", "{rn}tmp")
+        a.send("BLPOP", "{rn}k", "0")
+        wait_blocked(f, 1)
+        p.cmd("RPUSH", "{rn}tmp", "x")
+        eq(p.cmd("RENAME", "{rn}tmp", "{rn}k"), b"+OK\r\n")
+        eq(a.read(timeout=3), b"*2\r\n$5\r\n{rn}k\r\n$1\r\nx\r\n")
+
+
+@T.case
+def wrong_type_push_keeps_waiting():
+    f = fd()
+    with f.conn() as a, f.conn() as p:
+        p.cmd("DEL", "bq:wt")
+        a.send("BLPOP", "bq:wt", "0")
+        wait_blocked(f, 1)
+        p.cmd("SET", "bq:wt", "string")      # ready, but not a list: stays blocked
+        time.sleep(0.1)
+        eq(blocked_clients(f), 1)
+        p.cmd("DEL", "bq:wt")
+        p.cmd("RPUSH", "bq:wt", "x")
+        eq(a.read(timeout=3), b"*2\r\n$5\r\nbq:wt\r\n$1\r\nx\r\n")
+
+
+@T.case
+def client_unblock_timeout_and_error():
+    f = fd()
+    with f.conn() as a, f.conn() as p:
+        aid = parse(a.cmd("CLIENT", "ID"))
+        a.send("BLPOP", "bq:unb", "0")
+        wait_blocked(f, 1)
+        eq(p.cmd("CLIENT", "UNBLOCK", str(aid)), b":1\r\n")
+        eq(a.read(), b"*-1\r\n")
+        a.send("BZPOPMIN", "bq:unbz", "0")
+        wait_blocked(f, 1)
+        eq(p.cmd("CLIENT", "UNBLOCK", str(aid), "ERROR"), b":1\r\n")
+        eq(a.read(), b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n")
+        eq(p.cmd("CLIENT", "UNBLOCK", str(aid)), b":0\r\n")
+        eq(a.cmd("PING"), b"+PONG\r\n")
+        eq(blocked_clients(f), 0)
+
+
+@T.case
+def disconnect_while_blocked_loses_nothing():
+    f = fd()
+    with f.conn() as p:
+        p.cmd("DEL", "bq:gone")
+        a = f.conn()
+        a.send("BLPOP", "bq:gone", "0")
+        wait_blocked(f, 1)
+        a.close()
+        wait_until(lambda: blocked_clients(f) == 0, timeout=5, what="the waiter gone")
+        eq(p.cmd("RPUSH", "bq:gone", "kept"), b":1\r\n")
+        time.sleep(0.1)
+        eq(p.cmd("LRANGE", "bq:gone", "0", "-1"), b"*1\r\n$4\r\nkept\r\n")
+
+
+@T.case
+def client_kill_of_a_blocked_client():
+    f = fd()
+    with f.conn() as p:
+        a = f.conn()
+        aid = parse(a.cmd("CLIENT", "ID"))
+        a.send("BLPOP", "bq:kill", "0")
+        wait_blocked(f, 1)
+        eq(p.cmd("CLIENT", "KILL", "ID", str(aid)), b":1\r\n")
+        a.wait_closed(3)
+        wait_until(lambda: blocked_clients(f) == 0, timeout=3, what="the killed waiter gone")
+        a.close()
+
+
+@T.case
+def transactions_and_scripts_wake_once_at_the_end():
+    f = fd()
+    with f.conn() as a, f.conn() as p:
+        p.cmd("DEL", "{tx}z", "{tx}l")
+        # not woken by a ZADD + DEL in one transaction (Redis 7.0's rule)
+        a.send("BZPOPMIN", "{tx}z", "0")
+        wait_blocked(f, 1)
+        p.cmd("MULTI")
+        p.cmd("ZADD", "{tx}z", "1", "gone")
+        p.cmd("DEL", "{tx}z")
+        eq(p.cmd("EXEC"), b"*2\r\n:1\r\n:1\r\n")
+        time.sleep(0.1)
+        eq(blocked_clients(f), 1)
+        p.cmd("ZADD", "{tx}z", "2", "m")
+        eq(a.read(), b"*3\r\n$5\r\n{tx}z\r\n$1\r\nm\r\n$1\r\n2\r\n")
+        # woken by a transaction that pushes, served after the whole EXEC
+        a.send("BLPOP", "{tx}l", "0")
+        wait_blocked(f, 1)
+        p.cmd("MULTI")
+        p.cmd("RPUSH", "{tx}l", "x")
+        p.cmd("RPUSH", "{tx}l", "y")
+        eq(p.cmd("EXEC"), b"*2\r\n:1\r\n:2\r\n")
+        eq(a.read(), b"*2\r\n$5\r\n{tx}l\r\n$1\r\nx\r\n")
+        # and by a script
+        p.cmd("DEL", "{tx}l")
+        a.send("BRPOP", "{tx}l", "0")
+        wait_blocked(f, 1)
+        eq(p.cmd("EVAL", "return redis.call('rpush', KEYS[1], 'fromlua')", "1", "{tx}l"), b":1\r\n")
+        eq(a.read(), b"*2\r\n$5\r\n{tx}l\r\n$7\r\nfromlua\r\n")
+        eq(blocked_clients(f), 0)
+
+
+@T.case
+def many_waiters_many_pushes():
+    f = fd()
+    n = 50
+    conns = [f.conn() for _ in range(n)]
+    conns[0].cmd("DEL", "bq:many")
+    for c in conns:
+        c.send("BLPOP", "bq:many", "10")
+    wait_blocked(f, n)
+    with f.conn() as p:
+        for i in range(n):
+            p.send("RPUSH", "bq:many", str(i))
+        for i in range(n):
+            p.read()
+    got = sorted(int(parse(c.read())[1]) for c in conns)
+    eq(got, list(range(n)))
+    for c in conns:
+        c.close()
+
+
+@T.case
+def remote_pool_is_bounded():
+    if not REMOTE:
+        skip("the lent-connection pool is the redis backends'")
+    f = start_frontdoor(redis_blocking_pool_size=2)
+    held = [f.conn() for _ in range(2)]
+    for c in held:
+        c.send("BLPOP", "{pool}k", "0")
+    wait_blocked(f, 2)
+    with f.conn() as c:
+        t0 = time.monotonic()
+        r = c.cmd("BLPOP", "{pool}k", "0")
+        check(r.startswith(b"-ERR frontdoor's") and b"redis-blocking-pool-size 2" in r, r)
+        check(time.monotonic() - t0 < 1, "the refusal must be immediate")
+        eq(c.cmd("SET", "{pool}x", "1"), b"+OK\r\n")      # other clients are not held up
+        eq(c.cmd("RPUSH", "{pool}k", "a", "b"), b":2\r\n")
+    for c in held:
+        check(parse(c.read())[0] == b"{pool}k")
+        c.close()
+    with f.conn() as c:
+        eq(c.cmd("BLPOP", "{pool}k", "0.01"), b"*-1\r\n")   # connections came back
+
+
+# ------------------------------------------------------------ differential
+
+def diff_pair(proto):
+    ref = start_redis()
+    d = Diff(ref.conn(), fd().conn())
+    if proto == 3:
+        d.cmd("HELLO", "3", same=lambda a, b: True)
+    return d
+
+
+def differential(proto):
+    d = diff_pair(proto)
+    d.cmd("DEL", "{d}l", "{d}m", "{d}z", "{d}s", "{d}d", same=lambda a, b: True)
+    d.cmd("RPUSH", "{d}l", "a", "b", "c", "d", "e", "f")
+    d.cmd("ZADD", "{d}z", "1", "x", "2", "y", "3", "z")
+    d.cmd("SET", "{d}s", "str")
+    for args in (
+        ("BLPOP", "{d}l", "0"), ("BRPOP", "{d}m", "{d}l", "1"), ("BLPOP", "{d}l", "-1"),
+        ("BLPOP", "{d}l", "abc"), ("BLPOP", "{d}l", "1e30"), ("BLPOP", "{d}l", "inf"),
+        ("BLPOP", "{d}l", "nan"), ("BLPOP", "{d}s", "0"), ("BLPOP", "{d}m", "{d}s", "0"),
+        ("BLPOP", "{d}l"), ("BRPOPLPUSH", "{d}l", "{d}d", "0"), ("BRPOPLPUSH", "{d}s", "{d}d", "0"),
+        ("BLMOVE", "{d}l", "{d}d", "LEFT", "UP", "0"), ("BLMOVE", "{d}l", "{d}d", "RIGHT", "LEFT", "x"),
+        ("BLMOVE", "{d}l", "{d}d", "RIGHT", "LEFT", "0"), ("LRANGE", "{d}d", "0", "-1"),
+        ("BZPOPMIN", "{d}z", "0"), ("BZPOPMAX", "{d}m", "{d}z", "0.5"), ("BZPOPMIN", "{d}s", "0"),
+        ("BZPOPMIN", "{d}z", "-0.5"), ("BLPOP", "{d}m", "0.01"), ("BZPOPMAX", "{d}m", "0.01"),
+        ("BRPOPLPUSH", "{d}m", "{d}d", "0.01"),
+        ("CLIENT", "UNBLOCK", "abc"), ("CLIENT", "UNBLOCK", "1", "foo"), ("CLIENT", "UNBLOCK", "999999"),
+        ("CLIENT", "NO-EVICT", "on"), ("CLIENT", "NO-EVICT", "maybe"),
+    ):
+        d.cmd(*args)
+    with fd().conn() as c:
+        mpop = not parse(c.cmd("COMMAND", "INFO", "lmpop"))[0] is None
+    # inside MULTI nothing blocks; scripts may not call the blocking pops but BLMPOP/BZMPOP
+    d.cmd("DEL", "{d}e", same=lambda a, b: True)
+    d.cmd("MULTI")
+    for args in (("BLPOP", "{d}e", "0"), ("BRPOPLPUSH", "{d}e", "{d}d", "0"), ("BLMOVE", "{d}e", "{d}d", "LEFT", "LEFT", "0"),
+                 ("BZPOPMAX", "{d}e", "0"), ("RPUSH", "{d}e", "v"), ("BRPOP", "{d}e", "0")):
+        d.cmd(*args)
+    d.cmd("EXEC")
+    d.cmd("EVAL", "return redis.call('blpop', KEYS[1], 0)", "1", "{d}e")
+    if mpop:
+        d.cmd("EVAL", "return redis.call('blmpop', 0, 1, KEYS[1], 'LEFT')", "1", "{d}e")
+        d.cmd("RPUSH", "{d}l", "a", "b", "c")
+        for args in (("BLMPOP", "0", "1", "{d}l", "LEFT", "COUNT", "2"), ("BLMPOP", "0.01", "1", "{d}m", "RIGHT"),
+                     ("BLMPOP", "0", "0", "{d}l", "LEFT"), ("BLMPOP", "0", "1", "{d}l", "UP"),
+                     ("BLMPOP", "0", "1", "{d}l", "LEFT", "COUNT", "0"),
+                     ("BZMPOP", "0", "1", "{d}z", "MIN"), ("BZMPOP", "0.01", "1", "{d}m", "MAX", "COUNT", "3")):
+            d.cmd(*args)
+    d.finish()
+
+
+@T.case
+def differential_resp2():
+    differential(2)
+
+
+@T.case
+def differential_resp3():
+    differential(3)
+
+
+if __name__ == "__main__":
+    T.main()

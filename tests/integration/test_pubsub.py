@@ -1,0 +1,286 @@
+#!/usr/bin/python3
+"""Pub/sub, MONITOR and RESET on the backend FD_BACKEND names (lmdb by
+default; the CMake matrix runs this file on leveldb, mongodb, redis and
+redis-cluster too).
+
+Asserted: redis-py pubsub() with channels and patterns receiving another
+client's PUBLISH; on redis/redis-cluster also a message published directly
+on redis-server (bypassing frontdoor), and all subscribers sharing ONE relay
+connection; RESP2 subscribed mode and RESP3 pushes mixed with replies (byte
+for byte against a real redis-server); order per publisher; SSUBSCRIBE /
+SPUBLISH; PUBSUB introspection; a slow subscriber disconnected at
+pubsub-output-buffer-limit; MONITOR; RESET. FD_PUBSUB_IDLE=n measures n idle
+subscribers (RSS per subscriber, backend connections): see docs/pubsub.md.
+"""
+import os
+import resource
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fdtest import (Tests, Diff, Conn, start_frontdoor, start_redis, parse, check, eq, skip,
+                    info_fields, wait_until, encode, shared_cluster, HOST, norm_sorted)
+
+T = Tests(case_timeout=120)
+BACKEND = os.environ.get("FD_BACKEND", "lmdb")
+REMOTE = BACKEND in ("redis", "redis-cluster")
+
+_fd = []
+
+
+def fd():
+    if not _fd or not _fd[0].alive():
+        _fd[:] = [start_frontdoor(keep=True)]
+    return _fd[0]
+
+
+def backing_port(f, shard_key=None):
+    """A redis-server behind f to publish on directly (None: not remote)."""
+    if BACKEND == "redis":
+        return f.backing.port
+    if BACKEND == "redis-cluster":
+        cl = shared_cluster()
+        return (cl.master_of(shard_key) if shard_key else cl.masters()[0]).port
+    return None
+
+
+def numsub(f, ch):
+    with f.conn() as c:
+        return parse(c.cmd("PUBSUB", "NUMSUB", ch))[1]
+
+
+def get_message(p, timeout=3.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        m = p.get_message(timeout=0.2)
+        if m and m["type"] in ("message", "pmessage", "smessage"):
+            return m
+    return None
+
+
+@T.case
+def redispy_channels_and_patterns():
+    try:
+        import redis
+    except ImportError:
+        skip("python3-redis not installed")
+    f = fd()
+    r = redis.Redis(host=HOST, port=f.port, socket_timeout=10)
+    p = r.pubsub(ignore_subscribe_messages=True)
+    p.subscribe("news.tech")
+    p.psubscribe("alerts.*")
+    wait_until(lambda: numsub(f, "news.tech") == 1, timeout=3)
+    time.sleep(0.1)          # the relay's SUBSCRIBE reaches the server (redis backends)
+    pub = redis.Redis(host=HOST, port=f.port)
+    n = pub.publish("news.tech", "hello")
+    # a cluster node counts only its own subscribers (the relay is at one master)
+    check(n == 1 or (BACKEND == "redis-cluster" and n in (0, 1)), n)
+    m = get_message(p)
+    check(m and m["channel"] == b"news.tech" and m["data"] == b"hello", m)
+    pub.publish("alerts.disk", "full")
+    m = get_message(p)
+    check(m and m["type"] == "pmessage" and m["pattern"] == b"alerts.*" and m["channel"] == b"alerts.disk"
+          and m["data"] == b"full", m)
+    port = backing_port(f)
+    if port:
+        # published on redis-server itself, bypassing frontdoor
+        direct = redis.Redis(host=HOST, port=port)
+        direct.publish("news.tech", "direct")
+        m = get_message(p)
+        check(m and m["channel"] == b"news.tech" and m["data"] == b"direct", m)
+        direct.publish("alerts.cpu", "hot")
+        m = get_message(p)
+        check(m and m["pattern"] == b"alerts.*" and m["data"] == b"hot", m)
+    p.unsubscribe()
+    p.punsubscribe()
+    p.close()
+    wait_until(lambda: numsub(f, "news.tech") == 0, timeout=3)
+
+
+@T.case
+def shard_channels():
+    f = fd()
+    with f.conn() as s, f.conn() as p:
+        eq(s.cmd("SSUBSCRIBE", "{sh}orders"), b"*3\r\n$10\r\nssubscribe\r\n$10\r\n{sh}orders\r\n:1\r\n")
+        wait_until(lambda: parse(p.cmd("PUBSUB", "SHARDNUMSUB", "{sh}orders"))[1] == 1, timeout=3)
+        time.sleep(0.1)
+        eq(p.cmd("SPUBLISH", "{sh}orders", "o1"), b":1\r\n")
+        eq(s.read(), b"*3\r\n$8\r\nsmessage\r\n$10\r\n{sh}orders\r\n$2\r\no1\r\n")
+        eq(p.cmd("PUBSUB", "SHARDCHANNELS"), b"*1\r\n$10\r\n{sh}orders\r\n")
+        port = backing_port(f, "{sh}orders")
+        if port:
+            with Conn(port) as direct:
+                eq(direct.cmd("SPUBLISH", "{sh}orders", "o2"), b":1\r\n")
+            eq(s.read(), b"*3\r\n$8\r\nsmessage\r\n$10\r\n{sh}orders\r\n$2\r\no2\r\n")
+        eq(s.cmd("SUNSUBSCRIBE"), b"*3\r\n$12\r\nsunsubscribe\r\n$10\r\n{sh}orders\r\n:0\r\n")
+
+
+@T.case
+def order_per_publisher():
+    f = fd()
+    n = 2000
+    with f.conn() as s, f.conn() as p:
+        s.cmd("SUBSCRIBE", "seq")
+        wait_until(lambda: numsub(f, "seq") == 1, timeout=3)
+        time.sleep(0.1)
+        p.send_many([("PUBLISH", "seq", str(i)) for i in range(n)])
+        for i in range(n):
+            p.read()
+        for i in range(n):
+            eq(parse(s.read())[2], str(i).encode())
+
+
+@T.case
+def slow_subscriber_is_disconnected():
+    f = start_frontdoor(pubsub_output_buffer_limit="1mb")
+    s = socket.create_connection((HOST, f.port))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.sendall(encode("SUBSCRIBE", "flood"))
+    time.sleep(0.1)
+    with f.conn() as p:
+        wait_until(lambda: numsub(f, "flood") == 1, timeout=3)
+        time.sleep(0.1)
+        big = "x" * 65536
+        for i in range(400):             # 26 MB to a reader that never reads
+            p.send("PUBLISH", "flood", big)
+            p.read()
+            if i % 50 == 49 and numsub(f, "flood") == 0:
+                break
+        wait_until(lambda: numsub(f, "flood") == 0, timeout=5, what="the slow subscriber closed")
+        eq(p.cmd("PING"), b"+PONG\r\n")
+    check("pubsub class" in f.log(), "the disconnect is logged")
+    s.close()
+
+
+@T.case
+def monitor_sees_commands():
+    f = fd()
+    with f.conn() as m, f.conn() as c:
+        eq(m.cmd("MONITOR"), b"+OK\r\n")
+        c.cmd("SET", "mon:k", "v\"1\n")
+        line = m.read()
+        check(line.startswith(b"+") and line.endswith(b' "SET" "mon:k" "v\\"1\\n"\r\n') and b"[0 127.0.0.1:" in line, line)
+
+
+@T.case
+def resp3_push_mixed_with_replies():
+    f = fd()
+    with f.conn() as s, f.conn() as p:
+        s.cmd("HELLO", "3")
+        eq(s.cmd("SUBSCRIBE", "r3"), b">3\r\n$9\r\nsubscribe\r\n$2\r\nr3\r\n:1\r\n")
+        wait_until(lambda: numsub(f, "r3") == 1, timeout=3)
+        time.sleep(0.1)
+        p.cmd("PUBLISH", "r3", "m1")
+        eq(s.read(), b">3\r\n$7\r\nmessage\r\n$2\r\nr3\r\n$2\r\nm1\r\n")
+        eq(s.cmd("SET", "r3:k", "v"), b"+OK\r\n")         # ordinary commands work in RESP3
+        eq(s.cmd("GET", "r3:k"), b"$1\r\nv\r\n")
+        eq(s.cmd("PING"), b"+PONG\r\n")
+
+
+# ------------------------------------------------------------ differential
+
+def differential(proto):
+    ref = start_redis()
+    f = fd()
+    d = Diff(ref.conn(), f.conn())
+    pr, pf = ref.conn(), f.conn()     # publishers
+    if proto == 3:
+        d.cmd("HELLO", "3", same=lambda a, b: True)
+    d.cmd("SUBSCRIBE", "d:a", "d:b")
+    d.cmd("PSUBSCRIBE", "d:*")
+    if proto == 2:
+        d.cmd("GET", "x")
+        d.cmd("PING")
+        d.cmd("PING", "hi")
+    for args in (("PUBSUB", "NUMSUB", "d:a", "d:zz"), ("PUBSUB", "NUMPAT"), ("PUBSUB", "CHANNELS", "d:*"),
+                 ("PUBSUB", "NUMPAT", "x"), ("PUBSUB", "CHANNELS", "a", "b"), ("PUBSUB", "foo"),
+                 ("PUBSUB", "SHARDNUMSUB"), ("PUBSUB", "SHARDCHANNELS"), ("PUBSUB", "HELP")):
+        a, b = pr.cmd(*args), pf.cmd(*args)
+        d._compare(repr(args), a, b, norm=norm_sorted if args[1] == "CHANNELS" else None)
+    time.sleep(0.1)
+    pr.cmd("PUBLISH", "d:a", "m")
+    pf.cmd("PUBLISH", "d:a", "m")
+    d._compare("message", d.ref.read(), d.fd.read())
+    d._compare("pmessage", d.ref.read(), d.fd.read())
+    d.cmd("UNSUBSCRIBE", "d:b", "d:nope")
+    d.cmd("PUNSUBSCRIBE")
+    d.cmd("UNSUBSCRIBE")
+    d.cmd("UNSUBSCRIBE")
+    d.cmd("SSUBSCRIBE", "d:s")
+    d.cmd("SUNSUBSCRIBE", "d:s", "d:t")
+    d.cmd("SUBSCRIBE", "d:r")
+    d.cmd("RESET")
+    d.cmd("GET", "x")
+    d.cmd("SUBSCRIBE")
+    d.cmd("PUBLISH", "d:none", "x")
+    d.finish()
+
+
+@T.case
+def differential_resp2():
+    differential(2)
+
+
+@T.case
+def differential_resp3():
+    differential(3)
+
+
+# ------------------------------------------------------------ scale
+
+def backend_connections(f):
+    """Connections frontdoor holds to its backend server(s) (redis backends)."""
+    if BACKEND == "redis":
+        ports = [f.backing.port]
+    elif BACKEND == "redis-cluster":
+        ports = [n.port for n in shared_cluster().masters()]
+    else:
+        return None
+    total = 0
+    for port in ports:
+        with Conn(port) as c:
+            lines = parse(c.cmd("CLIENT", "LIST")).decode().splitlines()
+            total += len(lines) - 1          # not this CLIENT LIST connection
+    return total
+
+
+@T.case(timeout=600)
+def idle_subscribers_scale():
+    n = int(os.environ.get("FD_PUBSUB_IDLE", "1000"))
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard < n + 200:
+        skip("open files limit %d is below %d" % (hard, n + 200))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, n + 200), hard))
+    f = start_frontdoor(maxclients=n + 100)
+    time.sleep(0.3)
+    rss0 = f.rss_kb()
+    conns0 = backend_connections(f)
+    socks = []
+    for i in range(n):
+        s = socket.create_connection((HOST, f.port))
+        s.sendall(encode("SUBSCRIBE", "idle:%d" % (i % 100), "idle:all"))
+        socks.append(s)
+    wait_until(lambda: numsub(f, "idle:all") == n, timeout=60, what="%d subscribers" % n)
+    time.sleep(0.5)
+    rss1 = f.rss_kb()
+    conns1 = backend_connections(f)
+    with f.conn() as p:
+        t0 = time.monotonic()
+        got = parse(p.cmd("PUBLISH", "idle:all", "x"))
+        dt = time.monotonic() - t0
+    per = (rss1 - rss0) * 1024.0 / n
+    print("      %d idle subscribers on %s: RSS %d kB -> %d kB, %.0f bytes per subscriber; backend "
+          "connections %s -> %s; PUBLISH to all: %.1f ms" % (n, BACKEND, rss0, rss1, per, conns0, conns1, dt * 1000))
+    check(per < 4096, "%.0f bytes per idle subscriber" % per)
+    if conns0 is not None:
+        check(conns1 - conns0 <= 1 + (3 if BACKEND == "redis-cluster" else 0),
+              "subscribers share one relay connection (%s -> %s)" % (conns0, conns1))
+    if not REMOTE:
+        eq(got, n)
+    for s in socks:
+        s.close()
+
+
+if __name__ == "__main__":
+    T.main()
