@@ -414,5 +414,9 @@ int fd_parse_copy_opts(const resp_arg *argv, int argc, int *replace, resp_out *o
             return FD_E_SYNTAX;
         }
     }
+    if (argv[1].len == argv[2].len && memcmp(argv[1].ptr, argv[2].ptr, argv[1].len) == 0) {
+        *replied = 1;
+        return resp_add_error(out, "ERR source and destination objects are the same") ? FD_E_NOMEM : FD_OK;
+    }
     return FD_OK;
 }

@@ -68,8 +68,10 @@ int fd_parse_scan_opts(const resp_arg *argv, int argc, int first, long long *cou
 /* ---- COPY (db.c copyCommand): [DB destination-db] [REPLACE] from argv[3]
  * (frontdoor has database 0 only: any other is Redis's "out of range").
  * FD_OK with *replace and *replied 0; FD_OK with *replied 1 after writing
- * Redis's error (a DB that is not an int or out of range); FD_E_NOTINT or
- * FD_E_SYNTAX. Checked in argument order, as Redis. */
+ * Redis's error (a DB that is not an int or out of range; then, after every
+ * option, source = destination: "ERR source and destination objects are
+ * the same"); FD_E_NOTINT or FD_E_SYNTAX. Checked in argument order, as
+ * Redis. */
 int fd_parse_copy_opts(const resp_arg *argv, int argc, int *replace, resp_out *out, int *replied);
 
 /* ---- ranges by rank (LRANGE-style start/end on n elements) */

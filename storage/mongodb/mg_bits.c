@@ -97,15 +97,9 @@ int mg_cmd_bitop(mg_ctx *c)
         mg_meta m;
         int s = mg_lookup_string(c, &c->argv[i], &m);
         if (s != FD_OK) { free(acc); return s; }
-        size_t l = UL(m), need = (n > l ? n : l) + 1;
-        if (need > cap) {
-            unsigned char *na = realloc(acc, need);
-            if (!na) { free(acc); mg_meta_free(&m); return FD_E_NOMEM; }
-            acc = na;
-            cap = need;
-        }
-        n = fd_bitop_step(op, acc, n, UV(m), l, i == 3);
+        int r = fd_bitop_add(op, &acc, &n, &cap, UV(m), UL(m), i == 3);
         mg_meta_free(&m);
+        if (r) { free(acc); return FD_E_NOMEM; }
     }
     int s = n ? mg_write_string(c, &c->argv[2], 0, (const char *)acc, n, NULL, 0) : mg_delete(c, &c->argv[2]);
     free(acc);
@@ -117,15 +111,12 @@ int mg_cmd_bitop(mg_ctx *c)
 static int bitfield_generic(mg_ctx *c, int ro)
 {
     fd_bitfield bf;
-    memset(&bf, 0, sizeof bf);
-    bf.ops = malloc((size_t)fd_bitfield_max_ops(c->argc) * sizeof *bf.ops + 1);
-    if (!bf.ops) return FD_E_NOMEM;
-    int s = FD_OK;
     unsigned char *b = NULL;
     mg_meta m;
     memset(&m, 0, sizeof m);
-    const char *e = fd_bitfield_parse(c->argv, c->argc, ro, c->max_bulk, &bf);
-    if (e) { s = resp_add_error(c->out, e) ? FD_E_NOMEM : FD_OK; goto done; }
+    int replied;
+    int s = fd_bitfield_begin(c->argv, c->argc, ro, c->max_bulk, &bf, c->out, &replied);
+    if (s != FD_OK || replied) goto done;
     if ((s = mg_lookup_string(c, &c->argv[1], &m)) != FD_OK) goto done;
     size_t old = UL(m);
     if (bf.readonly) {
@@ -133,19 +124,18 @@ static int bitfield_generic(mg_ctx *c, int ro)
         goto done;
     }
     size_t nl = fd_bitfield_newlen(&bf, old);
-    if (!(b = calloc(1, nl ? nl : 1))) { s = FD_E_NOMEM; goto done; }
-    if (old) memcpy(b, m.val, old);
+    if (!(b = malloc(nl ? nl : 1))) { s = FD_E_NOMEM; goto done; }
     size_t mark = c->out->len;
-    int changed = 0;
-    if (fd_bitfield_exec(&bf, b, nl, c->out, &changed, NULL, NULL)) { s = FD_E_NOMEM; goto done; }
-    if (!m.live || nl != old || changed) {
+    int store;
+    if (fd_bitfield_apply(&bf, UV(m), old, m.live, b, nl, c->out, &store)) { s = FD_E_NOMEM; goto done; }
+    if (store) {
         s = mg_write_string(c, &c->argv[1], m.live ? m.expire : 0, (const char *)b, nl, NULL, 0);
         if (s != FD_OK) c->out->len = mark;
     }
 done:
     mg_meta_free(&m);
     free(b);
-    free(bf.ops);
+    fd_bitfield_end(&bf);
     return s;
 }
 
