@@ -167,19 +167,13 @@ int mg_cmd_pfadd(mg_ctx *c)
 {
     mg_meta m;
     FD_TRY(mg_lookup_string(c, &c->argv[1], &m));
-    const char *e = m.live ? fd_hll_check(UV(m), m.vlen) : NULL;
-    if (!e && m.live && m.vlen > FD_HLL_BUF_SIZE) e = FD_HLL_ERR_CORRUPT;
-    unsigned char *buf = NULL;
+    unsigned char *buf = malloc(FD_HLL_BUF_SIZE);
     int s = FD_OK, upd = 0;
-    if (e) goto reply;
-    if (!(buf = malloc(FD_HLL_BUF_SIZE))) { s = FD_E_NOMEM; goto out; }
-    size_t len = 0;
-    if (m.live) { memcpy(buf, m.val, m.vlen); len = m.vlen; }
-    if ((e = fd_pfadd(c->argv + 2, c->argc - 2, buf, &len, m.live, 0, &upd))) goto reply;
-    if (upd && (s = mg_write_string(c, &c->argv[1], m.live ? m.expire : 0, (const char *)buf, len, NULL, 0)) != FD_OK)
-        goto out;
-reply:
-    s = (e ? resp_add_error(c->out, e) : resp_add_int(c->out, upd)) ? FD_E_NOMEM : FD_OK;
+    size_t len;
+    if (!buf) { s = FD_E_NOMEM; goto out; }
+    const char *e = fd_pfadd_value(c->argv + 2, c->argc - 2, UV(m), UL(m), m.live, buf, &len, &upd);
+    if (!e && upd) s = mg_write_string(c, &c->argv[1], m.live ? m.expire : 0, (const char *)buf, len, NULL, 0);
+    if (s == FD_OK && (e ? resp_add_error(c->out, e) : resp_add_int(c->out, upd))) s = FD_E_NOMEM;
 out:
     free(buf);
     mg_meta_free(&m);
@@ -242,13 +236,8 @@ int mg_cmd_pfmerge(mg_ctx *c)
     if (!regs || !buf) { s = FD_E_NOMEM; goto out; }
     if ((s = merge_keys(c, regs, &dense, &e)) != FD_OK || e) goto out;
     if ((s = mg_lookup_string(c, &c->argv[1], &m)) != FD_OK) goto out;
-    size_t len = 0;
-    if (m.live) {
-        if (m.vlen > FD_HLL_BUF_SIZE) { e = FD_HLL_ERR_CORRUPT; goto out; }
-        memcpy(buf, m.val, m.vlen);
-        len = m.vlen;
-    }
-    if ((e = fd_hll_store_raw(buf, &len, m.live, dense, regs, 0))) goto out;
+    size_t len;
+    if ((e = fd_pfmerge_value(regs, dense, UV(m), UL(m), m.live, buf, &len))) goto out;
     s = mg_write_string(c, &c->argv[1], m.live ? m.expire : 0, (const char *)buf, len, NULL, 0);
 out:
     mg_meta_free(&m);
