@@ -117,6 +117,13 @@ int fd_parse_cursor(const resp_arg *ca, uint64_t *out)
     return 0;
 }
 
+int fd_scan_cursor(const resp_arg *ca, uint64_t *cursor, resp_out *out, int *replied)
+{
+    *replied = fd_parse_cursor(ca, cursor) != 0;
+    if (*replied && resp_add_error(out, "ERR invalid cursor")) return FD_E_NOMEM;
+    return FD_OK;
+}
+
 int fd_parse_scan_opts(const resp_arg *argv, int argc, int first, long long *count,
                        const resp_arg **pat, const resp_arg **type)
 {
@@ -237,6 +244,20 @@ int fd_parse_sintercard(const resp_arg *argv, int argc, long long *numkeys, long
     if (!err) return FD_OK;
     *replied = 1;
     return resp_add_error(out, err) ? FD_E_NOMEM : FD_OK;
+}
+
+/* LEFT (1) or RIGHT (0): 0, or -1 for anything else. */
+static int list_end(const resp_arg *a, int *left)
+{
+    if (resp_arg_is(a, "left")) *left = 1;
+    else if (resp_arg_is(a, "right")) *left = 0;
+    else return -1;
+    return 0;
+}
+
+int fd_parse_lmove(const resp_arg *argv, int *from_left, int *to_left)
+{
+    return list_end(&argv[3], from_left) || list_end(&argv[4], to_left) ? FD_E_SYNTAX : FD_OK;
 }
 
 int fd_parse_lpos(const resp_arg *argv, int argc, fd_lpos *o, resp_out *out, int *replied)
@@ -413,6 +434,10 @@ int fd_parse_copy_opts(const resp_arg *argv, int argc, int *replace, resp_out *o
         } else {
             return FD_E_SYNTAX;
         }
+    }
+    if (argv[1].len == argv[2].len && memcmp(argv[1].ptr, argv[2].ptr, argv[1].len) == 0) {
+        *replied = 1;
+        return resp_add_error(out, "ERR source and destination objects are the same") ? FD_E_NOMEM : FD_OK;
     }
     return FD_OK;
 }

@@ -58,6 +58,9 @@ int fd_expire_refused(int flags, int64_t cur, long long when);
  * digits; "-N" wraps around). 0, or -1: the caller replies
  * "ERR invalid cursor". */
 int fd_parse_cursor(const resp_arg *ca, uint64_t *out);
+/* The same for a command: FD_OK with *replied 0 and *cursor; FD_OK with
+ * *replied 1 after writing "ERR invalid cursor"; FD_E_NOMEM. */
+int fd_scan_cursor(const resp_arg *ca, uint64_t *cursor, resp_out *out, int *replied);
 
 /* COUNT / MATCH (and TYPE when type is not NULL) from argv[first]: *count
  * (default 10), *pat (NULL for none or "*"), *type (NULL: none). FD_OK,
@@ -68,8 +71,10 @@ int fd_parse_scan_opts(const resp_arg *argv, int argc, int first, long long *cou
 /* ---- COPY (db.c copyCommand): [DB destination-db] [REPLACE] from argv[3]
  * (frontdoor has database 0 only: any other is Redis's "out of range").
  * FD_OK with *replace and *replied 0; FD_OK with *replied 1 after writing
- * Redis's error (a DB that is not an int or out of range); FD_E_NOTINT or
- * FD_E_SYNTAX. Checked in argument order, as Redis. */
+ * Redis's error (a DB that is not an int or out of range; then, after every
+ * option, source = destination: "ERR source and destination objects are
+ * the same"); FD_E_NOTINT or FD_E_SYNTAX. Checked in argument order, as
+ * Redis. */
 int fd_parse_copy_opts(const resp_arg *argv, int argc, int *replace, resp_out *out, int *replied);
 
 /* ---- ranges by rank (LRANGE-style start/end on n elements) */
@@ -84,6 +89,11 @@ int fd_rank_range(long long n, long long *start, long long *end);
  * FD_OK with *replied 1 after writing Redis's error; or FD_E_SYNTAX. */
 int fd_parse_sintercard(const resp_arg *argv, int argc, long long *numkeys, long long *limit,
                         resp_out *out, int *replied);
+
+/* ---- LMOVE / BLMOVE (t_list.c): the wherefrom, whereto arguments
+ * argv[3], argv[4] (LEFT|RIGHT): FD_OK with *from_left, *to_left, or
+ * FD_E_SYNTAX. */
+int fd_parse_lmove(const resp_arg *argv, int *from_left, int *to_left);
 
 /* ---- LPOS (t_list.c) */
 

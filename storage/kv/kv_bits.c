@@ -95,15 +95,8 @@ int kv_cmd_bitop(kv_ctx *c)
         kv_key k; kv_meta m;
         int s = kv_string_lookup(c, &k, &m, &c->argv[i]);
         if (s != FD_OK) { free(acc); return s; }
-        size_t l = m.live ? m.vlen : 0;
-        size_t need = (n > l ? n : l) + 1;
-        if (need > cap) {
-            unsigned char *na = realloc(acc, need);
-            if (!na) { free(acc); return FD_E_NOMEM; }
-            acc = na;
-            cap = need;
-        }
-        n = fd_bitop_step(op, acc, n, m.live ? (const unsigned char *)m.val : NULL, l, i == 3);
+        if (fd_bitop_add(op, &acc, &n, &cap, m.live ? (const unsigned char *)m.val : NULL,
+                         m.live ? m.vlen : 0, i == 3)) { free(acc); return FD_E_NOMEM; }
     }
     kv_key dk; kv_meta dm;
     kv_key_init(&dk, c->argv[2].ptr, c->argv[2].len);
@@ -121,12 +114,9 @@ int kv_cmd_bitop(kv_ctx *c)
 static int bitfield_generic(kv_ctx *c, int ro)
 {
     fd_bitfield bf;
-    memset(&bf, 0, sizeof bf);
-    bf.ops = malloc((size_t)fd_bitfield_max_ops(c->argc) * sizeof *bf.ops + 1);
-    if (!bf.ops) return FD_E_NOMEM;
-    int s = FD_OK;
-    const char *e = fd_bitfield_parse(c->argv, c->argc, ro, c->max_bulk, &bf);
-    if (e) { s = resp_add_error(c->out, e) ? FD_E_NOMEM : FD_OK; goto done; }
+    int replied;
+    int s = fd_bitfield_begin(c->argv, c->argc, ro, c->max_bulk, &bf, c->out, &replied);
+    if (s != FD_OK || replied) goto done;
     kv_key k; kv_meta m;
     if ((s = kv_string_lookup(c, &k, &m, &c->argv[1])) != FD_OK) goto done;
     size_t old = m.live ? m.vlen : 0;
@@ -138,17 +128,18 @@ static int bitfield_generic(kv_ctx *c, int ro)
     size_t nl = fd_bitfield_newlen(&bf, old);
     unsigned char *b = (unsigned char *)kv_scratch(c->st, nl);
     if (!b) { s = FD_E_NOMEM; goto done; }
-    if (old) memcpy(b, m.val, old);
-    if (nl > old) memset(b + old, 0, nl - old);
     size_t mark = c->out->len;
-    int changed = 0;
-    if (fd_bitfield_exec(&bf, b, nl, c->out, &changed, NULL, NULL)) { s = FD_E_NOMEM; goto done; }
-    if (!m.live || nl != old || changed) {
+    int store;
+    if (fd_bitfield_apply(&bf, (const unsigned char *)m.val, old, m.live, b, nl, c->out, &store)) {
+        s = FD_E_NOMEM;
+        goto done;
+    }
+    if (store) {
         s = kv_write_string(c, &k, &m, m.live ? m.expire : 0, b, nl, NULL, 0);
         if (s != FD_OK) c->out->len = mark;
     }
 done:
-    free(bf.ops);
+    fd_bitfield_end(&bf);
     return s;
 }
 

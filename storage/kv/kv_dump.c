@@ -192,25 +192,17 @@ int kv_cmd_restore(kv_ctx *c)
     FD_TRY(kv_lookup(c, &k, &m));
     if (!o.replace && m.live) { FD_OUT(resp_add_error(c->out, FD_RDB_BUSYKEY)); return FD_OK; }
     long long ttl;
-    FD_TRY(fd_restore_ttl(&c->argv[2], &ttl, c->out, &replied));
+    int type, expired;
+    FD_TRY(fd_restore_prepare(c->argv, &o, c->now_ms, NULL, NULL, &type, &ttl, &expired, c->out, &replied));
     if (replied) return FD_OK;
     const resp_arg *pl = &c->argv[3];
-    if (fd_rdb_verify(pl->ptr, pl->len) != 0) {
-        FD_OUT(resp_add_error(c->out, "ERR DUMP payload version or checksum are wrong"));
-        return FD_OK;
-    }
-    int type;
-    int s = fd_rdb_load(pl->ptr, pl->len, &type, NULL, NULL);
-    if (s == -1) { FD_OUT(resp_add_error(c->out, "ERR Bad data format")); return FD_OK; }
-    if (s != 0) return s;
     if (m.found) {                     /* REPLACE, or an expired record */
         FD_TRY(kv_delete(c, &k, &m));
         memset(&m, 0, sizeof m);
     }
-    if (ttl && !o.absttl) ttl += c->now_ms;
-    if (ttl && ttl <= c->now_ms) { FD_OUT(resp_add_status(c->out, "OK")); return FD_OK; }
+    if (expired) { FD_OUT(resp_add_status(c->out, "OK")); return FD_OK; }
     rst r = { .c = c, .k = &k, .m = &m, .expire = ttl };
-    s = fd_rdb_load(pl->ptr, pl->len, &type, restore_item, &r);
+    int s = fd_rdb_load(pl->ptr, pl->len, &type, restore_item, &r);
     if (s == -1) s = FD_E_CORRUPT;
     if (s != FD_OK) return s;
     if (type != FD_RDB_STRING) {

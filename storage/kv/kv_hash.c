@@ -380,10 +380,9 @@ int kv_cmd_hrandfield(kv_ctx *c)
 int kv_subscan(kv_ctx *c, int type, int tag)
 {
     uint64_t cursor;
-    if (fd_parse_cursor(&c->argv[2], &cursor) != 0) {
-        FD_OUT(resp_add_error(c->out, "ERR invalid cursor"));
-        return FD_OK;
-    }
+    int replied;
+    FD_TRY(fd_scan_cursor(&c->argv[2], &cursor, c->out, &replied));
+    if (replied) return FD_OK;
     kv_key k; kv_meta m;
     FD_TRY(kv_coll_lookup(c, &k, &m, &c->argv[1], type));
     if (!m.live) {

@@ -16,24 +16,13 @@ int kv_cmd_pfadd(kv_ctx *c)
 {
     kv_key k; kv_meta m;
     FD_TRY(kv_string_lookup(c, &k, &m, &c->argv[1]));
-    const char *e;
-    if (m.live && (e = fd_hll_check((const unsigned char *)m.val, m.vlen))) {
-        FD_OUT(resp_add_error(c->out, e));
-        return FD_OK;
-    }
     unsigned char *buf = (unsigned char *)kv_scratch(c->st, FD_HLL_BUF_SIZE);
     if (!buf) return FD_E_NOMEM;
-    size_t len = 0;
-    if (m.live) {
-        if (m.vlen > FD_HLL_BUF_SIZE) { FD_OUT(resp_add_error(c->out, FD_HLL_ERR_CORRUPT)); return FD_OK; }
-        memcpy(buf, m.val, m.vlen);
-        len = m.vlen;
-    }
-    int upd = 0;
-    if ((e = fd_pfadd(c->argv + 2, c->argc - 2, buf, &len, m.live, 0, &upd))) {
-        FD_OUT(resp_add_error(c->out, e));
-        return FD_OK;
-    }
+    size_t len;
+    int upd;
+    const char *e = fd_pfadd_value(c->argv + 2, c->argc - 2, (const unsigned char *)m.val, m.vlen, m.live,
+                                   buf, &len, &upd);
+    if (e) { FD_OUT(resp_add_error(c->out, e)); return FD_OK; }
     if (upd) FD_TRY(kv_write_string(c, &k, &m, m.live ? m.expire : 0, buf, len, NULL, 0));
     FD_OUT(resp_add_int(c->out, upd));
     return FD_OK;
@@ -97,13 +86,8 @@ int kv_cmd_pfmerge(kv_ctx *c)
     if ((s = kv_string_lookup(c, &k, &m, &c->argv[1])) != FD_OK) goto out;
     unsigned char *buf = (unsigned char *)kv_scratch(c->st, FD_HLL_BUF_SIZE);
     if (!buf) { s = FD_E_NOMEM; goto out; }
-    size_t len = 0;
-    if (m.live) {
-        if (m.vlen > FD_HLL_BUF_SIZE) { e = FD_HLL_ERR_CORRUPT; goto out; }
-        memcpy(buf, m.val, m.vlen);
-        len = m.vlen;
-    }
-    if ((e = fd_hll_store_raw(buf, &len, m.live, dense, regs, 0))) goto out;
+    size_t len;
+    if ((e = fd_pfmerge_value(regs, dense, (const unsigned char *)m.val, m.vlen, m.live, buf, &len))) goto out;
     s = kv_write_string(c, &k, &m, m.live ? m.expire : 0, buf, len, NULL, 0);
 out:
     free(regs);

@@ -214,10 +214,9 @@ int kv_cmd_scan(kv_ctx *c)
      * did not hand out restarts the iteration (SCAN may repeat keys, never
      * miss one). */
     uint64_t cursor;
-    if (fd_parse_cursor(&c->argv[1], &cursor) != 0) {
-        FD_OUT(resp_add_error(c->out, "ERR invalid cursor"));
-        return FD_OK;
-    }
+    int replied;
+    FD_TRY(fd_scan_cursor(&c->argv[1], &cursor, c->out, &replied));
+    if (replied) return FD_OK;
 
     long long count;
     const resp_arg *pat, *type;

@@ -467,11 +467,6 @@ int kv_cmd_rpoplpush(kv_ctx *c) { return lmove_generic(c, 0, 1); }
 int kv_cmd_lmove(kv_ctx *c)
 {
     int from_left, to_left;
-    if (resp_arg_is(&c->argv[3], "left")) from_left = 1;
-    else if (resp_arg_is(&c->argv[3], "right")) from_left = 0;
-    else return FD_E_SYNTAX;
-    if (resp_arg_is(&c->argv[4], "left")) to_left = 1;
-    else if (resp_arg_is(&c->argv[4], "right")) to_left = 0;
-    else return FD_E_SYNTAX;
+    FD_TRY(fd_parse_lmove(c->argv, &from_left, &to_left));
     return lmove_generic(c, from_left, to_left);
 }

@@ -29,22 +29,10 @@ int kv_zset_mpop_one(kv_ctx *c, const resp_arg *key, int max, long long count, i
     return s;
 }
 
-static int mpop(kv_ctx *c, int zset)
+static int pop_one(void *ud, int zset, const resp_arg *key, int where, long long count, int *done)
 {
-    long long numkeys, count;
-    int where, replied;
-    FD_TRY(fd_mpop_parse(c->argv, c->argc, 1, zset, &numkeys, &where, &count, c->out, &replied));
-    if (replied) return FD_OK;
-    for (long long i = 0; i < numkeys; i++) {
-        int done;
-        const resp_arg *key = &c->argv[2 + i];
-        FD_TRY(zset ? kv_zset_mpop_one(c, key, where, count, &done)
-                    : kv_list_mpop_one(c, key, !where, count, &done));
-        if (done) return FD_OK;
-    }
-    FD_OUT(resp_add_null_array(c->out));
-    return FD_OK;
+    return zset ? kv_zset_mpop_one(ud, key, where, count, done) : kv_list_mpop_one(ud, key, !where, count, done);
 }
 
-int kv_cmd_zmpop(kv_ctx *c) { return mpop(c, 1); }
-int kv_cmd_lmpop(kv_ctx *c) { return mpop(c, 0); }
+int kv_cmd_zmpop(kv_ctx *c) { return fd_mpop_run(c->argv, c->argc, 1, pop_one, c, c->out); }
+int kv_cmd_lmpop(kv_ctx *c) { return fd_mpop_run(c->argv, c->argc, 0, pop_one, c, c->out); }

@@ -105,15 +105,12 @@ static int store_list(kv_ctx *c, const resp_arg *dst, const fd_sort_result *r)
 static int sort_generic(kv_ctx *c, int ro)
 {
     fd_sort o;
-    int *gets = malloc((size_t)c->argc * sizeof *gets);
-    if (!gets) return FD_E_NOMEM;
-    o.gets = gets;
-    const char *e = fd_sort_parse(c->argv, c->argc, ro, &o);
     kv_list L = {0};
     fd_sort_elem *el = NULL;
     fd_sort_result res = {0};
-    int s = FD_OK;
-    if (e) { s = resp_add_error(c->out, e) ? FD_E_NOMEM : FD_OK; goto done; }
+    int replied;
+    int s = fd_sort_begin(c->argv, c->argc, ro, &o, c->out, &replied);
+    if (s != FD_OK || replied) goto done;
     kv_key k; kv_meta m;
     kv_key_init(&k, c->argv[1].ptr, c->argv[1].len);
     if ((s = kv_lookup(c, &k, &m)) != FD_OK) goto done;
@@ -129,7 +126,6 @@ static int sort_generic(kv_ctx *c, int ro)
     size_t off = 0, n = 0;
     const char *p; size_t l;
     while (kv_list_next(&L, &off, &p, &l)) { el[n].p = p; el[n].l = l; n++; }
-    int replied;
     s = fd_sort_exec(&o, c->argv, type, el, n, sort_fetch, c, c->out, &res, &replied);
     if (s != FD_OK || replied) goto done;
     if ((s = store_list(c, o.store, &res)) != FD_OK) goto done;
@@ -138,7 +134,7 @@ done:
     fd_sort_result_free(&res);
     free(el);
     kv_list_free(&L);
-    free(gets);
+    fd_sort_end(&o);
     return s;
 }
 
@@ -153,10 +149,6 @@ int kv_cmd_copy(kv_ctx *c)
     FD_TRY(fd_parse_copy_opts(c->argv, c->argc, &replace, c->out, &replied));
     if (replied) return FD_OK;
     const resp_arg *sa = &c->argv[1], *da = &c->argv[2];
-    if (sa->len == da->len && memcmp(sa->ptr, da->ptr, sa->len) == 0) {
-        FD_OUT(resp_add_error(c->out, "ERR source and destination objects are the same"));
-        return FD_OK;
-    }
     kv_key sk, dk; kv_meta sm, dm;
     kv_key_init(&sk, sa->ptr, sa->len);
     FD_TRY(kv_lookup(c, &sk, &sm));

@@ -12,6 +12,7 @@
 #include <limits.h>
 #include "kv.h"
 #include "../cmdargs.h"
+#include "../value/strings.h"
 
 
 /* ---------------------------------------------------------------- SET family */
@@ -31,18 +32,11 @@ static int set_generic(kv_ctx *c, int flags, int64_t expire, const resp_arg *key
         if (m.live) FD_OUT(resp_add_bulk(c->out, m.val, m.vlen));
         else FD_OUT(resp_add_null(c->out));
     }
-    if (((flags & FD_SET_NX) && m.live) || ((flags & FD_SET_XX) && !m.live)) {
-        if (flags & FD_SET_GET) return FD_OK;
-        return abort_nx ? (resp_add_int(c->out, 0) ? FD_E_NOMEM : FD_OK)
-                        : (resp_add_null(c->out) ? FD_E_NOMEM : FD_OK);
-    }
+    if (fd_str_set_blocked(flags, m.live)) return fd_str_set_reply(c->out, flags, abort_nx, 0) ? FD_E_NOMEM : FD_OK;
     if ((flags & FD_SET_KEEPTTL) && m.live) expire = m.expire;
     int s = kv_write_string(c, &k, &m, expire, val->ptr, val->len, NULL, 0);
     if (s != FD_OK) { c->out->len = mark; return s; }
-    if (flags & FD_SET_GET) return FD_OK;
-    if (abort_nx) FD_OUT(resp_add_int(c->out, 1));
-    else FD_OUT(resp_add_status(c->out, "OK"));
-    return FD_OK;
+    return fd_str_set_reply(c->out, flags, abort_nx, 1) ? FD_E_NOMEM : FD_OK;
 }
 
 int kv_cmd_set(kv_ctx *c)
@@ -163,15 +157,7 @@ int kv_cmd_getrange(kv_ctx *c)
     FD_TRY(fd_arg_ll(&c->argv[3], &end));
     kv_key k; kv_meta m;
     FD_TRY(lookup_string(c, &k, &m, &c->argv[1]));
-    long long len = m.live ? (long long)m.vlen : 0;
-    if (!m.live || (start < 0 && end < 0 && start > end)) { FD_OUT(resp_add_bulk(c->out, "", 0)); return FD_OK; }
-    if (start < 0) start = len + start;
-    if (end < 0) end = len + end;
-    if (start < 0) start = 0;
-    if (end < 0) end = 0;
-    if (end >= len) end = len - 1;
-    if (start > end || len == 0) FD_OUT(resp_add_bulk(c->out, "", 0));
-    else FD_OUT(resp_add_bulk(c->out, m.val + start, (size_t)(end - start + 1)));
+    FD_OUT(fd_str_getrange_reply(c->out, m.val, m.live ? m.vlen : 0, start, end));
     return FD_OK;
 }
 
@@ -219,11 +205,8 @@ static int incr_generic(kv_ctx *c, long long incr)
 {
     kv_key k; kv_meta m;
     FD_TRY(lookup_string(c, &k, &m, &c->argv[1]));
-    long long v = 0;
-    if (m.live && resp_str2ll(m.val, m.vlen, &v) != 0) return FD_E_NOTINT;
-    if ((incr < 0 && v < 0 && incr < LLONG_MIN - v) || (incr > 0 && v > 0 && incr > LLONG_MAX - v))
-        return FD_E_OVERFLOW;
-    v += incr;
+    long long v;
+    FD_TRY(fd_str_incr(m.val, m.vlen, m.live, incr, &v));
     char buf[32];
     int n = resp_ll2str(buf, sizeof buf, v);
     FD_TRY(kv_write_string(c, &k, &m, m.live ? m.expire : 0, buf, (size_t)n, NULL, 0));
@@ -234,38 +217,26 @@ static int incr_generic(kv_ctx *c, long long incr)
 int kv_cmd_incr(kv_ctx *c) { return incr_generic(c, 1); }
 int kv_cmd_decr(kv_ctx *c) { return incr_generic(c, -1); }
 
-int kv_cmd_incrby(kv_ctx *c)
+static int incrby_generic(kv_ctx *c, int decr)
 {
     long long incr;
-    FD_TRY(fd_arg_ll(&c->argv[2], &incr));
-    return incr_generic(c, incr);
+    int replied;
+    FD_TRY(fd_str_parse_incr(&c->argv[2], decr, &incr, c->out, &replied));
+    return replied ? FD_OK : incr_generic(c, incr);
 }
 
-int kv_cmd_decrby(kv_ctx *c)
-{
-    long long incr;
-    FD_TRY(fd_arg_ll(&c->argv[2], &incr));
-    if (incr == LLONG_MIN) {
-        FD_OUT(resp_add_error(c->out, "ERR decrement would overflow"));
-        return FD_OK;
-    }
-    return incr_generic(c, -incr);
-}
+int kv_cmd_incrby(kv_ctx *c) { return incrby_generic(c, 0); }
+int kv_cmd_decrby(kv_ctx *c) { return incrby_generic(c, 1); }
 
 int kv_cmd_incrbyfloat(kv_ctx *c)
 {
     kv_key k; kv_meta m;
     FD_TRY(lookup_string(c, &k, &m, &c->argv[1]));
-    long double v = 0, incr;
-    if (m.live && resp_str2ld(m.val, m.vlen, &v) != 0) return FD_E_NOTFLOAT;
-    if (resp_str2ld(c->argv[2].ptr, c->argv[2].len, &incr) != 0) return FD_E_NOTFLOAT;
-    v += incr;
-    if (isnan(v) || isinf(v)) return FD_E_NAN;
-    char buf[5 * 1024 + 64];     /* "%.17Lf" of a huge long double: ~5 KB */
-    int n = resp_format_ld(buf, sizeof buf, v);     /* Redis: long double, human form */
-    if (n <= 0 || (size_t)n >= sizeof buf) return FD_E_INTERNAL;
-    FD_TRY(kv_write_string(c, &k, &m, m.live ? m.expire : 0, buf, (size_t)n, NULL, 0));
-    FD_OUT(resp_add_bulk(c->out, buf, (size_t)n));
+    char buf[FD_STR_INCRBYFLOAT_BUF];
+    size_t n;
+    FD_TRY(fd_str_incrbyfloat(m.val, m.vlen, m.live, &c->argv[2], buf, &n));
+    FD_TRY(kv_write_string(c, &k, &m, m.live ? m.expire : 0, buf, n, NULL, 0));
+    FD_OUT(resp_add_bulk(c->out, buf, n));
     return FD_OK;
 }
 
@@ -305,9 +276,7 @@ int kv_cmd_setrange(kv_ctx *c)
     size_t nlen = end > olen ? end : olen;
     char *b = kv_scratch(c->st, nlen);
     if (!b) return FD_E_NOMEM;
-    if (olen) memcpy(b, m.val, olen);
-    if ((size_t)off > olen) memset(b + olen, 0, (size_t)off - olen);
-    memcpy(b + off, a->ptr, a->len);
+    fd_str_setrange(b, m.val, olen, (size_t)off, a);
     FD_TRY(kv_write_string(c, &k, &m, m.live ? m.expire : 0, b, nlen, NULL, 0));
     FD_OUT(resp_add_int(c->out, (long long)nlen));
     return FD_OK;

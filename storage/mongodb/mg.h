@@ -215,6 +215,8 @@ int mg_lookup_proj(mg_ctx *c, const resp_arg *key, mg_meta *m, const bson_t *pro
 int mg_lookup(mg_ctx *c, const resp_arg *key, mg_meta *m, int want_value);  /* 0: without value */
 /* A string key: also FD_E_WRONGTYPE for another live type (nothing to free). */
 int mg_lookup_string(mg_ctx *c, const resp_arg *key, mg_meta *m);
+/* Is key live (FD_OK with *live), or a lookup failure. */
+int mg_key_live(mg_ctx *c, const resp_arg *key, int *live);
 /* Documents of several keys in one query: metas[i] for argv[first + i*step]
  * (n of them); dup[i] (if not NULL) is set when that key already appeared
  * at an earlier position. On failure every metas[i] is freed. */
@@ -223,6 +225,8 @@ int mg_lookup_many(mg_ctx *c, int first, int step, mg_meta *metas, int n, int wa
 
 /* Writes: FD_OK, FD_E_NOMEM or MG_E_MONGO. */
 int mg_write_doc(mg_ctx *c, const resp_arg *key, const bson_t *doc);   /* replace (upsert) */
+/* Replace key's document by every field of src but its _id (COPY, RENAME). */
+int mg_write_doc_copy(mg_ctx *c, const resp_arg *key, const bson_t *src);
 /* Replace with a string whose value is a then b (expire 0 = none). */
 int mg_write_string(mg_ctx *c, const resp_arg *key, int64_t expire,
                     const char *a, size_t al, const char *b2, size_t bl);

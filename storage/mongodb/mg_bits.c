@@ -97,15 +97,9 @@ int mg_cmd_bitop(mg_ctx *c)
         mg_meta m;
         int s = mg_lookup_string(c, &c->argv[i], &m);
         if (s != FD_OK) { free(acc); return s; }
-        size_t l = UL(m), need = (n > l ? n : l) + 1;
-        if (need > cap) {
-            unsigned char *na = realloc(acc, need);
-            if (!na) { free(acc); mg_meta_free(&m); return FD_E_NOMEM; }
-            acc = na;
-            cap = need;
-        }
-        n = fd_bitop_step(op, acc, n, UV(m), l, i == 3);
+        int r = fd_bitop_add(op, &acc, &n, &cap, UV(m), UL(m), i == 3);
         mg_meta_free(&m);
+        if (r) { free(acc); return FD_E_NOMEM; }
     }
     int s = n ? mg_write_string(c, &c->argv[2], 0, (const char *)acc, n, NULL, 0) : mg_delete(c, &c->argv[2]);
     free(acc);
@@ -117,15 +111,12 @@ int mg_cmd_bitop(mg_ctx *c)
 static int bitfield_generic(mg_ctx *c, int ro)
 {
     fd_bitfield bf;
-    memset(&bf, 0, sizeof bf);
-    bf.ops = malloc((size_t)fd_bitfield_max_ops(c->argc) * sizeof *bf.ops + 1);
-    if (!bf.ops) return FD_E_NOMEM;
-    int s = FD_OK;
     unsigned char *b = NULL;
     mg_meta m;
     memset(&m, 0, sizeof m);
-    const char *e = fd_bitfield_parse(c->argv, c->argc, ro, c->max_bulk, &bf);
-    if (e) { s = resp_add_error(c->out, e) ? FD_E_NOMEM : FD_OK; goto done; }
+    int replied;
+    int s = fd_bitfield_begin(c->argv, c->argc, ro, c->max_bulk, &bf, c->out, &replied);
+    if (s != FD_OK || replied) goto done;
     if ((s = mg_lookup_string(c, &c->argv[1], &m)) != FD_OK) goto done;
     size_t old = UL(m);
     if (bf.readonly) {
@@ -133,19 +124,18 @@ static int bitfield_generic(mg_ctx *c, int ro)
         goto done;
     }
     size_t nl = fd_bitfield_newlen(&bf, old);
-    if (!(b = calloc(1, nl ? nl : 1))) { s = FD_E_NOMEM; goto done; }
-    if (old) memcpy(b, m.val, old);
+    if (!(b = malloc(nl ? nl : 1))) { s = FD_E_NOMEM; goto done; }
     size_t mark = c->out->len;
-    int changed = 0;
-    if (fd_bitfield_exec(&bf, b, nl, c->out, &changed, NULL, NULL)) { s = FD_E_NOMEM; goto done; }
-    if (!m.live || nl != old || changed) {
+    int store;
+    if (fd_bitfield_apply(&bf, UV(m), old, m.live, b, nl, c->out, &store)) { s = FD_E_NOMEM; goto done; }
+    if (store) {
         s = mg_write_string(c, &c->argv[1], m.live ? m.expire : 0, (const char *)b, nl, NULL, 0);
         if (s != FD_OK) c->out->len = mark;
     }
 done:
     mg_meta_free(&m);
     free(b);
-    free(bf.ops);
+    fd_bitfield_end(&bf);
     return s;
 }
 
@@ -177,19 +167,13 @@ int mg_cmd_pfadd(mg_ctx *c)
 {
     mg_meta m;
     FD_TRY(mg_lookup_string(c, &c->argv[1], &m));
-    const char *e = m.live ? fd_hll_check(UV(m), m.vlen) : NULL;
-    if (!e && m.live && m.vlen > FD_HLL_BUF_SIZE) e = FD_HLL_ERR_CORRUPT;
-    unsigned char *buf = NULL;
+    unsigned char *buf = malloc(FD_HLL_BUF_SIZE);
     int s = FD_OK, upd = 0;
-    if (e) goto reply;
-    if (!(buf = malloc(FD_HLL_BUF_SIZE))) { s = FD_E_NOMEM; goto out; }
-    size_t len = 0;
-    if (m.live) { memcpy(buf, m.val, m.vlen); len = m.vlen; }
-    if ((e = fd_pfadd(c->argv + 2, c->argc - 2, buf, &len, m.live, 0, &upd))) goto reply;
-    if (upd && (s = mg_write_string(c, &c->argv[1], m.live ? m.expire : 0, (const char *)buf, len, NULL, 0)) != FD_OK)
-        goto out;
-reply:
-    s = (e ? resp_add_error(c->out, e) : resp_add_int(c->out, upd)) ? FD_E_NOMEM : FD_OK;
+    size_t len;
+    if (!buf) { s = FD_E_NOMEM; goto out; }
+    const char *e = fd_pfadd_value(c->argv + 2, c->argc - 2, UV(m), UL(m), m.live, buf, &len, &upd);
+    if (!e && upd) s = mg_write_string(c, &c->argv[1], m.live ? m.expire : 0, (const char *)buf, len, NULL, 0);
+    if (s == FD_OK && (e ? resp_add_error(c->out, e) : resp_add_int(c->out, upd))) s = FD_E_NOMEM;
 out:
     free(buf);
     mg_meta_free(&m);
@@ -252,13 +236,8 @@ int mg_cmd_pfmerge(mg_ctx *c)
     if (!regs || !buf) { s = FD_E_NOMEM; goto out; }
     if ((s = merge_keys(c, regs, &dense, &e)) != FD_OK || e) goto out;
     if ((s = mg_lookup_string(c, &c->argv[1], &m)) != FD_OK) goto out;
-    size_t len = 0;
-    if (m.live) {
-        if (m.vlen > FD_HLL_BUF_SIZE) { e = FD_HLL_ERR_CORRUPT; goto out; }
-        memcpy(buf, m.val, m.vlen);
-        len = m.vlen;
-    }
-    if ((e = fd_hll_store_raw(buf, &len, m.live, dense, regs, 0))) goto out;
+    size_t len;
+    if ((e = fd_pfmerge_value(regs, dense, UV(m), UL(m), m.live, buf, &len))) goto out;
     s = mg_write_string(c, &c->argv[1], m.live ? m.expire : 0, (const char *)buf, len, NULL, 0);
 out:
     mg_meta_free(&m);

@@ -168,6 +168,27 @@ int mg_lookup(mg_ctx *c, const resp_arg *key, mg_meta *m, int want_value)
     return s;
 }
 
+int mg_write_doc_copy(mg_ctx *c, const resp_arg *key, const bson_t *src)
+{
+    bson_t d = BSON_INITIALIZER;
+    bson_iter_t it;
+    if (bson_iter_init(&it, src))
+        while (bson_iter_next(&it))
+            if (strcmp(bson_iter_key(&it), "_id")) bson_append_iter(&d, NULL, 0, &it);
+    int s = mg_write_doc(c, key, &d);
+    bson_destroy(&d);
+    return s;
+}
+
+int mg_key_live(mg_ctx *c, const resp_arg *key, int *live)
+{
+    mg_meta m;
+    FD_TRY(mg_lookup(c, key, &m, 0));
+    *live = m.live;
+    mg_meta_free(&m);
+    return FD_OK;
+}
+
 int mg_write_doc(mg_ctx *c, const resp_arg *key, const bson_t *doc)
 {
     bson_t q = BSON_INITIALIZER, opts = BSON_INITIALIZER;

@@ -95,20 +95,11 @@ int mg_cmd_restore(mg_ctx *c)
     mg_meta_free(&m);
     if (!o.replace && live) { FD_OUT(resp_add_error(c->out, FD_RDB_BUSYKEY)); return FD_OK; }
     long long ttl;
-    FD_TRY(fd_restore_ttl(&c->argv[2], &ttl, c->out, &replied));
-    if (replied) return FD_OK;
-    const resp_arg *pl = &c->argv[3];
-    if (fd_rdb_verify(pl->ptr, pl->len) != 0) {
-        FD_OUT(resp_add_error(c->out, "ERR DUMP payload version or checksum are wrong"));
-        return FD_OK;
-    }
-    int type;
+    int type, expired;
     fd_zbuf z = { 0 };
-    int s = fd_rdb_load(pl->ptr, pl->len, &type, keep, &z);
-    if (s == -1) { fd_zbuf_free(&z); FD_OUT(resp_add_error(c->out, "ERR Bad data format")); return FD_OK; }
-    if (s != 0) { fd_zbuf_free(&z); return s; }
-    if (ttl && !o.absttl) ttl += c->now_ms;
-    if (ttl && ttl <= c->now_ms) {          /* already expired: only the old key goes */
+    int s = fd_restore_prepare(c->argv, &o, c->now_ms, keep, &z, &type, &ttl, &expired, c->out, &replied);
+    if (s != FD_OK || replied) { fd_zbuf_free(&z); return s; }
+    if (expired) {          /* already expired: only the old key goes */
         s = found ? mg_delete(c, key) : FD_OK;
         fd_zbuf_free(&z);
         if (s == FD_OK && resp_add_status(c->out, "OK")) s = FD_E_NOMEM;

@@ -276,7 +276,7 @@ int mg_cmd_randomkey(mg_ctx *c)
 static int rename_generic(mg_ctx *c, int nx)
 {
     const resp_arg *sa = &c->argv[1], *da = &c->argv[2];
-    mg_meta sm, dm;
+    mg_meta sm;
     FD_TRY(mg_lookup(c, sa, &sm, 1));
     int s = FD_OK;
     if (!sm.live) { mg_meta_free(&sm); return FD_E_NOKEY; }
@@ -286,19 +286,12 @@ static int rename_generic(mg_ctx *c, int nx)
         return FD_OK;
     }
     if (nx) {
-        if ((s = mg_lookup(c, da, &dm, 0)) != FD_OK) { mg_meta_free(&sm); return s; }
-        int live = dm.live;
-        mg_meta_free(&dm);
+        int live;
+        if ((s = mg_key_live(c, da, &live)) != FD_OK) { mg_meta_free(&sm); return s; }
         if (live) { mg_meta_free(&sm); FD_OUT(resp_add_int(c->out, 0)); return FD_OK; }
     }
     /* the source's document under the new _id, then the source goes */
-    bson_t d = BSON_INITIALIZER;
-    bson_iter_t it;
-    if (bson_iter_init(&it, sm.doc))
-        while (bson_iter_next(&it))
-            if (strcmp(bson_iter_key(&it), "_id")) bson_append_iter(&d, NULL, 0, &it);
-    s = mg_write_doc(c, da, &d);
-    bson_destroy(&d);
+    s = mg_write_doc_copy(c, da, sm.doc);
     mg_meta_free(&sm);
     if (s == FD_OK) s = mg_delete(c, sa);
     FD_TRY(s);

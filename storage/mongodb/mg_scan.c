@@ -103,10 +103,9 @@ static int subscan_reply(mg_ctx *c, int type, mg_scanent *e, size_t n, uint64_t 
 static int subscan_generic(mg_ctx *c, int type)
 {
     uint64_t cursor;
-    if (fd_parse_cursor(&c->argv[2], &cursor) != 0) {
-        FD_OUT(resp_add_error(c->out, "ERR invalid cursor"));
-        return FD_OK;
-    }
+    int replied;
+    FD_TRY(fd_scan_cursor(&c->argv[2], &cursor, c->out, &replied));
+    if (replied) return FD_OK;
     mg_meta m;
     mg_hash h = {0};
     mg_list L = {0};
@@ -241,10 +240,9 @@ int mg_cmd_srandmember(mg_ctx *c) { return srandom_generic(c, 0); }
 int mg_cmd_scan(mg_ctx *c)
 {
     uint64_t cursor;
-    if (fd_parse_cursor(&c->argv[1], &cursor) != 0) {
-        FD_OUT(resp_add_error(c->out, "ERR invalid cursor"));
-        return FD_OK;
-    }
+    int replied;
+    FD_TRY(fd_scan_cursor(&c->argv[1], &cursor, c->out, &replied));
+    if (replied) return FD_OK;
     long long count;
     const resp_arg *pat, *type;
     FD_TRY(fd_parse_scan_opts(c->argv, c->argc, 2, &count, &pat, &type));

@@ -54,9 +54,6 @@ static int sort_fetch(void *ud, const char *key, size_t kl, const char *field, s
 static int sort_generic(mg_ctx *c, int ro)
 {
     fd_sort o;
-    int *gets = malloc((size_t)c->argc * sizeof *gets);
-    if (!gets) return FD_E_NOMEM;
-    o.gets = gets;
     fd_sort_elem *el = NULL;
     fd_sort_result res = {0};
     mg_meta m;
@@ -66,9 +63,9 @@ static int sort_generic(mg_ctx *c, int ro)
     memset(&f, 0, sizeof f);
     memset(&m, 0, sizeof m);
     f.c = c;
-    int s = FD_OK, replied = 0;
-    const char *e = fd_sort_parse(c->argv, c->argc, ro, &o);
-    if (e) { s = resp_add_error(c->out, e) ? FD_E_NOMEM : FD_OK; goto done; }
+    int replied;
+    int s = fd_sort_begin(c->argv, c->argc, ro, &o, c->out, &replied);
+    if (s != FD_OK || replied) goto done;
     if ((s = mg_lookup(c, &c->argv[1], &m, 0)) != FD_OK) { memset(&m, 0, sizeof m); goto done; }
     int type = FD_SORT_LIST, mt = m.live ? m.type : MG_T_NONE;
     mg_meta_free(&m);
@@ -115,7 +112,7 @@ done:
     mg_list_free(&L);
     mg_zset_free(&Z);
     mg_meta_free(&m);
-    free(gets);
+    fd_sort_end(&o);
     return s;
 }
 
@@ -130,25 +127,14 @@ int mg_cmd_copy(mg_ctx *c)
     FD_TRY(fd_parse_copy_opts(c->argv, c->argc, &replace, c->out, &replied));
     if (replied) return FD_OK;
     const resp_arg *sa = &c->argv[1], *da = &c->argv[2];
-    if (sa->len == da->len && memcmp(sa->ptr, da->ptr, sa->len) == 0) {
-        FD_OUT(resp_add_error(c->out, "ERR source and destination objects are the same"));
-        return FD_OK;
-    }
-    mg_meta sm, dm;
+    mg_meta sm;
     FD_TRY(mg_lookup(c, sa, &sm, 1));
     if (!sm.live) { mg_meta_free(&sm); FD_OUT(resp_add_int(c->out, 0)); return FD_OK; }
-    int s = mg_lookup(c, da, &dm, 0);
+    int exists;
+    int s = mg_key_live(c, da, &exists);
     if (s != FD_OK) { mg_meta_free(&sm); return s; }
-    int exists = dm.live;
-    mg_meta_free(&dm);
     if (exists && !replace) { mg_meta_free(&sm); FD_OUT(resp_add_int(c->out, 0)); return FD_OK; }
-    bson_t d = BSON_INITIALIZER;
-    bson_iter_t it;
-    if (bson_iter_init(&it, sm.doc))
-        while (bson_iter_next(&it))
-            if (strcmp(bson_iter_key(&it), "_id")) bson_append_iter(&d, NULL, 0, &it);
-    s = mg_write_doc(c, da, &d);
-    bson_destroy(&d);
+    s = mg_write_doc_copy(c, da, sm.doc);
     mg_meta_free(&sm);
     FD_TRY(s);
     FD_OUT(resp_add_int(c->out, 1));

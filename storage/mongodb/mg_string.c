@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "mg.h"
+#include "../value/strings.h"
 
 static int set_generic(mg_ctx *c, int flags, int64_t expire, const resp_arg *key,
                        const resp_arg *val, int abort_nx)
@@ -26,18 +27,13 @@ static int set_generic(mg_ctx *c, int flags, int64_t expire, const resp_arg *key
         if (m.live) { if (resp_add_bulk(c->out, m.val, m.vlen)) { s = FD_E_NOMEM; goto done; } }
         else if (resp_add_null(c->out)) { s = FD_E_NOMEM; goto done; }
     }
-    if (((flags & FD_SET_NX) && m.live) || ((flags & FD_SET_XX) && !m.live)) {
-        if (flags & FD_SET_GET) goto done;
-        s = abort_nx ? (resp_add_int(c->out, 0) ? FD_E_NOMEM : FD_OK)
-                     : (resp_add_null(c->out) ? FD_E_NOMEM : FD_OK);
-        goto done;
+    int write = !fd_str_set_blocked(flags, m.live);
+    if (write) {
+        if ((flags & FD_SET_KEEPTTL) && m.live) expire = m.expire;
+        s = mg_write_string(c, key, expire, val->ptr, val->len, NULL, 0);
+        if (s != FD_OK) { c->out->len = mark; goto done; }
     }
-    if ((flags & FD_SET_KEEPTTL) && m.live) expire = m.expire;
-    s = mg_write_string(c, key, expire, val->ptr, val->len, NULL, 0);
-    if (s != FD_OK) { c->out->len = mark; goto done; }
-    if (flags & FD_SET_GET) goto done;
-    if (abort_nx) s = resp_add_int(c->out, 1) ? FD_E_NOMEM : FD_OK;
-    else s = resp_add_status(c->out, "OK") ? FD_E_NOMEM : FD_OK;
+    if (fd_str_set_reply(c->out, flags, abort_nx, write)) s = FD_E_NOMEM;
 done:
     mg_meta_free(&m);
     return s;
@@ -151,18 +147,7 @@ int mg_cmd_getrange(mg_ctx *c)
     FD_TRY(fd_arg_ll(&c->argv[3], &end));
     mg_meta m;
     FD_TRY(mg_lookup_string(c, &c->argv[1], &m));
-    long long len = m.live ? (long long)m.vlen : 0;
-    int r;
-    if (!m.live || (start < 0 && end < 0 && start > end)) r = resp_add_bulk(c->out, "", 0);
-    else {
-        if (start < 0) start = len + start;
-        if (end < 0) end = len + end;
-        if (start < 0) start = 0;
-        if (end < 0) end = 0;
-        if (end >= len) end = len - 1;
-        if (start > end || len == 0) r = resp_add_bulk(c->out, "", 0);
-        else r = resp_add_bulk(c->out, m.val + start, (size_t)(end - start + 1));
-    }
+    int r = fd_str_getrange_reply(c->out, m.val, m.live ? m.vlen : 0, start, end);
     mg_meta_free(&m);
     return r ? FD_E_NOMEM : FD_OK;
 }
@@ -259,13 +244,9 @@ static int incr_generic(mg_ctx *c, long long incr)
     /* slow path: missing, expired, not an integer, overflow, wrong type */
     mg_meta m;
     FD_TRY(mg_lookup_string(c, key, &m));
-    long long v = 0;
-    int s = FD_OK;
-    if (m.live && resp_str2ll(m.val, m.vlen, &v) != 0) s = FD_E_NOTINT;
-    else if ((incr < 0 && v < 0 && incr < LLONG_MIN - v) || (incr > 0 && v > 0 && incr > LLONG_MAX - v))
-        s = FD_E_OVERFLOW;
-    else {
-        v += incr;
+    long long v;
+    int s = fd_str_incr(m.val, m.vlen, m.live, incr, &v);
+    if (s == FD_OK) {
         char buf[32];
         int n = resp_ll2str(buf, sizeof buf, v);
         s = mg_write_string(c, key, m.live ? m.expire : 0, buf, (size_t)n, NULL, 0);
@@ -278,42 +259,28 @@ static int incr_generic(mg_ctx *c, long long incr)
 int mg_cmd_incr(mg_ctx *c) { return incr_generic(c, 1); }
 int mg_cmd_decr(mg_ctx *c) { return incr_generic(c, -1); }
 
-int mg_cmd_incrby(mg_ctx *c)
+static int incrby_generic(mg_ctx *c, int decr)
 {
     long long incr;
-    FD_TRY(fd_arg_ll(&c->argv[2], &incr));
-    return incr_generic(c, incr);
+    int replied;
+    FD_TRY(fd_str_parse_incr(&c->argv[2], decr, &incr, c->out, &replied));
+    return replied ? FD_OK : incr_generic(c, incr);
 }
 
-int mg_cmd_decrby(mg_ctx *c)
-{
-    long long incr;
-    FD_TRY(fd_arg_ll(&c->argv[2], &incr));
-    if (incr == LLONG_MIN) {
-        FD_OUT(resp_add_error(c->out, "ERR decrement would overflow"));
-        return FD_OK;
-    }
-    return incr_generic(c, -incr);
-}
+int mg_cmd_incrby(mg_ctx *c) { return incrby_generic(c, 0); }
+int mg_cmd_decrby(mg_ctx *c) { return incrby_generic(c, 1); }
 
 int mg_cmd_incrbyfloat(mg_ctx *c)
 {
     mg_meta m;
     FD_TRY(mg_lookup_string(c, &c->argv[1], &m));
-    long double v = 0, incr;
     int s = FD_OK;
-    char *buf = NULL;
-    if (m.live && resp_str2ld(m.val, m.vlen, &v) != 0) { s = FD_E_NOTFLOAT; goto done; }
-    if (resp_str2ld(c->argv[2].ptr, c->argv[2].len, &incr) != 0) { s = FD_E_NOTFLOAT; goto done; }
-    v += incr;
-    if (isnan(v) || isinf(v)) { s = FD_E_NAN; goto done; }
-    size_t cap = 5 * 1024 + 64;
-    buf = malloc(cap);
+    size_t n;
+    char *buf = malloc(FD_STR_INCRBYFLOAT_BUF);
     if (!buf) { s = FD_E_NOMEM; goto done; }
-    int n = resp_format_ld(buf, cap, v);
-    if (n <= 0 || (size_t)n >= cap) { s = FD_E_INTERNAL; goto done; }
-    s = mg_write_string(c, &c->argv[1], m.live ? m.expire : 0, buf, (size_t)n, NULL, 0);
-    if (s == FD_OK && resp_add_bulk(c->out, buf, (size_t)n)) s = FD_E_NOMEM;
+    if ((s = fd_str_incrbyfloat(m.val, m.vlen, m.live, &c->argv[2], buf, &n)) != FD_OK) goto done;
+    s = mg_write_string(c, &c->argv[1], m.live ? m.expire : 0, buf, n, NULL, 0);
+    if (s == FD_OK && resp_add_bulk(c->out, buf, n)) s = FD_E_NOMEM;
 done:
     free(buf);
     mg_meta_free(&m);
@@ -356,9 +323,7 @@ int mg_cmd_setrange(mg_ctx *c)
     size_t nlen = end > olen ? end : olen;
     char *b = malloc(nlen);
     if (!b) { s = FD_E_NOMEM; goto done; }
-    if (olen) memcpy(b, m.val, olen);
-    if ((size_t)off > olen) memset(b + olen, 0, (size_t)off - olen);
-    memcpy(b + off, a->ptr, a->len);
+    fd_str_setrange(b, m.val, olen, (size_t)off, a);
     s = mg_write_string(c, &c->argv[1], m.live ? m.expire : 0, b, nlen, NULL, 0);
     free(b);
     if (s == FD_OK && resp_add_int(c->out, (long long)nlen)) s = FD_E_NOMEM;

@@ -1,10 +1,12 @@
 /* bits.c — bitmap commands as pure functions (see bits.h). Semantics,
  * order of checks and error texts follow Redis 7.0's bitops.c; the code is
  * our own. */
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <limits.h>
 #include "bits.h"
+#include "../status.h"
 
 static const char ERR_OFFSET[] = "ERR bit offset is not an integer or out of range";
 static const char ERR_BIT[]    = "ERR bit is not an integer or out of range";
@@ -472,5 +474,48 @@ int fd_bitfield_exec(const fd_bitfield *bf, unsigned char *buf, size_t len, resp
     if (lo == SIZE_MAX) lo = hi = 0;
     if (dlo) *dlo = lo;
     if (dhi) *dhi = hi;
+    return 0;
+}
+
+int fd_bitop_add(int op, unsigned char **acc, size_t *n, size_t *cap, const unsigned char *src,
+                 size_t len, int first)
+{
+    size_t need = (*n > len ? *n : len) + 1;
+    if (need > *cap) {
+        unsigned char *na = realloc(*acc, need);
+        if (!na) return -1;
+        *acc = na;
+        *cap = need;
+    }
+    *n = fd_bitop_step(op, *acc, *n, src, len, first);
+    return 0;
+}
+
+int fd_bitfield_begin(const resp_arg *argv, int argc, int ro, long long max_bulk, fd_bitfield *bf,
+                      resp_out *out, int *replied)
+{
+    memset(bf, 0, sizeof *bf);
+    *replied = 0;
+    if (!(bf->ops = malloc((size_t)fd_bitfield_max_ops(argc) * sizeof *bf->ops + 1))) return FD_E_NOMEM;
+    const char *e = fd_bitfield_parse(argv, argc, ro, max_bulk, bf);
+    if (!e) return FD_OK;
+    *replied = 1;
+    return resp_add_error(out, e) ? FD_E_NOMEM : FD_OK;
+}
+
+void fd_bitfield_end(fd_bitfield *bf)
+{
+    free(bf->ops);
+    bf->ops = NULL;
+}
+
+int fd_bitfield_apply(const fd_bitfield *bf, const unsigned char *old, size_t oldlen, int exists,
+                      unsigned char *buf, size_t nl, resp_out *out, int *store)
+{
+    if (oldlen) memcpy(buf, old, oldlen);
+    if (nl > oldlen) memset(buf + oldlen, 0, nl - oldlen);
+    int changed = 0;
+    if (fd_bitfield_exec(bf, buf, nl, out, &changed, NULL, NULL)) return -1;
+    *store = !exists || nl != oldlen || changed;
     return 0;
 }

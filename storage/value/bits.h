@@ -128,6 +128,11 @@ const char *fd_bitop_parse(const resp_arg *argv, int argc, int *op);
  * reply is :n either way. */
 size_t fd_bitop_step(int op, unsigned char *acc, size_t acclen, const unsigned char *src, size_t len,
                      int first);
+/* fd_bitop_step into a result buffer it grows: *acc (NULL before the first
+ * source; the caller free()s it), its length *n and room *cap. 0, or -1 out
+ * of memory (*acc stays valid). */
+int fd_bitop_add(int op, unsigned char **acc, size_t *n, size_t *cap, const unsigned char *src,
+                 size_t len, int first);
 
 /* ---------------------------------------------------------------- BITFIELD */
 
@@ -177,5 +182,20 @@ size_t fd_bitfield_newlen(const fd_bitfield *bf, size_t oldlen);
  * (the key is new, it grew, or *changed). Returns 0, -1 out of memory. */
 int fd_bitfield_exec(const fd_bitfield *bf, unsigned char *buf, size_t len, resp_out *out,
                      int *changed, size_t *dlo, size_t *dhi);
+
+/* For a backend, step 1: bf->ops allocated (fd_bitfield_end frees them)
+ * and argv parsed (fd_bitfield_parse); a parse error is written to out with
+ * *replied 1. FD_OK, or FD_E_NOMEM. */
+int  fd_bitfield_begin(const resp_arg *argv, int argc, int ro, long long max_bulk, fd_bitfield *bf,
+                       resp_out *out, int *replied);
+void fd_bitfield_end(fd_bitfield *bf);
+/* Step 2 of a BITFIELD that may write (!readonly): buf (room for
+ * nl = fd_bitfield_newlen(bf, oldlen) bytes) gets the old value old[0..
+ * oldlen) and zero growth, the operations run and the reply is written.
+ * *store: the caller stores buf[0..nl) (the key is new, grew or changed;
+ * on a failed store it cuts out back to its length before this call).
+ * 0, or -1 out of memory. */
+int fd_bitfield_apply(const fd_bitfield *bf, const unsigned char *old, size_t oldlen, int exists,
+                      unsigned char *buf, size_t nl, resp_out *out, int *store);
 
 #endif

@@ -143,13 +143,11 @@ void fd_hll_invalidate(unsigned char *buf)
     buf[15] |= 0x80;
 }
 
-/* sparse -> dense in place (buf has room for the dense size). 0, -1 corrupt. */
-static int to_dense(unsigned char *buf, size_t *len)
+/* Merge the registers of the sparse value v[0..len) into raw (one byte per
+ * register: the max). 0, or -1 when it does not cover exactly REGS. */
+static int sparse_merge(uint8_t *raw, const unsigned char *v, size_t len)
 {
-    if (buf[4] == ENC_DENSE) return 0;
-    unsigned char regs[REGS * 6 / 8];
-    memset(regs, 0, sizeof regs);
-    const unsigned char *p = buf + HDR, *end = buf + *len;
+    const unsigned char *p = v + HDR, *end = v + len;
     long idx = 0;
     while (p < end) {
         if (OP_IS_ZERO(*p)) { idx += ZERO_LEN(p); p++; }
@@ -157,11 +155,24 @@ static int to_dense(unsigned char *buf, size_t *len)
         else {
             int run = VAL_LEN(p), val = VAL_VALUE(p);
             if (idx + run > REGS) break;
-            while (run--) dense_set(regs, idx++, (unsigned)val);
+            while (run--) { if (val > raw[idx]) raw[idx] = (uint8_t)val; idx++; }
             p++;
         }
     }
-    if (idx != REGS) return -1;
+    return idx == REGS ? 0 : -1;
+}
+
+/* sparse -> dense in place (buf has room for the dense size). 0, -1 corrupt. */
+static int to_dense(unsigned char *buf, size_t *len)
+{
+    if (buf[4] == ENC_DENSE) return 0;
+    uint8_t raw[REGS];
+    memset(raw, 0, sizeof raw);
+    if (sparse_merge(raw, buf, *len) != 0) return -1;
+    unsigned char regs[REGS * 6 / 8];
+    memset(regs, 0, sizeof regs);
+    for (long i = 0; i < REGS; i++)
+        if (raw[i]) dense_set(regs, i, raw[i]);
     buf[4] = ENC_DENSE;   /* magic and the cached cardinality stay as they were */
     memcpy(buf + HDR, regs, sizeof regs);
     *len = FD_HLL_DENSE_SIZE;
@@ -371,19 +382,7 @@ const char *fd_hll_merge_raw(uint8_t *regs, const unsigned char *v, size_t len, 
         }
         return NULL;
     }
-    const unsigned char *p = v + HDR, *end = v + len;
-    long idx = 0;
-    while (p < end) {
-        if (OP_IS_ZERO(*p)) { idx += ZERO_LEN(p); p++; }
-        else if (OP_IS_XZERO(*p)) { idx += XZERO_LEN(p); p += 2; }
-        else {
-            int run = VAL_LEN(p), val = VAL_VALUE(p);
-            if (idx + run > REGS) break;
-            while (run--) { if (val > regs[idx]) regs[idx] = (uint8_t)val; idx++; }
-            p++;
-        }
-    }
-    return idx == REGS ? NULL : FD_HLL_ERR_CORRUPT;
+    return sparse_merge(regs, v, len) == 0 ? NULL : FD_HLL_ERR_CORRUPT;
 }
 
 uint64_t fd_hll_count_raw(const uint8_t *regs)
@@ -406,4 +405,34 @@ const char *fd_hll_store_raw(unsigned char *buf, size_t *len, int exists, int us
     }
     fd_hll_invalidate(buf);
     return NULL;
+}
+
+/* An existing value into the working buffer: NULL, or FD_HLL_ERR_CORRUPT
+ * when it cannot fit. */
+static const char *load_value(const unsigned char *old, size_t oldlen, int exists, unsigned char *buf,
+                              size_t *len)
+{
+    *len = 0;
+    if (!exists) return NULL;
+    if (oldlen > FD_HLL_BUF_SIZE) return FD_HLL_ERR_CORRUPT;
+    memcpy(buf, old, oldlen);
+    *len = oldlen;
+    return NULL;
+}
+
+const char *fd_pfadd_value(const resp_arg *eles, int n, const unsigned char *old, size_t oldlen,
+                           int exists, unsigned char *buf, size_t *len, int *updated)
+{
+    const char *e;
+    *updated = 0;
+    if (exists && (e = fd_hll_check(old, oldlen))) return e;
+    if ((e = load_value(old, oldlen, exists, buf, len))) return e;
+    return fd_pfadd(eles, n, buf, len, exists, 0, updated);
+}
+
+const char *fd_pfmerge_value(const uint8_t *regs, int use_dense, const unsigned char *old,
+                             size_t oldlen, int exists, unsigned char *buf, size_t *len)
+{
+    const char *e = load_value(old, oldlen, exists, buf, len);
+    return e ? e : fd_hll_store_raw(buf, len, exists, use_dense, regs, 0);
 }

@@ -107,4 +107,14 @@ uint64_t fd_hll_count_raw(const uint8_t *regs);
 const char *fd_hll_store_raw(unsigned char *buf, size_t *len, int exists, int use_dense,
                              const uint8_t *regs, size_t sparse_max);
 
+/* For a backend, PFADD / PFMERGE's write on a key's value: old[0..oldlen)
+ * when exists, copied into buf (FD_HLL_BUF_SIZE bytes) into *len, then
+ * fd_pfadd (PFADD: an existing value passes fd_hll_check first) or
+ * fd_hll_store_raw (PFMERGE: dest was merged, so checked, already). A value
+ * longer than buf is FD_HLL_ERR_CORRUPT. NULL or the error reply text. */
+const char *fd_pfadd_value(const resp_arg *eles, int n, const unsigned char *old, size_t oldlen,
+                           int exists, unsigned char *buf, size_t *len, int *updated);
+const char *fd_pfmerge_value(const uint8_t *regs, int use_dense, const unsigned char *old,
+                             size_t oldlen, int exists, unsigned char *buf, size_t *len);
+
 #endif

@@ -1035,3 +1035,28 @@ int fd_restore_ttl(const resp_arg *a, long long *ttl, resp_out *out, int *replie
     }
     return FD_OK;
 }
+
+int fd_restore_prepare(const resp_arg *argv, const fd_restore_opts *o, long long now_ms,
+                       fd_rdb_item_fn fn, void *ctx, int *type, long long *ttl, int *expired,
+                       resp_out *out, int *replied)
+{
+    *expired = 0;
+    FD_TRY(fd_restore_ttl(&argv[2], ttl, out, replied));
+    if (*replied) return FD_OK;
+    const char *e = NULL;
+    const resp_arg *pl = &argv[3];
+    if (fd_rdb_verify(pl->ptr, pl->len) != 0) {
+        e = "ERR DUMP payload version or checksum are wrong";
+    } else {
+        int s = fd_rdb_load(pl->ptr, pl->len, type, fn, ctx);
+        if (s == -1) e = "ERR Bad data format";
+        else if (s != 0) return s;
+    }
+    if (e) {
+        *replied = 1;
+        return resp_add_error(out, e) ? FD_E_NOMEM : FD_OK;
+    }
+    if (*ttl && !o->absttl) *ttl += now_ms;
+    *expired = *ttl && *ttl <= now_ms;
+    return FD_OK;
+}

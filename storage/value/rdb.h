@@ -107,5 +107,16 @@ int fd_parse_restore(const resp_arg *argv, int argc, fd_restore_opts *o, resp_ou
 /* The TTL argument: FD_OK with *ttl; FD_E_NOTINT; or FD_OK with *replied 1
  * after "ERR Invalid TTL value, must be >= 0". */
 int fd_restore_ttl(const resp_arg *a, long long *ttl, resp_out *out, int *replied);
+/* For a backend, RESTORE's steps after the BUSYKEY check, in Redis's order:
+ * fd_restore_ttl (argv[2]); fd_rdb_verify of the payload argv[3] ("ERR DUMP
+ * payload version or checksum are wrong"); a first fd_rdb_load into fn/ctx
+ * (fn NULL: a check only; "ERR Bad data format"), giving *type; then the
+ * absolute expiry *ttl (0: none; relative TTLs from now_ms) and *expired
+ * when it has passed (the caller then only deletes the old key and replies
+ * +OK). FD_OK with *replied 0; FD_OK with *replied 1 after writing Redis's
+ * error; FD_E_NOTINT; or the status fn returned. */
+int fd_restore_prepare(const resp_arg *argv, const fd_restore_opts *o, long long now_ms,
+                       fd_rdb_item_fn fn, void *ctx, int *type, long long *ttl, int *expired,
+                       resp_out *out, int *replied);
 
 #endif

@@ -45,6 +45,22 @@ const char *fd_sort_parse(const resp_arg *argv, int argc, int ro, fd_sort *o)
     return NULL;
 }
 
+int fd_sort_begin(const resp_arg *argv, int argc, int ro, fd_sort *o, resp_out *out, int *replied)
+{
+    *replied = 0;
+    if (!(o->gets = malloc((size_t)argc * sizeof *o->gets))) return FD_E_NOMEM;
+    const char *e = fd_sort_parse(argv, argc, ro, o);
+    if (!e) return FD_OK;
+    *replied = 1;
+    return resp_add_error(out, e) ? FD_E_NOMEM : FD_OK;
+}
+
+void fd_sort_end(fd_sort *o)
+{
+    free(o->gets);
+    o->gets = NULL;
+}
+
 int fd_sort_pattern(const resp_arg *pat, const char *sub, size_t sl, char *key, size_t *kl,
                     const char **field, size_t *fl)
 {

@@ -43,6 +43,13 @@ typedef struct fd_sort {
  * NULL or Redis's error text. */
 const char *fd_sort_parse(const resp_arg *argv, int argc, int ro, fd_sort *o);
 
+/* Step 1 for a backend: o->gets allocated (argc ints, fd_sort_end frees
+ * it) and argv parsed as fd_sort_parse; a parse error is written to out
+ * with *replied 1 (the command is done). FD_OK or FD_E_NOMEM (o->gets is
+ * then NULL). fd_sort_end is safe after either. */
+int  fd_sort_begin(const resp_arg *argv, int argc, int ro, fd_sort *o, resp_out *out, int *replied);
+void fd_sort_end(fd_sort *o);
+
 enum { FD_SORT_LIST, FD_SORT_SET, FD_SORT_ZSET };
 
 typedef struct fd_sort_elem { const char *p; size_t l; } fd_sort_elem;

@@ -416,3 +416,16 @@ int fd_mpop_parse(const resp_arg *argv, int argc, int nkidx, int zset, long long
     *count = c == -1 ? 1 : c;
     return FD_OK;
 }
+
+int fd_mpop_run(const resp_arg *argv, int argc, int zset, fd_mpop_one pop, void *ud, resp_out *out)
+{
+    long long numkeys, count;
+    int where, replied;
+    int s = fd_mpop_parse(argv, argc, 1, zset, &numkeys, &where, &count, out, &replied);
+    if (s != FD_OK || replied) return s;
+    for (long long i = 0; i < numkeys; i++) {
+        int done;
+        if ((s = pop(ud, zset, &argv[2 + i], where, count, &done)) != FD_OK || done) return s;
+    }
+    return resp_add_null_array(out) ? FD_E_NOMEM : FD_OK;
+}

@@ -113,4 +113,14 @@ int fd_zrandmember_reply(resp_out *out, const fd_zent *a, size_t n, int has_coun
 int fd_mpop_parse(const resp_arg *argv, int argc, int nkidx, int zset, long long *numkeys,
                   int *where, long long *count, resp_out *out, int *replied);
 
+/* Pop up to count elements of one key from its `where` end (0 MIN/LEFT, 1
+ * MAX/RIGHT) and write the reply [key, elements]: *done 1; a missing or
+ * empty key: *done 0 and nothing written. FD_OK or an FD_E_* status. */
+typedef int (*fd_mpop_one)(void *ud, int zset, const resp_arg *key, int where, long long count,
+                           int *done);
+/* The non-blocking ZMPOP / LMPOP (numkeys at argv[1]): parse, then pop from
+ * the first key that has elements, or reply a null array. Returns as
+ * fd_mpop_parse and pop. */
+int fd_mpop_run(const resp_arg *argv, int argc, int zset, fd_mpop_one pop, void *ud, resp_out *out);
+
 #endif
