@@ -80,7 +80,9 @@ void px_script_shutdown(void) {
 static int forwarded(px_conn *c, int argc, resp_arg *argv) {
     px_backend *be = px_srv.primary;
     if (!be || !be->b.ops->passthrough) return 0;
-    px_forward(c, fd_command_lookup(argv[0].ptr, argv[0].len), argc, argv, c->cur_raw, c->cur_rawlen);
+    fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
+    if (cmd) px_watch_touch_if_write(cmd, argc, argv);   /* its keys, for WATCH (multi.h) */
+    px_forward(c, cmd, argc, argv, c->cur_raw, c->cur_rawlen);
     return 1;
 }
 
