@@ -4,6 +4,7 @@
 #include "backends.h"
 #include "config.h"
 #include "log.h"
+#include "scripting.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -351,6 +352,7 @@ void px_atomic_count(fd_pending *p) {
 
 int px_atomic_hold(px_conn *c) {
     if (!px_srv.atomic_owner || px_srv.atomic_owner == c) return 0;
+    if (px_script_busy_now()) return 0;    /* px_dispatch answers -BUSY */
     if (!c->held) {
         c->held = 1;
         ev_io_stop(px_srv.loop, &c->rio);
