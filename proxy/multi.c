@@ -4,6 +4,7 @@
 #include "backends.h"
 #include "config.h"
 #include "log.h"
+#include "scripting.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,6 +201,11 @@ void px_watch_touch(const fd_command *cmd, int argc, const resp_arg *argv) {
     if (pp != pos) free(pp);
 }
 
+void px_watch_touch_if_write(const fd_command *cmd, int argc, const resp_arg *argv) {
+    if (cmd->flags & FD_CMD_WRITE) px_watch_touch(cmd, argc, argv);
+    else if (cmd->id == FD_CMD_eval || cmd->id == FD_CMD_evalsha) px_watch_touch(cmd, argc, argv);
+}
+
 void px_watch_touch_all(void) {
     if (!wcount) return;
     for (int h = 0; h < WBUCKETS; h++)
@@ -293,8 +299,11 @@ void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
         static resp_arg multi_arg[1] = {{"MULTI", 5}};
         const resp_arg *rk = first_key(m);
         px_forward_unit(c, 1, multi_arg, NULL, 0, rk, 1);
-        for (int i = 0; i < m->n; i++)
+        for (int i = 0; i < m->n; i++) {
+            /* the block bypasses px_execute: its writes touch watches here */
+            if (m->q[i].cmd) px_watch_touch_if_write(m->q[i].cmd, m->q[i].argc, m->q[i].argv);
             px_forward_unit(c, m->q[i].argc, m->q[i].argv, qcmd_raw(&m->q[i]), m->q[i].rawlen, rk, 1);
+        }
         px_forward_unit(c, argc, argv, c->cur_raw, c->cur_rawlen, rk, 0);
         multi_free(m);
         return;
@@ -343,6 +352,7 @@ void px_atomic_count(fd_pending *p) {
 
 int px_atomic_hold(px_conn *c) {
     if (!px_srv.atomic_owner || px_srv.atomic_owner == c) return 0;
+    if (px_script_busy_now()) return 0;    /* px_dispatch answers -BUSY */
     if (!c->held) {
         c->held = 1;
         ev_io_stop(px_srv.loop, &c->rio);

@@ -47,6 +47,10 @@ void px_multi_release(px_conn *c);
 
 /* A write command was dispatched: mark the clients watching its keys. */
 void px_watch_touch(const fd_command *cmd, int argc, const resp_arg *argv);
+/* A command a Redis server runs without px_execute (forwarded EVAL/EVALSHA,
+ * the commands of an EXEC block): px_watch_touch if it is a write, or a
+ * script that may write (EVAL/EVALSHA: every key it declares, as a write). */
+void px_watch_touch_if_write(const fd_command *cmd, int argc, const resp_arg *argv);
 /* Every watched key changed (backend swap). */
 void px_watch_touch_all(void);
 

@@ -524,6 +524,8 @@ static int host_call(fd_script_engine *e, lua_State *L, int argc, int check_only
     return e->callbuf.data[0] == '-';
 }
 
+static void count_hook(lua_State *L, lua_Debug *ar);
+
 static int redis_generic_call(lua_State *L, int raise) {
     fd_script_engine *e = engine_of(L);
     if (!e->running) {
@@ -543,6 +545,9 @@ static int redis_generic_call(lua_State *L, int raise) {
     e->inuse = 1;
     int is_err = host_call(e, L, argc, 0);
     e->inuse = 0;
+    /* a command may take long (an asynchronous backend): the busy check
+     * after each one too, not only every FD_SCRIPT_HOOK_STEPS instructions */
+    if (e->threshold_ms > 0) count_hook(L, NULL);
     if (raise && is_err) return lua_error(L);
     return 1;
 }

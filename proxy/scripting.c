@@ -44,15 +44,15 @@ static int host_call(void *ud, int argc, const resp_arg *argv, int resp, int che
 
 static void host_busy(void *ud, long long elapsed_ms, int first_call) {
     (void)ud;
+    (void)elapsed_ms; (void)first_call;   /* the engine logs "Slow script detected" */
     px_conn *c = running;
-    if (first_call)
-        px_log(PX_LOG_WARNING, "Slow script detected: still in execution after %lld milliseconds. "
-               "You can try killing the script using the SCRIPT KILL command.", elapsed_ms);
-    /* serve the others (-BUSY, SCRIPT KILL) without the script's own client */
+    /* serve the others (-BUSY, SCRIPT KILL) without the script's own client;
+     * the clients an asynchronous backend's unit held get -BUSY now */
     int rio = ev_is_active(&c->rio);
     if (rio) ev_io_stop(px_srv.loop, &c->rio);
     px_conn *owner = px_srv.atomic_owner;
     px_srv.atomic_owner = NULL;
+    px_atomic_resume();
     ev_run(px_srv.loop, EVRUN_NOWAIT);
     px_srv.atomic_owner = owner;
     if (rio && !(c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP))) ev_io_start(px_srv.loop, &c->rio);
@@ -71,6 +71,10 @@ static fd_script_engine *get_engine(void) {
     return engine;
 }
 
+px_conn *px_script_client(void) { return running; }
+
+int px_script_busy_now(void) { return engine && running && fd_script_busy(engine); }
+
 void px_script_shutdown(void) {
     if (engine && !fd_script_running(engine)) fd_script_free(engine);
     engine = NULL;
@@ -80,7 +84,9 @@ void px_script_shutdown(void) {
 static int forwarded(px_conn *c, int argc, resp_arg *argv) {
     px_backend *be = px_srv.primary;
     if (!be || !be->b.ops->passthrough) return 0;
-    px_forward(c, fd_command_lookup(argv[0].ptr, argv[0].len), argc, argv, c->cur_raw, c->cur_rawlen);
+    fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
+    if (cmd) px_watch_touch_if_write(cmd, argc, argv);   /* its keys, for WATCH (multi.h) */
+    px_forward(c, cmd, argc, argv, c->cur_raw, c->cur_rawlen);
     return 1;
 }
 

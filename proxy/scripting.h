@@ -21,6 +21,13 @@
 /* While a script is busy: answer c's command with -BUSY (or run SCRIPT KILL)
  * and return 1; 0 when the command may run. */
 int  px_script_refuse_busy(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv);
+/* The client whose script is running (NULL when none). While it is not
+ * NULL the loop may run nested (the busy hook; a mongodb reply awaited):
+ * the server then neither commits nor frees that client (server.c). */
+px_conn *px_script_client(void);
+/* 1 while a script is past busy-reply-threshold: other clients are not
+ * held for it (px_atomic_hold) but answered -BUSY. */
+int px_script_busy_now(void);
 /* Drop the engine (shutdown). */
 void px_script_shutdown(void);
 

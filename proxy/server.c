@@ -1,6 +1,7 @@
 /* server.c — libev loop, listeners, connection I/O, end-of-turn commit and
  * flush. The only file that touches sockets. */
 #include "multi.h"
+#include "scripting.h"
 #include "server.h"
 #include "backends.h"
 #include "config.h"
@@ -59,6 +60,13 @@ static void unlink_turn(px_conn *c) {
 }
 
 void px_conn_close(px_conn *c) {
+    if (c == px_script_client()) {       /* its script still runs (scripting.h): close after it */
+        ev_io_stop(px_srv.loop, &c->rio);
+        ev_io_stop(px_srv.loop, &c->wio);
+        c->flags |= PX_CONN_CLOSE_ASAP;
+        px_conn_touch(c);
+        return;
+    }
     ev_io_stop(px_srv.loop, &c->rio);
     ev_io_stop(px_srv.loop, &c->wio);
     close(c->fd);
@@ -322,6 +330,21 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
  * clients that got them are disconnected instead (nothing is acknowledged
  * that is not stored). */
 static void on_turn_end(struct ev_loop *loop, ev_prepare *w, int revents) {
+    px_conn *sc = px_script_client();
+    if (sc) {
+        /* the loop runs nested inside a script (scripting.h): no commit
+         * mid-script; send only the replies that wait for none (-BUSY) */
+        for (px_conn **pp = &px_srv.turn; *pp;) {
+            px_conn *c = *pp;
+            if (c == sc || c->turn_wrote || (c->flags & PX_CONN_CLOSE_ASAP)) { pp = &c->turn_next; continue; }
+            *pp = c->turn_next;
+            c->in_turn = 0;
+            c->turn_next = NULL;
+            c->safe = px_conn_sendable(c);
+            conn_write(c);
+        }
+        return;
+    }
     px_srv.turns++;
     px_block_run_resumes();              /* clients answered after blocking: their next commands */
     int st = px_backends_commit_before_flush();

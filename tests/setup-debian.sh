@@ -11,9 +11,23 @@ if [ "${1:-}" = "--test" ]; then
   # python3-mockupdb + python3-mongomock: the MongoDB test server (tests/mongo/server.py)
   # python3-jsonschema: an oracle for bench's results.json besides bench's own validator
   # python3-fusepy: crashfs.py, the disk that forgets unsynced data (test_crash's power_loss_*)
+  # python3-redis, python3-rq, python3-limits, nodejs + npm: test_apps.py (the client libraries
+  # applications use; the node ones come from npm into tests/apps/node_modules, below)
   pkgs+=(redis-server redis-tools python3 clang libclang-rt-14-dev procps python3-mockupdb python3-mongomock
-         python3-fusepy python3-jsonschema)
+         python3-fusepy python3-jsonschema python3-redis python3-rq python3-limits)
+  command -v node >/dev/null 2>&1 || pkgs+=(nodejs npm)
 fi
+
+# test_apps.py's node libraries (tests/apps/package.json, pinned by its package-lock.json)
+node_apps() {
+  [ "${1:-}" = "--test" ] || return 0
+  local apps
+  apps="$(cd "$(dirname "$0")" && pwd)/apps"
+  [ -d "$apps/node_modules" ] && [ "$apps/node_modules/.package-lock.json" -nt "$apps/package-lock.json" ] && return 0
+  echo "installing the node libraries of tests/apps (npm ci)"
+  (cd "$apps" && npm ci --no-audit --no-fund --loglevel=error)
+}
+trap 'node_apps "${1:-}"' EXIT
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,0 +1,111 @@
+// apps.js — the node client libraries an application uses, run against a
+// server: `node apps.js <case> <port>` prints one JSON line {ok, ...} and
+// exits 0 when the case holds, 1 (with the reason) when not. Run by
+// tests/integration/test_apps.py; the libraries are in ./node_modules
+// (tests/setup-debian.sh --test: npm ci here).
+'use strict';
+const [, , which, portArg] = process.argv;
+const port = Number(portArg);
+const assert = require('assert');
+
+function done(obj) { console.log(JSON.stringify(Object.assign({ ok: true }, obj))); process.exit(0); }
+function fail(e) { console.log(JSON.stringify({ ok: false, error: String(e && e.stack || e) })); process.exit(1); }
+setTimeout(() => fail(new Error('timed out after 40 s')), 40000).unref();
+
+const cases = {
+  async ioredis_multi() {
+    const Redis = require('ioredis');
+    const r = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 1 });
+    await r.connect();
+    const res = await r.multi().set('io:a', '1').incr('io:a').get('io:a').exec();
+    assert.deepStrictEqual(res, [[null, 'OK'], [null, 2], [null, '2']]);
+    // an error queued: EXECABORT reaches the caller
+    let aborted = null;
+    try { await r.multi().set('io:b', '1').call('nosuchcommand').exec(); } catch (e) { aborted = e.message; }
+    assert.ok(aborted && /EXECABORT/.test(aborted), 'EXECABORT expected, got ' + aborted);
+    assert.strictEqual(await r.exists('io:b'), 0);
+    r.disconnect();
+    done({ res });
+  },
+  async ioredis_definecommand() {
+    const Redis = require('ioredis');
+    const r = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 1 });
+    await r.connect();
+    r.defineCommand('addx', { numberOfKeys: 1, lua: "return redis.call('incrby', KEYS[1], ARGV[1])" });
+    const a = await r.addx('io:n', 3);
+    await r.script('FLUSH');          // EVALSHA -> NOSCRIPT -> EVAL fallback
+    const b = await r.addx('io:n', 4);
+    const p = await r.pipeline().addx('io:n', 1).addx('io:n', 1).exec();
+    assert.deepStrictEqual([a, b, p], [3, 7, [[null, 8], [null, 9]]]);
+    r.disconnect();
+    done({ a, b });
+  },
+  async node_redis_multi() {
+    const { createClient } = require('redis');
+    const c = createClient({ url: `redis://127.0.0.1:${port}` });
+    c.on('error', () => {});
+    await c.connect();
+    const res = await c.multi().set('nr:a', '1').incr('nr:a').get('nr:a').exec();
+    assert.deepStrictEqual(res, ['OK', 2, '2']);
+    await c.watch('nr:a');
+    const other = c.duplicate();
+    other.on('error', () => {});
+    await other.connect();
+    await other.set('nr:a', '10');
+    let watchErr = null;
+    try { await c.multi().incr('nr:a').exec(); } catch (e) { watchErr = e.constructor.name; }
+    assert.strictEqual(watchErr, 'WatchError');
+    await other.quit();
+    await c.quit();
+    done({ res, watchErr });
+  },
+  async rate_limiter_flexible() {
+    const Redis = require('ioredis');
+    const { RateLimiterRedis } = require('rate-limiter-flexible');
+    const r = new Redis({ port, host: '127.0.0.1', enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+    await new Promise((res) => r.once('ready', res));
+    const lim = new RateLimiterRedis({ storeClient: r, keyPrefix: 'rlf', points: 2, duration: 60 });
+    const first = await lim.consume('user1');
+    const second = await lim.consume('user1');
+    let refused = null;
+    try { await lim.consume('user1'); } catch (e) {
+      if (e instanceof Error) throw e;   // a store error, not a refusal
+      refused = e;
+    }
+    assert.ok(refused, 'the third point of two must be refused');
+    assert.strictEqual(first.remainingPoints, 1);
+    assert.strictEqual(second.remainingPoints, 0);
+    assert.strictEqual(refused.remainingPoints, 0);
+    assert.ok(refused.msBeforeNext > 0 && refused.msBeforeNext <= 60000);
+    r.disconnect();
+    done({ remaining: [first.remainingPoints, second.remainingPoints], msBeforeNext: refused.msBeforeNext });
+  },
+  async bullmq() {
+    const { Queue, Worker, QueueEvents } = require('bullmq');
+    const connection = { host: '127.0.0.1', port, maxRetriesPerRequest: null };
+    const q = new Queue('fdq', { connection });
+    const errors = [];
+    q.on('error', (e) => errors.push('queue: ' + e.message));
+    const n = 3;
+    let completed = 0;
+    const results = [];
+    const w = new Worker('fdq', async (job) => job.data.x * 2, { connection });
+    w.on('error', (e) => errors.push('worker: ' + e.message));
+    w.on('failed', (job, e) => errors.push('job failed: ' + e.message));
+    const all = new Promise((res) => w.on('completed', (job, rv) => { results.push(rv); if (++completed === n) res(); }));
+    for (let i = 1; i <= n; i++) await q.add('double', { x: i });
+    const timeout = new Promise((_, rej) => setTimeout(() => rej(new Error('jobs not completed in 20 s; errors: ' +
+      JSON.stringify(errors.slice(0, 5)))), 20000));
+    await Promise.race([all, timeout]);
+    await w.close();
+    await q.close();
+    results.sort();
+    assert.deepStrictEqual(results, [2, 4, 6]);
+    done({ results });
+  },
+};
+
+(async () => {
+  if (!cases[which]) fail(new Error('no case ' + which));
+  await cases[which]();
+})().catch(fail);

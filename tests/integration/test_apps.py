@@ -1,0 +1,235 @@
+#!/usr/bin/python3
+"""The client libraries applications use, used as an application uses them,
+against frontdoor (on FD_BACKEND): transactions, WATCH, locks and Lua
+scripts as the libraries send them.
+
+Python (Debian packages, tests/setup-debian.sh --test): redis-py (default
+pipeline = MULTI/EXEC, transaction() with WATCH and a conflicting writer,
+lock(), register_script), RQ (enqueue + a burst SimpleWorker; its worker
+needs XADD and SUBSCRIBE: a known bug on the backends without them), limits
+(fixed and moving window, Lua on Redis storage).
+Node (tests/apps/package.json, `npm ci` by the setup; run by tests/apps/apps.js):
+ioredis multi() and defineCommand, node-redis v4 multi() with WATCH,
+rate-limiter-flexible, BullMQ (queue + worker). BullMQ needs commands not
+served yet (streams in its scripts, blocking pops): its case reports where
+it stands as a known bug instead of failing the suite.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fdtest import Tests, start_frontdoor, check, eq, known_bug, missing_prerequisite, HOST
+
+T = Tests(case_timeout=120)
+BACKEND = os.environ.get("FD_BACKEND", "lmdb")
+APPS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "apps")
+
+_fd = [None]
+
+
+def server():
+    s = _fd[0]
+    if s is None or not s.alive():
+        s = _fd[0] = start_frontdoor(keep=True)
+    s.conn().cmd("FLUSHALL")
+    return s
+
+
+def redis_client(s, **kw):
+    try:
+        import redis
+    except ImportError:
+        missing_prerequisite("python3-redis")
+    return redis.Redis(host=HOST, port=s.port, socket_timeout=20, **kw)
+
+
+# ============================================================ redis-py
+
+@T.case
+def redispy_pipeline_is_a_transaction():
+    r = redis_client(server())
+    with r.pipeline() as p:                       # transaction=True by default: MULTI ... EXEC
+        p.set("{a}x", "1").incr("{a}x").get("{a}x").rpush("{a}l", "a", "b").lrange("{a}l", 0, -1)
+        eq(p.execute(), [True, 2, b"2", 2, [b"a", b"b"]])
+    with r.pipeline() as p:                       # a runtime error inside EXEC
+        p.set("{a}s", "text").incr("{a}s").get("{a}s")
+        res = p.execute(raise_on_error=False)
+    eq(res[0], True)
+    check(isinstance(res[1], Exception) and "not an integer" in str(res[1]), "INCR error inside EXEC", res)
+    eq(res[2], b"text")
+    with r.pipeline(transaction=False) as p:
+        eq(p.incr("{a}n").incr("{a}n").execute(), [1, 2])
+
+
+@T.case
+def redispy_transaction_watch_conflict():
+    s = server()
+    r = redis_client(s)
+    other = redis_client(s)
+    r.set("{w}balance", 100)
+    attempts = []
+
+    def move(pipe):
+        attempts.append(1)
+        bal = int(pipe.get("{w}balance"))
+        if len(attempts) == 1:
+            other.incrby("{w}balance", 50)        # a conflicting writer between WATCH and EXEC
+        pipe.multi()
+        pipe.set("{w}balance", bal - 30)
+        pipe.rpush("{w}log", "moved 30")
+
+    res = r.transaction(move, "{w}balance")
+    eq(len(attempts), 2, "the first EXEC must abort (nil) and transaction() retry")
+    eq(res, [True, 1])
+    eq(int(r.get("{w}balance")), 120)
+    eq(r.lrange("{w}log", 0, -1), [b"moved 30"])
+
+
+@T.case
+def redispy_lock():
+    s = server()
+    r = redis_client(s)
+    lock = r.lock("{l}resource", timeout=10)
+    check(lock.acquire(blocking=False), "acquire")
+    check(lock.owned(), "owned after acquire")
+    check(not r.lock("{l}resource", timeout=10).acquire(blocking=False), "a second lock must not acquire")
+    check(lock.extend(20), "extend")
+    ttl = r.pttl("{l}resource")
+    check(20000 < ttl <= 30000, "extend adds to the TTL", ttl)
+    check(lock.reacquire(), "reacquire")
+    check(r.pttl("{l}resource") > 9000, "reacquire resets the TTL")
+    lock.release()
+    check(not r.exists("{l}resource"), "released")
+    import redis.exceptions
+    try:
+        lock.release()
+        raise AssertionError("releasing a released lock must fail")
+    except redis.exceptions.LockError:
+        pass
+    with r.lock("{l}resource", timeout=5, blocking_timeout=2):
+        check(r.exists("{l}resource"), "held inside with")
+
+
+@T.case
+def redispy_register_script():
+    r = redis_client(server())
+    add = r.register_script("return redis.call('incrby', KEYS[1], ARGV[1])")
+    eq(add(keys=["{s}n"], args=[5]), 5)
+    eq(add(keys=["{s}n"], args=[6]), 11)
+    r.script_flush()                              # EVALSHA -> NOSCRIPT -> SCRIPT LOAD again
+    eq(add(keys=["{s}n"], args=[1]), 12)
+    with r.pipeline() as p:                       # scripts in a transaction
+        add(keys=["{s}n"], args=[1], client=p)
+        add(keys=["{s}n"], args=[1], client=p)
+        eq(p.execute(), [13, 14])
+    both = r.register_script("return {KEYS[1], ARGV[1], redis.call('get', KEYS[1])}")
+    eq(both(keys=["{s}n"], args=["x"]), [b"{s}n", b"x", b"14"])
+
+
+# ============================================================ RQ
+
+
+@T.case
+def rq_enqueue_and_burst_worker():
+    try:
+        import rq
+    except ImportError:
+        missing_prerequisite("python3-rq")
+    r = redis_client(server())
+    q = rq.Queue("fdtest", connection=r)
+    # a function the worker imports by name (not from __main__)
+    jobs = [q.enqueue("math.factorial", i) for i in range(3, 6)]
+    eq(len(q), 3)
+    # RQ 1.13 keeps job results in a stream (XADD, on Redis >= 5) and its
+    # worker subscribes to a pub/sub channel: not served by the embedded
+    # backends and mongodb yet (streams, pub/sub: the next issues)
+    with known_bug("RQ needs XADD (job results stream) and SUBSCRIBE, not served yet on " + BACKEND,
+                   active=BACKEND not in ("redis", "redis-cluster")):
+        w = rq.SimpleWorker([q], connection=r)
+        check(w.work(burst=True), "the burst worker must have worked")
+        for j, want in zip(jobs, (6, 24, 120)):
+            j.refresh()
+            eq(j.get_status(), "finished", "job %s" % j.id)
+            eq(j.result, want)
+        eq(len(q), 0)
+
+
+# ============================================================ limits
+
+
+def _limits(kind):
+    try:
+        import limits
+        import limits.storage
+        import limits.strategies
+    except ImportError:
+        missing_prerequisite("python3-limits")
+    s = server()
+    storage = limits.storage.storage_from_string("redis://%s:%d" % (HOST, s.port))
+    lim = getattr(limits.strategies, kind)(storage)
+    item = limits.parse("3/minute")
+    got = [lim.hit(item, "user", "42") for _ in range(4)]
+    eq(got, [True, True, True, False], "3/minute: the 4th hit refused")
+    check(not lim.test(item, "user", "42"), "test() after the limit")
+    check(lim.hit(item, "user", "43"), "another identifier has its own window")
+    stats = lim.get_window_stats(item, "user", "42")
+    eq(stats[1], 0, "remaining")
+
+
+@T.case
+def limits_fixed_window():
+    _limits("FixedWindowRateLimiter")
+
+
+@T.case
+def limits_moving_window():
+    _limits("MovingWindowRateLimiter")
+
+
+# ============================================================ node
+
+
+def node(case, known=None):
+    def fn():
+        nodejs = shutil.which("node")
+        if not nodejs:
+            missing_prerequisite("node (nodejs)")
+        if not os.path.isdir(os.path.join(APPS, "node_modules")):
+            missing_prerequisite("tests/apps/node_modules (tests/setup-debian.sh --test runs npm ci there)")
+        s = server()
+        p = subprocess.run([nodejs, os.path.join(APPS, "apps.js"), case, str(s.port)], cwd=APPS,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=90)
+        out = p.stdout.decode(errors="replace").strip()
+        line = out.split("\n")[-1] if out else ""
+        try:
+            res = json.loads(line)
+        except ValueError:
+            res = {"ok": False, "error": out[-2000:]}
+        print("      %s: %s" % (case, json.dumps(res)[:300]))
+        if known:
+            with known_bug(known):
+                check(res.get("ok") and p.returncode == 0, "%s failed: %s" % (case, res.get("error", out)[:600]))
+        else:
+            check(res.get("ok") and p.returncode == 0, "%s failed: %s" % (case, res.get("error", out)[:1500]))
+    fn.__name__ = "node_" + case
+    T.add(fn.__name__, fn)
+
+
+node("ioredis_multi")
+node("ioredis_definecommand")
+node("node_redis_multi")
+node("rate_limiter_flexible")
+# BullMQ's Lua scripts write its event stream (XADD) and its workers block on
+# BZPOPMIN: not served by frontdoor's own engine yet (streams and blocking
+# commands are the next issues). On the redis backends the scripts run on
+# Redis itself.
+node("bullmq", known=None if BACKEND in ("redis", "redis-cluster") else
+     "BullMQ needs streams (XADD from its scripts) and blocking commands, not served yet on %s" % BACKEND)
+
+
+if __name__ == "__main__":
+    T.main()
