@@ -1198,6 +1198,10 @@ static int cl_submit(fd_backend *fb, fd_request *r) {
     }
     if (r->route_key)       /* a part of a MULTI/EXEC block: where its keys live */
         return submit_single(b, r, key_slot(r->route_key->ptr, r->route_key->len), NULL);
+    /* SCRIPT LOAD/FLUSH reach every master: an EVALSHA goes to its keys' one */
+    if (r->cmd && r->cmd->id == FD_CMD_script && r->argc >= 2 &&
+        (resp_arg_is(&a[1], "load") || resp_arg_is(&a[1], "flush")))
+        return submit_fanout(b, r, M_FLUSH);
     int split_step = 0, merge = M_SUM;
     switch (r->cmd ? r->cmd->cluster : FD_CL_KEYED) {
     case FD_CL_FAN_SUM:    return submit_fanout(b, r, M_SUM);
