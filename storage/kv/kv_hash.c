@@ -290,8 +290,12 @@ int kv_cmd_hvals(kv_ctx *c)   { return getall_generic(c, 0, 1); }
 
 /* ---------------------------------------------------------------- HRANDFIELD */
 
-int kv_random_seek(kv_ctx *c, kv_iter *it, const uint8_t *pfx, size_t pl,
-                   const void **k, size_t *kl, const void **v, size_t *vl)
+/* The old estimate for big collections: a random key between the first and
+ * the last record (a random byte where they first differ, then random
+ * bytes), then the record at or after it (wrapping to the first). Cost: three
+ * seeks. Biased by how the records spread over the key space. */
+static int interp_seek(kv_ctx *c, kv_iter *it, const uint8_t *pfx, size_t pl,
+                       const void **k, size_t *kl, const void **v, size_t *vl)
 {
     uint8_t first[KV_ELEM_MAX], key[KV_ELEM_MAX + 8];
     size_t fl;
@@ -315,6 +319,83 @@ int kv_random_seek(kv_ctx *c, kv_iter *it, const uint8_t *pfx, size_t pl,
     s = kv_range_seek(c, it, pfx, pl, key, n, 0, k, kl, v, vl);
     if (s == FD_NOTFOUND) s = kv_range_seek(c, it, pfx, pl, pfx, pl, 0, k, kl, v, vl);
     return s;
+}
+
+int kv_random_seek(kv_ctx *c, kv_iter *it, const uint8_t *pfx, size_t pl, uint64_t size,
+                   const void **k, size_t *kl, const void **v, size_t *vl)
+{
+    if (size > KV_RANDOM_EXACT) return interp_seek(c, it, pfx, pl, k, kl, v, vl);
+    if (size == 0) return kv_range_seek(c, it, pfx, pl, pfx, pl, 0, k, kl, v, vl);
+    /* a uniform rank, reached from the nearer end: at most size/2 steps */
+    uint64_t rank = kv_rand(c->st) % size;
+    int rev = rank >= size / 2;
+    uint64_t steps = rev ? size - 1 - rank : rank;
+    int s = kv_range_seek(c, it, pfx, pl, pfx, pl, rev, k, kl, v, vl);
+    while (s == FD_OK && steps--) s = kv_range_step(c, it, pfx, pl, rev, k, kl, v, vl);
+    /* fewer records than `size` said (a stale count): the first one */
+    if (s == FD_NOTFOUND) s = kv_range_seek(c, it, pfx, pl, pfx, pl, 0, k, kl, v, vl);
+    return s;
+}
+
+int kv_random_picks(kv_ctx *c, const uint8_t *pfx, size_t pl, uint64_t size, long long want,
+                    kv_pick_fn fn, void *arg)
+{
+    kv_iter *it;
+    FD_TRY(c->drv->iter_open(c->txn, &it));
+    const void *kp, *vp; size_t kl, vl;
+    const char *sub, *val; size_t sl, vvl;
+    int s = FD_OK;
+    if (want == 1 || size > KV_RANDOM_EXACT) {
+        /* one seek per pick (uniform up to KV_RANDOM_EXACT, see kv.h) */
+        for (long long i = 0; i < want && s == FD_OK; i++) {
+            s = kv_random_seek(c, it, pfx, pl, size, &kp, &kl, &vp, &vl);
+            if (s == FD_OK) s = kv_elem_decode(kp, kl, pl, vp, vl, &sub, &sl, &val, &vvl);
+            if (s == FD_OK) s = fn(arg, sub, sl, val, vvl);
+        }
+        c->drv->iter_close(it);
+        return s == FD_NOTFOUND ? FD_E_CORRUPT : s;
+    }
+    /* several picks from a small collection: copy it once (item 2i is the
+     * sub of record i, 2i+1 its value), then pick ranks in memory */
+    kv_list l = { 0 };
+    s = kv_range_seek(c, it, pfx, pl, pfx, pl, 0, &kp, &kl, &vp, &vl);
+    while (s == FD_OK) {
+        if ((s = kv_elem_decode(kp, kl, pl, vp, vl, &sub, &sl, &val, &vvl)) != FD_OK) break;
+        if ((s = kv_list_add(&l, sub, sl, NULL, 0)) != FD_OK) break;
+        if ((s = kv_list_add(&l, val, vvl, NULL, 0)) != FD_OK) break;
+        s = kv_range_step(c, it, pfx, pl, 0, &kp, &kl, &vp, &vl);
+    }
+    c->drv->iter_close(it);
+    if (s == FD_NOTFOUND) s = l.n ? FD_OK : FD_E_CORRUPT;
+    size_t *off = s == FD_OK ? malloc((size_t)l.n * sizeof *off) : NULL;
+    if (s == FD_OK && !off) s = FD_E_NOMEM;
+    if (s == FD_OK) {
+        size_t o = 0, n;
+        const char *p;
+        for (long long i = 0; i < l.n; i++) { off[i] = o; kv_list_next(&l, &o, &p, &n); }
+        uint64_t records = (uint64_t)l.n / 2;
+        for (long long i = 0; i < want && s == FD_OK; i++) {
+            uint64_t r = kv_rand(c->st) % records;
+            size_t o1 = off[2 * r], o2 = off[2 * r + 1];
+            kv_list_next(&l, &o1, &sub, &sl);
+            kv_list_next(&l, &o2, &val, &vvl);
+            s = fn(arg, sub, sl, val, vvl);
+        }
+    }
+    free(off);
+    kv_list_free(&l);
+    return s;
+}
+
+/* HRANDFIELD's reply for one random pick (kv_random_picks). */
+typedef struct hrand_out { resp_out *out; int nested, withvalues; } hrand_out;
+
+static int hrand_emit(void *arg, const char *f, size_t fl, const char *v, size_t vl)
+{
+    hrand_out *o = arg;
+    if ((o->nested && resp_add_array(o->out, 2)) || resp_add_bulk(o->out, f, fl) ||
+        (o->withvalues && resp_add_bulk(o->out, v, vl))) return FD_E_NOMEM;
+    return FD_OK;
 }
 
 int kv_cmd_hrandfield(kv_ctx *c)
@@ -345,22 +426,26 @@ int kv_cmd_hrandfield(kv_ctx *c)
         if (withvalues && !nested) FD_OUT(resp_add_array(c->out, want * 2));
         else FD_OUT(resp_add_array(c->out, want));
     }
+    int s = FD_OK;
+    if (repeat || !hascount) {
+        /* with repetitions (or one pick): independent uniform picks */
+        hrand_out o = { c->out, nested, withvalues };
+        s = kv_random_picks(c, pfx, pl, m.size, want, hrand_emit, &o);
+        if (s != FD_OK) c->out->len = mark;
+        return s;
+    }
     kv_iter *it;
     FD_TRY(c->drv->iter_open(c->txn, &it));
     const void *kp, *vp; size_t kl, vl;
-    int s = FD_OK;
-    /* distinct: a random start, then consecutive records (wrapping);
-     * with repetitions: an independent random position per pick */
-    if (!repeat) s = want == (long long)m.size ? kv_range_seek(c, it, pfx, pl, pfx, pl, 0, &kp, &kl, &vp, &vl)
-                                              : kv_random_seek(c, it, pfx, pl, &kp, &kl, &vp, &vl);
+    /* distinct: a random start, then consecutive records (wrapping) */
+    s = want == (long long)m.size ? kv_range_seek(c, it, pfx, pl, pfx, pl, 0, &kp, &kl, &vp, &vl)
+                                  : kv_random_seek(c, it, pfx, pl, m.size, &kp, &kl, &vp, &vl);
     for (long long i = 0; i < want && s == FD_OK; i++) {
-        if (repeat) s = kv_random_seek(c, it, pfx, pl, &kp, &kl, &vp, &vl);
-        if (s != FD_OK) break;
         const char *f, *v; size_t fl, vvl;
         if ((s = kv_elem_decode(kp, kl, pl, vp, vl, &f, &fl, &v, &vvl)) != FD_OK) break;
         if ((nested && resp_add_array(c->out, 2)) || resp_add_bulk(c->out, f, fl) ||
             (withvalues && resp_add_bulk(c->out, v, vvl))) { s = FD_E_NOMEM; break; }
-        if (!repeat && i + 1 < want) {
+        if (i + 1 < want) {
             s = kv_range_step(c, it, pfx, pl, 0, &kp, &kl, &vp, &vl);
             if (s == FD_NOTFOUND) s = kv_range_seek(c, it, pfx, pl, pfx, pl, 0, &kp, &kl, &vp, &vl);
         }
