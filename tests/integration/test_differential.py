@@ -22,7 +22,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fdtest import (Tests, Diff, start_frontdoor, start_redis, encode, encode_inline, parse,
-                    norm_sorted, norm_pairs, skip, check, eq, kv_pairs, Err, known_bug)
+                    norm_sorted, norm_pairs, skip, check, eq, kv_pairs, Err)
 
 T = Tests(case_timeout=50)
 
@@ -813,17 +813,7 @@ def random_replies_are_members():
                 eq(len(set(f for f, _ in pairs)), len(pairs), "HRANDFIELD h %d: distinct" % n)
         c.cmd("ZADD", "z", *[x for i in range(25) for x in (i, b"z%02d" % i)])
         keys = set(parse(c.cmd("RANDOMKEY")) for _ in range(40))
-        with known_bug(CLUSTER_RANDOMKEY_BUG, active=CLUSTER, strict=False):
-            eq(keys, {b"h", b"z"}, "RANDOMKEY: the keys there are (both, over 40 calls)")
-
-
-CLUSTER = os.environ.get("FD_BACKEND") == "redis-cluster"
-# storage/redis_cluster.c:357: RANDOMKEY's "rotating start" among the masters
-# is the millisecond clock modulo their number, so every call within one
-# millisecond (a pipeline, a quick loop) answers from the same master: keys
-# of the other masters never come up (timing-dependent: strict=False)
-CLUSTER_RANDOMKEY_BUG = ("RANDOMKEY through redis-cluster answers from one master per millisecond "
-                         "(storage/redis_cluster.c:357 start = rc_mono_ms() % nparts)")
+        eq(keys, {b"h", b"z"}, "RANDOMKEY: the keys there are (both, over 40 calls)")
 
 
 @T.case
@@ -859,8 +849,7 @@ def random_picks_are_uniform():
 
     for what in ("SRANDMEMBER s", "HRANDFIELD h"):
         uniform(what, picks[what])
-    with known_bug(CLUSTER_RANDOMKEY_BUG, active=CLUSTER, strict=False):
-        uniform("RANDOMKEY", picks["RANDOMKEY"])
+    uniform("RANDOMKEY", picks["RANDOMKEY"])
 
 
 T.add("all_scripts_resp3", _all_scripts("resp3"))
