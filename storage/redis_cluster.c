@@ -601,6 +601,11 @@ static void on_part_reply(void *ctx, const char *d, size_t n, int local) {
                 park(pt, now + CL_TRYAGAIN_MS);
                 return;
             }
+            /* retried until backend-timeout: the documented error, not the
+             * cluster's own TRYAGAIN (the same text as a parked part's) */
+            part_fail(pt, "-ERR backend unavailable (redis-cluster: slot %d still migrating after %lld ms)",
+                      pt->slot, (long long)b->sh.timeout_ms);
+            return;
         }
     }
     part_done(pt, d, n);
