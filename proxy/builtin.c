@@ -176,6 +176,28 @@ static void add_flags(resp_out *o, const fd_command *cmd) {
         if (cmd->flags & names[i].bit) resp_add_status(o, names[i].name);
 }
 
+/* Is cmd in the ACL category cat (no '@', any case)? The categories
+ * COMMAND INFO reports: @write, @read, @fast by flag, and @<group>. */
+static int command_in_category(const fd_command *cmd, const char *cat, size_t len) {
+#define IS(lit) (len == sizeof lit - 1 && strncasecmp(cat, lit, len) == 0)
+    return (IS("write") && (cmd->flags & FD_CMD_WRITE)) || (IS("read") && (cmd->flags & FD_CMD_READONLY)) ||
+           (IS("fast") && (cmd->flags & FD_CMD_FAST)) ||
+           (strlen(cmd->group) == len && strncasecmp(cmd->group, cat, len) == 0);
+#undef IS
+}
+
+/* COMMAND LIST's FILTERBY (Redis 7.0): kind 0 none, 'm' MODULE (frontdoor
+ * has no modules: nothing), 'a' ACLCAT, 'p' PATTERN (a glob on the name,
+ * any case). */
+static int command_listed(const fd_command *cmd, int kind, const resp_arg *arg) {
+    switch (kind) {
+    case 'm': return 0;
+    case 'a': return command_in_category(cmd, arg->ptr, arg->len);
+    case 'p': return resp_glob_match(arg->ptr, arg->len, cmd->name, strlen(cmd->name), 1);
+    default:  return 1;
+    }
+}
+
 static void add_command_info(resp_out *o, const fd_command *cmd) {
     resp_add_array(o, 10);
     resp_add_bulk_cstr(o, cmd->name);
@@ -257,15 +279,39 @@ void px_cmd_command(px_conn *c, int argc, resp_arg *argv) {
             if (cmd) add_command_docs(&c->out, cmd);
         }
     } else if (resp_arg_is(&*sub, "LIST")) {
-        resp_add_array(&c->out, (long long)n);
-        for (size_t i = 0; i < n; i++) resp_add_bulk_cstr(&c->out, t[i].name);
+        /* [FILTERBY MODULE name | ACLCAT category | PATTERN glob], as 7.0:
+         * anything else (or FILTERBY not followed by exactly two more
+         * arguments: one filter only) is a syntax error */
+        int kind = 0;                 /* 0 none, 'm' module, 'a' aclcat, 'p' pattern */
+        const resp_arg *farg = NULL;
+        for (int i = 2; i < argc; i += 3) {
+            if (!resp_arg_is(&argv[i], "FILTERBY") || argc - 1 - i != 2) {
+                resp_add_error(&c->out, "ERR syntax error");
+                return;
+            }
+            if (resp_arg_is(&argv[i + 1], "MODULE")) kind = 'm';
+            else if (resp_arg_is(&argv[i + 1], "ACLCAT")) kind = 'a';
+            else if (resp_arg_is(&argv[i + 1], "PATTERN")) kind = 'p';
+            else { resp_add_error(&c->out, "ERR syntax error"); return; }
+            farg = &argv[i + 2];
+        }
+        long long shown = 0;
+        for (int pass = 0; pass < 2; pass++) {    /* count, then the names */
+            if (pass) resp_add_array(&c->out, shown);
+            for (size_t i = 0; i < n; i++) {
+                if (!command_listed(&t[i], kind, farg)) continue;
+                if (pass) resp_add_bulk_cstr(&c->out, t[i].name);
+                else shown++;
+            }
+        }
     } else if (resp_arg_is(&*sub, "HELP")) {
         static const char *const help[] = {
             "(no subcommand)", "    Return details about all commands.",
             "COUNT", "    Return the total number of commands.",
             "DOCS [<command-name> ...]", "    Return documentation details about commands.",
             "INFO [<command-name> ...]", "    Return details about the given commands, or all of them.",
-            "LIST", "    Return a list of all commands.",
+            "LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]",
+            "    Return a list of all commands, or those the filter selects.",
             "HELP", "    Print this help.", NULL};
         px_reply_help(c, "COMMAND", help);
     } else {

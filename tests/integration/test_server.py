@@ -397,10 +397,24 @@ def command_list_is_the_table():
         # Redis 7.0: COMMAND LIST FILTERBY PATTERN <glob> filters by name
         got = sorted(x.decode() for x in parse(c.cmd("COMMAND", "LIST", "FILTERBY", "PATTERN", "hg*")))
         want = sorted(n for n in names if n.startswith("hg"))
-        with known_bug("COMMAND LIST ignores FILTERBY (proxy/builtin.c:250 answers the whole table "
-                       "for any arguments)"):
-            eq(got, want, "COMMAND LIST FILTERBY PATTERN hg*")
-            eq(c.cmd("COMMAND", "LIST", "BOGUS"), b"-ERR syntax error\r\n", "COMMAND LIST BOGUS")
+        eq(got, want, "COMMAND LIST FILTERBY PATTERN hg*")
+        eq(want, ["hget", "hgetall"], "the commands named hg*")
+        eq(c.cmd("COMMAND", "LIST", "BOGUS"), b"-ERR syntax error\r\n", "COMMAND LIST BOGUS")
+        eq(c.cmd("COMMAND", "LIST", "FILTERBY", "PATTERN"), b"-ERR syntax error\r\n", "FILTERBY without its value")
+        eq(c.cmd("COMMAND", "LIST", "FILTERBY", "NAME", "get"), b"-ERR syntax error\r\n", "FILTERBY NAME")
+        eq(c.cmd("COMMAND", "LIST", "FILTERBY", "PATTERN", "x", "FILTERBY", "PATTERN", "y"),
+           b"-ERR syntax error\r\n", "one filter only (Redis 7.0)")
+        # no modules: MODULE selects nothing; ACLCAT as COMMAND INFO's categories
+        eq(c.cmd("COMMAND", "LIST", "FILTERBY", "MODULE", "x"), b"*0\r\n", "FILTERBY MODULE")
+        eq(c.cmd("COMMAND", "LIST", "FILTERBY", "ACLCAT", "nosuchcategory"), b"*0\r\n", "unknown ACL category")
+        cats = {to_str(e[0]): set(to_str(x) for x in e[6]) for e in full}
+        for cat in ("write", "hash", "FAST"):
+            got = sorted(x.decode() for x in parse(c.cmd("COMMAND", "LIST", "FILTERBY", "ACLCAT", cat)))
+            want = sorted(n for n, cs in cats.items() if "@" + cat.lower() in cs)
+            check(want, "some commands are @%s" % cat.lower())
+            eq(got, want, "COMMAND LIST FILTERBY ACLCAT %s: COMMAND INFO's @%s commands" % (cat, cat.lower()))
+        got = sorted(x.decode() for x in parse(c.cmd("COMMAND", "LIST", "FILTERBY", "PATTERN", "*SCAN")))
+        eq(got, sorted(n for n in names if n.endswith("scan")), "the pattern matches any case")
 
 
 @T.case
