@@ -475,27 +475,63 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
         resp_add_verbatim(&c->out, "txt", all.data ? all.data : "", all.len);
         resp_out_free(&all);
     } else if (resp_arg_is(&*sub, "KILL")) {
-        /* CLIENT KILL ID n | CLIENT KILL ADDR ip:port | CLIENT KILL ip:port */
-        int old = argc == 3, killed = 0;
-        if (!old && (argc != 4)) { resp_add_error(&c->out, "ERR syntax error"); return; }
-        resp_arg *val = old ? &argv[2] : &argv[3];
-        int by_id = !old && resp_arg_is(&argv[2], "ID");
-        if (!old && !by_id && !resp_arg_is(&argv[2], "ADDR")) { resp_add_error(&c->out, "ERR syntax error"); return; }
-        long long id = 0;
-        if (by_id && resp_str2ll(val->ptr, val->len, &id)) {
-            resp_add_error(&c->out, "ERR client-id should be greater than 0");
-            return;
+        /* CLIENT KILL ip:port (old form: may kill the caller; OK or "No
+         * such client"), or CLIENT KILL <filter> <value> ... with the filters
+         * ID, ADDR, LADDR, TYPE, USER, SKIPME (yes by default): every
+         * matching client, counted, as Redis 7.0 */
+        int old = argc == 3, skipme = !old, type = -1;     /* type: 'n' normal, 'p' pubsub, 'x' none here */
+        long long id = 0, killed = 0;
+        const resp_arg *addr = old ? &argv[2] : NULL, *laddr = NULL;
+        for (int i = 2; !old && i < argc; i += 2) {
+            if (i + 1 >= argc) { resp_add_error(&c->out, "ERR syntax error"); return; }
+            const resp_arg *opt = &argv[i], *val = &argv[i + 1];
+            if (resp_arg_is(opt, "ID")) {
+                if (resp_str2ll(val->ptr, val->len, &id) || id < 1) {
+                    resp_add_error(&c->out, "ERR client-id should be greater than 0");
+                    return;
+                }
+            } else if (resp_arg_is(opt, "TYPE")) {
+                if (resp_arg_is(val, "normal")) type = 'n';
+                else if (resp_arg_is(val, "pubsub")) type = 'p';
+                else if (resp_arg_is(val, "slave") || resp_arg_is(val, "replica") || resp_arg_is(val, "master"))
+                    type = 'x';     /* frontdoor has no replication links */
+                else {
+                    resp_add_errorf(&c->out, "ERR Unknown client type '%.*s'", (int)val->len, val->ptr);
+                    return;
+                }
+            } else if (resp_arg_is(opt, "ADDR")) {
+                addr = val;
+            } else if (resp_arg_is(opt, "LADDR")) {
+                laddr = val;
+            } else if (resp_arg_is(opt, "USER")) {
+                if (!resp_arg_is(val, "default")) {     /* the one user (no ACL users) */
+                    resp_add_errorf(&c->out, "ERR No such user '%.*s'", (int)val->len, val->ptr);
+                    return;
+                }
+            } else if (resp_arg_is(opt, "SKIPME")) {
+                if (resp_arg_is(val, "yes")) skipme = 1;
+                else if (resp_arg_is(val, "no")) skipme = 0;
+                else { resp_add_error(&c->out, "ERR syntax error"); return; }
+            } else {
+                resp_add_error(&c->out, "ERR syntax error");
+                return;
+            }
         }
         for (px_conn *x = px_srv.clients; x; x = x->next) {
-            int hit = by_id ? x->id == (uint64_t)id
-                            : (strlen(x->addr) == val->len && !memcmp(x->addr, val->ptr, val->len));
-            if (hit) {
-                x->flags |= PX_CONN_CLOSE_AFTER_REPLY;
-                if (x->blk) x->flags |= PX_CONN_CLOSE_ASAP;   /* its blocked reply would never come */
-                ev_io_stop(px_srv.loop, &x->rio);
-                px_conn_touch(x);
-                killed++;
+            if (addr && !(strlen(x->addr) == addr->len && !memcmp(x->addr, addr->ptr, addr->len))) continue;
+            if (laddr && !(strlen(x->laddr) == laddr->len && !memcmp(x->laddr, laddr->ptr, laddr->len))) continue;
+            if (id && x->id != (uint64_t)id) continue;
+            if (type != -1) {
+                size_t nsub[3];
+                px_pubsub_client_counts(x, nsub);
+                if (type != (nsub[0] + nsub[1] + nsub[2] ? 'p' : 'n')) continue;
             }
+            if (x == c && skipme) continue;
+            x->flags |= PX_CONN_CLOSE_AFTER_REPLY;    /* the caller: after this reply */
+            if (x->blk) x->flags |= PX_CONN_CLOSE_ASAP;   /* its blocked reply would never come */
+            ev_io_stop(px_srv.loop, &x->rio);
+            px_conn_touch(x);
+            killed++;
         }
         if (old) {
             if (killed) resp_add_simple(&c->out, "OK", 2);
@@ -536,7 +572,19 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
             "GETNAME", "    Return the name of the current connection.",
             "ID", "    Return the ID of the current connection.",
             "INFO", "    Return information about the current client connection.",
-            "KILL <ip:port> | KILL ID <id> | KILL ADDR <ip:port>", "    Kill connections.",
+            "KILL <ip:port>", "    Kill connection made from <ip:port>.",
+            "KILL <option> <value> [<option> <value> [...]]",
+            "    Kill connections. Options are:",
+            "    * ADDR (<ip:port>|<unixsocket>:0)",
+            "      Kill connections made from the specified address",
+            "    * LADDR (<ip:port>|<unixsocket>:0)",
+            "      Kill connections made to specified local address",
+            "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+            "      Kill connections by type.",
+            "    * USER <username>",
+            "      Kill connections authenticated by <username>.",
+            "    * SKIPME (YES|NO)",
+            "      Skip killing current connection (default: yes).",
             "LIST", "    Return information about client connections.",
             "NO-EVICT (ON|OFF)", "    Protect current client connection from eviction (accepted: frontdoor evicts nothing).",
             "NO-TOUCH (ON|OFF)", "    Will not touch LRU/LFU stats when this mode is on (accepted: no such stats).",

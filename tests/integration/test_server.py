@@ -352,14 +352,40 @@ def client_kill_forms():
     _diff_each(fd, [("CLIENT", "KILL", "1.2.3.4:5"), ("CLIENT", "KILL", "ID", "999999"),
                     ("CLIENT", "KILL", "ID", "x"), ("CLIENT", "KILL", "ADDR"),
                     ("CLIENT", "KILL", "FOO", "bar")])
+    _diff_each(fd, [("CLIENT", "KILL", "ID", "0"), ("CLIENT", "KILL", "ID", "-3"),
+                    ("CLIENT", "KILL", "TYPE", "bogus"), ("CLIENT", "KILL", "USER", "nosuchuser"),
+                    ("CLIENT", "KILL", "SKIPME", "maybe"), ("CLIENT", "KILL", "ID", "999999", "SKIPME"),
+                    ("CLIENT", "KILL", "TYPE", "master"), ("CLIENT", "KILL", "TYPE", "replica"),
+                    ("CLIENT", "KILL", "TYPE", "slave"), ("CLIENT", "KILL", "ADDR", "1.2.3.4:5", "SKIPME", "no")])
     with fd.conn() as c, fd.conn() as v:
         vid = parse(v.cmd("CLIENT", "ID"))
-        with known_bug("CLIENT KILL takes exactly one filter (proxy/builtin.c:419-440): SKIPME, "
-                       "LADDR, TYPE, USER and several filters answer '-ERR syntax error', and "
-                       "'CLIENT KILL ID <own id>' kills the caller (Redis skips it by default)"):
-            eq(c.cmd("CLIENT", "KILL", "ID", str(vid), "SKIPME", "yes"), b":1\r\n", "ID + SKIPME yes")
-            eq(c.cmd("CLIENT", "KILL", "ID", str(parse(c.cmd("CLIENT", "ID")))), b":0\r\n",
-               "the caller is skipped by default")
+        eq(c.cmd("CLIENT", "KILL", "ID", str(vid), "SKIPME", "yes"), b":1\r\n", "ID + SKIPME yes")
+        check(v.wait_closed(5), "the client killed by ID + SKIPME is disconnected")
+        eq(c.cmd("CLIENT", "KILL", "ID", str(parse(c.cmd("CLIENT", "ID")))), b":0\r\n",
+           "the caller is skipped by default")
+        eq(c.cmd("PING"), b"+PONG\r\n", "the caller is still connected")
+    with fd.conn() as c, fd.conn() as v, fd.conn() as sub:
+        vid = parse(v.cmd("CLIENT", "ID"))
+        sub.cmd("SUBSCRIBE", "ch")
+        laddr = "%s:%d" % v.sock.getpeername()[:2]
+        # two filters: both must match
+        eq(c.cmd("CLIENT", "KILL", "ID", str(vid), "TYPE", "pubsub"), b":0\r\n", "ID of a normal client + TYPE pubsub")
+        eq(c.cmd("CLIENT", "KILL", "ID", str(vid), "USER", "default", "LADDR", "1.2.3.4:5"), b":0\r\n",
+           "ID + another LADDR")
+        eq(c.cmd("CLIENT", "KILL", "TYPE", "pubsub"), b":1\r\n", "TYPE pubsub kills the subscriber")
+        check(sub.wait_closed(5), "the subscriber is disconnected")
+        eq(c.cmd("CLIENT", "KILL", "ID", str(vid), "USER", "default", "LADDR", laddr, "TYPE", "normal"),
+           b":1\r\n", "ID + USER + LADDR + TYPE normal")
+        check(v.wait_closed(5), "the client killed by four filters is disconnected")
+    own = start_frontdoor()     # LADDR kills every client of the listener: not the shared server's
+    with own.conn() as c, own.conn() as v:
+        laddr = "%s:%d" % c.sock.getpeername()[:2]
+        eq(c.cmd("CLIENT", "KILL", "LADDR", laddr), b":1\r\n", "LADDR kills the other client of the listener")
+        check(v.wait_closed(5), "the other client is disconnected")
+        eq(c.cmd("PING"), b"+PONG\r\n", "LADDR skips the caller (SKIPME yes by default)")
+        c.send_many([("CLIENT", "KILL", "LADDR", laddr, "SKIPME", "no")])
+        eq(c.read_n(1), [b":1\r\n"], "SKIPME no: the caller counted, and answered first")
+        check(c.wait_closed(5), "SKIPME no: the caller is disconnected after the reply")
 
 
 @T.case
