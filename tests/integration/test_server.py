@@ -11,6 +11,7 @@ import os
 import re
 import signal
 import socket
+import stat
 import sys
 import time
 
@@ -18,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fdtest import (Tests, Diff, Conn, ConnClosed, start_frontdoor, start_redis, encode,
                     encode_many, parse, check, eq, wait_until, kv_pairs, info_fields,
                     info_sections, run_frontdoor_expect_exit, make_tempdir, frontdoor_is_redis,
-                    skip, Err, to_str, run, ReplyTimeout, known_bug, is_sanitized)
+                    skip, Err, to_str, run, ReplyTimeout, is_sanitized)
 
 T = Tests(case_timeout=50)
 
@@ -523,11 +524,17 @@ def unixsocket_listener():
     eq(fd.stop(), 0)
     check(not os.path.exists(path), "the socket file is removed at a clean exit")
     # redis.conf's unixsocketperm is octal ("unixsocketperm 700" = rwx------)
-    with known_bug("unixsocketperm is read as a decimal 0..511 (proxy/config.c:94, T_INT): "
-                   "redis.conf's 'unixsocketperm 700' is refused at start-up, 'unixsocketperm 448' "
-                   "means 0700"):
-        rc, out = run_frontdoor_expect_exit([("unixsocket", path), ("unixsocketperm", "700")], timeout=3)
-        check(rc is None, "frontdoor with unixsocketperm 700 must start (it exited %s)" % rc, out[-500:])
+    fd = start_frontdoor(unixsocket=path, unixsocketperm="700")
+    eq(stat.S_IMODE(os.stat(path).st_mode), 0o700, "unixsocketperm 700 is rwx------")
+    with fd.conn() as c:
+        eq(parse(c.cmd("CONFIG", "GET", "unixsocketperm")), [b"unixsocketperm", b"700"], "CONFIG GET: octal, as Redis")
+    eq(fd.stop(), 0)
+    # the start-up errors of redis-server 7.0 for the same lines
+    for bad, why in (("800", "argument couldn't be parsed as an octal number"),
+                     ("1000", "argument must be between 0 and 777 inclusive")):
+        rc, out = run_frontdoor_expect_exit([("unixsocket", path), ("unixsocketperm", bad)], timeout=10)
+        check(rc not in (None, 0), "unixsocketperm %s is refused at start-up (exit %s)" % (bad, rc), out[-500:])
+        check(why in out, "unixsocketperm %s: %r" % (bad, why), out[-500:])
 
 
 def _v6():
