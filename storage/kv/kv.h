@@ -346,12 +346,13 @@ int  kv_range_step(kv_ctx *c, kv_iter *it, const uint8_t *pfx, size_t pl, int re
                    const void **k, size_t *kl, const void **v, size_t *vl);
 /* Position it on a random record of the prefix, which holds `size` records
  * (kv_hash.c). Up to KV_RANDOM_EXACT records the pick is uniform: a random
- * rank, walked to from the nearer end (at most size/2 steps). Above it, an
- * estimate of bounded cost (three seeks): a random key between the first and
- * the last record, then the record at or after it — not uniform when the
- * records crowd in parts of the key space (docs/encoding.md). A stale size
- * (fewer records) gives the first record. FD_OK, FD_NOTFOUND (no record), FD_E_*. */
-#define KV_RANDOM_EXACT 4096
+ * rank, walked to from the first record (at most size - 1 steps). Above it,
+ * an estimate of bounded cost (at most 64 seeks, typically 2 per branching
+ * level of the keys, one of them backward): a random descent of the key trie, each branch of a
+ * level equally likely — near uniform for keys of one shape, not when
+ * branches differ much in size (docs/encoding.md). A stale size (fewer
+ * records) gives the first record. FD_OK, FD_NOTFOUND (no record), FD_E_*. */
+#define KV_RANDOM_EXACT 512
 int  kv_random_seek(kv_ctx *c, kv_iter *it, const uint8_t *pfx, size_t pl, uint64_t size,
                     const void **k, size_t *kl, const void **v, size_t *vl);
 /* `want` independent uniform picks (with repetitions) among the `size`

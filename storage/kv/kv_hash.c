@@ -290,33 +290,64 @@ int kv_cmd_hvals(kv_ctx *c)   { return getall_generic(c, 0, 1); }
 
 /* ---------------------------------------------------------------- HRANDFIELD */
 
-/* The old estimate for big collections: a random key between the first and
- * the last record (a random byte where they first differ, then random
- * bytes), then the record at or after it (wrapping to the first). Cost: three
- * seeks. Biased by how the records spread over the key space. */
-static int interp_seek(kv_ctx *c, kv_iter *it, const uint8_t *pfx, size_t pl,
-                       const void **k, size_t *kl, const void **v, size_t *vl)
+/* The estimate for big collections, of bounded cost: a random descent of
+ * the key trie. Under the current prefix P (first the collection's), the
+ * first and the last record share P + some common bytes (taken as they
+ * are); at the first byte where they differ a byte is drawn uniformly from
+ * their range, and redrawn while no record has it (at most KV_RANDOM_SEEKS
+ * seeks in all), the record equal to P itself counting as one more choice.
+ * Every branch of a level is equally likely whatever it holds, so keys of
+ * one shape (m00000..m05999, user:<uuid>) come out near uniform; branches of
+ * very different sizes (user:1..user:100000, unpadded) do not. */
+#define KV_RANDOM_SEEKS 64
+static int descend_seek(kv_ctx *c, kv_iter *it, const uint8_t *pfx, size_t pl,
+                        const void **k, size_t *kl, const void **v, size_t *vl)
 {
-    uint8_t first[KV_ELEM_MAX], key[KV_ELEM_MAX + 8];
-    size_t fl;
-    int s = kv_range_seek(c, it, pfx, pl, pfx, pl, 0, k, kl, v, vl);
-    if (s != FD_OK) return s;
-    fl = *kl < sizeof first ? *kl : sizeof first;
-    memcpy(first, *k, fl);
-    if ((s = kv_range_seek(c, it, pfx, pl, pfx, pl, 1, k, kl, v, vl)) != FD_OK) return s;
-    const uint8_t *last = *k;
-    size_t ll = *kl, cp = pl;
-    while (cp < fl && cp < ll && first[cp] == last[cp]) cp++;
-    memcpy(key, first, cp);
-    size_t n = cp;
-    uint64_t r = kv_rand(c->st);
-    if (cp < fl && cp < ll) {
-        unsigned lo = first[cp], hi = last[cp];
-        key[n++] = (uint8_t)(lo + r % (hi - lo + 1));
-        r = kv_rand(c->st);
+    uint8_t p[KV_ELEM_MAX + 2], f[KV_ELEM_MAX], last[KV_ELEM_MAX];
+    size_t n = pl, fl = 0, lastl = 0;
+    int budget = KV_RANDOM_SEEKS, lo = 0, hi = -1, s;
+    memcpy(p, pfx, pl);
+    while (budget > 0) {
+        budget--;
+        s = kv_range_seek(c, it, p, n, p, n, 0, k, kl, v, vl);   /* the first record under p */
+        if (s == FD_NOTFOUND && hi >= 0 && n > pl) {
+            /* nothing has the byte drawn: draw again among this level's range */
+            p[n - 1] = (uint8_t)(lo + (int)(kv_rand(c->st) % (uint64_t)(hi - lo + 1)));
+            continue;
+        }
+        if (s != FD_OK) return s;
+        fl = *kl < sizeof f ? *kl : sizeof f;
+        memcpy(f, *k, fl);
+        /* the last record under p: the collection's last one while p is a
+         * prefix of it (one backward seek per pick: on LevelDB a seek past
+         * the end of the range may cross many deleted records) */
+        const uint8_t *l = last;
+        size_t ll = lastl, cp = n;
+        if (!lastl || lastl < n || memcmp(last, p, n)) {
+            budget--;
+            if ((s = kv_range_seek(c, it, p, n, p, n, 1, k, kl, v, vl)) != FD_OK) return s;
+            l = *k;
+            ll = *kl;
+            if (!lastl) {
+                lastl = ll < sizeof last ? ll : sizeof last;
+                memcpy(last, l, lastl);
+            }
+        }
+        if (ll == fl && memcmp(l, f, fl) == 0) return FD_OK;        /* one record under p: this one */
+        while (cp < fl && cp < ll && f[cp] == l[cp]) cp++;
+        if (cp >= ll || cp + 1 >= sizeof p) break;
+        memcpy(p + n, f + n, cp - n);
+        n = cp;
+        lo = cp < fl ? f[cp] : -1;                                 /* -1: the record that is p itself */
+        hi = l[cp];
+        int b = lo + (int)(kv_rand(c->st) % (uint64_t)(hi - lo + 1));
+        if (b < 0) return kv_range_seek(c, it, pfx, pl, p, n, 0, k, kl, v, vl);
+        if (lo < 0) lo = 0;
+        p[n++] = (uint8_t)b;
     }
-    for (int i = 0; i < 8 && n < sizeof key; i++) key[n++] = (uint8_t)(r >> (8 * i));
-    s = kv_range_seek(c, it, pfx, pl, key, n, 0, k, kl, v, vl);
+    /* out of seeks (or a byte drawn into a gap at the end): the record at or
+     * after p, wrapping to the first */
+    s = kv_range_seek(c, it, pfx, pl, p, n, 0, k, kl, v, vl);
     if (s == FD_NOTFOUND) s = kv_range_seek(c, it, pfx, pl, pfx, pl, 0, k, kl, v, vl);
     return s;
 }
@@ -324,14 +355,13 @@ static int interp_seek(kv_ctx *c, kv_iter *it, const uint8_t *pfx, size_t pl,
 int kv_random_seek(kv_ctx *c, kv_iter *it, const uint8_t *pfx, size_t pl, uint64_t size,
                    const void **k, size_t *kl, const void **v, size_t *vl)
 {
-    if (size > KV_RANDOM_EXACT) return interp_seek(c, it, pfx, pl, k, kl, v, vl);
+    if (size > KV_RANDOM_EXACT) return descend_seek(c, it, pfx, pl, k, kl, v, vl);
     if (size == 0) return kv_range_seek(c, it, pfx, pl, pfx, pl, 0, k, kl, v, vl);
-    /* a uniform rank, reached from the nearer end: at most size/2 steps */
-    uint64_t rank = kv_rand(c->st) % size;
-    int rev = rank >= size / 2;
-    uint64_t steps = rev ? size - 1 - rank : rank;
-    int s = kv_range_seek(c, it, pfx, pl, pfx, pl, rev, k, kl, v, vl);
-    while (s == FD_OK && steps--) s = kv_range_step(c, it, pfx, pl, rev, k, kl, v, vl);
+    /* a uniform rank, walked to from the first record (forward only: no
+     * seek past the end of the range, see descend_seek) */
+    uint64_t steps = kv_rand(c->st) % size;
+    int s = kv_range_seek(c, it, pfx, pl, pfx, pl, 0, k, kl, v, vl);
+    while (s == FD_OK && steps--) s = kv_range_step(c, it, pfx, pl, 0, k, kl, v, vl);
     /* fewer records than `size` said (a stale count): the first one */
     if (s == FD_NOTFOUND) s = kv_range_seek(c, it, pfx, pl, pfx, pl, 0, k, kl, v, vl);
     return s;
