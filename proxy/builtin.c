@@ -176,6 +176,28 @@ static void add_flags(resp_out *o, const fd_command *cmd) {
         if (cmd->flags & names[i].bit) resp_add_status(o, names[i].name);
 }
 
+/* Is cmd in the ACL category cat (no '@', any case)? The categories
+ * COMMAND INFO reports: @write, @read, @fast by flag, and @<group>. */
+static int command_in_category(const fd_command *cmd, const char *cat, size_t len) {
+#define IS(lit) (len == sizeof lit - 1 && strncasecmp(cat, lit, len) == 0)
+    return (IS("write") && (cmd->flags & FD_CMD_WRITE)) || (IS("read") && (cmd->flags & FD_CMD_READONLY)) ||
+           (IS("fast") && (cmd->flags & FD_CMD_FAST)) ||
+           (strlen(cmd->group) == len && strncasecmp(cmd->group, cat, len) == 0);
+#undef IS
+}
+
+/* COMMAND LIST's FILTERBY (Redis 7.0): kind 0 none, 'm' MODULE (frontdoor
+ * has no modules: nothing), 'a' ACLCAT, 'p' PATTERN (a glob on the name,
+ * any case). */
+static int command_listed(const fd_command *cmd, int kind, const resp_arg *arg) {
+    switch (kind) {
+    case 'm': return 0;
+    case 'a': return command_in_category(cmd, arg->ptr, arg->len);
+    case 'p': return resp_glob_match(arg->ptr, arg->len, cmd->name, strlen(cmd->name), 1);
+    default:  return 1;
+    }
+}
+
 static void add_command_info(resp_out *o, const fd_command *cmd) {
     resp_add_array(o, 10);
     resp_add_bulk_cstr(o, cmd->name);
@@ -257,15 +279,39 @@ void px_cmd_command(px_conn *c, int argc, resp_arg *argv) {
             if (cmd) add_command_docs(&c->out, cmd);
         }
     } else if (resp_arg_is(&*sub, "LIST")) {
-        resp_add_array(&c->out, (long long)n);
-        for (size_t i = 0; i < n; i++) resp_add_bulk_cstr(&c->out, t[i].name);
+        /* [FILTERBY MODULE name | ACLCAT category | PATTERN glob], as 7.0:
+         * anything else (or FILTERBY not followed by exactly two more
+         * arguments: one filter only) is a syntax error */
+        int kind = 0;                 /* 0 none, 'm' module, 'a' aclcat, 'p' pattern */
+        const resp_arg *farg = NULL;
+        for (int i = 2; i < argc; i += 3) {
+            if (!resp_arg_is(&argv[i], "FILTERBY") || argc - 1 - i != 2) {
+                resp_add_error(&c->out, "ERR syntax error");
+                return;
+            }
+            if (resp_arg_is(&argv[i + 1], "MODULE")) kind = 'm';
+            else if (resp_arg_is(&argv[i + 1], "ACLCAT")) kind = 'a';
+            else if (resp_arg_is(&argv[i + 1], "PATTERN")) kind = 'p';
+            else { resp_add_error(&c->out, "ERR syntax error"); return; }
+            farg = &argv[i + 2];
+        }
+        long long shown = 0;
+        for (int pass = 0; pass < 2; pass++) {    /* count, then the names */
+            if (pass) resp_add_array(&c->out, shown);
+            for (size_t i = 0; i < n; i++) {
+                if (!command_listed(&t[i], kind, farg)) continue;
+                if (pass) resp_add_bulk_cstr(&c->out, t[i].name);
+                else shown++;
+            }
+        }
     } else if (resp_arg_is(&*sub, "HELP")) {
         static const char *const help[] = {
             "(no subcommand)", "    Return details about all commands.",
             "COUNT", "    Return the total number of commands.",
             "DOCS [<command-name> ...]", "    Return documentation details about commands.",
             "INFO [<command-name> ...]", "    Return details about the given commands, or all of them.",
-            "LIST", "    Return a list of all commands.",
+            "LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]",
+            "    Return a list of all commands, or those the filter selects.",
             "HELP", "    Print this help.", NULL};
         px_reply_help(c, "COMMAND", help);
     } else {
@@ -429,27 +475,63 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
         resp_add_verbatim(&c->out, "txt", all.data ? all.data : "", all.len);
         resp_out_free(&all);
     } else if (resp_arg_is(&*sub, "KILL")) {
-        /* CLIENT KILL ID n | CLIENT KILL ADDR ip:port | CLIENT KILL ip:port */
-        int old = argc == 3, killed = 0;
-        if (!old && (argc != 4)) { resp_add_error(&c->out, "ERR syntax error"); return; }
-        resp_arg *val = old ? &argv[2] : &argv[3];
-        int by_id = !old && resp_arg_is(&argv[2], "ID");
-        if (!old && !by_id && !resp_arg_is(&argv[2], "ADDR")) { resp_add_error(&c->out, "ERR syntax error"); return; }
-        long long id = 0;
-        if (by_id && resp_str2ll(val->ptr, val->len, &id)) {
-            resp_add_error(&c->out, "ERR client-id should be greater than 0");
-            return;
+        /* CLIENT KILL ip:port (old form: may kill the caller; OK or "No
+         * such client"), or CLIENT KILL <filter> <value> ... with the filters
+         * ID, ADDR, LADDR, TYPE, USER, SKIPME (yes by default): every
+         * matching client, counted, as Redis 7.0 */
+        int old = argc == 3, skipme = !old, type = -1;     /* type: 'n' normal, 'p' pubsub, 'x' none here */
+        long long id = 0, killed = 0;
+        const resp_arg *addr = old ? &argv[2] : NULL, *laddr = NULL;
+        for (int i = 2; !old && i < argc; i += 2) {
+            if (i + 1 >= argc) { resp_add_error(&c->out, "ERR syntax error"); return; }
+            const resp_arg *opt = &argv[i], *val = &argv[i + 1];
+            if (resp_arg_is(opt, "ID")) {
+                if (resp_str2ll(val->ptr, val->len, &id) || id < 1) {
+                    resp_add_error(&c->out, "ERR client-id should be greater than 0");
+                    return;
+                }
+            } else if (resp_arg_is(opt, "TYPE")) {
+                if (resp_arg_is(val, "normal")) type = 'n';
+                else if (resp_arg_is(val, "pubsub")) type = 'p';
+                else if (resp_arg_is(val, "slave") || resp_arg_is(val, "replica") || resp_arg_is(val, "master"))
+                    type = 'x';     /* frontdoor has no replication links */
+                else {
+                    resp_add_errorf(&c->out, "ERR Unknown client type '%.*s'", (int)val->len, val->ptr);
+                    return;
+                }
+            } else if (resp_arg_is(opt, "ADDR")) {
+                addr = val;
+            } else if (resp_arg_is(opt, "LADDR")) {
+                laddr = val;
+            } else if (resp_arg_is(opt, "USER")) {
+                if (!resp_arg_is(val, "default")) {     /* the one user (no ACL users) */
+                    resp_add_errorf(&c->out, "ERR No such user '%.*s'", (int)val->len, val->ptr);
+                    return;
+                }
+            } else if (resp_arg_is(opt, "SKIPME")) {
+                if (resp_arg_is(val, "yes")) skipme = 1;
+                else if (resp_arg_is(val, "no")) skipme = 0;
+                else { resp_add_error(&c->out, "ERR syntax error"); return; }
+            } else {
+                resp_add_error(&c->out, "ERR syntax error");
+                return;
+            }
         }
         for (px_conn *x = px_srv.clients; x; x = x->next) {
-            int hit = by_id ? x->id == (uint64_t)id
-                            : (strlen(x->addr) == val->len && !memcmp(x->addr, val->ptr, val->len));
-            if (hit) {
-                x->flags |= PX_CONN_CLOSE_AFTER_REPLY;
-                if (x->blk) x->flags |= PX_CONN_CLOSE_ASAP;   /* its blocked reply would never come */
-                ev_io_stop(px_srv.loop, &x->rio);
-                px_conn_touch(x);
-                killed++;
+            if (addr && !(strlen(x->addr) == addr->len && !memcmp(x->addr, addr->ptr, addr->len))) continue;
+            if (laddr && !(strlen(x->laddr) == laddr->len && !memcmp(x->laddr, laddr->ptr, laddr->len))) continue;
+            if (id && x->id != (uint64_t)id) continue;
+            if (type != -1) {
+                size_t nsub[3];
+                px_pubsub_client_counts(x, nsub);
+                if (type != (nsub[0] + nsub[1] + nsub[2] ? 'p' : 'n')) continue;
             }
+            if (x == c && skipme) continue;
+            x->flags |= PX_CONN_CLOSE_AFTER_REPLY;    /* the caller: after this reply */
+            if (x->blk) x->flags |= PX_CONN_CLOSE_ASAP;   /* its blocked reply would never come */
+            ev_io_stop(px_srv.loop, &x->rio);
+            px_conn_touch(x);
+            killed++;
         }
         if (old) {
             if (killed) resp_add_simple(&c->out, "OK", 2);
@@ -490,7 +572,19 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
             "GETNAME", "    Return the name of the current connection.",
             "ID", "    Return the ID of the current connection.",
             "INFO", "    Return information about the current client connection.",
-            "KILL <ip:port> | KILL ID <id> | KILL ADDR <ip:port>", "    Kill connections.",
+            "KILL <ip:port>", "    Kill connection made from <ip:port>.",
+            "KILL <option> <value> [<option> <value> [...]]",
+            "    Kill connections. Options are:",
+            "    * ADDR (<ip:port>|<unixsocket>:0)",
+            "      Kill connections made from the specified address",
+            "    * LADDR (<ip:port>|<unixsocket>:0)",
+            "      Kill connections made to specified local address",
+            "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+            "      Kill connections by type.",
+            "    * USER <username>",
+            "      Kill connections authenticated by <username>.",
+            "    * SKIPME (YES|NO)",
+            "      Skip killing current connection (default: yes).",
             "LIST", "    Return information about client connections.",
             "NO-EVICT (ON|OFF)", "    Protect current client connection from eviction (accepted: frontdoor evicts nothing).",
             "NO-TOUCH (ON|OFF)", "    Will not touch LRU/LFU stats when this mode is on (accepted: no such stats).",

@@ -17,7 +17,7 @@
 
 px_settings px_cfg;
 
-enum ctype { T_INT, T_MEM, T_STR, T_ENUM, T_CONST, T_DOUBLE };
+enum ctype { T_INT, T_MEM, T_STR, T_ENUM, T_CONST, T_DOUBLE, T_OCTAL };   /* T_OCTAL: an integer in octal (Redis's OCTAL_CONFIG) */
 enum {
     F_IMMUTABLE = 1,   /* not at runtime (CONFIG SET); a reload keeps the running value */
     F_BACKEND   = 2,   /* in px_backend_settings: has an "ab-" twin for the secondary */
@@ -100,7 +100,7 @@ static const directive directives[] = {
     {"tcp-backlog", T_INT, OFF(tcp_backlog), "511", 0, INT_MAX, F_IMMUTABLE, NULL},
     {"timeout", T_INT, OFF(timeout), "0", 0, INT_MAX, 0, NULL},
     {"unixsocket", T_STR, OFF(unixsocket), "", 0, 0, F_IMMUTABLE, NULL},
-    {"unixsocketperm", T_INT, OFF(unixsocketperm), "0", 0, 0777, F_IMMUTABLE, NULL},
+    {"unixsocketperm", T_OCTAL, OFF(unixsocketperm), "0", 0, 0777, F_IMMUTABLE, NULL},
 };
 #define NDIRECTIVES (sizeof(directives) / sizeof(directives[0]))
 
@@ -188,14 +188,20 @@ static int set_value(const entry *e, px_settings *s, const char *value, char *er
         }
         return 0;
     case T_INT:
+    case T_OCTAL:
     case T_MEM: {
-        int bad = d->type == T_MEM ? parse_mem(value, &v) : resp_str2ll(value, strlen(value), &v);
+        char *end;
+        int bad = d->type == T_MEM ? parse_mem(value, &v)
+                : d->type == T_INT ? resp_str2ll(value, strlen(value), &v)
+                : (errno = 0, v = strtoll(value, &end, 8), !*value || *end || errno);
         if (bad) {
-            snprintf(err, errlen, "argument couldn't be parsed into an integer%s", d->type == T_MEM ? " (units k, kb, m, mb, g, gb allowed)" : "");
+            snprintf(err, errlen, "argument couldn't be parsed %s", d->type == T_OCTAL ? "as an octal number"
+                     : d->type == T_MEM ? "into an integer (units k, kb, m, mb, g, gb allowed)" : "into an integer");
             return -1;
         }
         if (v < d->min || v > d->max) {
-            snprintf(err, errlen, "argument must be between %lld and %lld inclusive", d->min, d->max);
+            snprintf(err, errlen, d->type == T_OCTAL ? "argument must be between %llo and %llo inclusive"
+                                                     : "argument must be between %lld and %lld inclusive", d->min, d->max);
             return -1;
         }
         *(long long *)slot = v;
@@ -239,6 +245,7 @@ static int format_value(const entry *e, const px_settings *s, char *buf, size_t 
     case T_CONST: return snprintf(buf, buflen, "%s", e->d->def);
     case T_INT:
     case T_MEM: return snprintf(buf, buflen, "%lld", *(const long long *)slot);
+    case T_OCTAL: return snprintf(buf, buflen, "%llo", *(const unsigned long long *)slot);
     case T_DOUBLE: return snprintf(buf, buflen, "%g", *(const double *)slot);
     case T_ENUM: return snprintf(buf, buflen, "%s", e->d->enums[*(const int *)slot]);
     case T_STR: return snprintf(buf, buflen, "%s", *(char *const *)slot);
@@ -604,7 +611,7 @@ int px_config_rewrite(char *err, size_t errlen) {
         char v[4096];
         format_value(e, &px_cfg, v, sizeof v);
         if (!strcmp(v, default_of(e))) continue;
-        if (e->d->type == T_MEM || e->d->type == T_INT || e->d->type == T_DOUBLE || e->d->type == T_ENUM) {
+        if (e->d->type == T_MEM || e->d->type == T_INT || e->d->type == T_OCTAL || e->d->type == T_DOUBLE || e->d->type == T_ENUM) {
             /* compare as values: "64mb" and 67108864 are the same default */
             px_settings dflt = {0};
             char e2[256], dv[4096];

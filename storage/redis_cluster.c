@@ -53,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "backend.h"
 #include "redis_conn.h"
@@ -148,6 +149,7 @@ typedef struct cl_backend {
     int        closing;
     rc_conn   *relay;           /* pub/sub: channels and patterns (cluster-wide), at one master */
     fd_backend *fb;
+    uint64_t   rng;             /* RANDOMKEY's choice of master (xorshift64*) */
     /* statistics */
     uint64_t   forwarded, split, fanout, moved, asked, tryagain, crossslot, refused, failed;
     uint64_t   refreshes, refresh_failures;
@@ -317,6 +319,15 @@ static int scan_cursor_zero(cl_part *pt) {
 }
 
 /* Every part has its reply: merge them into the client's one. */
+/* xorshift64* of the backend (RANDOMKEY's choice of master). */
+static uint64_t cl_rand(cl_backend *b)
+{
+    uint64_t x = b->rng;
+    x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
+    b->rng = x;
+    return x * 0x2545f4914f6cdd1dULL;
+}
+
 static void req_merge(cl_req *r) {
     cl_backend *b = r->b;
     for (int i = 0; i < r->nparts; i++)     /* the first error, in part order */
@@ -357,11 +368,16 @@ static void req_merge(cl_req *r) {
         break;
     }
     case M_RANDOM: {
+        /* every master answered with one of its keys (or nil): take one of
+         * the keys uniformly (reservoir of one over the non-nil parts). Not
+         * weighted by each master's key count (that would cost a DBSIZE per
+         * master per call); the slots spread keys evenly over the masters */
         const cl_part *hit = NULL;
-        int start = (int)(fd_mono_ms() % r->nparts);
-        for (int k = 0; k < r->nparts && !hit; k++) {
-            const cl_part *pt = &r->parts[(start + k) % r->nparts];
-            if (pt->replylen && pt->reply[0] == '$' && pt->reply[1] != '-') hit = pt;
+        int seen = 0;
+        for (int k = 0; k < r->nparts; k++) {
+            const cl_part *pt = &r->parts[k];
+            if (pt->replylen > 1 && pt->reply[0] == '$' && pt->reply[1] != '-' &&
+                cl_rand(b) % (uint64_t)++seen == 0) hit = pt;
         }
         if (!hit) hit = &r->parts[0];
         if (is_error(hit->reply, hit->replylen)) {
@@ -585,6 +601,11 @@ static void on_part_reply(void *ctx, const char *d, size_t n, int local) {
                 park(pt, now + CL_TRYAGAIN_MS);
                 return;
             }
+            /* retried until backend-timeout: the documented error, not the
+             * cluster's own TRYAGAIN (the same text as a parked part's) */
+            part_fail(pt, "-ERR backend unavailable (redis-cluster: slot %d still migrating after %lld ms)",
+                      pt->slot, (long long)b->sh.timeout_ms);
+            return;
         }
     }
     part_done(pt, d, n);
@@ -1276,6 +1297,8 @@ static int cl_open(fd_backend *fb, const fd_backend_config *cfg, char *err, size
     b->pool = cfg->redis_pool_size > 0 ? cfg->redis_pool_size : 4;
     b->sh.blocking_max = cfg->redis_blocking_pool_size;
     b->fb = fb;
+    b->rng = 0x9e3779b97f4a7c15ULL ^ ((uint64_t)time(NULL) << 32) ^ (uint64_t)fd_mono_ms() ^ ((uint64_t)(uintptr_t)b << 16);
+    if (!b->rng) b->rng = 1;
     b->seeds = strdup(cfg->redis_cluster_seeds);
     fb->state = b;
     if (!b->seeds) { cl_close(fb); snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }

@@ -344,11 +344,26 @@ int  kv_range_seek(kv_ctx *c, kv_iter *it, const uint8_t *pfx, size_t pl,
                    const void **k, size_t *kl, const void **v, size_t *vl);
 int  kv_range_step(kv_ctx *c, kv_iter *it, const uint8_t *pfx, size_t pl, int rev,
                    const void **k, size_t *kl, const void **v, size_t *vl);
-/* Position it on a pseudo-random record of the prefix (kv_hash.c). Not
- * uniform: a random key between the first and the last record, then the
- * record at or after it (wrapping to the first). */
-int  kv_random_seek(kv_ctx *c, kv_iter *it, const uint8_t *pfx, size_t pl,
+/* Position it on a random record of the prefix, which holds `size` records
+ * (kv_hash.c). Up to KV_RANDOM_EXACT records the pick is uniform: a random
+ * rank, walked to from the first record (at most size - 1 steps). Above it,
+ * an estimate of bounded cost (at most 64 seeks, typically 2 per branching
+ * level of the keys, one of them backward): a random descent of the key trie, each branch of a
+ * level equally likely — near uniform for keys of one shape, not when
+ * branches differ much in size (docs/encoding.md). A stale size (fewer
+ * records) gives the first record. FD_OK, FD_NOTFOUND (no record), FD_E_*. */
+#define KV_RANDOM_EXACT 512
+int  kv_random_seek(kv_ctx *c, kv_iter *it, const uint8_t *pfx, size_t pl, uint64_t size,
                     const void **k, size_t *kl, const void **v, size_t *vl);
+/* `want` independent uniform picks (with repetitions) among the `size`
+ * records of the prefix: fn(arg, sub, sl, val, vl) for each, with the
+ * decoded sub and value (valid during the call; fn must not write to the
+ * store), until it returns non-zero (that status is returned). Small
+ * collections (<= KV_RANDOM_EXACT) are read once when want > 1, so the cost
+ * is O(size + want); bigger ones cost one kv_random_seek per pick. */
+typedef int (*kv_pick_fn)(void *arg, const char *sub, size_t sl, const char *val, size_t vl);
+int  kv_random_picks(kv_ctx *c, const uint8_t *pfx, size_t pl, uint64_t size, long long want,
+                     kv_pick_fn fn, void *arg);
 /* xorshift64* of the store (random pickers). */
 uint64_t kv_rand(kv_store *st);
 /* Insert the header of an aggregate of n elements ('a' array, 'm' map of n

@@ -290,31 +290,142 @@ int kv_cmd_hvals(kv_ctx *c)   { return getall_generic(c, 0, 1); }
 
 /* ---------------------------------------------------------------- HRANDFIELD */
 
-int kv_random_seek(kv_ctx *c, kv_iter *it, const uint8_t *pfx, size_t pl,
-                   const void **k, size_t *kl, const void **v, size_t *vl)
+/* The estimate for big collections, of bounded cost: a random descent of
+ * the key trie. Under the current prefix P (first the collection's), the
+ * first and the last record share P + some common bytes (taken as they
+ * are); at the first byte where they differ a byte is drawn uniformly from
+ * their range, and redrawn while no record has it (at most KV_RANDOM_SEEKS
+ * seeks in all), the record equal to P itself counting as one more choice.
+ * Every branch of a level is equally likely whatever it holds, so keys of
+ * one shape (m00000..m05999, user:<uuid>) come out near uniform; branches of
+ * very different sizes (user:1..user:100000, unpadded) do not. */
+#define KV_RANDOM_SEEKS 64
+static int descend_seek(kv_ctx *c, kv_iter *it, const uint8_t *pfx, size_t pl,
+                        const void **k, size_t *kl, const void **v, size_t *vl)
 {
-    uint8_t first[KV_ELEM_MAX], key[KV_ELEM_MAX + 8];
-    size_t fl;
-    int s = kv_range_seek(c, it, pfx, pl, pfx, pl, 0, k, kl, v, vl);
-    if (s != FD_OK) return s;
-    fl = *kl < sizeof first ? *kl : sizeof first;
-    memcpy(first, *k, fl);
-    if ((s = kv_range_seek(c, it, pfx, pl, pfx, pl, 1, k, kl, v, vl)) != FD_OK) return s;
-    const uint8_t *last = *k;
-    size_t ll = *kl, cp = pl;
-    while (cp < fl && cp < ll && first[cp] == last[cp]) cp++;
-    memcpy(key, first, cp);
-    size_t n = cp;
-    uint64_t r = kv_rand(c->st);
-    if (cp < fl && cp < ll) {
-        unsigned lo = first[cp], hi = last[cp];
-        key[n++] = (uint8_t)(lo + r % (hi - lo + 1));
-        r = kv_rand(c->st);
+    uint8_t p[KV_ELEM_MAX + 2], f[KV_ELEM_MAX], last[KV_ELEM_MAX];
+    size_t n = pl, fl = 0, lastl = 0;
+    int budget = KV_RANDOM_SEEKS, lo = 0, hi = -1, s;
+    memcpy(p, pfx, pl);
+    while (budget > 0) {
+        budget--;
+        s = kv_range_seek(c, it, p, n, p, n, 0, k, kl, v, vl);   /* the first record under p */
+        if (s == FD_NOTFOUND && hi >= 0 && n > pl) {
+            /* nothing has the byte drawn: draw again among this level's range */
+            p[n - 1] = (uint8_t)(lo + (int)(kv_rand(c->st) % (uint64_t)(hi - lo + 1)));
+            continue;
+        }
+        if (s != FD_OK) return s;
+        fl = *kl < sizeof f ? *kl : sizeof f;
+        memcpy(f, *k, fl);
+        /* the last record under p: the collection's last one while p is a
+         * prefix of it (one backward seek per pick: on LevelDB a seek past
+         * the end of the range may cross many deleted records) */
+        const uint8_t *l = last;
+        size_t ll = lastl, cp = n;
+        if (!lastl || lastl < n || memcmp(last, p, n)) {
+            budget--;
+            if ((s = kv_range_seek(c, it, p, n, p, n, 1, k, kl, v, vl)) != FD_OK) return s;
+            l = *k;
+            ll = *kl;
+            if (!lastl) {
+                lastl = ll < sizeof last ? ll : sizeof last;
+                memcpy(last, l, lastl);
+            }
+        }
+        if (ll == fl && memcmp(l, f, fl) == 0) return FD_OK;        /* one record under p: this one */
+        while (cp < fl && cp < ll && f[cp] == l[cp]) cp++;
+        if (cp >= ll || cp + 1 >= sizeof p) break;
+        memcpy(p + n, f + n, cp - n);
+        n = cp;
+        lo = cp < fl ? f[cp] : -1;                                 /* -1: the record that is p itself */
+        hi = l[cp];
+        int b = lo + (int)(kv_rand(c->st) % (uint64_t)(hi - lo + 1));
+        if (b < 0) return kv_range_seek(c, it, pfx, pl, p, n, 0, k, kl, v, vl);
+        if (lo < 0) lo = 0;
+        p[n++] = (uint8_t)b;
     }
-    for (int i = 0; i < 8 && n < sizeof key; i++) key[n++] = (uint8_t)(r >> (8 * i));
-    s = kv_range_seek(c, it, pfx, pl, key, n, 0, k, kl, v, vl);
+    /* out of seeks (or a byte drawn into a gap at the end): the record at or
+     * after p, wrapping to the first */
+    s = kv_range_seek(c, it, pfx, pl, p, n, 0, k, kl, v, vl);
     if (s == FD_NOTFOUND) s = kv_range_seek(c, it, pfx, pl, pfx, pl, 0, k, kl, v, vl);
     return s;
+}
+
+int kv_random_seek(kv_ctx *c, kv_iter *it, const uint8_t *pfx, size_t pl, uint64_t size,
+                   const void **k, size_t *kl, const void **v, size_t *vl)
+{
+    if (size > KV_RANDOM_EXACT) return descend_seek(c, it, pfx, pl, k, kl, v, vl);
+    if (size == 0) return kv_range_seek(c, it, pfx, pl, pfx, pl, 0, k, kl, v, vl);
+    /* a uniform rank, walked to from the first record (forward only: no
+     * seek past the end of the range, see descend_seek) */
+    uint64_t steps = kv_rand(c->st) % size;
+    int s = kv_range_seek(c, it, pfx, pl, pfx, pl, 0, k, kl, v, vl);
+    while (s == FD_OK && steps--) s = kv_range_step(c, it, pfx, pl, 0, k, kl, v, vl);
+    /* fewer records than `size` said (a stale count): the first one */
+    if (s == FD_NOTFOUND) s = kv_range_seek(c, it, pfx, pl, pfx, pl, 0, k, kl, v, vl);
+    return s;
+}
+
+int kv_random_picks(kv_ctx *c, const uint8_t *pfx, size_t pl, uint64_t size, long long want,
+                    kv_pick_fn fn, void *arg)
+{
+    kv_iter *it;
+    FD_TRY(c->drv->iter_open(c->txn, &it));
+    const void *kp, *vp; size_t kl, vl;
+    const char *sub, *val; size_t sl, vvl;
+    int s = FD_OK;
+    if (want == 1 || size > KV_RANDOM_EXACT) {
+        /* one seek per pick (uniform up to KV_RANDOM_EXACT, see kv.h) */
+        for (long long i = 0; i < want && s == FD_OK; i++) {
+            s = kv_random_seek(c, it, pfx, pl, size, &kp, &kl, &vp, &vl);
+            if (s == FD_OK) s = kv_elem_decode(kp, kl, pl, vp, vl, &sub, &sl, &val, &vvl);
+            if (s == FD_OK) s = fn(arg, sub, sl, val, vvl);
+        }
+        c->drv->iter_close(it);
+        return s == FD_NOTFOUND ? FD_E_CORRUPT : s;
+    }
+    /* several picks from a small collection: copy it once (item 2i is the
+     * sub of record i, 2i+1 its value), then pick ranks in memory */
+    kv_list l = { 0 };
+    s = kv_range_seek(c, it, pfx, pl, pfx, pl, 0, &kp, &kl, &vp, &vl);
+    while (s == FD_OK) {
+        if ((s = kv_elem_decode(kp, kl, pl, vp, vl, &sub, &sl, &val, &vvl)) != FD_OK) break;
+        if ((s = kv_list_add(&l, sub, sl, NULL, 0)) != FD_OK) break;
+        if ((s = kv_list_add(&l, val, vvl, NULL, 0)) != FD_OK) break;
+        s = kv_range_step(c, it, pfx, pl, 0, &kp, &kl, &vp, &vl);
+    }
+    c->drv->iter_close(it);
+    if (s == FD_NOTFOUND) s = l.n ? FD_OK : FD_E_CORRUPT;
+    size_t *off = s == FD_OK ? malloc((size_t)l.n * sizeof *off) : NULL;
+    if (s == FD_OK && !off) s = FD_E_NOMEM;
+    if (s == FD_OK) {
+        size_t o = 0, n;
+        const char *p;
+        for (long long i = 0; i < l.n; i++) { off[i] = o; kv_list_next(&l, &o, &p, &n); }
+        uint64_t records = (uint64_t)l.n / 2;
+        for (long long i = 0; i < want && s == FD_OK; i++) {
+            uint64_t r = kv_rand(c->st) % records;
+            size_t o1 = off[2 * r], o2 = off[2 * r + 1];
+            kv_list_next(&l, &o1, &sub, &sl);
+            kv_list_next(&l, &o2, &val, &vvl);
+            s = fn(arg, sub, sl, val, vvl);
+        }
+    }
+    free(off);
+    kv_list_free(&l);
+    return s;
+}
+
+/* HRANDFIELD's reply for one random pick (kv_random_picks). */
+typedef struct hrand_out { resp_out *out; int nested, withvalues; } hrand_out;
+
+static int hrand_emit(void *arg, const char *f, size_t fl, const char *v, size_t vl)
+{
+    hrand_out *o = arg;
+    if ((o->nested && resp_add_array(o->out, 2)) || resp_add_bulk(o->out, f, fl) ||
+        (o->withvalues && resp_add_bulk(o->out, v, vl))) return FD_E_NOMEM;
+    return FD_OK;
 }
 
 int kv_cmd_hrandfield(kv_ctx *c)
@@ -345,22 +456,26 @@ int kv_cmd_hrandfield(kv_ctx *c)
         if (withvalues && !nested) FD_OUT(resp_add_array(c->out, want * 2));
         else FD_OUT(resp_add_array(c->out, want));
     }
+    int s = FD_OK;
+    if (repeat || !hascount) {
+        /* with repetitions (or one pick): independent uniform picks */
+        hrand_out o = { c->out, nested, withvalues };
+        s = kv_random_picks(c, pfx, pl, m.size, want, hrand_emit, &o);
+        if (s != FD_OK) c->out->len = mark;
+        return s;
+    }
     kv_iter *it;
     FD_TRY(c->drv->iter_open(c->txn, &it));
     const void *kp, *vp; size_t kl, vl;
-    int s = FD_OK;
-    /* distinct: a random start, then consecutive records (wrapping);
-     * with repetitions: an independent random position per pick */
-    if (!repeat) s = want == (long long)m.size ? kv_range_seek(c, it, pfx, pl, pfx, pl, 0, &kp, &kl, &vp, &vl)
-                                              : kv_random_seek(c, it, pfx, pl, &kp, &kl, &vp, &vl);
+    /* distinct: a random start, then consecutive records (wrapping) */
+    s = want == (long long)m.size ? kv_range_seek(c, it, pfx, pl, pfx, pl, 0, &kp, &kl, &vp, &vl)
+                                  : kv_random_seek(c, it, pfx, pl, m.size, &kp, &kl, &vp, &vl);
     for (long long i = 0; i < want && s == FD_OK; i++) {
-        if (repeat) s = kv_random_seek(c, it, pfx, pl, &kp, &kl, &vp, &vl);
-        if (s != FD_OK) break;
         const char *f, *v; size_t fl, vvl;
         if ((s = kv_elem_decode(kp, kl, pl, vp, vl, &f, &fl, &v, &vvl)) != FD_OK) break;
         if ((nested && resp_add_array(c->out, 2)) || resp_add_bulk(c->out, f, fl) ||
             (withvalues && resp_add_bulk(c->out, v, vvl))) { s = FD_E_NOMEM; break; }
-        if (!repeat && i + 1 < want) {
+        if (i + 1 < want) {
             s = kv_range_step(c, it, pfx, pl, 0, &kp, &kl, &vp, &vl);
             if (s == FD_NOTFOUND) s = kv_range_seek(c, it, pfx, pl, pfx, pl, 0, &kp, &kl, &vp, &vl);
         }

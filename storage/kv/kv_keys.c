@@ -277,33 +277,29 @@ int kv_cmd_scan(kv_ctx *c)
 
 /* ---------------------------------------------------------------- RANDOMKEY */
 
-static uint64_t rnd(kv_store *st)
-{
-    uint64_t x = st->rng;      /* xorshift64* */
-    x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
-    st->rng = x;
-    return x * 0x2545f4914f6cdd1dULL;
-}
-
 int kv_cmd_randomkey(kv_ctx *c)
 {
-    /* Seek to a random point of the 'M' range and take the first live key
-     * from there (wrapping once). Not uniform across keys, as kvrocks. */
-    uint8_t start[9];
-    start[0] = KV_PFX_META;
-    kv_put_u64(start + 1, rnd(c->st));
+    /* A uniform pick among the 'M' records (the key counter says how many:
+     * kv_random_seek walks to a random rank up to KV_RANDOM_EXACT keys, an
+     * estimate of bounded cost above, docs/encoding.md). An expired key is
+     * skipped by picking again, as Redis does; after KV_RANDOMKEY_TRIES
+     * expired picks, the next live key from the last one (wrapping once,
+     * at most 1000 records). */
+    enum { KV_RANDOMKEY_TRIES = 8 };
+    static const uint8_t meta = KV_PFX_META;
+    kv_store *st = c->st;
+    uint64_t n = st->keys + (uint64_t)(st->t_keys + c->d_keys);
     size_t mark = c->out->len;
+    const void *kp, *vp; size_t kl, vl;
     kv_iter *it;
     FD_TRY(c->drv->iter_open(c->txn, &it));
-    int s = c->drv->seek(it, start, 9), wrapped = 0, found = 0;
-    for (int steps = 0; steps < 1000 && !found;) {
-        const void *kp, *vp; size_t kl, vl;
-        if (s == FD_OK) s = c->drv->cur(it, &kp, &kl, &vp, &vl);
-        if (s == FD_OK && (kl < 1 || ((const uint8_t *)kp)[0] != KV_PFX_META)) s = FD_NOTFOUND;
-        if (s == FD_NOTFOUND) {
-            if (wrapped++) break;
-            s = c->drv->seek(it, start, 1);
-            continue;
+    int s = FD_OK, found = 0, wrapped = 0;
+    for (int t = 0; t < KV_RANDOMKEY_TRIES + 1000 && !found; t++) {
+        if (t < KV_RANDOMKEY_TRIES) {
+            s = kv_random_seek(c, it, &meta, 1, n, &kp, &kl, &vp, &vl);
+        } else {
+            s = kv_range_step(c, it, &meta, 1, 0, &kp, &kl, &vp, &vl);
+            if (s == FD_NOTFOUND && !wrapped++) s = kv_range_seek(c, it, &meta, 1, &meta, 1, 0, &kp, &kl, &vp, &vl);
         }
         if (s != FD_OK) break;
         const char *name; size_t nl; kv_meta m;
@@ -311,10 +307,7 @@ int kv_cmd_randomkey(kv_ctx *c)
         if (!m.expire || m.expire > c->now_ms) {
             if (resp_add_bulk(c->out, name, nl)) s = FD_E_NOMEM;
             found = 1;
-            break;
         }
-        steps++;
-        s = c->drv->next(it);
     }
     c->drv->iter_close(it);
     if (s != FD_OK && s != FD_NOTFOUND) { c->out->len = mark; return s; }

@@ -194,24 +194,29 @@ int kv_cmd_smembers(kv_ctx *c)
 
 /* ---------------------------------------------------------------- SPOP / SRANDMEMBER */
 
-/* Collect `want` distinct members from a random start (wrapping), or with
- * repeat set `want` independent random picks. */
+static int add_member(void *arg, const char *mb, size_t ml, const char *v, size_t vl)
+{
+    (void)v; (void)vl;
+    return kv_list_add(arg, mb, ml, NULL, 0);
+}
+
+/* Collect `want` distinct members from a uniformly random start, then
+ * consecutive ones (wrapping), or with repeat set (or a single pick) `want`
+ * independent uniform picks (kv_random_picks). */
 static int pick_members(kv_ctx *c, const sref *r, long long want, int repeat, kv_list *out)
 {
+    if (repeat || want == 1) return kv_random_picks(c, r->pfx, r->pl, r->m.size, want, add_member, out);
     kv_iter *it;
     FD_TRY(c->drv->iter_open(c->txn, &it));
     const void *kp, *vp; size_t kl, vl;
-    int s = FD_OK;
-    if (!repeat) s = want >= (long long)r->m.size
-                     ? kv_range_seek(c, it, r->pfx, r->pl, r->pfx, r->pl, 0, &kp, &kl, &vp, &vl)
-                     : kv_random_seek(c, it, r->pfx, r->pl, &kp, &kl, &vp, &vl);
+    int s = want >= (long long)r->m.size
+            ? kv_range_seek(c, it, r->pfx, r->pl, r->pfx, r->pl, 0, &kp, &kl, &vp, &vl)
+            : kv_random_seek(c, it, r->pfx, r->pl, r->m.size, &kp, &kl, &vp, &vl);
     for (long long i = 0; i < want && s == FD_OK; i++) {
-        if (repeat) s = kv_random_seek(c, it, r->pfx, r->pl, &kp, &kl, &vp, &vl);
-        if (s != FD_OK) break;
         const char *mb, *v; size_t ml, vvl;
         if ((s = kv_elem_decode(kp, kl, r->pl, vp, vl, &mb, &ml, &v, &vvl)) != FD_OK) break;
         if ((s = kv_list_add(out, mb, ml, NULL, 0)) != FD_OK) break;
-        if (!repeat && i + 1 < want) {
+        if (i + 1 < want) {
             s = kv_range_step(c, it, r->pfx, r->pl, 0, &kp, &kl, &vp, &vl);
             if (s == FD_NOTFOUND) s = kv_range_seek(c, it, r->pfx, r->pl, r->pfx, r->pl, 0, &kp, &kl, &vp, &vl);
         }

@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fdtest import (Tests, Diff, start_frontdoor, start_redis, start_cluster, wait_cluster_map,
                     redis_cluster_support, run_frontdoor_expect_exit, encode_many, parse, norm_sorted,
                     norm_pairs, ttl_close, check, eq, skip, run, wait_until, free_port,
-                    frontdoor_is_redis, info_fields, missing_prerequisite, known_bug, Conn, REDIS_BENCHMARK, REDIS_CLI, HOST)
+                    frontdoor_is_redis, info_fields, missing_prerequisite, Conn, REDIS_BENCHMARK, REDIS_CLI, HOST)
 
 T = Tests(case_timeout=60)
 CROSSSLOT = b"-CROSSSLOT Keys in request don't hash to the same slot\r\n"
@@ -514,11 +514,8 @@ def tryagain_outlasting_backend_timeout():
                 # wide for a loaded 2-core machine
                 check(0.45 <= took <= 5.0, "MGET answered after %.2f s (backend-timeout 0.6 s)" % took, r)
                 check(tries >= 10, "retried every 25 ms (%d TRYAGAIN counted)" % tries)
-                with known_bug("after backend-timeout the cluster's own -TRYAGAIN reaches the client, "
-                               "not the 'backend unavailable (... slot still migrating)' error "
-                               "docs/redis-cluster.md promises (storage/redis_cluster.c:576-584 falls "
-                               "through to part_done with the TRYAGAIN reply)"):
-                    check(r.startswith(UNAVAILABLE), "the error after backend-timeout: %r" % r[:120])
+                check(r.startswith(UNAVAILABLE + b": slot %d still migrating" % slot),
+                      "the error after backend-timeout: %r" % r[:120])
                 eq(c.cmd("GET", "{ta}x"), b"$1\r\n1\r\n", "single-key commands still served")
         finally:
             s.cmd("CLUSTER", "SETSLOT", slot, "STABLE")

@@ -22,7 +22,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fdtest import (Tests, Diff, start_frontdoor, start_redis, encode, encode_inline, parse,
-                    norm_sorted, norm_pairs, skip, check, eq, kv_pairs, Err, known_bug)
+                    norm_sorted, norm_pairs, skip, check, eq, kv_pairs, Err)
 
 T = Tests(case_timeout=50)
 
@@ -813,18 +813,7 @@ def random_replies_are_members():
                 eq(len(set(f for f, _ in pairs)), len(pairs), "HRANDFIELD h %d: distinct" % n)
         c.cmd("ZADD", "z", *[x for i in range(25) for x in (i, b"z%02d" % i)])
         keys = set(parse(c.cmd("RANDOMKEY")) for _ in range(40))
-        with known_bug(CLUSTER_RANDOMKEY_BUG, active=CLUSTER, strict=False):
-            eq(keys, {b"h", b"z"}, "RANDOMKEY: the keys there are (both, over 40 calls)")
-
-
-EMBEDDED = os.environ.get("FD_BACKEND", "lmdb") in ("lmdb", "leveldb")
-CLUSTER = os.environ.get("FD_BACKEND") == "redis-cluster"
-# storage/redis_cluster.c:357: RANDOMKEY's "rotating start" among the masters
-# is the millisecond clock modulo their number, so every call within one
-# millisecond (a pipeline, a quick loop) answers from the same master: keys
-# of the other masters never come up (timing-dependent: strict=False)
-CLUSTER_RANDOMKEY_BUG = ("RANDOMKEY through redis-cluster answers from one master per millisecond "
-                         "(storage/redis_cluster.c:357 start = rc_mono_ms() % nparts)")
+        eq(keys, {b"h", b"z"}, "RANDOMKEY: the keys there are (both, over 40 calls)")
 
 
 @T.case
@@ -847,13 +836,9 @@ def random_picks_are_uniform():
         c.cmd("MSET", *[x for i in range(40) for x in (b"key%02d" % i, b"v")])
         c.send_many([("RANDOMKEY",)] * 2000)
         picks["RANDOMKEY"] = [parse(r) for r in c.read_n(2000)]
-    # storage/kv: kv_random_seek (storage/kv/kv_hash.c:295) seeks to a random
-    # byte at the first position where the first and last element differ,
-    # then random bytes: for m00..m39 it lands mostly on m00/m10/m20/m30
-    # (~95% of picks). kv_cmd_randomkey (kv_keys.c:291) seeks to 'M' + 8
-    # random bytes: when every key starts with the same byte (key00..key39,
-    # user:*) it lands before or after them all and answers the FIRST key
-    # every time (measured: 2000 of 2000 picks were key00)
+    # storage/kv once sought a random byte string between the first and the
+    # last element (m00..m39: ~95% of picks on m00/m10/m20/m30; RANDOMKEY
+    # over key00..key39: key00 every time); it now walks to a random rank
     def uniform(what, got):
         counts = {}
         for x in got:
@@ -862,14 +847,9 @@ def random_picks_are_uniform():
         top = max(counts.items(), key=lambda kv: kv[1])
         check(top[1] <= 150, "%s: %r picked %d times of 2000 (uniform: ~50)" % (what, top[0], top[1]))
 
-    with known_bug("embedded backends' random picks are far from uniform (storage/kv/kv_hash.c:295 "
-                   "kv_random_seek; kv_keys.c:291 RANDOMKEY always gives the first key when all keys share "
-                   "their first byte)",
-                   active=EMBEDDED):
-        for what in ("SRANDMEMBER s", "HRANDFIELD h"):
-            uniform(what, picks[what])
-        with known_bug(CLUSTER_RANDOMKEY_BUG, active=CLUSTER, strict=False):
-            uniform("RANDOMKEY", picks["RANDOMKEY"])
+    for what in ("SRANDMEMBER s", "HRANDFIELD h"):
+        uniform(what, picks[what])
+    uniform("RANDOMKEY", picks["RANDOMKEY"])
 
 
 T.add("all_scripts_resp3", _all_scripts("resp3"))

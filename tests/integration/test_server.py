@@ -11,6 +11,7 @@ import os
 import re
 import signal
 import socket
+import stat
 import sys
 import time
 
@@ -18,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fdtest import (Tests, Diff, Conn, ConnClosed, start_frontdoor, start_redis, encode,
                     encode_many, parse, check, eq, wait_until, kv_pairs, info_fields,
                     info_sections, run_frontdoor_expect_exit, make_tempdir, frontdoor_is_redis,
-                    skip, Err, to_str, run, ReplyTimeout, known_bug, is_sanitized)
+                    skip, Err, to_str, run, ReplyTimeout, is_sanitized)
 
 T = Tests(case_timeout=50)
 
@@ -352,14 +353,40 @@ def client_kill_forms():
     _diff_each(fd, [("CLIENT", "KILL", "1.2.3.4:5"), ("CLIENT", "KILL", "ID", "999999"),
                     ("CLIENT", "KILL", "ID", "x"), ("CLIENT", "KILL", "ADDR"),
                     ("CLIENT", "KILL", "FOO", "bar")])
+    _diff_each(fd, [("CLIENT", "KILL", "ID", "0"), ("CLIENT", "KILL", "ID", "-3"),
+                    ("CLIENT", "KILL", "TYPE", "bogus"), ("CLIENT", "KILL", "USER", "nosuchuser"),
+                    ("CLIENT", "KILL", "SKIPME", "maybe"), ("CLIENT", "KILL", "ID", "999999", "SKIPME"),
+                    ("CLIENT", "KILL", "TYPE", "master"), ("CLIENT", "KILL", "TYPE", "replica"),
+                    ("CLIENT", "KILL", "TYPE", "slave"), ("CLIENT", "KILL", "ADDR", "1.2.3.4:5", "SKIPME", "no")])
     with fd.conn() as c, fd.conn() as v:
         vid = parse(v.cmd("CLIENT", "ID"))
-        with known_bug("CLIENT KILL takes exactly one filter (proxy/builtin.c:419-440): SKIPME, "
-                       "LADDR, TYPE, USER and several filters answer '-ERR syntax error', and "
-                       "'CLIENT KILL ID <own id>' kills the caller (Redis skips it by default)"):
-            eq(c.cmd("CLIENT", "KILL", "ID", str(vid), "SKIPME", "yes"), b":1\r\n", "ID + SKIPME yes")
-            eq(c.cmd("CLIENT", "KILL", "ID", str(parse(c.cmd("CLIENT", "ID")))), b":0\r\n",
-               "the caller is skipped by default")
+        eq(c.cmd("CLIENT", "KILL", "ID", str(vid), "SKIPME", "yes"), b":1\r\n", "ID + SKIPME yes")
+        check(v.wait_closed(5), "the client killed by ID + SKIPME is disconnected")
+        eq(c.cmd("CLIENT", "KILL", "ID", str(parse(c.cmd("CLIENT", "ID")))), b":0\r\n",
+           "the caller is skipped by default")
+        eq(c.cmd("PING"), b"+PONG\r\n", "the caller is still connected")
+    with fd.conn() as c, fd.conn() as v, fd.conn() as sub:
+        vid = parse(v.cmd("CLIENT", "ID"))
+        sub.cmd("SUBSCRIBE", "ch")
+        laddr = "%s:%d" % v.sock.getpeername()[:2]
+        # two filters: both must match
+        eq(c.cmd("CLIENT", "KILL", "ID", str(vid), "TYPE", "pubsub"), b":0\r\n", "ID of a normal client + TYPE pubsub")
+        eq(c.cmd("CLIENT", "KILL", "ID", str(vid), "USER", "default", "LADDR", "1.2.3.4:5"), b":0\r\n",
+           "ID + another LADDR")
+        eq(c.cmd("CLIENT", "KILL", "TYPE", "pubsub"), b":1\r\n", "TYPE pubsub kills the subscriber")
+        check(sub.wait_closed(5), "the subscriber is disconnected")
+        eq(c.cmd("CLIENT", "KILL", "ID", str(vid), "USER", "default", "LADDR", laddr, "TYPE", "normal"),
+           b":1\r\n", "ID + USER + LADDR + TYPE normal")
+        check(v.wait_closed(5), "the client killed by four filters is disconnected")
+    own = start_frontdoor()     # LADDR kills every client of the listener: not the shared server's
+    with own.conn() as c, own.conn() as v:
+        laddr = "%s:%d" % c.sock.getpeername()[:2]
+        eq(c.cmd("CLIENT", "KILL", "LADDR", laddr), b":1\r\n", "LADDR kills the other client of the listener")
+        check(v.wait_closed(5), "the other client is disconnected")
+        eq(c.cmd("PING"), b"+PONG\r\n", "LADDR skips the caller (SKIPME yes by default)")
+        c.send_many([("CLIENT", "KILL", "LADDR", laddr, "SKIPME", "no")])
+        eq(c.read_n(1), [b":1\r\n"], "SKIPME no: the caller counted, and answered first")
+        check(c.wait_closed(5), "SKIPME no: the caller is disconnected after the reply")
 
 
 @T.case
@@ -397,10 +424,24 @@ def command_list_is_the_table():
         # Redis 7.0: COMMAND LIST FILTERBY PATTERN <glob> filters by name
         got = sorted(x.decode() for x in parse(c.cmd("COMMAND", "LIST", "FILTERBY", "PATTERN", "hg*")))
         want = sorted(n for n in names if n.startswith("hg"))
-        with known_bug("COMMAND LIST ignores FILTERBY (proxy/builtin.c:250 answers the whole table "
-                       "for any arguments)"):
-            eq(got, want, "COMMAND LIST FILTERBY PATTERN hg*")
-            eq(c.cmd("COMMAND", "LIST", "BOGUS"), b"-ERR syntax error\r\n", "COMMAND LIST BOGUS")
+        eq(got, want, "COMMAND LIST FILTERBY PATTERN hg*")
+        eq(want, ["hget", "hgetall"], "the commands named hg*")
+        eq(c.cmd("COMMAND", "LIST", "BOGUS"), b"-ERR syntax error\r\n", "COMMAND LIST BOGUS")
+        eq(c.cmd("COMMAND", "LIST", "FILTERBY", "PATTERN"), b"-ERR syntax error\r\n", "FILTERBY without its value")
+        eq(c.cmd("COMMAND", "LIST", "FILTERBY", "NAME", "get"), b"-ERR syntax error\r\n", "FILTERBY NAME")
+        eq(c.cmd("COMMAND", "LIST", "FILTERBY", "PATTERN", "x", "FILTERBY", "PATTERN", "y"),
+           b"-ERR syntax error\r\n", "one filter only (Redis 7.0)")
+        # no modules: MODULE selects nothing; ACLCAT as COMMAND INFO's categories
+        eq(c.cmd("COMMAND", "LIST", "FILTERBY", "MODULE", "x"), b"*0\r\n", "FILTERBY MODULE")
+        eq(c.cmd("COMMAND", "LIST", "FILTERBY", "ACLCAT", "nosuchcategory"), b"*0\r\n", "unknown ACL category")
+        cats = {to_str(e[0]): set(to_str(x) for x in e[6]) for e in full}
+        for cat in ("write", "hash", "FAST"):
+            got = sorted(x.decode() for x in parse(c.cmd("COMMAND", "LIST", "FILTERBY", "ACLCAT", cat)))
+            want = sorted(n for n, cs in cats.items() if "@" + cat.lower() in cs)
+            check(want, "some commands are @%s" % cat.lower())
+            eq(got, want, "COMMAND LIST FILTERBY ACLCAT %s: COMMAND INFO's @%s commands" % (cat, cat.lower()))
+        got = sorted(x.decode() for x in parse(c.cmd("COMMAND", "LIST", "FILTERBY", "PATTERN", "*SCAN")))
+        eq(got, sorted(n for n in names if n.endswith("scan")), "the pattern matches any case")
 
 
 @T.case
@@ -483,11 +524,17 @@ def unixsocket_listener():
     eq(fd.stop(), 0)
     check(not os.path.exists(path), "the socket file is removed at a clean exit")
     # redis.conf's unixsocketperm is octal ("unixsocketperm 700" = rwx------)
-    with known_bug("unixsocketperm is read as a decimal 0..511 (proxy/config.c:94, T_INT): "
-                   "redis.conf's 'unixsocketperm 700' is refused at start-up, 'unixsocketperm 448' "
-                   "means 0700"):
-        rc, out = run_frontdoor_expect_exit([("unixsocket", path), ("unixsocketperm", "700")], timeout=3)
-        check(rc is None, "frontdoor with unixsocketperm 700 must start (it exited %s)" % rc, out[-500:])
+    fd = start_frontdoor(unixsocket=path, unixsocketperm="700")
+    eq(stat.S_IMODE(os.stat(path).st_mode), 0o700, "unixsocketperm 700 is rwx------")
+    with fd.conn() as c:
+        eq(parse(c.cmd("CONFIG", "GET", "unixsocketperm")), [b"unixsocketperm", b"700"], "CONFIG GET: octal, as Redis")
+    eq(fd.stop(), 0)
+    # the start-up errors of redis-server 7.0 for the same lines
+    for bad, why in (("800", "argument couldn't be parsed as an octal number"),
+                     ("1000", "argument must be between 0 and 777 inclusive")):
+        rc, out = run_frontdoor_expect_exit([("unixsocket", path), ("unixsocketperm", bad)], timeout=10)
+        check(rc not in (None, 0), "unixsocketperm %s is refused at start-up (exit %s)" % (bad, rc), out[-500:])
+        check(why in out, "unixsocketperm %s: %r" % (bad, why), out[-500:])
 
 
 def _v6():
