@@ -37,6 +37,8 @@ enum {
      * says how many keys follow it (after the fixed first..last ones, if any) */
     FD_CMD_NUMKEYS1 = 1 << 10,
     FD_CMD_NUMKEYS2 = 1 << 11,
+    /* the keys are the first half of the arguments after STREAMS (XREAD, XREADGROUP) */
+    FD_CMD_STREAMKEYS = 1 << 12,
 };
 
 /* Who serves a command. */
