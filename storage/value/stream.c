@@ -1353,7 +1353,6 @@ static int xread_generic(fd_stream_call *c, int group_mode)
             long long t;
             if (arg_ll(&c->argv[i], &t) != 0) return err(c, "ERR timeout is not an integer or out of range");
             if (t < 0) return err(c, "ERR timeout is negative");
-            if (t > 0 && t > LLONG_MAX - c->now_ms) return err(c, "ERR timeout is out of range");
             timeout = t;
         } else if (resp_arg_is(o, "count") && more) {
             i++;
