@@ -63,6 +63,10 @@ typedef struct smeta {
     uint64_t length;
     sid      last, first, maxdel;
     uint64_t added, ngroups, next_gid, nnodes;
+    /* the tail node's live state (its 'n' record is brought up to date
+     * only when another node becomes the tail): XADD reads no node record */
+    sid      t_start, t_last;
+    uint64_t t_live, t_deleted, t_bytes, t_nf, t_fhash;
 } smeta;
 
 static void meta_dec(const uint8_t *b, smeta *m)
@@ -75,6 +79,13 @@ static void meta_dec(const uint8_t *b, smeta *m)
     m->ngroups = get64(b + 64);
     m->next_gid = get64(b + 72);
     m->nnodes = get64(b + 80);
+    m->t_start = get_id(b + 88);
+    m->t_last = get_id(b + 104);
+    m->t_live = get64(b + 120);
+    m->t_deleted = get64(b + 128);
+    m->t_bytes = get64(b + 136);
+    m->t_nf = get64(b + 144);
+    m->t_fhash = get64(b + 152);
 }
 
 static void meta_enc(uint8_t *b, const smeta *m)
@@ -88,6 +99,13 @@ static void meta_enc(uint8_t *b, const smeta *m)
     put64(b + 64, m->ngroups);
     put64(b + 72, m->next_gid);
     put64(b + 80, m->nnodes);
+    put_id(b + 88, m->t_start);
+    put_id(b + 104, m->t_last);
+    put64(b + 120, m->t_live);
+    put64(b + 128, m->t_deleted);
+    put64(b + 136, m->t_bytes);
+    put64(b + 144, m->t_nf);
+    put64(b + 152, m->t_fhash);
 }
 
 uint64_t fd_stream_meta_length(const uint8_t *meta) { return get64(meta); }
@@ -498,17 +516,6 @@ static int cpel_del(sref *s, const sgroup *g, const char *cons, size_t cl, sid i
     return del_ok(IO_DEL(s, k, (size_t)kl));
 }
 
-/* Change a consumer's pel count by d (loading and storing it). */
-static int cons_adjust(sref *s, const sgroup *g, const char *name, size_t nl, int64_t d)
-{
-    scons cn;
-    int st = cons_get(s, g, name, nl, &cn);
-    if (st == FD_NOTFOUND) return FD_OK;
-    if (st != FD_OK) return st;
-    cn.pel = (uint64_t)((int64_t)cn.pel + d);
-    return cons_put(s, g, &cn);
-}
-
 /* ---------------------------------------------------------------- walks */
 
 typedef struct idlist { sid *v; size_t n, cap; } idlist;
@@ -692,7 +699,9 @@ typedef struct snode {
     uint32_t nf;
 } snode;
 
-static int node_dec(const uint8_t *sub, size_t sl, copyv v, snode *n)
+static int is_tail(const sref *s, sid start) { return s->m.nnodes && idcmp(start, s->m.t_start) == 0; }
+
+static int node_dec(sref *s, const uint8_t *sub, size_t sl, copyv v, snode *n)
 {
     if (sl != 17 || v.n < 44) return FD_E_CORRUPT;
     n->start = get_id(sub + 1);
@@ -702,10 +711,52 @@ static int node_dec(const uint8_t *sub, size_t sl, copyv v, snode *n)
     n->last = get_id(v.p + 24);
     n->nf = get32(v.p + 40);
     n->raw = v;
+    if (is_tail(s, n->start)) {
+        n->live = s->m.t_live;
+        n->deleted = s->m.t_deleted;
+        n->bytes = s->m.t_bytes;
+        n->last = s->m.t_last;
+    }
     return FD_OK;
 }
 
-static int node_store(sref *s, snode *n)
+static uint64_t fields_hash_raw(const copyv *raw, uint32_t nf)
+{
+    uint64_t h = 1469598103934665603ULL;
+    size_t off = 44;
+    for (uint32_t i = 0; i < nf && raw->n - off >= 4; i++) {
+        uint32_t l = get32(raw->p + off);
+        if (raw->n - off - 4 < l) break;
+        for (size_t j = 0; j < 4 + (size_t)l; j++) h = (h ^ raw->p[off + j]) * 1099511628211ULL;
+        off += 4 + l;
+    }
+    return h;
+}
+
+static uint64_t fields_hash_args(const resp_arg *fv, int nf)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (int i = 0; i < nf; i++) {
+        uint8_t lb[4];
+        put32(lb, (uint32_t)fv[2 * i].len);
+        for (int j = 0; j < 4; j++) h = (h ^ lb[j]) * 1099511628211ULL;
+        for (size_t j = 0; j < fv[2 * i].len; j++) h = (h ^ (uint8_t)fv[2 * i].ptr[j]) * 1099511628211ULL;
+    }
+    return h;
+}
+
+static void tail_set(sref *s, const snode *n)
+{
+    s->m.t_start = n->start;
+    s->m.t_last = n->last;
+    s->m.t_live = n->live;
+    s->m.t_deleted = n->deleted;
+    s->m.t_bytes = n->bytes;
+    s->m.t_nf = n->nf;
+    s->m.t_fhash = fields_hash_raw(&n->raw, n->nf);
+}
+
+static int node_write(sref *s, snode *n)
 {
     uint8_t k[17];
     sk_node(k, n->start);
@@ -716,6 +767,52 @@ static int node_store(sref *s, snode *n)
     return IO_PUT(s, k, 17, n->raw.p, n->raw.n);
 }
 
+/* Store a node's counters: the tail's go to the metadata only. */
+static int node_store(sref *s, snode *n)
+{
+    if (is_tail(s, n->start)) {
+        s->m.t_live = n->live;
+        s->m.t_deleted = n->deleted;
+        s->m.t_bytes = n->bytes;
+        s->m.t_last = n->last;
+        return FD_OK;
+    }
+    return node_write(s, n);
+}
+
+/* After the tail node's record was deleted (s->m.nnodes already counts it
+ * out): the last remaining node, whose record is up to date, is the tail. */
+static int tail_reload(sref *s)
+{
+    if (!s->m.nnodes) { memset(&s->m.t_start, 0, sizeof s->m.t_start); return FD_OK; }
+    uint8_t pfx = 'n', from[17];
+    sk_node(from, SID_MAX);
+    one_arg a;
+    int st = walk_one(s, &pfx, 1, from, 17, 1, &a);
+    if (st == FD_NOTFOUND) { s->m.nnodes = 0; return FD_OK; }
+    if (st != FD_OK) return st;
+    snode n;
+    uint64_t keep = s->m.nnodes;
+    s->m.nnodes = 0;                       /* decode the record as it is */
+    st = node_dec(s, a.sub, a.sl, a.v, &n);
+    s->m.nnodes = keep;
+    if (st == FD_OK) tail_set(s, &n);
+    free(a.v.p);
+    return st;
+}
+
+/* Delete the record of node n (whole node gone). */
+static int node_drop(sref *s, const snode *n)
+{
+    uint8_t k[17];
+    sk_node(k, n->start);
+    int was_tail = is_tail(s, n->start);
+    int st = del_ok(IO_DEL(s, k, 17));
+    if (st != FD_OK) return st;
+    s->m.nnodes--;
+    return was_tail ? tail_reload(s) : FD_OK;
+}
+
 /* The node holding id (the last node starting at or before it). */
 static int node_of(sref *s, sid id, snode *n)
 {
@@ -724,7 +821,7 @@ static int node_of(sref *s, sid id, snode *n)
     one_arg a;
     int st = walk_one(s, &pfx, 1, from, 17, 1, &a);
     if (st != FD_OK) return st;
-    st = node_dec(a.sub, a.sl, a.v, n);
+    st = node_dec(s, a.sub, a.sl, a.v, n);
     if (st != FD_OK) free(a.v.p);
     return st;
 }
@@ -736,7 +833,7 @@ static int node_first(sref *s, snode *n)
     one_arg a;
     int st = walk_one(s, &pfx, 1, from, 17, 0, &a);
     if (st != FD_OK) return st;
-    st = node_dec(a.sub, a.sl, a.v, n);
+    st = node_dec(s, a.sub, a.sl, a.v, n);
     if (st != FD_OK) free(a.v.p);
     return st;
 }
@@ -749,10 +846,7 @@ static int node_entry_gone(sref *s, sid id, int allow_drop)
     if (st == FD_NOTFOUND) return FD_OK;
     if (st != FD_OK) return st;
     if (allow_drop && n.live <= 1) {
-        uint8_t k[17];
-        sk_node(k, n.start);
-        st = del_ok(IO_DEL(s, k, 17));
-        s->m.nnodes--;
+        st = node_drop(s, &n);
     } else {
         if (n.live) n.live--;
         n.deleted++;
@@ -785,24 +879,27 @@ static int append_entry(sref *s, sid id, const resp_arg *fv, int nf)
     free(b);
     if (st != FD_OK) return st;
 
-    /* its listpack node */
+    /* its listpack node: the tail's state is in the metadata */
     snode n;
-    int have = 0;
-    if (s->m.nnodes) {
-        uint8_t pfx = 'n', from[17];
-        sk_node(from, SID_MAX);
-        one_arg a;
-        st = walk_one(s, &pfx, 1, from, 17, 1, &a);
-        if (st == FD_OK) {
-            if ((st = node_dec(a.sub, a.sl, a.v, &n)) != FD_OK) { free(a.v.p); return st; }
-            have = 1;
-        } else if (st != FD_NOTFOUND) return st;
-    }
-    if (have && (n.bytes + tot >= NODE_MAX_BYTES || n.live + n.deleted >= NODE_MAX_ENTRIES)) {
-        free(n.raw.p);
+    int have = s->m.nnodes > 0, same = 0;
+    if (have && (s->m.t_bytes + tot >= NODE_MAX_BYTES || s->m.t_live + s->m.t_deleted >= NODE_MAX_ENTRIES)) {
+        /* the tail is full: bring its record up to date, start a new node */
+        uint8_t nk[17];
+        sk_node(nk, s->m.t_start);
+        const void *v; size_t vl;
+        st = IO_GET(s, nk, 17, &v, &vl);
+        if (st != FD_OK) return st == FD_NOTFOUND ? FD_E_CORRUPT : st;
+        if (vl < 44) return FD_E_CORRUPT;
+        uint8_t *cp = malloc(vl);
+        if (!cp) return FD_E_NOMEM;
+        memcpy(cp, v, vl);
+        snode old = { .start = s->m.t_start, .last = s->m.t_last, .live = s->m.t_live,
+                      .deleted = s->m.t_deleted, .bytes = s->m.t_bytes, .raw = { cp, vl }, .nf = (uint32_t)s->m.t_nf };
+        st = node_write(s, &old);
+        free(cp);
+        if (st != FD_OK) return st;
         have = 0;
     }
-    int same = 0;
     if (!have) {
         size_t rl = 44;
         for (int i = 0; i < nf; i++) rl += 4 + fv[2 * i].len;
@@ -820,20 +917,19 @@ static int append_entry(sref *s, sid id, const resp_arg *fv, int nf)
             n.bytes += lp_str(fv[2 * i].ptr, fv[2 * i].len);
         }
         n.start = id;
+        n.last = id;
         n.live = n.deleted = 0;
         n.nf = (uint32_t)nf;
+        st = node_write(s, &n);            /* the master fields, once */
+        if (st == FD_OK) tail_set(s, &n);
+        free(n.raw.p);
+        if (st != FD_OK) return st;
         s->m.nnodes++;
         same = 1;
-    } else if (n.nf == (uint32_t)nf) {
-        same = 1;
-        off = 44;
-        for (int i = 0; i < nf && same; i++) {
-            if (n.raw.n - off < 4) { same = 0; break; }
-            uint32_t l = get32(n.raw.p + off);
-            if (l != fv[2 * i].len || n.raw.n - off - 4 < l || memcmp(n.raw.p + off + 4, fv[2 * i].ptr, l) != 0) same = 0;
-            off += 4 + l;
-        }
+    } else {
+        same = s->m.t_nf == (uint64_t)nf && s->m.t_fhash == fields_hash_args(fv, nf);
     }
+    n.start = s->m.t_start;
     size_t eb = lp_int(same ? 2 : 0) + lp_int((int64_t)(id.ms - n.start.ms)) + lp_int((int64_t)(id.seq - n.start.seq));
     if (!same) eb += lp_int(nf);
     for (int i = 0; i < nf; i++) {
@@ -841,12 +937,9 @@ static int append_entry(sref *s, sid id, const resp_arg *fv, int nf)
         eb += lp_str(fv[2 * i + 1].ptr, fv[2 * i + 1].len);
     }
     eb += lp_int(nf + 3 + (same ? 0 : nf + 1));
-    n.bytes += eb;
-    n.live++;
-    n.last = id;
-    st = node_store(s, &n);
-    free(n.raw.p);
-    if (st != FD_OK) return st;
+    s->m.t_bytes += eb;
+    s->m.t_live++;
+    s->m.t_last = id;
     s->m.length++;
     s->m.added++;
     s->m.last = id;
@@ -917,14 +1010,9 @@ static int stream_trim(sref *s, const trim_args *t, long long *deleted_out)
             st = collect_entries(s, n.start, n.last, 0, &l);
             for (size_t i = 0; st == FD_OK && i < l.n; i++) st = del_entry(s, l.v[i]);
             free(l.v);
-            if (st == FD_OK) {
-                uint8_t k[17];
-                sk_node(k, n.start);
-                st = del_ok(IO_DEL(s, k, 17));
-            }
+            if (st == FD_OK) st = node_drop(s, &n);
             free(n.raw.p);
             if (st != FD_OK) return st;
-            s->m.nnodes--;
             s->m.length -= (uint64_t)entries;
             deleted += entries;
             continue;
@@ -1282,7 +1370,6 @@ static int deliver_pel(sref *s, sgroup *g, scons *cn, const idlist *ids)
         if (st == FD_OK) {
             if (old.cl != cn->nl || memcmp(old.cons, cn->name, cn->nl) != 0) {
                 st = cpel_del(s, g, old.cons, old.cl, id);
-                if (st == FD_OK) st = cons_adjust(s, g, old.cons, old.cl, -1);
                 if (st == FD_OK) st = cpel_put(s, g, cn->name, cn->nl, id);
                 cn->pel++;
             }
@@ -1576,6 +1663,23 @@ static int list_prefix(sref *s, const uint8_t *pfx, size_t pl, size_t max, list_
     return st;
 }
 
+/* A consumer's pending entries: its 'q' records counted (not stored, so
+ * XACK/XCLAIM need not rewrite the consumer). */
+static int count_cb(void *arg, const uint8_t *sub, size_t sl, const void *v, size_t vl)
+{
+    (void)sub; (void)sl; (void)v; (void)vl;
+    (*(long long *)arg)++;
+    return FD_SW_NEXT;
+}
+
+static int cons_pending(sref *s, uint64_t gid, const char *name, size_t nl, long long *n)
+{
+    uint8_t pfx[FD_SSUB_MAX];
+    size_t pl = sk_cpel_pfx(pfx, gid, name, nl);
+    *n = 0;
+    return IO_WALK(s, pfx, pl, pfx, pl, 0, count_cb, n);
+}
+
 /* Delete every record under pfx. */
 static int delete_prefix(sref *s, const uint8_t *pfx, size_t pl)
 {
@@ -1841,7 +1945,6 @@ int fd_stream_xack(fd_stream_call *c)
         size_t kl = sk_pel(k, g.gid, ids[j]);
         st = del_ok(IO_DEL(&s, k, kl));
         if (st == FD_OK) st = cpel_del(&s, &g, nk.cons, nk.cl, ids[j]);
-        if (st == FD_OK) st = cons_adjust(&s, &g, nk.cons, nk.cl, -1);
         free(nk.cons);
         g.pel--;
         acked++;
@@ -1945,7 +2048,8 @@ int fd_stream_xpending(fd_stream_call *c)
         long long nc = 0;
         for (size_t i = 0; i < l.n && st == FD_OK; i++) {
             if (l.vals[i].n < 16) { st = FD_E_CORRUPT; break; }
-            uint64_t pel = get64(l.vals[i].p + 8);
+            long long pel;
+            if ((st = cons_pending(&s, g.gid, (const char *)l.vals[i].p + 16, l.vals[i].n - 16, &pel)) != FD_OK) break;
             if (!pel) continue;
             if (resp_add_array(o, 2) || resp_add_bulk(o, l.vals[i].p + 16, l.vals[i].n - 16) ||
                 resp_add_bulk_ll(o, (long long)pel)) st = FD_E_NOMEM;
@@ -2007,7 +2111,6 @@ static int claim_one(sref *s, sgroup *g, scons *cn, snack *nk, int had_owner, in
     if (!same) {
         if (had_owner) {
             st = cpel_del(s, g, nk->cons, nk->cl, nk->id);
-            if (st == FD_OK) st = cons_adjust(s, g, nk->cons, nk->cl, -1);
         }
         if (st == FD_OK) st = cpel_put(s, g, cn->name, cn->nl, nk->id);
         cn->pel++;
@@ -2023,18 +2126,15 @@ static int nack_drop(sref *s, sgroup *g, snack *nk, scons *mine)
     size_t kl = sk_pel(k, g->gid, nk->id);
     int st = del_ok(IO_DEL(s, k, kl));
     if (st == FD_OK) st = cpel_del(s, g, nk->cons, nk->cl, nk->id);
-    if (mine && mine->nl == nk->cl && memcmp(mine->name, nk->cons, nk->cl) == 0) mine->pel--;
-    else if (st == FD_OK) st = cons_adjust(s, g, nk->cons, nk->cl, -1);
+    (void)mine;
     g->pel--;
     return st;
 }
 
-/* The claiming consumer: its record is re-read after the others' changes. */
+/* The claiming consumer's record (seen time; a new consumer). */
 static int claimer_flush(sref *s, sgroup *g, scons *cn, int *have)
 {
     if (!*have) return FD_OK;
-    /* cons_adjust may have changed this consumer's record (entries moved
-     * from itself are not counted twice: claim_one skips same-owner) */
     return cons_put(s, g, cn);
 }
 
@@ -2407,9 +2507,11 @@ static int xinfo_stream(fd_stream_call *c, sref *s)
             if (cl.vals[k].n < 16) { st = FD_E_CORRUPT; break; }
             const char *cn = (const char *)v + 16;
             size_t cnl = cl.vals[k].n - 16;
+            long long pel;
+            if ((st = cons_pending(s, g.gid, cn, cnl, &pel)) != FD_OK) break;
             if (resp_add_map(o, 4) || resp_add_bulk_cstr(o, "name") || resp_add_bulk(o, cn, cnl) ||
                 resp_add_bulk_cstr(o, "seen-time") || resp_add_int(o, (long long)get64(v)) ||
-                resp_add_bulk_cstr(o, "pel-count") || resp_add_int(o, (long long)get64(v + 8)) ||
+                resp_add_bulk_cstr(o, "pel-count") || resp_add_int(o, pel) ||
                 resp_add_bulk_cstr(o, "pending")) { st = FD_E_NOMEM; break; }
             uint8_t qp[FD_SSUB_MAX];
             size_t ql = sk_cpel_pfx(qp, g.gid, cn, cnl);
@@ -2469,10 +2571,11 @@ int fd_stream_xinfo(fd_stream_call *c)
         for (size_t k = 0; st == FD_OK && k < cl.n; k++) {
             const uint8_t *v = cl.vals[k].p;
             if (cl.vals[k].n < 16) { st = FD_E_CORRUPT; break; }
-            long long idle = c->now_ms - (int64_t)get64(v);
+            long long idle = c->now_ms - (int64_t)get64(v), pel;
             if (idle < 0) idle = 0;
+            if ((st = cons_pending(&s, g.gid, (const char *)v + 16, cl.vals[k].n - 16, &pel)) != FD_OK) break;
             if (resp_add_map(o, 3) || resp_add_bulk_cstr(o, "name") || resp_add_bulk(o, v + 16, cl.vals[k].n - 16) ||
-                resp_add_bulk_cstr(o, "pending") || resp_add_int(o, (long long)get64(v + 8)) ||
+                resp_add_bulk_cstr(o, "pending") || resp_add_int(o, pel) ||
                 resp_add_bulk_cstr(o, "idle") || resp_add_int(o, idle)) st = FD_E_NOMEM;
         }
         list_free(&cl);

@@ -34,7 +34,7 @@
 #include <stdint.h>
 #include "../../protocol/resp.h"
 
-#define FD_SMETA_LEN  104        /* bytes of the metadata blob */
+#define FD_SMETA_LEN  176        /* bytes of the metadata blob */
 #define FD_SSUB_MAX   240        /* longest sub-record key */
 
 /* A walk callback: the record's sub and value (valid only during the
