@@ -19,6 +19,7 @@
 #define NK2 FD_CMD_NUMKEYS2
 #define NS  FD_CMD_NOSCRIPT
 #define AM  FD_CMD_IN_MULTI
+#define SK  FD_CMD_STREAMKEYS
 
 static fd_command table[FD_CMD_COUNT] = {
 #define CMD(id_, ar, fl, f, l, s, fam, impl, cl, grp, since_, summ, syn) \
@@ -75,6 +76,20 @@ int fd_command_keys(const fd_command *cmd, int argc, const resp_arg *argv, int *
         int last = cmd->last_key < 0 ? argc + cmd->last_key : cmd->last_key;
         int step = cmd->key_step > 0 ? cmd->key_step : 1;
         for (int i = cmd->first_key; i <= last && i < argc && n < max; i += step) pos[n++] = i;
+    }
+    if (cmd->flags & FD_CMD_STREAMKEYS) {      /* as Redis's xreadGetKeys */
+        int sp = -1;
+        for (int i = 1; i < argc; i++) {
+            if (resp_arg_is(&argv[i], "block") || resp_arg_is(&argv[i], "count")) i++;
+            else if (resp_arg_is(&argv[i], "group")) i += 2;
+            else if (resp_arg_is(&argv[i], "noack")) continue;
+            else if (resp_arg_is(&argv[i], "streams")) { sp = i; break; }
+            else break;
+        }
+        int num = sp < 0 ? 0 : argc - sp - 1;
+        if (num == 0 || num % 2) return n;
+        for (int i = 0; i < num / 2 && n < max; i++) pos[n++] = sp + 1 + i;
+        return n;
     }
     int at = (cmd->flags & FD_CMD_NUMKEYS1) ? 1 : (cmd->flags & FD_CMD_NUMKEYS2) ? 2 : 0;
     if (at && at < argc) {

@@ -39,6 +39,8 @@ enum {
     FD_CMD_NUMKEYS2 = 1 << 11,
     FD_CMD_NOSCRIPT = 1 << 12,  /* not allowed from a script (MULTI, EVAL, WATCH...) */
     FD_CMD_IN_MULTI = 1 << 13,  /* inside MULTI it runs at once instead of being queued (EXEC, DISCARD, MULTI, WATCH) */
+    /* the keys are the first half of the arguments after STREAMS (XREAD, XREADGROUP) */
+    FD_CMD_STREAMKEYS = 1 << 14,
 };
 
 /* Who serves a command. */

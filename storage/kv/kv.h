@@ -92,6 +92,9 @@ typedef struct kv_driver {
  *   [KV_F_LONGKEY: full key length (4 BE) + full key]
  *   string:     the value bytes (stored inline: GET is one read)
  *   collection: version(8 BE) size(8 BE) [list: head(8 BE) tail(8 BE)]
+ *   stream:     version(8 BE) + the engine's metadata (FD_SMETA_LEN bytes,
+ *               storage/value/stream.h: length, last/first/max-deleted ids,
+ *               entries added, groups, ...)
  *
  * Sub-record tags (after the version):
  *   'f' field'          -> value            hash
@@ -99,11 +102,13 @@ typedef struct kv_driver {
  *   'z' member'         -> score(8, kv_enc_double)   zset member -> score
  *   's' score(8) member'-> ""               zset score index (byte order = numeric order)
  *   'l' seq(8 BE)       -> element          list (head..tail, start 2^63, SSDB-style)
+ *   'x' 'n' 'g' 'c' 'p' 'q' ...             stream sub-records, laid out by
+ *                                           storage/value/stream.h (kv_stream.c)
  * where field'/member' is encoded like a key (raw up to 200 bytes, else
  * prefix + hash with the full text at the front of the value).
  */
 #define KV_FORMAT 1   /* 'C' "format": bumped by any incompatible change below */
-enum { KV_T_NONE = 0, KV_T_STRING = 1, KV_T_LIST = 2, KV_T_HASH = 3, KV_T_SET = 4, KV_T_ZSET = 5 };
+enum { KV_T_NONE = 0, KV_T_STRING = 1, KV_T_LIST = 2, KV_T_HASH = 3, KV_T_SET = 4, KV_T_ZSET = 5, KV_T_STREAM = 6 };
 #define KV_F_TYPEMASK   0x0f
 #define KV_F_LONGKEY    0x10   /* the full key follows the expiry */
 
@@ -283,6 +288,9 @@ int  kv_delete(kv_ctx *c, const kv_key *k, const kv_meta *m);
  * must not point into driver memory. */
 int  kv_write_string(kv_ctx *c, const kv_key *k, const kv_meta *old, int64_t expire,
                      const void *a, size_t al, const void *b, size_t bl);
+/* Write k's metadata record as type `type` with body (version first) and
+ * m's expiry; counts a new key when !m->found (then sets it). (Streams.) */
+int  kv_write_meta(kv_ctx *c, const kv_key *k, kv_meta *m, int type, const void *body, size_t bl);
 /* Change the expiry of the live key k (m from kv_lookup): rewrites the
  * metadata and the expiry index. */
 int  kv_set_expire(kv_ctx *c, const kv_key *k, const kv_meta *m, int64_t expire);

@@ -179,6 +179,12 @@ int kv_meta_parse(const void *v, size_t vl, kv_meta *m)
         m->version = kv_get_u64(p);
         m->size = kv_get_u64(p + 8);
         return FD_OK;
+    case KV_T_STREAM:   /* version, then the stream engine's metadata */
+        if (end - p < 8) return FD_E_CORRUPT;
+        m->version = kv_get_u64(p);
+        m->val = (const char *)p + 8;
+        m->vlen = (size_t)(end - p - 8);
+        return FD_OK;
     case KV_T_LIST:
         if (end - p < 32) return FD_E_CORRUPT;
         m->version = kv_get_u64(p);

@@ -25,6 +25,7 @@ static const char *type_name(int t)
     case KV_T_HASH:   return "hash";
     case KV_T_SET:    return "set";
     case KV_T_ZSET:   return "zset";
+    case KV_T_STREAM: return "stream";
     default:          return "none";
     }
 }

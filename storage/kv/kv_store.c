@@ -229,6 +229,17 @@ int kv_write_string(kv_ctx *c, const kv_key *k, const kv_meta *old, int64_t expi
     return FD_OK;
 }
 
+int kv_write_meta(kv_ctx *c, const kv_key *k, kv_meta *m, int type, const void *body, size_t bl)
+{
+    size_t hl = meta_hdr_len(k);
+    void *dst;
+    int s = c->drv->reserve(c->txn, k->mkey, k->mlen, hl + bl, &dst);
+    if (s != FD_OK) return s;
+    memcpy(meta_hdr_write(dst, k, type, m->expire), body, bl);
+    if (!m->found) { c->d_keys++; m->found = 1; }
+    return FD_OK;
+}
+
 int kv_set_expire(kv_ctx *c, const kv_key *k, const kv_meta *m, int64_t expire)
 {
     const void *v; size_t vl;

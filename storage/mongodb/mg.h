@@ -44,6 +44,7 @@
 #include "../command.h"
 
 #define MG_COLL        "db0"
+#define MG_STREAM_COLL "db0_stream"   /* stream sub-records (mg_stream.c) */
 #define MG_SCANS       8            /* SCAN iterations remembered */
 #define MG_E_MONGO     (FD_STATUS_COUNT + 1)   /* a driver error: its text is in ctx->err */
 
@@ -184,7 +185,7 @@ void    *mg_reserve(void *a, size_t *cap, size_t need, size_t size);
 
 /* ================================================================ documents (mg_doc.c) */
 
-enum { MG_T_NONE, MG_T_STRING, MG_T_LIST, MG_T_HASH, MG_T_SET, MG_T_ZSET };
+enum { MG_T_NONE, MG_T_STRING, MG_T_LIST, MG_T_HASH, MG_T_SET, MG_T_ZSET, MG_T_STREAM };
 extern const char *const mg_type_names[];       /* by MG_T_*: "none", "string", ... */
 int mg_type_of(const char *s);                  /* a type name -> MG_T_*, MG_T_NONE if unknown */
 

@@ -37,7 +37,7 @@ void *mg_reserve(void *a, size_t *cap, size_t need, size_t size)
 
 /* ================================================================ documents */
 
-const char *const mg_type_names[] = {"none", "string", "list", "hash", "set", "zset"};
+const char *const mg_type_names[] = {"none", "string", "list", "hash", "set", "zset", "stream"};
 
 
 void mg_meta_free(mg_meta *m)
@@ -48,7 +48,7 @@ void mg_meta_free(mg_meta *m)
 
 int mg_type_of(const char *s)
 {
-    for (int i = 1; i <= MG_T_ZSET; i++)
+    for (int i = 1; i <= MG_T_STREAM; i++)
         if (!strcmp(s, mg_type_names[i])) return i;
     return MG_T_NONE;
 }

@@ -325,6 +325,11 @@ int mg_cmd_flushdb(mg_ctx *c)
         return FD_E_SYNTAX;
     bson_t q = BSON_INITIALIZER;
     bool ok = mongoc_collection_delete_many(c->coll, &q, NULL, NULL, &c->err);
+    if (ok) {   /* the streams' sub-documents (mg_stream.c) */
+        mongoc_collection_t *sc = mongoc_client_get_collection(c->client, c->b->dbname, MG_STREAM_COLL);
+        ok = sc && mongoc_collection_delete_many(sc, &q, NULL, NULL, &c->err);
+        if (sc) mongoc_collection_destroy(sc);
+    }
     bson_destroy(&q);
     if (!ok) return mg_fail(c);
     FD_OUT(resp_add_status(c->out, "OK"));

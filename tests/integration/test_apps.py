@@ -134,6 +134,37 @@ def redispy_register_script():
 
 
 @T.case
+def rq_blocking_worker():
+    """A normal (non-burst) RQ worker waits in BLPOP on its queue; jobs
+    enqueued afterwards by another client wake it up."""
+    try:
+        import rq
+    except ImportError:
+        missing_prerequisite("python3-rq")
+    import subprocess
+    import time
+    s = server()
+    q = rq.Queue("fdblock", connection=redis_client(s))
+    # a worker process (RQ installs signal handlers: not in a thread)
+    code = ("import redis, rq; r = redis.Redis(host=%r, port=%d); "
+            "rq.SimpleWorker([rq.Queue('fdblock', connection=r)], connection=r).work(burst=False, max_jobs=3)"
+            % (HOST, s.port))
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(1.5)                       # the worker is blocked on an empty queue
+    check(p.poll() is None, "the worker exited before any job: %r" % (p.stderr.read()[-600:] if p.poll() is not None else b""))
+    jobs = [q.enqueue("math.factorial", i) for i in (3, 4, 5)]
+    try:
+        p.wait(30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        check(False, "the blocking worker did not finish its 3 jobs within 30 s")
+    for j, want in zip(jobs, (6, 24, 120)):
+        j.refresh()
+        eq(j.get_status(), "finished", "job %s" % j.id)
+        eq(j.result, want)
+
+
+@T.case
 def rq_enqueue_and_burst_worker():
     try:
         import rq
@@ -145,17 +176,14 @@ def rq_enqueue_and_burst_worker():
     jobs = [q.enqueue("math.factorial", i) for i in range(3, 6)]
     eq(len(q), 3)
     # RQ 1.13 keeps job results in a stream (XADD, on Redis >= 5) and its
-    # worker subscribes to a pub/sub channel: not served by the embedded
-    # backends and mongodb yet (streams, pub/sub: the next issues)
-    with known_bug("RQ needs XADD (job results stream) and SUBSCRIBE, not served yet on " + BACKEND,
-                   active=BACKEND not in ("redis", "redis-cluster")):
-        w = rq.SimpleWorker([q], connection=r)
-        check(w.work(burst=True), "the burst worker must have worked")
-        for j, want in zip(jobs, (6, 24, 120)):
-            j.refresh()
-            eq(j.get_status(), "finished", "job %s" % j.id)
-            eq(j.result, want)
-        eq(len(q), 0)
+    # worker subscribes to a pub/sub channel: streams and pub/sub on every backend
+    w = rq.SimpleWorker([q], connection=r)
+    check(w.work(burst=True), "the burst worker must have worked")
+    for j, want in zip(jobs, (6, 24, 120)):
+        j.refresh()
+        eq(j.get_status(), "finished", "job %s" % j.id)
+        eq(j.result, want)
+    eq(len(q), 0)
 
 
 # ============================================================ limits
@@ -224,11 +252,9 @@ node("ioredis_definecommand")
 node("node_redis_multi")
 node("rate_limiter_flexible")
 # BullMQ's Lua scripts write its event stream (XADD) and its workers block on
-# BZPOPMIN: not served by frontdoor's own engine yet (streams and blocking
-# commands are the next issues). On the redis backends the scripts run on
-# Redis itself.
-node("bullmq", known=None if BACKEND in ("redis", "redis-cluster") else
-     "BullMQ needs streams (XADD from its scripts) and blocking commands, not served yet on %s" % BACKEND)
+# BZPOPMIN: on lmdb/leveldb/mongodb frontdoor's own engine runs the scripts
+# over its streams and blocking commands; on the redis backends Redis runs them.
+node("bullmq")
 
 
 if __name__ == "__main__":

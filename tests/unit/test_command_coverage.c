@@ -45,7 +45,7 @@ int main(void) {
             CHECK(t[i].family == FD_FAM_DATA);
             CHECK(t[i].cluster != FD_CL_NONE);
             /* a keyed command names its keys; a keyless one says so */
-            if (!(t[i].flags & FD_CMD_KEYLESS_BACKEND) && !(t[i].flags & (FD_CMD_NUMKEYS1 | FD_CMD_NUMKEYS2)))
+            if (!(t[i].flags & FD_CMD_KEYLESS_BACKEND) && !(t[i].flags & (FD_CMD_NUMKEYS1 | FD_CMD_NUMKEYS2 | FD_CMD_STREAMKEYS)))
                 CHECK(t[i].first_key > 0);
             if (t[i].cluster >= FD_CL_SPLIT_SUM && t[i].cluster <= FD_CL_SPLIT_OK) CHECK(t[i].key_step > 0);
         }
@@ -62,6 +62,10 @@ int main(void) {
     CHECK(fd_command_keys(fd_command_lookup("sintercard", 10), 5, si, pos, 8) == 2 && pos[0] == 2 && pos[1] == 3);
     resp_arg bad[3] = {{"sintercard", 10}, {"x", 1}, {"a", 1}};
     CHECK(fd_command_keys(fd_command_lookup("sintercard", 10), 3, bad, pos, 8) == 0);
+    resp_arg xr[9] = {{"xreadgroup", 10}, {"GROUP", 5}, {"g", 1}, {"c", 1}, {"COUNT", 5}, {"2", 1},
+                      {"streams", 7}, {"s1", 2}, {"0", 1}};
+    CHECK(fd_command_keys(fd_command_lookup("xreadgroup", 10), 9, xr, pos, 8) == 1 && pos[0] == 7);
+    CHECK(fd_command_keys(fd_command_lookup("xreadgroup", 10), 8, xr, pos, 8) == 0);   /* unbalanced: none */
 
     /* every backend: served or refused with a reason, never neither */
     const fd_backend_ops *const *bs = fd_backend_list();

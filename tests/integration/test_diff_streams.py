@@ -1,0 +1,503 @@
+#!/usr/bin/python3
+"""Differential test of the stream commands: the same commands go to a real
+redis-server 7.0 and to frontdoor; every reply is compared byte for byte,
+RESP2 and RESP3 (storage/value/stream.c, docs/encoding.md "Streams").
+
+Clock-dependent numbers are compared with a tolerance: consumer idle times
+(XINFO CONSUMERS "idle", the third element of an XPENDING entry) within
+1000 ms, absolute millisecond times (seen-time, delivery times in XINFO
+STREAM FULL) within 3000 ms. IDs made by "*" carry the clock: they are
+checked for their shape and compared through XLEN/XRANGE counts only.
+
+Registered for every backend (tests/CMakeLists.txt): lmdb by the glob,
+leveldb, mongodb, redis and redis-cluster through fd_backend_suites.
+"""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fdtest import Tests, Diff, start_frontdoor, start_redis, parse, check, skip, frontdoor_is_redis  # noqa: E402
+
+T = Tests(case_timeout=120)
+_servers = {}
+
+
+def servers():
+    for name in ("ref", "fd"):
+        s = _servers.get(name)
+        if s is not None and not s.alive():
+            print("      !! %s died; restarting it. Its output:\n%s" % (s.kind, s.log()[-3000:]))
+            s.cleanup()
+            s = None
+        if s is None:
+            _servers[name] = (start_redis(databases=1, keep=True) if name == "ref"
+                              else start_frontdoor(keep=True))
+    return _servers["ref"], _servers["fd"]
+
+
+def diff(proto=2):
+    ref, fd = servers()
+    d = Diff(ref.conn(), fd.conn())
+    if proto == 3:
+        d.ref.cmd("HELLO", "3")
+        d.fd.cmd("HELLO", "3")
+    d.cmd("FLUSHDB")
+    return d
+
+
+# ------------------------------------------------------------ tolerance
+
+def _close(a, b, path):
+    if type(a) != type(b):
+        return False
+    if isinstance(a, list):
+        if len(a) != len(b):
+            return False
+        # XPENDING entry [id, consumer, idle, count] / XINFO FULL pending
+        is_pend = (len(a) in (3, 4) and isinstance(a[0], bytes) and re.match(rb"^\d+-\d+$", a[0] or b""))
+        for i, (x, y) in enumerate(zip(a, b)):
+            key = a[i - 1] if i > 0 and i % 2 == 1 and isinstance(a[i - 1], bytes) else None
+            tol = 0
+            if key in (b"idle",):
+                tol = 1000
+            elif key in (b"seen-time",):
+                tol = 3000
+            elif is_pend and len(a) == 4 and i == 2:
+                tol = 3000 if isinstance(x, int) and x > 10 ** 12 else 1000
+            elif is_pend and len(a) == 3 and i == 1:
+                tol = 3000
+            if tol and isinstance(x, int) and isinstance(y, int):
+                if abs(x - y) > tol:
+                    return False
+            elif not _close(x, y, path + [i]):
+                return False
+        return True
+    if isinstance(a, dict):
+        ka, kb = list(a.keys()), list(b.keys())
+        if ka != kb:
+            return False
+        for k in ka:
+            x, y = a[k], b[k]
+            tol = 1000 if k == b"idle" else 3000 if k == b"seen-time" else 0
+            if tol and isinstance(x, int) and isinstance(y, int):
+                if abs(x - y) > tol:
+                    return False
+            elif not _close(x, y, path + [k]):
+                return False
+        return True
+    return a == b
+
+
+def near(a, b):
+    """Replies equal but for clock-dependent numbers (see the docstring)."""
+    if a == b:
+        return True
+    try:
+        return _close(parse(a), parse(b), [])
+    except Exception:
+        return False
+
+
+def scan_keys(a, b):
+    """SCAN replies: the same keys (a cluster's composite cursor differs)."""
+    try:
+        return sorted(parse(a)[1]) == sorted(parse(b)[1])
+    except Exception:
+        return a == b
+
+
+def run(d, steps):
+    for st in steps:
+        if st and st[0] == "~":
+            d.cmd(*st[1:], same=near)
+        elif st and st[0] == "SCAN*":
+            d.cmd("SCAN", *st[1:], same=scan_keys)
+        else:
+            d.cmd(*st)
+
+
+def scripted(name, steps, protos=(2, 3)):
+    def fn():
+        for p in protos:
+            d = diff(p)
+            run(d, steps)
+            d.finish()
+    fn.__name__ = name
+    T.add(name, fn)
+
+
+def fill(key, n, start_ms=1, fields=("f", "v"), step=1):
+    return [("XADD", key, "%d-%d" % (start_ms + i * step, i % 3)) + tuple(fields) for i in range(n)]
+
+
+# ------------------------------------------------------------ XADD ids
+
+BAD_IDS = ["-", "+", "abc", "1-x", "-1", "1-", "-1-1", " 1", "+1", "01", "-0", "1.5", "1-1-1",
+           "18446744073709551616", "1-18446744073709551616", "x" * 130, "1-*-1", "*-1", "**", "1-**"]
+
+scripted("xadd_ids_and_errors", [
+    ("XADD", "s", "0-0", "a", "1"), ("EXISTS", "s"),
+    ("XADD", "s", "0-1", "a", "1"), ("XADD", "s", "0-1", "a", "1"), ("XADD", "s", "0-0", "a", "1"),
+    ("XADD", "s", "5", "a", "1"), ("XADD", "s", "5", "b", "2"), ("XADD", "s", "5-*", "c", "3"),
+    ("XADD", "s", "4-*", "c", "3"), ("XADD", "s", "6-*", "c", "3"), ("XADD", "s", "6-*", "c", "3"),
+    ("XADD", "s", "6-0", "c", "3"), ("XADD", "s", "3-9", "c", "3"),
+    ("XADD", "new", "0-*", "a", "1"), ("XADD", "new2", "7-*", "a", "1"),
+    ("XADD", "s", "18446744073709551615-18446744073709551614", "a", "1"),
+    ("XADD", "s", "18446744073709551615-*", "a", "1"),
+    ("XADD", "s", "18446744073709551615-*", "a", "1"),
+    ("XADD", "s", "*", "a", "1"),
+    ("XADD", "s2", "18446744073709551615-18446744073709551615", "a", "1"),
+    ("XADD", "s2", "*", "a", "1"),
+    ("XLEN", "s"), ("XRANGE", "s", "-", "+"),
+] + [("XADD", "bad", i, "a", "1") for i in BAD_IDS] + [
+    ("XADD", "ok", "000012-0007", "a", "1"), ("XADD", "ok", "12-8 ", "a", "1"),
+    ("XADD", "ok", "-0-9", "a", "1"),
+    ("EXISTS", "bad"),
+    ("XADD", "s", "1-1"), ("XADD", "s", "9-9", "a"), ("XADD", "s", "9-9", "a", "1", "b"),
+    ("XADD", "s", "MAXLEN", "-1", "*", "a", "1"), ("XADD", "s", "MAXLEN", "x", "*", "a", "1"),
+    ("XADD", "s", "MAXLEN", "1", "MINID", "0", "*", "a", "1"),
+    ("XADD", "s", "MINID", "1", "MAXLEN", "0", "*", "a", "1"),
+    ("XADD", "s", "LIMIT", "10", "*", "a", "1"), ("XADD", "s", "MAXLEN", "=", "1", "LIMIT", "5", "*", "a", "1"),
+    ("XADD", "s", "MAXLEN", "~", "1", "LIMIT", "-1", "*", "a", "1"),
+    ("XADD", "s", "MAXLEN", "~", "1", "LIMIT", "x", "*", "a", "1"),
+    ("XADD", "s", "MINID", "bad", "*", "a", "1"), ("XADD", "s", "MINID", "-", "*", "a", "1"),
+    ("XADD", "s", "MAXLEN"), ("XADD", "s", "NOMKSTREAM", "MAXLEN", "1", "x"),
+    ("XADD", "nope", "NOMKSTREAM", "1-1", "a", "1"), ("EXISTS", "nope"),
+    ("XADD", "nope", "nomkstream", "maxlen", "5", "1-1", "a", "1"),
+    ("SET", "str", "x"), ("XADD", "str", "1-1", "a", "1"), ("XADD", "str", "0-0", "a", "1"),
+    ("XLEN", "str"), ("XRANGE", "str", "-", "+"), ("XLEN", "none"),
+    ("XADD", "bin", "1-1", "f\x00\r\n", "v\x00\xff", "", ""), ("XRANGE", "bin", "-", "+"),
+])
+
+
+@T.case
+def xadd_auto_ids():
+    for p in (2, 3):
+        d = diff(p)
+        for _ in range(20):
+            a, b = d.cmd("XADD", "s", "*", "f", "v", same=lambda a, b: re.match(rb"^\$\d+\r\n\d+-\d+\r\n$", b) is not None)
+        d.cmd("XLEN", "s")
+        d.cmd("XADD", "p", "1-1", "a", "1")
+        a, b = d.cmd("XADD", "p", "*", "a", "1", same=lambda a, b: re.match(rb"^\$\d+\r\n\d{13}-0\r\n$", b) is not None)
+        d.cmd("XADD", "q", "99999999999999-5", "a", "1")
+        d.cmd("XADD", "q", "*", "a", "1")      # clock behind the last id: last + 1
+        d.finish()
+
+
+# ------------------------------------------------------------ XRANGE / XREVRANGE
+
+scripted("xrange_xrevrange", fill("s", 12) + [
+    ("XRANGE", "s", "-", "+"), ("XREVRANGE", "s", "+", "-"),
+    ("XRANGE", "s", "3", "7"), ("XRANGE", "s", "3-1", "7-0"), ("XRANGE", "s", "(3-1", "(7-0"),
+    ("XREVRANGE", "s", "(7-0", "(3-1"), ("XREVRANGE", "s", "7", "3"),
+    ("XRANGE", "s", "-", "+", "COUNT", "3"), ("XRANGE", "s", "-", "+", "COUNT", "0"),
+    ("XRANGE", "s", "-", "+", "COUNT", "-1"), ("XRANGE", "s", "-", "+", "count", "2", "COUNT", "4"),
+    ("XREVRANGE", "s", "+", "-", "COUNT", "2"), ("XREVRANGE", "s", "+", "-", "COUNT", "0"),
+    ("XRANGE", "s", "-", "+", "COUNT"), ("XRANGE", "s", "-", "+", "LIMIT", "1"),
+    ("XRANGE", "s", "-", "+", "COUNT", "x"), ("XRANGE", "s", "7", "3"), ("XRANGE", "s", "5", "5"),
+    ("XRANGE", "s", "(-", "+"), ("XRANGE", "s", "-", "(+"), ("XRANGE", "s", "(0-0", "+", "COUNT", "1"),
+    ("XRANGE", "s", "(18446744073709551615-18446744073709551615", "+"),
+    ("XRANGE", "s", "-", "(0-0"), ("XREVRANGE", "s", "(0-0", "-"),
+    ("XRANGE", "s", "(5", "+", "COUNT", "2"), ("XRANGE", "s", "-", "(5", "COUNT", "20"),
+    ("XRANGE", "s", "abc", "+"), ("XRANGE", "s", "-", "1-x"), ("XRANGE", "s", "((1", "+"),
+    ("XRANGE", "s", "1-*", "+"), ("XRANGE", "nokey", "-", "+"), ("XRANGE", "nokey", "-", "+", "COUNT", "0"),
+    ("XREVRANGE", "nokey", "+", "-"), ("SET", "str", "v"), ("XRANGE", "str", "-", "+"),
+    ("XRANGE", "str", "x", "+"), ("XRANGE", "str", "-", "+", "COUNT", "0"),
+    ("XRANGE", "s", "18446744073709551615", "+"), ("XRANGE", "s", "5-18446744073709551615", "+"),
+])
+
+
+# ------------------------------------------------------------ trimming
+
+def _big_fill(key, n, vsize):
+    return [("XADD", key, "%d-1" % (i + 1), "field", "x" * (vsize + i % 7), "n", str(i)) for i in range(n)]
+
+
+scripted("trim_maxlen_minid_exact_approx", fill("a", 250) + [
+    ("XINFO", "STREAM", "a"),
+    ("XADD", "a", "MAXLEN", "~", "200", "1000-1", "f", "v"), ("XLEN", "a"), ("XINFO", "STREAM", "a"),
+    ("XADD", "a", "MAXLEN", "~", "10", "1001-1", "f", "v"), ("XLEN", "a"),
+    ("XADD", "a", "MAXLEN", "~", "10", "LIMIT", "30", "1002-1", "f", "v"), ("XLEN", "a"),
+    ("XADD", "a", "MAXLEN", "=", "100", "1003-1", "f", "v"), ("XLEN", "a"), ("XRANGE", "a", "-", "+", "COUNT", "3"),
+    ("XINFO", "STREAM", "a"),
+    ("XTRIM", "a", "MAXLEN", "~", "20"), ("XLEN", "a"), ("XTRIM", "a", "MAXLEN", "50"), ("XLEN", "a"),
+    ("XTRIM", "a", "MINID", "200"), ("XLEN", "a"), ("XRANGE", "a", "-", "+", "COUNT", "2"),
+    ("XTRIM", "a", "MINID", "~", "230"), ("XTRIM", "a", "MINID", "=", "230"), ("XLEN", "a"),
+    ("XINFO", "STREAM", "a"),
+    ("XTRIM", "a", "MAXLEN", "0"), ("XLEN", "a"), ("XINFO", "STREAM", "a"), ("XRANGE", "a", "-", "+"),
+    ("XADD", "a", "2000-1", "f", "v"), ("XINFO", "STREAM", "a"),
+    ("XTRIM", "nokey", "MAXLEN", "0"), ("XTRIM", "a"), ("XTRIM", "a", "FOO", "1"), ("XTRIM", "a", "MAXLEN"),
+    ("XTRIM", "a", "MAXLEN", "-1"), ("XTRIM", "a", "LIMIT", "1", "MAXLEN", "1"),
+    ("XTRIM", "a", "MAXLEN", "1", "LIMIT", "1"), ("XTRIM", "a", "MAXLEN", "~", "1", "LIMIT", "1"),
+    ("XTRIM", "a", "MINID", "x"), ("XTRIM", "a", "MAXLEN", "1", "MINID", "1"),
+    ("SET", "str", "v"), ("XTRIM", "str", "MAXLEN", "0"),
+    ("XADD", "z", "MAXLEN", "0", "1-1", "f", "v"), ("XLEN", "z"), ("XINFO", "STREAM", "z"),
+])
+
+scripted("trim_node_bytes", _big_fill("b", 120, 300) + [
+    ("XINFO", "STREAM", "b"),
+    ("XADD", "b", "MAXLEN", "~", "100", "500-1", "field", "y"), ("XLEN", "b"), ("XINFO", "STREAM", "b"),
+    ("XADD", "b", "MINID", "~", "60", "501-1", "other", "y", "more", "z"), ("XLEN", "b"),
+    ("XINFO", "STREAM", "b"),
+] + [("XADD", "c", "%d-0" % (i + 1), "k%d" % (i % 3), "12345", "n", "-7" * (i % 40)) for i in range(400)] + [
+    ("XINFO", "STREAM", "c"), ("XTRIM", "c", "MAXLEN", "~", "150"), ("XLEN", "c"), ("XINFO", "STREAM", "c"),
+    ("XDEL", "c", "300-0", "301-0"), ("XTRIM", "c", "MINID", "~", "310"), ("XLEN", "c"), ("XINFO", "STREAM", "c"),
+], protos=(2,))
+
+
+# ------------------------------------------------------------ XDEL
+
+scripted("xdel_first_max_deleted", fill("s", 8) + [
+    ("XDEL", "s", "1-0"), ("XINFO", "STREAM", "s"), ("XDEL", "s", "3-2", "99-0", "3-2"),
+    ("XINFO", "STREAM", "s"), ("XDEL", "s", "bad"), ("XDEL", "s", "5-1", "bad"), ("XLEN", "s"),
+    ("XDEL", "s", "+"), ("XDEL", "s", "-"), ("XDEL", "nokey", "1-1"), ("XDEL", "nokey", "bad"),
+    ("XDEL", "s", "2-1", "4-0", "5-1", "6-2", "7-0", "8-1"), ("XLEN", "s"), ("XINFO", "STREAM", "s"),
+    ("XADD", "s", "9-0", "f", "v"), ("XINFO", "STREAM", "s"), ("XRANGE", "s", "-", "+"),
+    ("SET", "str", "v"), ("XDEL", "str", "1-1"),
+] + fill("t", 150) + [("XDEL", "t") + tuple("%d-%d" % (i + 1, i % 3) for i in range(100)),
+                      ("XINFO", "STREAM", "t"), ("XADD", "t", "200-0", "f", "v"), ("XINFO", "STREAM", "t")])
+
+
+# ------------------------------------------------------------ XREAD
+
+@T.case
+def xread_plain():
+    steps = fill("{x}s1", 5) + fill("{x}s2", 3, start_ms=10) + [
+        ("XREAD", "STREAMS", "{x}s1", "0"), ("XREAD", "COUNT", "2", "STREAMS", "{x}s1", "{x}s2", "0", "0"),
+        ("XREAD", "STREAMS", "{x}s1", "{x}s2", "3", "$"), ("XREAD", "STREAMS", "{x}s1", "{x}s2", "$", "$"),
+        ("XREAD", "STREAMS", "{x}s1", "{x}nokey", "2-1", "0"), ("XREAD", "STREAMS", "{x}nokey", "0"),
+        ("XREAD", "STREAMS", "{x}s1", "5-1"), ("XREAD", "STREAMS", "{x}s1", "18446744073709551615-18446744073709551615"),
+        ("XREAD", "COUNT", "0", "STREAMS", "{x}s1", "0"), ("XREAD", "COUNT", "-3", "STREAMS", "{x}s1", "0"),
+        ("XREAD", "STREAMS", "{x}s1"), ("XREAD", "STREAMS", "{x}s1", "{x}s2", "0"), ("XREAD", "COUNT", "1", "{x}s1", "0"),
+        ("XREAD", "GROUP", "g", "c", "STREAMS", "{x}s1", "0"), ("XREAD", "NOACK", "STREAMS", "{x}s1", "0"),
+        ("XREAD", "STREAMS", "{x}s1", ">"), ("XREAD", "STREAMS", "{x}s1", "bad"), ("XREAD", "COUNT", "x", "STREAMS", "{x}s1", "0"),
+        ("XREAD", "FOO", "STREAMS", "{x}s1", "0"),
+        ("SET", "{x}str", "v"), ("XREAD", "STREAMS", "{x}str", "0"), ("XREAD", "STREAMS", "{x}s1", "{x}str", "0", "0"),
+        ("XREAD", "STREAMS", "{x}s1", "{x}s1", "0", "4"),
+    ]
+    for p in (2, 3):
+        d = diff(p)
+        run(d, steps)
+        d.finish()
+
+
+@T.case
+def xread_block_with_data_ready():
+    """BLOCK answers at once when data are there (as Redis). The redis and
+    redis-cluster backends refuse every BLOCK (a shared connection must not
+    block); when the reader would have to wait, the embedded and MongoDB
+    backends answer an error until the blocking machinery serves it."""
+    be = os.environ.get("FD_BACKEND", "")
+    if be.startswith("redis"):
+        skip("the %s backend refuses XREAD/XREADGROUP BLOCK by design" % be)
+    steps = fill("{x}s1", 5) + fill("{x}s2", 3, start_ms=10) + [
+        ("XREAD", "BLOCK", "0", "STREAMS", "{x}s1", "0"),
+        ("XREAD", "BLOCK", "100", "COUNT", "1", "STREAMS", "{x}s1", "{x}s2", "0", "0"),
+        ("XREAD", "BLOCK", "-1", "STREAMS", "{x}s1", "0"), ("XREAD", "BLOCK", "x", "STREAMS", "{x}s1", "0"),
+        ("XREAD", "COUNT", "1", "BLOCK"), ("XREAD", "BLOCK", "9223372036854775807", "STREAMS", "{x}s1", "0"),
+        ("XGROUP", "CREATE", "{x}s1", "g", "0"),
+        ("XREADGROUP", "GROUP", "g", "x", "BLOCK", "10", "STREAMS", "{x}s1", "0"),
+        ("XREADGROUP", "GROUP", "g", "x", "BLOCK", "10", "COUNT", "1", "STREAMS", "{x}s1", ">"),
+        ("XREADGROUP", "GROUP", "g", "x", "BLOCK", "0", "STREAMS", "{x}s1", "0"),
+    ]
+    for p in (2, 3):
+        d = diff(p)
+        run(d, steps)
+        d.finish()
+    if not frontdoor_is_redis():
+        ref, fd = servers()
+        with fd.conn() as c:
+            r = c.cmd("XREAD", "BLOCK", "10", "STREAMS", "{x}s1", "$")
+            check(r.startswith(b"-ERR XREAD BLOCK would have to wait"), "XREAD BLOCK that would wait is refused", r)
+            c.cmd("XREADGROUP", "GROUP", "g", "x", "STREAMS", "{x}s1", ">")     # everything delivered
+            r = c.cmd("XREADGROUP", "GROUP", "g", "x", "BLOCK", "10", "STREAMS", "{x}s1", ">")
+            check(r.startswith(b"-ERR XREADGROUP BLOCK would have to wait"), "XREADGROUP BLOCK that would wait is refused", r)
+
+
+# ------------------------------------------------------------ groups
+
+scripted("xgroup_subcommands", fill("s", 4) + [
+    ("XGROUP", "CREATE", "s", "g1", "0"), ("XGROUP", "CREATE", "s", "g1", "0"),
+    ("XGROUP", "CREATE", "s", "g2", "$"), ("XGROUP", "CREATE", "s", "g3", "2-0", "ENTRIESREAD", "2"),
+    ("XGROUP", "CREATE", "s", "g4", "2", "ENTRIESREAD", "-1"), ("XGROUP", "CREATE", "s", "g5", "2", "ENTRIESREAD", "-2"),
+    ("XGROUP", "CREATE", "s", "g5", "2", "ENTRIESREAD", "x"), ("XGROUP", "CREATE", "s", "g5", "2", "ENTRIESREAD"),
+    ("XGROUP", "CREATE", "s", "g5", "bad"), ("XGROUP", "CREATE", "s", "g5", "-"), ("XGROUP", "CREATE", "s", "g5", "+"),
+    ("XGROUP", "CREATE", "s", "g5", "0", "FOO"), ("XGROUP", "CREATE", "s", "g5", "0", "MKSTREAM", "MKSTREAM", "MKSTREAM", "MKSTREAM"),
+    ("XGROUP", "CREATE", "nokey", "g", "0"), ("XGROUP", "CREATE", "nokey", "g", "$", "MKSTREAM"),
+    ("XINFO", "STREAM", "nokey"), ("XGROUP", "CREATE", "nokey2", "g", "5-5", "MKSTREAM", "ENTRIESREAD", "3"),
+    ("XINFO", "GROUPS", "nokey2"),
+    ("XINFO", "GROUPS", "s"), ("XGROUP", "SETID", "s", "g1", "3"), ("XGROUP", "SETID", "s", "g1", "$", "ENTRIESREAD", "4"),
+    ("XGROUP", "SETID", "s", "g1", "-"), ("XGROUP", "SETID", "s", "g1", "0", "ENTRIESREAD", "-5"),
+    ("XGROUP", "SETID", "s", "g1", "0", "FOO", "1"), ("XGROUP", "SETID", "s", "g1", "0", "ENTRIESREAD"),
+    ("XGROUP", "SETID", "s", "nog", "0"), ("XGROUP", "SETID", "nokey9", "g", "0"), ("XINFO", "GROUPS", "s"),
+    ("XGROUP", "CREATECONSUMER", "s", "g1", "c1"), ("XGROUP", "CREATECONSUMER", "s", "g1", "c1"),
+    ("XGROUP", "CREATECONSUMER", "s", "nog", "c1"), ("~", "XINFO", "CONSUMERS", "s", "g1"),
+    ("XGROUP", "DELCONSUMER", "s", "g1", "c1"), ("XGROUP", "DELCONSUMER", "s", "g1", "c1"),
+    ("XGROUP", "DELCONSUMER", "s", "nog", "c1"),
+    ("XGROUP", "DESTROY", "s", "g2"), ("XGROUP", "DESTROY", "s", "g2"), ("XGROUP", "DESTROY", "nokey9", "g2"),
+    ("XINFO", "GROUPS", "s"), ("XINFO", "STREAM", "s"),
+    ("XGROUP", "HELP"), ("XGROUP", "help", "x"), ("XGROUP", "FOO"), ("XGROUP", "foo", "a", "b"),
+    ("XGROUP",), ("XGROUP", "CREATE", "s"), ("XGROUP", "CREATE", "s", "g"), ("XGROUP", "DESTROY", "s"),
+    ("XGROUP", "DESTROY", "s", "g", "x"), ("XGROUP", "CREATECONSUMER", "s", "g"), ("XGROUP", "SETID", "s", "g1", "0", "x"),
+    ("XGROUP", "SETID", "s", "g1", "0", "ENTRIESREAD", "1", "x"),
+    ("SET", "str", "v"), ("XGROUP", "CREATE", "str", "g", "0"), ("XGROUP", "CREATE", "str", "g", "0", "MKSTREAM"),
+    ("XINFO", "HELP"), ("XINFO", "HELP", "x"), ("XINFO", "FOO", "x"), ("XINFO",), ("XINFO", "STREAM"),
+    ("XINFO", "GROUPS", "s", "x"), ("XINFO", "CONSUMERS", "s"), ("XINFO", "CONSUMERS", "s", "nog"),
+    ("XINFO", "STREAM", "nokey9"), ("XINFO", "STREAM", "str"), ("XINFO", "GROUPS", "nokey9"),
+    ("XINFO", "STREAM", "s", "FULL", "COUNT"), ("XINFO", "STREAM", "s", "FOO"), ("XINFO", "STREAM", "s", "FULL", "X", "1"),
+    ("XINFO", "STREAM", "s", "FULL", "COUNT", "x"), ("XINFO", "STREAM", "s", "FULL", "COUNT", "1", "x"),
+])
+
+scripted("xreadgroup_pel_ack_pending", fill("s", 6) + [
+    ("XGROUP", "CREATE", "s", "g", "0"),
+    ("XREADGROUP", "GROUP", "g", "alice", "COUNT", "2", "STREAMS", "s", ">"),
+    ("XREADGROUP", "GROUP", "g", "bob", "COUNT", "1", "STREAMS", "s", ">"),
+    ("XINFO", "GROUPS", "s"), ("~", "XINFO", "CONSUMERS", "s", "g"),
+    ("XPENDING", "s", "g"), ("~", "XPENDING", "s", "g", "-", "+", "10"), ("~", "XPENDING", "s", "g", "-", "+", "10", "alice"),
+    ("~", "XPENDING", "s", "g", "IDLE", "0", "-", "+", "10"), ("XPENDING", "s", "g", "IDLE", "100000", "-", "+", "10"),
+    ("~", "XPENDING", "s", "g", "(1-0", "+", "1"), ("XPENDING", "s", "g", "-", "+", "0"),
+    ("~", "XPENDING", "s", "g", "-", "+", "-5"), ("XPENDING", "s", "g", "-", "+", "10", "nobody"),
+    ("XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", "0"),
+    ("XREADGROUP", "GROUP", "g", "alice", "COUNT", "1", "STREAMS", "s", "1-0"),
+    ("~", "XPENDING", "s", "g", "-", "+", "10"),
+    ("XACK", "s", "g", "1-0", "9-9"), ("XACK", "s", "g", "1-0"), ("XACK", "s", "g", "bad"),
+    ("XACK", "s", "nog", "bad"), ("XACK", "nokey", "g", "1-0"), ("XPENDING", "s", "g"),
+    ("XDEL", "s", "2-1"), ("XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", "0"),
+    ("XREADGROUP", "GROUP", "g", "carol", "NOACK", "COUNT", "1", "STREAMS", "s", ">"), ("XPENDING", "s", "g"),
+    ("XINFO", "GROUPS", "s"),
+    ("XREADGROUP", "GROUP", "g", "bob", "STREAMS", "s", ">"), ("XREADGROUP", "GROUP", "g", "bob", "STREAMS", "s", ">"),
+    ("XINFO", "GROUPS", "s"), ("XPENDING", "s", "g"),
+    ("XGROUP", "SETID", "s", "g", "0"), ("XREADGROUP", "GROUP", "g", "dave", "COUNT", "2", "STREAMS", "s", ">"),
+    ("XPENDING", "s", "g"), ("~", "XPENDING", "s", "g", "-", "+", "20"), ("XINFO", "GROUPS", "s"),
+    ("~", "XINFO", "STREAM", "s", "FULL"), ("~", "XINFO", "STREAM", "s", "FULL", "COUNT", "1"),
+    ("~", "XINFO", "STREAM", "s", "FULL", "COUNT", "0"),
+    ("XGROUP", "DELCONSUMER", "s", "g", "dave"), ("XPENDING", "s", "g"),
+    ("XREADGROUP", "GROUP", "g", "x", "STREAMS", "s", "$"), ("XREADGROUP", "GROUP", "nog", "x", "STREAMS", "s", ">"),
+    ("XREADGROUP", "GROUP", "g", "x", "STREAMS", "nokey", ">"), ("XREADGROUP", "STREAMS", "s", ">"),
+    ("XREADGROUP", "GROUP", "g", "x", "STREAMS", "s"), ("XREADGROUP", "GROUP", "g", "x", "STREAMS", "s", "bad"),
+    ("XPENDING", "nokey", "g"), ("XPENDING", "s", "nog"), ("XPENDING", "s", "g", "-"), ("XPENDING", "s", "g", "-", "+"),
+    ("XPENDING", "s", "g", "IDLE", "1", "-", "+"), ("XPENDING", "s", "g", "IDLE", "x", "-", "+", "1"),
+    ("XPENDING", "s", "g", "-", "+", "x"), ("XPENDING", "s", "g", "x", "+", "1"), ("XPENDING", "s", "g", "(18446744073709551615-18446744073709551615", "+", "1"),
+    ("XPENDING", "s", "g", "-", "(0-0", "1"), ("XPENDING", "s", "g", "-", "+", "1", "c", "x"),
+    ("SET", "str", "v"), ("XPENDING", "str", "g"), ("XACK", "str", "g", "1-1"), ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "str", ">"),
+])
+
+scripted("lag_and_entries_read", fill("s", 5) + [
+    ("XGROUP", "CREATE", "s", "g", "0"), ("XGROUP", "CREATE", "s", "h", "$"), ("XGROUP", "CREATE", "s", "k", "3-2"),
+    ("XINFO", "GROUPS", "s"), ("XREADGROUP", "GROUP", "g", "c", "COUNT", "2", "STREAMS", "s", ">"), ("XINFO", "GROUPS", "s"),
+    ("XDEL", "s", "4-0"), ("XINFO", "GROUPS", "s"), ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"),
+    ("XINFO", "GROUPS", "s"), ("XADD", "s", "9-0", "f", "v"), ("XINFO", "GROUPS", "s"),
+    ("XTRIM", "s", "MAXLEN", "1"), ("XINFO", "GROUPS", "s"), ("XREADGROUP", "GROUP", "k", "c", "STREAMS", "s", ">"),
+    ("XINFO", "GROUPS", "s"), ("XSETID", "s", "20-0", "ENTRIESADDED", "30", "MAXDELETEDID", "15-0"),
+    ("XINFO", "GROUPS", "s"), ("XINFO", "STREAM", "s"), ("XADD", "s", "21-0", "a", "b"), ("XINFO", "GROUPS", "s"),
+    ("XGROUP", "SETID", "s", "h", "21-0", "ENTRIESREAD", "31"), ("XINFO", "GROUPS", "s"),
+    ("XGROUP", "CREATE", "e", "g", "$", "MKSTREAM"), ("XINFO", "GROUPS", "e"), ("XADD", "e", "1-1", "a", "b"),
+    ("XINFO", "GROUPS", "e"), ("XDEL", "e", "1-1"), ("XINFO", "GROUPS", "e"), ("XINFO", "STREAM", "e"),
+])
+
+
+# ------------------------------------------------------------ XCLAIM / XAUTOCLAIM
+
+scripted("xclaim_xautoclaim", fill("s", 8) + [
+    ("XGROUP", "CREATE", "s", "g", "0"), ("XREADGROUP", "GROUP", "g", "a", "COUNT", "4", "STREAMS", "s", ">"),
+    ("XCLAIM", "s", "g", "b", "0", "1-0", "2-1"), ("XPENDING", "s", "g"),
+    ("XCLAIM", "s", "g", "b", "3600000", "3-2"), ("XCLAIM", "s", "g", "b", "0", "3-2", "JUSTID"),
+    ("~", "XPENDING", "s", "g", "-", "+", "10"),
+    ("XCLAIM", "s", "g", "c", "0", "4-0", "RETRYCOUNT", "7", "IDLE", "5000"), ("~", "XPENDING", "s", "g", "-", "+", "10"),
+    ("XCLAIM", "s", "g", "c", "0", "4-0", "TIME", "1000"), ("~", "XPENDING", "s", "g", "-", "+", "10"),
+    ("XCLAIM", "s", "g", "c", "0", "5-1"), ("XCLAIM", "s", "g", "c", "0", "5-1", "FORCE"), ("XCLAIM", "s", "g", "d", "0", "5-1", "FORCE", "JUSTID"),
+    ("XCLAIM", "s", "g", "d", "0", "99-0", "FORCE"), ("XPENDING", "s", "g"),
+    ("XCLAIM", "s", "g", "d", "0", "6-2", "LASTID", "7-0", "FORCE"), ("XINFO", "GROUPS", "s"),
+    ("XCLAIM", "s", "g", "d", "0", "6-2", "LASTID", "bad"), ("XCLAIM", "s", "g", "d", "x", "6-2"),
+    ("XCLAIM", "s", "g", "d", "0", "6-2", "IDLE", "x"), ("XCLAIM", "s", "g", "d", "0", "6-2", "TIME", "x"),
+    ("XCLAIM", "s", "g", "d", "0", "6-2", "RETRYCOUNT", "x"), ("XCLAIM", "s", "g", "d", "0", "6-2", "BOGUS"),
+    ("XCLAIM", "s", "g", "d", "0", "bad"), ("XCLAIM", "s", "nog", "d", "0", "1-0"), ("XCLAIM", "nokey", "g", "d", "0", "1-0"),
+    ("XCLAIM", "s", "g", "e", "-5", "1-0", "IDLE", "-100"), ("~", "XPENDING", "s", "g", "-", "+", "10"),
+    ("XDEL", "s", "2-1"), ("XCLAIM", "s", "g", "f", "0", "2-1", "1-0"), ("XPENDING", "s", "g"), ("~", "XINFO", "CONSUMERS", "s", "g"),
+    ("XAUTOCLAIM", "s", "g", "z", "0", "0", "COUNT", "2"), ("XAUTOCLAIM", "s", "g", "z", "0", "(1-0", "COUNT", "2", "JUSTID"),
+    ("XDEL", "s", "4-0"), ("XAUTOCLAIM", "s", "g", "y", "0", "0"), ("XAUTOCLAIM", "s", "g", "y", "3600000", "0"),
+    ("XPENDING", "s", "g"), ("~", "XINFO", "CONSUMERS", "s", "g"),
+    ("XAUTOCLAIM", "s", "g", "y", "0", "0", "COUNT", "0"), ("XAUTOCLAIM", "s", "g", "y", "0", "0", "COUNT", "x"),
+    ("XAUTOCLAIM", "s", "g", "y", "x", "0"), ("XAUTOCLAIM", "s", "g", "y", "0", "bad"), ("XAUTOCLAIM", "s", "g", "y", "0", "0", "FOO"),
+    ("XAUTOCLAIM", "s", "g", "y", "0", "(18446744073709551615-18446744073709551615"),
+    ("XAUTOCLAIM", "s", "nog", "y", "0", "0"), ("XAUTOCLAIM", "nokey", "g", "y", "0", "0"),
+    ("SET", "str", "v"), ("XCLAIM", "str", "g", "c", "0", "1-1"), ("XAUTOCLAIM", "str", "g", "c", "0", "0"),
+])
+
+
+@T.case
+def xautoclaim_cursor_and_attempts():
+    steps = fill("s", 40) + [("XGROUP", "CREATE", "s", "g", "0"), ("XREADGROUP", "GROUP", "g", "a", "STREAMS", "s", ">")]
+    steps += [("XDEL", "s", "%d-%d" % (i + 1, i % 3)) for i in range(0, 40, 3)]
+    steps += [("XAUTOCLAIM", "s", "g", "b", "0", "0", "COUNT", "3"), ("XAUTOCLAIM", "s", "g", "b", "0", "0", "COUNT", "1"),
+              ("XAUTOCLAIM", "s", "g", "b", "3600000", "0", "COUNT", "1"), ("XAUTOCLAIM", "s", "g", "b", "0", "20-0", "COUNT", "100", "JUSTID"),
+              ("XPENDING", "s", "g"), ("~", "XINFO", "CONSUMERS", "s", "g")]
+    d = diff(2)
+    run(d, steps)
+    d.finish()
+
+
+# ------------------------------------------------------------ XSETID
+
+scripted("xsetid", fill("s", 3) + [
+    ("XSETID", "s", "2-0"), ("XSETID", "s", "3-2"), ("XINFO", "STREAM", "s"), ("XSETID", "s", "10-0"),
+    ("XADD", "s", "9-0", "a", "b"), ("XADD", "s", "*", "a", "b") if False else ("XLEN", "s"),
+    ("XSETID", "s", "10-0", "ENTRIESADDED", "1"), ("XSETID", "s", "10-0", "ENTRIESADDED", "-1"),
+    ("XSETID", "s", "10-0", "ENTRIESADDED", "100"), ("XSETID", "s", "10-0", "MAXDELETEDID", "11-0"),
+    ("XSETID", "s", "10-0", "MAXDELETEDID", "9-0"), ("XINFO", "STREAM", "s"), ("XSETID", "s", "10-0", "MAXDELETEDID", "5-0"),
+    ("XSETID", "s", "8-0"), ("XSETID", "s", "bad"), ("XSETID", "s", "-"), ("XSETID", "s", "+"),
+    ("XSETID", "s", "10-0", "FOO"), ("XSETID", "s", "10-0", "ENTRIESADDED"), ("XSETID", "s", "10-0", "ENTRIESADDED", "x"),
+    ("XSETID", "s", "10-0", "MAXDELETEDID", "x"), ("XSETID", "nokey", "1-1"), ("SET", "str", "v"), ("XSETID", "str", "1-1"),
+    ("XDEL", "s", "1-0", "2-1", "3-2"), ("XSETID", "s", "0-5"), ("XINFO", "STREAM", "s"),
+])
+
+
+# ------------------------------------------------------------ keys
+
+scripted("stream_keys_type_del_expire_rename", fill("{k}s", 3) + [
+    ("XGROUP", "CREATE", "{k}s", "g", "0"), ("XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "{k}s", ">"),
+    ("TYPE", "{k}s"), ("EXISTS", "{k}s"), ("SCAN*", "0", "TYPE", "stream"), ("SCAN*", "0", "TYPE", "string"),
+    ("EXPIRE", "{k}s", "100"), ("TTL", "{k}s"), ("XADD", "{k}s", "9-0", "a", "b"), ("TTL", "{k}s"), ("PERSIST", "{k}s"), ("TTL", "{k}s"),
+    ("RENAME", "{k}s", "{k}t"), ("TYPE", "{k}s"), ("XRANGE", "{k}t", "-", "+"), ("XPENDING", "{k}t", "g"), ("XINFO", "GROUPS", "{k}t"),
+    ("DEL", "{k}t"), ("XLEN", "{k}t"), ("XINFO", "STREAM", "{k}t"), ("XADD", "{k}t", "1-1", "a", "b"), ("XINFO", "GROUPS", "{k}t"),
+    ("XINFO", "STREAM", "{k}t"), ("XGROUP", "CREATE", "{k}e", "g", "0", "MKSTREAM"), ("TYPE", "{k}e"), ("XLEN", "{k}e"), ("DBSIZE",),
+    ("PEXPIRE", "{k}e", "1"), ("XADD", "{k}u", "1-1", "a", "b"), ("SET", "{k}u", "x"), ("TYPE", "{k}u"),
+])
+
+
+@T.case
+def expired_stream_is_gone():
+    d = diff(2)
+    import time
+    run(d, fill("s", 3) + [("XGROUP", "CREATE", "s", "g", "0"), ("PEXPIRE", "s", "50")])
+    time.sleep(0.2)
+    run(d, [("XLEN", "s"), ("TYPE", "s"), ("XINFO", "GROUPS", "s"), ("XADD", "s", "1-0", "a", "b"),
+            ("XINFO", "STREAM", "s"), ("XINFO", "GROUPS", "s")])
+    d.finish()
+
+
+# ------------------------------------------------------------ a consumer-group work queue
+
+@T.case
+def work_queue_roundtrip():
+    """Producers, two consumers, acks, a crash (never acked), recovery by
+    XAUTOCLAIM: the shapes a job queue (BullMQ-style events) uses."""
+    d = diff(2)
+    steps = [("XGROUP", "CREATE", "jobs", "workers", "$", "MKSTREAM")]
+    for i in range(60):
+        steps.append(("XADD", "jobs", "MAXLEN", "~", "1000", "%d-0" % (1000 + i), "job", str(i), "payload", "p" * (i % 50)))
+    for r in range(6):
+        steps.append(("XREADGROUP", "GROUP", "workers", "w%d" % (r % 2), "COUNT", "7", "STREAMS", "jobs", ">"))
+        if r % 2 == 0:
+            steps.append(("XACK", "jobs", "workers") + tuple("%d-0" % (1000 + r * 7 + k) for k in range(7)))
+    steps += [("XPENDING", "jobs", "workers"), ("XAUTOCLAIM", "jobs", "workers", "w9", "0", "0", "COUNT", "5", "JUSTID"),
+              ("XPENDING", "jobs", "workers"), ("XINFO", "GROUPS", "jobs"), ("XLEN", "jobs"),
+              ("XTRIM", "jobs", "MINID", "1030-0"), ("XINFO", "GROUPS", "jobs"), ("XPENDING", "jobs", "workers"),
+              ("XAUTOCLAIM", "jobs", "workers", "w9", "0", "0")]
+    run(d, steps)
+    d.finish()
+
+
+if __name__ == "__main__":
+    T.main()
