@@ -6,6 +6,7 @@
 #include "config.h"
 #include "log.h"
 #include "multi.h"
+#include "blocking.h"
 
 #include <string.h>
 
@@ -80,11 +81,21 @@ void px_script_shutdown(void) {
     engine = NULL;
 }
 
-/* Scripts run where the backend is: a Redis server runs its own. */
+static void kill_done(void *arg, const char *reply, size_t len) { px_pending_reply(arg, reply, len); }
+
+/* Scripts run where the backend is: a Redis server runs its own. SCRIPT KILL
+ * goes on a connection of its own (lent as for a blocking command): on the
+ * pooled one it would queue behind the busy script it is meant to stop. */
 static int forwarded(px_conn *c, int argc, resp_arg *argv) {
     px_backend *be = px_srv.primary;
     if (!be || !be->b.ops->passthrough) return 0;
     fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
+    if (cmd && cmd->id == FD_CMD_script && argc == 2 && resp_arg_is(&argv[1], "kill") && be->b.ops->submit_blocking) {
+        fd_pending *mark = px_pending_push(c, cmd, fd_mono_ns());
+        if (!mark) { px_reply_status(&c->out, FD_E_NOMEM, cmd->name); return 1; }
+        px_call_backend(c, cmd, argc, argv, c->cur_raw, c->cur_rawlen, c->out.proto, 1, kill_done, mark, NULL);
+        return 1;
+    }
     if (cmd) px_watch_touch_if_write(cmd, argc, argv);   /* its keys, for WATCH (multi.h) */
     px_forward(c, cmd, argc, argv, c->cur_raw, c->cur_rawlen);
     return 1;
@@ -128,6 +139,17 @@ void px_cmd_script(px_conn *c, int argc, resp_arg *argv) {
     fd_script_engine *e = get_engine();
     if (!e) { resp_add_error(&c->out, "ERR the Lua engine could not start (out of memory)"); return; }
     fd_script_script_cmd(e, argc, argv, &c->out);
+}
+
+/* FUNCTION / FCALL / FCALL_RO: Redis functions run where they live — on a
+ * Redis backend. frontdoor's own engine runs EVAL scripts only (functions
+ * would need the FUNCTION library store: not built). */
+void px_cmd_function(px_conn *c, int argc, resp_arg *argv) {
+    if (forwarded(c, argc, argv)) return;
+    fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
+    resp_add_errorf(&c->out, "ERR '%s' is not supported by frontdoor's %s backend: Redis functions are not "
+                    "implemented here (EVAL/EVALSHA scripts are; a redis or redis-cluster backend runs functions)",
+                    cmd ? cmd->name : "function", px_srv.primary ? px_srv.primary->b.ops->name : "");
 }
 
 int px_script_refuse_busy(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv) {
