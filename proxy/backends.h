@@ -53,6 +53,15 @@ void        px_backend_close(px_backend *be);
 /* Account for one answered request (is_error: the reply was an error). */
 void        px_backend_account(px_backend *be, uint64_t latency_ns, uint64_t wait_ns, int is_error);
 
+/* Run one command on `be` for frontdoor itself (not a client's): argv[0]
+ * names a command of the table, argc <= 8. cb(ud, reply, len) gets the RESP2 reply exactly once — possibly
+ * before this returns (an embedded backend, an error) — with an error reply
+ * when the backend is NULL, does not serve the command, or fails; the reply
+ * is valid only during cb. Counted in be's calls and latency like any
+ * request; a network backend is kept open (draining) until it answered. */
+typedef void (*px_call_cb)(void *ud, const char *reply, size_t len);
+void        px_backend_call(px_backend *be, int argc, const resp_arg *argv, px_call_cb cb, void *ud);
+
 /* Mean time per call spent in frontdoor rather than waiting on the backend, µs. */
 double      px_backend_frontdoor_us(const px_backend *be);
 

@@ -114,7 +114,7 @@ static int submit(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const c
     px_backend *be = px_srv.primary;
     if (px_cfg.ab_mode == PX_AB_SPLIT && px_srv.secondary && cmd && px_ab_split_to_secondary(c, cmd, argc, argv))
         be = px_srv.secondary;
-    px_ab_pair *ab = px_cfg.ab_mode == PX_AB_MIRROR ? px_ab_begin(cmd, argc, argv) : NULL;
+    px_ab_pair *ab = px_cfg.ab_mode == PX_AB_MIRROR ? px_ab_begin(c->id, cmd, argc, argv) : NULL;
     int owed = submit_to(be, c, &c->out, c->id, cmd, argc, argv, raw, rawlen, clock, ab, 0);
     if (ab) {
         resp_out scratch;
