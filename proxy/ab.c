@@ -643,7 +643,8 @@ static void log_line(const char *kind, const ab_sample *s) {
         char line[AB_TEXT_MAX * 2];
         size_t o = 0;
         line[0] = 0;
-        if (!s->rep[i] || !reply_text(s->rep[i], s->len[i], line, sizeof line, &o)) snprintf(line, sizeof line, "(truncated)");
+        if (!s->rep[i] || !reply_text(s->rep[i], s->len[i], line, sizeof line - 16, &o))
+            snprintf(line + o, sizeof line - o, "%s(truncated)", o ? " ... " : "");
         fprintf(ab.log, "  %s %s: %s\n", i ? "secondary" : "primary", side_name(i), line);
     }
     if (s->diff) fprintf(ab.log, "  diff: %s\n", s->diff);
