@@ -789,6 +789,11 @@ void px_ab_info(resp_out *o) {
 #undef L
 }
 
+void px_ab_counters(px_ab_counts *o) {
+    *o = (px_ab_counts){ab.mirrored, ab.compared, ab.divergences, ab.races, ab.dropped, ab.secondary_errors,
+                        ab.queued, ab.split_secondary, ab.sampled_out, ab.stopped_at_ms != 0};
+}
+
 static void report_reply(resp_out *t, const char *who, const char *r, size_t len) {
     char line[AB_TEXT_MAX * 2 + 64];
     size_t o = (size_t)snprintf(line, sizeof line, "    %-20s ", who);

@@ -43,6 +43,13 @@ px_ab_pair *px_ab_begin(uint64_t client, fd_command *cmd, int argc, resp_arg *ar
 void px_ab_record(px_ab_pair *p, int side, const char *reply, size_t len, int failed);
 
 void px_ab_info(resp_out *o);                   /* INFO ab lines */
+
+/* The A/B counters (INFO ab's), for the metrics endpoint. */
+typedef struct px_ab_counts {
+    uint64_t mirrored, compared, divergences, races, dropped, secondary_errors, queued, split_secondary, sampled_out;
+    int      stopped;
+} px_ab_counts;
+void px_ab_counters(px_ab_counts *out);
 void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv);
 
 #endif

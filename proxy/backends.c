@@ -26,6 +26,8 @@ static uint64_t hist_upper(unsigned i) {
     return ((uint64_t)(PX_HIST_SUB + sub + 1) << (msb - 4)) - 1;
 }
 
+uint64_t px_hist_bucket_upper(unsigned i) { return hist_upper(i); }
+
 void px_hist_add(px_hist *h, uint64_t ns) {
     h->count++;
     h->sum_ns += ns;

@@ -27,6 +27,8 @@ typedef struct px_hist {
     uint32_t b[PX_HIST_BUCKETS];
 } px_hist;
 void     px_hist_add(px_hist *h, uint64_t ns);
+/* The largest value (ns) bucket i holds. */
+uint64_t px_hist_bucket_upper(unsigned i);
 /* The value at quantile q (0..1), in ns: the upper edge of its bucket. */
 uint64_t px_hist_quantile(const px_hist *h, double q);
 

@@ -10,6 +10,7 @@
 #include "multi.h"
 #include "scripting.h"
 #include "capture.h"   /* capture (issue 17) */
+#include "metrics.h"   /* issue 18: per-command latency histograms */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,7 +165,9 @@ void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp
         h(c, argc, argv);
         *out = c->out;
         c->out = saved;
-        cmd->usec += (fd_mono_ns() - t0) / 1000;
+        uint64_t ns = fd_mono_ns() - t0;
+        cmd->usec += ns / 1000;
+        px_metrics_cmd(cmd, ns);
         return;
     }
     px_backend *be = px_srv.primary;
@@ -173,6 +176,7 @@ void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp
     if (!be || !be->b.ops->async) {
         submit_to(be, c, out, c->id, cmd, argc, argv, NULL, 0, &clock, NULL, 0);
         cmd->usec += (clock - t0) / 1000;
+        px_metrics_cmd(cmd, clock - t0);
         return;
     }
     /* asynchronous: a detached request whose reply lands here; the loop
@@ -259,6 +263,7 @@ int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
         if (owed) return 1;                              /* latency counted on completion */
     }
     cmd->usec += (t1 - t0) / 1000;
+    px_metrics_cmd(cmd, t1 - t0);
     if (h && px_monitors) px_monitor_feed(c, cmd, argc, argv);
     return 0;
 }

@@ -11,6 +11,7 @@
 #include "backends.h"
 #include "config.h"
 #include "log.h"
+#include "metrics.h"   /* issue 18 */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,7 +109,7 @@ static void complete(fd_pending *p, const void *reply, size_t len, int failed) {
          * reply is dropped, not copied, and the limit is not logged again */
         unlink_pending(c, p, 0);
     } else if (c) {
-        if (p->cmd) p->cmd->usec += (now - p->t_sub_ns) / 1000;
+        if (p->cmd) { p->cmd->usec += (now - p->t_sub_ns) / 1000; px_metrics_cmd(p->cmd, now - p->t_sub_ns); }
         if (p->cmd && len && ((const char *)reply)[0] == '-') p->cmd->failed++;
         size_t inserted = 0;
         if (resp_out_reserve(&c->out, len) == 0) {
