@@ -40,7 +40,11 @@ typedef struct ab_key {
 
 typedef struct ab_ref { ab_key *k; px_strent *e; unsigned char check, write; } ab_ref;
 
+typedef struct px_ab_pair px_ab_pair;
+
 struct px_ab_pair {
+    px_tap      tap[2];        /* what each side's request reports to (px_submit_to) */
+    struct px_ab_side { struct px_ab_pair *p; int side; } sides[2];
     fd_command *cmd;
     char       *text;          /* the command, printable, truncated */
     char       *rep[2];
@@ -95,7 +99,7 @@ static double unit_hash(const void *p, size_t n) {
     return (double)(h >> 11) / 9007199254740992.0;
 }
 
-int px_ab_split_to_secondary(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv) {
+static int px_ab_split_to_secondary(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv) {
     double u;
     if (px_cfg.ab_split_by == PX_AB_BY_CLIENT) {
         u = unit_hash(&c->id, sizeof c->id);
@@ -286,7 +290,7 @@ static void track_end(px_ab_pair *p) {
 
 /* --------------------------------------------------------------- mirror */
 
-px_ab_pair *px_ab_begin(uint64_t client, fd_command *cmd, int argc, resp_arg *argv) {
+static px_ab_pair *px_ab_begin(uint64_t client, fd_command *cmd, int argc, resp_arg *argv) {
     px_backend *sec = px_srv.secondary;
     if (px_cfg.ab_mode != PX_AB_MIRROR || !sec || !cmd || ab.stopped_at_ms) return NULL;
     int w = (cmd->flags & FD_CMD_WRITE) != 0;
@@ -721,7 +725,7 @@ static void divergence(px_ab_pair *p) {
     keep_divergence(&s);
 }
 
-void px_ab_record(px_ab_pair *p, int side, const char *reply, size_t len, int failed) {
+static void px_ab_record(px_ab_pair *p, int side, const char *reply, size_t len, int failed) {
     if (!p) return;
     if (side == 1 && p->queued) { p->queued = 0; ab.queued--; }
     p->have[side] = 1;
@@ -751,6 +755,40 @@ void px_ab_record(px_ab_pair *p, int side, const char *reply, size_t len, int fa
     free(p->rep[1]);
     free(p->key);
     free(p);
+}
+
+/* ------------------------------------------------------------- the layer */
+
+static void on_side(void *ud, const char *reply, size_t len, int failed) {
+    struct px_ab_side *s = ud;
+    px_ab_record(s->p, s->side, reply, len, failed);
+}
+
+/* The routing layer (server.h): dispatch hands every backend command here;
+ * A/B lives entirely below this line. */
+int px_route_submit(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen,
+                    uint64_t *clock) {
+    if (px_cfg.ab_mode == PX_AB_OFF || !px_srv.secondary || !cmd)
+        return px_submit_to(px_srv.primary, c, &c->out, c->id, cmd, argc, argv, raw, rawlen, clock, NULL);
+    if (px_cfg.ab_mode == PX_AB_SPLIT) {
+        px_backend *be = px_ab_split_to_secondary(c, cmd, argc, argv) ? px_srv.secondary : px_srv.primary;
+        return px_submit_to(be, c, &c->out, c->id, cmd, argc, argv, raw, rawlen, clock, NULL);
+    }
+    px_ab_pair *p = px_ab_begin(c->id, cmd, argc, argv);
+    if (!p) return px_submit_to(px_srv.primary, c, &c->out, c->id, cmd, argc, argv, raw, rawlen, clock, NULL);
+    for (int i = 0; i < 2; i++) {
+        p->sides[i] = (struct px_ab_side){p, i};
+        p->tap[i] = (px_tap){on_side, &p->sides[i]};
+    }
+    px_backend *sec = px_srv.secondary;
+    px_tap tap1 = p->tap[1];                 /* p is freed by the second answer: never read p after it */
+    int owed = px_submit_to(px_srv.primary, c, &c->out, c->id, cmd, argc, argv, raw, rawlen, clock, &p->tap[0]);
+    resp_out scratch;
+    resp_out_init(&scratch, c->out.proto);
+    uint64_t copy_clock = *clock;            /* the copy starts when the primary's part ended */
+    px_submit_to(sec, NULL, &scratch, c->id, cmd, argc, argv, raw, rawlen, &copy_clock, &tap1);
+    resp_out_free(&scratch);
+    return owed;
 }
 
 /* ---------------------------------------------------------------- reports */

@@ -19,28 +19,18 @@
  *         FRONTDOOR AB [RACES], FRONTDOOR REPORT, INFO ab, ab-log-file.
  *         Policies: ab-mismatch-log count|reply|diff, ab-stop-after N,
  *         ab-mirror-reads/-writes, ab-mirror-sample (by key hash).
+ *         A mirrored command starts when dispatch hands it over; its keys
+ *         are tracked until both replies are in.
  */
 #ifndef FRONTDOOR_AB_H
 #define FRONTDOOR_AB_H
 
 #include "server.h"
 
-typedef struct px_ab_pair px_ab_pair;
-
-/* split: 1 if this command goes to the secondary. */
-int px_ab_split_to_secondary(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv);
-
-/* mirror: a comparison record for this command of client `client` if it
- * is to be mirrored, NULL if not (not mirrored: writes/reads off, sampled
- * out by key, stopped by ab-stop-after; or dropped: queue full). The
- * command's text and first key are copied (the arguments are valid only
- * during dispatch); its keys are tracked until both replies are in, to tell
- * races from divergences. */
-px_ab_pair *px_ab_begin(uint64_t client, fd_command *cmd, int argc, resp_arg *argv);
-/* One side's reply (side 0 primary, 1 secondary); `failed`: the side could
- * not answer (unavailable, timeout: not compared, counted as a drop). The
- * pair is compared and freed once both sides are in. */
-void px_ab_record(px_ab_pair *p, int side, const char *reply, size_t len, int failed);
+/* The routing layer itself is px_route_submit (declared in server.h, where
+ * dispatch calls it; px_submit_to hands each side's request to a backend).
+ * Everything A/B — split choice, mirror copies, comparison, race tracking,
+ * policies — is in ab.c, below that call. */
 
 void px_ab_info(resp_out *o);                   /* INFO ab lines */
 

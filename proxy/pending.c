@@ -7,7 +7,6 @@
  * One mechanism keeps every client's replies in request order whatever the
  * order in which backends complete. */
 #include "server.h"
-#include "ab.h"
 #include "backends.h"
 #include "config.h"
 #include "log.h"
@@ -100,9 +99,7 @@ static void complete(fd_pending *p, const void *reply, size_t len, int failed) {
         px_backend_account(p->be, now - p->t_sub_ns, now - ret, len && ((const char *)reply)[0] == '-');
     }
     if (p->on_done) p->on_done(p, reply, len);
-    if (p->ab) {
-        px_ab_record(p->ab, p->ab_side, reply, len, failed || px_reply_is_unavailable(reply, len));
-    }
+    if (p->tap.fn) p->tap.fn(p->tap.ud, reply, len, failed || px_reply_is_unavailable(reply, len));
     px_conn *c = p->conn;
     if (c && (c->flags & PX_CONN_CLOSE_ASAP)) {
         /* closing without sending more (output limit, out of memory): the
