@@ -6,38 +6,82 @@
 #include "backends.h"
 #include "config.h"
 #include "log.h"
+#include "strmap.h"
 #include "../protocol/resp_scan.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/time.h>
 
-#define AB_SAMPLES 32          /* latest mismatches kept */
+#define AB_SAMPLES 32          /* latest divergences kept */
+#define AB_RACES 8             /* latest races kept */
 #define AB_TEXT_MAX 512        /* bytes of a command or reply kept in a sample */
+#define AB_DIFF_MAX 1024       /* bytes of a key diff */
+#define AB_MAXKEYS 8           /* keys tracked per command; more: tracked as keyless */
+#define AB_MIXED UINT64_MAX    /* writes of several clients in flight */
+
+/* Race tracking. Every key a mirrored command names has an entry while
+ * some mirrored command naming it is in flight (from px_ab_begin until both
+ * sides answered). A command's mismatch is a race when another client wrote
+ * one of its keys in that window: a write of another client was in flight
+ * when it began, or began before it ended. `any` stands for every write
+ * (keyless reads such as DBSIZE check it), `all` for keyless writes
+ * (FLUSHALL: every keyed command checks it). */
+typedef struct ab_key {
+    uint32_t refs;             /* in-flight commands naming it (a map entry is freed at 0) */
+    uint32_t wr_inflight;      /* in-flight writes to it */
+    uint64_t wr_client;        /* their client, AB_MIXED when several */
+    uint64_t last_seq, last_client;   /* the latest write begun, and its client */
+    uint64_t other_seq;        /* the latest write begun by a client other than last_client */
+} ab_key;
+
+typedef struct ab_ref { ab_key *k; px_strent *e; unsigned char check, write; } ab_ref;
+
+typedef struct px_ab_pair px_ab_pair;
 
 struct px_ab_pair {
+    px_tap      tap[2];        /* what each side's request reports to (px_submit_to) */
+    struct px_ab_side { struct px_ab_pair *p; int side; } sides[2];
     fd_command *cmd;
     char       *text;          /* the command, printable, truncated */
     char       *rep[2];
     size_t      len[2];
     int         have[2], failed[2];
     int         queued;        /* counted in ab.queued until the secondary answers */
+    uint64_t    client, seq;   /* the client; its place in the order commands began */
+    int         race;          /* another client wrote one of its keys meanwhile */
+    char       *key;           /* its first key (for the diff), NULL when keyless */
+    size_t      keylen;
+    int         nref;
+    ab_ref      ref[AB_MAXKEYS + 2];
 };
 
 typedef struct ab_sample {
     long long  ms;             /* wall clock */
     char      *text, *rep[2];
     size_t     len[2];
+    char      *diff;           /* the key's state compared (divergences with ab-mismatch-log diff) */
 } ab_sample;
 
 static struct {
-    uint64_t mirrored, compared, mismatches, dropped, split_secondary, secondary_errors, queued;
+    uint64_t mirrored, compared, divergences, races, dropped, split_secondary, secondary_errors, queued;
+    uint64_t sampled_out, stopped_at_ms;
+    uint64_t races_by_cmd[FD_CMD_COUNT];
     ab_sample samples[AB_SAMPLES];
     unsigned  next_sample, nsamples;
+    ab_sample race_samples[AB_RACES];
+    unsigned  next_race, nraces;
     FILE     *log;
     char     *log_name;
+    long long race_log_sec;            /* races logged in this second, and not */
+    uint64_t  race_log_n, race_log_skipped;
+    /* race tracking */
+    px_strmap keys;
+    ab_key    any, all;
+    uint64_t  seq;
 } ab;
 
 /* ---------------------------------------------------------------- split */
@@ -55,7 +99,7 @@ static double unit_hash(const void *p, size_t n) {
     return (double)(h >> 11) / 9007199254740992.0;
 }
 
-int px_ab_split_to_secondary(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv) {
+static int px_ab_split_to_secondary(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv) {
     double u;
     if (px_cfg.ab_split_by == PX_AB_BY_CLIENT) {
         u = unit_hash(&c->id, sizeof c->id);
@@ -68,7 +112,7 @@ int px_ab_split_to_secondary(px_conn *c, const fd_command *cmd, int argc, resp_a
     return 1;
 }
 
-/* --------------------------------------------------------------- mirror */
+/* ------------------------------------------------------------ text forms */
 
 /* Printable form: bytes outside 0x20..0x7e as \xHH, arguments quoted when
  * they contain blanks or quotes; at most max bytes (then "..."). */
@@ -87,27 +131,6 @@ static size_t printable(char *out, size_t max, const char *s, size_t n, int quot
     }
     if (q && o < max) out[o++] = '"';
     return o;
-}
-
-px_ab_pair *px_ab_begin(fd_command *cmd, int argc, resp_arg *argv) {
-    px_backend *sec = px_srv.secondary;
-    if (px_cfg.ab_mode != PX_AB_MIRROR || !sec || !cmd) return NULL;
-    if ((cmd->flags & FD_CMD_WRITE) && !px_cfg.ab_mirror_writes) return NULL;
-    if (sec->b.ops->async && (long long)ab.queued >= px_cfg.ab_mirror_queue) { ab.dropped++; return NULL; }
-    px_ab_pair *p = calloc(1, sizeof *p);
-    char *text = malloc(AB_TEXT_MAX + 8);
-    if (!p || !text) { free(p); free(text); ab.dropped++; return NULL; }
-    if (sec->b.ops->async) { p->queued = 1; ab.queued++; }
-    size_t o = 0;
-    for (int i = 0; i < argc && o + 8 < AB_TEXT_MAX; i++) {
-        if (i) text[o++] = ' ';
-        o += printable(text + o, AB_TEXT_MAX - o, argv[i].ptr, argv[i].len, 1);
-    }
-    text[o] = '\0';
-    p->cmd = cmd;
-    p->text = text;
-    ab.mirrored++;
-    return p;
 }
 
 typedef struct span { const char *p; size_t n; } span;
@@ -161,107 +184,6 @@ static int replies_equal(const fd_command *cmd, const char *a, size_t al, const 
     return eq;
 }
 
-static void log_mismatch(const ab_sample *s) {
-    if (!px_cfg.ab_log_file[0]) return;
-    if (!ab.log || !ab.log_name || strcmp(ab.log_name, px_cfg.ab_log_file)) {
-        if (ab.log) fclose(ab.log);
-        free(ab.log_name);
-        ab.log = fopen(px_cfg.ab_log_file, "a");
-        ab.log_name = strdup(px_cfg.ab_log_file);
-        if (!ab.log) { px_log(PX_LOG_WARNING, "ab-log-file %s: cannot open", px_cfg.ab_log_file); return; }
-    }
-    char a[AB_TEXT_MAX + 8], b[AB_TEXT_MAX + 8];
-    size_t al = printable(a, AB_TEXT_MAX, s->rep[0], s->len[0], 0);
-    size_t bl = printable(b, AB_TEXT_MAX, s->rep[1], s->len[1], 0);
-    fprintf(ab.log, "%lld mismatch: %s\n  %s: %.*s\n  %s: %.*s\n", s->ms, s->text,
-            px_srv.primary ? px_srv.primary->own.be.backend : "primary", (int)al, a,
-            px_srv.secondary ? px_srv.secondary->own.be.backend : "secondary", (int)bl, b);
-    fflush(ab.log);
-}
-
-static void sample_free(ab_sample *s) {
-    free(s->text);
-    free(s->rep[0]);
-    free(s->rep[1]);
-    memset(s, 0, sizeof *s);
-}
-
-static void keep_sample(px_ab_pair *p) {
-    ab_sample *s = &ab.samples[ab.next_sample];
-    sample_free(s);
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    s->ms = (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-    s->text = p->text;
-    p->text = NULL;
-    for (int i = 0; i < 2; i++) {
-        size_t n = p->len[i] < AB_TEXT_MAX ? p->len[i] : AB_TEXT_MAX;
-        s->rep[i] = p->rep[i];
-        s->len[i] = n;
-        p->rep[i] = NULL;
-    }
-    ab.next_sample = (ab.next_sample + 1) % AB_SAMPLES;
-    if (ab.nsamples < AB_SAMPLES) ab.nsamples++;
-    log_mismatch(s);
-}
-
-void px_ab_record(px_ab_pair *p, int side, const char *reply, size_t len, int failed) {
-    if (!p) return;
-    if (side == 1 && p->queued) { p->queued = 0; ab.queued--; }
-    p->have[side] = 1;
-    p->failed[side] = failed;
-    if (!failed && (p->rep[side] = malloc(len ? len : 1)) != NULL) {
-        memcpy(p->rep[side], reply, len);
-        p->len[side] = len;
-    }
-    if (!p->have[0] || !p->have[1]) return;
-    if (p->failed[1]) { ab.dropped++; ab.secondary_errors++; }
-    else if (!p->failed[0] && p->rep[0] && p->rep[1] && !(p->cmd->flags & FD_CMD_NONDET)) {
-        ab.compared++;
-        p->cmd->ab_compared++;
-        if (!replies_equal(p->cmd, p->rep[0], p->len[0], p->rep[1], p->len[1])) {
-            ab.mismatches++;
-            p->cmd->ab_mismatches++;
-            keep_sample(p);
-        }
-    }
-    free(p->text);
-    free(p->rep[0]);
-    free(p->rep[1]);
-    free(p);
-}
-
-/* ---------------------------------------------------------------- reports */
-
-static const char *const mode_names[] = {"off", "split", "mirror"};
-
-void px_ab_info(resp_out *o) {
-    char buf[256];
-#define L(...) do { int n_ = snprintf(buf, sizeof buf, __VA_ARGS__); resp_out_raw(o, buf, (size_t)n_ < sizeof buf ? (size_t)n_ : sizeof buf - 1); } while (0)
-    L("ab_mode:%s\r\n", mode_names[px_cfg.ab_mode]);
-    L("ab_primary:%s\r\n", px_srv.primary ? px_srv.primary->own.be.backend : "");
-    L("ab_secondary:%s\r\n", px_srv.secondary ? px_srv.secondary->own.be.backend : "");
-    L("ab_split_by:%s\r\n", px_cfg.ab_split_by == PX_AB_BY_CLIENT ? "client" : "key");
-    L("ab_split_fraction:%g\r\n", px_cfg.ab_split_fraction);
-    L("ab_mirror_writes:%s\r\n", px_cfg.ab_mirror_writes ? "yes" : "no");
-    L("ab_mirrored:%llu\r\n", (unsigned long long)ab.mirrored);
-    L("ab_compared:%llu\r\n", (unsigned long long)ab.compared);
-    L("ab_mismatches:%llu\r\n", (unsigned long long)ab.mismatches);
-    L("ab_dropped:%llu\r\n", (unsigned long long)ab.dropped);
-    L("ab_secondary_errors:%llu\r\n", (unsigned long long)ab.secondary_errors);
-    L("ab_queue:%llu\r\n", (unsigned long long)ab.queued);
-    L("ab_split_secondary:%llu\r\n", (unsigned long long)ab.split_secondary);
-    size_t n;
-    fd_command *t = fd_commands_table(&n);
-    for (size_t i = 0; i < n; i++)
-        if (t[i].ab_compared)
-            L("ab_cmd_%s:compared=%llu,mismatches=%llu\r\n", t[i].name,
-              (unsigned long long)t[i].ab_compared, (unsigned long long)t[i].ab_mismatches);
-#undef L
-}
-
-/* ---------------------------------------------------------- FRONTDOOR REPORT */
-
 /* One RESP reply as redis-cli shows it, on one line: "text", (nil),
  * (integer) 3, (error) ERR ..., [a, b] for aggregates. Returns bytes read
  * from r (0 if malformed); appends at most max-1 bytes to out. */
@@ -312,6 +234,604 @@ static size_t reply_text(const char *r, size_t len, char *out, size_t max, size_
 #undef PUT
 }
 
+/* ----------------------------------------------------------- race tracking */
+
+static void ref_add(px_ab_pair *p, ab_key *k, px_strent *e, int check, int write) {
+    if (check && k->wr_inflight && k->wr_client != p->client) p->race = 1;
+    if (write) {
+        if (!k->wr_inflight) k->wr_client = p->client;
+        else if (k->wr_client != p->client) k->wr_client = AB_MIXED;
+        k->wr_inflight++;
+        if (k->last_client != p->client) { k->other_seq = k->last_seq; k->last_client = p->client; }
+        k->last_seq = p->seq;
+    }
+    k->refs++;
+    p->ref[p->nref++] = (ab_ref){k, e, (unsigned char)check, (unsigned char)write};
+}
+
+static void track_begin(px_ab_pair *p, int argc, resp_arg *argv) {
+    int pos[AB_MAXKEYS + 1];
+    int n = fd_command_keys(p->cmd, argc, argv, pos, AB_MAXKEYS + 1);
+    int w = (p->cmd->flags & FD_CMD_WRITE) != 0;
+    p->seq = ++ab.seq;
+    if (n > 0 && (p->key = malloc(argv[pos[0]].len + 1)) != NULL) {
+        memcpy(p->key, argv[pos[0]].ptr, argv[pos[0]].len);
+        p->key[argv[pos[0]].len] = 0;
+        p->keylen = argv[pos[0]].len;
+    }
+    if (n > AB_MAXKEYS) n = 0;                   /* many keys: as if it named them all */
+    int keyed = 0;
+    for (int i = 0; i < n; i++) {
+        px_strent *e = px_strmap_add(&ab.keys, argv[pos[i]].ptr, argv[pos[i]].len, sizeof(ab_key), NULL);
+        if (!e) { keyed = 0; break; }            /* out of memory: fall back to the global entries */
+        ref_add(p, px_strmap_data(e), e, 1, w);
+        keyed = 1;
+    }
+    if (keyed) {
+        ref_add(p, &ab.all, NULL, 1, 0);
+        if (w) ref_add(p, &ab.any, NULL, 0, 1);
+    } else {
+        ref_add(p, &ab.any, NULL, 1, w);
+        if (w) ref_add(p, &ab.all, NULL, 0, 1);
+    }
+}
+
+static void track_end(px_ab_pair *p) {
+    for (int i = 0; i < p->nref; i++) {
+        ab_ref *r = &p->ref[i];
+        ab_key *k = r->k;
+        uint64_t other = k->last_client != p->client ? k->last_seq : k->other_seq;
+        if (r->check && other > p->seq) p->race = 1;
+        if (r->write && --k->wr_inflight == 0) k->wr_client = 0;
+        if (--k->refs == 0 && r->e) px_strmap_del(&ab.keys, r->e);
+    }
+    p->nref = 0;
+}
+
+/* --------------------------------------------------------------- mirror */
+
+static px_ab_pair *px_ab_begin(uint64_t client, fd_command *cmd, int argc, resp_arg *argv) {
+    px_backend *sec = px_srv.secondary;
+    if (px_cfg.ab_mode != PX_AB_MIRROR || !sec || !cmd || ab.stopped_at_ms) return NULL;
+    int w = (cmd->flags & FD_CMD_WRITE) != 0;
+    if (w ? !px_cfg.ab_mirror_writes : !px_cfg.ab_mirror_reads) return NULL;
+    if (px_cfg.ab_mirror_sample < 1.0 && cmd->first_key > 0 && cmd->first_key < argc &&
+        unit_hash(argv[cmd->first_key].ptr, argv[cmd->first_key].len) >= px_cfg.ab_mirror_sample) {
+        ab.sampled_out++;                          /* by key: a key is always or never mirrored */
+        return NULL;
+    }
+    if (sec->b.ops->async && (long long)ab.queued >= px_cfg.ab_mirror_queue) { ab.dropped++; return NULL; }
+    px_ab_pair *p = calloc(1, sizeof *p);
+    char *text = malloc(AB_TEXT_MAX + 8);
+    if (!p || !text) { free(p); free(text); ab.dropped++; return NULL; }
+    if (sec->b.ops->async) { p->queued = 1; ab.queued++; }
+    size_t o = 0;
+    for (int i = 0; i < argc && o + 8 < AB_TEXT_MAX; i++) {
+        if (i) text[o++] = ' ';
+        o += printable(text + o, AB_TEXT_MAX - o, argv[i].ptr, argv[i].len, 1);
+    }
+    text[o] = '\0';
+    p->cmd = cmd;
+    p->text = text;
+    p->client = client;
+    track_begin(p, argc, argv);
+    ab.mirrored++;
+    return p;
+}
+
+/* ------------------------------------------------------------ key state */
+
+/* The state of one key, asked of both sides at once: its type, its PTTL and
+ * every type's full read (the reads of the other types answer WRONGTYPE and
+ * are ignored). Streams and modules' types show as their type only. */
+enum { ST_TYPE, ST_PTTL, ST_GET, ST_LRANGE, ST_HGETALL, ST_SMEMBERS, ST_ZRANGE, ST_N };
+
+typedef struct ab_state_job ab_state_job;
+typedef struct ab_call_ud { ab_state_job *j; int side, idx; } ab_call_ud;
+
+struct ab_state_job {
+    char       *key;
+    size_t      keylen;
+    char       *st[2][ST_N];
+    size_t      stl[2][ST_N];
+    ab_call_ud  ud[2][ST_N];
+    int         phase;         /* 0: TYPE and PTTL asked; 1: the value's read */
+    int         left;          /* answers still owed in this phase (+1 while the calls are issued) */
+    ab_sample   s;             /* a divergence: kept once the diff is in */
+    fd_pending *reply;         /* FRONTDOOR AB KEY: the client's reply owed */
+    int         proto;
+};
+
+static void job_free(ab_state_job *j) {
+    for (int s = 0; s < 2; s++)
+        for (int i = 0; i < ST_N; i++) free(j->st[s][i]);
+    free(j->key);
+    free(j);
+}
+
+/* A simple or integer reply's text ("+list" -> list, ":12" -> 12); "" otherwise. */
+static void line_of(const char *r, size_t len, char *out, size_t max) {
+    out[0] = 0;
+    if (!r || len < 3 || (r[0] != '+' && r[0] != ':')) return;
+    const char *nl = memchr(r, '\r', len);
+    size_t n = nl ? (size_t)(nl - r) - 1 : 0;
+    if (n >= max) n = max - 1;
+    memcpy(out, r + 1, n);
+    out[n] = 0;
+}
+
+/* The bulk strings of a flat RESP2 array (or one bulk string: a 1-element
+ * list); spans into r. Count, or -1 when r is neither. */
+static long long bulks(const char *r, size_t len, span **out) {
+    *out = NULL;
+    if (!r || len < 4) return -1;
+    const char *end = r + len, *p = r;
+    long long n = 1;
+    if (r[0] == '*') {
+        n = strtoll(r + 1, NULL, 10);
+        const char *nl = memchr(r, '\n', len);
+        if (n < 0 || !nl) return -1;
+        p = nl + 1;
+    } else if (r[0] != '$') return -1;
+    span *v = calloc((size_t)(n ? n : 1), sizeof *v);
+    if (!v) return -1;
+    for (long long i = 0; i < n; i++) {
+        const char *nl = p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
+        if (!nl || p[0] != '$') { free(v); return -1; }
+        long long l = strtoll(p + 1, NULL, 10);
+        if (l < 0) { free(v); if (r[0] == '$') return 0; return -1; }
+        if (nl + 1 + l + 2 > end) { free(v); return -1; }
+        v[i] = (span){nl + 1, (size_t)l};
+        p = nl + 1 + l + 2;
+    }
+    *out = v;
+    return n;
+}
+
+typedef struct txt { char *b; size_t n, max; } txt;
+
+static void addf(txt *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void addf(txt *t, const char *fmt, ...) {
+    if (t->n + 1 >= t->max) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(t->b + t->n, t->max - t->n, fmt, ap);
+    va_end(ap);
+    if (k > 0) t->n += (size_t)k < t->max - t->n ? (size_t)k : t->max - t->n - 1;
+}
+
+static void addq(txt *t, span s) {
+    char buf[96];
+    size_t n = printable(buf, 64, s.p, s.n, 0);
+    addf(t, "\"%.*s\"", (int)n, buf);
+}
+
+static int span_eq(span a, span b) { return a.n == b.n && !memcmp(a.p, b.p, a.n); }
+
+/* Sort pairs (name, value) by name: v holds 2n spans. */
+static int pair_cmp(const void *a, const void *b) { return span_cmp(a, b); }
+
+/* Set/hash/zset: names only on one side, and (with values) names whose
+ * values differ. */
+static void diff_named(txt *t, const char *what, const char *vname, span *a, long long na, span *b, long long nb, int pairs) {
+    size_t w = pairs ? 2 : 1;
+    qsort(a, (size_t)na, w * sizeof *a, pair_cmp);
+    qsort(b, (size_t)nb, w * sizeof *b, pair_cmp);
+    int shown = 0;
+    long long i = 0, j = 0;
+    if (na != nb) addf(t, "%s: %lld vs %lld %s; ", what, na, nb, pairs ? (vname[0] == 'v' ? "fields" : "members") : "members");
+    while ((i < na || j < nb) && shown < 6) {
+        int c = i >= na ? 1 : j >= nb ? -1 : span_cmp(&a[i * (long long)w], &b[j * (long long)w]);
+        if (c < 0) { addf(t, "%s ", what); addq(t, a[i * (long long)w]); addf(t, " only on the primary; "); i++; shown++; }
+        else if (c > 0) { addf(t, "%s ", what); addq(t, b[j * (long long)w]); addf(t, " only on the secondary; "); j++; shown++; }
+        else {
+            if (pairs && !span_eq(a[i * 2 + 1], b[j * 2 + 1])) {
+                addf(t, "%s ", what); addq(t, a[i * 2]); addf(t, " %s: ", vname);
+                addq(t, a[i * 2 + 1]); addf(t, " vs "); addq(t, b[j * 2 + 1]); addf(t, "; ");
+                shown++;
+            }
+            i++, j++;
+        }
+    }
+    if (shown == 6) addf(t, "...; ");
+}
+
+static int read_of(const char *type);
+
+/* Readable summary of a key's state on one side, into t. */
+static void state_text(txt *t, ab_state_job *j, int s) {
+    char type[32], ttl[32];
+    line_of(j->st[s][ST_TYPE], j->stl[s][ST_TYPE], type, sizeof type);
+    line_of(j->st[s][ST_PTTL], j->stl[s][ST_PTTL], ttl, sizeof ttl);
+    if (!type[0]) {                               /* the side could not answer */
+        char buf[128];
+        size_t n = j->st[s][ST_TYPE] ? printable(buf, 100, j->st[s][ST_TYPE], j->stl[s][ST_TYPE], 0) : 0;
+        addf(t, "(no answer: %.*s)", (int)n, buf);
+        return;
+    }
+    addf(t, "type %s", type);
+    if (!strcmp(type, "none")) return;
+    long long ms = strtoll(ttl, NULL, 10);
+    if (ms >= 0) addf(t, ", ttl %lld ms", ms); else addf(t, ", no ttl");
+    int idx = read_of(type);
+    if (idx < 0) return;
+    if (idx != ST_GET) {
+        span *v = NULL;
+        long long n = bulks(j->st[s][idx], j->stl[s][idx], &v);
+        free(v);
+        if (n >= 0) addf(t, ", %lld %s", idx == ST_HGETALL || idx == ST_ZRANGE ? n / 2 : n,
+                         idx == ST_HGETALL ? "fields" : idx == ST_LRANGE ? "elements" : "members");
+    }
+    char line[AB_TEXT_MAX + 8];
+    size_t o = 0;
+    line[0] = 0;
+    if (reply_text(j->st[s][idx], j->stl[s][idx], line, sizeof line, &o)) addf(t, ", %s", line);
+}
+
+/* What differs between the two sides' states of the key, into t. */
+static void diff_text(txt *t, ab_state_job *j) {
+    char type[2][32], ttl[2][32];
+    for (int s = 0; s < 2; s++) {
+        line_of(j->st[s][ST_TYPE], j->stl[s][ST_TYPE], type[s], sizeof type[s]);
+        line_of(j->st[s][ST_PTTL], j->stl[s][ST_PTTL], ttl[s], sizeof ttl[s]);
+    }
+    size_t start = t->n;
+    if (!type[0][0] || !type[1][0]) { addf(t, "cannot tell: a side did not answer"); return; }
+    if (strcmp(type[0], type[1])) {
+        if (!strcmp(type[1], "none")) addf(t, "the key exists only on the primary (a %s)", type[0]);
+        else if (!strcmp(type[0], "none")) addf(t, "the key exists only on the secondary (a %s)", type[1]);
+        else addf(t, "type: %s on the primary, %s on the secondary", type[0], type[1]);
+        return;
+    }
+    if (!strcmp(type[0], "none")) { addf(t, "the key exists on neither side now"); return; }
+    long long ms0 = strtoll(ttl[0], NULL, 10), ms1 = strtoll(ttl[1], NULL, 10);
+    if ((ms0 < 0) != (ms1 < 0)) {
+        addf(t, "TTL: ");
+        if (ms0 < 0) addf(t, "none"); else addf(t, "%lld ms", ms0);
+        addf(t, " on the primary, ");
+        if (ms1 < 0) addf(t, "none"); else addf(t, "%lld ms", ms1);
+        addf(t, " on the secondary; ");
+    } else if (ms0 >= 0 && llabs(ms0 - ms1) > 1000) {
+        addf(t, "TTL: %lld ms on the primary, %lld ms on the secondary; ", ms0, ms1);
+    }
+    const char *ty = type[0];
+    int idx = read_of(ty);
+    span *a = NULL, *b = NULL;
+    long long na = idx < 0 ? -1 : bulks(j->st[0][idx], j->stl[0][idx], &a);
+    long long nb = idx < 0 ? -1 : bulks(j->st[1][idx], j->stl[1][idx], &b);
+    if (idx >= 0 && (na < 0 || nb < 0)) addf(t, "%s: cannot read its value on both sides; ", ty);
+    else if (idx == ST_GET) {
+        if (!span_eq(a[0], b[0])) {
+            size_t k = 0;
+            while (k < a[0].n && k < b[0].n && a[0].p[k] == b[0].p[k]) k++;
+            addf(t, "string value: "); addq(t, a[0]); addf(t, " (%zu bytes) on the primary, ", a[0].n);
+            addq(t, b[0]); addf(t, " (%zu bytes) on the secondary, first difference at byte %zu; ", b[0].n, k);
+        }
+    } else if (idx == ST_LRANGE) {
+        long long k = 0;
+        while (k < na && k < nb && span_eq(a[k], b[k])) k++;
+        if (na != nb) addf(t, "list length: %lld on the primary, %lld on the secondary; ", na, nb);
+        if (k < na || k < nb) {
+            addf(t, "list element %lld: ", k);
+            if (k < na) addq(t, a[k]); else addf(t, "(none)");
+            addf(t, " vs ");
+            if (k < nb) addq(t, b[k]); else addf(t, "(none)");
+            addf(t, "; ");
+        }
+    } else if (idx == ST_HGETALL) {
+        diff_named(t, "field", "value", a, na / 2, b, nb / 2, 1);
+    } else if (idx == ST_SMEMBERS) {
+        diff_named(t, "member", "", a, na, b, nb, 0);
+    } else if (idx == ST_ZRANGE) {
+        diff_named(t, "member", "score", a, na / 2, b, nb / 2, 1);
+    }
+    free(a);
+    free(b);
+    if (t->n == start) addf(t, "the %s is identical on both sides now (it changed since, or the replies differ on equal data)", ty);
+    else if (t->n >= 2 && t->b[t->n - 2] == ';') t->b[t->n -= 2] = 0;
+}
+
+static void keep_divergence(ab_sample *src);
+
+static void job_done(ab_state_job *j) {
+    char d[AB_DIFF_MAX];
+    txt t = {d, 0, sizeof d};
+    d[0] = 0;
+    diff_text(&t, j);
+    if (j->reply) {                           /* FRONTDOOR AB KEY */
+        resp_out o;
+        resp_out_init(&o, j->proto);
+        char buf[2][AB_TEXT_MAX * 2];
+        for (int s = 0; s < 2; s++) {
+            txt st = {buf[s], 0, sizeof buf[s]};
+            buf[s][0] = 0;
+            state_text(&st, j, s);
+        }
+        resp_add_array(&o, 6);
+        resp_add_bulk_cstr(&o, "primary");
+        resp_add_bulk_cstr(&o, buf[0]);
+        resp_add_bulk_cstr(&o, "secondary");
+        resp_add_bulk_cstr(&o, buf[1]);
+        resp_add_bulk_cstr(&o, "diff");
+        resp_add_bulk_cstr(&o, d);
+        px_pending_reply(j->reply, o.data, o.len);
+        resp_out_free(&o);
+    } else {
+        j->s.diff = strdup(d);
+        keep_divergence(&j->s);
+    }
+    job_free(j);
+}
+
+static void job_step(ab_state_job *j);
+
+static void on_state(void *ud, const char *reply, size_t len) {
+    ab_call_ud *u = ud;
+    ab_state_job *j = u->j;
+    if ((j->st[u->side][u->idx] = malloc(len ? len : 1)) != NULL) {
+        memcpy(j->st[u->side][u->idx], reply, len);
+        j->stl[u->side][u->idx] = len;
+    }
+    if (--j->left == 0) job_step(j);
+}
+
+static int read_of(const char *type) {
+    return !strcmp(type, "string") ? ST_GET : !strcmp(type, "list") ? ST_LRANGE : !strcmp(type, "hash") ? ST_HGETALL :
+           !strcmp(type, "set") ? ST_SMEMBERS : !strcmp(type, "zset") ? ST_ZRANGE : -1;
+}
+
+/* Ask both sides for the key's state in two steps: TYPE and PTTL, then the
+ * read that fits each side's type (no WRONGTYPE errors in the backends'
+ * counters); job_done runs once all is in. */
+static void job_calls(ab_state_job *j, int phase) {
+    static char c_type[] = "TYPE", c_pttl[] = "PTTL", c_get[] = "GET", c_lrange[] = "LRANGE", c_hgetall[] = "HGETALL",
+                c_smembers[] = "SMEMBERS", c_zrange[] = "ZRANGE", c_0[] = "0", c_m1[] = "-1", c_ws[] = "WITHSCORES";
+    resp_arg k = {j->key, j->keylen};
+    resp_arg calls[ST_N][5] = {
+        {{c_type, 4}, k}, {{c_pttl, 4}, k}, {{c_get, 3}, k}, {{c_lrange, 6}, k, {c_0, 1}, {c_m1, 2}},
+        {{c_hgetall, 7}, k}, {{c_smembers, 8}, k}, {{c_zrange, 6}, k, {c_0, 1}, {c_m1, 2}, {c_ws, 10}},
+    };
+    static const int argc[ST_N] = {2, 2, 2, 4, 2, 2, 5};
+    int todo[2][2], n[2] = {0, 0};
+    for (int s = 0; s < 2; s++) {
+        if (phase == 0) { todo[s][n[s]++] = ST_TYPE; todo[s][n[s]++] = ST_PTTL; continue; }
+        char type[32];
+        line_of(j->st[s][ST_TYPE], j->stl[s][ST_TYPE], type, sizeof type);
+        int r = read_of(type);
+        if (r >= 0) todo[s][n[s]++] = r;
+    }
+    j->phase = phase;
+    j->left = n[0] + n[1] + 1;
+    for (int s = 0; s < 2; s++)
+        for (int i = 0; i < n[s]; i++) {
+            int c = todo[s][i];
+            j->ud[s][c] = (ab_call_ud){j, s, c};
+            px_backend_call(s ? px_srv.secondary : px_srv.primary, argc[c], calls[c], on_state, &j->ud[s][c]);
+        }
+    if (--j->left == 0) job_step(j);
+}
+
+static void job_step(ab_state_job *j) {
+    if (j->phase == 0) job_calls(j, 1);
+    else job_done(j);
+}
+
+static void job_start(ab_state_job *j) { job_calls(j, 0); }
+
+/* ------------------------------------------------------ samples and logging */
+
+static void sample_free(ab_sample *s) {
+    free(s->text);
+    free(s->rep[0]);
+    free(s->rep[1]);
+    free(s->diff);
+    memset(s, 0, sizeof *s);
+}
+
+static const char *side_name(int side) {
+    px_backend *be = side ? px_srv.secondary : px_srv.primary;
+    return be ? be->own.be.backend : side ? "secondary" : "primary";
+}
+
+static void log_line(const char *kind, const ab_sample *s) {
+    if (!px_cfg.ab_log_file[0]) return;
+    if (!ab.log || !ab.log_name || strcmp(ab.log_name, px_cfg.ab_log_file)) {
+        if (ab.log) fclose(ab.log);
+        free(ab.log_name);
+        ab.log = fopen(px_cfg.ab_log_file, "a");
+        ab.log_name = strdup(px_cfg.ab_log_file);
+        if (!ab.log) { px_log(PX_LOG_WARNING, "ab-log-file %s: cannot open", px_cfg.ab_log_file); return; }
+    }
+    fprintf(ab.log, "%lld %s: %s\n", s->ms, kind, s->text);
+    for (int i = 0; i < 2; i++) {
+        char line[AB_TEXT_MAX * 2];
+        size_t o = 0;
+        line[0] = 0;
+        if (!s->rep[i] || !reply_text(s->rep[i], s->len[i], line, sizeof line - 16, &o))
+            snprintf(line + o, sizeof line - o, "%s(truncated)", o ? " ... " : "");
+        fprintf(ab.log, "  %s %s: %s\n", i ? "secondary" : "primary", side_name(i), line);
+    }
+    if (s->diff) fprintf(ab.log, "  diff: %s\n", s->diff);
+    fflush(ab.log);
+}
+
+/* Move p's command and replies into a sample (p keeps none of them). */
+static void take_sample(ab_sample *s, px_ab_pair *p) {
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    s->ms = (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+    s->text = p->text;
+    p->text = NULL;
+    for (int i = 0; i < 2; i++) {
+        s->rep[i] = p->rep[i];
+        s->len[i] = p->len[i] < AB_TEXT_MAX ? p->len[i] : AB_TEXT_MAX;
+        p->rep[i] = NULL;
+    }
+}
+
+static void keep_divergence(ab_sample *src) {
+    ab_sample *s = &ab.samples[ab.next_sample];
+    sample_free(s);
+    *s = *src;
+    memset(src, 0, sizeof *src);
+    ab.next_sample = (ab.next_sample + 1) % AB_SAMPLES;
+    if (ab.nsamples < AB_SAMPLES) ab.nsamples++;
+    log_line("divergence", s);
+}
+
+/* Races come in bursts on hot keys: ab-log-file gets at most AB_RACE_LOG a
+ * second, then one line counting the rest. */
+#define AB_RACE_LOG 10
+static void keep_race(px_ab_pair *p) {
+    ab_sample *s = &ab.race_samples[ab.next_race];
+    sample_free(s);
+    take_sample(s, p);
+    ab.next_race = (ab.next_race + 1) % AB_RACES;
+    if (ab.nraces < AB_RACES) ab.nraces++;
+    long long sec = s->ms / 1000;
+    if (sec != ab.race_log_sec) {
+        if (ab.race_log_skipped && ab.log && px_cfg.ab_log_file[0]) {
+            fprintf(ab.log, "%lld races: %llu more not logged in that second (INFO ab counts them all)\n",
+                    ab.race_log_sec * 1000 + 999, (unsigned long long)ab.race_log_skipped);
+        }
+        ab.race_log_sec = sec;
+        ab.race_log_n = 0;
+        ab.race_log_skipped = 0;
+    }
+    if (ab.race_log_n++ < AB_RACE_LOG) log_line("race", s);
+    else ab.race_log_skipped++;
+}
+
+static void divergence(px_ab_pair *p) {
+    ab.divergences++;
+    p->cmd->ab_mismatches++;
+    if (px_cfg.ab_stop_after > 0 && ab.divergences >= (uint64_t)px_cfg.ab_stop_after && !ab.stopped_at_ms) {
+        ab.stopped_at_ms = (uint64_t)px_now_ms();
+        px_log(PX_LOG_WARNING, "A/B: %llu divergences (ab-stop-after): mirroring stopped; FRONTDOOR AB RESET resumes it",
+               (unsigned long long)ab.divergences);
+    }
+    if (px_cfg.ab_mismatch_log == PX_AB_LOG_COUNT) return;
+    ab_state_job *j;
+    if (px_cfg.ab_mismatch_log == PX_AB_LOG_DIFF && p->key && px_srv.secondary && (j = calloc(1, sizeof *j)) != NULL) {
+        take_sample(&j->s, p);
+        j->key = p->key;
+        j->keylen = p->keylen;
+        p->key = NULL;
+        job_start(j);
+        return;
+    }
+    ab_sample s = {0};
+    take_sample(&s, p);
+    keep_divergence(&s);
+}
+
+static void px_ab_record(px_ab_pair *p, int side, const char *reply, size_t len, int failed) {
+    if (!p) return;
+    if (side == 1 && p->queued) { p->queued = 0; ab.queued--; }
+    p->have[side] = 1;
+    p->failed[side] = failed;
+    if (!failed && (p->rep[side] = malloc(len ? len : 1)) != NULL) {
+        memcpy(p->rep[side], reply, len);
+        p->len[side] = len;
+    }
+    if (!p->have[0] || !p->have[1]) return;
+    track_end(p);
+    if (p->failed[1]) { ab.dropped++; ab.secondary_errors++; }
+    else if (!p->failed[0] && p->rep[0] && p->rep[1] && !(p->cmd->flags & FD_CMD_NONDET)) {
+        ab.compared++;
+        p->cmd->ab_compared++;
+        if (!replies_equal(p->cmd, p->rep[0], p->len[0], p->rep[1], p->len[1])) {
+            if (p->race) {
+                ab.races++;
+                ab.races_by_cmd[p->cmd->id]++;
+                if (px_cfg.ab_mismatch_log != PX_AB_LOG_COUNT) keep_race(p);
+            } else {
+                divergence(p);
+            }
+        }
+    }
+    free(p->text);
+    free(p->rep[0]);
+    free(p->rep[1]);
+    free(p->key);
+    free(p);
+}
+
+/* ------------------------------------------------------------- the layer */
+
+static void on_side(void *ud, const char *reply, size_t len, int failed) {
+    struct px_ab_side *s = ud;
+    px_ab_record(s->p, s->side, reply, len, failed);
+}
+
+/* The routing layer (server.h): dispatch hands every backend command here;
+ * A/B lives entirely below this line. */
+int px_route_submit(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen,
+                    uint64_t *clock) {
+    if (px_cfg.ab_mode == PX_AB_OFF || !px_srv.secondary || !cmd)
+        return px_submit_to(px_srv.primary, c, &c->out, c->id, cmd, argc, argv, raw, rawlen, clock, NULL);
+    if (px_cfg.ab_mode == PX_AB_SPLIT) {
+        px_backend *be = px_ab_split_to_secondary(c, cmd, argc, argv) ? px_srv.secondary : px_srv.primary;
+        return px_submit_to(be, c, &c->out, c->id, cmd, argc, argv, raw, rawlen, clock, NULL);
+    }
+    px_ab_pair *p = px_ab_begin(c->id, cmd, argc, argv);
+    if (!p) return px_submit_to(px_srv.primary, c, &c->out, c->id, cmd, argc, argv, raw, rawlen, clock, NULL);
+    for (int i = 0; i < 2; i++) {
+        p->sides[i] = (struct px_ab_side){p, i};
+        p->tap[i] = (px_tap){on_side, &p->sides[i]};
+    }
+    px_backend *sec = px_srv.secondary;
+    px_tap tap1 = p->tap[1];                 /* p is freed by the second answer: never read p after it */
+    int owed = px_submit_to(px_srv.primary, c, &c->out, c->id, cmd, argc, argv, raw, rawlen, clock, &p->tap[0]);
+    resp_out scratch;
+    resp_out_init(&scratch, c->out.proto);
+    uint64_t copy_clock = *clock;            /* the copy starts when the primary's part ended */
+    px_submit_to(sec, NULL, &scratch, c->id, cmd, argc, argv, raw, rawlen, &copy_clock, &tap1);
+    resp_out_free(&scratch);
+    return owed;
+}
+
+/* ---------------------------------------------------------------- reports */
+
+static const char *const mode_names[] = {"off", "split", "mirror"};
+
+void px_ab_info(resp_out *o) {
+    char buf[256];
+#define L(...) do { int n_ = snprintf(buf, sizeof buf, __VA_ARGS__); resp_out_raw(o, buf, (size_t)n_ < sizeof buf ? (size_t)n_ : sizeof buf - 1); } while (0)
+    L("ab_mode:%s\r\n", mode_names[px_cfg.ab_mode]);
+    L("ab_primary:%s\r\n", px_srv.primary ? px_srv.primary->own.be.backend : "");
+    L("ab_secondary:%s\r\n", px_srv.secondary ? px_srv.secondary->own.be.backend : "");
+    L("ab_split_by:%s\r\n", px_cfg.ab_split_by == PX_AB_BY_CLIENT ? "client" : "key");
+    L("ab_split_fraction:%g\r\n", px_cfg.ab_split_fraction);
+    L("ab_mirror_writes:%s\r\n", px_cfg.ab_mirror_writes ? "yes" : "no");
+    L("ab_mirror_reads:%s\r\n", px_cfg.ab_mirror_reads ? "yes" : "no");
+    L("ab_mirror_sample:%g\r\n", px_cfg.ab_mirror_sample);
+    L("ab_mirrored:%llu\r\n", (unsigned long long)ab.mirrored);
+    L("ab_sampled_out:%llu\r\n", (unsigned long long)ab.sampled_out);
+    L("ab_compared:%llu\r\n", (unsigned long long)ab.compared);
+    L("ab_mismatches:%llu\r\n", (unsigned long long)(ab.divergences + ab.races));
+    L("ab_divergences:%llu\r\n", (unsigned long long)ab.divergences);
+    L("ab_races:%llu\r\n", (unsigned long long)ab.races);
+    L("ab_stopped:%s\r\n", ab.stopped_at_ms ? "yes" : "no");
+    L("ab_dropped:%llu\r\n", (unsigned long long)ab.dropped);
+    L("ab_secondary_errors:%llu\r\n", (unsigned long long)ab.secondary_errors);
+    L("ab_queue:%llu\r\n", (unsigned long long)ab.queued);
+    L("ab_split_secondary:%llu\r\n", (unsigned long long)ab.split_secondary);
+    size_t n;
+    fd_command *t = fd_commands_table(&n);
+    for (size_t i = 0; i < n; i++)
+        if (t[i].ab_compared)
+            L("ab_cmd_%s:compared=%llu,divergences=%llu,races=%llu\r\n", t[i].name,
+              (unsigned long long)t[i].ab_compared, (unsigned long long)t[i].ab_mismatches,
+              (unsigned long long)ab.races_by_cmd[t[i].id]);
+#undef L
+}
+
+void px_ab_counters(px_ab_counts *o) {
+    *o = (px_ab_counts){ab.mirrored, ab.compared, ab.divergences, ab.races, ab.dropped, ab.secondary_errors,
+                        ab.queued, ab.split_secondary, ab.sampled_out, ab.stopped_at_ms != 0};
+}
+
 static void report_reply(resp_out *t, const char *who, const char *r, size_t len) {
     char line[AB_TEXT_MAX * 2 + 64];
     size_t o = (size_t)snprintf(line, sizeof line, "    %-20s ", who);
@@ -337,9 +857,11 @@ static void report_backend(resp_out *t, const char *label, const px_backend *be)
 static void report(px_conn *c) {
     resp_out t;
     resp_out_init(&t, 2);
-    char line[1024];
+    char line[AB_DIFF_MAX + 64];
 #define P(...) do { int n_ = snprintf(line, sizeof line, __VA_ARGS__); resp_out_raw(&t, line, (size_t)n_ < sizeof line ? (size_t)n_ : sizeof line - 1); } while (0)
-    if (px_cfg.ab_mode == PX_AB_MIRROR) P("A/B mode: mirror (%s mirrored; queue %llu of %lld)\n", px_cfg.ab_mirror_writes ? "reads and writes" : "reads only", (unsigned long long)ab.queued, px_cfg.ab_mirror_queue);
+    if (px_cfg.ab_mode == PX_AB_MIRROR) P("A/B mode: mirror (%s mirrored%s; queue %llu of %lld)\n",
+        px_cfg.ab_mirror_writes && px_cfg.ab_mirror_reads ? "reads and writes" : px_cfg.ab_mirror_writes ? "writes only" : "reads only",
+        ab.stopped_at_ms ? ", STOPPED after ab-stop-after divergences" : "", (unsigned long long)ab.queued, px_cfg.ab_mirror_queue);
     else if (px_cfg.ab_mode == PX_AB_SPLIT) P("A/B mode: split by %s, %.1f%% to the secondary\n", px_cfg.ab_split_by == PX_AB_BY_CLIENT ? "client" : "key", px_cfg.ab_split_fraction * 100);
     else P("A/B mode: off\n");
     P("backend swaps: %llu\n\n", (unsigned long long)px_srv.switches);
@@ -350,25 +872,37 @@ static void report(px_conn *c) {
     if (px_srv.secondary) report_backend(&t, "secondary", px_srv.secondary);
     for (px_backend *d = px_srv.draining; d; d = d->next) report_backend(&t, "draining", d);
     if (px_cfg.ab_mode == PX_AB_SPLIT) P("\nsent to the secondary: %llu\n", (unsigned long long)ab.split_secondary);
-    P("\nmirrored %llu, compared %llu, mismatches %llu, dropped %llu (secondary failed %llu)\n",
-      (unsigned long long)ab.mirrored, (unsigned long long)ab.compared, (unsigned long long)ab.mismatches,
-      (unsigned long long)ab.dropped, (unsigned long long)ab.secondary_errors);
+    P("\nmirrored %llu, compared %llu, identical %llu, divergences %llu, races %llu, dropped %llu (secondary failed %llu)\n",
+      (unsigned long long)ab.mirrored, (unsigned long long)ab.compared,
+      (unsigned long long)(ab.compared - ab.divergences - ab.races), (unsigned long long)ab.divergences,
+      (unsigned long long)ab.races, (unsigned long long)ab.dropped, (unsigned long long)ab.secondary_errors);
+    P("(a race: the replies differ on a key another client wrote while the command was in flight,\n"
+      " so the two stores may have applied the writes in different orders; not a divergence)\n");
     size_t n;
     fd_command *tab = fd_commands_table(&n);
     int any = 0;
     for (size_t i = 0; i < n; i++)
-        if (tab[i].ab_mismatches) {
-            if (!any++) P("mismatches by command:\n");
-            P("  %-16s %llu of %llu compared\n", tab[i].name, (unsigned long long)tab[i].ab_mismatches, (unsigned long long)tab[i].ab_compared);
+        if (tab[i].ab_mismatches || ab.races_by_cmd[tab[i].id]) {
+            if (!any++) P("by command:        divergences      races   compared\n");
+            P("  %-16s %11llu %10llu %10llu\n", tab[i].name, (unsigned long long)tab[i].ab_mismatches,
+              (unsigned long long)ab.races_by_cmd[tab[i].id], (unsigned long long)tab[i].ab_compared);
         }
-    if (ab.nsamples) P("latest mismatches, newest first:\n");
     const char *pn = px_srv.primary ? px_srv.primary->b.ops->name : "primary";
     const char *sn = px_srv.secondary ? px_srv.secondary->b.ops->name : "secondary";
     char who[2][48];
     snprintf(who[0], sizeof who[0], "primary %s:", pn);
     snprintf(who[1], sizeof who[1], "secondary %s:", sn);
+    if (ab.nsamples) P("latest divergences, newest first:\n");
     for (unsigned k = 0; k < ab.nsamples; k++) {
         const ab_sample *s = &ab.samples[(ab.next_sample + AB_SAMPLES - 1 - k) % AB_SAMPLES];
+        P("  %s\n", s->text);
+        report_reply(&t, who[0], s->rep[0], s->len[0]);
+        report_reply(&t, who[1], s->rep[1], s->len[1]);
+        if (s->diff) P("    %-20s %s\n", "key now:", s->diff);
+    }
+    if (ab.nraces) P("latest races, newest first:\n");
+    for (unsigned k = 0; k < ab.nraces && k < 3; k++) {
+        const ab_sample *s = &ab.race_samples[(ab.next_race + AB_RACES - 1 - k) % AB_RACES];
         P("  %s\n", s->text);
         report_reply(&t, who[0], s->rep[0], s->len[0]);
         report_reply(&t, who[1], s->rep[1], s->len[1]);
@@ -380,27 +914,55 @@ static void report(px_conn *c) {
 
 static void ab_reset(void) {
     for (unsigned i = 0; i < AB_SAMPLES; i++) sample_free(&ab.samples[i]);
-    ab.next_sample = ab.nsamples = 0;
-    ab.mirrored = ab.compared = ab.mismatches = ab.dropped = ab.split_secondary = ab.secondary_errors = 0;
+    for (unsigned i = 0; i < AB_RACES; i++) sample_free(&ab.race_samples[i]);
+    ab.next_sample = ab.nsamples = ab.next_race = ab.nraces = 0;
+    ab.mirrored = ab.compared = ab.divergences = ab.races = ab.dropped = ab.split_secondary = ab.secondary_errors = 0;
+    ab.sampled_out = ab.stopped_at_ms = 0;
+    memset(ab.races_by_cmd, 0, sizeof ab.races_by_cmd);
     size_t n;
     fd_command *t = fd_commands_table(&n);
     for (size_t i = 0; i < n; i++) t[i].ab_compared = t[i].ab_mismatches = 0;
 }
 
-/* FRONTDOOR AB [RESET] | FRONTDOOR REPORT | FRONTDOOR HELP */
+static void add_samples(resp_out *o, const ab_sample *ring, unsigned count, unsigned next, unsigned size) {
+    resp_add_array(o, count);
+    for (unsigned k = 0; k < count; k++) {
+        const ab_sample *s = &ring[(next + size - 1 - k) % size];
+        resp_add_array(o, 5);
+        resp_add_int(o, s->ms);
+        resp_add_bulk_cstr(o, s->text);
+        resp_add_bulk(o, s->rep[0] ? s->rep[0] : "", s->len[0]);
+        resp_add_bulk(o, s->rep[1] ? s->rep[1] : "", s->len[1]);
+        if (s->diff) resp_add_bulk_cstr(o, s->diff);
+        else resp_add_null(o);
+    }
+}
+
+/* FRONTDOOR AB KEY k: the key's state on both sides and what differs. */
+static void ab_key_cmd(px_conn *c, resp_arg *key) {
+    if (px_cfg.ab_mode == PX_AB_OFF || !px_srv.secondary) { resp_add_error(&c->out, "ERR FRONTDOOR AB KEY needs an A/B secondary (ab-mode mirror or split)"); return; }
+    ab_state_job *j = calloc(1, sizeof *j);
+    char *k = malloc(key->len + 1);
+    fd_pending *p = j && k ? px_pending_push(c, NULL, fd_mono_ns()) : NULL;
+    if (!p) { free(j); free(k); resp_add_error(&c->out, "ERR out of memory"); return; }
+    memcpy(k, key->ptr, key->len);
+    k[key->len] = 0;
+    j->key = k;
+    j->keylen = key->len;
+    j->reply = p;
+    j->proto = c->out.proto;
+    job_start(j);
+}
+
+/* FRONTDOOR AB [RESET|RACES|KEY k] | FRONTDOOR REPORT | FRONTDOOR HELP */
 void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv) {
     resp_out *o = &c->out;
     if (resp_arg_is(&argv[1], "AB") && argc == 2) {
-        /* the latest mismatches, newest first: [unix-ms, command, primary reply, secondary reply] */
-        resp_add_array(o, ab.nsamples);
-        for (unsigned k = 0; k < ab.nsamples; k++) {
-            const ab_sample *s = &ab.samples[(ab.next_sample + AB_SAMPLES - 1 - k) % AB_SAMPLES];
-            resp_add_array(o, 4);
-            resp_add_int(o, s->ms);
-            resp_add_bulk_cstr(o, s->text);
-            resp_add_bulk(o, s->rep[0] ? s->rep[0] : "", s->len[0]);
-            resp_add_bulk(o, s->rep[1] ? s->rep[1] : "", s->len[1]);
-        }
+        add_samples(o, ab.samples, ab.nsamples, ab.next_sample, AB_SAMPLES);
+    } else if (resp_arg_is(&argv[1], "AB") && argc == 3 && resp_arg_is(&argv[2], "RACES")) {
+        add_samples(o, ab.race_samples, ab.nraces, ab.next_race, AB_RACES);
+    } else if (resp_arg_is(&argv[1], "AB") && argc == 4 && resp_arg_is(&argv[2], "KEY")) {
+        ab_key_cmd(c, &argv[3]);
     } else if (resp_arg_is(&argv[1], "AB") && argc == 3 && resp_arg_is(&argv[2], "RESET")) {
         ab_reset();
         resp_add_simple(o, "OK", 2);
@@ -411,13 +973,17 @@ void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv) {
     } else if (resp_arg_is(&argv[1], "HELP") && argc == 2) {
         static const char *const help[] = {
             "AB",
-            "    The latest A/B mismatches, newest first: [unix-ms, command, primary reply, secondary reply].",
+            "    The latest A/B divergences, newest first: [unix-ms, command, primary reply, secondary reply, key diff or nil].",
+            "AB RACES",
+            "    The latest races (replies that differ on a key another client wrote meanwhile), same shape.",
+            "AB KEY <key>",
+            "    The key's state on the primary and on the secondary, and what differs: [primary, text, secondary, text, diff, text].",
             "AB RESET",
-            "    Forget the mismatches and zero the A/B counters (INFO ab).",
+            "    Forget divergences and races, zero the A/B counters (INFO ab), resume a mirror stopped by ab-stop-after.",
             "CAPTURE START [<path>]|STOP|STATUS",
             "    Record every command clients send into <path> for fdload --replay (capture-* directives).",
             "REPORT",
-            "    A readable report: A/B mode, each backend's calls, errors and latency percentiles, mismatches with both replies.",
+            "    A readable report: A/B mode, each backend's calls, errors and latency percentiles, divergences with both replies and the key's diff, races.",
             "HELP",
             "    Print this help.",
             NULL,

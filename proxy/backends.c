@@ -26,6 +26,8 @@ static uint64_t hist_upper(unsigned i) {
     return ((uint64_t)(PX_HIST_SUB + sub + 1) << (msb - 4)) - 1;
 }
 
+uint64_t px_hist_bucket_upper(unsigned i) { return hist_upper(i); }
+
 void px_hist_add(px_hist *h, uint64_t ns) {
     h->count++;
     h->sum_ns += ns;
@@ -121,6 +123,65 @@ double px_backend_frontdoor_us(const px_backend *be) {
     if (!l->count) return 0;
     uint64_t own = l->sum_ns > w->sum_ns ? l->sum_ns - w->sum_ns : 0;
     return (double)own / 1e3 / (double)l->count;
+}
+
+/* ------------------------------------------------------ frontdoor's own calls */
+
+typedef struct call_ctx { px_call_cb cb; void *ud; } call_ctx;
+
+static void call_done(fd_pending *p, const char *reply, size_t len) {
+    call_ctx *cx = p->ud;
+    cx->cb(cx->ud, reply, len);
+    free(cx);
+}
+
+void px_backend_call(px_backend *be, int argc, const resp_arg *cargv, px_call_cb cb, void *ud) {
+    resp_arg argv[8];
+    resp_out out;
+    resp_out_init(&out, 2);
+    fd_command *cmd = argc > 0 && argc <= 8 ? fd_command_lookup(cargv[0].ptr, cargv[0].len) : NULL;
+    for (int i = 0; i < argc && i < 8; i++) argv[i] = cargv[i];
+    if (!be || !cmd) {
+        resp_add_error(&out, be ? "ERR unknown command" : "ERR backend unavailable");
+    } else if (be->support[cmd->id] != FD_SERVED) {
+        resp_add_errorf(&out, "ERR '%s' is not supported by frontdoor's %s backend", cmd->name, be->b.ops->name);
+    } else {
+        uint64_t t0 = fd_mono_ns();
+        fd_request r = {
+            .cmd = cmd, .argc = argc, .argv = argv, .out = &out, .now_ms = px_now_ms(),
+            .is_write = (cmd->flags & FD_CMD_WRITE) != 0, .client_id = 0,
+        };
+        call_ctx *cx = NULL;
+        if (be->b.ops->async) {
+            cx = malloc(sizeof *cx);
+            if (!cx || !(r.pending = px_pending_push(NULL, cmd, t0))) {
+                free(cx);
+                resp_add_error(&out, "ERR out of memory");
+                goto done;
+            }
+            *cx = (call_ctx){cb, ud};
+            r.pending->be = be;
+            r.pending->on_done = call_done;
+            r.pending->ud = cx;
+            r.pending->in_submit = 1;
+            be->inflight++;
+        }
+        int st = be->b.ops->submit(&be->b, &r);
+        if (st == FD_PENDING && r.pending) {
+            if (r.pending->done) free(r.pending);      /* answered inside submit: cb ran */
+            else { r.pending->in_submit = 0; r.pending->t_ret_ns = fd_mono_ns(); }
+            resp_out_free(&out);
+            return;
+        }
+        if (r.pending) { be->inflight--; px_pending_drop(r.pending); free(cx); }
+        if (st == FD_PENDING) st = FD_E_INTERNAL;
+        if (st != FD_OK) px_reply_status(&out, st, cmd->name);
+        uint64_t t1 = fd_mono_ns();
+        px_backend_account(be, t1 - t0, t1 - t0, out.len && out.data[0] == '-');
+    }
+done:
+    cb(ud, out.data ? out.data : "", out.len);
+    resp_out_free(&out);
 }
 
 /* ------------------------------------------------------------ the running set */

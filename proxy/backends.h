@@ -27,6 +27,8 @@ typedef struct px_hist {
     uint32_t b[PX_HIST_BUCKETS];
 } px_hist;
 void     px_hist_add(px_hist *h, uint64_t ns);
+/* The largest value (ns) bucket i holds. */
+uint64_t px_hist_bucket_upper(unsigned i);
 /* The value at quantile q (0..1), in ns: the upper edge of its bucket. */
 uint64_t px_hist_quantile(const px_hist *h, double q);
 
@@ -52,6 +54,15 @@ px_backend *px_backend_open(const px_backend_settings *bs, const char *role, cha
 void        px_backend_close(px_backend *be);
 /* Account for one answered request (is_error: the reply was an error). */
 void        px_backend_account(px_backend *be, uint64_t latency_ns, uint64_t wait_ns, int is_error);
+
+/* Run one command on `be` for frontdoor itself (not a client's): argv[0]
+ * names a command of the table, argc <= 8. cb(ud, reply, len) gets the RESP2 reply exactly once — possibly
+ * before this returns (an embedded backend, an error) — with an error reply
+ * when the backend is NULL, does not serve the command, or fails; the reply
+ * is valid only during cb. Counted in be's calls and latency like any
+ * request; a network backend is kept open (draining) until it answered. */
+typedef void (*px_call_cb)(void *ud, const char *reply, size_t len);
+void        px_backend_call(px_backend *be, int argc, const resp_arg *argv, px_call_cb cb, void *ud);
 
 /* Mean time per call spent in frontdoor rather than waiting on the backend, µs. */
 double      px_backend_frontdoor_us(const px_backend *be);

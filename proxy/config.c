@@ -40,6 +40,7 @@ static const char *const compression_names[] = {"snappy", "none", NULL};   /* = 
 static const char *const mongo_j_names[] = {"auto", "yes", "no", NULL};      /* = FD_MONGO_J_* */
 static const char *const ab_mode_names[] = {"off", "split", "mirror", NULL};  /* = PX_AB_* */
 static const char *const ab_by_names[] = {"key", "client", NULL};            /* = PX_AB_BY_* */
+static const char *const ab_log_names[] = {"count", "reply", "diff", NULL};   /* = PX_AB_LOG_* */
 static const char *const yesno_names[] = {"no", "yes", NULL};
 
 #define OFF(f) offsetof(px_settings, f)
@@ -51,10 +52,14 @@ static const char *const yesno_names[] = {"no", "yes", NULL};
 static const directive directives[] = {
     {"ab-log-file", T_STR, OFF(ab_log_file), "", 0, 0, F_AB, NULL},
     {"ab-mirror-queue", T_INT, OFF(ab_mirror_queue), "10000", 1, 100000000, F_AB, NULL},
+    {"ab-mirror-reads", T_ENUM, OFF(ab_mirror_reads), "yes", 0, 0, 0, yesno_names},          /* issue 18 */
+    {"ab-mirror-sample", T_DOUBLE, OFF(ab_mirror_sample), "1", 0, 1, 0, NULL},               /* issue 18 */
     {"ab-mirror-writes", T_ENUM, OFF(ab_mirror_writes), "yes", 0, 0, F_AB, yesno_names},
+    {"ab-mismatch-log", T_ENUM, OFF(ab_mismatch_log), "diff", 0, 0, 0, ab_log_names},        /* issue 18 */
     {"ab-mode", T_ENUM, OFF(ab_mode), "off", 0, 0, F_AB, ab_mode_names},
     {"ab-split-by", T_ENUM, OFF(ab_split_by), "key", 0, 0, F_AB, ab_by_names},
     {"ab-split-fraction", T_DOUBLE, OFF(ab_split_fraction), "0.5", 0, 1, F_AB, NULL},
+    {"ab-stop-after", T_INT, OFF(ab_stop_after), "0", 0, LLONG_MAX, 0, NULL},               /* issue 18 */
     {"appendonly", T_CONST, 0, "no", 0, 0, F_IMMUTABLE, NULL},
     {"backend", T_STR, BOFF(backend), "lmdb", 0, 0, B, NULL},
     {"backend-timeout", T_INT, BOFF(backend_timeout), "1000", 1, 3600000, B, NULL},
@@ -79,6 +84,7 @@ static const directive directives[] = {
     {"logfile", T_STR, OFF(logfile), "", 0, 0, F_IMMUTABLE, NULL},
     {"loglevel", T_ENUM, OFF(loglevel), "notice", 0, 0, 0, loglevel_names},
     {"maxclients", T_INT, OFF(maxclients), "10000", 1, 1000000, 0, NULL},
+    {"metrics-port", T_INT, OFF(metrics_port), "0", 0, 65535, F_IMMUTABLE, NULL},          /* issue 18: 0 = off */
     {"mongo-database", T_STR, BOFF(mongo_database), "frontdoor", 0, 0, B, NULL},
     {"mongo-j", T_ENUM, BOFF(mongo_j), "auto", 0, 0, B, mongo_j_names},
     {"mongo-uri", T_STR, BOFF(mongo_uri), "mongodb://127.0.0.1:27017", 0, 0, B, NULL},

@@ -41,6 +41,7 @@ typedef struct px_backend_settings {
 
 enum { PX_AB_OFF = 0, PX_AB_SPLIT = 1, PX_AB_MIRROR = 2 };      /* ab_mode */
 enum { PX_AB_BY_KEY = 0, PX_AB_BY_CLIENT = 1 };                 /* ab_split_by */
+enum { PX_AB_LOG_COUNT = 0, PX_AB_LOG_REPLY = 1, PX_AB_LOG_DIFF = 2 };  /* ab_mismatch_log */
 
 typedef struct px_settings {
     long long port;
@@ -55,6 +56,11 @@ typedef struct px_settings {
     int       ab_mirror_writes;      /* mirror: 1 = writes too, 0 = reads only */
     long long ab_mirror_queue;       /* mirror: copies in flight to the secondary before drops */
     char     *ab_log_file;           /* mismatches appended here ("" = none) */
+    int       ab_mirror_reads;       /* mirror: 0 = writes only */
+    double    ab_mirror_sample;      /* mirror: share of keys mirrored (by key hash; keyless: all) */
+    int       ab_mismatch_log;       /* PX_AB_LOG_*: count only, keep both replies, or with the key's diff */
+    long long metrics_port;          /* Prometheus endpoint (proxy/metrics.h); 0 = off */
+    long long ab_stop_after;         /* mirror: stop after this many divergences (0 = never) */
     char     *requirepass;
     long long maxclients;
     long long timeout;               /* seconds; 0 = never close idle clients */

@@ -1,7 +1,6 @@
 /* dispatch.c — the central checks every command passes (known, arity, auth),
  * then routing: proxy handler, or the backend. Statistics are kept here. */
 #include "server.h"
-#include "ab.h"
 #include "backends.h"
 #include "config.h"
 #include "log.h"
@@ -10,6 +9,7 @@
 #include "multi.h"
 #include "scripting.h"
 #include "capture.h"   /* capture (issue 17) */
+#include "metrics.h"   /* issue 18: per-command latency histograms */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,15 +32,10 @@ static const resp_arg *forced_route;
 static void (*capture_hook)(fd_pending *p, const char *reply, size_t len);
 static void *capture_ud;
 
-/* Hand a command to backend `be`; its reply goes to `out`: c's output, or a
- * scratch buffer for an A/B mirror copy (c NULL: the reply is only recorded
- * in `ab`). Returns 1 if the reply is now owed (pending), 0 if it was
- * written (or an error status was). Every request is accounted to `be`.
- * *clock (ns) is when the request started; it is advanced to the last clock
- * reading taken here, so callers time on from it without reading again. */
-static int submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_id, fd_command *cmd,
-                     int argc, resp_arg *argv, const char *raw, size_t rawlen, uint64_t *clock,
-                     px_ab_pair *ab, int side) {
+/* One backend (server.h): the A/B layer above (proxy/ab.c) calls it for
+ * each side, with a tap for the comparison. */
+int px_submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_id, fd_command *cmd,
+                 int argc, resp_arg *argv, const char *raw, size_t rawlen, uint64_t *clock, const px_tap *tap) {
     const char *name = cmd ? cmd->name : "";
     fd_request r = {
         .cmd = cmd, .argc = argc, .argv = argv, .out = out,
@@ -49,7 +44,7 @@ static int submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_
     };
     if (!be) {
         px_reply_status(out, FD_E_UNAVAILABLE, name);
-        if (ab) px_ab_record(ab, side, NULL, 0, 1);
+        if (tap) tap->fn(tap->ud, NULL, 0, 1);
         return 0;
     }
     if (cmd) {
@@ -60,7 +55,7 @@ static int submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_
                                      cmd->name, be->b.ops->name, why);
             else resp_add_unknown_command(out, argc, argv);   /* a bug: test_command_coverage */
             if (c) cmd->failed++;
-            if (ab) px_ab_record(ab, side, out->data + before, out->len - before, 0);
+            if (tap) tap->fn(tap->ud, out->data + before, out->len - before, 0);
             return 0;
         }
     }
@@ -68,15 +63,14 @@ static int submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_
     if (be->b.ops->async) {
         if (!(r.pending = px_pending_push(c, cmd, ts))) {
             px_reply_status(out, FD_E_NOMEM, name);
-            if (ab) px_ab_record(ab, side, NULL, 0, 1);
+            if (tap) tap->fn(tap->ud, NULL, 0, 1);
             return 0;
         }
         r.pending->be = be;
-        r.pending->ab = ab;
-        r.pending->ab_side = side;
+        if (tap) r.pending->tap = *tap;
         r.pending->in_submit = 1;
         be->inflight++;
-        if (px_srv.atomic_collect && c && side == 0) px_atomic_count(r.pending);
+        if (px_srv.atomic_collect && c) px_atomic_count(r.pending);
         if (capture_hook && !c) { r.pending->on_done = capture_hook; r.pending->ud = capture_ud; }
     }
     size_t before = out->len;
@@ -101,29 +95,10 @@ static int submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_
     uint64_t te = *clock = fd_mono_ns();
     int is_err = out->len > before && out->data[before] == '-';
     px_backend_account(be, te - ts, te - ts, is_err);
-    if (ab) px_ab_record(ab, side, out->data + before, out->len - before,
-                         st == FD_E_UNAVAILABLE || st == FD_E_TIMEOUT ||
-                         px_reply_is_unavailable(out->data + before, out->len - before));
+    if (tap) tap->fn(tap->ud, out->data + before, out->len - before,
+                     st == FD_E_UNAVAILABLE || st == FD_E_TIMEOUT ||
+                     px_reply_is_unavailable(out->data + before, out->len - before));
     return 0;
-}
-
-/* Route a command the command table sends to a backend: the primary, or
- * the secondary in A/B split mode; in mirror mode a copy also goes to the
- * secondary (its reply is compared, never sent). */
-static int submit(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen, uint64_t *clock) {
-    px_backend *be = px_srv.primary;
-    if (px_cfg.ab_mode == PX_AB_SPLIT && px_srv.secondary && cmd && px_ab_split_to_secondary(c, cmd, argc, argv))
-        be = px_srv.secondary;
-    px_ab_pair *ab = px_cfg.ab_mode == PX_AB_MIRROR ? px_ab_begin(cmd, argc, argv) : NULL;
-    int owed = submit_to(be, c, &c->out, c->id, cmd, argc, argv, raw, rawlen, clock, ab, 0);
-    if (ab) {
-        resp_out scratch;
-        resp_out_init(&scratch, c->out.proto);
-        uint64_t copy_clock = *clock;        /* the copy starts when the primary's part ended */
-        submit_to(px_srv.secondary, NULL, &scratch, c->id, cmd, argc, argv, raw, rawlen, &copy_clock, ab, 1);
-        resp_out_free(&scratch);
-    }
-    return owed;
 }
 
 int px_forward_unit(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t rawlen,
@@ -134,10 +109,10 @@ int px_forward_unit(px_conn *c, int argc, resp_arg *argv, const char *raw, size_
     if (detached) {
         resp_out scratch;
         resp_out_init(&scratch, c->out.proto);
-        owed = submit_to(px_srv.primary, NULL, &scratch, c->id, NULL, argc, argv, raw, rawlen, &clock, NULL, 0);
+        owed = px_submit_to(px_srv.primary, NULL, &scratch, c->id, NULL, argc, argv, raw, rawlen, &clock, NULL);
         resp_out_free(&scratch);
     } else {
-        owed = submit_to(px_srv.primary, c, &c->out, c->id, NULL, argc, argv, raw, rawlen, &clock, NULL, 0);
+        owed = px_submit_to(px_srv.primary, c, &c->out, c->id, NULL, argc, argv, raw, rawlen, &clock, NULL);
     }
     forced_route = NULL;
     return owed;
@@ -164,15 +139,18 @@ void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp
         h(c, argc, argv);
         *out = c->out;
         c->out = saved;
-        cmd->usec += (fd_mono_ns() - t0) / 1000;
+        uint64_t ns = fd_mono_ns() - t0;
+        cmd->usec += ns / 1000;
+        px_metrics_cmd(cmd, ns);
         return;
     }
     px_backend *be = px_srv.primary;
     uint64_t clock = t0;
     px_block_signal_cmd(cmd, argc, argv);                /* served once the script has run */
     if (!be || !be->b.ops->async) {
-        submit_to(be, c, out, c->id, cmd, argc, argv, NULL, 0, &clock, NULL, 0);
+        px_submit_to(be, c, out, c->id, cmd, argc, argv, NULL, 0, &clock, NULL);
         cmd->usec += (clock - t0) / 1000;
+        px_metrics_cmd(cmd, clock - t0);
         return;
     }
     /* asynchronous: a detached request whose reply lands here; the loop
@@ -183,7 +161,7 @@ void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp
     capture_ud = &cp;
     resp_out scratch;
     resp_out_init(&scratch, out->proto);
-    int owed = submit_to(be, NULL, &scratch, c->id, cmd, argc, argv, NULL, 0, &clock, NULL, 0);
+    int owed = px_submit_to(be, NULL, &scratch, c->id, cmd, argc, argv, NULL, 0, &clock, NULL);
     capture_hook = NULL;
     capture_ud = NULL;
     if (!owed) resp_out_raw(out, scratch.data, scratch.len);
@@ -200,7 +178,7 @@ void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp
 
 int px_forward(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
     uint64_t clock = fd_mono_ns();
-    return submit(c, cmd, argc, argv, raw, rawlen, &clock);
+    return px_route_submit(c, cmd, argc, argv, raw, rawlen, &clock);
 }
 
 void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
@@ -253,12 +231,13 @@ int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
         t1 = fd_mono_ns();
     } else {
         t1 = t0;
-        int owed = submit(c, cmd, argc, argv, raw, rawlen, &t1);
+        int owed = px_route_submit(c, cmd, argc, argv, raw, rawlen, &t1);
         px_block_signal_cmd(cmd, argc, argv);            /* its keys' waiters will be tried */
         if (px_monitors) px_monitor_feed(c, cmd, argc, argv);
         if (owed) return 1;                              /* latency counted on completion */
     }
     cmd->usec += (t1 - t0) / 1000;
+    px_metrics_cmd(cmd, t1 - t0);
     if (h && px_monitors) px_monitor_feed(c, cmd, argc, argv);
     return 0;
 }

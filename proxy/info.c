@@ -7,6 +7,7 @@
 #include "ab.h"
 #include "backends.h"
 #include "config.h"
+#include "metrics.h"
 
 #include <malloc.h>
 #include <stdarg.h>
@@ -171,6 +172,10 @@ void px_cmd_info(px_conn *c, int argc, resp_arg *argv) {
                  t[i].name, (unsigned long long)t[i].calls, (unsigned long long)t[i].usec,
                  (double)t[i].usec / (double)t[i].calls, (unsigned long long)t[i].failed);
         }
+    }
+    if (wants(argc, argv, "latencystats", 0)) {
+        SECTION("Latencystats");
+        px_metrics_latencystats(&o);
     }
     if (wants(argc, argv, "keyspace", 1)) {
         SECTION("Keyspace");

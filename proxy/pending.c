@@ -7,10 +7,10 @@
  * One mechanism keeps every client's replies in request order whatever the
  * order in which backends complete. */
 #include "server.h"
-#include "ab.h"
 #include "backends.h"
 #include "config.h"
 #include "log.h"
+#include "metrics.h"   /* issue 18 */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,16 +99,14 @@ static void complete(fd_pending *p, const void *reply, size_t len, int failed) {
         px_backend_account(p->be, now - p->t_sub_ns, now - ret, len && ((const char *)reply)[0] == '-');
     }
     if (p->on_done) p->on_done(p, reply, len);
-    if (p->ab) {
-        px_ab_record(p->ab, p->ab_side, reply, len, failed || px_reply_is_unavailable(reply, len));
-    }
+    if (p->tap.fn) p->tap.fn(p->tap.ud, reply, len, failed || px_reply_is_unavailable(reply, len));
     px_conn *c = p->conn;
     if (c && (c->flags & PX_CONN_CLOSE_ASAP)) {
         /* closing without sending more (output limit, out of memory): the
          * reply is dropped, not copied, and the limit is not logged again */
         unlink_pending(c, p, 0);
     } else if (c) {
-        if (p->cmd) p->cmd->usec += (now - p->t_sub_ns) / 1000;
+        if (p->cmd) { p->cmd->usec += (now - p->t_sub_ns) / 1000; px_metrics_cmd(p->cmd, now - p->t_sub_ns); }
         if (p->cmd && len && ((const char *)reply)[0] == '-') p->cmd->failed++;
         size_t inserted = 0;
         if (resp_out_reserve(&c->out, len) == 0) {

@@ -3,6 +3,7 @@
 #include "multi.h"
 #include "scripting.h"
 #include "server.h"
+#include "metrics.h"   /* issue 18 */
 #include "backends.h"
 #include "config.h"
 #include "log.h"
@@ -517,6 +518,7 @@ int px_server_init(char *err, size_t errlen) {
     }
     if (px_cfg.unixsocket[0] && listen_unix(px_cfg.unixsocket, err, errlen)) return -1;
     if (nlisteners == 0) { snprintf(err, errlen, "nothing to listen on (port 0 and no unixsocket)"); return -1; }
+    if (px_metrics_init(err, errlen)) return -1;       /* metrics-port (issue 18) */
 
     ev_prepare_init(&turn_watcher, on_turn_end);
     ev_prepare_start(px_srv.loop, &turn_watcher);
@@ -544,6 +546,7 @@ void px_server_shutdown(void) {
         close(listeners[i].fd);
     }
     nlisteners = 0;
+    px_metrics_shutdown();
     if (px_cfg.unixsocket[0]) unlink(px_cfg.unixsocket);
     /* replies still owed by asynchronous backends are dropped with their clients */
     px_backends_shutdown();

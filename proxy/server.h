@@ -71,6 +71,15 @@ typedef struct px_conn {
     size_t     cur_rawlen;
 } px_conn;
 
+/* An observer of one request's reply (px_submit_to): fn(ud, reply, len,
+ * failed) once, when the reply is known; failed: the backend could not
+ * answer (unavailable, timeout: not an answer to compare). The reply is
+ * valid only during the call. */
+typedef struct px_tap {
+    void (*fn)(void *ud, const char *reply, size_t len, int failed);
+    void  *ud;
+} px_tap;
+
 /* A reply owed by an asynchronous backend (storage/backend.h). Owned by the
  * proxy; freed when the backend completes it. `conn` is NULL once the client
  * has gone (the reply is then dropped). */
@@ -87,8 +96,7 @@ struct fd_pending {
     fd_command        *cmd;              /* NULL for a passthrough command */
     struct px_backend *be;               /* the backend that owes it (its counters) */
     uint64_t           t_sub_ns, t_ret_ns; /* dispatched (commandstats and backend latency) / submit returned */
-    struct px_ab_pair *ab;               /* mirrored: its reply is also recorded there */
-    int                ab_side;          /* 0 primary, 1 secondary */
+    px_tap             tap;              /* also told the reply (the A/B layer's comparison), if set */
     int                in_submit;        /* completed inside submit: freed by the caller */
     int                done;
     /* called with the reply when it arrives (before it is placed; conn may be NULL) */
@@ -152,6 +160,20 @@ int  px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const cha
  * (A/B included); cmd NULL: passed through to a Redis backend. Returns 1
  * when the reply is owed. */
 int  px_forward(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen);
+/* Hand a command to one backend `be` (NULL: unavailable); its reply goes to
+ * `out`: c's output, or a scratch buffer (c NULL: a copy nobody reads, e.g.
+ * an A/B mirror copy; then the reply is only seen by `tap`). Every request
+ * is accounted to `be`. *clock (ns) is when the request started; it is
+ * advanced to the last clock reading taken. Returns 1 when the reply is
+ * owed (pending), 0 when it was written. tap (may be NULL) is told the
+ * reply once. */
+int  px_submit_to(struct px_backend *be, px_conn *c, resp_out *out, uint64_t client_id, fd_command *cmd,
+                  int argc, resp_arg *argv, const char *raw, size_t rawlen, uint64_t *clock, const px_tap *tap);
+/* The routing layer above the backends (proxy/ab.c): a client's command to
+ * the primary, or where A/B split sends it, and a mirror copy to the
+ * secondary. Same contract as px_submit_to for the client's reply. */
+int  px_route_submit(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen,
+                     uint64_t *clock);
 /* One part of an atomic unit for a Redis backend (MULTI ... EXEC as one
  * block on the client's backend connection): route_key says where a cluster
  * sends it (NULL: anywhere); detached: its reply is dropped (the client got

@@ -9,6 +9,13 @@
 (c) split by key hash (lmdb primary, redis secondary): 10k keys, each served
     consistently by one side, the secondary's share within tolerance of
     ab-split-fraction, ab_split_secondary counting it; split by client.
+(g) redis-benchmark -c 10 mirrored redis -> lmdb at the default pool size:
+    the order-dependent replies (LPUSH lengths, INCR values) differ, all
+    counted as races, none as divergences; then keys changed behind
+    frontdoor's back (string, list, hash, set, zset, TTL, type) are
+    divergences whose diff names what differs; FRONTDOOR AB KEY.
+(h) policies: ab-mismatch-log count, ab-stop-after, ab-mirror-reads no,
+    ab-mirror-sample (by key).
 (d) secondary down in mirror mode: the client sees no error, copies are
     counted as dropped, the queue stays bounded.
 (e) live swap under load: redis-benchmark runs while CONFIG SET flips the
@@ -118,16 +125,18 @@ def mirror_redis_to_lmdb_matches_then_catches_a_divergence():
             eq(direct.cmd("SET", "diverged", "on-primary"), b"+OK\r\n")
         c.cmd("GET", "diverged")
         wait_until(lambda: ab_counts(c)["ab_mismatches"] == 1, what="the mismatch counted")
+        wait_until(lambda: len(c.call("FRONTDOOR", "AB")) == 1, what="the divergence kept with its diff")
         samples = c.call("FRONTDOOR", "AB")
-        eq(len(samples), 1, "one sample")
-        ms, text, prim, sec = samples[0]
+        ms, text, prim, sec, diff = samples[0]
         eq(text, b"GET diverged")
         eq(prim, b"$10\r\non-primary\r\n")
         eq(sec, b"$-1\r\n")
-        check("ab_cmd_get:" in c.call("INFO", "ab").decode(), "per-command counters")
+        eq(diff, b"the key exists only on the primary (a string)")
+        check("ab_cmd_get:compared=" in c.call("INFO", "ab").decode(), "per-command counters")
         with open(log) as f:
             logged = f.read()
-        check("GET diverged" in logged and "on-primary" in logged, "mismatch logged", logged)
+        check("divergence: GET diverged" in logged and '"on-primary"' in logged and "diff: the key exists only" in logged,
+              "divergence logged", logged)
         # backends: both counted, with latency percentiles
         b = info(c, "backends")
         check("calls=" in b["be_primary"] and "p99_us=" in b["be_secondary"], "per-backend stats", b)
@@ -234,6 +243,131 @@ def secondary_down_costs_the_client_nothing():
         eq(a["ab_dropped"], 2000, "every copy dropped (%s)" % a)
         eq(a["ab_mismatches"], 0)
         eq(a["ab_compared"], 0)
+
+
+def ab_cmd(c, name):
+    """INFO ab's ab_cmd_<name> line as a dict of ints."""
+    v = info(c, "ab").get("ab_cmd_" + name, "")
+    return {k: int(x) for k, x in (kv.split("=") for kv in v.split(",") if kv)}
+
+
+@T.case(timeout=120)
+def concurrent_clients_make_races_not_divergences():
+    need_frontdoor()
+    r = start_redis()
+    log = os.path.join(make_tempdir("fdtest-ablog-"), "ab.log")
+    fd = start_frontdoor(backend="redis", redis_address="%s:%d" % (HOST, r.port), ab_mode="mirror",
+                         ab_secondary="lmdb", ab_dir=make_tempdir("fdtest-ab-"), ab_durability="nosync",
+                         ab_log_file=log)            # redis-pool-size: the default
+    with fd.conn() as c:
+        eq(c.call("CONFIG", "GET", "redis-pool-size")[1], b"4", "the default pool")
+        argv = ["timeout", "-k", "5", "90", REDIS_BENCHMARK, "-h", HOST, "-p", str(fd.port),
+                "-t", "lpush,hset,sadd,zadd,incr", "-n", "5000", "-c", "10", "-q"]
+        out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=100).stdout.decode()
+        check("rror" not in out, "redis-benchmark errors", out[-1000:])
+        wait_until(lambda: ab_counts(c)["ab_queue"] == 0, what="mirror settled")
+        a = ab_counts(c)
+        eq(a["ab_mirrored"], 25000, "every command mirrored (%s)" % a)
+        eq(a["ab_divergences"], 0, "no divergence: %s %r" % (a, c.call("FRONTDOOR", "AB")[:2]))
+        eq(c.call("FRONTDOOR", "AB"), [], "no divergence kept")
+        # ten clients pushing to one list: some lengths come back in another order
+        lp, incr = ab_cmd(c, "lpush"), ab_cmd(c, "incr")
+        check(lp["races"] > 0 and incr["races"] > 0, "order-dependent replies counted as races", lp, incr)
+        eq(a["ab_races"], a["ab_mismatches"], "every mismatch is a race")
+        for cmd in ("hset", "sadd", "zadd"):   # same member every time: only who added it first (1, then 0s)
+            check(ab_cmd(c, cmd)["races"] < 10, "a few races at most", cmd, ab_cmd(c, cmd))
+        races = c.call("FRONTDOOR", "AB", "RACES")
+        check(len(races) > 0 and all(x[1].split()[0] in (b"LPUSH", b"INCR", b"HSET", b"SADD", b"ZADD") for x in races), "races kept apart", races[:1])
+        # the stores hold the same data (the values pushed are all equal)
+        eq(c.call("FRONTDOOR", "AB", "KEY", "mylist")[5], b"the list is identical on both sides now "
+           b"(it changed since, or the replies differ on equal data)")
+        report = c.call("FRONTDOOR", "REPORT").decode()
+        check("divergences 0, races %d" % a["ab_races"] in report, "REPORT: races apart", report)
+        with open(log) as f:
+            logged = f.read()
+        check(" race: " in logged and " divergence: " not in logged, "the log tells them apart", logged[:500])
+
+        # now change keys behind frontdoor's back, on redis-server directly
+        eq(c.cmd("FRONTDOOR", "AB", "RESET"), b"+OK\r\n")
+        for cmd in [("SET", "s", "value-1"), ("RPUSH", "l", "a", "b", "c"), ("HSET", "h", "f1", "x", "f2", "y"),
+                    ("SADD", "t", "m1", "m2"), ("ZADD", "z", "1", "a", "2", "b"), ("SET", "e", "v"), ("SET", "ty", "v")]:
+            c.call(*cmd)
+        with Conn(r.port) as d:
+            d.cmd("SET", "s", "value-2")
+            d.cmd("LSET", "l", "1", "B")
+            d.cmd("HSET", "h", "f2", "Y", "f3", "z")
+            d.cmd("SADD", "t", "m3")
+            d.cmd("ZADD", "z", "5", "b")
+            d.cmd("EXPIRE", "e", "1000")
+            d.cmd("DEL", "ty")
+            d.cmd("RPUSH", "ty", "v")
+        reads = [("GET", "s"), ("LRANGE", "l", "0", "-1"), ("HGETALL", "h"), ("SMEMBERS", "t"),
+                 ("ZRANGE", "z", "0", "-1", "WITHSCORES"), ("TYPE", "ty")]
+        for cmd in reads:
+            c.call(*cmd)
+        eq(c.cmd("GET", "e"), b"$1\r\nv\r\n")   # equal replies: no divergence (the TTL differs unseen)
+        wait_until(lambda: len(c.call("FRONTDOOR", "AB")) == len(reads), what="the divergences kept with their diffs")
+        a = ab_counts(c)
+        eq((a["ab_divergences"], a["ab_races"]), (len(reads), 0), "divergences, no races (%s)" % a)
+        diffs = {x[1].decode(): x[4].decode() for x in c.call("FRONTDOOR", "AB")}
+        eq(diffs["GET s"], 'string value: "value-2" (7 bytes) on the primary, "value-1" (7 bytes) on the secondary, '
+           'first difference at byte 6')
+        eq(diffs["LRANGE l 0 -1"], 'list element 1: "B" vs "b"')
+        eq(diffs["HGETALL h"], 'field: 3 vs 2 fields; field "f2" value: "Y" vs "y"; field "f3" only on the primary')
+        eq(diffs["SMEMBERS t"], 'member: 3 vs 2 members; member "m3" only on the primary')
+        eq(diffs["ZRANGE z 0 -1 WITHSCORES"], 'member "b" score: "5" vs "2"')
+        eq(diffs["TYPE ty"], "type: list on the primary, string on the secondary")
+        # FRONTDOOR AB KEY: a key with a TTL on one side only
+        k = c.call("FRONTDOOR", "AB", "KEY", "e")
+        eq((k[0], k[2], k[4]), (b"primary", b"secondary", b"diff"))
+        check(k[1].startswith(b"type string, ttl ") and k[3] == b'type string, no ttl, "v"', "both states", k)
+        check(k[5].startswith(b"TTL: ") and b"none on the secondary" in k[5], "the TTL differs", k)
+        eq(c.call("FRONTDOOR", "AB", "KEY", "l")[5], b'list element 1: "B" vs "b"')
+        eq(c.call("FRONTDOOR", "AB", "KEY", "nosuchkey")[5], b"the key exists on neither side now")
+        report = c.call("FRONTDOOR", "REPORT").decode()
+        check('key now:             list element 1: "B" vs "b"' in report, "REPORT shows the diff", report)
+
+
+@T.case
+def mismatch_policies():
+    need_frontdoor()
+    r = start_redis()
+    fd = start_frontdoor(backend="redis", redis_address="%s:%d" % (HOST, r.port), ab_mode="mirror",
+                         ab_secondary="lmdb", ab_dir=make_tempdir("fdtest-ab-"), ab_durability="nosync",
+                         ab_mismatch_log="count", ab_stop_after="3")
+    with fd.conn() as c, Conn(r.port) as d:
+        for i in range(5):
+            d.cmd("SET", "k%d" % i, "behind")
+        for i in range(2):
+            c.call("GET", "k%d" % i)
+        wait_until(lambda: ab_counts(c)["ab_divergences"] == 2, what="two divergences")
+        eq(c.call("FRONTDOOR", "AB"), [], "count: none kept")
+        c.call("GET", "k2")
+        wait_until(lambda: ab_counts(c)["ab_stopped"] == "yes", what="stopped after 3")
+        mirrored = ab_counts(c)["ab_mirrored"]
+        c.call("GET", "k3")
+        c.call("SET", "x", "1")
+        a = ab_counts(c)
+        eq((a["ab_mirrored"], a["ab_divergences"]), (mirrored, 3), "nothing mirrored once stopped")
+        check("STOPPED" in c.call("FRONTDOOR", "REPORT").decode(), "REPORT says so")
+        eq(c.cmd("FRONTDOOR", "AB", "RESET"), b"+OK\r\n")
+        eq(ab_counts(c)["ab_stopped"], "no")
+        # writes only: reads are not mirrored
+        eq(c.cmd("CONFIG", "SET", "ab-mirror-reads", "no", "ab-mismatch-log", "reply"), b"+OK\r\n")
+        c.call("GET", "k4")
+        c.call("SET", "w", "1")
+        wait_until(lambda: ab_counts(c)["ab_mirrored"] == 1, what="the write mirrored")
+        eq(ab_counts(c)["ab_divergences"], 0, "the read was not")
+        # a sample by key: a key is always, or never, mirrored
+        eq(c.cmd("CONFIG", "SET", "ab-mirror-reads", "yes", "ab-mirror-sample", "0.25"), b"+OK\r\n")
+        eq(c.cmd("FRONTDOOR", "AB", "RESET"), b"+OK\r\n")
+        for i in range(400):
+            c.call("SET", "sk%d" % i, "v")
+            c.call("GET", "sk%d" % i)
+        a = ab_counts(c)
+        eq(a["ab_mirrored"] + a["ab_sampled_out"], 800)
+        check(a["ab_mirrored"] % 2 == 0 and 0.15 * 800 <= a["ab_mirrored"] <= 0.35 * 800, "about a quarter, by key", a)
+        eq(a["ab_divergences"], 0, "a sampled key's reads find its writes on the secondary")
 
 
 def bench(port, seconds_cap=60, n=30000):

@@ -1,0 +1,45 @@
+/* metrics.h — the measurements a monitoring stack scrapes: a Prometheus
+ * text endpoint (metrics-port, off by default) and INFO latencystats. Module
+ * prefix: px_metrics_.
+ *
+ * What is measured, where:
+ *   - per command: calls, failed calls (fd_command's counters, as INFO
+ *     commandstats) and a latency histogram (here: px_metrics_cmd, called
+ *     where commandstats' usec is added: from dispatch until the reply is
+ *     in the client's buffer);
+ *   - per backend (role primary, secondary, draining): calls, errors, in
+ *     flight, the latency and wait histograms of proxy/backends.h; the
+ *     proxy's part is latency - wait;
+ *   - connections, commands processed, backend swaps, A/B counters.
+ * The histograms are the same px_hist INFO reads (INFO backends' p50/p99,
+ * INFO latencystats), exported with fixed Prometheus buckets (upper edges
+ * from 1 µs to 10 s): a fine bucket is counted in the first Prometheus
+ * bucket at or above its upper edge.
+ *
+ * The endpoint: HTTP/1.0-style, one GET per connection (GET /metrics or
+ * GET /), answered with "text/plain; version=0.0.4" and closed; on the
+ * loop thread, never blocking (the page is rendered at once and written as
+ * the socket takes it). Listens on metrics-port at every `bind` address.
+ */
+#ifndef FRONTDOOR_METRICS_H
+#define FRONTDOOR_METRICS_H
+
+#include "backends.h"
+#include "../storage/command.h"
+
+extern px_hist px_metrics_cmd_hist[FD_CMD_COUNT];
+
+/* One command's time, in ns (dispatch to reply). */
+static inline void px_metrics_cmd(const fd_command *cmd, uint64_t ns) {
+    if (cmd) px_hist_add(&px_metrics_cmd_hist[cmd->id], ns);
+}
+
+/* Listen on metrics-port (nothing when 0). -1 with err when it cannot. */
+int  px_metrics_init(char *err, size_t errlen);
+void px_metrics_shutdown(void);
+/* The exposition text into o (appended). */
+void px_metrics_render(resp_out *o);
+/* INFO latencystats: latency_percentiles_usec_<cmd>:p50=..,p99=..,p99.9=.. */
+void px_metrics_latencystats(resp_out *o);
+
+#endif
