@@ -1663,6 +1663,26 @@ static int list_prefix(sref *s, const uint8_t *pfx, size_t pl, size_t max, list_
     return st;
 }
 
+/* Order a listing of group ('g', name at value + 48) or consumer ('c', at
+ * + 16) records by full name: a name longer than 200 bytes is keyed by its
+ * prefix and a hash, so key order alone is not name order (Redis's rax is). */
+static int name_cmp_at(const copyv *a, const copyv *b, size_t off)
+{
+    size_t al = a->n > off ? a->n - off : 0, bl = b->n > off ? b->n - off : 0;
+    int r = memcmp(a->p + off, b->p + off, al < bl ? al : bl);
+    if (r) return r;
+    return al < bl ? -1 : al > bl;
+}
+
+static int name_cmp48(const void *x, const void *y) { return name_cmp_at(x, y, 48); }
+static int name_cmp16(const void *x, const void *y) { return name_cmp_at(x, y, 16); }
+
+static void list_sort_names(list_arg *l, size_t off)
+{
+    /* only the values are read after a listing of 'g'/'c' records */
+    qsort(l->vals, l->n, sizeof *l->vals, off == 48 ? name_cmp48 : name_cmp16);
+}
+
 /* A consumer's pending entries: its 'q' records counted (not stored, so
  * XACK/XCLAIM need not rewrite the consumer). */
 static int count_cb(void *arg, const uint8_t *sub, size_t sl, const void *v, size_t vl)
@@ -2044,6 +2064,7 @@ int fd_stream_xpending(fd_stream_call *c)
         pfx[0] = 'c';
         list_arg l;
         if ((st = list_prefix(&s, pfx, 9, 0, &l)) != FD_OK) goto out;
+        list_sort_names(&l, 16);
         size_t m2 = o->len;
         long long nc = 0;
         for (size_t i = 0; i < l.n && st == FD_OK; i++) {
@@ -2468,6 +2489,7 @@ static int xinfo_stream(fd_stream_call *c, sref *s)
     uint8_t gp = 'g';
     list_arg gl;
     FD_TRY(list_prefix(s, &gp, 1, 0, &gl));
+    list_sort_names(&gl, 48);
     st = resp_add_array(o, (long long)gl.n) ? FD_E_NOMEM : FD_OK;
     for (size_t i = 0; st == FD_OK && i < gl.n; i++) {
         if (gl.vals[i].n < 48) { st = FD_E_CORRUPT; break; }
@@ -2501,6 +2523,7 @@ static int xinfo_stream(fd_stream_call *c, sref *s)
         pp[0] = 'c';
         list_arg cl;
         if ((st = list_prefix(s, pp, 9, 0, &cl)) != FD_OK) break;
+        list_sort_names(&cl, 16);
         if (resp_add_array(o, (long long)cl.n)) st = FD_E_NOMEM;
         for (size_t k = 0; st == FD_OK && k < cl.n; k++) {
             const uint8_t *v = cl.vals[k].p;
@@ -2567,6 +2590,7 @@ int fd_stream_xinfo(fd_stream_call *c)
         put64(pp + 1, g.gid);
         list_arg cl;
         if ((st = list_prefix(&s, pp, 9, 0, &cl)) != FD_OK) goto out;
+        list_sort_names(&cl, 16);
         if (resp_add_array(o, (long long)cl.n)) st = FD_E_NOMEM;
         for (size_t k = 0; st == FD_OK && k < cl.n; k++) {
             const uint8_t *v = cl.vals[k].p;
@@ -2583,6 +2607,7 @@ int fd_stream_xinfo(fd_stream_call *c)
         uint8_t gp = 'g';
         list_arg gl;
         if ((st = list_prefix(&s, &gp, 1, 0, &gl)) != FD_OK) goto out;
+        list_sort_names(&gl, 48);
         if (resp_add_array(o, (long long)gl.n)) st = FD_E_NOMEM;
         for (size_t i = 0; st == FD_OK && i < gl.n; i++) {
             if (gl.vals[i].n < 48) { st = FD_E_CORRUPT; break; }

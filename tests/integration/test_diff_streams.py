@@ -438,6 +438,47 @@ def xautoclaim_cursor_and_attempts():
     d.finish()
 
 
+LONG = "g" * 300
+LONGC = "c" * 250
+
+scripted("names_long_binary_and_reassignment", fill("s", 10) + [
+    ("XGROUP", "CREATE", "s", LONG, "0"), ("XGROUP", "CREATE", "s", LONG + "x", "0"), ("XGROUP", "CREATE", "s", "b\x00\xff", "0"),
+    ("XGROUP", "CREATE", "s", "", "0"), ("XINFO", "GROUPS", "s"),
+    ("XREADGROUP", "GROUP", LONG, LONGC, "COUNT", "3", "STREAMS", "s", ">"),
+    ("XREADGROUP", "GROUP", LONG, LONGC + "y", "COUNT", "2", "STREAMS", "s", ">"),
+    ("XREADGROUP", "GROUP", "b\x00\xff", "\x00", "COUNT", "2", "STREAMS", "s", ">"),
+    ("XREADGROUP", "GROUP", "", "", "COUNT", "1", "STREAMS", "s", ">"),
+    ("~", "XINFO", "CONSUMERS", "s", LONG), ("~", "XINFO", "CONSUMERS", "s", "b\x00\xff"), ("~", "XINFO", "CONSUMERS", "s", ""),
+    ("XPENDING", "s", LONG), ("~", "XPENDING", "s", LONG, "-", "+", "10", LONGC),
+    ("XGROUP", "SETID", "s", LONG, "0"), ("XREADGROUP", "GROUP", LONG, "other", "COUNT", "4", "STREAMS", "s", ">"),
+    ("XPENDING", "s", LONG), ("~", "XINFO", "CONSUMERS", "s", LONG), ("XINFO", "GROUPS", "s"),
+    ("XREADGROUP", "GROUP", LONG, LONGC, "STREAMS", "s", "0"), ("XREADGROUP", "GROUP", LONG, "other", "COUNT", "2", "STREAMS", "s", "0"),
+    ("XREADGROUP", "GROUP", LONG, "other", "COUNT", "2", "STREAMS", "s", "(3"), ("XREADGROUP", "GROUP", LONG, "other", "STREAMS", "s", "3-2"),
+    ("~", "XPENDING", "s", LONG, "-", "+", "10"),
+    ("XCLAIM", "s", LONG, LONGC, "0", "1-0", "2-1", "3-2", "4-0", "JUSTID"), ("~", "XINFO", "CONSUMERS", "s", LONG),
+    ("XGROUP", "DELCONSUMER", "s", LONG, "other"), ("XPENDING", "s", LONG), ("~", "XINFO", "CONSUMERS", "s", LONG),
+    ("XACK", "s", LONG, "1-0", "2-1", "3-2", "4-0", "5-1", "6-2"), ("XPENDING", "s", LONG), ("~", "XINFO", "CONSUMERS", "s", LONG),
+    ("XGROUP", "DESTROY", "s", LONG), ("XGROUP", "DESTROY", "s", "b\x00\xff"), ("XINFO", "GROUPS", "s"),
+    ("XGROUP", "CREATE", "s", LONG, "$"), ("XINFO", "GROUPS", "s"), ("XPENDING", "s", LONG),
+    ("~", "XINFO", "STREAM", "s", "FULL"),
+])
+
+scripted("xreadgroup_multi_stream_and_count", fill("{m}a", 5) + fill("{m}b", 5, start_ms=3) + [
+    ("XGROUP", "CREATE", "{m}a", "g", "0"), ("XGROUP", "CREATE", "{m}b", "g", "$"),
+    ("XREADGROUP", "GROUP", "g", "c", "COUNT", "2", "STREAMS", "{m}a", "{m}b", ">", ">"),
+    ("XADD", "{m}b", "100-0", "x", "y"),
+    ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "{m}a", "{m}b", ">", ">"),
+    ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "{m}a", "{m}b", ">", ">"),
+    ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "{m}a", "{m}b", "0", "0"),
+    ("XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "{m}a", "{m}b", "0", ">"),
+    ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "{m}a", "{m}nokey", ">", ">"),
+    ("XREADGROUP", "GROUP", "g", "c", "COUNT", "0", "STREAMS", "{m}a", "0"),
+    ("XREADGROUP", "GROUP", "g", "d", "NOACK", "STREAMS", "{m}a", "0"),
+    ("XINFO", "GROUPS", "{m}a"), ("XINFO", "GROUPS", "{m}b"), ("XPENDING", "{m}a", "g"), ("XPENDING", "{m}b", "g"),
+    ("XREAD", "COUNT", "1", "STREAMS", "{m}a", "{m}b", "0", "0"), ("XREAD", "STREAMS", "{m}a", "{m}b", "$", "99"),
+])
+
+
 # ------------------------------------------------------------ XSETID
 
 scripted("xsetid", fill("s", 3) + [
