@@ -1508,7 +1508,12 @@ static int xread_generic(fd_stream_call *c, int group_mode)
 
     long long served = 0;
     for (int i = 0; i < nstreams && st == FD_OK; i++) {
-        sref *s = &ss[i];
+        /* a key named twice shares its stream and group state (Redis's objects) */
+        int j = 0;
+        const resp_arg *ki = &c->argv[streams_arg + i];
+        while (j < i && !(c->argv[streams_arg + j].len == ki->len && memcmp(c->argv[streams_arg + j].ptr, ki->ptr, ki->len) == 0)) j++;
+        sref *s = &ss[j];
+        sgroup *g = &gs[j];
         if (!s->exists) continue;
         sid gt = ids[i];
         int sync = 0, history = 0;
@@ -1518,10 +1523,10 @@ static int xread_generic(fd_stream_call *c, int group_mode)
             else if (s->m.length) {
                 sid maxid;
                 if ((st = last_valid_id(s, &maxid)) != FD_OK) break;
-                if (idcmp(maxid, gs[i].last) > 0) { sync = 1; gt = gs[i].last; }
+                if (idcmp(maxid, g->last) > 0) { sync = 1; gt = g->last; }
             }
             int created;
-            if ((st = cons_lookup_create(s, &gs[i], cname->ptr, cname->len, &cn, &created)) != FD_OK) break;
+            if ((st = cons_lookup_create(s, g, cname->ptr, cname->len, &cn, &created)) != FD_OK) break;
             cn.seen = c->now_ms;
         } else if (s->m.length) {
             sid maxid;
@@ -1535,21 +1540,21 @@ static int xread_generic(fd_stream_call *c, int group_mode)
             if (c->out->proto == 2 && resp_add_array(c->out, 2)) { st = FD_E_NOMEM; break; }
             if (resp_add_bulk(c->out, c->argv[streams_arg + i].ptr, c->argv[streams_arg + i].len)) { st = FD_E_NOMEM; break; }
             if (history) {
-                st = reply_history(s, &gs[i], &cn, start, count);
+                st = reply_history(s, g, &cn, start, count);
             } else {
                 size_t m2 = c->out->len;
-                grp_arg a = { c, s, gname ? &gs[i] : NULL, count, 0, {0} };
+                grp_arg a = { c, s, gname ? g : NULL, count, 0, {0} };
                 uint8_t pfx = 'x', f[17];
                 sk_entry(f, start);
                 st = IO_WALK(s, &pfx, 1, f, 17, 0, grp_cb, &a);
                 if (st == FD_OK) st = insert_header(c->out, m2, 'a', a.n);
-                if (st == FD_OK && gname && !noack) st = deliver_pel(s, &gs[i], &cn, &a.ids);
+                if (st == FD_OK && gname && !noack) st = deliver_pel(s, g, &cn, &a.ids);
                 free(a.ids.v);
             }
         }
         if (st == FD_OK && gname) {
-            st = cons_put(s, &gs[i], &cn);
-            if (st == FD_OK) st = group_put(s, &gs[i]);
+            st = cons_put(s, g, &cn);
+            if (st == FD_OK) st = group_put(s, g);
         }
     }
     if (st != FD_OK) goto done;

@@ -476,6 +476,10 @@ scripted("xreadgroup_multi_stream_and_count", fill("{m}a", 5) + fill("{m}b", 5, 
     ("XREADGROUP", "GROUP", "g", "d", "NOACK", "STREAMS", "{m}a", "0"),
     ("XINFO", "GROUPS", "{m}a"), ("XINFO", "GROUPS", "{m}b"), ("XPENDING", "{m}a", "g"), ("XPENDING", "{m}b", "g"),
     ("XREAD", "COUNT", "1", "STREAMS", "{m}a", "{m}b", "0", "0"), ("XREAD", "STREAMS", "{m}a", "{m}b", "$", "99"),
+    ("XADD", "{m}a", "50-0", "n", "1"), ("XADD", "{m}a", "51-0", "n", "2"),
+    ("XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "{m}a", "{m}a", ">", ">"), ("XPENDING", "{m}a", "g"),
+    ("XINFO", "GROUPS", "{m}a"), ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "{m}a", "{m}a", "0", ">"),
+    ("XREAD", "STREAMS", "{m}a", "{m}a", "0", "5"),
 ])
 
 
