@@ -544,5 +544,41 @@ def work_queue_roundtrip():
     d.finish()
 
 
+@T.case
+def mongodb_layout_subdocuments():
+    """MongoDB: entries are their own documents in db0_stream (not one
+    growing document); DEL removes them; RENAME keeps them (they follow sv)."""
+    if os.environ.get("FD_BACKEND") != "mongodb" or frontdoor_is_redis():
+        skip("MongoDB backend only")
+    try:
+        import pymongo
+    except ImportError:
+        skip("python3-pymongo is not installed")
+    ref, fd = servers()
+    uri = dict(fd.directives)
+    cli = pymongo.MongoClient(uri["mongo-uri"])
+    db = cli[uri["mongo-database"]]
+    with fd.conn() as c:
+        c.cmd("FLUSHDB")
+        for i in range(250):
+            c.cmd("XADD", "ev", "%d-0" % (i + 1), "f", "v%d" % i)
+        c.cmd("XGROUP", "CREATE", "ev", "g", "0")
+        c.cmd("XREADGROUP", "GROUP", "g", "c", "COUNT", "5", "STREAMS", "ev", ">")
+        key_doc = db["db0"].find_one({"_id": b"ev"})
+        check(key_doc is not None and key_doc["type"] == "stream" and "value" not in key_doc,
+              "the key document holds metadata only", key_doc)
+        sv = "%016x" % key_doc["sv"]
+        subs = db["db0_stream"].count_documents({"_id": {"$gte": sv, "$lt": sv + "g"}})
+        # 250 entries + 3 listpack nodes + 1 group + 1 consumer + 5 x 2 pending
+        check(subs == 250 + 3 + 1 + 1 + 10, "one document per entry/node/group/consumer/pending", subs)
+        check(c.cmd("RENAME", "ev", "ev2") == b"+OK\r\n", "RENAME")
+        check(c.cmd("XLEN", "ev2") == b":250\r\n", "the renamed stream keeps its entries")
+        check(db["db0_stream"].count_documents({"_id": {"$gte": sv, "$lt": sv + "g"}}) == subs, "RENAME moves no sub-document")
+        check(c.cmd("DEL", "ev2") == b":1\r\n", "DEL")
+        left = db["db0_stream"].count_documents({"_id": {"$gte": sv, "$lt": sv + "g"}})
+        check(left == 0, "DEL removes the sub-documents", left)
+    cli.close()
+
+
 if __name__ == "__main__":
     T.main()
