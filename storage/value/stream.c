@@ -1525,9 +1525,11 @@ static int xread_generic(fd_stream_call *c, int group_mode)
                 if ((st = last_valid_id(s, &maxid)) != FD_OK) break;
                 if (idcmp(maxid, g->last) > 0) { sync = 1; gt = g->last; }
             }
-            int created;
-            if ((st = cons_lookup_create(s, g, cname->ptr, cname->len, &cn, &created)) != FD_OK) break;
-            cn.seen = c->now_ms;
+            if (sync) {      /* the consumer is created (or seen) only when served */
+                int created;
+                if ((st = cons_lookup_create(s, g, cname->ptr, cname->len, &cn, &created)) != FD_OK) break;
+                cn.seen = c->now_ms;
+            }
         } else if (s->m.length) {
             sid maxid;
             if ((st = last_valid_id(s, &maxid)) != FD_OK) break;
@@ -1552,7 +1554,7 @@ static int xread_generic(fd_stream_call *c, int group_mode)
                 free(a.ids.v);
             }
         }
-        if (st == FD_OK && gname) {
+        if (st == FD_OK && gname && sync) {
             st = cons_put(s, g, &cn);
             if (st == FD_OK) st = group_put(s, g);
         }

@@ -545,6 +545,77 @@ def work_queue_roundtrip():
 
 
 @T.case
+def randomised_sequence():
+    """A seeded random mix (FD_SEED=n reproduces, FD_RANDOM_N=count): appends
+    with ids that go forward and backwards, deletes, exact and ~ trims, group
+    reads, acks, claims, SETIDs; every reply compared, XINFO STREAM included
+    (listpack emulation) after each step that changes the layout."""
+    import random
+    seed = int(os.environ.get("FD_SEED", random.randrange(1 << 30)))
+    n = int(os.environ.get("FD_RANDOM_N", "600"))
+    rnd = random.Random(seed)
+    d = diff(2)
+    log = []
+
+    def cmd(*a, **kw):
+        log.append(" ".join(a))
+        return d.cmd(*a, **kw)
+    d.cmd("XGROUP", "CREATE", "r", "g1", "$", "MKSTREAM")
+    d.cmd("XGROUP", "CREATE", "r", "g2", "0")
+    top = 0
+    for step in range(n):
+        k = rnd.random()
+        rid = lambda: "%d-%d" % (rnd.randrange(max(top, 1) + 3), rnd.randrange(3))
+        if k < 0.35:
+            top += rnd.choice((0, 1, 1, 2))
+            fields = [rnd.choice(("f", "g", "field%d" % rnd.randrange(3))), rnd.choice(("1", "v" * rnd.randrange(40), "-7", "x"))]
+            if rnd.random() < 0.3:
+                fields += ["h", str(rnd.randrange(1000))]
+            trim = []
+            r = rnd.random()
+            if r < 0.1:
+                trim = ["MAXLEN", rnd.choice(("~", "=")), str(rnd.randrange(0, 300))]
+            elif r < 0.15:
+                trim = ["MINID", "~", "%d" % rnd.randrange(max(top, 1))]
+            cmd("XADD", "r", *trim, rnd.choice(("%d-*" % top, "%d-%d" % (top, rnd.randrange(4)), "%d" % top)), *fields)
+        elif k < 0.45:
+            cmd("XDEL", "r", *[rid() for _ in range(rnd.randrange(1, 4))])
+        elif k < 0.5:
+            cmd("XTRIM", "r", rnd.choice(("MAXLEN", "MINID")), rnd.choice(("~", "=")),
+                  str(rnd.randrange(0, 200)) if rnd.random() < 0.5 else "%d" % rnd.randrange(max(top, 1)))
+        elif k < 0.62:
+            cmd("XREADGROUP", "GROUP", rnd.choice(("g1", "g2")), "c%d" % rnd.randrange(3), "COUNT", str(rnd.randrange(1, 6)),
+                  *(["NOACK"] if rnd.random() < 0.1 else []), "STREAMS", "r", rnd.choice((">", ">", "0", rid())))
+        elif k < 0.72:
+            cmd("XACK", "r", rnd.choice(("g1", "g2")), *[rid() for _ in range(rnd.randrange(1, 4))])
+        elif k < 0.77:
+            cmd("XCLAIM", "r", rnd.choice(("g1", "g2")), "c%d" % rnd.randrange(3), "0", rid(), rid(),
+                  *rnd.choice(([], ["JUSTID"], ["FORCE"], ["RETRYCOUNT", "3"])))
+        elif k < 0.8:
+            cmd("XAUTOCLAIM", "r", rnd.choice(("g1", "g2")), "c%d" % rnd.randrange(3), "0", rid(), "COUNT", str(rnd.randrange(1, 5)))
+        elif k < 0.82:
+            cmd("XGROUP", "SETID", "r", rnd.choice(("g1", "g2")), rnd.choice(("0", "$", rid())))
+        elif k < 0.84:
+            cmd("XGROUP", "DELCONSUMER", "r", rnd.choice(("g1", "g2")), "c%d" % rnd.randrange(3))
+        elif k < 0.9:
+            cmd("XRANGE", "r", rnd.choice(("-", rid(), "(" + rid())), rnd.choice(("+", rid())), "COUNT", str(rnd.randrange(1, 20)))
+        elif k < 0.93:
+            cmd("XREVRANGE", "r", "+", "-", "COUNT", str(rnd.randrange(1, 10)))
+        else:
+            cmd("XINFO", "STREAM", "r")
+            cmd("XINFO", "GROUPS", "r")
+            cmd("XPENDING", "r", rnd.choice(("g1", "g2")))
+        if d.mismatches:
+            break
+    d.cmd("XINFO", "STREAM", "r")
+    d.cmd("XINFO", "GROUPS", "r")
+    d.cmd("XINFO", "STREAM", "r", "FULL", same=near)
+    if d.mismatches:
+        print("      (FD_SEED=%d reproduces; the last commands:)\n        " % seed + "\n        ".join(log[-25:]))
+    d.finish()
+
+
+@T.case
 def mongodb_layout_subdocuments():
     """MongoDB: entries are their own documents in db0_stream (not one
     growing document); DEL removes them; RENAME keeps them (they follow sv)."""
