@@ -559,6 +559,8 @@ def randomised_sequence():
 
     def cmd(*a, **kw):
         log.append(" ".join(a))
+        if a[0] == "~":
+            return d.cmd(*a[1:], same=near)
         return d.cmd(*a, **kw)
     d.cmd("XGROUP", "CREATE", "r", "g1", "$", "MKSTREAM")
     d.cmd("XGROUP", "CREATE", "r", "g2", "0")
@@ -595,8 +597,15 @@ def randomised_sequence():
             cmd("XAUTOCLAIM", "r", rnd.choice(("g1", "g2")), "c%d" % rnd.randrange(3), "0", rid(), "COUNT", str(rnd.randrange(1, 5)))
         elif k < 0.82:
             cmd("XGROUP", "SETID", "r", rnd.choice(("g1", "g2")), rnd.choice(("0", "$", rid())))
-        elif k < 0.84:
+        elif k < 0.83:
             cmd("XGROUP", "DELCONSUMER", "r", rnd.choice(("g1", "g2")), "c%d" % rnd.randrange(3))
+        elif k < 0.835:
+            cmd("XGROUP", "DESTROY", "r", "g2")
+            cmd("XGROUP", "CREATE", "r", "g2", rnd.choice(("0", "$", rid())), *rnd.choice(([], ["ENTRIESREAD", "2"])))
+        elif k < 0.84:
+            cmd("XSETID", "r", "%d-%d" % (top + 1, rnd.randrange(3)), *rnd.choice(([], ["ENTRIESADDED", str(rnd.randrange(2000))])))
+            cmd("XLEN", "r")
+            cmd("~", "XPENDING", "r", rnd.choice(("g1", "g2")), "-", "+", "5")
         elif k < 0.9:
             cmd("XRANGE", "r", rnd.choice(("-", rid(), "(" + rid())), rnd.choice(("+", rid())), "COUNT", str(rnd.randrange(1, 20)))
         elif k < 0.93:
