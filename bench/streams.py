@@ -6,7 +6,8 @@ stock redis-benchmark (same client, settings and moment for every target).
 
 Per target and pipeline depth (-P 1, -P 16; 50 clients):
   XADD        XADD s * f v
-  XRANGE10    XRANGE r - + COUNT 10        (r holds 1000 entries)
+  XRANGE10    XRANGE r <random id> + COUNT 10   (r holds --stream-size entries, 1000;
+              ids 1-0..N-0, the start drawn by -r N: a seek anywhere in it)
   XREADGROUP  XREADGROUP GROUP g c COUNT 1 STREAMS q >   (q holds n entries per run)
   XACK        XACK q g <random id of q>    (-r n: ids "000000012345" = 12345-0)
   RG+ACK      pairs per second = 1 / (1/XREADGROUP + 1/XACK): one delivery
@@ -197,6 +198,8 @@ def main():
     ap.add_argument("--n", type=int, default=100000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--targets", default="redis,lmdb-nosync,lmdb-sync")
+    ap.add_argument("--stream-size", type=int, default=1000, help="entries in the XRANGE stream (growth: 1000000)")
+    ap.add_argument("--tests", default="XADD,XRANGE10,XREADGROUP,XACK,LOOP16")
     a = ap.parse_args()
     targets = a.targets.split(",")
     tmp = tempfile.mkdtemp(prefix="fd-streams-bench-")
@@ -207,13 +210,23 @@ def main():
             for P in (1, 16):
                 for t in targets:      # interleaved: the same moment for every target
                     port = procs[t][1]
-                    pipe(port, [["DEL", "s", "r", "q"]])
-                    pipe(port, [["XADD", "r", "%d-0" % (i + 1), "f", "v"] for i in range(1000)])
+                    pipe(port, [["DEL", "s", "q"]])
+                    f = res.setdefault((t, P), {})
+                    want = a.tests.split(",")
+                    if "XADD" in want:
+                        f.setdefault("XADD", []).append(bench(port, ["XADD", "s", "*", "f", "v"], a.n, P))
+                    if "XRANGE10" in want:
+                        if not (rep or P != 1) or a.stream_size <= 100000:
+                            pipe(port, [["DEL", "r"]])
+                            for b0 in range(0, a.stream_size, 100000):
+                                pipe(port, [["XADD", "r", "%d-0" % (i + 1), "f", "v"]
+                                            for i in range(b0, min(a.stream_size, b0 + 100000))])
+                        f.setdefault("XRANGE10", []).append(
+                            bench(port, ["XRANGE", "r", "__rand_int__", "+", "COUNT", "10"], a.n, P, r=a.stream_size))
+                    if "XREADGROUP" not in want:
+                        continue
                     pipe(port, [["XADD", "q", "%d-0" % (i + 1), "f", "v"] for i in range(a.n)])
                     pipe(port, [["XGROUP", "CREATE", "q", "g", "0"]])
-                    f = res.setdefault((t, P), {})
-                    f.setdefault("XADD", []).append(bench(port, ["XADD", "s", "*", "f", "v"], a.n, P))
-                    f.setdefault("XRANGE10", []).append(bench(port, ["XRANGE", "r", "-", "+", "COUNT", "10"], a.n, P))
                     f.setdefault("XREADGROUP", []).append(
                         bench(port, ["XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "q", ">"], a.n, P))
                     f.setdefault("XACK", []).append(bench(port, ["XACK", "q", "g", "__rand_int__"], a.n, P, r=a.n))
@@ -229,7 +242,7 @@ def main():
             p.terminate()
             p.wait()
         shutil.rmtree(tmp, ignore_errors=True)
-    tests = ["XADD", "XRANGE10", "XREADGROUP", "XACK", "RG+ACK", "LOOP16"]
+    tests = [x for x in ["XADD", "XRANGE10", "XREADGROUP", "XACK", "RG+ACK", "LOOP16"] if x in res[(targets[0], 1)]]
     print("| test | -P | " + " | ".join(targets) + " |")
     print("|---|---|" + "---|" * len(targets))
     for test in tests:

@@ -316,6 +316,12 @@ int  mg_hash_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg_has
 #define HASH_DONE(st) do { int st_ = (st); mg_hash_free(&h); mg_meta_free(&m); return st_; } while (0)
 #define LIST_DONE(st) do { int st_ = (st); mg_list_free(&L); mg_meta_free(&m); return st_; } while (0)
 
+/* ================================================================ streams (mg_stream.c) */
+
+/* Delete the sub-documents (db0_stream) of the stream whose key document
+ * m was read (DEL/UNLINK, after the key document went): FD_OK or MG_E_MONGO. */
+int  mg_stream_drop(mg_ctx *c, const mg_meta *m);
+
 /* ================================================================ keys (mg_keys.c) */
 
 /* Every live key with its type and scan hash (sorted by hash when sorted):

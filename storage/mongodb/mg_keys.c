@@ -37,7 +37,10 @@ int mg_cmd_del(mg_ctx *c)
         if (!mongoc_collection_delete_many(c->coll, &q, NULL, NULL, &c->err)) s = mg_fail(c);
         bson_destroy(&q);
     }
-    for (int i = 0; i < n; i++) mg_meta_free(&m[i]);
+    for (int i = 0; i < n; i++) {
+        if (s == FD_OK && m[i].found && !dup[i] && m[i].type == MG_T_STREAM) s = mg_stream_drop(c, &m[i]);
+        mg_meta_free(&m[i]);
+    }
     free(m);
     free(dup);
     FD_TRY(s);

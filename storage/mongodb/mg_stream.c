@@ -13,7 +13,8 @@
  * node record, metadata). The version sv is random per stream: RENAME moves
  * only the key document (its sub-documents follow sv), and a deleted or
  * expired stream's sub-documents are never seen again by a new stream of the
- * same name (they stay until FLUSHDB: see docs/mongodb.md, "Streams"). */
+ * same name. DEL/UNLINK delete them too (mg_stream_drop); a stream that
+ * expires or is overwritten leaves them until FLUSHDB (docs/mongodb.md). */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -278,6 +279,29 @@ static void sio_close(void *h, void *skp)
 {
     (void)h;
     free(skp);
+}
+
+int mg_stream_drop(mg_ctx *c, const mg_meta *m)
+{
+    bson_iter_t it;
+    if (!m->doc || !bson_iter_init_find(&it, m->doc, "sv") || !BSON_ITER_HOLDS_INT64(&it)) return FD_OK;
+    mg_sk sk = { .sv = bson_iter_int64(&it) };
+    set_hex(&sk);
+    char hi[18];
+    memcpy(hi, sk.hex, 16);
+    hi[16] = 'g';
+    hi[17] = 0;
+    mongoc_collection_t *sc = mongoc_client_get_collection(c->client, c->b->dbname, MG_STREAM_COLL);
+    if (!sc) return FD_E_NOMEM;
+    bson_t q = BSON_INITIALIZER, r;
+    bson_append_document_begin(&q, "_id", -1, &r);
+    bson_append_utf8(&r, "$gte", -1, sk.hex, 16);
+    bson_append_utf8(&r, "$lt", -1, hi, 17);
+    bson_append_document_end(&q, &r);
+    bool ok = mongoc_collection_delete_many(sc, &q, NULL, NULL, &c->err);
+    bson_destroy(&q);
+    mongoc_collection_destroy(sc);
+    return ok ? FD_OK : mg_fail(c);
 }
 
 static const fd_stream_io mg_stream_io = {

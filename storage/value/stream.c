@@ -1508,7 +1508,12 @@ static int xread_generic(fd_stream_call *c, int group_mode)
 
     long long served = 0;
     for (int i = 0; i < nstreams && st == FD_OK; i++) {
-        sref *s = &ss[i];
+        /* a key named twice shares its stream and group state (Redis's objects) */
+        int j = 0;
+        const resp_arg *ki = &c->argv[streams_arg + i];
+        while (j < i && !(c->argv[streams_arg + j].len == ki->len && memcmp(c->argv[streams_arg + j].ptr, ki->ptr, ki->len) == 0)) j++;
+        sref *s = &ss[j];
+        sgroup *g = &gs[j];
         if (!s->exists) continue;
         sid gt = ids[i];
         int sync = 0, history = 0;
@@ -1518,11 +1523,13 @@ static int xread_generic(fd_stream_call *c, int group_mode)
             else if (s->m.length) {
                 sid maxid;
                 if ((st = last_valid_id(s, &maxid)) != FD_OK) break;
-                if (idcmp(maxid, gs[i].last) > 0) { sync = 1; gt = gs[i].last; }
+                if (idcmp(maxid, g->last) > 0) { sync = 1; gt = g->last; }
             }
-            int created;
-            if ((st = cons_lookup_create(s, &gs[i], cname->ptr, cname->len, &cn, &created)) != FD_OK) break;
-            cn.seen = c->now_ms;
+            if (sync) {      /* the consumer is created (or seen) only when served */
+                int created;
+                if ((st = cons_lookup_create(s, g, cname->ptr, cname->len, &cn, &created)) != FD_OK) break;
+                cn.seen = c->now_ms;
+            }
         } else if (s->m.length) {
             sid maxid;
             if ((st = last_valid_id(s, &maxid)) != FD_OK) break;
@@ -1535,21 +1542,21 @@ static int xread_generic(fd_stream_call *c, int group_mode)
             if (c->out->proto == 2 && resp_add_array(c->out, 2)) { st = FD_E_NOMEM; break; }
             if (resp_add_bulk(c->out, c->argv[streams_arg + i].ptr, c->argv[streams_arg + i].len)) { st = FD_E_NOMEM; break; }
             if (history) {
-                st = reply_history(s, &gs[i], &cn, start, count);
+                st = reply_history(s, g, &cn, start, count);
             } else {
                 size_t m2 = c->out->len;
-                grp_arg a = { c, s, gname ? &gs[i] : NULL, count, 0, {0} };
+                grp_arg a = { c, s, gname ? g : NULL, count, 0, {0} };
                 uint8_t pfx = 'x', f[17];
                 sk_entry(f, start);
                 st = IO_WALK(s, &pfx, 1, f, 17, 0, grp_cb, &a);
                 if (st == FD_OK) st = insert_header(c->out, m2, 'a', a.n);
-                if (st == FD_OK && gname && !noack) st = deliver_pel(s, &gs[i], &cn, &a.ids);
+                if (st == FD_OK && gname && !noack) st = deliver_pel(s, g, &cn, &a.ids);
                 free(a.ids.v);
             }
         }
-        if (st == FD_OK && gname) {
-            st = cons_put(s, &gs[i], &cn);
-            if (st == FD_OK) st = group_put(s, &gs[i]);
+        if (st == FD_OK && gname && sync) {
+            st = cons_put(s, g, &cn);
+            if (st == FD_OK) st = group_put(s, g);
         }
     }
     if (st != FD_OK) goto done;
@@ -1661,6 +1668,26 @@ static int list_prefix(sref *s, const uint8_t *pfx, size_t pl, size_t max, list_
     int st = IO_WALK(s, pfx, pl, pfx, pl, 0, list_cb, a);
     if (st != FD_OK) list_free(a);
     return st;
+}
+
+/* Order a listing of group ('g', name at value + 48) or consumer ('c', at
+ * + 16) records by full name: a name longer than 200 bytes is keyed by its
+ * prefix and a hash, so key order alone is not name order (Redis's rax is). */
+static int name_cmp_at(const copyv *a, const copyv *b, size_t off)
+{
+    size_t al = a->n > off ? a->n - off : 0, bl = b->n > off ? b->n - off : 0;
+    int r = memcmp(a->p + off, b->p + off, al < bl ? al : bl);
+    if (r) return r;
+    return al < bl ? -1 : al > bl;
+}
+
+static int name_cmp48(const void *x, const void *y) { return name_cmp_at(x, y, 48); }
+static int name_cmp16(const void *x, const void *y) { return name_cmp_at(x, y, 16); }
+
+static void list_sort_names(list_arg *l, size_t off)
+{
+    /* only the values are read after a listing of 'g'/'c' records */
+    qsort(l->vals, l->n, sizeof *l->vals, off == 48 ? name_cmp48 : name_cmp16);
 }
 
 /* A consumer's pending entries: its 'q' records counted (not stored, so
@@ -2044,6 +2071,7 @@ int fd_stream_xpending(fd_stream_call *c)
         pfx[0] = 'c';
         list_arg l;
         if ((st = list_prefix(&s, pfx, 9, 0, &l)) != FD_OK) goto out;
+        list_sort_names(&l, 16);
         size_t m2 = o->len;
         long long nc = 0;
         for (size_t i = 0; i < l.n && st == FD_OK; i++) {
@@ -2468,6 +2496,7 @@ static int xinfo_stream(fd_stream_call *c, sref *s)
     uint8_t gp = 'g';
     list_arg gl;
     FD_TRY(list_prefix(s, &gp, 1, 0, &gl));
+    list_sort_names(&gl, 48);
     st = resp_add_array(o, (long long)gl.n) ? FD_E_NOMEM : FD_OK;
     for (size_t i = 0; st == FD_OK && i < gl.n; i++) {
         if (gl.vals[i].n < 48) { st = FD_E_CORRUPT; break; }
@@ -2501,6 +2530,7 @@ static int xinfo_stream(fd_stream_call *c, sref *s)
         pp[0] = 'c';
         list_arg cl;
         if ((st = list_prefix(s, pp, 9, 0, &cl)) != FD_OK) break;
+        list_sort_names(&cl, 16);
         if (resp_add_array(o, (long long)cl.n)) st = FD_E_NOMEM;
         for (size_t k = 0; st == FD_OK && k < cl.n; k++) {
             const uint8_t *v = cl.vals[k].p;
@@ -2567,6 +2597,7 @@ int fd_stream_xinfo(fd_stream_call *c)
         put64(pp + 1, g.gid);
         list_arg cl;
         if ((st = list_prefix(&s, pp, 9, 0, &cl)) != FD_OK) goto out;
+        list_sort_names(&cl, 16);
         if (resp_add_array(o, (long long)cl.n)) st = FD_E_NOMEM;
         for (size_t k = 0; st == FD_OK && k < cl.n; k++) {
             const uint8_t *v = cl.vals[k].p;
@@ -2583,6 +2614,7 @@ int fd_stream_xinfo(fd_stream_call *c)
         uint8_t gp = 'g';
         list_arg gl;
         if ((st = list_prefix(&s, &gp, 1, 0, &gl)) != FD_OK) goto out;
+        list_sort_names(&gl, 48);
         if (resp_add_array(o, (long long)gl.n)) st = FD_E_NOMEM;
         for (size_t i = 0; st == FD_OK && i < gl.n; i++) {
             if (gl.vals[i].n < 48) { st = FD_E_CORRUPT; break; }
