@@ -13,7 +13,8 @@
 #include <string.h>
 
 /* Which non-blocking twin a blocking command runs. */
-enum { K_LPOP, K_RPOP, K_ZMIN, K_ZMAX, K_LMOVE, K_RPOPLPUSH, K_LMPOP, K_ZMPOP };
+enum { K_LPOP, K_RPOP, K_ZMIN, K_ZMAX, K_LMOVE, K_RPOPLPUSH, K_LMPOP, K_ZMPOP, K_XREAD, K_XGROUP };
+#define IS_STREAM(kind) ((kind) == K_XREAD || (kind) == K_XGROUP)
 
 typedef struct bkey bkey;
 typedef struct px_blk px_blk;
@@ -33,6 +34,8 @@ struct bkey {
     int        in_ready;         /* in the ready list */
     int        busy;             /* a wake-up try on it is in flight (async backend) */
     int        dirty;            /* written while busy: try again after */
+    int        has_resume;       /* the next wake-up try starts at resume (NULL: none left) */
+    bnode     *resume;           /* stream waiters: every one is tried, not only the head */
 };
 
 struct px_blk {
@@ -60,6 +63,12 @@ struct px_blk {
     int          unblock;        /* 0, or CLIENT UNBLOCK's how + 1 (decided when the try ends) */
     int          timed_out;      /* the timer fired during a try */
     int          atomic;         /* inside MULTI/EXEC or a script: never blocks */
+    /* XREAD / XREADGROUP: the ids waited after (one per stream, from the
+     * storage's -XBLOCK marker), COUNT of a wake-up read, GROUP's index */
+    resp_arg    *xid;
+    char        *xidbuf;
+    char         xcount[24];
+    int          xgroup, xnoack;
 };
 
 static px_strmap keys;           /* key -> bkey */
@@ -186,6 +195,7 @@ static void blk_unregister(px_blk *b) {
     for (int i = 0; i < b->nnodes; i++) {
         bnode *n = &b->nodes[i];
         bkey *k = n->k;
+        if (k->resume == n) k->resume = n->next;
         if (n->prev) n->prev->next = n->next;
         else k->head = n->next;
         if (n->next) n->next->prev = n->prev;
@@ -201,6 +211,8 @@ static void blk_free(px_blk *b) {
     blk_unregister(b);
     ev_timer_stop(px_srv.loop, &b->timer);
     if (b->counted) nblocked--;
+    free(b->xid);
+    free(b->xidbuf);
     free(b->buf);
     free(b);
 }
@@ -291,6 +303,25 @@ static void run_try(px_blk *b, int ki) {
         t[n++] = b->argv[1];
         t[n++] = b->argv[2];
         break;
+    case K_XREAD: case K_XGROUP:
+        if (ki < 0) {                              /* the first try: the command as received */
+            for (int i = 0; i < b->argc; i++) t[n++] = b->argv[i];
+            break;
+        }
+        /* a wake-up: that stream alone, after the id waited for (Redis's COUNT) */
+        t[n++] = b->argv[0];
+        if (b->kind == K_XGROUP) {
+            t[n++] = (resp_arg){ (char *)"GROUP", 5 };
+            t[n++] = b->argv[b->xgroup];
+            t[n++] = b->argv[b->xgroup + 1];
+        }
+        t[n++] = (resp_arg){ (char *)"COUNT", 5 };
+        t[n++] = (resp_arg){ b->xcount, strlen(b->xcount) };
+        if (b->xnoack) t[n++] = (resp_arg){ (char *)"NOACK", 5 };
+        t[n++] = (resp_arg){ (char *)"STREAMS", 7 };
+        t[n++] = b->argv[ki];
+        t[n++] = b->xid[ki - b->kfirst];
+        break;
     default:                                       /* B?MPOP timeout numkeys key... rest */
         t[n++] = (resp_arg){ (char *)b->twin->name, b->twin->namelen };
         if (ki < 0) {
@@ -316,7 +347,7 @@ static void run_try(px_blk *b, int ki) {
 static void first_try(px_blk *b) {
     b->try_initial = 1;
     b->seq = 0;
-    run_try(b, (b->kind == K_LMPOP || b->kind == K_ZMPOP) ? -1 : b->kfirst);
+    run_try(b, (b->kind == K_LMPOP || b->kind == K_ZMPOP || IS_STREAM(b->kind)) ? -1 : b->kfirst);
 }
 
 static void on_timer(struct ev_loop *loop, ev_timer *w, int revents) {
@@ -326,11 +357,12 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents) {
     finish_null(b, 1);
 }
 
-/* Every key was empty: wait (or, when it cannot block, answer null). */
-static void block_or_null(px_blk *b) {
-    if (b->atomic) { finish_null(b, 0); return; }
-    if (b->unblock) { finish_unblocked(b); return; }
-    if (b->timed_out) { finish_null(b, 1); return; }
+/* Every key was empty: wait (or, when it cannot block, answer null).
+ * 1: b waits; 0: b was answered (and freed). */
+static int block_or_null(px_blk *b) {
+    if (b->atomic) { finish_null(b, 0); return 0; }
+    if (b->unblock) { finish_unblocked(b); return 0; }
+    if (b->timed_out) { finish_null(b, 1); return 0; }
     if (b->kind == K_LMPOP || b->kind == K_ZMPOP) {
         /* the twin accepted the arguments: the keys are known now */
         long long nk = 0;
@@ -345,7 +377,7 @@ static void block_or_null(px_blk *b) {
     if (blk_register(b)) {
         static const char e[] = "-OOM command not allowed when used memory > 'maxmemory'.\r\n";
         blk_finish(b, e, sizeof e - 1);
-        return;
+        return 0;
     }
     if (!b->counted) { b->counted = 1; nblocked++; }
     if (b->deadline > 0 && !ev_is_active(&b->timer)) {
@@ -353,6 +385,103 @@ static void block_or_null(px_blk *b) {
         ev_timer_set(&b->timer, s > 0 ? s : 0.0, 0.);
         ev_timer_start(px_srv.loop, &b->timer);
     }
+    return 1;
+}
+
+/* ------------------------------------------------------------ streams */
+
+/* The storage's "-XBLOCK <id>..." reply (storage/value/stream.h). */
+static int is_xblock(const char *r, size_t len) {
+    return len >= 9 && !memcmp(r, "-XBLOCK", 7) && (r[7] == ' ' || r[7] == '\r');
+}
+
+/* After the marker: the streams (keys), the ids waited after, the wake-up
+ * read's COUNT (Redis: COUNT, else 1000), GROUP's place, the deadline (BLOCK
+ * ms; 0 = forever). The storage checked the arguments. 0, or -1 (memory). */
+static int stream_setup(px_blk *b, const char *r, size_t len) {
+    int sa = 0;
+    long long ms = 0, count = 0;
+    for (int i = 1; i < b->argc; i++) {
+        const resp_arg *a = &b->argv[i];
+        int more = b->argc - i - 1;
+        if (resp_arg_is(a, "block") && more) { i++; resp_str2ll(b->argv[i].ptr, b->argv[i].len, &ms); }
+        else if (resp_arg_is(a, "count") && more) { i++; resp_str2ll(b->argv[i].ptr, b->argv[i].len, &count); }
+        else if (resp_arg_is(a, "streams") && more) { sa = i + 1; break; }
+        else if (resp_arg_is(a, "group") && more >= 2) { b->xgroup = i + 1; i += 2; }
+        else if (resp_arg_is(a, "noack")) b->xnoack = 1;
+    }
+    if (!sa) return -1;
+    b->kfirst = sa;
+    b->nkeys = (b->argc - sa) / 2;
+    snprintf(b->xcount, sizeof b->xcount, "%lld", count > 0 ? count : 1000);
+    b->deadline = ms > 0 ? px_now_ms() + ms : 0;
+    b->xidbuf = malloc(len + 1);
+    b->xid = calloc((size_t)b->nkeys + 1, sizeof *b->xid);
+    if (!b->xidbuf || !b->xid) return -1;
+    memcpy(b->xidbuf, r, len);
+    b->xidbuf[len] = '\0';
+    char *p = b->xidbuf + 7, *end = b->xidbuf + len;
+    int n = 0;
+    while (p < end && *p == ' ' && n < b->nkeys) {
+        char *q = ++p;
+        while (q < end && *q != ' ' && *q != '\r') q++;
+        b->xid[n++] = (resp_arg){ p, (size_t)(q - p) };
+        p = q;
+    }
+    return n == b->nkeys ? 0 : -1;
+}
+
+/* b's place in k's FIFO: the waiter after it (NULL: none, or not there). */
+static bnode *node_after(px_blk *b, bkey *k) {
+    for (int i = 0; i < b->nnodes; i++)
+        if (b->nodes[i].k == k) return b->nodes[i].next;
+    return NULL;
+}
+
+/* A wake-up try on k ended: the next waiter is tried when it may be served
+ * too (a stream read does not consume the entries: every waiter whose id
+ * is older is served), or from the head when k was written meanwhile. */
+static void wake_end(bkey *k, bnode *next, int go_on) {
+    if (k->dirty) {
+        k->dirty = 0;
+        k->has_resume = 0;
+        k->resume = NULL;
+        make_ready(k);
+    } else if (go_on && next) {
+        k->has_resume = 1;
+        k->resume = next;
+        make_ready(k);
+    }
+    k->busy = 0;
+    maybe_free_key(k);
+}
+
+/* A stream waiter that was tried on another key meanwhile: its keys are
+ * looked at again. */
+static void stream_recheck(px_blk *b, bkey *except) {
+    if (!b->dirty) return;
+    b->dirty = 0;
+    for (int i = 0; i < b->nnodes; i++)
+        if (b->nodes[i].k != except) make_ready(b->nodes[i].k);
+}
+
+static void finish_error(px_blk *b, const char *e) { blk_finish(b, e, strlen(e)); }
+
+/* XREADGROUP woken to -NOGROUP: Redis tells a deleted key from a deleted
+ * group (blocked.c): EXISTS decides. */
+static void on_gone(void *arg, const char *reply, size_t len) {
+    px_blk *b = arg;
+    b->trying = 0;
+    bkey *k = b->try_key;
+    b->try_key = NULL;
+    bnode *next = node_after(b, k);
+    if (!b->c) blk_free(b);
+    else if (len >= 2 && reply[0] == ':' && reply[1] != '0')
+        finish_error(b, "-NOGROUP the consumer group this client was blocked on no longer exists\r\n");
+    else
+        finish_error(b, "-UNBLOCKED the stream key no longer exists\r\n");
+    wake_end(k, next, 1);
+    serve_ready();
 }
 
 static void on_try(void *arg, const char *reply, size_t len) {
@@ -361,15 +490,32 @@ static void on_try(void *arg, const char *reply, size_t len) {
     int atomic = b->atomic;
     bkey *k = b->try_initial ? NULL : b->try_key;   /* stays busy (not freed) until the end */
     b->try_key = NULL;
-    int served = !is_null_reply(reply, len) && !(len && reply[0] == '-');
+    int err = len && reply[0] == '-';
+    int served = !is_null_reply(reply, len) && !err;
     if (served && b->c && (b->kind == K_LMOVE || b->kind == K_RPOPLPUSH))
         signal_key(b->argv[2].ptr, b->argv[2].len);  /* it pushed onto dst */
     if (!b->c) {                                    /* the client left meanwhile */
-        if (!is_null_reply(reply, len) && reply[0] != '-')
+        if (served && !is_xblock(reply, len))
             px_log(PX_LOG_WARNING, "a client left while its blocking %s was served: its reply is lost", b->twin->name);
+        int stream = IS_STREAM(b->kind);
         blk_free(b);
+        if (k) wake_end(k, k->head, stream);        /* the others on k are still owed their try */
+        if (!atomic) serve_ready();
+        return;
+    }
+    if (b->try_initial && IS_STREAM(b->kind)) {
+        if (!is_xblock(reply, len)) {
+            blk_finish(b, reply, len);              /* served at once, or an error */
+        } else if (stream_setup(b, reply, len)) {
+            finish_error(b, "-OOM command not allowed when used memory > 'maxmemory'.\r\n");
+        } else if (block_or_null(b)) {
+            /* an asynchronous backend: a write submitted while the read was
+             * in flight ran after it, and its signal found no waiter yet */
+            px_backend *be = px_srv.primary;
+            if (be && be->b.ops->async)
+                for (int i = 0; i < b->nnodes; i++) make_ready(b->nodes[i].k);
+        }
     } else if (b->try_initial) {
-        int err = len && reply[0] == '-';
         if (err || !is_null_reply(reply, len)) {
             finish_served(b, &b->argv[b->kfirst + b->seq], reply, len);
         } else if (b->kind != K_LMPOP && b->kind != K_ZMPOP && b->kind != K_LMOVE && b->kind != K_RPOPLPUSH &&
@@ -384,26 +530,46 @@ static void on_try(void *arg, const char *reply, size_t len) {
             block_or_null(b);
         }
     } else {
-        /* a wake-up: a WRONGTYPE or a miss leaves it waiting, as in Redis */
+        /* a wake-up: a WRONGTYPE or a miss leaves it waiting, as in Redis
+         * (but XREADGROUP: its key deleted or its group destroyed ends it) */
+        bnode *next = node_after(b, k);
+        int stream = IS_STREAM(b->kind) || (next && IS_STREAM(next->b->kind));
         if (served) {
             finish_served(b, &(resp_arg){ k->e->name, k->e->len }, reply, len);
-            make_ready(k);                               /* the next waiter may get more */
+        } else if (b->kind == K_XGROUP && err && len >= 9 && !memcmp(reply, "-NOGROUP ", 9)) {
+            static const resp_arg ex = { (char *)"exists", 6 };
+            b->tw[0] = ex;
+            b->tw[1] = (resp_arg){ k->e->name, k->e->len };
+            b->trying = 1;
+            b->try_key = k;
+            px_call_backend(b->c, fd_command_lookup("exists", 6), 2, b->tw, NULL, 0, b->proto, 0, on_gone, b, NULL);
+            return;
+        } else if (b->kind == K_XGROUP && err && len >= 10 && !memcmp(reply, "-WRONGTYPE", 10)) {
+            finish_error(b, "-UNBLOCKED the stream key no longer exists\r\n");
         } else if (b->unblock) {
             finish_unblocked(b);
         } else if (b->timed_out) {
             finish_null(b, 1);
+        } else if (IS_STREAM(b->kind)) {
+            stream_recheck(b, k);
         }
-        if (!served && k->dirty) { k->dirty = 0; make_ready(k); }
+        wake_end(k, next, served || stream);
+        k = NULL;
     }
     if (k) { k->busy = 0; maybe_free_key(k); }
     if (!atomic) serve_ready();         /* (an EXEC's ready keys are served after it) */
 }
 
-/* The first waiter of k is tried on k. */
+/* The first waiter of k (or, going on through a stream's waiters, the one
+ * after the last tried) is tried on k. */
 static void serve_key(bkey *k) {
     if (k->busy) { k->dirty = 1; return; }
-    if (!k->head) return;
-    px_blk *b = k->head->b;
+    bnode *n = k->has_resume ? k->resume : k->head;
+    k->has_resume = 0;
+    k->resume = NULL;
+    while (n && n->b->trying && IS_STREAM(n->b->kind)) { n->b->dirty = 1; n = n->next; }
+    if (!n) return;
+    px_blk *b = n->b;
     if (b->trying) { b->dirty = 1; return; }        /* in its first sequence: it will look again */
     k->busy = 1;
     b->try_initial = 0;
@@ -533,8 +699,8 @@ static void block_command(px_conn *c, int argc, resp_arg *argv, int kind, int tp
                 return;
             }
     }
-    int64_t deadline;
-    if (parse_timeout(c, &argv[tpos], &deadline)) return;
+    int64_t deadline = 0;                          /* streams: known from the storage's marker */
+    if (tpos >= 0 && parse_timeout(c, &argv[tpos], &deadline)) return;
     const fd_command *tw = fd_command_lookup(twin, strlen(twin));
     px_backend *be = px_srv.primary;
     int remote = be && be->b.ops->submit_blocking;
@@ -575,6 +741,7 @@ static void block_command(px_conn *c, int argc, resp_arg *argv, int kind, int tp
     switch (kind) {
     case K_LMOVE: case K_RPOPLPUSH: b->kfirst = 1; b->nkeys = 1; break;
     case K_LMPOP: case K_ZMPOP: b->kfirst = 3; b->nkeys = 0; break;  /* known once the twin accepted them */
+    case K_XREAD: case K_XGROUP: b->kfirst = 0; b->nkeys = 0; break;   /* known from the marker */
     default: b->kfirst = 1; b->nkeys = argc - 2; break;
     }
     c->blk = b;
@@ -604,6 +771,26 @@ void px_cmd_blmove(px_conn *c, int argc, resp_arg *argv) { block_command(c, argc
 void px_cmd_brpoplpush(px_conn *c, int argc, resp_arg *argv) { block_command(c, argc, argv, K_RPOPLPUSH, 3, "rpoplpush"); }
 void px_cmd_blmpop(px_conn *c, int argc, resp_arg *argv) { block_command(c, argc, argv, K_LMPOP, 1, "lmpop"); }
 void px_cmd_bzmpop(px_conn *c, int argc, resp_arg *argv) { block_command(c, argc, argv, K_ZMPOP, 1, "zmpop"); }
+
+static void xread_block(px_conn *c, int argc, resp_arg *argv) { block_command(c, argc, argv, K_XREAD, -1, "xread"); }
+static void xreadgroup_block(px_conn *c, int argc, resp_arg *argv) {
+    block_command(c, argc, argv, K_XGROUP, -1, "xreadgroup");
+}
+
+px_handler px_block_stream_handler(const fd_command *cmd, int argc, const resp_arg *argv) {
+    int group = cmd->id == FD_CMD_xreadgroup;
+    if (!group && cmd->id != FD_CMD_xread) return NULL;
+    /* the options as the storage reads them (stream.c), up to STREAMS */
+    for (int i = 1; i < argc; i++) {
+        const resp_arg *a = &argv[i];
+        int more = argc - i - 1;
+        if (resp_arg_is(a, "block") && more) return group ? xreadgroup_block : xread_block;
+        if (resp_arg_is(a, "count") && more) i++;
+        else if (resp_arg_is(a, "group") && more >= 2) i += 2;
+        else if (!resp_arg_is(a, "noack")) return NULL;   /* STREAMS, or an error the storage replies */
+    }
+    return NULL;
+}
 
 /* ------------------------------------------------------------ clients */
 

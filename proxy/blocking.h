@@ -36,6 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "server.h"
+#include "commands.h"
 
 /* The handlers (family PROXY rows of commands.def). */
 void px_cmd_blpop(px_conn *c, int argc, resp_arg *argv);
@@ -46,6 +47,18 @@ void px_cmd_blmpop(px_conn *c, int argc, resp_arg *argv);
 void px_cmd_bzpopmin(px_conn *c, int argc, resp_arg *argv);
 void px_cmd_bzpopmax(px_conn *c, int argc, resp_arg *argv);
 void px_cmd_bzmpop(px_conn *c, int argc, resp_arg *argv);
+
+/* XREAD / XREADGROUP with a BLOCK option (family DATA rows): the handler
+ * that serves them here, else NULL (a plain read, the storage's). The first
+ * try is the command as received; when nothing can be served the storage
+ * answers its "-XBLOCK <id>..." marker (storage/value/stream.h: `$`
+ * resolved) and the client waits on its streams. A write on one of them
+ * tries each waiter on that stream alone: XREAD COUNT n STREAMS key id, or
+ * XREADGROUP GROUP g c COUNT n [NOACK] STREAMS key > (n: COUNT, else 1000,
+ * as Redis). XREADGROUP ends with Redis 7.0's -NOGROUP / -UNBLOCKED errors
+ * when its group or key goes away. On redis and redis-cluster the command
+ * goes as received to a connection of its own (submit_blocking). */
+px_handler px_block_stream_handler(const fd_command *cmd, int argc, const resp_arg *argv);
 
 
 /* A write command was handed to the backend: its keys with waiters become

@@ -132,6 +132,11 @@ void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp
     if (cmd->flags & FD_CMD_WRITE) px_watch_touch(cmd, argc, argv);
     uint64_t t0 = fd_mono_ns();
     px_handler h = px_handler_of(cmd);
+    if (!h && (cmd->flags & FD_CMD_STREAMKEYS) && px_block_stream_handler(cmd, argc, argv)) {
+        /* Redis 7.0 (t_stream.c): a script's XREAD/XREADGROUP may not BLOCK */
+        resp_add_errorf(out, "ERR %.*s command is not allowed with BLOCK option from scripts", (int)argv[0].len, argv[0].ptr);
+        return;
+    }
     if (h) {
         /* a proxy-served command writes to the client's output: lend it the script's */
         resp_out saved = c->out;
@@ -224,6 +229,7 @@ int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
     if ((cmd->flags & FD_CMD_WRITE) && px_srv.watched_keys) px_watch_touch(cmd, argc, argv);
     uint64_t t0 = fd_mono_ns(), t1;
     px_handler h = px_handler_of(cmd);
+    if (!h && (cmd->flags & FD_CMD_STREAMKEYS)) h = px_block_stream_handler(cmd, argc, argv);  /* XREAD BLOCK */
     if (h) {
         c->cur_raw = raw;
         c->cur_rawlen = rawlen;

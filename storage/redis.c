@@ -43,7 +43,8 @@
  *     SELECT, AUTH, QUIT, TIME, ...): the command table routes them before the
  *     backend, so they answer promptly even when Redis is slow.
  *   - Commands that would break a shared connection get an error naming why:
- *     blocking pops and XREAD/XREADGROUP with BLOCK, WAIT (would block it),
+ *     WAIT (would block it; blocking pops and XREAD/XREADGROUP BLOCK go to a
+ *     connection of their own, proxy/blocking.c),
  *     (P|S)SUBSCRIBE/MONITOR (would turn it into a push stream),
  *     MULTI/EXEC/DISCARD/WATCH/UNWATCH (a transaction would take other
  *     clients' commands in), RESET, and SYNC/PSYNC/REPLCONF/SHUTDOWN. A

@@ -586,19 +586,12 @@ const char *rc_support(const struct fd_command *cmd) {
 const char *rc_refusal(int argc, const resp_arg *argv) {
     const resp_arg *a = &argv[0];
 #define IS(s) resp_arg_is(a, s)
-    /* blocking pops, (P|S)SUBSCRIBE, MONITOR and RESET are the proxy's
-     * (proxy/blocking.c, proxy/pubsub.c): they never come here */
+    /* blocking pops, XREAD/XREADGROUP BLOCK, (P|S)SUBSCRIBE, MONITOR and
+     * RESET are the proxy's (proxy/blocking.c, proxy/pubsub.c): they never
+     * come here, but inside a forwarded MULTI block, where Redis does not
+     * block */
     if (IS("wait"))
         return "it would block a shared backend connection";
-    if (IS("xread") || IS("xreadgroup")) {
-        for (int i = 1; i < argc; i++) {
-            const resp_arg *x = &argv[i];
-            if (x->len == 7 && strncasecmp(x->ptr, "streams", 7) == 0) break;
-            if (x->len == 5 && strncasecmp(x->ptr, "block", 5) == 0)
-                return "it would block a shared backend connection";
-        }
-        return NULL;
-    }
     if (IS("sync") || IS("psync") || IS("replconf"))
         return "it would turn a shared backend connection into a replication link";
     if (IS("copy"))   /* COPY ... DB n names the server's databases, not frontdoor's one */

@@ -2,6 +2,7 @@
  * The rules, reply shapes and error texts follow redis 7.0's t_stream.c
  * (learned from it, written here anew); the sub-record layouts are ours. */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1321,13 +1322,23 @@ int fd_stream_xrevrange(fd_stream_call *c) { return xrange_generic(c, 1); }
 
 /* ---------------------------------------------------------------- XREAD / XREADGROUP */
 
-int fd_stream_would_block(fd_stream_call *c, long long timeout_ms)
+int fd_stream_would_block(fd_stream_call *c, int nstreams, const uint64_t *ids)
 {
-    (void)timeout_ms;
-    /* The one place to replace with the blocking machinery (proxy/blocking.c):
-     * data were not available at once and the client asked to wait. */
-    return resp_add_errorf(c->out, "ERR %s BLOCK would have to wait for new entries: blocking reads are not available on this backend yet",
-                           c->argv[0].len == 10 ? "XREADGROUP" : "XREAD") ? FD_E_NOMEM : FD_OK;
+    /* The marker proxy/blocking.c turns into a wait (stream.h): the ids the
+     * read waits after, `$` already resolved, `>` for a group's new entries. */
+    resp_out *o = c->out;
+    size_t mark = o->len;
+    char buf[48];
+    int bad = resp_out_raw(o, "-XBLOCK", 7) != 0;
+    for (int i = 0; i < nstreams && !bad; i++) {
+        int n = ids[2 * i] == UINT64_MAX && ids[2 * i + 1] == UINT64_MAX
+                    ? snprintf(buf, sizeof buf, " >")
+                    : snprintf(buf, sizeof buf, " %" PRIu64 "-%" PRIu64, ids[2 * i], ids[2 * i + 1]);
+        bad = resp_out_raw(o, buf, (size_t)n) != 0;
+    }
+    if (!bad) bad = resp_out_raw(o, "\r\n", 2) != 0;
+    if (bad) o->len = mark;
+    return bad ? FD_E_NOMEM : FD_OK;
 }
 
 /* Deliver entries of the group (">"): walk the stream after gt, reply each
@@ -1564,7 +1575,7 @@ static int xread_generic(fd_stream_call *c, int group_mode)
         st = insert_header(c->out, mark, c->out->proto == 2 ? 'a' : 'm', served);
         goto done;
     }
-    if (timeout != -1) { st = fd_stream_would_block(c, timeout); goto done; }
+    if (timeout != -1) { st = fd_stream_would_block(c, nstreams, &ids[0].ms); goto done; }
     st = resp_add_null_array(c->out) ? FD_E_NOMEM : FD_OK;
 done:
     if (st != FD_OK) c->out->len = mark;

@@ -99,9 +99,13 @@ int fd_stream_xclaim(fd_stream_call *c);
 int fd_stream_xautoclaim(fd_stream_call *c);
 
 /* XREAD/XREADGROUP BLOCK when nothing can be served at once: the one place
- * that decides what happens (today: an error reply, until the blocking
- * machinery of proxy/blocking.c serves it). Writes the reply; FD_OK. */
-int fd_stream_would_block(fd_stream_call *c, long long timeout_ms);
+ * that decides what happens. Writes the marker reply
+ * "-XBLOCK <id> <id>...\r\n" (one id per stream, in order: `$` resolved to
+ * the stream's last id at this moment, "0-0" for a missing stream, ">" for
+ * a group's new entries), which proxy/blocking.c turns into a wait and never
+ * lets reach a client. ids: 2 * nstreams uint64 (ms, seq pairs;
+ * UINT64_MAX, UINT64_MAX = ">"). FD_OK, or FD_E_NOMEM with nothing written. */
+int fd_stream_would_block(fd_stream_call *c, int nstreams, const uint64_t *ids);
 
 /* The metadata's length field (for a backend that keeps it visible). */
 uint64_t fd_stream_meta_length(const uint8_t *meta);

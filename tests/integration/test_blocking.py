@@ -3,6 +3,14 @@
 BZPOPMAX, BZMPOP) on the backend FD_BACKEND names (lmdb by default; the
 CMake matrix runs this file on leveldb, mongodb, redis and redis-cluster too).
 
+Streams: XREAD/XREADGROUP BLOCK woken by another client's XADD within 100
+ms (redis-py), `$` as the last id at the time of blocking, timeouts (nil
+in RESP2 and RESP3), COUNT of a wake-up, several streams, XREADGROUP `>`
+waiters in FIFO order (each entry to one consumer) and XREAD waiters all
+woken, the group destroyed or the key deleted while blocked (Redis 7.0's
+-NOGROUP / -UNBLOCKED), CLIENT UNBLOCK, and the reply bytes against
+redis-server (MULTI, scripts, errors, a wake-up's reply; RESP2 and RESP3).
+
 Asserted: redis-py's blpop woken within 100 ms by another client's push and
 timing out on time; FIFO order among waiters; wake-ups by a push, a move
 onto the key (BLMOVE chain) and RENAME; pipelined commands behind a blocked
@@ -12,6 +20,7 @@ pool of connections lent to blocked clients; and byte-for-byte differential
 cases against a real redis-server (errors, immediate replies, RESP3).
 """
 import os
+import re
 import socket
 import sys
 import threading
@@ -350,6 +359,211 @@ def differential(proto):
     d.finish()
 
 
+# ------------------------------------------------------------ streams (XREAD / XREADGROUP BLOCK)
+
+@T.case
+def redispy_xread_block_woken_within_100ms():
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        skip("python3-redis not installed")
+    f = fd()
+    r = redis_client(f)
+    r.delete("xq:wake")
+    r.xadd("xq:wake", {"old": "1"}, id="1-1")
+    got = {}
+
+    def waiter():
+        got["v"] = r.xread({"xq:wake": "$"}, block=0)
+        got["t"] = time.monotonic()
+    th = threading.Thread(target=waiter)
+    th.start()
+    wait_blocked(f, 1)
+    p = redis_client(f)
+    t0 = time.monotonic()
+    eq(p.xadd("xq:wake", {"job": "1"}, id="2-1"), b"2-1")
+    th.join(5)
+    check(not th.is_alive(), "xread never returned")
+    dt = got["t"] - t0
+    check(dt < 0.1, "woken after %.3f s (want < 0.1)" % dt)
+    # `$` was 1-1 when it blocked: only the new entry
+    eq(got["v"], [[b"xq:wake", [(b"2-1", {b"job": b"1"})]]])
+    eq(blocked_clients(f), 0)
+
+
+@T.case
+def xread_block_times_out_nil():
+    f = fd()
+    with f.conn() as c:
+        c.cmd("DEL", "xq:none")
+        t0 = time.monotonic()
+        eq(c.cmd("XREAD", "BLOCK", "250", "STREAMS", "xq:none", "$"), b"*-1\r\n")
+        dt = time.monotonic() - t0
+        check(0.23 <= dt < 0.8, "BLOCK 250 took %.3f s" % dt)
+        c.cmd("XGROUP", "CREATE", "xq:none", "g", "$", "MKSTREAM")
+        c.cmd("HELLO", "3")
+        eq(c.cmd("XREADGROUP", "GROUP", "g", "c", "BLOCK", "50", "STREAMS", "xq:none", ">"), b"_\r\n")
+        eq(c.cmd("XREAD", "BLOCK", "50", "STREAMS", "xq:none", "$"), b"_\r\n")
+    eq(blocked_clients(f), 0)
+
+
+@T.case
+def xread_block_several_streams_count_and_all_waiters():
+    f = fd()
+    with f.conn() as a, f.conn() as b, f.conn() as p:
+        p.cmd("DEL", "{xs}a", "{xs}b")
+        p.cmd("XADD", "{xs}a", "5-0", "f", "old")
+        # two XREAD waiters on the same streams: a stream read takes nothing away, both are served
+        a.send("XREAD", "COUNT", "1", "BLOCK", "0", "STREAMS", "{xs}a", "{xs}b", "$", "$")
+        b.send("XREAD", "BLOCK", "0", "STREAMS", "{xs}b", "0-0")
+        wait_blocked(f, 2)
+        # two entries at once (one wake-up): COUNT 1 gives the first only
+        p.cmd("MULTI")
+        p.cmd("XADD", "{xs}b", "1-1", "n", "1")
+        p.cmd("XADD", "{xs}b", "1-2", "n", "2")
+        eq(parse(p.cmd("EXEC")), [b"1-1", b"1-2"])
+        eq(a.read(timeout=3), b"*1\r\n*2\r\n$5\r\n{xs}b\r\n*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\nn\r\n$1\r\n1\r\n")
+        eq(parse(b.read(timeout=3)), [[b"{xs}b", [[b"1-1", [b"n", b"1"]], [b"1-2", [b"n", b"2"]]]]])
+        # `$` of a stream that has entries: a later id wakes it
+        a.send("XREAD", "BLOCK", "0", "STREAMS", "{xs}a", "$")
+        wait_blocked(f, 1)
+        p.cmd("XADD", "{xs}a", "6-0", "f", "new")
+        eq(parse(a.read(timeout=3)), [[b"{xs}a", [[b"6-0", [b"f", b"new"]]]]])
+    eq(blocked_clients(f), 0)
+
+
+@T.case
+def xreadgroup_block_fifo_each_entry_to_one_consumer():
+    f = fd()
+    with f.conn() as a, f.conn() as b, f.conn() as p:
+        p.cmd("DEL", "xq:g")
+        eq(p.cmd("XGROUP", "CREATE", "xq:g", "g", "$", "MKSTREAM"), b"+OK\r\n")
+        a.send("XREADGROUP", "GROUP", "g", "c1", "BLOCK", "0", "STREAMS", "xq:g", ">")
+        wait_blocked(f, 1)
+        b.send("XREADGROUP", "GROUP", "g", "c2", "BLOCK", "0", "STREAMS", "xq:g", ">")
+        wait_blocked(f, 2)
+        t0 = time.monotonic()
+        p.cmd("XADD", "xq:g", "1-0", "job", "a")
+        eq(parse(a.read(timeout=3)), [[b"xq:g", [[b"1-0", [b"job", b"a"]]]]])
+        check(time.monotonic() - t0 < 0.1, "XREADGROUP woken late")
+        eq(blocked_clients(f), 1)                     # c2 still waits: the entry was c1's
+        p.cmd("XADD", "xq:g", "2-0", "job", "b")
+        eq(parse(b.read(timeout=3)), [[b"xq:g", [[b"2-0", [b"job", b"b"]]]]])
+        eq(parse(p.cmd("XPENDING", "xq:g", "g")), [2, b"1-0", b"2-0", [[b"c1", b"1"], [b"c2", b"1"]]])
+    eq(blocked_clients(f), 0)
+
+
+@T.case
+def xreadgroup_block_group_or_key_gone():
+    f = fd()
+    with f.conn() as a, f.conn() as p:
+        p.cmd("DEL", "xq:gone")
+        p.cmd("XGROUP", "CREATE", "xq:gone", "g", "$", "MKSTREAM")
+        a.send("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "xq:gone", ">")
+        wait_blocked(f, 1)
+        eq(p.cmd("XGROUP", "DESTROY", "xq:gone", "g"), b":1\r\n")
+        eq(a.read(timeout=3), b"-NOGROUP the consumer group this client was blocked on no longer exists\r\n")
+        p.cmd("XGROUP", "CREATE", "xq:gone", "g", "$")
+        a.send("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "xq:gone", ">")
+        wait_blocked(f, 1)
+        eq(p.cmd("DEL", "xq:gone"), b":1\r\n")
+        eq(a.read(timeout=3), b"-UNBLOCKED the stream key no longer exists\r\n")
+        # XREAD is not ended by a deletion: it waits for an entry after its id
+        a.send("XREAD", "BLOCK", "0", "STREAMS", "xq:gone", "0-0")
+        wait_blocked(f, 1)
+        p.cmd("SET", "xq:gone", "x")
+        p.cmd("DEL", "xq:gone")
+        eq(blocked_clients(f), 1)
+        p.cmd("XADD", "xq:gone", "3-0", "f", "v")
+        eq(parse(a.read(timeout=3)), [[b"xq:gone", [[b"3-0", [b"f", b"v"]]]]])
+    eq(blocked_clients(f), 0)
+
+
+@T.case
+def xread_block_client_unblock_and_disconnect():
+    f = fd()
+    with f.conn() as a, f.conn() as p:
+        p.cmd("DEL", "xq:unb")
+        aid = parse(a.cmd("CLIENT", "ID"))
+        a.send("XREAD", "BLOCK", "0", "STREAMS", "xq:unb", "$")
+        wait_blocked(f, 1)
+        eq(p.cmd("CLIENT", "UNBLOCK", str(aid)), b":1\r\n")
+        eq(a.read(), b"*-1\r\n")
+        p.cmd("XGROUP", "CREATE", "xq:unb", "g", "$", "MKSTREAM")
+        a.send("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "xq:unb", ">")
+        wait_blocked(f, 1)
+        eq(p.cmd("CLIENT", "UNBLOCK", str(aid), "ERROR"), b":1\r\n")
+        eq(a.read(), b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n")
+        eq(a.cmd("PING"), b"+PONG\r\n")
+        # a waiter that leaves takes nothing: the next one gets the entry
+        gone = f.conn()
+        gone.send("XREADGROUP", "GROUP", "g", "c0", "BLOCK", "0", "STREAMS", "xq:unb", ">")
+        wait_blocked(f, 1)
+        gone.close()
+        wait_until(lambda: blocked_clients(f) == 0, timeout=5, what="the waiter gone")
+        a.send("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "xq:unb", ">")
+        wait_blocked(f, 1)
+        p.cmd("XADD", "xq:unb", "1-0", "f", "v")
+        eq(parse(a.read(timeout=3)), [[b"xq:unb", [[b"1-0", [b"f", b"v"]]]]])
+    eq(blocked_clients(f), 0)
+
+
+def mask(r):
+    """A reply with its stream ids masked (ids made of the time differ)."""
+    return re.sub(rb"\$\d+\r\n\d+-\d+\r\n", b"<id>", r)
+
+
+def stream_differential(proto):
+    d = diff_pair(proto)
+    d.cmd("DEL", "{x}s", "{x}t", "{x}e", "{x}str", same=lambda a, b: True)
+    d.cmd("XADD", "{x}s", "1-1", "f", "v")
+    d.cmd("XGROUP", "CREATE", "{x}s", "g", "0")
+    d.cmd("SET", "{x}str", "v")
+    for args in (
+        ("XREAD", "BLOCK", "0", "STREAMS", "{x}s", "0"),                       # served at once
+        ("XREAD", "COUNT", "1", "BLOCK", "10", "STREAMS", "{x}s", "{x}t", "0", "0"),
+        ("XREAD", "BLOCK", "10", "STREAMS", "{x}s", "$"),                      # times out: nil
+        ("XREAD", "BLOCK", "-1", "STREAMS", "{x}s", "$"), ("XREAD", "BLOCK", "x", "STREAMS", "{x}s", "$"),
+        ("XREAD", "BLOCK", "10", "STREAMS", "{x}s"), ("XREAD", "BLOCK", "10", "STREAMS", "{x}s", ">"),
+        ("XREAD", "BLOCK", "10", "STREAMS", "{x}str", "$"), ("XREAD", "BLOCK", "1.5", "STREAMS", "{x}s", "$"),
+        ("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "{x}s", ">"),   # served at once
+        ("XREADGROUP", "GROUP", "g", "c", "BLOCK", "10", "STREAMS", "{x}s", ">"),  # nil
+        ("XREADGROUP", "GROUP", "g", "c", "BLOCK", "10", "STREAMS", "{x}s", "0"),  # history: at once
+        ("XREADGROUP", "GROUP", "nog", "c", "BLOCK", "10", "STREAMS", "{x}s", ">"),
+        ("XREADGROUP", "GROUP", "g", "c", "BLOCK", "10", "STREAMS", "{x}e", ">"),
+        ("XREADGROUP", "GROUP", "g", "c", "BLOCK", "10", "STREAMS", "{x}s", "$"),
+        ("XREADGROUP", "GROUP", "g", "c", "BLOCK", "10", "NOACK", "STREAMS", "{x}s", ">"),
+        ("XPENDING", "{x}s", "g"),
+    ):
+        d.cmd(*args)
+    # inside MULTI nothing blocks; scripts may not BLOCK (Redis 7.0's error)
+    d.cmd("MULTI")
+    d.cmd("XREAD", "BLOCK", "0", "STREAMS", "{x}s", "$")
+    d.cmd("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "{x}s", ">")
+    d.cmd("XADD", "{x}s", "2-1", "f", "w")
+    d.cmd("XREAD", "BLOCK", "0", "STREAMS", "{x}s", "1-1")
+    d.cmd("EXEC")
+    d.cmd("EVAL", "return redis.pcall('xread', 'block', 0, 'streams', KEYS[1], '$')", "1", "{x}s")
+    d.cmd("EVAL", "return redis.pcall('XREADGROUP', 'GROUP', 'g', 'c', 'BLOCK', 'x', 'STREAMS', KEYS[1], '>')", "1", "{x}s")
+    d.cmd("EVAL", "return redis.pcall('xread', 'streams', KEYS[1], '$')", "1", "{x}s")
+    # a wake-up's reply bytes: both sides blocked, the same XADD wakes them
+    for args in (("XREAD", "BLOCK", "0", "STREAMS", "{x}t", "{x}s", "$", "$"),
+                 ("XREADGROUP", "GROUP", "g", "c", "COUNT", "5", "BLOCK", "0", "STREAMS", "{x}s", ">")):
+        if args[0] == "XREADGROUP":      # what the first wake-up added is read first
+            d.cmd("XREADGROUP", "GROUP", "g", "c", "STREAMS", "{x}s", ">", norm=mask)
+        d.ref.send(*args)
+        d.fd.send(*args)
+        time.sleep(0.1)
+        wait_blocked(fd(), 1)
+        for side in (d.ref, d.fd):
+            o = Conn(side.port)
+            o.cmd("XADD", "{x}s", "*", "k", "w")
+            o.close()
+        a, b = d.ref.read(timeout=3), d.fd.read(timeout=3)
+        d._compare("wake-up of %s" % args[0], mask(a), mask(b))
+    d.finish()
+
+
 @T.case
 def differential_resp2():
     differential(2)
@@ -358,6 +572,16 @@ def differential_resp2():
 @T.case
 def differential_resp3():
     differential(3)
+
+
+@T.case
+def stream_differential_resp2():
+    stream_differential(2)
+
+
+@T.case
+def stream_differential_resp3():
+    stream_differential(3)
 
 
 if __name__ == "__main__":
