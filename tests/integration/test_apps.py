@@ -10,6 +10,9 @@ needs XADD and SUBSCRIBE: a known bug on the backends without them), limits
 (fixed and moving window, Lua on Redis storage).
 Node (tests/apps/package.json, `npm ci` by the setup; run by tests/apps/apps.js):
 ioredis multi() and defineCommand, node-redis v4 multi() with WATCH,
+ioredis and node-redis v4 subscribers (a channel and a pattern, messages in
+order from another client; on redis/redis-cluster also from a client of the
+redis-server behind frontdoor),
 rate-limiter-flexible, BullMQ (queue + worker). BullMQ needs commands not
 served yet (streams in its scripts, blocking pops): its case reports where
 it stands as a known bug instead of failing the suite.
@@ -22,7 +25,7 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import Tests, start_frontdoor, check, eq, known_bug, missing_prerequisite, HOST
+from fdtest import Tests, start_frontdoor, check, eq, known_bug, missing_prerequisite, shared_cluster, HOST
 
 T = Tests(case_timeout=120)
 BACKEND = os.environ.get("FD_BACKEND", "lmdb")
@@ -221,7 +224,20 @@ def limits_moving_window():
 # ============================================================ node
 
 
-def node(case, known=None):
+def backing_port(s):
+    """The port of a redis-server behind frontdoor s, to publish on directly
+    (bypassing frontdoor); None on the backends that have none. On a cluster
+    PUBLISH reaches every node's subscribers, so any master will do."""
+    if BACKEND == "redis":
+        return s.backing.port
+    if BACKEND == "redis-cluster":
+        return shared_cluster().masters()[0].port
+    return None
+
+
+def node(case, known=None, direct=False):
+    """direct: the case also gets the port of the redis-server behind
+    frontdoor (redis/redis-cluster) as its third argument."""
     def fn():
         nodejs = shutil.which("node")
         if not nodejs:
@@ -229,7 +245,10 @@ def node(case, known=None):
         if not os.path.isdir(os.path.join(APPS, "node_modules")):
             missing_prerequisite("tests/apps/node_modules (tests/setup-debian.sh --test runs npm ci there)")
         s = server()
-        p = subprocess.run([nodejs, os.path.join(APPS, "apps.js"), case, str(s.port)], cwd=APPS,
+        args = [nodejs, os.path.join(APPS, "apps.js"), case, str(s.port)]
+        if direct and backing_port(s):
+            args.append(str(backing_port(s)))
+        p = subprocess.run(args, cwd=APPS,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=90)
         out = p.stdout.decode(errors="replace").strip()
         line = out.split("\n")[-1] if out else ""
@@ -251,6 +270,11 @@ node("ioredis_multi")
 node("ioredis_definecommand")
 node("node_redis_multi")
 node("rate_limiter_flexible")
+# pub/sub (RESP2: ioredis 5 and node-redis 4 speak no RESP3): a channel and a
+# pattern, messages in publication order, from another client through
+# frontdoor and, on redis/redis-cluster, from a client of the redis-server
+node("ioredis_subscriber", direct=True)
+node("node_redis_subscriber", direct=True)
 # BullMQ's Lua scripts write its event stream (XADD) and its workers block on
 # BZPOPMIN: on lmdb/leveldb/mongodb frontdoor's own engine runs the scripts
 # over its streams and blocking commands; on the redis backends Redis runs them.
