@@ -3,7 +3,8 @@
 against frontdoor (on FD_BACKEND): transactions, WATCH, locks and Lua
 scripts as the libraries send them.
 
-Python (Debian packages, tests/setup-debian.sh --test): redis-py (default
+Python (Debian packages, tests/setup-debian.sh --test): kombu's redis
+transport (a broker round trip: 10 messages produced, consumed, acked), redis-py (default
 pipeline = MULTI/EXEC, transaction() with WATCH and a conflicting writer,
 lock(), register_script), RQ (enqueue + a burst SimpleWorker; its worker
 needs XADD and SUBSCRIBE: a known bug on the backends without them), limits
@@ -187,6 +188,57 @@ def rq_enqueue_and_burst_worker():
         eq(j.get_status(), "finished", "job %s" % j.id)
         eq(j.result, want)
     eq(len(q), 0)
+
+
+# ============================================================ kombu
+
+
+@T.case
+def kombu_redis_transport_round_trip():
+    """kombu's redis transport as Celery uses it: a Producer publishes 10
+    messages to a direct exchange's queue (the binding in a set, the
+    messages LPUSHed), a Consumer drains them (BRPOP on the queue; each
+    delivery kept in the unacked hash + sorted set in one MULTI/EXEC until
+    acked) and acks every one."""
+    try:
+        import kombu
+    except ImportError:
+        missing_prerequisite("python3-kombu")
+    import socket
+    import time
+    s = server()
+    url = "redis://%s:%d/0" % (HOST, s.port)
+    with kombu.Connection(url, transport_options={
+            "visibility_timeout": 3600, "unacked_key": "{fdk}unacked",
+            "unacked_index_key": "{fdk}unacked_index", "unacked_mutex_key": "{fdk}unacked_mutex"}) as conn:
+        q = kombu.Queue("{fdk}q", kombu.Exchange("{fdk}x", type="direct"), routing_key="{fdk}q")
+        with conn.Producer() as prod:
+            for i in range(10):
+                prod.publish({"n": i}, exchange=q.exchange, routing_key="{fdk}q", declare=[q],
+                             serializer="json")
+        r = redis_client(s)
+        eq(r.llen("{fdk}q"), 10, "the 10 messages queued")
+        got = []
+        acked = []
+
+        def on_message(body, message):
+            got.append(body["n"])
+            message.ack()
+            acked.append(message.acknowledged)
+
+        with conn.Consumer(q, callbacks=[on_message], accept=["json"]):
+            end = time.monotonic() + 20
+            while len(got) < 10 and time.monotonic() < end:
+                try:
+                    conn.drain_events(timeout=1)
+                except socket.timeout:
+                    pass
+        eq(got, list(range(10)), "every message consumed once, in order")
+        check(all(acked), "every message acked", acked)
+        eq(r.llen("{fdk}q"), 0, "the queue drained")
+        eq(r.hlen("{fdk}unacked"), 0, "no delivery left unacked")
+        eq(r.zcard("{fdk}unacked_index"), 0, "no delivery left in the unacked index")
+        eq(r.smembers("_kombu.binding.{fdk}x"), {b"{fdk}q\x06\x16\x06\x16{fdk}q"}, "the binding")
 
 
 # ============================================================ limits
