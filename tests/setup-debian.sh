@@ -11,11 +11,11 @@ if [ "${1:-}" = "--test" ]; then
   # python3-mockupdb + python3-mongomock: the MongoDB test server (tests/mongo/server.py)
   # python3-jsonschema: an oracle for bench's results.json besides bench's own validator
   # python3-fusepy: crashfs.py, the disk that forgets unsynced data (test_crash's power_loss_*)
-  # python3-redis, python3-rq, python3-limits, nodejs + npm: test_apps.py (the client libraries
+  # python3-redis, python3-rq, python3-limits, python3-kombu, nodejs + npm: test_apps.py (the client libraries
   # applications use; the node ones come from npm into tests/apps/node_modules, below)
   # python3-prometheus-client: its text parser reads the metrics endpoint (test_metrics.py)
   pkgs+=(redis-server redis-tools python3 clang libclang-rt-14-dev procps python3-mockupdb python3-mongomock
-         python3-fusepy python3-jsonschema python3-redis python3-rq python3-limits python3-prometheus-client)
+         python3-fusepy python3-jsonschema python3-redis python3-rq python3-limits python3-kombu python3-prometheus-client)
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs npm)
 fi
 

@@ -4,8 +4,11 @@
 // tests/integration/test_apps.py; the libraries are in ./node_modules
 // (tests/setup-debian.sh --test: npm ci here).
 'use strict';
-const [, , which, portArg] = process.argv;
+const [, , which, portArg, directArg] = process.argv;
 const port = Number(portArg);
+// the redis-server behind frontdoor (redis/redis-cluster backends), to publish
+// on directly, bypassing frontdoor; absent on the other backends
+const directPort = directArg ? Number(directArg) : 0;
 const assert = require('assert');
 
 function done(obj) { console.log(JSON.stringify(Object.assign({ ok: true }, obj))); process.exit(0); }
@@ -79,6 +82,114 @@ const cases = {
     assert.ok(refused.msBeforeNext > 0 && refused.msBeforeNext <= 60000);
     r.disconnect();
     done({ remaining: [first.remainingPoints, second.remainingPoints], msBeforeNext: refused.msBeforeNext });
+  },
+  // Pub/sub: a subscriber on a channel and a pattern receives, in order, what
+  // another client publishes through frontdoor (and, on the redis backends,
+  // what a client publishes on the redis-server itself).
+  async ioredis_subscriber() {
+    const Redis = require('ioredis');
+    const opts = { port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 1 };
+    const sub = new Redis(opts);
+    const pub = new Redis(opts);
+    await sub.connect();
+    await pub.connect();
+    const got = [];
+    let want = 0;
+    let wake = null;
+    const arrived = () => { if (wake && got.length >= want) { const w = wake; wake = null; w(); } };
+    sub.on('message', (ch, msg) => { got.push(['message', ch, msg]); arrived(); });
+    sub.on('pmessage', (pat, ch, msg) => { got.push(['pmessage', pat, ch, msg]); arrived(); });
+    const waitFor = (n, what) => new Promise((res, rej) => {
+      want = n; wake = res; arrived();
+      setTimeout(() => rej(new Error(what + ': ' + got.length + ' of ' + n + ' messages: ' +
+        JSON.stringify(got.slice(-3)))), 5000);
+    });
+    assert.strictEqual(await sub.subscribe('io:news'), 1);
+    assert.strictEqual(await sub.psubscribe('io:alerts.*'), 2);
+    const expect = [];
+    for (let i = 0; i < 50; i++) {
+      if (i % 3 === 2) {
+        await pub.publish('io:alerts.' + i, 'a' + i);
+        expect.push(['pmessage', 'io:alerts.*', 'io:alerts.' + i, 'a' + i]);
+      } else {
+        await pub.publish('io:news', 'n' + i);
+        expect.push(['message', 'io:news', 'n' + i]);
+      }
+      await pub.publish('io:other', 'x');          // matches nothing: never delivered
+    }
+    await waitFor(expect.length, 'through frontdoor');
+    assert.deepStrictEqual(got, expect);
+    let direct = 0;
+    if (directPort) {
+      const d = new Redis({ port: directPort, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 1 });
+      await d.connect();
+      await d.publish('io:news', 'direct-n');
+      await d.publish('io:alerts.disk', 'direct-a');
+      expect.push(['message', 'io:news', 'direct-n'], ['pmessage', 'io:alerts.*', 'io:alerts.disk', 'direct-a']);
+      await waitFor(expect.length, 'published on redis-server directly');
+      assert.deepStrictEqual(got, expect);
+      d.disconnect();
+      direct = 2;
+    }
+    // by name: ioredis 5.4's argument-less unsubscribe() never resolves while a
+    // pattern is still subscribed (on redis-server 7.0 too)
+    assert.strictEqual(await sub.unsubscribe('io:news'), 1);
+    assert.strictEqual(await sub.punsubscribe('io:alerts.*'), 0);
+    // unsubscribed from everything: back to normal commands on the same connection
+    assert.strictEqual(await sub.set('io:after', 'ok'), 'OK');
+    sub.disconnect();
+    pub.disconnect();
+    done({ received: got.length, direct });
+  },
+  async node_redis_subscriber() {
+    const { createClient } = require('redis');
+    const c = createClient({ url: `redis://127.0.0.1:${port}` });
+    c.on('error', () => {});
+    await c.connect();
+    const sub = c.duplicate();
+    sub.on('error', () => {});
+    await sub.connect();
+    const got = [];
+    let want = 0;
+    let wake = null;
+    const arrived = () => { if (wake && got.length >= want) { const w = wake; wake = null; w(); } };
+    await sub.subscribe('nr:news', (msg, ch) => { got.push([ch, msg]); arrived(); });
+    await sub.pSubscribe('nr:alerts.*', (msg, ch) => { got.push(['p:' + ch, msg]); arrived(); });
+    const waitFor = (n, what) => new Promise((res, rej) => {
+      want = n; wake = res; arrived();
+      setTimeout(() => rej(new Error(what + ': ' + got.length + ' of ' + n + ' messages: ' +
+        JSON.stringify(got.slice(-3)))), 5000);
+    });
+    const expect = [];
+    for (let i = 0; i < 50; i++) {
+      const pattern = i % 4 === 3;
+      const ch = pattern ? 'nr:alerts.' + i : 'nr:news';
+      const n = await c.publish(ch, 'm' + i);
+      assert.ok(n >= 0);
+      expect.push([pattern ? 'p:' + ch : ch, 'm' + i]);
+    }
+    await waitFor(expect.length, 'through frontdoor');
+    assert.deepStrictEqual(got, expect);
+    let direct = 0;
+    if (directPort) {
+      const d = createClient({ url: `redis://127.0.0.1:${directPort}` });
+      d.on('error', () => {});
+      await d.connect();
+      await d.publish('nr:news', 'direct-n');
+      await d.publish('nr:alerts.cpu', 'direct-a');
+      expect.push(['nr:news', 'direct-n'], ['p:nr:alerts.cpu', 'direct-a']);
+      await waitFor(expect.length, 'published on redis-server directly');
+      assert.deepStrictEqual(got, expect);
+      await d.quit();
+      direct = 2;
+    }
+    await sub.unsubscribe('nr:news');
+    await sub.pUnsubscribe('nr:alerts.*');
+    // unsubscribed from everything: a normal command on the same connection
+    assert.strictEqual(await sub.set('nr:after', 'ok'), 'OK');
+    await sub.quit();
+    await c.quit();
+    done({ received: got.length, direct });
   },
   async bullmq() {
     const { Queue, Worker, QueueEvents } = require('bullmq');

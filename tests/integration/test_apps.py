@@ -3,13 +3,17 @@
 against frontdoor (on FD_BACKEND): transactions, WATCH, locks and Lua
 scripts as the libraries send them.
 
-Python (Debian packages, tests/setup-debian.sh --test): redis-py (default
+Python (Debian packages, tests/setup-debian.sh --test): kombu's redis
+transport (a broker round trip: 10 messages produced, consumed, acked), redis-py (default
 pipeline = MULTI/EXEC, transaction() with WATCH and a conflicting writer,
 lock(), register_script), RQ (enqueue + a burst SimpleWorker; its worker
 needs XADD and SUBSCRIBE: a known bug on the backends without them), limits
 (fixed and moving window, Lua on Redis storage).
 Node (tests/apps/package.json, `npm ci` by the setup; run by tests/apps/apps.js):
 ioredis multi() and defineCommand, node-redis v4 multi() with WATCH,
+ioredis and node-redis v4 subscribers (a channel and a pattern, messages in
+order from another client; on redis/redis-cluster also from a client of the
+redis-server behind frontdoor),
 rate-limiter-flexible, BullMQ (queue + worker). BullMQ needs commands not
 served yet (streams in its scripts, blocking pops): its case reports where
 it stands as a known bug instead of failing the suite.
@@ -22,7 +26,7 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import Tests, start_frontdoor, check, eq, known_bug, missing_prerequisite, HOST
+from fdtest import Tests, start_frontdoor, check, eq, known_bug, missing_prerequisite, shared_cluster, HOST
 
 T = Tests(case_timeout=120)
 BACKEND = os.environ.get("FD_BACKEND", "lmdb")
@@ -186,6 +190,57 @@ def rq_enqueue_and_burst_worker():
     eq(len(q), 0)
 
 
+# ============================================================ kombu
+
+
+@T.case
+def kombu_redis_transport_round_trip():
+    """kombu's redis transport as Celery uses it: a Producer publishes 10
+    messages to a direct exchange's queue (the binding in a set, the
+    messages LPUSHed), a Consumer drains them (BRPOP on the queue; each
+    delivery kept in the unacked hash + sorted set in one MULTI/EXEC until
+    acked) and acks every one."""
+    try:
+        import kombu
+    except ImportError:
+        missing_prerequisite("python3-kombu")
+    import socket
+    import time
+    s = server()
+    url = "redis://%s:%d/0" % (HOST, s.port)
+    with kombu.Connection(url, transport_options={
+            "visibility_timeout": 3600, "unacked_key": "{fdk}unacked",
+            "unacked_index_key": "{fdk}unacked_index", "unacked_mutex_key": "{fdk}unacked_mutex"}) as conn:
+        q = kombu.Queue("{fdk}q", kombu.Exchange("{fdk}x", type="direct"), routing_key="{fdk}q")
+        with conn.Producer() as prod:
+            for i in range(10):
+                prod.publish({"n": i}, exchange=q.exchange, routing_key="{fdk}q", declare=[q],
+                             serializer="json")
+        r = redis_client(s)
+        eq(r.llen("{fdk}q"), 10, "the 10 messages queued")
+        got = []
+        acked = []
+
+        def on_message(body, message):
+            got.append(body["n"])
+            message.ack()
+            acked.append(message.acknowledged)
+
+        with conn.Consumer(q, callbacks=[on_message], accept=["json"]):
+            end = time.monotonic() + 20
+            while len(got) < 10 and time.monotonic() < end:
+                try:
+                    conn.drain_events(timeout=1)
+                except socket.timeout:
+                    pass
+        eq(got, list(range(10)), "every message consumed once, in order")
+        check(all(acked), "every message acked", acked)
+        eq(r.llen("{fdk}q"), 0, "the queue drained")
+        eq(r.hlen("{fdk}unacked"), 0, "no delivery left unacked")
+        eq(r.zcard("{fdk}unacked_index"), 0, "no delivery left in the unacked index")
+        eq(r.smembers("_kombu.binding.{fdk}x"), {b"{fdk}q\x06\x16\x06\x16{fdk}q"}, "the binding")
+
+
 # ============================================================ limits
 
 
@@ -221,7 +276,20 @@ def limits_moving_window():
 # ============================================================ node
 
 
-def node(case, known=None):
+def backing_port(s):
+    """The port of a redis-server behind frontdoor s, to publish on directly
+    (bypassing frontdoor); None on the backends that have none. On a cluster
+    PUBLISH reaches every node's subscribers, so any master will do."""
+    if BACKEND == "redis":
+        return s.backing.port
+    if BACKEND == "redis-cluster":
+        return shared_cluster().masters()[0].port
+    return None
+
+
+def node(case, known=None, direct=False):
+    """direct: the case also gets the port of the redis-server behind
+    frontdoor (redis/redis-cluster) as its third argument."""
     def fn():
         nodejs = shutil.which("node")
         if not nodejs:
@@ -229,7 +297,10 @@ def node(case, known=None):
         if not os.path.isdir(os.path.join(APPS, "node_modules")):
             missing_prerequisite("tests/apps/node_modules (tests/setup-debian.sh --test runs npm ci there)")
         s = server()
-        p = subprocess.run([nodejs, os.path.join(APPS, "apps.js"), case, str(s.port)], cwd=APPS,
+        args = [nodejs, os.path.join(APPS, "apps.js"), case, str(s.port)]
+        if direct and backing_port(s):
+            args.append(str(backing_port(s)))
+        p = subprocess.run(args, cwd=APPS,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=90)
         out = p.stdout.decode(errors="replace").strip()
         line = out.split("\n")[-1] if out else ""
@@ -251,6 +322,11 @@ node("ioredis_multi")
 node("ioredis_definecommand")
 node("node_redis_multi")
 node("rate_limiter_flexible")
+# pub/sub (RESP2: ioredis 5 and node-redis 4 speak no RESP3): a channel and a
+# pattern, messages in publication order, from another client through
+# frontdoor and, on redis/redis-cluster, from a client of the redis-server
+node("ioredis_subscriber", direct=True)
+node("node_redis_subscriber", direct=True)
 # BullMQ's Lua scripts write its event stream (XADD) and its workers block on
 # BZPOPMIN: on lmdb/leveldb/mongodb frontdoor's own engine runs the scripts
 # over its streams and blocking commands; on the redis backends Redis runs them.

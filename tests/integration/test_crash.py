@@ -10,7 +10,9 @@ several rounds on ONE data folder:
      versioned values, MSET of a group of keys to one versioned value, a
      key SET once then RENAMEd back and forth between two names, and where
      the server has them (COMMAND INFO) RPUSH list:<writer> <unique
-     element> and HSET hash:<writer> <field> <unique value>; every reply
+     element> and HSET hash:<writer> <field> <unique value>, and
+     transactions MULTI; INCR a; INCR b; SET c <n>; EXEC on three keys of
+     the round and writer (the n-th EXEC leaves a = b = c = n); every reply
      read is an acknowledgement and is recorded;
   3. SIGKILL frontdoor at a random moment of the load (after the round's
      first acknowledgement);
@@ -20,7 +22,8 @@ several rounds on ONE data folder:
      version or a later one (never a stale value), each MSET group all at
      one version (never half of one), each renamed key at exactly one of its
      two names, list elements present in acknowledgement order, hash fields
-     equal; then that the store answers normally (a full SCAN works and
+     equal, each transaction's three keys all absent or a = b = c (never
+     part of an EXEC) and at least the last acknowledged EXEC's n; then that the store answers normally (a full SCAN works and
      agrees with DBSIZE, new writes work).
 
 The power_loss_* cases do the same on a data folder mounted through
@@ -67,6 +70,7 @@ class Ledger:
         self.over = {}         # overwritten key -> (round, seq) of the last acknowledged SET
         self.msets = {}        # group name -> (round, seq) of the last acknowledged MSET
         self.renames = {}      # (a, b) -> (value, SET acknowledged?) of a key RENAMEd back and forth
+        self.tx = {}           # transaction key prefix -> n of the last acknowledged EXEC (0: none yet)
         self.lock = threading.Lock()
         self.errors = []       # error replies (none expected)
         self.acks = 0
@@ -100,6 +104,9 @@ def writer(port, wid, rnd_seed, ledger, round_no, stop, cmds):
     ra, rb = "r:%d:%d:a" % (round_no, wid), "r:%d:%d:b" % (round_no, wid)
     rval = "R-%d-%d-%08x" % (round_no, wid, rnd.getrandbits(32))
     rpos = None               # where the last RENAME sent leaves it
+    # this round's transaction keys: the n-th EXEC leaves tx:..:a = b = c = n
+    txk = "tx:%d:%d:" % (round_no, wid)
+    txn = 0                   # EXECs sent
     try:
         while not stop.is_set():
             batch = []
@@ -111,7 +118,16 @@ def writer(port, wid, rnd_seed, ledger, round_no, stop, cmds):
                     rpos = ra
                     batch.append(("rename-set", (ra, rb), rval, ("SET", ra, rval)))
                     continue
-                if kind == "set":
+                if kind == "multi":
+                    txn += 1
+                    with ledger.lock:     # sent: verify checks all-or-nothing from now on
+                        ledger.tx.setdefault(txk, 0)
+                    batch.append(("tx-queue", txk, "OK", ("MULTI",)))
+                    batch.append(("tx-queue", txk, "QUEUED", ("INCR", txk + "a")))
+                    batch.append(("tx-queue", txk, "QUEUED", ("INCR", txk + "b")))
+                    batch.append(("tx-queue", txk, "QUEUED", ("SET", txk + "c", str(txn))))
+                    batch.append(("tx-exec", txk, txn, ("EXEC",)))
+                elif kind == "set":
                     key = "k:%d:%d:%d" % (round_no, wid, seq)
                     batch.append((kind, key, tag, ("SET", key, "v" + tag * rnd.randint(1, 20))))
                 elif kind == "incr":
@@ -145,7 +161,15 @@ def writer(port, wid, rnd_seed, ledger, round_no, stop, cmds):
                         ledger.errors.append("%s -> %s" % (cmd[:2], r))
                         continue
                     ledger.acks += 1
-                    if kind == "set":
+                    if kind == "tx-queue":
+                        if r != extra:
+                            ledger.errors.append("%s -> %r, not %s" % (cmd[:2], r, extra))
+                    elif kind == "tx-exec":
+                        if r != [extra, extra, "OK"]:
+                            ledger.errors.append("EXEC #%d of %s -> %r" % (extra, key, r))
+                        else:
+                            ledger.tx[key] = extra
+                    elif kind == "set":
                         ledger.strings[key] = cmd[2]
                     elif kind == "incr":
                         if r > ledger.counters.get(key, 0):
@@ -235,6 +259,16 @@ def verify(fd, ledger, cmds, what):
             else:
                 check(len(present) <= 1 and all(b2s(x) == val for x in present),
                       "%s: RENAME all-or-nothing: %s/%s hold %r" % (what, ka, kb, got))
+        for k, acked in ledger.tx.items():
+            a, b, cv = parse(c.cmd("MGET", k + "a", k + "b", k + "c"))
+            if a is None and b is None and cv is None:
+                check(acked == 0, "%s: transaction keys %s* absent, EXEC #%d was acknowledged"
+                      % (what, k, acked))
+                continue
+            check(a is not None and a == b == cv, "%s: a transaction of %s* is part applied: "
+                  "a=%r b=%r c=%r (MULTI; INCR a; INCR b; SET c n; EXEC)" % (what, k, a, b, cv))
+            check(int(a) >= acked, "%s: transaction keys %s* at EXEC #%d, #%d was acknowledged"
+                  % (what, k, int(a), acked))
         # the store answers normally: a full SCAN, DBSIZE agreeing, new writes
         dbsize = parse(c.cmd("DBSIZE"))
         seen = set()
@@ -251,6 +285,7 @@ def verify(fd, ledger, cmds, what):
         eq(len(seen), dbsize, "%s: keys seen by a full SCAN vs DBSIZE" % what)
         want_keys = len(ledger.strings) + len(ledger.counters) + len(ledger.over) + \
             MSET_WIDTH * len(ledger.msets) + sum(1 for _, a in ledger.renames.values() if a) + \
+            3 * sum(1 for n in ledger.tx.values() if n) + \
             (len(ledger.lists) if "rpush" in cmds else 0) + (len(ledger.hashes) if "hset" in cmds else 0)
         check(dbsize >= want_keys, "%s: DBSIZE %d below the %d keys acknowledged" % (what, dbsize, want_keys))
         for k in list(ledger.strings)[:20]:
@@ -372,6 +407,8 @@ def crash_rounds(backend, durability="sync", power_loss=False, rounds=ROUNDS):
             cmds.append("rpush")
         if has_command(c, "hset"):
             cmds.append("hset")
+        if has_command(c, "multi"):
+            cmds.append("multi")
     keep_all = not (power_loss and durability == "nosync")
     ledger = Ledger()
     summary = []
@@ -404,13 +441,14 @@ def crash_rounds(backend, durability="sync", power_loss=False, rounds=ROUNDS):
             mount.mount()
         fd.start()                                  # same folder, new port
         round_acks = ledger.acks - acks0
+        round_execs = sum(v for k, v in ledger.tx.items() if k.startswith("tx:%d:" % rno))
         what = "%s %s%s round %d" % (backend, durability, " power-loss" if power_loss else "", rno)
         if keep_all:
             n = verify(fd, ledger, cmds, what)
         else:
             n = verify_store_works(fd, what)
             ledger = Ledger()                       # what was acknowledged may be gone
-        summary.append("%.2fs/%d acks/%d keys" % (delay, round_acks, n))
+        summary.append("%.2fs/%d acks (%d EXEC)/%d keys" % (delay, round_acks, round_execs, n))
         fd.kill()
     if mount is not None:
         if not keep_all:
