@@ -247,7 +247,10 @@ void px_slowlog_pending(px_slowargs *a, const fd_command *cmd, int to_client,
 /* ---------------------------------------------------------------- SLOWLOG */
 
 static void reply_subcmd_arity(px_conn *c, const char *cmd, const resp_arg *sub) {
-    resp_add_errorf(&c->out, "ERR wrong number of arguments for '%s|%.*s' command", cmd, (int)sub->len, sub->ptr);
+    char low[32];                              /* Redis names it by its table name: "slowlog|len" */
+    size_t n = sub->len < sizeof low ? sub->len : sizeof low - 1;
+    for (size_t i = 0; i < n; i++) low[i] = (char)(sub->ptr[i] >= 'A' && sub->ptr[i] <= 'Z' ? sub->ptr[i] + 32 : sub->ptr[i]);
+    resp_add_errorf(&c->out, "ERR wrong number of arguments for '%s|%.*s' command", cmd, (int)n, low);
 }
 
 static void reply_unknown_subcmd(px_conn *c, const char *cmd, const resp_arg *sub) {
