@@ -1,6 +1,7 @@
 /* builtin.c — PING, ECHO, QUIT, HELLO, AUTH, SELECT, COMMAND, CONFIG,
  * CLIENT, TIME: served by the proxy with Redis 7.0's replies and errors. */
 #include "builtin.h"
+#include "slowlog.h"
 #include "blocking.h"
 #include "pubsub.h"
 #include "multi.h"
@@ -409,6 +410,7 @@ void px_cmd_config(px_conn *c, int argc, resp_arg *argv) {
         for (size_t i = 0; i < n; i++) t[i].calls = t[i].usec = t[i].failed = 0;
         px_srv.total_commands = px_srv.total_connections = px_srv.rejected_connections = 0;
         px_srv.net_input = px_srv.net_output = 0;
+        px_errorstat_reset();                     /* proxy/slowlog.h */
         resp_add_simple(&c->out, "OK", 2);
     } else if (resp_arg_is(&*sub, "HELP")) {
         static const char *const help[] = {

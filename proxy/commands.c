@@ -3,6 +3,7 @@
 #include "builtin.h"
 #include "ab.h"
 #include "blocking.h"
+#include "slowlog.h"
 #include "pubsub.h"
 
 #define PX_H_PROXY(impl) px_cmd_##impl

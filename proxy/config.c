@@ -76,6 +76,7 @@ static const directive directives[] = {
     {"dir", T_STR, BOFF(dir), "./frontdoor-data", 0, 0, B, NULL},
     {"durability", T_ENUM, BOFF(durability), "sync", 0, 0, B, durability_names},
     {"hz", T_INT, OFF(hz), "10", 1, 500, 0, NULL},
+    {"latency-monitor-threshold", T_INT, OFF(latency_monitor_threshold), "0", 0, LLONG_MAX, 0, NULL},  /* slowlog.h */
     {"leveldb-block-cache-size", T_MEM, BOFF(leveldb_block_cache_size), "64mb", 1024 * 1024, 1LL << 40, B, NULL},
     {"leveldb-compression", T_ENUM, BOFF(leveldb_compression), "snappy", 0, 0, B, compression_names},
     {"leveldb-max-open-files", T_INT, BOFF(leveldb_max_open_files), "1000", 64, 1000000, B, NULL},
@@ -103,6 +104,8 @@ static const directive directives[] = {
     {"redis-pool-size", T_INT, BOFF(redis_pool_size), "4", 1, 1024, B, NULL},
     {"requirepass", T_STR, OFF(requirepass), "", 0, 0, 0, NULL},
     {"save", T_CONST, 0, "", 0, 0, F_IMMUTABLE, NULL},
+    {"slowlog-log-slower-than", T_INT, OFF(slowlog_log_slower_than), "10000", -1, LLONG_MAX, 0, NULL},  /* slowlog.h */
+    {"slowlog-max-len", T_INT, OFF(slowlog_max_len), "128", 0, LONG_MAX, 0, NULL},
     {"tcp-backlog", T_INT, OFF(tcp_backlog), "511", 0, INT_MAX, F_IMMUTABLE, NULL},
     {"timeout", T_INT, OFF(timeout), "0", 0, INT_MAX, 0, NULL},
     {"unixsocket", T_STR, OFF(unixsocket), "", 0, 0, F_IMMUTABLE, NULL},

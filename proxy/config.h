@@ -79,6 +79,10 @@ typedef struct px_settings {
     char     *capture_file;          /* "" = off */
     long long capture_max_size;      /* bytes; 0 = no cap */
     double    capture_sample;        /* share of clients recorded */
+    /* proxy/slowlog.h */
+    long long slowlog_log_slower_than;   /* µs; -1 = off, 0 = every command */
+    long long slowlog_max_len;
+    long long latency_monitor_threshold; /* ms; 0 = off */
     int       capture_hash;          /* 1 = keys and values hashed */
 } px_settings;
 

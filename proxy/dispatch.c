@@ -10,6 +10,7 @@
 #include "scripting.h"
 #include "capture.h"   /* capture (issue 17) */
 #include "metrics.h"   /* issue 18: per-command latency histograms */
+#include "slowlog.h"   /* SLOWLOG, LATENCY, errorstats */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,7 @@ int px_submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_id, 
         r.pending->be = be;
         if (tap) r.pending->tap = *tap;
         r.pending->in_submit = 1;
+        if (c) r.pending->slow = px_slowlog_capture(c, cmd, argc, argv);
         be->inflight++;
         if (px_srv.atomic_collect && c) px_atomic_count(r.pending);
         if (capture_hook && !c) { r.pending->on_done = capture_hook; r.pending->ud = capture_ud; }
@@ -147,6 +149,7 @@ void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp
         uint64_t ns = fd_mono_ns() - t0;
         cmd->usec += ns / 1000;
         px_metrics_cmd(cmd, ns);
+        px_slowlog_after(NULL, cmd, argc, argv, ns, (size_t)-1);
         return;
     }
     px_backend *be = px_srv.primary;
@@ -156,6 +159,7 @@ void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp
         px_submit_to(be, c, out, c->id, cmd, argc, argv, NULL, 0, &clock, NULL);
         cmd->usec += (clock - t0) / 1000;
         px_metrics_cmd(cmd, clock - t0);
+        px_slowlog_after(NULL, cmd, argc, argv, clock - t0, (size_t)-1);
         return;
     }
     /* asynchronous: a detached request whose reply lands here; the loop
@@ -179,6 +183,7 @@ void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp
     }
     resp_out_free(&scratch);
     resp_out_free(&cp.out);
+    px_slowlog_after(NULL, cmd, argc, argv, fd_mono_ns() - t0, (size_t)-1);
 }
 
 int px_forward(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
@@ -189,8 +194,9 @@ int px_forward(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
 void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
     PX_CAPTURE_HOOK(c, argc, argv, raw, rawlen);   /* capture (issue 17, proxy/capture.h) */
     fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
+    size_t out0 = c->out.len;                      /* a rejection's error: errorstats */
     px_srv.total_commands++;
-    if (px_srv.script_running && px_script_refuse_busy(c, cmd, argc, argv)) return;
+    if (px_srv.script_running && px_script_refuse_busy(c, cmd, argc, argv)) goto rejected;
     if (!cmd) {
         /* a backend that is itself a Redis server answers what we don't know */
         if (px_srv.primary && px_srv.primary->b.ops->passthrough && c->authed) {
@@ -200,27 +206,29 @@ void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t r
         }
         resp_add_unknown_command(&c->out, argc, argv);
         px_multi_flag_error(c);
-        return;
+        goto rejected;
     }
     if ((cmd->arity > 0 && argc != cmd->arity) || (cmd->arity < 0 && argc < -cmd->arity)) {
         resp_add_errorf(&c->out, "ERR wrong number of arguments for '%s' command", cmd->name);
-        cmd->failed++;
         px_multi_flag_error(c);
-        return;
+        goto rejected;
     }
     if (!c->authed && !(cmd->flags & FD_CMD_NOAUTH)) {
         resp_add_error(&c->out, "NOAUTH Authentication required.");
-        cmd->failed++;
         px_multi_flag_error(c);
-        return;
+        goto rejected;
     }
-    if (c->ps && px_pubsub_denied(c, cmd)) { cmd->failed++; return; }   /* RESP2 subscribed mode */
+    if (c->ps && px_pubsub_denied(c, cmd)) goto rejected;   /* RESP2 subscribed mode */
     if (c->multi && !(cmd->flags & FD_CMD_IN_MULTI)) {
         px_multi_queue(c, cmd, argc, argv);
         return;
     }
     px_execute(c, cmd, argc, argv, raw, rawlen);
     px_block_after_command();            /* serve the keys this command (or EXEC, a script) made ready */
+    return;
+rejected:                                /* Redis 7.0: rejected_calls, and the error in errorstats */
+    if (cmd) px_rejected_calls[cmd->id]++;
+    if (c->out.len > out0 && c->out.data[out0] == '-') px_errorstat_reply(c->out.data + out0, c->out.len - out0);
 }
 
 int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
@@ -228,6 +236,7 @@ int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
     cmd->calls++;
     if ((cmd->flags & FD_CMD_WRITE) && px_srv.watched_keys) px_watch_touch(cmd, argc, argv);
     uint64_t t0 = fd_mono_ns(), t1;
+    size_t out0 = c->out.len;
     px_handler h = px_handler_of(cmd);
     if (!h && (cmd->flags & FD_CMD_STREAMKEYS)) h = px_block_stream_handler(cmd, argc, argv);  /* XREAD BLOCK */
     if (h) {
@@ -244,6 +253,7 @@ int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
     }
     cmd->usec += (t1 - t0) / 1000;
     px_metrics_cmd(cmd, t1 - t0);
+    px_slowlog_after(c, cmd, argc, argv, t1 - t0, out0);
     if (h && px_monitors) px_monitor_feed(c, cmd, argc, argv);
     return 0;
 }

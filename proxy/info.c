@@ -8,6 +8,7 @@
 #include "backends.h"
 #include "config.h"
 #include "metrics.h"
+#include "slowlog.h"
 
 #include <malloc.h>
 #include <stdarg.h>
@@ -132,6 +133,7 @@ void px_cmd_info(px_conn *c, int argc, resp_arg *argv) {
         line(&o, "pubsub_patterns:%llu", (unsigned long long)psp);
         line(&o, "pubsubshard_channels:%llu", (unsigned long long)pss);
         line(&o, "event_loop_turns:%llu", (unsigned long long)px_srv.turns);
+        line(&o, "total_error_replies:%llu", (unsigned long long)px_errorstat_total());
     }
     if (wants(argc, argv, "cpu", 1)) {
         struct rusage ru;
@@ -167,15 +169,20 @@ void px_cmd_info(px_conn *c, int argc, resp_arg *argv) {
         size_t n;
         fd_command *t = fd_commands_table(&n);
         for (size_t i = 0; i < n; i++) {
-            if (!t[i].calls) continue;
-            line(&o, "cmdstat_%s:calls=%llu,usec=%llu,usec_per_call=%.2f,rejected_calls=0,failed_calls=%llu",
+            if (!t[i].calls && !t[i].failed && !px_rejected_calls[i]) continue;
+            line(&o, "cmdstat_%s:calls=%llu,usec=%llu,usec_per_call=%.2f,rejected_calls=%llu,failed_calls=%llu",
                  t[i].name, (unsigned long long)t[i].calls, (unsigned long long)t[i].usec,
-                 (double)t[i].usec / (double)t[i].calls, (unsigned long long)t[i].failed);
+                 t[i].calls ? (double)t[i].usec / (double)t[i].calls : 0.0, (unsigned long long)px_rejected_calls[i],
+                 (unsigned long long)t[i].failed);
         }
     }
     if (wants(argc, argv, "latencystats", 0)) {
         SECTION("Latencystats");
         px_metrics_latencystats(&o);
+    }
+    if (wants(argc, argv, "errorstats", 1)) {
+        SECTION("Errorstats");
+        px_errorstat_info(&o);
     }
     if (wants(argc, argv, "keyspace", 1)) {
         SECTION("Keyspace");

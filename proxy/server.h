@@ -102,6 +102,7 @@ struct fd_pending {
     /* called with the reply when it arrives (before it is placed; conn may be NULL) */
     void             (*on_done)(fd_pending *p, const char *reply, size_t len);
     void              *ud;               /* on_done's */
+    struct px_slowargs *slow;            /* its arguments for the slow log (proxy/slowlog.h), or NULL */
 };
 
 typedef struct px_server {

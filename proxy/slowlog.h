@@ -1,0 +1,70 @@
+/* slowlog.h — SLOWLOG, LATENCY and INFO errorstats, fed by the proxy's own
+ * per-command timing (the same span commandstats' usec counts: from
+ * dispatch until the reply is in the client's buffer). Module prefixes:
+ * px_slowlog_, px_latency_, px_errorstat_.
+ *
+ * Where the hooks are:
+ *   - proxy/dispatch.c px_execute: a command answered at once (proxy
+ *     handler or synchronous backend): px_slowlog_after();
+ *   - px_submit_to: an asynchronous backend's request gets a copy of its
+ *     arguments (px_slowlog_capture, only while the slow log is on), and
+ *     proxy/pending.c's completion calls px_slowlog_pending();
+ *   - px_execute_into (scripts' redis.call): logged as Redis logs them, with
+ *     client "?:0" and no name;
+ *   - px_dispatch's rejections (unknown command, arity, NOAUTH, ...):
+ *     px_errorstat_reply() and px_rejected_calls.
+ *
+ * What Redis 7.0 does and we do too: an entry is [id, unix time, duration
+ * µs, args (at most 32; the 32nd says "... (N more arguments)"; each cut at
+ * 128 bytes with "... (N more bytes)"), "ip:port", client name]; AUTH's,
+ * HELLO AUTH's and CONFIG SET requirepass's secrets are "(redacted)"; EXEC
+ * is not logged (its commands are); slowlog-log-slower-than < 0 or
+ * slowlog-max-len 0 turns it off. The latency monitor keeps, per event
+ * ("command", "fast-command" for FD_CMD_FAST commands), 160 one-per-second
+ * samples of durations >= latency-monitor-threshold ms (0 = off).
+ * Errorstats: every error reply sent to a client counts under its first
+ * word (the code, "ERR" when it has none within 32 bytes); at most 128
+ * distinct codes are kept (later new codes count only in the total).
+ */
+#ifndef FRONTDOOR_SLOWLOG_H
+#define FRONTDOOR_SLOWLOG_H
+
+#include "server.h"
+
+/* A copy of one command's arguments, cut and redacted as an entry keeps
+ * them, with its client's address and name. Owned by whoever holds it. */
+typedef struct px_slowargs px_slowargs;
+
+/* A command that completed now, `ns` after it was dispatched; c NULL: a
+ * script's command. `out_before`: c->out's length before its reply was
+ * appended (its first byte tells an error), or (size_t)-1 for none. */
+void px_slowlog_after(px_conn *c, const fd_command *cmd, int argc, const resp_arg *argv,
+                      uint64_t ns, size_t out_before);
+/* The arguments of a request whose reply will come later: NULL when the
+ * slow log is off (nothing to keep), when cmd is EXEC, or out of memory. */
+px_slowargs *px_slowlog_capture(const px_conn *c, const fd_command *cmd, int argc, const resp_arg *argv);
+/* An asynchronous request completed with `reply` (to a client: its
+ * errorstats count), `ns` after dispatch; takes `a` (may be NULL). */
+void px_slowlog_pending(px_slowargs *a, const fd_command *cmd, int to_client,
+                        const char *reply, size_t len, uint64_t ns);
+void px_slowlog_free(px_slowargs *a);
+
+/* One error reply ("-CODE text\r\n" or the text without '-') sent to a
+ * client. */
+void px_errorstat_reply(const char *reply, size_t len);
+/* INFO errorstats lines ("errorstat_<CODE>:count=N", sorted) into o. */
+void px_errorstat_info(resp_out *o);
+/* INFO stats' total_error_replies. */
+uint64_t px_errorstat_total(void);
+/* CONFIG RESETSTAT's part: errorstats and rejected calls. */
+void px_errorstat_reset(void);
+/* Per command: rejected before running (arity, NOAUTH, ...): commandstats'
+ * rejected_calls. */
+extern uint64_t px_rejected_calls[FD_CMD_COUNT];
+
+void px_cmd_slowlog(px_conn *c, int argc, resp_arg *argv);
+void px_cmd_latency(px_conn *c, int argc, resp_arg *argv);
+void px_cmd_swapdb(px_conn *c, int argc, resp_arg *argv);
+void px_cmd_move(px_conn *c, int argc, resp_arg *argv);
+
+#endif
