@@ -44,6 +44,7 @@
 #define LD_DEFAULT_FILES  1000
 #define LD_BLOOM_BITS     10
 #define LD_SLOW_COMMIT_US 100000          /* a commit above this counts as slow */
+#define LD_MEMO_MAX       512             /* longest key the base-lookup memo keeps */
 
 static int ov_cmp(const kv_ov_node *n, const char *k, size_t kl)
 {
@@ -76,6 +77,14 @@ typedef struct ld_txn {
     kv_overlay *ov;
     char   **reads;          /* leveldb_get results handed out: freed at the next write */
     size_t   nreads, capreads;
+    /* The last key looked up in LevelDB and whether LevelDB holds it: valid
+     * for the whole transaction, since LevelDB is written only at commit.
+     * A delete of the key just read (LPOP/RPOP: read the element, then
+     * delete it) then needs no second leveldb_get to know a tombstone is
+     * due. memo: 0 none, 1 held, 2 absent. */
+    int      memo;
+    size_t   memo_kl;
+    char     memo_key[LD_MEMO_MAX];
 } ld_txn;
 
 struct ld_db {
@@ -147,8 +156,24 @@ static void release_reads(ld_txn *x)
     }
 }
 
+static void memo_note(ld_txn *x, const void *k, size_t kl, int held)
+{
+    if (kl > LD_MEMO_MAX) { x->memo = 0; return; }
+    memcpy(x->memo_key, k, kl);
+    x->memo_kl = kl;
+    x->memo = held ? 1 : 2;
+}
+
+/* 1 LevelDB holds k, 0 it does not, -1 unknown (ask LevelDB). */
+static int memo_find(const ld_txn *x, const void *k, size_t kl)
+{
+    if (!x->memo || x->memo_kl != kl || memcmp(x->memo_key, k, kl) != 0) return -1;
+    return x->memo == 1;
+}
+
 static void txn_end(ld_txn *x)
 {
+    x->memo = 0;
     release_reads(x);
     kv_overlay_clear(x->ov);
     x->cleared = 0;
@@ -349,6 +374,7 @@ static int ld_get(void *txn, const void *k, size_t kl, const void **v, size_t *v
     size_t len = 0;
     char *val = leveldb_get(x->db->ldb, x->db->ropts, k, kl, &len, &err);
     if (err) { leveldb_free(val); return ld_status(x->db, err); }
+    memo_note(x, k, kl, val != NULL);
     if (!val) return FD_NOTFOUND;
     x->reads[x->nreads++] = val;
     *v = val;
@@ -388,12 +414,17 @@ static int ld_del(void *txn, const void *k, size_t kl)
     } else {
         if (x->cleared) return FD_NOTFOUND;
         /* only a record LevelDB holds needs a tombstone */
-        char *err = NULL;
-        size_t len = 0;
-        char *val = leveldb_get(x->db->ldb, x->db->ropts, k, kl, &len, &err);
-        if (err) { leveldb_free(val); return ld_status(x->db, err); }
-        if (!val) return FD_NOTFOUND;
-        leveldb_free(val);
+        int held = memo_find(x, k, kl);
+        if (held < 0) {
+            char *err = NULL;
+            size_t len = 0;
+            char *val = leveldb_get(x->db->ldb, x->db->ropts, k, kl, &len, &err);
+            if (err) { leveldb_free(val); return ld_status(x->db, err); }
+            held = val != NULL;
+            leveldb_free(val);
+            memo_note(x, k, kl, held);
+        }
+        if (!held) return FD_NOTFOUND;
         int s = kv_overlay_del(x->ov, k, kl);
         if (s != FD_OK) return s;
     }
@@ -404,6 +435,7 @@ static int ld_del(void *txn, const void *k, size_t kl)
 static int ld_clear(void *txn)
 {
     ld_txn *x = txn;
+    x->memo = 0;
     kv_overlay_clear(x->ov);
     x->cleared = 1;
     release_reads(x);
@@ -568,7 +600,8 @@ static int ld_next(kv_iter *it)
     size_t kl = it->klen;
     kv_overlay *ov = it->tx->ov;
     if (it->dir == 1) {
-        if (base_at(it, k, kl)) leveldb_iter_next(it->bi);
+        /* a record of LevelDB's own is where bi stands: no need to compare */
+        if (!it->from_ov ? base_valid(it) : base_at(it, k, kl)) leveldb_iter_next(it->bi);
         if (it->gen != kv_overlay_gen(ov)) it->on = kv_overlay_seek(ov, k, kl, 1);
         else if (it->on && ov_cmp(it->on, k, kl) == 0) it->on = kv_ov_next(it->on);
     } else {
@@ -586,7 +619,7 @@ static int ld_prev(kv_iter *it)
     size_t kl = it->klen;
     kv_overlay *ov = it->tx->ov;
     if (it->dir == -1) {
-        if (base_at(it, k, kl)) leveldb_iter_prev(it->bi);
+        if (!it->from_ov ? base_valid(it) : base_at(it, k, kl)) leveldb_iter_prev(it->bi);
         if (it->gen != kv_overlay_gen(ov) || (it->on && ov_cmp(it->on, k, kl) == 0))
             it->on = kv_overlay_seek_le(ov, k, kl, 1);
     } else {
