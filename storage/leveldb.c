@@ -85,6 +85,13 @@ typedef struct ld_txn {
     int      memo;
     size_t   memo_kl;
     char     memo_key[LD_MEMO_MAX];
+    /* Sequential reads of list elements (LPOP in a pipeline reads head,
+     * head+1, ...): a LevelDB iterator kept for the transaction, on
+     * the memo key when sit_at. A read of the element next to it is one
+     * iterator step instead of a leveldb_get (a memtable search plus every
+     * level's filters). */
+    leveldb_iterator_t *sit;
+    int      sit_at;
 } ld_txn;
 
 struct ld_db {
@@ -158,6 +165,7 @@ static void release_reads(ld_txn *x)
 
 static void memo_note(ld_txn *x, const void *k, size_t kl, int held)
 {
+    x->sit_at = 0;
     if (kl > LD_MEMO_MAX) { x->memo = 0; return; }
     memcpy(x->memo_key, k, kl);
     x->memo_kl = kl;
@@ -171,9 +179,32 @@ static int memo_find(const ld_txn *x, const void *k, size_t kl)
     return x->memo == 1;
 }
 
+/* 1 when k is the list element after the memo key (same list, sequence
+ * number one higher), else 0. Only a hint for the read path: any answer is
+ * correct, a wrong one costs a step. Forwards only: a LevelDB iterator's
+ * Prev searches the memtable again (its skiplist has no back links), so
+ * RPOP's reads going down cost more by iterator than by leveldb_get
+ * (measured: 14.5k against 11.6k instructions per RPOP). */
+static int memo_step(const ld_txn *x, const char *k, size_t kl)
+{
+    const char *m = x->memo_key;
+    if (x->memo != 1 || x->memo_kl != kl || kl < 11 || k[0] != KV_PFX_SUB ||
+        k[kl - 9] != KV_TAG_LIST || memcmp(m, k, kl - 8) != 0) return 0;
+    uint64_t a = kv_get_u64((const uint8_t *)m + kl - 8), b = kv_get_u64((const uint8_t *)k + kl - 8);
+    return b == a + 1;
+}
+
+static void sit_drop(ld_txn *x)
+{
+    if (x->sit) leveldb_iter_destroy(x->sit);
+    x->sit = NULL;
+    x->sit_at = 0;
+}
+
 static void txn_end(ld_txn *x)
 {
     x->memo = 0;
+    sit_drop(x);
     release_reads(x);
     kv_overlay_clear(x->ov);
     x->cleared = 0;
@@ -352,6 +383,42 @@ static int ld_commit(void *txn)
 
 static const char empty_val[1];
 
+/* ld_get's LevelDB read of k, the element after the memo key, through the
+ * transaction's iterator: one step when it stands on the memo key, else a
+ * seek that leaves it on k. The value is copied (the iterator moves on);
+ * x->reads has room for it. */
+static int sit_get(ld_txn *x, const char *k, size_t kl, const void **v, size_t *vl)
+{
+    leveldb_iterator_t *it = x->sit;
+    if (it && x->sit_at) {
+        leveldb_iter_next(it);
+    } else {
+        if (!it && !(it = x->sit = leveldb_create_iterator(x->db->ldb, x->db->ropts))) return FD_E_NOMEM;
+        leveldb_iter_seek(it, k, kl);
+    }
+    int c = 1;
+    size_t bl = 0, len = 0;
+    if (leveldb_iter_valid(it)) {
+        const char *bk = leveldb_iter_key(it, &bl);
+        c = kv_overlay_keycmp(bk, bl, k, kl);
+    } else {
+        char *err = NULL;
+        leveldb_iter_get_error(it, &err);
+        if (err) { sit_drop(x); return ld_status(x->db, err); }
+    }
+    memo_note(x, k, kl, c == 0);             /* clears sit_at */
+    if (c != 0) return FD_NOTFOUND;          /* LevelDB has nothing between */
+    const char *val = leveldb_iter_value(it, &len);
+    char *copy = malloc(len ? len : 1);
+    if (!copy) return FD_E_NOMEM;
+    if (len) memcpy(copy, val, len);
+    x->sit_at = 1;
+    x->reads[x->nreads++] = copy;            /* freed with leveldb_free (= free) */
+    *v = copy;
+    *vl = len;
+    return FD_OK;
+}
+
 static int ld_get(void *txn, const void *k, size_t kl, const void **v, size_t *vl)
 {
     ld_txn *x = txn;
@@ -370,6 +437,7 @@ static int ld_get(void *txn, const void *k, size_t kl, const void **v, size_t *v
         x->reads = r;
         x->capreads = cap;
     }
+    if (memo_step(x, k, kl)) return sit_get(x, k, kl, v, vl);
     char *err = NULL;
     size_t len = 0;
     char *val = leveldb_get(x->db->ldb, x->db->ropts, k, kl, &len, &err);
@@ -436,6 +504,7 @@ static int ld_clear(void *txn)
 {
     ld_txn *x = txn;
     x->memo = 0;
+    sit_drop(x);
     kv_overlay_clear(x->ov);
     x->cleared = 1;
     release_reads(x);

@@ -715,6 +715,85 @@ static void test_vs_model(const char *backend)
     B.ops->close(&B);
 }
 
+/* ------------------------------------------------------------ 1b. list reads
+ * Reads of list elements in ascending sequence go through an iterator kept
+ * for the transaction (leveldb.c: sit_get); each read must still answer
+ * exactly what a point lookup answers: holes, the end of the list, values
+ * still valid together until the next write, overlay writes in between, a
+ * jump, the same key twice, and after clear. */
+static size_t elem_key(char *out, uint64_t seq)
+{
+    static const char pfx[] = { KV_PFX_SUB, 4, 'l', 'i', 's', 't', 0, 0, 0, 0, 0, 0, 0, 1, KV_TAG_LIST };
+    memcpy(out, pfx, sizeof pfx);
+    kv_put_u64((uint8_t *)out + sizeof pfx, seq);
+    return sizeof pfx + 8;
+}
+
+static int elem_is(const kv_driver *d, void *txn, uint64_t seq, int want)
+{
+    char k[32], w[16];
+    size_t kl = elem_key(k, seq);
+    const void *v; size_t vl;
+    int s = d->get(txn, k, kl, &v, &vl);
+    if (want < 0) return s == FD_NOTFOUND;
+    snprintf(w, sizeof w, "v%d", want);
+    return s == FD_OK && vl == strlen(w) && memcmp(v, w, vl) == 0;
+}
+
+static void test_list_reads(void)
+{
+    char dir[128], k[32], w[16];
+    snprintf(dir, sizeof dir, "%s/listreads", root);
+    fd_backend B;
+    CHECK(open_backend(&B, "leveldb", dir) == FD_OK);
+    const kv_driver *d = ST(&B)->drv;
+    void *db = ST(&B)->db, *txn;
+    const uint64_t S = KV_LIST_SEQ_START;
+    /* elements S..S+19 except S+5, S+6 and S+16, and a key right after the list */
+    CHECK(d->begin(db, NULL, &txn) == FD_OK);
+    for (int i = 0; i < 20; i++) {
+        if (i == 5 || i == 6 || i == 16) continue;
+        snprintf(w, sizeof w, "v%d", i);
+        CHECK(d->put(txn, k, elem_key(k, S + i), w, strlen(w)) == FD_OK);
+    }
+    CHECK(d->put(txn, "T", 1, "after", 5) == FD_OK);
+    CHECK(d->commit(txn) == FD_OK);
+
+    CHECK(d->begin(db, NULL, &txn) == FD_OK);
+    CHECK(elem_is(d, txn, S + 0, 0) && elem_is(d, txn, S + 1, 1));    /* point lookup, then seek */
+    const void *v2; size_t l2;
+    CHECK(d->get(txn, k, elem_key(k, S + 2), &v2, &l2) == FD_OK);     /* a step */
+    CHECK(elem_is(d, txn, S + 3, 3));
+    CHECK(l2 == 2 && memcmp(v2, "v2", 2) == 0);                        /* still valid: no write yet */
+    /* an overlay write between reads: the overlay answers first */
+    CHECK(d->put(txn, k, elem_key(k, S + 4), "new", 3) == FD_OK);
+    CHECK(d->del(txn, k, elem_key(k, S + 3)) == FD_OK);
+    CHECK(elem_is(d, txn, S + 3, -1));
+    { const void *v; size_t vl; CHECK(d->get(txn, k, elem_key(k, S + 4), &v, &vl) == FD_OK && vl == 3 && memcmp(v, "new", 3) == 0); }
+    CHECK(elem_is(d, txn, S + 2, 2) && elem_is(d, txn, S + 3, -1));   /* S+3: deleted in the overlay */
+    /* holes: S+5 and S+6 absent, S+7 present */
+    CHECK(elem_is(d, txn, S + 5, -1) && elem_is(d, txn, S + 6, -1) && elem_is(d, txn, S + 7, 7));
+    CHECK(elem_is(d, txn, S + 8, 8) && elem_is(d, txn, S + 8, 8));    /* the same key twice */
+    CHECK(elem_is(d, txn, S + 9, 9) && elem_is(d, txn, S + 12, 12) && elem_is(d, txn, S + 13, 13));
+    for (int i = 14; i < 20; i++) CHECK(elem_is(d, txn, S + i, i == 16 ? -1 : i));   /* a step into a hole */
+    CHECK(elem_is(d, txn, S + 20, -1) && elem_is(d, txn, S + 21, -1)); /* past the end (next key: "T") */
+    CHECK(elem_is(d, txn, S + 10, 10) && elem_is(d, txn, S + 11, 11));  /* backwards jump, then forwards */
+    /* a key LevelDB holds, deleted via the memo of the read just made */
+    CHECK(elem_is(d, txn, S + 12, 12) && d->del(txn, k, elem_key(k, S + 13)) == FD_OK);
+    CHECK(elem_is(d, txn, S + 13, -1));
+    CHECK(d->clear(txn) == FD_OK);
+    CHECK(elem_is(d, txn, S + 14, -1) && elem_is(d, txn, S + 15, -1));
+    d->abort(txn);
+    CHECK(d->begin(db, NULL, &txn) == FD_OK);                          /* the abort dropped the clear */
+    CHECK(elem_is(d, txn, S + 14, 14) && elem_is(d, txn, S + 15, 15) && elem_is(d, txn, S + 16, -1));
+    CHECK(elem_is(d, txn, S + 17, 17));
+    CHECK(d->del(txn, k, elem_key(k, S + 18)) == FD_OK && d->commit(txn) == FD_OK);
+    CHECK(d->begin(db, NULL, &txn) == FD_OK);                          /* a new transaction sees the commit */
+    CHECK(elem_is(d, txn, S + 17, 17) && elem_is(d, txn, S + 18, -1) && elem_is(d, txn, S + 19, 19));
+    d->abort(txn);
+    B.ops->close(&B);
+}
+
 int main(void)
 {
     CHECK(fd_backend_find("leveldb") != NULL);
@@ -722,6 +801,7 @@ int main(void)
     if (!fd_backend_find("leveldb")) return TEST_DONE();
     if (harness_begin(root, sizeof root, "test_kv_leveldb") != 0) return 1;
     test_driver();
+    test_list_reads();
     test_cursor_model();
     test_commands();
     test_vs_lmdb();
