@@ -45,6 +45,8 @@
 #define LD_BLOOM_BITS     10
 #define LD_SLOW_COMMIT_US 100000          /* a commit above this counts as slow */
 #define LD_MEMO_MAX       512             /* longest key the base-lookup memo keeps */
+#define LD_RC_MIN         (64u << 10)     /* row cache: at least this many bytes */
+#define LD_RC_BUCKETS     (1u << 18)      /* row cache hash buckets (power of 2) */
 
 static int ov_cmp(const kv_ov_node *n, const char *k, size_t kl)
 {
@@ -69,6 +71,27 @@ typedef struct ld_hint {
     size_t   al, bl;
     uint64_t used;           /* 0 = free slot */
 } ld_hint;
+
+/* The row cache: LevelDB's answer for recently read keys (a value, or
+ * "no such key"), so a read of a hot key is a hash lookup instead of
+ * leveldb_get's memtable skiplist search (a cache miss per level on a big
+ * memtable) and per-level filter probes. The kv layer reads a key's
+ * metadata before every write of it (SET, MSET, ...), so writes benefit
+ * too. Filled by ld_get's point lookups; kept true at commit (each written
+ * key's entry is replaced or dropped); emptied by a FLUSHDB commit or a
+ * failed write. Its budget is half the block cache's size (so
+ * leveldb-block-cache-size sizes both; 32 MB by default; at least
+ * LD_RC_MIN). Entries live in hash chains; over the budget the chains of
+ * a sweeping bucket hand are evicted (roughly random eviction). One malloc
+ * per entry: the struct, then the key, then the value. */
+typedef struct ld_row {
+    struct ld_row *next;
+    uint64_t hash;
+    uint32_t kl, vl;
+    int      held;           /* 0: LevelDB has no such key */
+} ld_row;
+static inline char *row_key(ld_row *r) { return (char *)(r + 1); }
+static inline char *row_val(ld_row *r) { return (char *)(r + 1) + r->kl; }
 
 typedef struct ld_txn {
     ld_db   *db;
@@ -110,6 +133,9 @@ struct ld_db {
     /* statistics */
     uint64_t commits, commit_bytes, commit_records, last_commit_us, max_commit_us;
     uint64_t slow_commits, total_commit_us, max_overlay;
+    ld_row **rc;             /* LD_RC_BUCKETS chains, allocated at first use */
+    size_t   rc_bytes, rc_entries, rc_hand, rc_budget;
+    uint64_t rc_hits, rc_misses, rc_evicted;
     ld_hint  hints[LD_HINTS];
     uint64_t hint_clock, hint_hits;
     /* after a FLUSHDB: a helper thread compacts the whole key space */
@@ -152,6 +178,21 @@ static int ld_status(ld_db *db, char *err)
     return s;
 }
 
+/* Free p (malloc'ed) with the turn's reads: at the next write or the
+ * transaction's end. */
+static int defer_free(ld_txn *x, void *p)
+{
+    if (x->nreads == x->capreads) {
+        size_t cap = x->capreads ? x->capreads * 2 : 16;
+        char **r = realloc(x->reads, cap * sizeof *r);
+        if (!r) return FD_E_NOMEM;
+        x->reads = r;
+        x->capreads = cap;
+    }
+    x->reads[x->nreads++] = p;
+    return FD_OK;
+}
+
 static void release_reads(ld_txn *x)
 {
     for (size_t i = 0; i < x->nreads; i++) leveldb_free(x->reads[i]);
@@ -160,6 +201,113 @@ static void release_reads(ld_txn *x)
         free(x->reads);
         x->reads = NULL;
         x->capreads = 0;
+    }
+}
+
+static uint64_t row_hash(const char *k, size_t kl)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;          /* FNV-1a */
+    for (size_t i = 0; i < kl; i++) h = (h ^ (uint8_t)k[i]) * 0x100000001b3ULL;
+    return h ^ (h >> 29);
+}
+
+static size_t row_cost(const ld_row *r) { return sizeof *r + r->kl + r->vl + 16; }
+
+/* The address of the link to k's entry in its chain (*link NULL: none). */
+static ld_row **row_link(ld_db *db, const char *k, size_t kl, uint64_t h)
+{
+    ld_row **l = &db->rc[h & (LD_RC_BUCKETS - 1)];
+    for (; *l; l = &(*l)->next) {
+        ld_row *r = *l;
+        if (r->hash == h && r->kl == kl && memcmp(row_key(r), k, kl) == 0) break;
+    }
+    return l;
+}
+
+static void rc_clear(ld_db *db)
+{
+    if (!db->rc) return;
+    for (size_t i = 0; i < LD_RC_BUCKETS; i++) {
+        for (ld_row *r = db->rc[i], *nx; r; r = nx) { nx = r->next; free(r); }
+        db->rc[i] = NULL;
+    }
+    db->rc_bytes = db->rc_entries = 0;
+}
+
+static int defer_free(ld_txn *x, void *p);
+
+/* Remember LevelDB's answer for k (v NULL: no such key), read in
+ * transaction x. Entries evicted to make room may have been handed out by
+ * ld_get in this turn: they are freed with the turn's reads. Best effort:
+ * out of memory leaves the cache as it was. */
+static void rc_fill(ld_txn *x, const char *k, size_t kl, uint64_t h, const char *v, size_t vl)
+{
+    ld_db *db = x->db;
+    if (kl > UINT32_MAX || vl > UINT32_MAX) return;
+    if (!db->rc && !(db->rc = calloc(LD_RC_BUCKETS, sizeof *db->rc))) return;
+    size_t cost = sizeof(ld_row) + kl + vl + 16;
+    if (cost > db->rc_budget / 64) return;             /* big values: not worth the room */
+    while (db->rc_bytes + cost > db->rc_budget) {
+        ld_row **b = &db->rc[db->rc_hand++ & (LD_RC_BUCKETS - 1)];
+        while (*b) {
+            ld_row *r = *b;
+            if (defer_free(x, r) != FD_OK) return;
+            *b = r->next;
+            db->rc_bytes -= row_cost(r);
+            db->rc_entries--;
+            db->rc_evicted++;
+        }
+    }
+    ld_row *r = malloc(cost - 16);
+    if (!r) return;
+    r->hash = h;
+    r->kl = (uint32_t)kl;
+    r->vl = (uint32_t)vl;
+    r->held = v != NULL;
+    memcpy(row_key(r), k, kl);
+    if (vl) memcpy(row_val(r), v, vl);
+    ld_row **b = &db->rc[h & (LD_RC_BUCKETS - 1)];
+    r->next = *b;
+    *b = r;
+    db->rc_bytes += cost;
+    db->rc_entries++;
+}
+
+/* After a successful commit of x: every written key's entry is replaced by
+ * the new value or dropped (a delete). Runs between turns: nothing handed
+ * out is live. */
+static void rc_commit(ld_db *db, const kv_overlay *ov)
+{
+    if (!db->rc || !db->rc_entries) return;
+    for (kv_ov_node *n = kv_overlay_first(ov); n; n = kv_ov_next(n)) {
+        const char *k = kv_ov_key(n);
+        uint64_t h = row_hash(k, n->klen);
+        ld_row **l = row_link(db, k, n->klen, h);
+        ld_row *r = *l;
+        if (!r) continue;
+        if (!n->dead && r->vl == n->vlen) {          /* same size: in place */
+            r->held = 1;
+            if (n->vlen) memcpy(row_val(r), n->val, n->vlen);
+            continue;
+        }
+        *l = r->next;
+        db->rc_bytes -= row_cost(r);
+        db->rc_entries--;
+        if (!n->dead && sizeof *r + n->klen + n->vlen + 16 <= db->rc_budget / 64) {
+            ld_row *nr = malloc(sizeof *nr + n->klen + n->vlen);
+            if (nr) {
+                *nr = *r;
+                nr->vl = (uint32_t)n->vlen;
+                nr->held = 1;
+                memcpy(row_key(nr), k, n->klen);
+                if (n->vlen) memcpy(row_val(nr), n->val, n->vlen);
+                nr->next = *l;
+                *l = nr;
+                db->rc_bytes += row_cost(nr);
+                db->rc_entries++;
+            }
+        }
+        free(r);
     }
 }
 
@@ -367,6 +515,8 @@ static int ld_commit(void *txn)
     if (s == FD_OK && x->cleared) request_compaction(db);
     if (s == FD_OK) hints_drop_written(db, x->ov);
     else hints_clear(db);
+    if (s != FD_OK || x->cleared) rc_clear(db);      /* LevelDB's state is unknown / empty */
+    else rc_commit(db, x->ov);
     if (s == FD_OK) {
         uint64_t us = (uint64_t)(fd_mono_us() - t0);
         db->commits++;
@@ -438,13 +588,28 @@ static int ld_get(void *txn, const void *k, size_t kl, const void **v, size_t *v
         x->capreads = cap;
     }
     if (memo_step(x, k, kl)) return sit_get(x, k, kl, v, vl);
+    ld_db *db = x->db;
+    uint64_t h = row_hash(k, kl);
+    if (db->rc_entries) {
+        ld_row *r = *row_link(db, k, kl, h);
+        if (r) {
+            db->rc_hits++;
+            memo_note(x, k, kl, r->held);
+            if (!r->held) return FD_NOTFOUND;
+            *v = row_val(r);
+            *vl = r->vl;
+            return FD_OK;
+        }
+    }
+    db->rc_misses++;
     char *err = NULL;
     size_t len = 0;
-    char *val = leveldb_get(x->db->ldb, x->db->ropts, k, kl, &len, &err);
-    if (err) { leveldb_free(val); return ld_status(x->db, err); }
+    char *val = leveldb_get(db->ldb, db->ropts, k, kl, &len, &err);
+    if (err) { leveldb_free(val); return ld_status(db, err); }
     memo_note(x, k, kl, val != NULL);
+    if (val) x->reads[x->nreads++] = val;    /* before rc_fill: it may defer frees */
+    rc_fill(x, k, kl, h, val, len);
     if (!val) return FD_NOTFOUND;
-    x->reads[x->nreads++] = val;
     *v = val;
     *vl = len;
     return FD_OK;
@@ -742,6 +907,9 @@ static const kv_driver ld_driver = {
 static void ld_release(ld_db *db)
 {
     hints_clear(db);
+    rc_clear(db);
+    free(db->rc);
+    db->rc = NULL;
     if (db->cstarted) {              /* waits for a compaction in progress */
         pthread_mutex_lock(&db->cmu);
         db->cstop = 1;
@@ -789,6 +957,7 @@ static int leveldb_backend_open(fd_backend *b, const fd_backend_config *cfg, cha
     db->sync = cfg->sync;
     db->cache_size = cfg->leveldb_block_cache_size ? cfg->leveldb_block_cache_size : LD_DEFAULT_CACHE;
     db->wbuf_size = cfg->leveldb_write_buffer_size ? cfg->leveldb_write_buffer_size : LD_DEFAULT_WBUF;
+    db->rc_budget = db->cache_size / 2 > LD_RC_MIN ? (size_t)(db->cache_size / 2) : LD_RC_MIN;
     db->compression = cfg->leveldb_compression;
     db->max_files = cfg->leveldb_max_open_files > 0 ? cfg->leveldb_max_open_files : LD_DEFAULT_FILES;
     db->dir = strdup(dir);
@@ -878,7 +1047,7 @@ static void leveldb_backend_info(fd_backend *b, resp_out *lines)
 {
     ld_backend *lb = b->state;
     ld_db *db = &lb->db;
-    char buf[1536];
+    char buf[2048];
     char files[128];
     int fl = 0;
     for (int lvl = 0; lvl < 7; lvl++) {
@@ -897,6 +1066,9 @@ static void leveldb_backend_info(fd_backend *b, resp_out *lines)
                      "leveldb_avg_commit_us:%llu\r\nleveldb_slow_commits:%llu\r\n"
                      "leveldb_max_turn_records:%llu\r\nleveldb_seek_hint_hits:%llu\r\n"
                      "leveldb_flush_compactions:%llu\r\n"
+                     "leveldb_row_cache_entries:%llu\r\nleveldb_row_cache_bytes:%llu\r\n"
+                     "leveldb_row_cache_hits:%llu\r\nleveldb_row_cache_misses:%llu\r\n"
+                     "leveldb_row_cache_evicted:%llu\r\n"
                      "leveldb_last_error:%s\r\n",
                      leveldb_major_version(), leveldb_minor_version(), db->sync ? "yes" : "no",
                      (unsigned long long)db->cache_size, (unsigned long long)db->wbuf_size,
@@ -907,7 +1079,10 @@ static void leveldb_backend_info(fd_backend *b, resp_out *lines)
                      (unsigned long long)db->max_commit_us,
                      (unsigned long long)(db->commits ? db->total_commit_us / db->commits : 0),
                      (unsigned long long)db->slow_commits, (unsigned long long)db->max_overlay, (unsigned long long)db->hint_hits,
-                     (unsigned long long)leveldb_compactions_done(db), db->last_error);
+                     (unsigned long long)leveldb_compactions_done(db),
+                     (unsigned long long)db->rc_entries, (unsigned long long)db->rc_bytes,
+                     (unsigned long long)db->rc_hits, (unsigned long long)db->rc_misses,
+                     (unsigned long long)db->rc_evicted, db->last_error);
     if (n > 0) resp_out_raw(lines, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
     kv_backend_info(&lb->st, lines);
 }

@@ -794,6 +794,99 @@ static void test_list_reads(void)
     B.ops->close(&B);
 }
 
+/* ------------------------------------------------------------ 1c. row cache
+ * A small block cache makes the row cache (half its size, at least 64 KB)
+ * evict: answers must stay exact across evictions, commits (replaced,
+ * resized, deleted values), an abort, and a value handed out by a cache hit
+ * must stay valid until the next write even when its entry is evicted. */
+static unsigned long long info_num(fd_backend *b, const char *name)
+{
+    resp_out o;
+    resp_out_init(&o, 2);
+    b->ops->info(b, &o);
+    unsigned long long n = 0;
+    const char *p = memmem(o.data, o.len, name, strlen(name));
+    if (p) n = strtoull(p + strlen(name) + 1, NULL, 10);
+    resp_out_free(&o);
+    return n;
+}
+
+static void rc_val(char *out, size_t cap, int i, int gen)
+{
+    snprintf(out, cap, "value-%05d-%d%.*s", i, gen, gen % 3 * 7, "-------------------------");
+}
+
+static void test_row_cache(void)
+{
+    char dir[128], k[32], w[64];
+    snprintf(dir, sizeof dir, "%s/rowcache", root);
+    fd_backend_config cfg = { .dir = dir, .max_bulk = RESP_DEFAULT_MAX_BULK,
+                              .leveldb_write_buffer_size = 1u << 20, .leveldb_block_cache_size = 64u << 10 };
+    char err[256] = "";
+    fd_backend B;
+    memset(&B, 0, sizeof B);
+    B.ops = fd_backend_find("leveldb");
+    CHECK(B.ops->open(&B, &cfg, err, sizeof err) == FD_OK);
+    const kv_driver *d = ST(&B)->drv;
+    void *db = ST(&B)->db, *txn;
+    enum { NR = 3000 };
+    int gen[NR];
+    CHECK(d->begin(db, NULL, &txn) == FD_OK);
+    for (int i = 0; i < NR; i++) {
+        gen[i] = 0;
+        snprintf(k, sizeof k, "rk%05d", i);
+        rc_val(w, sizeof w, i, 0);
+        CHECK(d->put(txn, k, strlen(k), w, strlen(w)) == FD_OK);
+    }
+    CHECK(d->commit(txn) == FD_OK);
+    for (int round = 1; round <= 4; round++) {
+        CHECK(d->begin(db, NULL, &txn) == FD_OK);
+        /* a cache hit's value, held while thousands of reads evict */
+        const void *held; size_t heldl;
+        CHECK(getv(d, txn, "rk00007", NULL) == 0);
+        CHECK(d->get(txn, "rk00007", 7, &held, &heldl) == FD_OK);
+        rc_val(w, sizeof w, 7, gen[7]);
+        int bad = 0;
+        for (int i = 0; i < NR; i++) {
+            snprintf(k, sizeof k, "rk%05d", (i * 7919) % NR);
+            char want[64];
+            rc_val(want, sizeof want, (i * 7919) % NR, gen[(i * 7919) % NR]);
+            bad += gen[(i * 7919) % NR] < 0 ? !getv(d, txn, k, NULL) : !getv(d, txn, k, want);
+        }
+        CHECK(bad == 0);
+        CHECK(heldl == strlen(w) && memcmp(held, w, heldl) == 0);
+        CHECK(getv(d, txn, "nosuchkey", NULL) && getv(d, txn, "nosuchkey", NULL));
+        /* writes: same size, other size, delete, re-create */
+        for (int i = round; i < NR; i += 5) {
+            snprintf(k, sizeof k, "rk%05d", i);
+            if (i % 3 == 0) {
+                CHECK(d->del(txn, k, strlen(k)) == FD_OK || gen[i] < 0);
+                gen[i] = -1;
+            } else {
+                gen[i] = gen[i] < 0 ? 1 : gen[i] + (i % 2 ? 1 : 3);
+                rc_val(w, sizeof w, i, gen[i]);
+                CHECK(d->put(txn, k, strlen(k), w, strlen(w)) == FD_OK);
+            }
+        }
+        CHECK(d->put(txn, "nosuchkey", 9, "now", 3) == FD_OK);
+        if (round == 3) {                        /* an aborted turn changes nothing */
+            d->abort(txn);
+            CHECK(d->begin(db, NULL, &txn) == FD_OK);
+            CHECK(getv(d, txn, "nosuchkey", NULL));
+            d->abort(txn);
+            break;
+        }
+        CHECK(d->commit(txn) == FD_OK);
+        CHECK(d->begin(db, NULL, &txn) == FD_OK);
+        CHECK(getv(d, txn, "nosuchkey", "now") && d->del(txn, "nosuchkey", 9) == FD_OK);
+        CHECK(d->commit(txn) == FD_OK);
+    }
+    CHECK(info_num(&B, "leveldb_row_cache_hits") > 0);
+    CHECK(info_num(&B, "leveldb_row_cache_evicted") > 0);
+    CHECK(info_num(&B, "leveldb_row_cache_bytes") <= (64u << 10));
+    B.ops->close(&B);
+}
+
 int main(void)
 {
     CHECK(fd_backend_find("leveldb") != NULL);
@@ -802,6 +895,7 @@ int main(void)
     if (harness_begin(root, sizeof root, "test_kv_leveldb") != 0) return 1;
     test_driver();
     test_list_reads();
+    test_row_cache();
     test_cursor_model();
     test_commands();
     test_vs_lmdb();
