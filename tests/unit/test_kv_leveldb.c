@@ -791,6 +791,33 @@ static void test_list_reads(void)
     CHECK(d->begin(db, NULL, &txn) == FD_OK);                          /* a new transaction sees the commit */
     CHECK(elem_is(d, txn, S + 17, 17) && elem_is(d, txn, S + 18, -1) && elem_is(d, txn, S + 19, 19));
     d->abort(txn);
+
+    /* downwards (RPOP): elements read behind into the row cache */
+    CHECK(d->begin(db, NULL, &txn) == FD_OK);
+    for (int i = 100; i < 200; i++) {
+        if (i == 150) continue;                                      /* a hole */
+        snprintf(w, sizeof w, "v%d", i);
+        CHECK(d->put(txn, k, elem_key(k, S + i), w, strlen(w)) == FD_OK);
+    }
+    CHECK(d->commit(txn) == FD_OK);
+    for (int round = 0; round < 2; round++) {
+        CHECK(d->begin(db, NULL, &txn) == FD_OK);
+        int bad = 0;
+        for (int i = 199; i >= 95; i--) {
+            int want = i < 100 || i == 150 ? -1 : i;
+            if (round == 1 && i % 10 == 3) want = -1;                 /* deleted in round 0 */
+            if (round == 1 && i % 10 == 4) want = 1000 + i;           /* rewritten in round 0 */
+            bad += !elem_is(d, txn, S + i, want);
+            if (round == 0 && i % 10 == 3 && i != 150 && i >= 100)
+                CHECK(d->del(txn, k, elem_key(k, S + i)) == FD_OK && elem_is(d, txn, S + i, -1));
+            if (round == 0 && i % 10 == 4 && i >= 100) {
+                snprintf(w, sizeof w, "v%d", 1000 + i);
+                CHECK(d->put(txn, k, elem_key(k, S + i), w, strlen(w)) == FD_OK);
+            }
+        }
+        CHECK(bad == 0);
+        CHECK(d->commit(txn) == FD_OK);
+    }
     B.ops->close(&B);
 }
 
