@@ -136,6 +136,7 @@ struct ld_db {
     uint64_t slow_commits, total_commit_us, max_overlay;
     ld_row **rc;             /* LD_RC_BUCKETS chains, allocated at first use */
     size_t   rc_bytes, rc_entries, rc_hand, rc_budget;
+    size_t   rc_sub;         /* entries of element records ('S' keys) */
     uint64_t rc_hits, rc_misses, rc_evicted;
     ld_hint  hints[LD_HINTS];
     uint64_t hint_clock, hint_hits;
@@ -213,6 +214,16 @@ static uint64_t row_hash(const char *k, size_t kl)
 }
 
 static size_t row_cost(const ld_row *r) { return sizeof *r + r->kl + r->vl + 16; }
+static int row_is_sub(ld_row *r) { return r->kl && row_key(r)[0] == KV_PFX_SUB; }
+
+/* Account for r entering (+1) or leaving (-1) the cache. */
+static void row_count(ld_db *db, ld_row *r, int d)
+{
+    size_t c = row_cost(r);
+    db->rc_bytes = d > 0 ? db->rc_bytes + c : db->rc_bytes - c;
+    db->rc_entries += (size_t)(ssize_t)d;
+    if (row_is_sub(r)) db->rc_sub += (size_t)(ssize_t)d;
+}
 
 /* The address of the link to k's entry in its chain (*link NULL: none). */
 static ld_row **row_link(ld_db *db, const char *k, size_t kl, uint64_t h)
@@ -232,7 +243,7 @@ static void rc_clear(ld_db *db)
         for (ld_row *r = db->rc[i], *nx; r; r = nx) { nx = r->next; free(r); }
         db->rc[i] = NULL;
     }
-    db->rc_bytes = db->rc_entries = 0;
+    db->rc_bytes = db->rc_entries = db->rc_sub = 0;
 }
 
 static int defer_free(ld_txn *x, void *p);
@@ -254,8 +265,7 @@ static void rc_fill(ld_txn *x, const char *k, size_t kl, uint64_t h, const char 
             ld_row *r = *b;
             if (defer_free(x, r) != FD_OK) return;
             *b = r->next;
-            db->rc_bytes -= row_cost(r);
-            db->rc_entries--;
+            row_count(db, r, -1);
             db->rc_evicted++;
         }
     }
@@ -270,8 +280,7 @@ static void rc_fill(ld_txn *x, const char *k, size_t kl, uint64_t h, const char 
     ld_row **b = &db->rc[h & (LD_RC_BUCKETS - 1)];
     r->next = *b;
     *b = r;
-    db->rc_bytes += cost;
-    db->rc_entries++;
+    row_count(db, r, 1);
 }
 
 /* After a successful commit of x: every written key's entry is replaced by
@@ -282,6 +291,9 @@ static void rc_commit(ld_db *db, const kv_overlay *ov)
     if (!db->rc || !db->rc_entries) return;
     for (kv_ov_node *n = kv_overlay_first(ov); n; n = kv_ov_next(n)) {
         const char *k = kv_ov_key(n);
+        /* element writes (LPUSH, HSET...) skip the lookup (a cache miss
+         * on the bucket array) while no element record is cached */
+        if (!db->rc_sub && n->klen && k[0] == KV_PFX_SUB) continue;
         uint64_t h = row_hash(k, n->klen);
         ld_row **l = row_link(db, k, n->klen, h);
         ld_row *r = *l;
@@ -292,8 +304,7 @@ static void rc_commit(ld_db *db, const kv_overlay *ov)
             continue;
         }
         *l = r->next;
-        db->rc_bytes -= row_cost(r);
-        db->rc_entries--;
+        row_count(db, r, -1);
         if (!n->dead && sizeof *r + n->klen + n->vlen + 16 <= db->rc_budget / 64) {
             ld_row *nr = malloc(sizeof *nr + n->klen + n->vlen);
             if (nr) {
@@ -304,8 +315,7 @@ static void rc_commit(ld_db *db, const kv_overlay *ov)
                 if (n->vlen) memcpy(row_val(nr), n->val, n->vlen);
                 nr->next = *l;
                 *l = nr;
-                db->rc_bytes += row_cost(nr);
-                db->rc_entries++;
+                row_count(db, nr, 1);
             }
         }
         free(r);
