@@ -586,8 +586,8 @@ static int read_behind(ld_txn *x, const char *k, size_t kl)
 
 /* ld_get's LevelDB read of k, the element after the memo key, through the
  * transaction's iterator: one step when it stands on the memo key, else a
- * seek that leaves it on k. The value is copied (the iterator moves on);
- * x->reads has room for it. */
+ * seek that leaves it on k. The value is copied (the iterator moves on)
+ * and freed with the turn's reads. */
 static int sit_get(ld_txn *x, const char *k, size_t kl, const void **v, size_t *vl)
 {
     leveldb_iterator_t *it = x->sit;
@@ -613,8 +613,8 @@ static int sit_get(ld_txn *x, const char *k, size_t kl, const void **v, size_t *
     char *copy = malloc(len ? len : 1);
     if (!copy) return FD_E_NOMEM;
     if (len) memcpy(copy, val, len);
+    if (defer_free(x, copy) != FD_OK) { free(copy); return FD_E_NOMEM; }   /* freed with the reads */
     x->sit_at = 1;
-    x->reads[x->nreads++] = copy;            /* freed with leveldb_free (= free) */
     *v = copy;
     *vl = len;
     return FD_OK;
@@ -663,7 +663,9 @@ static int ld_get(void *txn, const void *k, size_t kl, const void **v, size_t *v
     char *val = leveldb_get(db->ldb, db->ropts, k, kl, &len, &err);
     if (err) { leveldb_free(val); return ld_status(db, err); }
     memo_note(x, k, kl, val != NULL);
-    if (val) x->reads[x->nreads++] = val;    /* before rc_fill: it may defer frees */
+    /* kept with the turn's reads (read_behind/rc_fill may have used the
+     * room made above: defer_free grows it) */
+    if (val && defer_free(x, val) != FD_OK) { leveldb_free(val); return FD_E_NOMEM; }
     rc_fill(x, k, kl, h, val, len);
     if (!val) return FD_NOTFOUND;
     *v = val;
