@@ -30,9 +30,15 @@
 typedef struct lm_db lm_db;
 
 typedef struct lm_txn {
-    MDB_txn *t;
-    lm_db   *db;
-    int      used;
+    MDB_txn    *t;
+    lm_db      *db;
+    int         used;
+    /* The point cursor: every get/put/reserve/del of the transaction goes
+     * through it (opened at the first, closed before the end). A put right
+     * after a get of the same key — the kv layer's read-then-write — finds
+     * the cursor already on the key's leaf page and skips the descent from
+     * the root (LMDB's mdb_cursor_set checks the current page first). */
+    MDB_cursor *pc;
 } lm_txn;
 
 struct lm_db {
@@ -90,9 +96,24 @@ static int lm_begin(void *dbp, void *parent, void **txn)
     return FD_OK;
 }
 
+/* The transaction's point cursor, opened on first use; NULL on failure
+ * (*rc set). */
+static MDB_cursor *point_cursor(lm_txn *x, int *rc)
+{
+    if (!x->pc && (*rc = mdb_cursor_open(x->t, x->db->dbi, &x->pc)) != 0) x->pc = NULL;
+    return x->pc;
+}
+
+static void point_close(lm_txn *x)
+{
+    if (x->pc) mdb_cursor_close(x->pc);
+    x->pc = NULL;
+}
+
 static int lm_commit(void *txn)
 {
     lm_txn *x = txn;
+    point_close(x);
     int rc = mdb_txn_commit(x->t);
     x->t = NULL;
     x->used = 0;
@@ -102,6 +123,7 @@ static int lm_commit(void *txn)
 static void lm_abort(void *txn)
 {
     lm_txn *x = txn;
+    point_close(x);
     mdb_txn_abort(x->t);
     x->t = NULL;
     x->used = 0;
@@ -110,9 +132,11 @@ static void lm_abort(void *txn)
 static int lm_get(void *txn, const void *k, size_t kl, const void **v, size_t *vl)
 {
     lm_txn *x = txn;
+    int rc = 0;
+    MDB_cursor *c = point_cursor(x, &rc);
+    if (!c) return lm_status(rc);
     MDB_val key = { kl, (void *)k }, val;
-    int rc = mdb_get(x->t, x->db->dbi, &key, &val);
-    if (rc) return lm_status(rc);
+    if ((rc = mdb_cursor_get(c, &key, &val, MDB_SET)) != 0) return lm_status(rc);
     *v = val.mv_data;
     *vl = val.mv_size;
     return FD_OK;
@@ -121,16 +145,21 @@ static int lm_get(void *txn, const void *k, size_t kl, const void **v, size_t *v
 static int lm_put(void *txn, const void *k, size_t kl, const void *v, size_t vl)
 {
     lm_txn *x = txn;
+    int rc = 0;
+    MDB_cursor *c = point_cursor(x, &rc);
+    if (!c) return lm_status(rc);
     MDB_val key = { kl, (void *)k }, val = { vl, (void *)v };
-    return lm_status(mdb_put(x->t, x->db->dbi, &key, &val, 0));
+    return lm_status(mdb_cursor_put(c, &key, &val, 0));
 }
 
 static int lm_reserve(void *txn, const void *k, size_t kl, size_t vl, void **dst)
 {
     lm_txn *x = txn;
+    int rc = 0;
+    MDB_cursor *c = point_cursor(x, &rc);
+    if (!c) return lm_status(rc);
     MDB_val key = { kl, (void *)k }, val = { vl, NULL };
-    int rc = mdb_put(x->t, x->db->dbi, &key, &val, MDB_RESERVE);
-    if (rc) return lm_status(rc);
+    if ((rc = mdb_cursor_put(c, &key, &val, MDB_RESERVE)) != 0) return lm_status(rc);
     *dst = val.mv_data;
     return FD_OK;
 }
@@ -138,13 +167,18 @@ static int lm_reserve(void *txn, const void *k, size_t kl, size_t vl, void **dst
 static int lm_del(void *txn, const void *k, size_t kl)
 {
     lm_txn *x = txn;
-    MDB_val key = { kl, (void *)k };
-    return lm_status(mdb_del(x->t, x->db->dbi, &key, NULL));
+    int rc = 0;
+    MDB_cursor *c = point_cursor(x, &rc);
+    if (!c) return lm_status(rc);
+    MDB_val key = { kl, (void *)k }, val;
+    if ((rc = mdb_cursor_get(c, &key, &val, MDB_SET)) != 0) return lm_status(rc);
+    return lm_status(mdb_cursor_del(c, 0));
 }
 
 static int lm_clear(void *txn)
 {
     lm_txn *x = txn;
+    point_close(x);                  /* the drop invalidates cursors */
     return lm_status(mdb_drop(x->t, x->db->dbi, 0));
 }
 

@@ -8,10 +8,13 @@ each step."""
 from . import rb
 
 QUICK_N = 2000
+# The default scenario's keyspace (redis-benchmark -r): random keys, so the
+# stores' indexes are measured, not one hot key. `-r 1` brings back one key.
+DEFAULT_KEYSPACE = 100000
 
 # name -> one line for --help and the report
 DESCRIPTIONS = {
-    "default": "redis-benchmark's default suite (by default -P 1 and 16, -c 50, -n 100000, median of 3)",
+    "default": "redis-benchmark's default suite (by default -P 1 and 16, -c 50, -n 100000, -r 100000 random keys, median of 3)",
     "seed-setget": "SET then GET of 100-byte values, 10k and 100k requests, one client (-r = -n: GET finds the keys SET wrote)",
     "seed-suite": "redis-benchmark -n 10000 -c 50, default tests, with each server's CPU % and RSS during the run",
     "seed-perop": "per-operation cost at one client (-c 1, -P 1 and 16, 100-byte values): ns/op, server CPU ns/op, RSS growth per op",
@@ -45,7 +48,8 @@ def plan(name, a):
     if name == "default":
         n = pick(a.n, QUICK_N if quick else 100000)
         tests = a.tests or list(rb.DEFAULT_TESTS)
-        settings = [_setting(n, c, p, a.d, a.r) for p in pick(a.P, [1, 16]) for c in pick(a.c, [50])]
+        r = pick(a.r, DEFAULT_KEYSPACE)
+        settings = [_setting(n, c, p, a.d, r) for p in pick(a.P, [1, 16]) for c in pick(a.c, [50])]
         return tests, settings, pick(a.repeats, 1 if quick else 3)
     if name == "seed-setget":
         ns = [a.n] if a.n else ([1000, QUICK_N] if quick else [10000, 100000])

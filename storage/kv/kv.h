@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include "../../protocol/resp.h"
 #include "../status.h"
 #include "../backend.h"
@@ -138,10 +139,37 @@ uint64_t kv_siphash(const uint8_t key[16], const void *data, size_t len);
 /* 128-bit hash: two SipHash-2-4 runs under two fixed keys, big-endian. */
 void     kv_hash128(const void *data, size_t len, uint8_t out[16]);
 
-void     kv_put_u64(uint8_t *p, uint64_t v);    /* big-endian */
-uint64_t kv_get_u64(const uint8_t *p);
-void     kv_put_u32(uint8_t *p, uint32_t v);
-uint32_t kv_get_u32(const uint8_t *p);
+/* Big-endian integers (inline: every key and metadata record uses them). */
+static inline void kv_put_u64(uint8_t *p, uint64_t v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap64(v);
+    memcpy(p, &v, 8);
+#else
+    for (int i = 7; i >= 0; i--) { p[i] = (uint8_t)v; v >>= 8; }
+#endif
+}
+static inline uint64_t kv_get_u64(const uint8_t *p)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return __builtin_bswap64(v);
+#else
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
+    return v;
+#endif
+}
+static inline void kv_put_u32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);  p[3] = (uint8_t)v;
+}
+static inline uint32_t kv_get_u32(const uint8_t *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
 /* Signed 64-bit as 8 bytes whose byte order is numeric order. */
 void     kv_enc_i64(uint8_t out[8], int64_t v);
 int64_t  kv_dec_i64(const uint8_t in[8]);

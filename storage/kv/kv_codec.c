@@ -7,29 +7,6 @@
 
 /* ---------------------------------------------------------------- integers */
 
-void kv_put_u64(uint8_t *p, uint64_t v)
-{
-    for (int i = 7; i >= 0; i--) { p[i] = (uint8_t)v; v >>= 8; }
-}
-
-uint64_t kv_get_u64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
-    return v;
-}
-
-void kv_put_u32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);  p[3] = (uint8_t)v;
-}
-
-uint32_t kv_get_u32(const uint8_t *p)
-{
-    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-}
-
 /* Flipping the sign bit maps INT64_MIN..INT64_MAX onto 0..UINT64_MAX. */
 void kv_enc_i64(uint8_t out[8], int64_t v)
 {

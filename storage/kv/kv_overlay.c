@@ -14,6 +14,13 @@ struct kv_overlay {
     size_t      bytes;       /* keys + values held */
     uint64_t    gen;         /* bumped by every insert and by clear: cursors re-find */
     uint64_t    rng;
+    /* The finger: the predecessors at every level from the last point
+     * lookup, valid while gen is fgen (no insert, no clear since). A later
+     * lookup of any key k with fup[0] < k <= fup[0]->next[0] reuses them
+     * (two compares instead of a walk): the kv layer reads a key and then
+     * writes it (get then put, get then del) and each needs its place. */
+    kv_ov_node *fup[OV_MAX_LEVEL];
+    uint64_t    fgen;        /* gen the finger was taken at; never gen when unset */
 };
 
 int kv_overlay_keycmp(const char *a, size_t al, const char *b, size_t bl)
@@ -38,6 +45,7 @@ kv_overlay *kv_overlay_new(void)
     ov->head->level = OV_MAX_LEVEL;
     ov->level = 1;
     ov->rng = 0x9e3779b97f4a7c15ULL ^ (uint64_t)(uintptr_t)ov->head;
+    ov->fgen = UINT64_MAX;
     return ov;
 }
 
@@ -83,10 +91,28 @@ static kv_ov_node *ov_walk(const kv_overlay *ov, const char *k, size_t kl, int o
     return x;
 }
 
-kv_ov_node *kv_overlay_get(const kv_overlay *ov, const void *k, size_t kl)
+/* The first node >= k (NULL: none), with *eq set when it is k's; the
+ * finger holds k's predecessors afterwards. */
+static kv_ov_node *ov_find(kv_overlay *ov, const char *k, size_t kl, int *eq)
 {
-    kv_ov_node *n = ov_walk(ov, k, kl, 0, NULL)->next[0];
-    return n && ov_cmp(n, k, kl) == 0 ? n : NULL;
+    if (ov->fgen == ov->gen) {
+        kv_ov_node *p = ov->fup[0], *x = p->next[0];
+        if (p == ov->head || ov_cmp(p, k, kl) < 0) {
+            int c = x ? ov_cmp(x, k, kl) : 1;
+            if (c >= 0) { *eq = c == 0; return x; }
+        }
+    }
+    kv_ov_node *x = ov_walk(ov, k, kl, 0, ov->fup)->next[0];
+    ov->fgen = ov->gen;
+    *eq = x && ov_cmp(x, k, kl) == 0;
+    return x;
+}
+
+kv_ov_node *kv_overlay_get(kv_overlay *ov, const void *k, size_t kl)
+{
+    int eq;
+    kv_ov_node *n = ov_find(ov, k, kl, &eq);
+    return eq ? n : NULL;
 }
 
 kv_ov_node *kv_overlay_first(const kv_overlay *ov)
@@ -126,9 +152,10 @@ static int ov_random_level(kv_overlay *ov)
  * when out of memory. */
 static kv_ov_node *ov_upsert(kv_overlay *ov, const char *k, size_t kl)
 {
-    kv_ov_node *update[OV_MAX_LEVEL];
-    kv_ov_node *x = ov_walk(ov, k, kl, 0, update)->next[0];
-    if (x && ov_cmp(x, k, kl) == 0) return x;
+    int eq;
+    kv_ov_node *x = ov_find(ov, k, kl, &eq);
+    if (eq) return x;
+    kv_ov_node **update = ov->fup;
     int lvl = ov_random_level(ov);
     kv_ov_node *n = malloc(sizeof(kv_ov_node) + (size_t)lvl * sizeof(kv_ov_node *) + kl);
     if (!n) return NULL;
@@ -149,6 +176,7 @@ static kv_ov_node *ov_upsert(kv_overlay *ov, const char *k, size_t kl)
     ov->count++;
     ov->bytes += kl;
     ov->gen++;
+    ov->fgen = ov->gen;      /* update[] still precedes n at every level */
     return n;
 }
 

@@ -50,8 +50,10 @@ void kv_overlay_free(kv_overlay *ov);
 /* Remove every entry, tombstones included (count and bytes 0); bumps gen. */
 void kv_overlay_clear(kv_overlay *ov);
 
-/* The entry of k (live or tombstone), or NULL when the overlay has none. */
-kv_ov_node *kv_overlay_get(const kv_overlay *ov, const void *k, size_t kl);
+/* The entry of k (live or tombstone), or NULL when the overlay has none.
+ * Not const: it leaves a finger at k, so a put or del of k that follows
+ * finds its place without another walk. */
+kv_ov_node *kv_overlay_get(kv_overlay *ov, const void *k, size_t kl);
 
 /* Make k live with the value v (vl bytes, copied; v may point into k's own
  * current value), or with vl bytes of undefined contents when v is NULL

@@ -97,6 +97,11 @@ def every_available_backend_has_rows():
             for test in tests:
                 check((test, setting) in ok, "%s: no successful %s row at %s" % (t, test, setting),
                       [r.get("reason") for r in res["runs"] if r["target"] == t and not r["ok"]][:3])
+    # the default scenario measures random keys (redis-benchmark -r 100000)
+    for r in res["runs"]:
+        eq(r["keyspace"], 100000, "keyspace of %s %s" % (r["target"], r["test"]))
+        check("-r" in r["argv"] and r["argv"][r["argv"].index("-r") + 1] == "100000",
+              "redis-benchmark argv lacks -r 100000", r["argv"])
     for r in res["runs"]:
         if r["ok"]:
             for k in ("p50_latency_ms", "p95_latency_ms", "p99_latency_ms", "p999_latency_ms", "max_latency_ms"):

@@ -715,6 +715,205 @@ static void test_vs_model(const char *backend)
     B.ops->close(&B);
 }
 
+/* ------------------------------------------------------------ 1b. list reads
+ * Reads of list elements in ascending sequence go through an iterator kept
+ * for the transaction (leveldb.c: sit_get); each read must still answer
+ * exactly what a point lookup answers: holes, the end of the list, values
+ * still valid together until the next write, overlay writes in between, a
+ * jump, the same key twice, and after clear. */
+static size_t elem_key(char *out, uint64_t seq)
+{
+    static const char pfx[] = { KV_PFX_SUB, 4, 'l', 'i', 's', 't', 0, 0, 0, 0, 0, 0, 0, 1, KV_TAG_LIST };
+    memcpy(out, pfx, sizeof pfx);
+    kv_put_u64((uint8_t *)out + sizeof pfx, seq);
+    return sizeof pfx + 8;
+}
+
+static int elem_is(const kv_driver *d, void *txn, uint64_t seq, int want)
+{
+    char k[32], w[16];
+    size_t kl = elem_key(k, seq);
+    const void *v; size_t vl;
+    int s = d->get(txn, k, kl, &v, &vl);
+    if (want < 0) return s == FD_NOTFOUND;
+    snprintf(w, sizeof w, "v%d", want);
+    return s == FD_OK && vl == strlen(w) && memcmp(v, w, vl) == 0;
+}
+
+static void test_list_reads(void)
+{
+    char dir[128], k[32], w[16];
+    snprintf(dir, sizeof dir, "%s/listreads", root);
+    fd_backend B;
+    CHECK(open_backend(&B, "leveldb", dir) == FD_OK);
+    const kv_driver *d = ST(&B)->drv;
+    void *db = ST(&B)->db, *txn;
+    const uint64_t S = KV_LIST_SEQ_START;
+    /* elements S..S+19 except S+5, S+6 and S+16, and a key right after the list */
+    CHECK(d->begin(db, NULL, &txn) == FD_OK);
+    for (int i = 0; i < 20; i++) {
+        if (i == 5 || i == 6 || i == 16) continue;
+        snprintf(w, sizeof w, "v%d", i);
+        CHECK(d->put(txn, k, elem_key(k, S + i), w, strlen(w)) == FD_OK);
+    }
+    CHECK(d->put(txn, "T", 1, "after", 5) == FD_OK);
+    CHECK(d->commit(txn) == FD_OK);
+
+    CHECK(d->begin(db, NULL, &txn) == FD_OK);
+    CHECK(elem_is(d, txn, S + 0, 0) && elem_is(d, txn, S + 1, 1));    /* point lookup, then seek */
+    const void *v2; size_t l2;
+    CHECK(d->get(txn, k, elem_key(k, S + 2), &v2, &l2) == FD_OK);     /* a step */
+    CHECK(elem_is(d, txn, S + 3, 3));
+    CHECK(l2 == 2 && memcmp(v2, "v2", 2) == 0);                        /* still valid: no write yet */
+    /* an overlay write between reads: the overlay answers first */
+    CHECK(d->put(txn, k, elem_key(k, S + 4), "new", 3) == FD_OK);
+    CHECK(d->del(txn, k, elem_key(k, S + 3)) == FD_OK);
+    CHECK(elem_is(d, txn, S + 3, -1));
+    { const void *v; size_t vl; CHECK(d->get(txn, k, elem_key(k, S + 4), &v, &vl) == FD_OK && vl == 3 && memcmp(v, "new", 3) == 0); }
+    CHECK(elem_is(d, txn, S + 2, 2) && elem_is(d, txn, S + 3, -1));   /* S+3: deleted in the overlay */
+    /* holes: S+5 and S+6 absent, S+7 present */
+    CHECK(elem_is(d, txn, S + 5, -1) && elem_is(d, txn, S + 6, -1) && elem_is(d, txn, S + 7, 7));
+    CHECK(elem_is(d, txn, S + 8, 8) && elem_is(d, txn, S + 8, 8));    /* the same key twice */
+    CHECK(elem_is(d, txn, S + 9, 9) && elem_is(d, txn, S + 12, 12) && elem_is(d, txn, S + 13, 13));
+    for (int i = 14; i < 20; i++) CHECK(elem_is(d, txn, S + i, i == 16 ? -1 : i));   /* a step into a hole */
+    CHECK(elem_is(d, txn, S + 20, -1) && elem_is(d, txn, S + 21, -1)); /* past the end (next key: "T") */
+    CHECK(elem_is(d, txn, S + 10, 10) && elem_is(d, txn, S + 11, 11));  /* backwards jump, then forwards */
+    /* a key LevelDB holds, deleted via the memo of the read just made */
+    CHECK(elem_is(d, txn, S + 12, 12) && d->del(txn, k, elem_key(k, S + 13)) == FD_OK);
+    CHECK(elem_is(d, txn, S + 13, -1));
+    CHECK(d->clear(txn) == FD_OK);
+    CHECK(elem_is(d, txn, S + 14, -1) && elem_is(d, txn, S + 15, -1));
+    d->abort(txn);
+    CHECK(d->begin(db, NULL, &txn) == FD_OK);                          /* the abort dropped the clear */
+    CHECK(elem_is(d, txn, S + 14, 14) && elem_is(d, txn, S + 15, 15) && elem_is(d, txn, S + 16, -1));
+    CHECK(elem_is(d, txn, S + 17, 17));
+    CHECK(d->del(txn, k, elem_key(k, S + 18)) == FD_OK && d->commit(txn) == FD_OK);
+    CHECK(d->begin(db, NULL, &txn) == FD_OK);                          /* a new transaction sees the commit */
+    CHECK(elem_is(d, txn, S + 17, 17) && elem_is(d, txn, S + 18, -1) && elem_is(d, txn, S + 19, 19));
+    d->abort(txn);
+
+    /* downwards (RPOP): elements read behind into the row cache */
+    CHECK(d->begin(db, NULL, &txn) == FD_OK);
+    for (int i = 100; i < 200; i++) {
+        if (i == 150) continue;                                      /* a hole */
+        snprintf(w, sizeof w, "v%d", i);
+        CHECK(d->put(txn, k, elem_key(k, S + i), w, strlen(w)) == FD_OK);
+    }
+    CHECK(d->commit(txn) == FD_OK);
+    for (int round = 0; round < 2; round++) {
+        CHECK(d->begin(db, NULL, &txn) == FD_OK);
+        int bad = 0;
+        for (int i = 199; i >= 95; i--) {
+            int want = i < 100 || i == 150 ? -1 : i;
+            if (round == 1 && i % 10 == 3) want = -1;                 /* deleted in round 0 */
+            if (round == 1 && i % 10 == 4) want = 1000 + i;           /* rewritten in round 0 */
+            bad += !elem_is(d, txn, S + i, want);
+            if (round == 0 && i % 10 == 3 && i != 150 && i >= 100)
+                CHECK(d->del(txn, k, elem_key(k, S + i)) == FD_OK && elem_is(d, txn, S + i, -1));
+            if (round == 0 && i % 10 == 4 && i >= 100) {
+                snprintf(w, sizeof w, "v%d", 1000 + i);
+                CHECK(d->put(txn, k, elem_key(k, S + i), w, strlen(w)) == FD_OK);
+            }
+        }
+        CHECK(bad == 0);
+        CHECK(d->commit(txn) == FD_OK);
+    }
+    B.ops->close(&B);
+}
+
+/* ------------------------------------------------------------ 1c. row cache
+ * A small block cache makes the row cache (half its size, at least 64 KB)
+ * evict: answers must stay exact across evictions, commits (replaced,
+ * resized, deleted values), an abort, and a value handed out by a cache hit
+ * must stay valid until the next write even when its entry is evicted. */
+static unsigned long long info_num(fd_backend *b, const char *name)
+{
+    resp_out o;
+    resp_out_init(&o, 2);
+    b->ops->info(b, &o);
+    unsigned long long n = 0;
+    const char *p = memmem(o.data, o.len, name, strlen(name));
+    if (p) n = strtoull(p + strlen(name) + 1, NULL, 10);
+    resp_out_free(&o);
+    return n;
+}
+
+static void rc_val(char *out, size_t cap, int i, int gen)
+{
+    snprintf(out, cap, "value-%05d-%d%.*s", i, gen, gen % 3 * 7, "-------------------------");
+}
+
+static void test_row_cache(void)
+{
+    char dir[128], k[32], w[64];
+    snprintf(dir, sizeof dir, "%s/rowcache", root);
+    fd_backend_config cfg = { .dir = dir, .max_bulk = RESP_DEFAULT_MAX_BULK,
+                              .leveldb_write_buffer_size = 1u << 20, .leveldb_block_cache_size = 64u << 10 };
+    char err[256] = "";
+    fd_backend B;
+    memset(&B, 0, sizeof B);
+    B.ops = fd_backend_find("leveldb");
+    CHECK(B.ops->open(&B, &cfg, err, sizeof err) == FD_OK);
+    const kv_driver *d = ST(&B)->drv;
+    void *db = ST(&B)->db, *txn;
+    enum { NR = 3000 };
+    int gen[NR];
+    CHECK(d->begin(db, NULL, &txn) == FD_OK);
+    for (int i = 0; i < NR; i++) {
+        gen[i] = 0;
+        snprintf(k, sizeof k, "rk%05d", i);
+        rc_val(w, sizeof w, i, 0);
+        CHECK(d->put(txn, k, strlen(k), w, strlen(w)) == FD_OK);
+    }
+    CHECK(d->commit(txn) == FD_OK);
+    for (int round = 1; round <= 4; round++) {
+        CHECK(d->begin(db, NULL, &txn) == FD_OK);
+        /* a cache hit's value, held while thousands of reads evict */
+        const void *held; size_t heldl;
+        CHECK(getv(d, txn, "rk00007", NULL) == 0);
+        CHECK(d->get(txn, "rk00007", 7, &held, &heldl) == FD_OK);
+        rc_val(w, sizeof w, 7, gen[7]);
+        int bad = 0;
+        for (int i = 0; i < NR; i++) {
+            snprintf(k, sizeof k, "rk%05d", (i * 7919) % NR);
+            char want[64];
+            rc_val(want, sizeof want, (i * 7919) % NR, gen[(i * 7919) % NR]);
+            bad += gen[(i * 7919) % NR] < 0 ? !getv(d, txn, k, NULL) : !getv(d, txn, k, want);
+        }
+        CHECK(bad == 0);
+        CHECK(heldl == strlen(w) && memcmp(held, w, heldl) == 0);
+        CHECK(getv(d, txn, "nosuchkey", NULL) && getv(d, txn, "nosuchkey", NULL));
+        /* writes: same size, other size, delete, re-create */
+        for (int i = round; i < NR; i += 5) {
+            snprintf(k, sizeof k, "rk%05d", i);
+            if (i % 3 == 0) {
+                CHECK(d->del(txn, k, strlen(k)) == FD_OK || gen[i] < 0);
+                gen[i] = -1;
+            } else {
+                gen[i] = gen[i] < 0 ? 1 : gen[i] + (i % 2 ? 1 : 3);
+                rc_val(w, sizeof w, i, gen[i]);
+                CHECK(d->put(txn, k, strlen(k), w, strlen(w)) == FD_OK);
+            }
+        }
+        CHECK(d->put(txn, "nosuchkey", 9, "now", 3) == FD_OK);
+        if (round == 3) {                        /* an aborted turn changes nothing */
+            d->abort(txn);
+            CHECK(d->begin(db, NULL, &txn) == FD_OK);
+            CHECK(getv(d, txn, "nosuchkey", NULL));
+            d->abort(txn);
+            break;
+        }
+        CHECK(d->commit(txn) == FD_OK);
+        CHECK(d->begin(db, NULL, &txn) == FD_OK);
+        CHECK(getv(d, txn, "nosuchkey", "now") && d->del(txn, "nosuchkey", 9) == FD_OK);
+        CHECK(d->commit(txn) == FD_OK);
+    }
+    CHECK(info_num(&B, "leveldb_row_cache_hits") > 0);
+    CHECK(info_num(&B, "leveldb_row_cache_evicted") > 0);
+    CHECK(info_num(&B, "leveldb_row_cache_bytes") <= (64u << 10));
+    B.ops->close(&B);
+}
+
 int main(void)
 {
     CHECK(fd_backend_find("leveldb") != NULL);
@@ -722,6 +921,8 @@ int main(void)
     if (!fd_backend_find("leveldb")) return TEST_DONE();
     if (harness_begin(root, sizeof root, "test_kv_leveldb") != 0) return 1;
     test_driver();
+    test_list_reads();
+    test_row_cache();
     test_cursor_model();
     test_commands();
     test_vs_lmdb();

@@ -162,7 +162,7 @@ static void random_key(char *k, size_t *kl)
     for (size_t i = 0; i < *kl; i++) k[i] = (char)("ab\0\xff"[rnd(4)]);
 }
 
-static int whole_matches(const kv_overlay *ov)
+static int whole_matches(kv_overlay *ov)
 {
     size_t i = 0, live_bytes = 0;
     for (const kv_ov_node *n = kv_overlay_first(ov); n; n = kv_ov_next(n), i++) {
