@@ -1422,3 +1422,52 @@ class Diff:
     def finish(self):
         if self.mismatches:
             raise AssertionError(self.report())
+
+
+_shared = {}
+
+
+def _shared_server(name):
+    """The server kept under name ("ref": a redis-server with --databases 1,
+    "fd": a frontdoor on FD_BACKEND), started on first use and kept for the
+    whole test process. One found dead is reported with its output, cleaned
+    up and started again."""
+    s = _shared.get(name)
+    if s is not None and not s.alive():
+        print("      !! %s (pid %s) died with status %s; restarting it. Its output:\n%s"
+              % (s.kind, s.proc.pid, s.proc.returncode, s.log()[-3000:]))
+        s.cleanup()
+        s = None
+    if s is None:
+        s = _shared[name] = (start_redis(databases=1, keep=True) if name == "ref"
+                             else start_frontdoor(keep=True))
+    return s
+
+
+def shared_frontdoor():
+    """One frontdoor shared by the cases of a test process (each case uses
+    its own keys or flushes); restarted if found dead."""
+    return _shared_server("fd")
+
+
+def shared_pair():
+    """(ref, fd): one reference redis-server (--databases 1, so that SELECT 1
+    fails as on frontdoor, which has one database) and shared_frontdoor(),
+    both kept for the whole test process; a dead one is reported and
+    restarted."""
+    return _shared_server("ref"), _shared_server("fd")
+
+
+def diff_pair(resp3=False, flush=True):
+    """A Diff over new connections to shared_pair(): FLUSHDB on both first
+    (unless flush=False), then HELLO 3 on both if resp3 (each must reply with
+    a map). The caller owns the Diff and its connections."""
+    ref, fd = shared_pair()
+    d = Diff(ref.conn(), fd.conn())
+    if flush:
+        d.cmd("FLUSHDB")
+    if resp3:
+        for c in (d.ref, d.fd):
+            r = c.cmd("HELLO", "3")
+            check(r.startswith(b"%"), "HELLO 3 must reply with a map", r)
+    return d

@@ -27,22 +27,12 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import (Tests, Diff, Conn, start_frontdoor, start_redis, parse, check, eq, skip,
+from fdtest import (Tests, shared_frontdoor, Diff, Conn, start_frontdoor, start_redis, parse, check, eq, skip,
                     info_fields, wait_until, encode)
 
 T = Tests(case_timeout=60)
 BACKEND = os.environ.get("FD_BACKEND", "lmdb")
 REMOTE = BACKEND in ("redis", "redis-cluster")
-
-_fd = []
-
-
-def fd():
-    """One frontdoor shared by the cases (each uses its own keys)."""
-    if not _fd or not _fd[0].alive():
-        _fd[:] = [start_frontdoor(keep=True)]
-    return _fd[0]
-
 
 def blocked_clients(f):
     with f.conn() as c:
@@ -58,37 +48,72 @@ def redis_client(f):
     return redis.Redis(host="127.0.0.1", port=f.port, socket_timeout=10)
 
 
-@T.case
-def redispy_blpop_woken_within_100ms():
-    try:
-        import redis  # noqa: F401
-    except ImportError:
-        skip("python3-redis not installed")
-    f = fd()
-    r = redis_client(f)
-    r.delete("bq:wake")
+def redispy_woken_within_100ms(f, block, wake, what):
+    """block() (a redis-py call) runs on a thread until frontdoor f counts
+    it blocked; then wake(p) runs here with a second redis-py client p.
+    Fails unless block() returns within 100 ms of wake. Returns (block's
+    result, p)."""
     got = {}
 
     def waiter():
-        got["v"] = r.blpop(["bq:wake"], timeout=0)
+        got["v"] = block()
         got["t"] = time.monotonic()
     th = threading.Thread(target=waiter)
     th.start()
     wait_blocked(f, 1)
     p = redis_client(f)
     t0 = time.monotonic()
-    eq(p.rpush("bq:wake", "job1"), 1)
+    wake(p)
     th.join(5)
-    check(not th.is_alive(), "blpop never returned")
-    eq(got["v"], (b"bq:wake", b"job1"))
+    check(not th.is_alive(), "%s never returned" % what)
     dt = got["t"] - t0
     check(dt < 0.1, "woken after %.3f s (want < 0.1)" % dt)
+    return got["v"], p
+
+
+def need_redispy():
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        skip("python3-redis not installed")
+
+
+def client_unblock(f, a, p, cmd, error=False):
+    """a sends cmd and, once f counts it blocked, p ends it with CLIENT
+    UNBLOCK (ERROR if error): a's reply must be Redis 7.0's."""
+    aid = parse(a.cmd("CLIENT", "ID"))
+    a.send(*cmd)
+    wait_blocked(f, 1)
+    eq(p.cmd("CLIENT", "UNBLOCK", str(aid), *(["ERROR"] if error else [])), b":1\r\n")
+    eq(a.read(), b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n" if error else b"*-1\r\n")
+    return aid
+
+
+def leave_while_blocked(f, cmd):
+    """A new client sends cmd, disconnects once it is blocked; f must then
+    count no blocked client (within 5 s)."""
+    gone = f.conn()
+    gone.send(*cmd)
+    wait_blocked(f, 1)
+    gone.close()
+    wait_until(lambda: blocked_clients(f) == 0, timeout=5, what="the waiter gone")
+
+
+@T.case
+def redispy_blpop_woken_within_100ms():
+    need_redispy()
+    f = shared_frontdoor()
+    r = redis_client(f)
+    r.delete("bq:wake")
+    v, p = redispy_woken_within_100ms(f, lambda: r.blpop(["bq:wake"], timeout=0),
+                                      lambda p: eq(p.rpush("bq:wake", "job1"), 1), "blpop")
+    eq(v, (b"bq:wake", b"job1"))
     eq(p.llen("bq:wake"), 0)
 
 
 @T.case
 def redispy_blpop_times_out():
-    f = fd()
+    f = shared_frontdoor()
     r = redis_client(f)
     r.delete("bq:none")
     t0 = time.monotonic()
@@ -108,7 +133,7 @@ def redispy_blpop_times_out():
 
 @T.case
 def fifo_among_waiters_and_pipeline_behind():
-    f = fd()
+    f = shared_frontdoor()
     conns = [f.conn() for _ in range(3)]
     conns[0].cmd("DEL", "bq:fifo")
     for i, c in enumerate(conns):
@@ -126,7 +151,7 @@ def fifo_among_waiters_and_pipeline_behind():
 
 @T.case
 def several_keys_and_zsets():
-    f = fd()
+    f = shared_frontdoor()
     with f.conn() as a, f.conn() as p:
         p.cmd("DEL", "{bq}a", "{bq}b", "{bq}z")
         a.send("BRPOP", "{bq}a", "{bq}b", "0")
@@ -144,7 +169,7 @@ def several_keys_and_zsets():
 
 @T.case
 def blmove_chain_wakes_the_next_waiter():
-    f = fd()
+    f = shared_frontdoor()
     with f.conn() as a, f.conn() as b, f.conn() as p:
         p.cmd("DEL", "{bm}src", "{bm}dst")
         a.send("BLMOVE", "{bm}src", "{bm}dst", "LEFT", "RIGHT", "0")
@@ -160,7 +185,7 @@ def blmove_chain_wakes_the_next_waiter():
 
 @T.case
 def woken_by_rename_onto_the_key():
-    f = fd()
+    f = shared_frontdoor()
     with f.conn() as a, f.conn() as p:
         p.cmd("DEL", "{rn}k", "{rn}tmp")
         a.send("BLPOP", "{rn}k", "0")
@@ -172,7 +197,7 @@ def woken_by_rename_onto_the_key():
 
 @T.case
 def wrong_type_push_keeps_waiting():
-    f = fd()
+    f = shared_frontdoor()
     with f.conn() as a, f.conn() as p:
         p.cmd("DEL", "bq:wt")
         a.send("BLPOP", "bq:wt", "0")
@@ -187,17 +212,10 @@ def wrong_type_push_keeps_waiting():
 
 @T.case
 def client_unblock_timeout_and_error():
-    f = fd()
+    f = shared_frontdoor()
     with f.conn() as a, f.conn() as p:
-        aid = parse(a.cmd("CLIENT", "ID"))
-        a.send("BLPOP", "bq:unb", "0")
-        wait_blocked(f, 1)
-        eq(p.cmd("CLIENT", "UNBLOCK", str(aid)), b":1\r\n")
-        eq(a.read(), b"*-1\r\n")
-        a.send("BZPOPMIN", "bq:unbz", "0")
-        wait_blocked(f, 1)
-        eq(p.cmd("CLIENT", "UNBLOCK", str(aid), "ERROR"), b":1\r\n")
-        eq(a.read(), b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n")
+        client_unblock(f, a, p, ("BLPOP", "bq:unb", "0"))
+        aid = client_unblock(f, a, p, ("BZPOPMIN", "bq:unbz", "0"), error=True)
         eq(p.cmd("CLIENT", "UNBLOCK", str(aid)), b":0\r\n")
         eq(a.cmd("PING"), b"+PONG\r\n")
         eq(blocked_clients(f), 0)
@@ -205,14 +223,10 @@ def client_unblock_timeout_and_error():
 
 @T.case
 def disconnect_while_blocked_loses_nothing():
-    f = fd()
+    f = shared_frontdoor()
     with f.conn() as p:
         p.cmd("DEL", "bq:gone")
-        a = f.conn()
-        a.send("BLPOP", "bq:gone", "0")
-        wait_blocked(f, 1)
-        a.close()
-        wait_until(lambda: blocked_clients(f) == 0, timeout=5, what="the waiter gone")
+        leave_while_blocked(f, ("BLPOP", "bq:gone", "0"))
         eq(p.cmd("RPUSH", "bq:gone", "kept"), b":1\r\n")
         time.sleep(0.1)
         eq(p.cmd("LRANGE", "bq:gone", "0", "-1"), b"*1\r\n$4\r\nkept\r\n")
@@ -220,7 +234,7 @@ def disconnect_while_blocked_loses_nothing():
 
 @T.case
 def client_kill_of_a_blocked_client():
-    f = fd()
+    f = shared_frontdoor()
     with f.conn() as p:
         a = f.conn()
         aid = parse(a.cmd("CLIENT", "ID"))
@@ -234,7 +248,7 @@ def client_kill_of_a_blocked_client():
 
 @T.case
 def transactions_and_scripts_wake_once_at_the_end():
-    f = fd()
+    f = shared_frontdoor()
     with f.conn() as a, f.conn() as p:
         p.cmd("DEL", "{tx}z", "{tx}l")
         # not woken by a ZADD + DEL in one transaction (Redis 7.0's rule)
@@ -267,7 +281,7 @@ def transactions_and_scripts_wake_once_at_the_end():
 
 @T.case
 def many_waiters_many_pushes():
-    f = fd()
+    f = shared_frontdoor()
     n = 50
     conns = [f.conn() for _ in range(n)]
     conns[0].cmd("DEL", "bq:many")
@@ -312,7 +326,7 @@ def remote_pool_is_bounded():
 
 def diff_pair(proto):
     ref = start_redis()
-    d = Diff(ref.conn(), fd().conn())
+    d = Diff(ref.conn(), shared_frontdoor().conn())
     if proto == 3:
         d.cmd("HELLO", "3", same=lambda a, b: True)
     return d
@@ -338,7 +352,7 @@ def differential(proto):
         ("CLIENT", "NO-EVICT", "on"), ("CLIENT", "NO-EVICT", "maybe"),
     ):
         d.cmd(*args)
-    with fd().conn() as c:
+    with shared_frontdoor().conn() as c:
         mpop = not parse(c.cmd("COMMAND", "INFO", "lmpop"))[0] is None
     # inside MULTI nothing blocks; scripts may not call the blocking pops but BLMPOP/BZMPOP
     d.cmd("DEL", "{d}e", same=lambda a, b: True)
@@ -363,37 +377,22 @@ def differential(proto):
 
 @T.case
 def redispy_xread_block_woken_within_100ms():
-    try:
-        import redis  # noqa: F401
-    except ImportError:
-        skip("python3-redis not installed")
-    f = fd()
+    need_redispy()
+    f = shared_frontdoor()
     r = redis_client(f)
     r.delete("xq:wake")
     r.xadd("xq:wake", {"old": "1"}, id="1-1")
-    got = {}
-
-    def waiter():
-        got["v"] = r.xread({"xq:wake": "$"}, block=0)
-        got["t"] = time.monotonic()
-    th = threading.Thread(target=waiter)
-    th.start()
-    wait_blocked(f, 1)
-    p = redis_client(f)
-    t0 = time.monotonic()
-    eq(p.xadd("xq:wake", {"job": "1"}, id="2-1"), b"2-1")
-    th.join(5)
-    check(not th.is_alive(), "xread never returned")
-    dt = got["t"] - t0
-    check(dt < 0.1, "woken after %.3f s (want < 0.1)" % dt)
+    v, p = redispy_woken_within_100ms(f, lambda: r.xread({"xq:wake": "$"}, block=0),
+                                      lambda p: eq(p.xadd("xq:wake", {"job": "1"}, id="2-1"), b"2-1"),
+                                      "xread")
     # `$` was 1-1 when it blocked: only the new entry
-    eq(got["v"], [[b"xq:wake", [(b"2-1", {b"job": b"1"})]]])
+    eq(v, [[b"xq:wake", [(b"2-1", {b"job": b"1"})]]])
     eq(blocked_clients(f), 0)
 
 
 @T.case
 def xread_block_times_out_nil():
-    f = fd()
+    f = shared_frontdoor()
     with f.conn() as c:
         c.cmd("DEL", "xq:none")
         t0 = time.monotonic()
@@ -409,7 +408,7 @@ def xread_block_times_out_nil():
 
 @T.case
 def xread_block_several_streams_count_and_all_waiters():
-    f = fd()
+    f = shared_frontdoor()
     with f.conn() as a, f.conn() as b, f.conn() as p:
         p.cmd("DEL", "{xs}a", "{xs}b")
         p.cmd("XADD", "{xs}a", "5-0", "f", "old")
@@ -434,7 +433,7 @@ def xread_block_several_streams_count_and_all_waiters():
 
 @T.case
 def xreadgroup_block_fifo_each_entry_to_one_consumer():
-    f = fd()
+    f = shared_frontdoor()
     with f.conn() as a, f.conn() as b, f.conn() as p:
         p.cmd("DEL", "xq:g")
         eq(p.cmd("XGROUP", "CREATE", "xq:g", "g", "$", "MKSTREAM"), b"+OK\r\n")
@@ -455,7 +454,7 @@ def xreadgroup_block_fifo_each_entry_to_one_consumer():
 
 @T.case
 def xreadgroup_block_group_or_key_gone():
-    f = fd()
+    f = shared_frontdoor()
     with f.conn() as a, f.conn() as p:
         p.cmd("DEL", "xq:gone")
         p.cmd("XGROUP", "CREATE", "xq:gone", "g", "$", "MKSTREAM")
@@ -481,26 +480,16 @@ def xreadgroup_block_group_or_key_gone():
 
 @T.case
 def xread_block_client_unblock_and_disconnect():
-    f = fd()
+    f = shared_frontdoor()
     with f.conn() as a, f.conn() as p:
         p.cmd("DEL", "xq:unb")
-        aid = parse(a.cmd("CLIENT", "ID"))
-        a.send("XREAD", "BLOCK", "0", "STREAMS", "xq:unb", "$")
-        wait_blocked(f, 1)
-        eq(p.cmd("CLIENT", "UNBLOCK", str(aid)), b":1\r\n")
-        eq(a.read(), b"*-1\r\n")
+        client_unblock(f, a, p, ("XREAD", "BLOCK", "0", "STREAMS", "xq:unb", "$"))
         p.cmd("XGROUP", "CREATE", "xq:unb", "g", "$", "MKSTREAM")
-        a.send("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "xq:unb", ">")
-        wait_blocked(f, 1)
-        eq(p.cmd("CLIENT", "UNBLOCK", str(aid), "ERROR"), b":1\r\n")
-        eq(a.read(), b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n")
+        client_unblock(f, a, p, ("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "xq:unb", ">"),
+                       error=True)
         eq(a.cmd("PING"), b"+PONG\r\n")
         # a waiter that leaves takes nothing: the next one gets the entry
-        gone = f.conn()
-        gone.send("XREADGROUP", "GROUP", "g", "c0", "BLOCK", "0", "STREAMS", "xq:unb", ">")
-        wait_blocked(f, 1)
-        gone.close()
-        wait_until(lambda: blocked_clients(f) == 0, timeout=5, what="the waiter gone")
+        leave_while_blocked(f, ("XREADGROUP", "GROUP", "g", "c0", "BLOCK", "0", "STREAMS", "xq:unb", ">"))
         a.send("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "xq:unb", ">")
         wait_blocked(f, 1)
         p.cmd("XADD", "xq:unb", "1-0", "f", "v")
@@ -554,7 +543,7 @@ def stream_differential(proto):
         d.ref.send(*args)
         d.fd.send(*args)
         time.sleep(0.1)
-        wait_blocked(fd(), 1)
+        wait_blocked(shared_frontdoor(), 1)
         for side in (d.ref, d.fd):
             o = Conn(side.port)
             o.cmd("XADD", "{x}s", "*", "k", "w")

@@ -15,38 +15,11 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import Tests, Diff, start_frontdoor, start_redis, check, eq, parse, Err
+from fdtest import Tests, diff_pair, shared_pair, check, eq, parse, Err
 
 T = Tests(case_timeout=120)
 BACKEND = os.environ.get("FD_BACKEND", "lmdb")
 REDIS_BACKEND = BACKEND in ("redis", "redis-cluster")
-
-_servers = {}
-
-
-def servers():
-    for name in ("ref", "fd"):
-        s = _servers.get(name)
-        if s is not None and not s.alive():
-            print("      !! %s died; restarting it. Its output:\n%s" % (s.kind, s.log()[-3000:]))
-            s.cleanup()
-            s = None
-        if s is None:
-            _servers[name] = (start_redis(databases=1, keep=True) if name == "ref"
-                              else start_frontdoor(keep=True))
-    return _servers["ref"], _servers["fd"]
-
-
-def diff(resp3=False):
-    ref, fd = servers()
-    d = Diff(ref.conn(), fd.conn())
-    d.cmd("FLUSHDB")
-    if resp3:
-        for c in (d.ref, d.fd):
-            r = c.cmd("HELLO", "3")
-            check(r.startswith(b"%"), "HELLO 3 must reply with a map", r)
-    return d
-
 
 def run(steps, d):
     for st in steps:
@@ -59,7 +32,7 @@ def run(steps, d):
 def scripted(name, steps):
     def fn():
         for resp3 in (False, True):
-            d = diff(resp3)
+            d = diff_pair(resp3)
             run(steps, d)
             if d.mismatches:
                 raise AssertionError(("RESP3: " if resp3 else "RESP2: ") + d.report())
@@ -268,7 +241,7 @@ def copy_db_option():
              ("COPY", "{t}s", "{t}s", "DB", "1"), ("COPY", "{t}s", "{t}d2", "db", "-1", "REPLACE"),
              ("EXISTS", "{t}d2")]
     for resp3 in (False, True):
-        d = diff(resp3)
+        d = diff_pair(resp3)
         for st in steps:
             if REDIS_BACKEND and st == ("EXISTS", "{t}d"):
                 eq(d.fd.cmd(*st), b":0\r\n", "nothing copied through the %s backend" % BACKEND)
@@ -362,7 +335,7 @@ def cluster_sort_refusals():
     if BACKEND != "redis-cluster":
         from fdtest import skip
         skip("cluster only (sort_patterns covers the other backends)")
-    ref, fd = servers()
+    ref, fd = shared_pair()
     with fd.conn() as c:
         c.cmd("FLUSHDB")
         c.cmd("RPUSH", "l", "1", "2")
@@ -392,7 +365,7 @@ OUR_ENCODINGS = {"list": b"quicklist", "hash": b"hashtable", "set": b"hashtable"
 @T.case
 def object_memory_ours():
     """OBJECT/MEMORY answers about frontdoor's own store (not Redis's)."""
-    ref, fd = servers()
+    ref, fd = shared_pair()
     with fd.conn() as c:
         c.cmd("FLUSHDB")
         c.cmd("RPUSH", "list", "a", "b")

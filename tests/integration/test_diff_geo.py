@@ -16,38 +16,15 @@ import random
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import (Tests, Diff, start_frontdoor, start_redis, parse, norm_sorted, norm_pairs,
+from fdtest import (Tests, diff_pair, parse, norm_sorted, norm_pairs,
                     check, eq)
 
 T = Tests(case_timeout=60)
-_servers = {}
-
-
-def servers():
-    for name in ("ref", "fd"):
-        s = _servers.get(name)
-        if s is not None and not s.alive():
-            s.cleanup()
-            s = None
-        if s is None:
-            _servers[name] = (start_redis(databases=1, keep=True) if name == "ref"
-                              else start_frontdoor(keep=True))
-    return _servers["ref"], _servers["fd"]
-
-
-def diff(proto):
-    ref, fd = servers()
-    d = Diff(ref.conn(), fd.conn())
-    if proto == 3:
-        for c in (d.ref, d.fd):
-            check(c.cmd("HELLO", "3").startswith(b"%"), "HELLO 3")
-    d.cmd("FLUSHDB")
-    return d
 
 
 def run(steps, protos=(2, 3)):
     for proto in protos:
-        d = diff(proto)
+        d = diff_pair(proto == 3)
         for st in steps:
             if callable(st):
                 st(d)
@@ -464,7 +441,7 @@ def dump_restore_cross():
         ("strset", [("SADD", "{g}k", "a", "b", "c")]), ("bigset", [("SADD", "{g}k", *["s%d" % i for i in range(600)])]),
         ("longhashval", [("HSET", "{g}k", "f", "v" * 100)]), ("longzmember", [("ZADD", "{g}k", "1", "m" * 100)]),
     ]
-    d = diff(2)
+    d = diff_pair()
     bad = []
     for name, setup in values:
         for src, dst in ((d.ref, d.fd), (d.fd, d.ref)):

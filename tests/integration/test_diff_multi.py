@@ -17,50 +17,19 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import Tests, Diff, start_frontdoor, start_redis, check, encode_many
+from fdtest import Tests, diff_pair, encode_many
 
 T = Tests(case_timeout=120)
 BACKEND = os.environ.get("FD_BACKEND", "lmdb")
-
-_servers = {}
-
-
-def servers():
-    for name in ("ref", "fd"):
-        s = _servers.get(name)
-        if s is not None and not s.alive():
-            print("      !! %s died; restarting it. Its output:\n%s" % (s.kind, s.log()[-3000:]))
-            s.cleanup()
-            s = None
-        if s is None:
-            _servers[name] = (start_redis(databases=1, keep=True) if name == "ref"
-                              else start_frontdoor(keep=True))
-    return _servers["ref"], _servers["fd"]
-
-
-def diff(resp3=False):
-    ref, fd = servers()
-    d = Diff(ref.conn(), fd.conn())
-    d.cmd("FLUSHDB")
-    d.cmd("SCRIPT", "FLUSH")
-    if resp3:
-        for c in (d.ref, d.fd):
-            r = c.cmd("HELLO", "3")
-            check(r.startswith(b"%"), "HELLO 3 must reply with a map", r)
-    return d
-
 
 class Two:
     """Two clients per server; mismatches of both are collected in `a`."""
 
     def __init__(self, resp3):
-        self.a = diff(resp3)
-        ref, fd = servers()
-        self.b = Diff(ref.conn(), fd.conn())
+        self.a = diff_pair(resp3)
+        self.a.cmd("SCRIPT", "FLUSH")
+        self.b = diff_pair(resp3, flush=False)
         self.b.mismatches = self.a.mismatches   # one report
-        if resp3:
-            for c in (self.b.ref, self.b.fd):
-                c.cmd("HELLO", "3")
 
     def close(self):
         for d in (self.a, self.b):

@@ -17,33 +17,9 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import Tests, Diff, start_frontdoor, start_redis, parse, check, eq, skip, frontdoor_is_redis  # noqa: E402
+from fdtest import Tests, diff_pair, shared_pair, parse, check, eq, skip, frontdoor_is_redis  # noqa: E402
 
 T = Tests(case_timeout=120)
-_servers = {}
-
-
-def servers():
-    for name in ("ref", "fd"):
-        s = _servers.get(name)
-        if s is not None and not s.alive():
-            print("      !! %s died; restarting it. Its output:\n%s" % (s.kind, s.log()[-3000:]))
-            s.cleanup()
-            s = None
-        if s is None:
-            _servers[name] = (start_redis(databases=1, keep=True) if name == "ref"
-                              else start_frontdoor(keep=True))
-    return _servers["ref"], _servers["fd"]
-
-
-def diff(proto=2):
-    ref, fd = servers()
-    d = Diff(ref.conn(), fd.conn())
-    if proto == 3:
-        d.ref.cmd("HELLO", "3")
-        d.fd.cmd("HELLO", "3")
-    d.cmd("FLUSHDB")
-    return d
 
 
 # ------------------------------------------------------------ tolerance
@@ -120,7 +96,7 @@ def run(d, steps):
 def scripted(name, steps, protos=(2, 3)):
     def fn():
         for p in protos:
-            d = diff(p)
+            d = diff_pair(p == 3)
             run(d, steps)
             d.finish()
     fn.__name__ = name
@@ -174,7 +150,7 @@ scripted("xadd_ids_and_errors", [
 @T.case
 def xadd_auto_ids():
     for p in (2, 3):
-        d = diff(p)
+        d = diff_pair(p == 3)
         for _ in range(20):
             a, b = d.cmd("XADD", "s", "*", "f", "v", same=lambda a, b: re.match(rb"^\$\d+\r\n\d+-\d+\r\n$", b) is not None)
         d.cmd("XLEN", "s")
@@ -277,7 +253,7 @@ def xread_plain():
         ("XREAD", "STREAMS", "{x}s1", "{x}s1", "0", "4"),
     ]
     for p in (2, 3):
-        d = diff(p)
+        d = diff_pair(p == 3)
         run(d, steps)
         d.finish()
 
@@ -297,12 +273,12 @@ def xread_block_with_data_ready():
         ("XREADGROUP", "GROUP", "g", "x", "BLOCK", "0", "STREAMS", "{x}s1", "0"),
     ]
     for p in (2, 3):
-        d = diff(p)
+        d = diff_pair(p == 3)
         run(d, steps)
         d.finish()
     # a BLOCK that has to wait now waits (test_blocking.py): here it times out
     if not frontdoor_is_redis():
-        ref, fd = servers()
+        ref, fd = shared_pair()
         with fd.conn() as c:
             eq(c.cmd("XREAD", "BLOCK", "10", "STREAMS", "{x}s1", "$"), b"*-1\r\n")
             c.cmd("XREADGROUP", "GROUP", "g", "x", "STREAMS", "{x}s1", ">")     # everything delivered
@@ -427,7 +403,7 @@ def xautoclaim_cursor_and_attempts():
     steps += [("XAUTOCLAIM", "s", "g", "b", "0", "0", "COUNT", "3"), ("XAUTOCLAIM", "s", "g", "b", "0", "0", "COUNT", "1"),
               ("XAUTOCLAIM", "s", "g", "b", "3600000", "0", "COUNT", "1"), ("XAUTOCLAIM", "s", "g", "b", "0", "20-0", "COUNT", "100", "JUSTID"),
               ("XPENDING", "s", "g"), ("~", "XINFO", "CONSUMERS", "s", "g")]
-    d = diff(2)
+    d = diff_pair()
     run(d, steps)
     d.finish()
 
@@ -507,7 +483,7 @@ scripted("stream_keys_type_del_expire_rename", fill("{k}s", 3) + [
 
 @T.case
 def expired_stream_is_gone():
-    d = diff(2)
+    d = diff_pair()
     import time
     run(d, fill("s", 3) + [("XGROUP", "CREATE", "s", "g", "0"), ("PEXPIRE", "s", "50")])
     time.sleep(0.2)
@@ -522,7 +498,7 @@ def expired_stream_is_gone():
 def work_queue_roundtrip():
     """Producers, two consumers, acks, a crash (never acked), recovery by
     XAUTOCLAIM: the shapes a job queue (BullMQ-style events) uses."""
-    d = diff(2)
+    d = diff_pair()
     steps = [("XGROUP", "CREATE", "jobs", "workers", "$", "MKSTREAM")]
     for i in range(60):
         steps.append(("XADD", "jobs", "MAXLEN", "~", "1000", "%d-0" % (1000 + i), "job", str(i), "payload", "p" * (i % 50)))
@@ -548,7 +524,7 @@ def randomised_sequence():
     seed = int(os.environ.get("FD_SEED", random.randrange(1 << 30)))
     n = int(os.environ.get("FD_RANDOM_N", "600"))
     rnd = random.Random(seed)
-    d = diff(2)
+    d = diff_pair()
     log = []
 
     def cmd(*a, **kw):
@@ -628,7 +604,7 @@ def mongodb_layout_subdocuments():
         import pymongo
     except ImportError:
         skip("python3-pymongo is not installed")
-    ref, fd = servers()
+    ref, fd = shared_pair()
     uri = dict(fd.directives)
     cli = pymongo.MongoClient(uri["mongo-uri"])
     db = cli[uri["mongo-database"]]

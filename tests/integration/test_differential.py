@@ -21,36 +21,11 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import (Tests, Diff, start_frontdoor, start_redis, encode, encode_inline, parse,
+from fdtest import (Tests, Diff, diff_pair, shared_pair, start_frontdoor, encode, encode_inline, parse,
                     norm_sorted, norm_pairs, skip, check, eq, kv_pairs, Err)
 
 T = Tests(case_timeout=50)
 
-_servers = {}
-
-
-def servers():
-    """One reference redis-server and one frontdoor shared by all cases
-    (each case flushes). A server found dead is reported and restarted."""
-    for name in ("ref", "fd"):
-        s = _servers.get(name)
-        if s is not None and not s.alive():
-            print("      !! %s (pid %d) died with status %s; restarting it. Its output:\n%s"
-                  % (s.kind, s.pid, s.proc.returncode, s.log()[-3000:]))
-            s.cleanup()
-            s = None
-        if s is None:
-            _servers[name] = (start_redis(databases=1, keep=True) if name == "ref"
-                              else start_frontdoor(keep=True))
-    return _servers["ref"], _servers["fd"]
-
-
-def diff(flush=True):
-    ref, fd = servers()
-    d = Diff(ref.conn(), fd.conn())
-    if flush:
-        d.cmd("FLUSHDB")
-    return d
 
 
 # ------------------------------------------------------------ support probe
@@ -63,7 +38,7 @@ def declared():
     """The commands frontdoor declares it serves: its command table, as
     COMMAND LIST gives it (lower case)."""
     if not _declared:
-        ref, fd = servers()
+        ref, fd = shared_pair()
         with fd.conn() as c:
             v = parse(c.cmd("COMMAND", "LIST"))
         check(isinstance(v, list) and v, "COMMAND LIST must list the command table", v)
@@ -77,7 +52,7 @@ def supported(*names):
     with no arguments: a known command answers with an arity error) is a
     failure, never a skip: a command that vanishes from a backend must turn
     the suite red."""
-    ref, fd = servers()
+    ref, fd = shared_pair()
     missing = [n for n in names if n.lower() not in declared()]
     vanished = [n for n in names if n.lower() in declared() and not _probe(fd, n)]
     check(not vanished, "frontdoor declares %s (COMMAND LIST) but answers "
@@ -140,7 +115,7 @@ def scripted(name, steps, requires=()):
     def fn():
         if requires:
             need(*requires)
-        d = diff()
+        d = diff_pair()
         run_script(d, steps)
         d.finish()
     fn.__name__ = name
@@ -462,7 +437,7 @@ def scan_odd_cursors():
     cursor the server never returned yields is undefined (Redis docs), but it
     is a [cursor, keys] reply, never an error; "-0" is cursor 0."""
     need("scan")
-    d = diff()
+    d = diff_pair()
     d.cmd("SET", "a", "1")
     d.cmd("SCAN", "-0")
     for cur in ("-1", "18446744073709551615", "99999999999", "12345"):
@@ -476,8 +451,8 @@ def scan_odd_cursors():
 def scan_full_iteration():
     """SCAN's order is unspecified: iterate to cursor 0 and compare the sets."""
     need("scan")
-    ref, fd = servers()
-    d = diff()
+    ref, fd = shared_pair()
+    d = diff_pair()
     d.cmd("MSET", *[x for i in range(1000) for x in ("sk:%d" % i, "v")])
     d.cmd("MSET", *[x for i in range(50) for x in ("other:%d" % i, "v")])
     d.cmd("SET", b"bin\x00\xff", "v")
@@ -518,8 +493,8 @@ def _all_scripts(mode):
                     continue
             # steps that already differ in plain RESP2 are reported by the
             # script's own case: only differences new in this mode count
-            known = set(run_script(diff(), steps))
-            d = diff()
+            known = set(run_script(diff_pair(), steps))
+            d = diff_pair()
             if mode == "resp3":
                 for c in (d.ref, d.fd):
                     r = c.cmd("HELLO", "3")
@@ -559,7 +534,7 @@ scripted("all_byte_keys", _byte_keys_steps())
 
 @T.case
 def hundred_thousand_keys():
-    d = diff()
+    d = diff_pair()
     n = 100000
     for base in range(0, n, 2000):
         cmds = [("MSET",) + tuple(x for i in range(base, base + 2000) for x in ("key:%06d" % i, str(i)))]
@@ -602,7 +577,7 @@ ARITY = [
 
 @T.case
 def arity_errors():
-    d = diff()
+    d = diff_pair()
     for name, short, long_ in ARITY:
         for argv in (short, long_):
             if argv is None:
@@ -614,7 +589,7 @@ def arity_errors():
 
 @T.case
 def unknown_command_errors():
-    d = diff()
+    d = diff_pair()
     d.cmd("FOO")
     d.cmd("foo", "a", "b")
     d.cmd("NoSuchCommand", "arg1")
@@ -631,7 +606,7 @@ def unknown_command_errors():
 
 @T.case
 def inline_commands():
-    d = diff()
+    d = diff_pair()
     d.raw(b"SET a b\r\n", 1, "inline SET")
     d.raw(b"GET a\r\n", 1, "inline GET")
     d.raw(b"  PING   \r\n", 1, "inline PING with spaces")
@@ -651,7 +626,7 @@ def inline_commands():
 
 @T.case
 def resp3_reply_shapes():
-    d = diff()
+    d = diff_pair()
     for c in (d.ref, d.fd):
         r = c.cmd("HELLO", "3")
         v = parse(r)
@@ -769,7 +744,7 @@ def random_replies_are_members():
     values that belong to their fields, SPOP removing exactly what it
     returned, and more than one answer over many calls (random, not stuck)."""
     need("sadd", "spop", "srandmember", "smembers", "hset", "hrandfield", "zadd")
-    ref, fd = servers()
+    ref, fd = shared_pair()
     members = [b"m%02d" % i for i in range(40)]
     with fd.conn() as c:
         c.cmd("FLUSHDB")
@@ -822,7 +797,7 @@ def random_picks_are_uniform():
     every element must come up and none more than 150 times (14 sd: never
     by chance). Redis picks uniformly."""
     need("sadd", "srandmember", "hset", "hrandfield", "randomkey")
-    ref, fd = servers()
+    ref, fd = shared_pair()
     with fd.conn() as c:
         c.cmd("FLUSHDB")
         c.cmd("SADD", "s", *[b"m%02d" % i for i in range(40)])
@@ -1043,7 +1018,7 @@ def replay_with_dbsize(cmds):
     """Replay cmds on fresh connections after FLUSHDB, checking DBSIZE after
     every command: names the first command after which the servers disagree
     (the reply or the key count)."""
-    d = diff()
+    d = diff_pair()
     for i, c in enumerate(cmds):
         norm = norm_for(c)
         before = len(d.mismatches)
@@ -1079,7 +1054,7 @@ def _random_run(seed, n, resp3=False, inline_ratio=0.0):
     ri = random.Random(seed * 7 + 1)
 
     def fresh():
-        dd = diff()
+        dd = diff_pair()
         if resp3:
             for c in (dd.ref, dd.fd):
                 rep = c.cmd("HELLO", "3")
@@ -1156,7 +1131,7 @@ def _restart_case(sig, durability):
     seed = int(os.environ.get("FD_SEED", str(int(time.time() * 1000) % 1000000007)))
     print("      seed %d (reproduce: FD_SEED=%d)" % (seed, seed))
     r = random.Random(seed)
-    ref = servers()[0]
+    ref = shared_pair()[0]
     fd = start_frontdoor(durability=durability)
     now = int(time.time())
 

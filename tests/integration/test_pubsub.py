@@ -19,21 +19,12 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import (Tests, Diff, Conn, start_frontdoor, start_redis, parse, check, eq, skip,
+from fdtest import (Tests, shared_frontdoor, Diff, Conn, start_frontdoor, start_redis, parse, check, eq, skip,
                     info_fields, wait_until, encode, shared_cluster, HOST, norm_sorted)
 
 T = Tests(case_timeout=120)
 BACKEND = os.environ.get("FD_BACKEND", "lmdb")
 REMOTE = BACKEND in ("redis", "redis-cluster")
-
-_fd = []
-
-
-def fd():
-    if not _fd or not _fd[0].alive():
-        _fd[:] = [start_frontdoor(keep=True)]
-    return _fd[0]
-
 
 def backing_port(f, shard_key=None):
     """A redis-server behind f to publish on directly (None: not remote)."""
@@ -65,7 +56,7 @@ def redispy_channels_and_patterns():
         import redis
     except ImportError:
         skip("python3-redis not installed")
-    f = fd()
+    f = shared_frontdoor()
     r = redis.Redis(host=HOST, port=f.port, socket_timeout=10)
     p = r.pubsub(ignore_subscribe_messages=True)
     p.subscribe("news.tech")
@@ -100,7 +91,7 @@ def redispy_channels_and_patterns():
 
 @T.case
 def shard_channels():
-    f = fd()
+    f = shared_frontdoor()
     with f.conn() as s, f.conn() as p:
         eq(s.cmd("SSUBSCRIBE", "{sh}orders"), b"*3\r\n$10\r\nssubscribe\r\n$10\r\n{sh}orders\r\n:1\r\n")
         wait_until(lambda: parse(p.cmd("PUBSUB", "SHARDNUMSUB", "{sh}orders"))[1] == 1, timeout=3)
@@ -118,7 +109,7 @@ def shard_channels():
 
 @T.case
 def order_per_publisher():
-    f = fd()
+    f = shared_frontdoor()
     n = 2000
     with f.conn() as s, f.conn() as p:
         s.cmd("SUBSCRIBE", "seq")
@@ -155,7 +146,7 @@ def slow_subscriber_is_disconnected():
 
 @T.case
 def monitor_sees_commands():
-    f = fd()
+    f = shared_frontdoor()
     with f.conn() as m, f.conn() as c:
         eq(m.cmd("MONITOR"), b"+OK\r\n")
         c.cmd("SET", "mon:k", "v\"1\n")
@@ -165,7 +156,7 @@ def monitor_sees_commands():
 
 @T.case
 def resp3_push_mixed_with_replies():
-    f = fd()
+    f = shared_frontdoor()
     with f.conn() as s, f.conn() as p:
         s.cmd("HELLO", "3")
         eq(s.cmd("SUBSCRIBE", "r3"), b">3\r\n$9\r\nsubscribe\r\n$2\r\nr3\r\n:1\r\n")
@@ -182,7 +173,7 @@ def resp3_push_mixed_with_replies():
 
 def differential(proto):
     ref = start_redis()
-    f = fd()
+    f = shared_frontdoor()
     d = Diff(ref.conn(), f.conn())
     pr, pf = ref.conn(), f.conn()     # publishers
     if proto == 3:
