@@ -25,6 +25,8 @@
 typedef struct mg_sh {
     mg_ctx *c;
     mongoc_collection_t *sc;     /* db0_stream */
+    uint8_t *got;                /* owned: the last get()'s value, valid until the next
+                                    get() or the end of the command (freed by MG_STREAM_CMD) */
 } mg_sh;
 
 typedef struct mg_sk {
@@ -144,16 +146,15 @@ static int sio_get(void *h, void *skp, const uint8_t *sub, size_t sl, const void
     mongoc_cursor_t *cur = mongoc_collection_find_with_opts(sh->sc, &q, &opts, NULL);
     const bson_t *doc;
     int s = FD_NOTFOUND;
-    static _Thread_local uint8_t *keep;    /* valid until the next call on this thread */
     if (mongoc_cursor_next(cur, &doc)) {
         bson_iter_t it;
         if (bson_iter_init_find(&it, doc, "v") && BSON_ITER_HOLDS_BINARY(&it)) {
             bson_subtype_t st; uint32_t n; const uint8_t *p;
             bson_iter_binary(&it, &st, &n, &p);
-            free(keep);
-            keep = malloc(n ? n : 1);
-            if (!keep) s = FD_E_NOMEM;
-            else { memcpy(keep, p, n); *v = keep; *vl = n; s = FD_OK; }
+            free(sh->got);
+            sh->got = malloc(n ? n : 1);
+            if (!sh->got) s = FD_E_NOMEM;
+            else { if (n) memcpy(sh->got, p, n); *v = sh->got; *vl = n; s = FD_OK; }
         } else s = FD_E_CORRUPT;
     }
     if (mongoc_cursor_error(cur, &sh->c->err)) s = mg_fail(sh->c);
@@ -312,13 +313,14 @@ static const fd_stream_io mg_stream_io = {
 #define MG_STREAM_CMD(name) \
     int mg_cmd_##name(mg_ctx *c) \
     { \
-        mg_sh sh = { c, mongoc_client_get_collection(c->client, c->b->dbname, MG_STREAM_COLL) }; \
+        mg_sh sh = { c, mongoc_client_get_collection(c->client, c->b->dbname, MG_STREAM_COLL), NULL }; \
         if (!sh.sc) return FD_E_NOMEM; \
         fd_stream_call call = { &mg_stream_io, &sh, c->argc, c->argv, c->out, c->now_ms }; \
         size_t mark = c->out->len; \
         int s = fd_stream_##name(&call); \
         if (s != FD_OK) c->out->len = mark; \
         mongoc_collection_destroy(sh.sc); \
+        free(sh.got); \
         return s; \
     }
 

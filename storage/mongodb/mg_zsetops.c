@@ -52,8 +52,9 @@ static int setop(mg_ctx *c, int op, int store, int card)
     for (long long i = 0; i < o.numkeys && s == FD_OK; i++) {     /* types first, as Redis */
         mg_meta t;
         s = mg_lookup(c, &c->argv[nkidx + 1 + i], &t, 0);
-        if (s == FD_OK && t.live && t.type != MG_T_ZSET && t.type != MG_T_SET) s = FD_E_WRONGTYPE;
-        if (s == FD_OK) mg_meta_free(&t);
+        if (s != FD_OK) break;                  /* mg_lookup freed t */
+        if (t.live && t.type != MG_T_ZSET && t.type != MG_T_SET) s = FD_E_WRONGTYPE;
+        mg_meta_free(&t);
     }
     if (s == FD_OK) s = fd_zsetop_options(c->argv, c->argc, &o, c->out, &replied);
     if (s != FD_OK || replied) { fd_zsetop_free(&o); return s; }

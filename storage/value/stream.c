@@ -360,7 +360,7 @@ static int group_get(sref *s, const char *name, size_t nl, sgroup *g)
     int st = IO_GET(s, k, kl, &v, &vl);
     if (st != FD_OK) return st;
     const uint8_t *b = v;
-    if (vl < 48 || vl - 48 != nl || memcmp(b + 48, name, nl) != 0) return vl < 48 ? FD_E_CORRUPT : FD_NOTFOUND;
+    if (vl < 48 || vl - 48 != nl || (nl && memcmp(b + 48, name, nl) != 0)) return vl < 48 ? FD_E_CORRUPT : FD_NOTFOUND;
     g->name = name; g->nl = nl;
     g->gid = get64(b);
     g->last = get_id(b + 8);
@@ -390,7 +390,7 @@ static int group_put(sref *s, const sgroup *g)
     put64(b + 24, (uint64_t)g->entries_read);
     put64(b + 32, g->pel);
     put64(b + 40, g->consumers);
-    memcpy(b + 48, g->name, g->nl);
+    if (g->nl) memcpy(b + 48, g->name, g->nl);
     int st = IO_PUT(s, k, kl, b, 48 + g->nl);
     free(b);
     return st;
@@ -414,7 +414,7 @@ static int cons_get(sref *s, const sgroup *g, const char *name, size_t nl, scons
     if (st != FD_OK) return st;
     const uint8_t *b = v;
     if (vl < 16) return FD_E_CORRUPT;
-    if (vl - 16 != nl || memcmp(b + 16, name, nl) != 0) return FD_NOTFOUND;
+    if (vl - 16 != nl || (nl && memcmp(b + 16, name, nl) != 0)) return FD_NOTFOUND;
     cn->seen = (int64_t)get64(b);
     cn->pel = get64(b + 8);
     cn->exists = 1;
@@ -429,7 +429,7 @@ static int cons_put(sref *s, const sgroup *g, const scons *cn)
     if (!b) return FD_E_NOMEM;
     put64(b, (uint64_t)cn->seen);
     put64(b + 8, cn->pel);
-    memcpy(b + 16, cn->name, cn->nl);
+    if (cn->nl) memcpy(b + 16, cn->name, cn->nl);
     int st = IO_PUT(s, k, kl, b, 16 + cn->nl);
     free(b);
     return st;
@@ -488,7 +488,7 @@ static int nack_put(sref *s, const sgroup *g, sid id, int64_t dtime, uint64_t dc
     if (!b) return FD_E_NOMEM;
     put64(b, (uint64_t)dtime);
     put64(b + 8, dcount);
-    memcpy(b + 16, cons, cl);
+    if (cl) memcpy(b + 16, cons, cl);
     int st = IO_PUT(s, k, kl, b, 16 + cl);
     free(b);
     return st;
@@ -542,11 +542,11 @@ static int one_cb(void *arg, const uint8_t *sub, size_t sl, const void *v, size_
 {
     one_arg *a = arg;
     if (sl > sizeof a->sub) return FD_E_CORRUPT;
-    memcpy(a->sub, sub, sl);
+    if (sl) memcpy(a->sub, sub, sl);
     a->sl = sl;
     a->v.p = malloc(vl ? vl : 1);
     if (!a->v.p) return FD_E_NOMEM;
-    memcpy(a->v.p, v, vl);
+    if (vl) memcpy(a->v.p, v, vl);
     a->v.n = vl;
     a->found = 1;
     return FD_SW_STOP;
@@ -1654,8 +1654,8 @@ static int list_cb(void *arg, const uint8_t *sub, size_t sl, const void *v, size
     }
     uint8_t *sp = malloc(sl ? sl : 1), *vp = malloc(vl ? vl : 1);
     if (!sp || !vp) { free(sp); free(vp); return FD_E_NOMEM; }
-    memcpy(sp, sub, sl);
-    memcpy(vp, v, vl);
+    if (sl) memcpy(sp, sub, sl);
+    if (vl) memcpy(vp, v, vl);
     a->subs[a->n] = sp;
     a->sls[a->n] = sl;
     a->vals[a->n].p = vp;
@@ -1687,7 +1687,8 @@ static int list_prefix(sref *s, const uint8_t *pfx, size_t pl, size_t max, list_
 static int name_cmp_at(const copyv *a, const copyv *b, size_t off)
 {
     size_t al = a->n > off ? a->n - off : 0, bl = b->n > off ? b->n - off : 0;
-    int r = memcmp(a->p + off, b->p + off, al < bl ? al : bl);
+    size_t ml = al < bl ? al : bl;
+    int r = ml ? memcmp(a->p + off, b->p + off, ml) : 0;
     if (r) return r;
     return al < bl ? -1 : al > bl;
 }
@@ -1697,7 +1698,9 @@ static int name_cmp16(const void *x, const void *y) { return name_cmp_at(x, y, 1
 
 static void list_sort_names(list_arg *l, size_t off)
 {
-    /* only the values are read after a listing of 'g'/'c' records */
+    /* only the values are read after a listing of 'g'/'c' records; an
+       empty listing has vals NULL, which qsort must not see */
+    if (l->n < 2) return;
     qsort(l->vals, l->n, sizeof *l->vals, off == 48 ? name_cmp48 : name_cmp16);
 }
 

@@ -236,7 +236,13 @@ static void sets(void)
         for (int c = 0; c < 4; c++) {
             e_reset(&E);
             for (int i = 0; i < counts[c]; i++) {
-                long long v = (long long)((lrand48() * 4294967296.0 + lrand48()) / 9.3e18 * 2 * ranges[r]) - ranges[r];
+                /* uniform in [-range, range], computed in double and clamped so that
+                   neither the arithmetic nor the conversion overflows long long */
+                double f = (lrand48() * 2147483648.0 + lrand48()) / 4611686018427387904.0; /* [0, 1) */
+                double d = (2.0 * f - 1.0) * (double)ranges[r];
+                if (d > (double)ranges[r]) d = (double)ranges[r];
+                if (d < -(double)ranges[r]) d = -(double)ranges[r];
+                long long v = (long long)d;
                 size_t n = (size_t)snprintf(b, sizeof b, "%lld", v + i * 0);
                 int dup = 0;
                 for (size_t j = 0; j < E.cnt; j++) if (E.n[j] == n && !memcmp(E.p[j], b, n)) dup = 1;
