@@ -36,6 +36,7 @@ struct bkey {
     int        dirty;            /* written while busy: try again after */
     int        has_resume;       /* the next wake-up try starts at resume (NULL: none left) */
     bnode     *resume;           /* stream waiters: every one is tried, not only the head */
+    int        in_service;       /* serve_ready is serving it: freed only once it returns */
 };
 
 struct px_blk {
@@ -137,7 +138,7 @@ void px_block_run_resumes(void) {
 /* ------------------------------------------------------------ the table */
 
 static void maybe_free_key(bkey *k) {
-    if (k->head || k->busy || k->in_ready) return;
+    if (k->head || k->busy || k->in_ready || k->in_service) return;
     px_strmap_del(&keys, k->e);
 }
 
@@ -593,7 +594,9 @@ static void serve_ready(void) {
         if (!ready_head) ready_tail = NULL;
         k->in_ready = 0;
         k->ready_next = NULL;
+        k->in_service = 1;               /* a synchronous try may end (and free) it inside */
         serve_key(k);
+        k->in_service = 0;
         maybe_free_key(k);
     }
     serving = 0;
