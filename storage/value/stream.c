@@ -561,26 +561,14 @@ static int walk_one(sref *s, const uint8_t *pfx, size_t pl, const uint8_t *from,
     return a->found ? FD_OK : FD_NOTFOUND;
 }
 
-/* The last live entry id (streamLastValidID): 0-0 when none. */
-static int last_valid_id(sref *s, sid *out)
+/* The first (or, backwards, the last) live entry id: 0-0 and *found 0 when
+ * the stream has none (streamLastValidID / the first entry's id). */
+static int edge_valid_id(sref *s, int backwards, sid *out, int *found)
 {
     uint8_t pfx = 'x', from[17];
-    sk_entry(from, SID_MAX);
+    sk_entry(from, backwards ? SID_MAX : SID_MIN);
     one_arg a;
-    int st = walk_one(s, &pfx, 1, from, 17, 1, &a);
-    if (st == FD_NOTFOUND) { *out = SID_MIN; return FD_OK; }
-    if (st != FD_OK) return st;
-    *out = get_id(a.sub + 1);
-    free(a.v.p);
-    return FD_OK;
-}
-
-static int first_valid_id(sref *s, sid *out, int *found)
-{
-    uint8_t pfx = 'x', from[17];
-    sk_entry(from, SID_MIN);
-    one_arg a;
-    int st = walk_one(s, &pfx, 1, from, 17, 0, &a);
+    int st = walk_one(s, &pfx, 1, from, 17, backwards, &a);
     *found = 0;
     if (st == FD_NOTFOUND) { *out = SID_MIN; return FD_OK; }
     if (st != FD_OK) return st;
@@ -588,6 +576,17 @@ static int first_valid_id(sref *s, sid *out, int *found)
     *found = 1;
     free(a.v.p);
     return FD_OK;
+}
+
+static int last_valid_id(sref *s, sid *out)
+{
+    int found;
+    return edge_valid_id(s, 1, out, &found);
+}
+
+static int first_valid_id(sref *s, sid *out, int *found)
+{
+    return edge_valid_id(s, 0, out, found);
 }
 
 static int entry_exists(sref *s, sid id)
