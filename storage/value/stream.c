@@ -352,6 +352,15 @@ typedef struct sgroup {
     uint64_t pel, consumers;
 } sgroup;
 
+static void group_dec(const uint8_t *b, sgroup *g)
+{
+    g->gid = get64(b);
+    g->last = get_id(b + 8);
+    g->entries_read = (int64_t)get64(b + 24);
+    g->pel = get64(b + 32);
+    g->consumers = get64(b + 40);
+}
+
 static int group_get(sref *s, const char *name, size_t nl, sgroup *g)
 {
     uint8_t k[FD_SSUB_MAX];
@@ -362,21 +371,23 @@ static int group_get(sref *s, const char *name, size_t nl, sgroup *g)
     const uint8_t *b = v;
     if (vl < 48 || vl - 48 != nl || (nl && memcmp(b + 48, name, nl) != 0)) return vl < 48 ? FD_E_CORRUPT : FD_NOTFOUND;
     g->name = name; g->nl = nl;
-    g->gid = get64(b);
-    g->last = get_id(b + 8);
-    g->entries_read = (int64_t)get64(b + 24);
-    g->pel = get64(b + 32);
-    g->consumers = get64(b + 40);
+    group_dec(b, g);
     return FD_OK;
 }
 
-static void group_dec(const uint8_t *b, sgroup *g)
+/* Open argv[1]'s stream and its consumer group argv[2]. FD_OK with *done 0:
+ * both are open (s_close(s) after). Otherwise *done is 1, s is closed and
+ * the return is the command's: a missing key or group has written
+ * "-NOGROUP ..." (FD_OK), a storage error is returned as is. */
+static int s_open_group(fd_stream_call *c, sref *s, sgroup *g, int *done)
 {
-    g->gid = get64(b);
-    g->last = get_id(b + 8);
-    g->entries_read = (int64_t)get64(b + 24);
-    g->pel = get64(b + 32);
-    g->consumers = get64(b + 40);
+    *done = 1;
+    FD_TRY(s_open(c, &c->argv[1], s));
+    int st = s->exists ? group_get(s, c->argv[2].ptr, c->argv[2].len, g) : FD_NOTFOUND;
+    if (st == FD_OK) { *done = 0; return FD_OK; }
+    s_close(s);
+    if (st != FD_NOTFOUND) return st;
+    return errf_names(c, "NOGROUP No such key '%s' or consumer group '%s'", &c->argv[1], &c->argv[2]);
 }
 
 static int group_put(sref *s, const sgroup *g)
@@ -2051,14 +2062,9 @@ int fd_stream_xpending(fd_stream_call *c)
         if (si + 3 < c->argc) cname = &c->argv[si + 3];
     }
     sref s;
-    FD_TRY(s_open(c, &c->argv[1], &s));
     sgroup g;
-    int st = s.exists ? group_get(&s, c->argv[2].ptr, c->argv[2].len, &g) : FD_NOTFOUND;
-    if (st == FD_NOTFOUND) {
-        s_close(&s);
-        return errf_names(c, "NOGROUP No such key '%s' or consumer group '%s'", &c->argv[1], &c->argv[2]);
-    }
-    if (st != FD_OK) { s_close(&s); return st; }
+    int st, done;
+    if ((st = s_open_group(c, &s, &g, &done)) != FD_OK || done) return st;
     resp_out *o = c->out;
     size_t mark = o->len;
     uint8_t pfx[FD_SSUB_MAX], from[FD_SSUB_MAX];
@@ -2182,14 +2188,9 @@ static int claimer_flush(sref *s, sgroup *g, scons *cn, int *have)
 int fd_stream_xclaim(fd_stream_call *c)
 {
     sref s;
-    FD_TRY(s_open(c, &c->argv[1], &s));
     sgroup g;
-    int st = s.exists ? group_get(&s, c->argv[2].ptr, c->argv[2].len, &g) : FD_NOTFOUND;
-    if (st == FD_NOTFOUND) {
-        s_close(&s);
-        return errf_names(c, "NOGROUP No such key '%s' or consumer group '%s'", &c->argv[1], &c->argv[2]);
-    }
-    if (st != FD_OK) { s_close(&s); return st; }
+    int st, done;
+    if ((st = s_open_group(c, &s, &g, &done)) != FD_OK || done) return st;
     long long minidle, retrycount = -1, dtime = -1;
     int force = 0, justid = 0;
     if (arg_ll(&c->argv[4], &minidle) != 0) { s_close(&s); return err(c, "ERR Invalid min-idle-time argument for XCLAIM"); }
@@ -2327,14 +2328,9 @@ int fd_stream_xautoclaim(fd_stream_call *c)
         else return FD_E_SYNTAX;
     }
     sref s;
-    FD_TRY(s_open(c, &c->argv[1], &s));
     sgroup g;
-    int st = s.exists ? group_get(&s, c->argv[2].ptr, c->argv[2].len, &g) : FD_NOTFOUND;
-    if (st == FD_NOTFOUND) {
-        s_close(&s);
-        return errf_names(c, "NOGROUP No such key '%s' or consumer group '%s'", &c->argv[1], &c->argv[2]);
-    }
-    if (st != FD_OK) { s_close(&s); return st; }
+    int st, done;
+    if ((st = s_open_group(c, &s, &g, &done)) != FD_OK || done) return st;
     long long attempts = count * attempts_factor;
     int64_t now = c->now_ms;
     /* the candidates: up to attempts + 1 pending ids from start (the extra one is the cursor) */
