@@ -824,30 +824,24 @@ static int node_drop(sref *s, const snode *n)
     return was_tail ? tail_reload(s) : FD_OK;
 }
 
-/* The node holding id (the last node starting at or before it). */
-static int node_of(sref *s, sid id, snode *n)
+/* The node met first walking from id: backward, the last node starting at
+ * or before id; forward, the first starting at or after it. */
+static int node_walk(sref *s, sid id, int backward, snode *n)
 {
     uint8_t pfx = 'n', from[17];
     sk_node(from, id);
     one_arg a;
-    int st = walk_one(s, &pfx, 1, from, 17, 1, &a);
+    int st = walk_one(s, &pfx, 1, from, 17, backward, &a);
     if (st != FD_OK) return st;
     st = node_dec(s, a.sub, a.sl, a.v, n);
     if (st != FD_OK) free(a.v.p);
     return st;
 }
 
-static int node_first(sref *s, snode *n)
-{
-    uint8_t pfx = 'n', from[17];
-    sk_node(from, SID_MIN);
-    one_arg a;
-    int st = walk_one(s, &pfx, 1, from, 17, 0, &a);
-    if (st != FD_OK) return st;
-    st = node_dec(s, a.sub, a.sl, a.v, n);
-    if (st != FD_OK) free(a.v.p);
-    return st;
-}
+/* The node holding id (the last node starting at or before it). */
+static int node_of(sref *s, sid id, snode *n) { return node_walk(s, id, 1, n); }
+
+static int node_first(sref *s, snode *n) { return node_walk(s, SID_MIN, 0, n); }
 
 /* An entry of id left the stream (XDEL, exact trim): its node's counters. */
 static int node_entry_gone(sref *s, sid id, int allow_drop)
