@@ -1055,6 +1055,23 @@ static int stream_trim(sref *s, const trim_args *t, long long *deleted_out)
     return st;
 }
 
+/* MAXLEN or MINID at argv[*i] (more arguments follow it): refuse a second
+ * strategy, then take an optional "~" (approximate) or "=" before the
+ * threshold, leaving *i on the argument before the threshold. 0, or -1 with
+ * the error replied. */
+static int trim_strategy_start(fd_stream_call *c, trim_args *a, int *i, int more)
+{
+    if (a->strategy != TRIM_NONE) {
+        err(c, "ERR syntax error, MAXLEN and MINID options at the same time are not compatible");
+        return -1;
+    }
+    a->approx = 0;
+    const resp_arg *nx = &c->argv[*i + 1];
+    if (more >= 2 && cstr_is(nx, "~")) { a->approx = 1; (*i)++; }
+    else if (more >= 2 && cstr_is(nx, "=")) (*i)++;
+    return 0;
+}
+
 /* streamParseAddOrTrimArgsOrReply: the id's position (XADD), or -1 when an
  * error was replied, or -2 - status on a storage/memory failure. */
 static int parse_add_trim(fd_stream_call *c, trim_args *a, int xadd)
@@ -1067,14 +1084,7 @@ static int parse_add_trim(fd_stream_call *c, trim_args *a, int xadd)
         const resp_arg *o = &c->argv[i];
         if (xadd && cstr_is(o, "*")) break;
         else if (resp_arg_is(o, "maxlen") && more) {
-            if (a->strategy != TRIM_NONE) {
-                err(c, "ERR syntax error, MAXLEN and MINID options at the same time are not compatible");
-                return -1;
-            }
-            a->approx = 0;
-            const resp_arg *nx = &c->argv[i + 1];
-            if (more >= 2 && cstr_is(nx, "~")) { a->approx = 1; i++; }
-            else if (more >= 2 && cstr_is(nx, "=")) i++;
+            if (trim_strategy_start(c, a, &i, more) != 0) return -1;
             if (arg_ll(&c->argv[i + 1], &a->maxlen) != 0) {
                 err(c, "ERR value is not an integer or out of range");
                 return -1;
@@ -1083,14 +1093,7 @@ static int parse_add_trim(fd_stream_call *c, trim_args *a, int xadd)
             i++;
             a->strategy = TRIM_MAXLEN;
         } else if (resp_arg_is(o, "minid") && more) {
-            if (a->strategy != TRIM_NONE) {
-                err(c, "ERR syntax error, MAXLEN and MINID options at the same time are not compatible");
-                return -1;
-            }
-            a->approx = 0;
-            const resp_arg *nx = &c->argv[i + 1];
-            if (more >= 2 && cstr_is(nx, "~")) { a->approx = 1; i++; }
-            else if (more >= 2 && cstr_is(nx, "=")) i++;
+            if (trim_strategy_start(c, a, &i, more) != 0) return -1;
             if (parse_arg_id(&c->argv[i + 1], &a->minid, 0, 1) != 0) { err(c, E_INVALID_ID); return -1; }
             i++;
             a->strategy = TRIM_MINID;
