@@ -857,6 +857,7 @@ static void report_backend(resp_out *t, const char *label, const px_backend *be)
 static void report(px_conn *c) {
     resp_out t;
     resp_out_init(&t, 2);
+    px_backends_refresh();                   /* the backends' counters from their records (backends.h) */
     char line[AB_DIFF_MAX + 64];
 #define P(...) do { int n_ = snprintf(line, sizeof line, __VA_ARGS__); resp_out_raw(&t, line, (size_t)n_ < sizeof line ? (size_t)n_ : sizeof line - 1); } while (0)
     if (px_cfg.ab_mode == PX_AB_MIRROR) P("A/B mode: mirror (%s mirrored%s; queue %llu of %lld)\n",
