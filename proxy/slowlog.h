@@ -68,7 +68,8 @@ void px_errorstat_reply(const char *reply, size_t len);
 void px_errorstat_info(resp_out *o);
 /* INFO stats' total_error_replies. */
 uint64_t px_errorstat_total(void);
-/* CONFIG RESETSTAT's part: errorstats and rejected calls. */
+/* CONFIG RESETSTAT's part: errorstats, rejected calls and the commands' client
+ * records (commandstats, latencystats: px_cmdstats_reset, backends.h). */
 void px_errorstat_reset(void);
 /* Per command: rejected before running (arity, NOAUTH, ...): commandstats'
  * rejected_calls. */
