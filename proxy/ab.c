@@ -1,6 +1,7 @@
 /* ab.c — A/B split and mirror: routing decisions, reply comparison,
  * mismatch samples, INFO ab and the FRONTDOOR command (see ab.h). */
 #include "ab.h"
+#include "ab_report.h"   /* issue 18: verdict, REPORT JSON */
 #include "builtin.h"
 #include "capture.h"   /* capture (issue 17) */
 #include "backends.h"
@@ -852,13 +853,33 @@ static void report_backend(resp_out *t, const char *label, const px_backend *be)
     resp_out_raw(t, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
+/* Read-only views for proxy/ab_report.c (ab_report.h). */
+int px_ab_sample_at(int races, unsigned k, px_ab_sample_view *v) {
+    unsigned n = races ? ab.nraces : ab.nsamples, size = races ? AB_RACES : AB_SAMPLES;
+    if (k >= n) return 0;
+    const ab_sample *s = races ? &ab.race_samples[(ab.next_race + size - 1 - k) % size]
+                               : &ab.samples[(ab.next_sample + size - 1 - k) % size];
+    *v = (px_ab_sample_view){s->ms, s->text, {s->rep[0], s->rep[1]}, {s->len[0], s->len[1]}, s->diff};
+    return 1;
+}
+uint64_t px_ab_races_of(int id) { return ab.races_by_cmd[id]; }
+void px_ab_reply_text(const char *r, size_t len, char *out, size_t max) {
+    size_t o = 0;
+    out[0] = 0;
+    if (!r || !reply_text(r, len, out, max, &o)) snprintf(out, max, "(truncated)");
+}
+
 /* FRONTDOOR REPORT: the A/B state and the backends' latencies as a text a
  * person reads (redis-cli FRONTDOOR REPORT). */
 static void report(px_conn *c) {
     resp_out t;
     resp_out_init(&t, 2);
+    px_backends_refresh();                   /* the backends' counters from their records (backends.h) */
     char line[AB_DIFF_MAX + 64];
 #define P(...) do { int n_ = snprintf(line, sizeof line, __VA_ARGS__); resp_out_raw(&t, line, (size_t)n_ < sizeof line ? (size_t)n_ : sizeof line - 1); } while (0)
+    char verdict[512];
+    px_ab_verdict(verdict, sizeof verdict);  /* issue 18: the one-line verdict (ab_report.c) */
+    if (verdict[0]) P("verdict: %s\n\n", verdict);
     if (px_cfg.ab_mode == PX_AB_MIRROR) P("A/B mode: mirror (%s mirrored%s; queue %llu of %lld)\n",
         px_cfg.ab_mirror_writes && px_cfg.ab_mirror_reads ? "reads and writes" : px_cfg.ab_mirror_writes ? "writes only" : "reads only",
         ab.stopped_at_ms ? ", STOPPED after ab-stop-after divergences" : "", (unsigned long long)ab.queued, px_cfg.ab_mirror_queue);
@@ -968,6 +989,8 @@ void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv) {
         resp_add_simple(o, "OK", 2);
     } else if (resp_arg_is(&argv[1], "REPORT") && argc == 2) {
         report(c);
+    } else if (resp_arg_is(&argv[1], "REPORT") && argc == 3 && resp_arg_is(&argv[2], "JSON")) {
+        px_ab_report_json(c);                                    /* issue 18 (ab_report.c) */
     } else if (resp_arg_is(&argv[1], "CAPTURE")) {               /* capture (issue 17) */
         px_capture_cmd(c, argc, argv);
     } else if (resp_arg_is(&argv[1], "HELP") && argc == 2) {
@@ -984,6 +1007,8 @@ void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv) {
             "    Record every command clients send into <path> for fdload --replay (capture-* directives).",
             "REPORT",
             "    A readable report: A/B mode, each backend's calls, errors and latency percentiles, divergences with both replies and the key's diff, races.",
+            "REPORT JSON",
+            "    The same as one JSON document, with latency per command per side (bench/ab_report.py makes an HTML page of it).",
             "HELP",
             "    Print this help.",
             NULL,
