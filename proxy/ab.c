@@ -1,12 +1,19 @@
-/* ab.c — A/B split and mirror: routing decisions, reply comparison,
- * mismatch samples, INFO ab and the FRONTDOOR command (see ab.h). */
+/* ab.c — the A/B layer: split and mirror routing, mirrored pairs and units
+ * (a transaction or a script compared as one), race tracking, the order
+ * copies reach the secondary in, calibration, mismatch samples, INFO ab and
+ * the FRONTDOOR command (see ab.h). Reply text, comparison and the key-state
+ * diff are in ab_diff.c. */
 #include "ab.h"
 #include "ab_int.h"
 #include "builtin.h"
 #include "capture.h"   /* capture (issue 17) */
 #include "backends.h"
+#include "commands.h"
 #include "config.h"
 #include "log.h"
+#include "multi.h"
+#include "scripting.h"
+#include "sha1.h"
 #include "strmap.h"
 #include "../protocol/resp_scan.h"
 
@@ -21,6 +28,8 @@
 #define AB_RACES 8             /* latest races kept */
 #define AB_MAXKEYS 8           /* keys tracked per command; more: tracked as keyless */
 #define AB_MIXED UINT64_MAX    /* writes of several clients in flight */
+#define AB_SCRIPTS_MAX 4096    /* script bodies remembered for a secondary's NOSCRIPT */
+#define AB_NOISE_MIN_PCT 1.0   /* calibration: a command noisier than this (% of its compared reads) is "noisy" */
 
 /* Race tracking. Every key a mirrored command names has an entry while
  * some mirrored command naming it is in flight (from px_ab_begin until both
@@ -28,41 +37,86 @@
  * one of its keys in that window: a write of another client was in flight
  * when it began, or began before it ended. `any` stands for every write
  * (keyless reads such as DBSIZE check it), `all` for keyless writes
- * (FLUSHALL: every keyed command checks it). */
+ * (FLUSHALL: every keyed command checks it). A unit (EXEC, script) tracks
+ * the keys of all its commands.
+ * prim_wr counts the writes whose PRIMARY reply is not in yet: a command on
+ * such a key sends its copy when its own primary reply arrives
+ * (ab-mirror-order primary), so the secondary applies the writes of one key
+ * in the order the primary acknowledged them. */
 typedef struct ab_key {
     uint32_t refs;             /* in-flight commands naming it (a map entry is freed at 0) */
     uint32_t wr_inflight;      /* in-flight writes to it */
+    uint32_t prim_wr;          /* writes to it not yet answered by the primary */
     uint64_t wr_client;        /* their client, AB_MIXED when several */
     uint64_t last_seq, last_client;   /* the latest write begun, and its client */
     uint64_t other_seq;        /* the latest write begun by a client other than last_client */
 } ab_key;
 
-typedef struct ab_ref { ab_key *k; px_strent *e; unsigned char check, write; } ab_ref;
+typedef struct ab_ref { ab_key *k; px_strent *e; unsigned char check, write, prim; } ab_ref;
+
+/* A command kept past its dispatch (argv points into raw, NUL-terminated). */
+typedef struct ab_cmd {
+    fd_command *cmd;           /* NULL: a command the table does not know (a Redis backend's) */
+    int         argc;
+    resp_arg   *argv;
+    char       *raw;           /* the multibulk bytes (after the argv array, one block) */
+    size_t      rawlen;
+} ab_cmd;
 
 typedef struct px_ab_pair px_ab_pair;
+
+/* One element of a unit: one queued command's reply on each side. */
+typedef struct ab_el {
+    char   *rep[2];
+    size_t  len[2];
+    int     have[2], failed[2];
+    int     remote;            /* the secondary runs it (not served by the proxy) */
+    int     routed;            /* its primary reply comes through the route (else px_ab_exec_local) */
+    struct ab_eltap { px_ab_pair *p; int side, i; } ud[2];
+    px_tap  tap[2];
+} ab_el;
+
+enum { AB_ONE, AB_EXEC };
+enum { AB_WHOLE_ALL = 1, AB_WHOLE_REMOTE = 2 };   /* a side of a unit answered with one EXEC reply */
 
 struct px_ab_pair {
     px_tap      tap[2];        /* what each side's request reports to (px_submit_to) */
     struct px_ab_side { struct px_ab_pair *p; int side; } sides[2];
-    fd_command *cmd;
+    fd_command *cmd;           /* the command; a unit: EXEC */
+    int         kind;          /* AB_ONE (a command or a script) or AB_EXEC */
     char       *text;          /* the command, printable, truncated */
     char       *rep[2];
     size_t      len[2];
     int         have[2], failed[2];
     int         queued;        /* counted in ab.queued until the secondary answers */
+    int         calib;         /* calibration: side 1 is the primary asked again */
     uint64_t    client, seq;   /* the client; its place in the order commands began */
     int         race;          /* another client wrote one of its keys meanwhile */
+    int         prim_pending;  /* its writes still counted in prim_wr (until the primary answers) */
+    int         defer;         /* 1: a key has primary writes in flight; 2: its copy waits for the primary's reply (in `copy`) */
+    int         retried;       /* EVALSHA resent as EVAL after the secondary's NOSCRIPT */
+    int         retained;      /* a unit on an async secondary holds other clients (multi.h px_atomic_retain) */
+    int         proto;
+    ab_cmd      copy;          /* the command (a deferred copy, an EVALSHA) */
     char       *key;           /* its first key (for the diff), NULL when keyless */
     size_t      keylen;
-    int         nref;
-    ab_ref      ref[AB_MAXKEYS + 2];
+    int         nref, refcap;
+    ab_ref     *ref;
+    /* a unit (AB_EXEC) */
+    int         nel, left[2], whole[2], hold;
+    ab_cmd     *cmds;
+    ab_el      *el;
 };
-
 
 static struct {
     uint64_t mirrored, compared, divergences, races, dropped, split_secondary, secondary_errors, queued;
-    uint64_t sampled_out, stopped_at_ms;
+    uint64_t sampled_out, stopped_at_ms, noisy, deferred, noscript_resent, units;
     uint64_t races_by_cmd[FD_CMD_COUNT];
+    uint64_t noisy_by_cmd[FD_CMD_COUNT];
+    /* calibration: reads asked twice of the primary */
+    long long calib_left;
+    uint64_t calib_done;
+    uint64_t calib_compared[FD_CMD_COUNT], calib_noise[FD_CMD_COUNT];
     ab_sample samples[AB_SAMPLES];
     unsigned  next_sample, nsamples;
     ab_sample race_samples[AB_RACES];
@@ -75,7 +129,15 @@ static struct {
     px_strmap keys;
     ab_key    any, all;
     uint64_t  seq;
+    /* the EXEC running now (px_ab_exec_*): its client, its side, its pair */
+    px_conn    *unit_conn;
+    px_backend *unit_be;
+    px_ab_pair *unit;
+    int         unit_cur;
+    /* script bodies by SHA1 (a secondary's NOSCRIPT is answered with EVAL) */
+    px_strmap   scripts;
 } ab;
+
 
 /* ---------------------------------------------------------------- split */
 
@@ -92,40 +154,133 @@ static double unit_hash(const void *p, size_t n) {
     return (double)(h >> 11) / 9007199254740992.0;
 }
 
-static int px_ab_split_to_secondary(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv) {
+/* The first key a command names (scripts: their first declared key), or NULL. */
+static const resp_arg *first_key_arg(const fd_command *cmd, int argc, const resp_arg *argv) {
+    int pos[1];
+    if (!cmd || fd_command_keys(cmd, argc, argv, pos, 1) < 1) return NULL;
+    return &argv[pos[0]];
+}
+
+/* Split: whether the command (or unit) whose first key is `key` goes to the
+ * secondary (by that key, or by the client with ab-split-by client). */
+static int split_to_secondary(px_conn *c, const resp_arg *key) {
     double u;
-    if (px_cfg.ab_split_by == PX_AB_BY_CLIENT) {
-        u = unit_hash(&c->id, sizeof c->id);
-    } else {
-        if (!cmd || cmd->first_key <= 0 || cmd->first_key >= argc) return 0;   /* keyless: primary */
-        u = unit_hash(argv[cmd->first_key].ptr, argv[cmd->first_key].len);
-    }
+    if (px_cfg.ab_split_by == PX_AB_BY_CLIENT) u = unit_hash(&c->id, sizeof c->id);
+    else if (!key) return 0;                               /* keyless: primary */
+    else u = unit_hash(key->ptr, key->len);
     if (u >= px_cfg.ab_split_fraction) return 0;
     ab.split_secondary++;
     return 1;
 }
 
+/* ----------------------------------------------------------- commands kept */
+
+/* Copy a command: argv and the multibulk bytes in one block (q->argv). */
+static int cmd_copy(ab_cmd *q, fd_command *cmd, int argc, const resp_arg *argv) {
+    size_t need = 32;
+    for (int i = 0; i < argc; i++) need += argv[i].len + 24;
+    char *buf = malloc((size_t)argc * sizeof(resp_arg) + need);
+    if (!buf) return -1;
+    resp_arg *av = (resp_arg *)buf;
+    char *p = buf + (size_t)argc * sizeof(resp_arg), *raw = p;
+    p += sprintf(p, "*%d\r\n", argc);
+    for (int i = 0; i < argc; i++) {
+        p += sprintf(p, "$%zu\r\n", argv[i].len);
+        memcpy(p, argv[i].ptr, argv[i].len);
+        av[i].ptr = p;
+        av[i].len = argv[i].len;
+        p += argv[i].len;
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+    *q = (ab_cmd){cmd, argc, av, raw, (size_t)(p - raw)};
+    return 0;
+}
+
+static void cmd_free(ab_cmd *q) {
+    free(q->argv);
+    memset(q, 0, sizeof *q);
+}
+
+/* EVAL & co., SCRIPT, FUNCTION: run by frontdoor's engine on a backend that
+ * is not a Redis server (scripting.h px_script_run_on). */
+static int is_script(const fd_command *cmd) {
+    switch (cmd->id) {
+    case FD_CMD_eval: case FD_CMD_evalsha: case FD_CMD_eval_ro: case FD_CMD_evalsha_ro:
+    case FD_CMD_fcall: case FD_CMD_fcall_ro: case FD_CMD_script: case FD_CMD_function:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Whether a command may write (mirror policies, race tracking): a script
+ * may, unless it is a _RO one. */
+static int may_write(const fd_command *cmd) {
+    if (!cmd) return 1;                            /* unknown to the table: assume it writes */
+    if (cmd->flags & FD_CMD_WRITE) return 1;
+    return cmd->id == FD_CMD_eval || cmd->id == FD_CMD_evalsha || cmd->id == FD_CMD_fcall || cmd->id == FD_CMD_function;
+}
+
+/* Printable command text appended at text[o] (at most AB_TEXT_MAX). */
+static size_t text_add(char *text, size_t o, int argc, const resp_arg *argv) {
+    for (int i = 0; i < argc && o + 8 < AB_TEXT_MAX; i++) {
+        if (i) text[o++] = ' ';
+        o += ab_printable(text + o, AB_TEXT_MAX - o, argv[i].ptr, argv[i].len, 1);
+    }
+    text[o] = '\0';
+    return o;
+}
+
+/* Hand one side's request to `be`. A script command on a backend that is
+ * not a Redis server runs in frontdoor's engine against it (synchronously);
+ * anything else is px_submit_to. detached: the reply goes to `out` only (a
+ * copy); c may then be NULL (not for scripts). Returns 1 when the reply is
+ * owed to c. */
+static int side_submit(px_backend *be, px_conn *c, int detached, uint64_t client, resp_out *out, fd_command *cmd,
+                       int argc, resp_arg *argv, const char *raw, size_t rawlen, uint64_t *clock, const px_tap *tap) {
+    if (cmd && be && c && is_script(cmd) && !be->b.ops->passthrough) {
+        size_t before = out->len;
+        px_script_run_on(be, c, argc, argv, out);
+        *clock = fd_mono_ns();
+        if (tap) tap->fn(tap->ud, out->data + before, out->len - before, 0);
+        return 0;
+    }
+    return px_submit_to(be, detached ? NULL : c, out, client, cmd, argc, argv, raw, rawlen, clock, tap);
+}
+
 /* ----------------------------------------------------------- race tracking */
 
-static void ref_add(px_ab_pair *p, ab_key *k, px_strent *e, int check, int write) {
+static int ref_add(px_ab_pair *p, ab_key *k, px_strent *e, int check, int write) {
+    if (p->nref == p->refcap) {
+        int ncap = p->refcap ? p->refcap * 2 : 12;
+        ab_ref *nr = realloc(p->ref, (size_t)ncap * sizeof *nr);
+        if (!nr) return -1;
+        p->ref = nr;
+        p->refcap = ncap;
+    }
     if (check && k->wr_inflight && k->wr_client != p->client) p->race = 1;
+    if (check && k->prim_wr) p->defer = 1;
     if (write) {
         if (!k->wr_inflight) k->wr_client = p->client;
         else if (k->wr_client != p->client) k->wr_client = AB_MIXED;
         k->wr_inflight++;
+        k->prim_wr++;
+        p->prim_pending = 1;
         if (k->last_client != p->client) { k->other_seq = k->last_seq; k->last_client = p->client; }
         k->last_seq = p->seq;
     }
     k->refs++;
-    p->ref[p->nref++] = (ab_ref){k, e, (unsigned char)check, (unsigned char)write};
+    p->ref[p->nref++] = (ab_ref){k, e, (unsigned char)check, (unsigned char)write, (unsigned char)write};
+    return 0;
 }
 
-static void track_begin(px_ab_pair *p, int argc, resp_arg *argv) {
+/* Track the keys of one command of p (a unit tracks each of its commands). */
+static void track_cmd(px_ab_pair *p, fd_command *cmd, int argc, resp_arg *argv) {
     int pos[AB_MAXKEYS + 1];
-    int n = fd_command_keys(p->cmd, argc, argv, pos, AB_MAXKEYS + 1);
-    int w = (p->cmd->flags & FD_CMD_WRITE) != 0;
-    p->seq = ++ab.seq;
-    if (n > 0 && (p->key = malloc(argv[pos[0]].len + 1)) != NULL) {
+    int n = cmd ? fd_command_keys(cmd, argc, argv, pos, AB_MAXKEYS + 1) : 0;
+    int w = may_write(cmd);
+    if (n > 0 && !p->key && (p->key = malloc(argv[pos[0]].len + 1)) != NULL) {
         memcpy(p->key, argv[pos[0]].ptr, argv[pos[0]].len);
         p->key[argv[pos[0]].len] = 0;
         p->keylen = argv[pos[0]].len;
@@ -135,7 +290,11 @@ static void track_begin(px_ab_pair *p, int argc, resp_arg *argv) {
     for (int i = 0; i < n; i++) {
         px_strent *e = px_strmap_add(&ab.keys, argv[pos[i]].ptr, argv[pos[i]].len, sizeof(ab_key), NULL);
         if (!e) { keyed = 0; break; }            /* out of memory: fall back to the global entries */
-        ref_add(p, px_strmap_data(e), e, 1, w);
+        if (ref_add(p, px_strmap_data(e), e, 1, w)) {
+            if (!((ab_key *)px_strmap_data(e))->refs) px_strmap_del(&ab.keys, e);
+            keyed = 0;
+            break;
+        }
         keyed = 1;
     }
     if (keyed) {
@@ -147,7 +306,34 @@ static void track_begin(px_ab_pair *p, int argc, resp_arg *argv) {
     }
 }
 
+/* A copy held back until the primary answers holds back, in turn, the later
+ * commands on its keys (a read included: a later write must not reach the
+ * secondary before it); a keyless one holds back every keyed command. */
+static void hold_keys(px_ab_pair *p) {
+    int keyed = 0, has = 0;
+    for (int i = 0; i < p->nref; i++) keyed |= p->ref[i].e != NULL;
+    ab_key *g = keyed ? &ab.any : &ab.all;
+    for (int i = 0; i < p->nref; i++) has |= p->ref[i].k == g;
+    if (!has) ref_add(p, g, NULL, 0, 0);
+    for (int i = 0; i < p->nref; i++) {
+        ab_ref *r = &p->ref[i];
+        if (r->prim || (!r->e && r->k == &ab.all && keyed)) continue;
+        r->prim = 1;
+        r->k->prim_wr++;
+        p->prim_pending = 1;
+    }
+}
+
+/* The primary answered: its writes no longer hold back other copies. */
+static void prim_done(px_ab_pair *p) {
+    if (!p->prim_pending) return;
+    p->prim_pending = 0;
+    for (int i = 0; i < p->nref; i++)
+        if (p->ref[i].prim) { p->ref[i].prim = 0; p->ref[i].k->prim_wr--; }
+}
+
 static void track_end(px_ab_pair *p) {
+    prim_done(p);
     for (int i = 0; i < p->nref; i++) {
         ab_ref *r = &p->ref[i];
         ab_key *k = r->k;
@@ -159,36 +345,35 @@ static void track_end(px_ab_pair *p) {
     p->nref = 0;
 }
 
-/* --------------------------------------------------------------- mirror */
+/* ------------------------------------------------------------ script bodies */
 
-static px_ab_pair *px_ab_begin(uint64_t client, fd_command *cmd, int argc, resp_arg *argv) {
-    px_backend *sec = px_srv.secondary;
-    if (px_cfg.ab_mode != PX_AB_MIRROR || !sec || !cmd || ab.stopped_at_ms) return NULL;
-    int w = (cmd->flags & FD_CMD_WRITE) != 0;
-    if (w ? !px_cfg.ab_mirror_writes : !px_cfg.ab_mirror_reads) return NULL;
-    if (px_cfg.ab_mirror_sample < 1.0 && cmd->first_key > 0 && cmd->first_key < argc &&
-        unit_hash(argv[cmd->first_key].ptr, argv[cmd->first_key].len) >= px_cfg.ab_mirror_sample) {
-        ab.sampled_out++;                          /* by key: a key is always or never mirrored */
-        return NULL;
-    }
-    if (sec->b.ops->async && (long long)ab.queued >= px_cfg.ab_mirror_queue) { ab.dropped++; return NULL; }
-    px_ab_pair *p = calloc(1, sizeof *p);
-    char *text = malloc(AB_TEXT_MAX + 8);
-    if (!p || !text) { free(p); free(text); ab.dropped++; return NULL; }
-    if (sec->b.ops->async) { p->queued = 1; ab.queued++; }
-    size_t o = 0;
-    for (int i = 0; i < argc && o + 8 < AB_TEXT_MAX; i++) {
-        if (i) text[o++] = ' ';
-        o += ab_printable(text + o, AB_TEXT_MAX - o, argv[i].ptr, argv[i].len, 1);
-    }
-    text[o] = '\0';
-    p->cmd = cmd;
-    p->text = text;
-    p->client = client;
-    track_begin(p, argc, argv);
-    ab.mirrored++;
-    return p;
+typedef struct ab_body { char *b; size_t n; } ab_body;
+
+/* Remember a script body by its SHA1 (EVAL, SCRIPT LOAD seen while mirroring). */
+static void remember_script(const resp_arg *body) {
+    if (ab.scripts.count >= AB_SCRIPTS_MAX) return;
+    char sha[41];
+    fd_sha1_hex(sha, body->ptr, body->len);
+    int created = 0;
+    px_strent *e = px_strmap_add(&ab.scripts, sha, 40, sizeof(ab_body), &created);
+    if (!e || !created) return;
+    ab_body *s = px_strmap_data(e);
+    if (!(s->b = malloc(body->len ? body->len : 1))) { px_strmap_del(&ab.scripts, e); return; }
+    memcpy(s->b, body->ptr, body->len);
+    s->n = body->len;
 }
+
+static const ab_body *find_script(const resp_arg *sha) {
+    char low[40];
+    if (sha->len != 40) return NULL;
+    for (int i = 0; i < 40; i++) {
+        char ch = sha->ptr[i];
+        low[i] = ch >= 'A' && ch <= 'Z' ? (char)(ch + 32) : ch;
+    }
+    px_strent *e = px_strmap_get(&ab.scripts, low, 40);
+    return e ? px_strmap_data(e) : NULL;
+}
+
 
 /* ------------------------------------------------------ samples and logging */
 
@@ -274,6 +459,7 @@ static void keep_race(px_ab_pair *p) {
     else ab.race_log_skipped++;
 }
 
+
 static void divergence(px_ab_pair *p) {
     ab.divergences++;
     p->cmd->ab_mismatches++;
@@ -292,70 +478,479 @@ static void divergence(px_ab_pair *p) {
     ab_keep_divergence(&s);
 }
 
+
+/* --------------------------------------------------------------- pairs */
+
+static void on_side(void *ud, const char *reply, size_t len, int failed);
+static void on_el(void *ud, const char *reply, size_t len, int failed);
+
+static px_ab_pair *pair_new(px_conn *c, fd_command *cmd, int kind) {
+    px_ab_pair *p = calloc(1, sizeof *p);
+    char *text = malloc(AB_TEXT_MAX + 8);
+    if (!p || !text) { free(p); free(text); return NULL; }
+    text[0] = 0;
+    p->text = text;
+    p->cmd = cmd;
+    p->kind = kind;
+    p->client = c->id;
+    p->proto = c->out.proto;
+    p->seq = ++ab.seq;
+    for (int i = 0; i < 2; i++) {
+        p->sides[i] = (struct px_ab_side){p, i};
+        p->tap[i] = (px_tap){on_side, &p->sides[i]};
+    }
+    return p;
+}
+
+static void pair_free(px_ab_pair *p) {
+    free(p->text);
+    free(p->rep[0]);
+    free(p->rep[1]);
+    free(p->key);
+    free(p->ref);
+    cmd_free(&p->copy);
+    for (int i = 0; i < p->nel; i++) {
+        cmd_free(&p->cmds[i]);
+        free(p->el[i].rep[0]);
+        free(p->el[i].rep[1]);
+    }
+    free(p->cmds);
+    free(p->el);
+    free(p);
+}
+
+/* Whether a command or unit (w: it may write; key: its first key) is
+ * mirrored under the policies; counts what is not. */
+static int mirror_wanted(int w, const resp_arg *key) {
+    px_backend *sec = px_srv.secondary;
+    if (px_cfg.ab_mode != PX_AB_MIRROR || !sec || ab.stopped_at_ms) return 0;
+    if (w ? !px_cfg.ab_mirror_writes : !px_cfg.ab_mirror_reads) return 0;
+    if (px_cfg.ab_mirror_sample < 1.0 && key && unit_hash(key->ptr, key->len) >= px_cfg.ab_mirror_sample) {
+        ab.sampled_out++;                          /* by key: a key is always or never mirrored */
+        return 0;
+    }
+    if (sec->b.ops->async && (long long)ab.queued >= px_cfg.ab_mirror_queue) { ab.dropped++; return 0; }
+    return 1;
+}
+
+/* A mirrored command (or a calibration read) begins: its pair, or NULL. */
+static px_ab_pair *px_ab_begin(px_conn *c, fd_command *cmd, int argc, resp_arg *argv) {
+    if (px_cfg.ab_mode != PX_AB_MIRROR || !px_srv.secondary || !cmd || ab.stopped_at_ms) return NULL;
+    int w = may_write(cmd);
+    int calib = !w && ab.calib_left > 0 && !is_script(cmd);
+    if (!calib && !mirror_wanted(w, first_key_arg(cmd, argc, argv))) return NULL;
+    px_ab_pair *p = pair_new(c, cmd, AB_ONE);
+    if (!p) { ab.dropped++; return NULL; }
+    if (calib) {
+        p->calib = 1;
+        ab.calib_left--;
+    } else {
+        if (px_srv.secondary->b.ops->async) { p->queued = 1; ab.queued++; }
+        ab.mirrored++;
+    }
+    text_add(p->text, 0, argc, argv);
+    track_cmd(p, cmd, argc, argv);
+    if ((cmd->id == FD_CMD_eval || cmd->id == FD_CMD_eval_ro) && argc > 1) remember_script(&argv[1]);
+    if (cmd->id == FD_CMD_script && argc > 2 && resp_arg_is(&argv[1], "load")) remember_script(&argv[2]);
+    if (cmd->id == FD_CMD_evalsha || cmd->id == FD_CMD_evalsha_ro) cmd_copy(&p->copy, cmd, argc, argv);  /* for NOSCRIPT */
+    return p;
+}
+
+/* The secondary's part is in: the queue slot and an async secondary's hold are released. */
+static void sec_in(px_ab_pair *p) {
+    if (p->queued) { p->queued = 0; ab.queued--; }
+}
+
+/* ------------------------------------------------------------- comparison */
+
+/* A command calibration found nondeterministic: its measured noise is above
+ * AB_NOISE_MIN_PCT % of the reads compared. */
+static int is_noisy(const fd_command *cmd) {
+    uint64_t n = ab.calib_compared[cmd->id];
+    return n && ab.calib_noise[cmd->id] && (double)ab.calib_noise[cmd->id] * 100.0 > AB_NOISE_MIN_PCT * (double)n;
+}
+
+static void divergence(px_ab_pair *p);
+static void keep_race(px_ab_pair *p);
+
+/* The replies differ: a race, noise (the command is noisy), or a divergence. */
+static void mismatch(px_ab_pair *p, const fd_command *which) {
+    if (p->race) {
+        ab.races++;
+        ab.races_by_cmd[p->cmd->id]++;
+        if (px_cfg.ab_mismatch_log != PX_AB_LOG_COUNT) keep_race(p);
+    } else if (is_noisy(which)) {
+        ab.noisy++;
+        ab.noisy_by_cmd[which->id]++;
+    } else {
+        divergence(p);
+    }
+}
+
+static void compare_one(px_ab_pair *p) {
+    if (p->calib) {                              /* the primary asked twice: noise, unless a write raced */
+        if (p->failed[0] || p->failed[1] || !p->rep[0] || !p->rep[1] || p->race) return;
+        ab.calib_done++;
+        ab.calib_compared[p->cmd->id]++;
+        if (!ab_replies_equal(p->cmd, p->rep[0], p->len[0], p->rep[1], p->len[1])) ab.calib_noise[p->cmd->id]++;
+        return;
+    }
+    if (p->failed[1]) { ab.dropped++; ab.secondary_errors++; return; }
+    if (p->failed[0] || !p->rep[0] || !p->rep[1] || (p->cmd->flags & FD_CMD_NONDET)) return;
+    ab.compared++;
+    p->cmd->ab_compared++;
+    if (!ab_replies_equal(p->cmd, p->rep[0], p->len[0], p->rep[1], p->len[1])) mismatch(p, p->cmd);
+}
+
+/* One side of a unit as n element replies (spans). Elements the secondary
+ * does not run (served by the proxy) are the primary's. 0, or -1 when the
+ * side's reply is not an array of its elements (EXECABORT, nil...). */
+static int unit_side(px_ab_pair *p, int s, span *v, const span *prim) {
+    if (!p->whole[s]) {
+        for (int i = 0; i < p->nel; i++) {
+            if (s && !p->el[i].remote) v[i] = prim[i];
+            else if (!p->el[i].rep[s]) return -1;
+            else v[i] = (span){p->el[i].rep[s], p->el[i].len[s]};
+        }
+        return 0;
+    }
+    span *e = NULL;
+    long long n = p->rep[s] ? ab_elements(p->rep[s], p->len[s], &e) : -1, j = 0;
+    if (n < 0) return -1;
+    for (int i = 0; i < p->nel; i++) {
+        if (p->whole[s] == AB_WHOLE_REMOTE && !p->el[i].remote) { v[i] = prim[i]; continue; }
+        if (j >= n) { free(e); return -1; }
+        v[i] = e[j++];
+    }
+    free(e);
+    return j == n ? 0 : -1;
+}
+
+/* A side's reply as one EXEC reply (for the sample), from its elements. */
+static void unit_assemble(px_ab_pair *p, int s, const span *v) {
+    if (p->rep[s]) return;
+    size_t need = 24;
+    for (int i = 0; i < p->nel; i++) need += v[i].n;
+    char *r = malloc(need);
+    if (!r) return;
+    size_t o = (size_t)snprintf(r, need, "*%d\r\n", p->nel);
+    for (int i = 0; i < p->nel; i++) { memcpy(r + o, v[i].p, v[i].n); o += v[i].n; }
+    p->rep[s] = r;
+    p->len[s] = o;
+}
+
+static char *dup_span(span s, size_t *len) {
+    char *r = malloc(s.n ? s.n : 1);
+    if (r) memcpy(r, s.p, s.n);
+    *len = r ? s.n : 0;
+    return r;
+}
+
+/* A unit (EXEC) compared element by element; a mismatch names the first
+ * queued command whose replies differ. */
+static void compare_unit(px_ab_pair *p) {
+    if (p->failed[1]) { ab.dropped++; ab.secondary_errors++; return; }
+    if (p->failed[0]) return;
+    span *v0 = calloc((size_t)p->nel + 1, sizeof *v0), *v1 = calloc((size_t)p->nel + 1, sizeof *v1);
+    if (!v0 || !v1) { free(v0); free(v1); return; }
+    ab.compared++;
+    p->cmd->ab_compared++;
+    int bad = unit_side(p, 0, v0, NULL) || unit_side(p, 1, v1, v0);
+    int first = -1;
+    for (int i = 0; !bad && i < p->nel && first < 0; i++) {
+        const fd_command *ci = p->cmds[i].cmd;
+        if (!ci || (ci->flags & FD_CMD_NONDET)) continue;
+        if (!ab_replies_equal(ci, v0[i].p, v0[i].n, v1[i].p, v1[i].n)) first = i;
+    }
+    if (!bad && first < 0) { free(v0); free(v1); return; }
+    const fd_command *which = p->cmd;
+    char *text = malloc(AB_TEXT_MAX + 8);
+    if (text && first >= 0) {
+        ab_cmd *q = &p->cmds[first];
+        size_t o = (size_t)snprintf(text, AB_TEXT_MAX, "EXEC: queued command %d of %d differs: ", first + 1, p->nel);
+        o = text_add(text, o, q->argc, q->argv);
+        snprintf(text + o, AB_TEXT_MAX + 8 - o, " | %s", p->text);
+        /* the sample shows that command's replies, and the diff its key */
+        char *r0, *r1;
+        size_t l0, l1;
+        if ((r0 = dup_span(v0[first], &l0)) && (r1 = dup_span(v1[first], &l1))) {
+            free(p->rep[0]); free(p->rep[1]);
+            p->rep[0] = r0; p->len[0] = l0;
+            p->rep[1] = r1; p->len[1] = l1;
+        } else free(r0);
+        const resp_arg *k = first_key_arg(q->cmd, q->argc, q->argv);
+        free(p->key);
+        p->key = NULL;
+        if (k && (p->key = malloc(k->len + 1)) != NULL) { memcpy(p->key, k->ptr, k->len); p->key[k->len] = 0; p->keylen = k->len; }
+        if (q->cmd) which = q->cmd;
+    } else if (text) {
+        snprintf(text, AB_TEXT_MAX, "EXEC: the replies differ in shape | %s", p->text);
+        if (!unit_side(p, 0, v0, NULL)) unit_assemble(p, 0, v0);
+        if (!unit_side(p, 1, v1, v0)) unit_assemble(p, 1, v1);
+    }
+    if (text) { free(p->text); p->text = text; }
+    free(v0);
+    free(v1);
+    mismatch(p, which);
+}
+
+static void maybe_finish(px_ab_pair *p) {
+    if (p->hold || !p->have[0] || !p->have[1]) return;
+    track_end(p);
+    if (p->kind == AB_EXEC) compare_unit(p);
+    else compare_one(p);
+    pair_free(p);
+}
+
+static void send_copy(px_ab_pair *p);
+
 static void px_ab_record(px_ab_pair *p, int side, const char *reply, size_t len, int failed) {
-    if (!p) return;
-    if (side == 1 && p->queued) { p->queued = 0; ab.queued--; }
+    if (side == 1) sec_in(p);
     p->have[side] = 1;
     p->failed[side] = failed;
     if (!failed && (p->rep[side] = malloc(len ? len : 1)) != NULL) {
         memcpy(p->rep[side], reply, len);
         p->len[side] = len;
     }
-    if (!p->have[0] || !p->have[1]) return;
-    track_end(p);
-    if (p->failed[1]) { ab.dropped++; ab.secondary_errors++; }
-    else if (!p->failed[0] && p->rep[0] && p->rep[1] && !(p->cmd->flags & FD_CMD_NONDET)) {
-        ab.compared++;
-        p->cmd->ab_compared++;
-        if (!ab_replies_equal(p->cmd, p->rep[0], p->len[0], p->rep[1], p->len[1])) {
-            if (p->race) {
-                ab.races++;
-                ab.races_by_cmd[p->cmd->id]++;
-                if (px_cfg.ab_mismatch_log != PX_AB_LOG_COUNT) keep_race(p);
-            } else {
-                divergence(p);
-            }
-        }
+    if (side == 0) {
+        prim_done(p);
+        if (p->defer == 2) { send_copy(p); return; }     /* may free p */
     }
-    free(p->text);
-    free(p->rep[0]);
-    free(p->rep[1]);
-    free(p->key);
-    free(p);
+    maybe_finish(p);
 }
 
-/* ------------------------------------------------------------- the layer */
+/* The secondary answered -NOSCRIPT to an EVALSHA the primary ran: send the
+ * body (remembered from EVAL or SCRIPT LOAD) as EVAL. 1 when resent. */
+static int noscript_retry(px_ab_pair *p, const char *reply, size_t len) {
+    if (p->retried || p->calib || !p->copy.argv || len < 9 || memcmp(reply, "-NOSCRIPT", 9) || !px_srv.secondary) return 0;
+    const ab_body *b = find_script(&p->copy.argv[1]);
+    if (!b) return 0;
+    int ro = p->cmd->id == FD_CMD_evalsha_ro;
+    resp_arg *av = malloc((size_t)p->copy.argc * sizeof *av);
+    if (!av) return 0;
+    memcpy(av, p->copy.argv, (size_t)p->copy.argc * sizeof *av);
+    av[0] = ro ? (resp_arg){"EVAL_RO", 7} : (resp_arg){"EVAL", 4};
+    av[1] = (resp_arg){b->b, b->n};
+    p->retried = 1;
+    ab.noscript_resent++;
+    px_tap t = p->tap[1];
+    resp_out scratch;
+    resp_out_init(&scratch, p->proto);
+    uint64_t clock = fd_mono_ns();
+    /* never touch p after this: the reply may complete it */
+    px_submit_to(px_srv.secondary, NULL, &scratch, p->client, fd_command_lookup(av[0].ptr, av[0].len), p->copy.argc, av,
+                 NULL, 0, &clock, &t);
+    resp_out_free(&scratch);
+    free(av);
+    return 1;
+}
 
 static void on_side(void *ud, const char *reply, size_t len, int failed) {
     struct px_ab_side *s = ud;
+    if (s->side == 1 && !failed && noscript_retry(s->p, reply, len)) return;
     px_ab_record(s->p, s->side, reply, len, failed);
 }
+
+/* One element of a unit answered on one side. */
+static void on_el(void *ud, const char *reply, size_t len, int failed) {
+    struct ab_eltap *t = ud;
+    px_ab_pair *p = t->p;
+    ab_el *e = &p->el[t->i];
+    int s = t->side;
+    if (e->have[s]) return;
+    e->have[s] = 1;
+    e->failed[s] = failed;
+    if (failed) p->failed[s] = 1;
+    else if ((e->rep[s] = malloc(len ? len : 1)) != NULL) { memcpy(e->rep[s], reply, len); e->len[s] = len; }
+    if (--p->left[s] > 0) return;
+    if (s == 0) prim_done(p);
+    else { sec_in(p); if (p->retained) { p->retained = 0; px_atomic_release(); } }
+    p->have[s] = 1;
+    maybe_finish(p);
+}
+
+/* A copy held back (ab-mirror-order primary) goes to the secondary now that
+ * the primary answered. */
+static void send_copy(px_ab_pair *p) {
+    p->defer = 0;
+    resp_out scratch;
+    resp_out_init(&scratch, p->proto);
+    uint64_t clock = fd_mono_ns();
+    px_tap t = p->tap[1];
+    p->hold++;
+    px_submit_to(px_srv.secondary, NULL, &scratch, p->client, p->cmd, p->copy.argc, p->copy.argv, p->copy.raw,
+                 p->copy.rawlen, &clock, &t);
+    resp_out_free(&scratch);
+    p->hold--;
+    maybe_finish(p);
+}
+
+/* ------------------------------------------------------------- the layer */
 
 /* The routing layer (server.h): dispatch hands every backend command here;
  * A/B lives entirely below this line. */
 int px_route_submit(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen,
                     uint64_t *clock) {
+    if (ab.unit_conn && ab.unit_conn == c) {
+        /* a command of the EXEC running now: to the unit's side; in mirror
+         * mode its primary reply is the unit's element (the unit goes to
+         * the secondary whole, px_ab_exec_end) */
+        px_ab_pair *p = ab.unit;
+        const px_tap *tap = NULL;
+        if (p && !p->whole[0] && ab.unit_cur >= 0 && ab.unit_cur < p->nel && !p->el[ab.unit_cur].routed) {
+            p->el[ab.unit_cur].routed = 1;
+            tap = &p->el[ab.unit_cur].tap[0];
+        }
+        return side_submit(ab.unit_be, c, 0, c->id, &c->out, cmd, argc, argv, raw, rawlen, clock, tap);
+    }
     if (px_cfg.ab_mode == PX_AB_OFF || !px_srv.secondary || !cmd)
         return px_submit_to(px_srv.primary, c, &c->out, c->id, cmd, argc, argv, raw, rawlen, clock, NULL);
     if (px_cfg.ab_mode == PX_AB_SPLIT) {
-        px_backend *be = px_ab_split_to_secondary(c, cmd, argc, argv) ? px_srv.secondary : px_srv.primary;
-        return px_submit_to(be, c, &c->out, c->id, cmd, argc, argv, raw, rawlen, clock, NULL);
+        px_backend *be = split_to_secondary(c, first_key_arg(cmd, argc, argv)) ? px_srv.secondary : px_srv.primary;
+        return side_submit(be, c, 0, c->id, &c->out, cmd, argc, argv, raw, rawlen, clock, NULL);
     }
-    px_ab_pair *p = px_ab_begin(c->id, cmd, argc, argv);
-    if (!p) return px_submit_to(px_srv.primary, c, &c->out, c->id, cmd, argc, argv, raw, rawlen, clock, NULL);
-    for (int i = 0; i < 2; i++) {
-        p->sides[i] = (struct px_ab_side){p, i};
-        p->tap[i] = (px_tap){on_side, &p->sides[i]};
-    }
-    px_backend *sec = px_srv.secondary;
+    px_ab_pair *p = px_ab_begin(c, cmd, argc, argv);
+    if (!p) return side_submit(px_srv.primary, c, 0, c->id, &c->out, cmd, argc, argv, raw, rawlen, clock, NULL);
+    /* ab-mirror-order primary: a command on a key with a write the primary
+     * has not answered yet sends its copy when its own primary reply comes,
+     * so the secondary gets one key's writes in the primary's order */
+    int defer = p->defer && !p->calib && px_cfg.ab_mirror_order == PX_AB_ORDER_PRIMARY && !is_script(cmd) &&
+                px_srv.primary && px_srv.primary->b.ops->async &&
+                (p->copy.argv || cmd_copy(&p->copy, cmd, argc, argv) == 0);
+    p->defer = defer ? 2 : 0;
+    if (defer) { ab.deferred++; hold_keys(p); }
     px_tap tap1 = p->tap[1];                 /* p is freed by the second answer: never read p after it */
-    int owed = px_submit_to(px_srv.primary, c, &c->out, c->id, cmd, argc, argv, raw, rawlen, clock, &p->tap[0]);
+    px_backend *other = p->calib ? px_srv.primary : px_srv.secondary;
+    int owed = side_submit(px_srv.primary, c, 0, c->id, &c->out, cmd, argc, argv, raw, rawlen, clock, &p->tap[0]);
+    if (defer) return owed;                  /* sent by px_ab_record when the primary answers */
     resp_out scratch;
     resp_out_init(&scratch, c->out.proto);
     uint64_t copy_clock = *clock;            /* the copy starts when the primary's part ended */
-    px_submit_to(sec, NULL, &scratch, c->id, cmd, argc, argv, raw, rawlen, &copy_clock, &tap1);
+    side_submit(other, c, 1, c->id, &scratch, cmd, argc, argv, raw, rawlen, &copy_clock, &tap1);
     resp_out_free(&scratch);
     return owed;
+}
+
+int px_ab_routes(void) { return px_cfg.ab_mode != PX_AB_OFF && px_srv.secondary != NULL; }
+
+/* ------------------------------------------------------------------ units */
+
+px_backend *px_ab_exec_begin(px_conn *c, int n, const px_unit_cmd *q) {
+    ab.unit = NULL;
+    ab.unit_cur = -1;
+    if (!px_ab_routes()) return px_srv.primary;    /* A/B off: the route is not told about units */
+    ab.unit_conn = c;
+    ab.unit_be = px_srv.primary;
+    const resp_arg *key = NULL;
+    int w = 0;
+    for (int i = 0; i < n; i++) {
+        if (!key) key = first_key_arg(q[i].cmd, q[i].argc, q[i].argv);
+        if (may_write(q[i].cmd)) w = 1;
+    }
+    if (px_cfg.ab_mode == PX_AB_SPLIT) {
+        if (split_to_secondary(c, key)) ab.unit_be = px_srv.secondary;
+        return ab.unit_be;
+    }
+    if (!n || !mirror_wanted(w, key)) return ab.unit_be;
+    px_ab_pair *p = pair_new(c, fd_command_lookup("exec", 4), AB_EXEC);
+    if (p && (!(p->cmds = calloc((size_t)n, sizeof *p->cmds)) || !(p->el = calloc((size_t)n, sizeof *p->el)))) {
+        pair_free(p);
+        p = NULL;
+    }
+    if (!p) { ab.dropped++; return ab.unit_be; }
+    size_t o = (size_t)snprintf(p->text, AB_TEXT_MAX, "MULTI/EXEC:");
+    for (int i = 0; i < n; i++) {
+        if (cmd_copy(&p->cmds[i], q[i].cmd, q[i].argc, q[i].argv)) {
+            p->nel = i;
+            pair_free(p);
+            ab.dropped++;
+            return ab.unit_be;
+        }
+        ab_el *e = &p->el[i];
+        e->remote = !q[i].cmd || !px_handler_of(q[i].cmd);
+        for (int s = 0; s < 2; s++) {
+            e->ud[s] = (struct ab_eltap){p, s, i};
+            e->tap[s] = (px_tap){on_el, &e->ud[s]};
+        }
+        if (o + 8 < AB_TEXT_MAX) { p->text[o++] = ' '; o = text_add(p->text, o, q[i].argc, q[i].argv); }
+        if (i + 1 < n && o + 8 < AB_TEXT_MAX) p->text[o++] = ';', p->text[o] = 0;
+    }
+    p->nel = n;
+    for (int i = 0; i < n; i++) track_cmd(p, p->cmds[i].cmd, p->cmds[i].argc, p->cmds[i].argv);
+    p->left[0] = n;
+    p->hold = 1;                             /* until px_ab_exec_end sent the secondary's part */
+    if (px_srv.primary && px_srv.primary->b.ops->passthrough) p->whole[0] = AB_WHOLE_ALL;
+    if (px_srv.secondary->b.ops->async) { p->queued = 1; ab.queued++; }
+    ab.mirrored++;
+    ab.units++;
+    ab.unit = p;
+    return ab.unit_be;
+}
+
+void px_ab_exec_step(int i) { ab.unit_cur = i; }
+
+void px_ab_exec_local(int i, const char *reply, size_t len) {
+    px_ab_pair *p = ab.unit;
+    if (!p || p->whole[0] || i < 0 || i >= p->nel || p->el[i].routed) return;
+    p->el[i].routed = 1;
+    on_el(&p->el[i].ud[0], reply, len, 0);
+}
+
+const px_tap *px_ab_exec_tap(void) {
+    px_ab_pair *p = ab.unit;
+    return p && p->whole[0] ? &p->tap[0] : NULL;
+}
+
+/* The unit to the secondary, on its own atomic-unit mechanism: a Redis
+ * server gets MULTI, the commands, EXEC as one block on one connection; an
+ * embedded store runs them one after the other now (one loop step, one
+ * commit); an asynchronous one (mongodb) gets them together and other
+ * clients are held until its replies are in (multi.h px_atomic_retain). */
+static void send_unit(px_ab_pair *p, px_conn *c) {
+    px_backend *sec = px_srv.secondary;
+    if (!sec) { sec_in(p); p->failed[1] = p->have[1] = 1; return; }
+    int nremote = 0;
+    const resp_arg *rk = NULL;
+    for (int i = 0; i < p->nel; i++)
+        if (p->el[i].remote) {
+            nremote++;
+            if (!rk) rk = first_key_arg(p->cmds[i].cmd, p->cmds[i].argc, p->cmds[i].argv);
+        }
+    if (!nremote) { sec_in(p); p->have[1] = 1; return; }
+    if (sec->b.ops->passthrough) {
+        static resp_arg multi_arg[1] = {{"MULTI", 5}}, exec_arg[1] = {{"EXEC", 4}};
+        p->whole[1] = AB_WHOLE_REMOTE;
+        px_forward_unit(c, sec, 1, multi_arg, NULL, 0, rk, 1, NULL);
+        for (int i = 0; i < p->nel; i++)
+            if (p->el[i].remote)
+                px_forward_unit(c, sec, p->cmds[i].argc, p->cmds[i].argv, p->cmds[i].raw, p->cmds[i].rawlen, rk, 1, NULL);
+        px_forward_unit(c, sec, 1, exec_arg, NULL, 0, rk, 1, &p->tap[1]);
+        return;
+    }
+    p->left[1] = nremote;
+    if (sec->b.ops->async) { p->retained = 1; px_atomic_retain(c); }
+    resp_out scratch;
+    resp_out_init(&scratch, p->proto);
+    uint64_t clock = fd_mono_ns();
+    for (int i = 0; i < p->nel; i++) {
+        if (!p->el[i].remote) continue;
+        scratch.len = 0;
+        ab_cmd *q = &p->cmds[i];
+        side_submit(sec, c, 1, c->id, &scratch, q->cmd, q->argc, q->argv, q->raw, q->rawlen, &clock, &p->el[i].tap[1]);
+    }
+    resp_out_free(&scratch);
+}
+
+void px_ab_exec_end(px_conn *c) {
+    px_ab_pair *p = ab.unit;
+    ab.unit = NULL;
+    ab.unit_conn = NULL;
+    ab.unit_be = NULL;
+    ab.unit_cur = -1;
+    if (!p) return;
+    send_unit(p, c);
+    p->hold = 0;
+    maybe_finish(p);
 }
 
 /* ---------------------------------------------------------------- reports */
@@ -384,19 +979,32 @@ void px_ab_info(resp_out *o) {
     L("ab_secondary_errors:%llu\r\n", (unsigned long long)ab.secondary_errors);
     L("ab_queue:%llu\r\n", (unsigned long long)ab.queued);
     L("ab_split_secondary:%llu\r\n", (unsigned long long)ab.split_secondary);
+    L("ab_mirror_order:%s\r\n", px_cfg.ab_mirror_order == PX_AB_ORDER_PRIMARY ? "primary" : "dispatch");
+    L("ab_deferred:%llu\r\n", (unsigned long long)ab.deferred);
+    L("ab_units:%llu\r\n", (unsigned long long)ab.units);
+    L("ab_noscript_resent:%llu\r\n", (unsigned long long)ab.noscript_resent);
+    L("ab_noisy:%llu\r\n", (unsigned long long)ab.noisy);
+    L("ab_calibrate_left:%lld\r\n", ab.calib_left);
+    L("ab_calibrated:%llu\r\n", (unsigned long long)ab.calib_done);
     size_t n;
     fd_command *t = fd_commands_table(&n);
     for (size_t i = 0; i < n; i++)
-        if (t[i].ab_compared)
-            L("ab_cmd_%s:compared=%llu,divergences=%llu,races=%llu\r\n", t[i].name,
+        if (t[i].ab_compared || ab.noisy_by_cmd[t[i].id])
+            L("ab_cmd_%s:compared=%llu,divergences=%llu,races=%llu,noisy=%llu\r\n", t[i].name,
               (unsigned long long)t[i].ab_compared, (unsigned long long)t[i].ab_mismatches,
-              (unsigned long long)ab.races_by_cmd[t[i].id]);
+              (unsigned long long)ab.races_by_cmd[t[i].id], (unsigned long long)ab.noisy_by_cmd[t[i].id]);
+    for (size_t i = 0; i < n; i++)
+        if (ab.calib_compared[t[i].id])
+            L("ab_noise_%s:calibrated=%llu,noise=%llu,noisy=%s\r\n", t[i].name,
+              (unsigned long long)ab.calib_compared[t[i].id], (unsigned long long)ab.calib_noise[t[i].id],
+              is_noisy(&t[i]) ? "yes" : "no");
 #undef L
 }
 
 void px_ab_counters(px_ab_counts *o) {
     *o = (px_ab_counts){ab.mirrored, ab.compared, ab.divergences, ab.races, ab.dropped, ab.secondary_errors,
-                        ab.queued, ab.split_secondary, ab.sampled_out, ab.stopped_at_ms != 0};
+                        ab.queued, ab.split_secondary, ab.sampled_out, ab.stopped_at_ms != 0,
+                        ab.noisy, ab.deferred, ab.units, ab.calib_left};
 }
 
 static void report_reply(resp_out *t, const char *who, const char *r, size_t len) {
@@ -439,10 +1047,12 @@ static void report(px_conn *c) {
     if (px_srv.secondary) report_backend(&t, "secondary", px_srv.secondary);
     for (px_backend *d = px_srv.draining; d; d = d->next) report_backend(&t, "draining", d);
     if (px_cfg.ab_mode == PX_AB_SPLIT) P("\nsent to the secondary: %llu\n", (unsigned long long)ab.split_secondary);
-    P("\nmirrored %llu, compared %llu, identical %llu, divergences %llu, races %llu, dropped %llu (secondary failed %llu)\n",
+    P("\nmirrored %llu, compared %llu, identical %llu, divergences %llu, races %llu, noisy %llu, dropped %llu (secondary failed %llu)\n",
       (unsigned long long)ab.mirrored, (unsigned long long)ab.compared,
-      (unsigned long long)(ab.compared - ab.divergences - ab.races), (unsigned long long)ab.divergences,
-      (unsigned long long)ab.races, (unsigned long long)ab.dropped, (unsigned long long)ab.secondary_errors);
+      (unsigned long long)(ab.compared - ab.divergences - ab.races - ab.noisy), (unsigned long long)ab.divergences,
+      (unsigned long long)ab.races, (unsigned long long)ab.noisy, (unsigned long long)ab.dropped,
+      (unsigned long long)ab.secondary_errors);
+    if (ab.units) P("(of them %llu transactions mirrored as one unit each)\n", (unsigned long long)ab.units);
     P("(a race: the replies differ on a key another client wrote while the command was in flight,\n"
       " so the two stores may have applied the writes in different orders; not a divergence)\n");
     size_t n;
@@ -454,6 +1064,18 @@ static void report(px_conn *c) {
             P("  %-16s %11llu %10llu %10llu\n", tab[i].name, (unsigned long long)tab[i].ab_mismatches,
               (unsigned long long)ab.races_by_cmd[tab[i].id], (unsigned long long)tab[i].ab_compared);
         }
+    any = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ab.calib_compared[tab[i].id]) {
+            if (!any++) P("noise measured by calibration (reads asked of the primary twice%s):\n"
+                          "  command           calibrated      noise      rate  noisy later\n",
+                          ab.calib_left ? ", still running" : "");
+            P("  %-16s %11llu %10llu %8.1f%% %6s %llu\n", tab[i].name, (unsigned long long)ab.calib_compared[tab[i].id],
+              (unsigned long long)ab.calib_noise[tab[i].id],
+              100.0 * (double)ab.calib_noise[tab[i].id] / (double)ab.calib_compared[tab[i].id],
+              is_noisy(&tab[i]) ? "yes" : "no", (unsigned long long)ab.noisy_by_cmd[tab[i].id]);
+        }
+    if (!any && ab.calib_left) P("calibration: %lld reads still to ask of the primary twice\n", ab.calib_left);
     const char *pn = px_srv.primary ? px_srv.primary->b.ops->name : "primary";
     const char *sn = px_srv.secondary ? px_srv.secondary->b.ops->name : "secondary";
     char who[2][48];
@@ -484,8 +1106,9 @@ static void ab_reset(void) {
     for (unsigned i = 0; i < AB_RACES; i++) sample_free(&ab.race_samples[i]);
     ab.next_sample = ab.nsamples = ab.next_race = ab.nraces = 0;
     ab.mirrored = ab.compared = ab.divergences = ab.races = ab.dropped = ab.split_secondary = ab.secondary_errors = 0;
-    ab.sampled_out = ab.stopped_at_ms = 0;
+    ab.sampled_out = ab.stopped_at_ms = ab.noisy = ab.deferred = ab.units = ab.noscript_resent = 0;
     memset(ab.races_by_cmd, 0, sizeof ab.races_by_cmd);
+    memset(ab.noisy_by_cmd, 0, sizeof ab.noisy_by_cmd);
     size_t n;
     fd_command *t = fd_commands_table(&n);
     for (size_t i = 0; i < n; i++) t[i].ab_compared = t[i].ab_mismatches = 0;
@@ -520,6 +1143,15 @@ void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv) {
         add_samples(o, ab.race_samples, ab.nraces, ab.next_race, AB_RACES);
     } else if (resp_arg_is(&argv[1], "AB") && argc == 4 && resp_arg_is(&argv[2], "KEY")) {
         ab_key_cmd(c, &argv[3]);
+    } else if (resp_arg_is(&argv[1], "AB") && argc == 4 && resp_arg_is(&argv[2], "CALIBRATE")) {
+        long long n;
+        if (resp_str2ll(argv[3].ptr, argv[3].len, &n) || n < 0) { resp_add_error(o, "ERR value is out of range, must be positive"); return; }
+        if (px_cfg.ab_mode != PX_AB_MIRROR || !px_srv.secondary) { resp_add_error(o, "ERR FRONTDOOR AB CALIBRATE needs ab-mode mirror"); return; }
+        ab.calib_left = n;                 /* a new measurement */
+        ab.calib_done = 0;
+        memset(ab.calib_compared, 0, sizeof ab.calib_compared);
+        memset(ab.calib_noise, 0, sizeof ab.calib_noise);
+        resp_add_simple(o, "OK", 2);
     } else if (resp_arg_is(&argv[1], "AB") && argc == 3 && resp_arg_is(&argv[2], "RESET")) {
         ab_reset();
         resp_add_simple(o, "OK", 2);
@@ -535,6 +1167,8 @@ void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv) {
             "    The latest races (replies that differ on a key another client wrote meanwhile), same shape.",
             "AB KEY <key>",
             "    The key's state on the primary and on the secondary, and what differs: [primary, text, secondary, text, diff, text].",
+            "AB CALIBRATE <n>",
+            "    Ask the next <n> mirrored reads of the primary twice (not of the secondary) and count the mismatches as noise per command; afterwards a command noisier than 1% has its mismatches counted as noisy, not as divergences.",
             "AB RESET",
             "    Forget divergences and races, zero the A/B counters (INFO ab), resume a mirror stopped by ab-stop-after.",
             "CAPTURE START [<path>]|STOP|STATUS",
