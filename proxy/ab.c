@@ -537,7 +537,7 @@ static int mirror_wanted(int w, const resp_arg *key) {
 static px_ab_pair *px_ab_begin(px_conn *c, fd_command *cmd, int argc, resp_arg *argv) {
     if (px_cfg.ab_mode != PX_AB_MIRROR || !px_srv.secondary || !cmd || ab.stopped_at_ms) return NULL;
     int w = may_write(cmd);
-    int calib = !w && ab.calib_left > 0 && !is_script(cmd);
+    int calib = !w && ab.calib_left > 0 && (!is_script(cmd) || cmd->id == FD_CMD_eval_ro || cmd->id == FD_CMD_evalsha_ro);
     if (!calib && !mirror_wanted(w, first_key_arg(cmd, argc, argv))) return NULL;
     px_ab_pair *p = pair_new(c, cmd, AB_ONE);
     if (!p) { ab.dropped++; return NULL; }
@@ -1147,10 +1147,12 @@ void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv) {
         long long n;
         if (resp_str2ll(argv[3].ptr, argv[3].len, &n) || n < 0) { resp_add_error(o, "ERR value is out of range, must be positive"); return; }
         if (px_cfg.ab_mode != PX_AB_MIRROR || !px_srv.secondary) { resp_add_error(o, "ERR FRONTDOOR AB CALIBRATE needs ab-mode mirror"); return; }
-        ab.calib_left = n;                 /* a new measurement */
-        ab.calib_done = 0;
-        memset(ab.calib_compared, 0, sizeof ab.calib_compared);
-        memset(ab.calib_noise, 0, sizeof ab.calib_noise);
+        if (n > 0) {                       /* a new measurement; 0 ends the running one, keeping it */
+            ab.calib_done = 0;
+            memset(ab.calib_compared, 0, sizeof ab.calib_compared);
+            memset(ab.calib_noise, 0, sizeof ab.calib_noise);
+        }
+        ab.calib_left = n;
         resp_add_simple(o, "OK", 2);
     } else if (resp_arg_is(&argv[1], "AB") && argc == 3 && resp_arg_is(&argv[2], "RESET")) {
         ab_reset();
@@ -1168,7 +1170,7 @@ void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv) {
             "AB KEY <key>",
             "    The key's state on the primary and on the secondary, and what differs: [primary, text, secondary, text, diff, text].",
             "AB CALIBRATE <n>",
-            "    Ask the next <n> mirrored reads of the primary twice (not of the secondary) and count the mismatches as noise per command; afterwards a command noisier than 1% has its mismatches counted as noisy, not as divergences.",
+            "    Ask the next <n> mirrored reads of the primary twice (not of the secondary) and count the mismatches as noise per command (a new measurement; 0 ends the running one and keeps it); afterwards a command noisier than 1% has its mismatches counted as noisy, not as divergences.",
             "AB RESET",
             "    Forget divergences and races, zero the A/B counters (INFO ab), resume a mirror stopped by ab-stop-after.",
             "CAPTURE START [<path>]|STOP|STATUS",
