@@ -145,6 +145,7 @@ def evalsha_after_script_load_on_a_redis_secondary():
         fd, servers = start_pair(prim, "redis")
         with fd.conn() as c, Conn(servers["secondary"].port) as sec:
             sha = c.call("SCRIPT", "LOAD", body)
+            settled(c)
             eq(sec.call("SCRIPT", "EXISTS", sha), [1], "%s->redis: SCRIPT LOAD reached the secondary" % prim)
             eq(c.call("EVALSHA", sha, "1", "n", "2"), 2)
             settled(c)
