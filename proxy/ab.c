@@ -38,21 +38,16 @@
  * when it began, or began before it ended. `any` stands for every write
  * (keyless reads such as DBSIZE check it), `all` for keyless writes
  * (FLUSHALL: every keyed command checks it). A unit (EXEC, script) tracks
- * the keys of all its commands.
- * prim_wr counts the writes whose PRIMARY reply is not in yet: a command on
- * such a key sends its copy when its own primary reply arrives
- * (ab-mirror-order primary), so the secondary applies the writes of one key
- * in the order the primary acknowledged them. */
+ * the keys of all its commands. */
 typedef struct ab_key {
     uint32_t refs;             /* in-flight commands naming it (a map entry is freed at 0) */
     uint32_t wr_inflight;      /* in-flight writes to it */
-    uint32_t prim_wr;          /* writes to it not yet answered by the primary */
     uint64_t wr_client;        /* their client, AB_MIXED when several */
     uint64_t last_seq, last_client;   /* the latest write begun, and its client */
     uint64_t other_seq;        /* the latest write begun by a client other than last_client */
 } ab_key;
 
-typedef struct ab_ref { ab_key *k; px_strent *e; unsigned char check, write, prim; } ab_ref;
+typedef struct ab_ref { ab_key *k; px_strent *e; unsigned char check, write; } ab_ref;
 
 /* A command kept past its dispatch (argv points into raw, NUL-terminated). */
 typedef struct ab_cmd {
@@ -92,8 +87,7 @@ struct px_ab_pair {
     int         calib;         /* calibration: side 1 is the primary asked again */
     uint64_t    client, seq;   /* the client; its place in the order commands began */
     int         race;          /* another client wrote one of its keys meanwhile */
-    int         prim_pending;  /* its writes still counted in prim_wr (until the primary answers) */
-    int         defer;         /* 1: a key has primary writes in flight; 2: its copy waits for the primary's reply (in `copy`) */
+    int         defer;         /* its copy waits for the primary's reply (in `copy`: ab-mirror-order primary) */
     int         retried;       /* EVALSHA resent as EVAL after the secondary's NOSCRIPT */
     int         retained;      /* a unit on an async secondary holds other clients (multi.h px_atomic_retain) */
     int         proto;
@@ -260,18 +254,15 @@ static int ref_add(px_ab_pair *p, ab_key *k, px_strent *e, int check, int write)
         p->refcap = ncap;
     }
     if (check && k->wr_inflight && k->wr_client != p->client) p->race = 1;
-    if (check && k->prim_wr) p->defer = 1;
     if (write) {
         if (!k->wr_inflight) k->wr_client = p->client;
         else if (k->wr_client != p->client) k->wr_client = AB_MIXED;
         k->wr_inflight++;
-        k->prim_wr++;
-        p->prim_pending = 1;
         if (k->last_client != p->client) { k->other_seq = k->last_seq; k->last_client = p->client; }
         k->last_seq = p->seq;
     }
     k->refs++;
-    p->ref[p->nref++] = (ab_ref){k, e, (unsigned char)check, (unsigned char)write, (unsigned char)write};
+    p->ref[p->nref++] = (ab_ref){k, e, (unsigned char)check, (unsigned char)write};
     return 0;
 }
 
@@ -306,34 +297,7 @@ static void track_cmd(px_ab_pair *p, fd_command *cmd, int argc, resp_arg *argv) 
     }
 }
 
-/* A copy held back until the primary answers holds back, in turn, the later
- * commands on its keys (a read included: a later write must not reach the
- * secondary before it); a keyless one holds back every keyed command. */
-static void hold_keys(px_ab_pair *p) {
-    int keyed = 0, has = 0;
-    for (int i = 0; i < p->nref; i++) keyed |= p->ref[i].e != NULL;
-    ab_key *g = keyed ? &ab.any : &ab.all;
-    for (int i = 0; i < p->nref; i++) has |= p->ref[i].k == g;
-    if (!has) ref_add(p, g, NULL, 0, 0);
-    for (int i = 0; i < p->nref; i++) {
-        ab_ref *r = &p->ref[i];
-        if (r->prim || (!r->e && r->k == &ab.all && keyed)) continue;
-        r->prim = 1;
-        r->k->prim_wr++;
-        p->prim_pending = 1;
-    }
-}
-
-/* The primary answered: its writes no longer hold back other copies. */
-static void prim_done(px_ab_pair *p) {
-    if (!p->prim_pending) return;
-    p->prim_pending = 0;
-    for (int i = 0; i < p->nref; i++)
-        if (p->ref[i].prim) { p->ref[i].prim = 0; p->ref[i].k->prim_wr--; }
-}
-
 static void track_end(px_ab_pair *p) {
-    prim_done(p);
     for (int i = 0; i < p->nref; i++) {
         ab_ref *r = &p->ref[i];
         ab_key *k = r->k;
@@ -712,10 +676,7 @@ static void px_ab_record(px_ab_pair *p, int side, const char *reply, size_t len,
         memcpy(p->rep[side], reply, len);
         p->len[side] = len;
     }
-    if (side == 0) {
-        prim_done(p);
-        if (p->defer == 2) { send_copy(p); return; }     /* may free p */
-    }
+    if (side == 0 && p->defer) { send_copy(p); return; }     /* may free p */
     maybe_finish(p);
 }
 
@@ -763,8 +724,7 @@ static void on_el(void *ud, const char *reply, size_t len, int failed) {
     if (failed) p->failed[s] = 1;
     else if ((e->rep[s] = malloc(len ? len : 1)) != NULL) { memcpy(e->rep[s], reply, len); e->len[s] = len; }
     if (--p->left[s] > 0) return;
-    if (s == 0) prim_done(p);
-    else { sec_in(p); if (p->retained) { p->retained = 0; px_atomic_release(); } }
+    if (s == 1) { sec_in(p); if (p->retained) { p->retained = 0; px_atomic_release(); } }
     p->have[s] = 1;
     maybe_finish(p);
 }
@@ -811,14 +771,17 @@ int px_route_submit(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const
     }
     px_ab_pair *p = px_ab_begin(c, cmd, argc, argv);
     if (!p) return side_submit(px_srv.primary, c, 0, c->id, &c->out, cmd, argc, argv, raw, rawlen, clock, NULL);
-    /* ab-mirror-order primary: a command on a key with a write the primary
-     * has not answered yet sends its copy when its own primary reply comes,
-     * so the secondary gets one key's writes in the primary's order */
-    int defer = p->defer && !p->calib && px_cfg.ab_mirror_order == PX_AB_ORDER_PRIMARY && !is_script(cmd) &&
+    /* ab-mirror-order primary: with a network primary the copy goes when
+     * the primary's reply arrives, so the secondary gets the writes of
+     * different clients in the order the primary acknowledged them (which
+     * is the order it ran them, but for replies of one redis-server turn:
+     * docs/ab-testing.md); with an embedded primary the primary has run the
+     * command already. Scripts go now (frontdoor's engine needs the client). */
+    int defer = !p->calib && px_cfg.ab_mirror_order == PX_AB_ORDER_PRIMARY && !is_script(cmd) &&
                 px_srv.primary && px_srv.primary->b.ops->async &&
                 (p->copy.argv || cmd_copy(&p->copy, cmd, argc, argv) == 0);
-    p->defer = defer ? 2 : 0;
-    if (defer) { ab.deferred++; hold_keys(p); }
+    p->defer = defer;
+    if (defer) ab.deferred++;
     px_tap tap1 = p->tap[1];                 /* p is freed by the second answer: never read p after it */
     px_backend *other = p->calib ? px_srv.primary : px_srv.secondary;
     int owed = side_submit(px_srv.primary, c, 0, c->id, &c->out, cmd, argc, argv, raw, rawlen, clock, &p->tap[0]);

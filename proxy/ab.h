@@ -31,11 +31,12 @@
  *         keys of all its commands are tracked for races. In split mode a
  *         unit goes wholly to one side (its first key's, or the client's).
  * order:  ab-mirror-order primary (default): with a network primary, a
- *         command on a key with a write the primary has not answered yet
- *         sends its copy when its own primary reply arrives, so the
- *         secondary applies one key's writes in the order the primary
- *         acknowledged them; dispatch: copies go when dispatch hands the
- *         command over. One client's copies keep its order either way.
+ *         copy is sent to the secondary when the primary's reply arrives
+ *         (not when dispatch hands the command over), so the secondary
+ *         applies different clients' writes to one key in the order the
+ *         primary acknowledged them; units and scripts go at dispatch.
+ *         dispatch: every copy goes when dispatch hands the command over.
+ *         One client's copies keep its order either way.
  * calibration: FRONTDOOR AB CALIBRATE n: the next n mirrored reads are asked
  *         of the primary twice instead (writes still mirrored); mismatches
  *         count as noise per command. Afterwards a command whose noise is
