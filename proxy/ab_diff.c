@@ -336,6 +336,7 @@ static void diff_text(txt *t, ab_state_job *j) {
     long long na = idx < 0 ? -1 : bulks(j->st[0][idx], j->stl[0][idx], &a);
     long long nb = idx < 0 ? -1 : bulks(j->st[1][idx], j->stl[1][idx], &b);
     if (idx >= 0 && (na < 0 || nb < 0)) addf(t, "%s: cannot read its value on both sides; ", ty);
+    else if (idx == ST_GET && (na != 1 || nb != 1)) addf(t, "the string changed while it was read; ");   /* deleted between TYPE and GET */
     else if (idx == ST_GET) {
         if (!span_eq(a[0], b[0])) {
             size_t k = 0;
