@@ -98,6 +98,7 @@ struct px_ab_pair {
     ab_ref     *ref;
     /* a unit (AB_EXEC) */
     int         nel, left[2], whole[2], hold;
+    int         unit_wait;     /* the unit goes to the secondary when the primary's part is in (ab-mirror-order primary) */
     ab_cmd     *cmds;
     ab_el      *el;
 };
@@ -241,6 +242,14 @@ static int side_submit(px_backend *be, px_conn *c, int detached, uint64_t client
         return 0;
     }
     return px_submit_to(be, detached ? NULL : c, out, client, cmd, argc, argv, raw, rawlen, clock, tap);
+}
+
+/* The client with this id, NULL when it has gone (a copy sent later, when
+ * the primary answered: frontdoor's engine runs a script for a client). */
+static px_conn *conn_by_id(uint64_t id) {
+    for (px_conn *c = px_srv.clients; c; c = c->next)
+        if (c->id == id) return c;
+    return NULL;
 }
 
 /* ----------------------------------------------------------- race tracking */
@@ -667,6 +676,7 @@ static void maybe_finish(px_ab_pair *p) {
 }
 
 static void send_copy(px_ab_pair *p);
+static void unit_go(px_ab_pair *p);
 
 static void px_ab_record(px_ab_pair *p, int side, const char *reply, size_t len, int failed) {
     if (side == 1) sec_in(p);
@@ -677,6 +687,7 @@ static void px_ab_record(px_ab_pair *p, int side, const char *reply, size_t len,
         p->len[side] = len;
     }
     if (side == 0 && p->defer) { send_copy(p); return; }     /* may free p */
+    if (side == 0 && p->unit_wait) { unit_go(p); return; }   /* may free p */
     maybe_finish(p);
 }
 
@@ -726,6 +737,7 @@ static void on_el(void *ud, const char *reply, size_t len, int failed) {
     if (--p->left[s] > 0) return;
     if (s == 1) { sec_in(p); if (p->retained) { p->retained = 0; px_atomic_release(); } }
     p->have[s] = 1;
+    if (s == 0 && p->unit_wait) { unit_go(p); return; }      /* may free p */
     maybe_finish(p);
 }
 
@@ -738,8 +750,15 @@ static void send_copy(px_ab_pair *p) {
     uint64_t clock = fd_mono_ns();
     px_tap t = p->tap[1];
     p->hold++;
-    px_submit_to(px_srv.secondary, NULL, &scratch, p->client, p->cmd, p->copy.argc, p->copy.argv, p->copy.raw,
-                 p->copy.rawlen, &clock, &t);
+    px_backend *sec = px_srv.secondary;
+    px_conn *c = NULL;
+    if (sec && is_script(p->cmd) && !sec->b.ops->passthrough &&
+        (!(c = conn_by_id(p->client)) || px_script_client())) {
+        t.fn(t.ud, NULL, 0, 1);                 /* the client left (or a script runs): not run, dropped */
+    } else {
+        side_submit(sec, c, 1, p->client, &scratch, p->cmd, p->copy.argc, p->copy.argv, p->copy.raw, p->copy.rawlen,
+                    &clock, &t);
+    }
     resp_out_free(&scratch);
     p->hold--;
     maybe_finish(p);
@@ -776,9 +795,10 @@ int px_route_submit(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const
      * different clients in the order the primary acknowledged them (which
      * is the order it ran them, but for replies of one redis-server turn:
      * docs/ab-testing.md); with an embedded primary the primary has run the
-     * command already. Scripts go now (frontdoor's engine needs the client). */
-    int defer = !p->calib && px_cfg.ab_mirror_order == PX_AB_ORDER_PRIMARY && !is_script(cmd) &&
-                px_srv.primary && px_srv.primary->b.ops->async &&
+     * command already. A script too, unless frontdoor's engine runs it
+     * against a mongodb secondary (it would wait nested in a reply's callback). */
+    int defer = !p->calib && px_cfg.ab_mirror_order == PX_AB_ORDER_PRIMARY && px_srv.primary && px_srv.primary->b.ops->async &&
+                (!is_script(cmd) || px_srv.secondary->b.ops->passthrough || !px_srv.secondary->b.ops->async) &&
                 (p->copy.argv || cmd_copy(&p->copy, cmd, argc, argv) == 0);
     p->defer = defer;
     if (defer) ab.deferred++;
@@ -880,6 +900,23 @@ static void send_unit(px_ab_pair *p, px_conn *c) {
             if (!rk) rk = first_key_arg(p->cmds[i].cmd, p->cmds[i].argc, p->cmds[i].argv);
         }
     if (!nremote) { sec_in(p); p->have[1] = 1; return; }
+    if (sec->b.ops->passthrough && !c) {
+        /* the client left before the primary answered: the block on the
+         * connection of its id (a cluster: routed part by part) */
+        static resp_arg multi_arg[1] = {{"MULTI", 5}}, exec_arg[1] = {{"EXEC", 4}};
+        resp_out scratch;
+        resp_out_init(&scratch, p->proto);
+        uint64_t clock = fd_mono_ns();
+        p->whole[1] = AB_WHOLE_REMOTE;
+        px_submit_to(sec, NULL, &scratch, p->client, NULL, 1, multi_arg, NULL, 0, &clock, NULL);
+        for (int i = 0; i < p->nel; i++)
+            if (p->el[i].remote)
+                px_submit_to(sec, NULL, &scratch, p->client, NULL, p->cmds[i].argc, p->cmds[i].argv, p->cmds[i].raw,
+                             p->cmds[i].rawlen, &clock, NULL);
+        px_submit_to(sec, NULL, &scratch, p->client, NULL, 1, exec_arg, NULL, 0, &clock, &p->tap[1]);
+        resp_out_free(&scratch);
+        return;
+    }
     if (sec->b.ops->passthrough) {
         static resp_arg multi_arg[1] = {{"MULTI", 5}}, exec_arg[1] = {{"EXEC", 4}};
         p->whole[1] = AB_WHOLE_REMOTE;
@@ -891,7 +928,7 @@ static void send_unit(px_ab_pair *p, px_conn *c) {
         return;
     }
     p->left[1] = nremote;
-    if (sec->b.ops->async) { p->retained = 1; px_atomic_retain(c); }
+    if (sec->b.ops->async && c) { p->retained = 1; px_atomic_retain(c); }
     resp_out scratch;
     resp_out_init(&scratch, p->proto);
     uint64_t clock = fd_mono_ns();
@@ -899,9 +936,19 @@ static void send_unit(px_ab_pair *p, px_conn *c) {
         if (!p->el[i].remote) continue;
         scratch.len = 0;
         ab_cmd *q = &p->cmds[i];
-        side_submit(sec, c, 1, c->id, &scratch, q->cmd, q->argc, q->argv, q->raw, q->rawlen, &clock, &p->el[i].tap[1]);
+        side_submit(sec, c, 1, p->client, &scratch, q->cmd, q->argc, q->argv, q->raw, q->rawlen, &clock, &p->el[i].tap[1]);
     }
     resp_out_free(&scratch);
+}
+
+/* A unit held back until the primary's part was in (ab-mirror-order
+ * primary): send it now. */
+static void unit_go(px_ab_pair *p) {
+    p->unit_wait = 0;
+    p->hold++;
+    send_unit(p, conn_by_id(p->client));
+    p->hold--;
+    maybe_finish(p);
 }
 
 void px_ab_exec_end(px_conn *c) {
@@ -911,6 +958,16 @@ void px_ab_exec_end(px_conn *c) {
     ab.unit_be = NULL;
     ab.unit_cur = -1;
     if (!p) return;
+    /* ab-mirror-order primary with a network primary: the unit goes when the
+     * primary's part is in, like single copies (an asynchronous secondary
+     * gets it now: its hold needs the client) */
+    if (px_cfg.ab_mirror_order == PX_AB_ORDER_PRIMARY && px_srv.primary && px_srv.primary->b.ops->async &&
+        px_srv.secondary && (!px_srv.secondary->b.ops->async || px_srv.secondary->b.ops->passthrough) && !p->have[0]) {
+        p->unit_wait = 1;
+        ab.deferred++;
+        p->hold = 0;
+        return;
+    }
     send_unit(p, c);
     p->hold = 0;
     maybe_finish(p);
