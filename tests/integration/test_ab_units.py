@@ -10,7 +10,8 @@
 (c) EVALSHA after SCRIPT LOAD on a redis secondary; a secondary that lost
     its scripts (SCRIPT FLUSH behind frontdoor's back) gets the body as EVAL.
 (d) Split: a transaction goes wholly to one side.
-(e) Calibration: reads asked twice of the primary measure the noise per
+(e) A contended lock (SET NX, a releasing script) stays the same on both sides.
+(f) Calibration: reads asked twice of the primary measure the noise per
     command: none for GET/HGETALL/LRANGE, some for SRANDMEMBER and for a
     read-only script around it, whose later mismatches count as noisy.
 """
@@ -176,6 +177,44 @@ def split_sends_a_transaction_wholly_to_one_side():
             sides.append(on_p[0] == 2)
         check(5 < sum(sides) < 35, "both sides used", sum(sides))
         eq(int(ab(c)["ab_split_secondary"]), 40 - sum(sides))
+
+
+@T.case
+def a_contended_lock_stays_the_same_on_both_sides():
+    """Four clients take and release one lock (SET NX PX, then a script that
+    deletes it if the token is theirs, as redis-py's lock()). With one
+    connection to redis-server the primary's order is known exactly: every
+    copy, the scripts' included, must reach the secondary in it (a release
+    sent ahead of a failed SET NX left the secondary with another holder)."""
+    need_frontdoor()
+    import threading
+    fd, servers = start_pair("redis", "lmdb", redis_pool_size="1")
+    release = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
+    errors = []
+
+    def worker(n):
+        try:
+            with fd.conn() as c:
+                for i in range(60):
+                    token = "t%d-%d" % (n, i)
+                    while c.call("SET", "lock", token, "NX", "PX", "5000") != "OK":
+                        pass
+                    c.call("INCR", "counter")
+                    eq(c.call("EVAL", release, "1", "lock", token), 1)
+        except Exception as e:                   # reported below
+            errors.append(e)
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(60)
+    check(not errors, "workers", errors[:1])
+    with fd.conn() as c:
+        settled(c)
+        a = ab(c)
+        eq(a["ab_divergences"], "0", "%s %r" % (a, c.call("FRONTDOOR", "AB")[:2]))
+        eq(c.call("GET", "counter"), b"240")
+        check(b"identical on both sides" in c.call("FRONTDOOR", "AB", "KEY", "counter")[5], "the counter agrees")
 
 
 @T.case
