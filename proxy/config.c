@@ -42,6 +42,7 @@ static const char *const ab_mode_names[] = {"off", "split", "mirror", NULL};  /*
 static const char *const ab_by_names[] = {"key", "client", NULL};            /* = PX_AB_BY_* */
 static const char *const ab_log_names[] = {"count", "reply", "diff", NULL};   /* = PX_AB_LOG_* */
 static const char *const yesno_names[] = {"no", "yes", NULL};
+static const char *const ab_order_names[] = {"dispatch", "primary", NULL};   /* = PX_AB_ORDER_* */
 
 #define OFF(f) offsetof(px_settings, f)
 #define BOFF(f) offsetof(px_backend_settings, f)
@@ -51,6 +52,7 @@ static const char *const yesno_names[] = {"no", "yes", NULL};
  * ("backend" as "ab-secondary"); CONFIG GET * lists all names sorted. */
 static const directive directives[] = {
     {"ab-log-file", T_STR, OFF(ab_log_file), "", 0, 0, F_AB, NULL},
+    {"ab-mirror-order", T_ENUM, OFF(ab_mirror_order), "primary", 0, 0, 0, ab_order_names},   /* proxy/ab.h */
     {"ab-mirror-queue", T_INT, OFF(ab_mirror_queue), "10000", 1, 100000000, F_AB, NULL},
     {"ab-mirror-reads", T_ENUM, OFF(ab_mirror_reads), "yes", 0, 0, 0, yesno_names},          /* issue 18 */
     {"ab-mirror-sample", T_DOUBLE, OFF(ab_mirror_sample), "1", 0, 1, 0, NULL},               /* issue 18 */

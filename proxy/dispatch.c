@@ -101,18 +101,19 @@ int px_submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_id, 
     return 0;
 }
 
-int px_forward_unit(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t rawlen,
-                    const resp_arg *route_key, int detached) {
+int px_forward_unit(px_conn *c, px_backend *be, int argc, resp_arg *argv, const char *raw, size_t rawlen,
+                    const resp_arg *route_key, int detached, const px_tap *tap) {
     uint64_t clock = fd_mono_ns();
     forced_route = route_key;
+    if (!be) be = px_srv.primary;
     int owed;
     if (detached) {
         resp_out scratch;
         resp_out_init(&scratch, c->out.proto);
-        owed = px_submit_to(px_srv.primary, NULL, &scratch, c->id, NULL, argc, argv, raw, rawlen, &clock, NULL);
+        owed = px_submit_to(be, NULL, &scratch, c->id, NULL, argc, argv, raw, rawlen, &clock, tap);
         resp_out_free(&scratch);
     } else {
-        owed = px_submit_to(px_srv.primary, c, &c->out, c->id, NULL, argc, argv, raw, rawlen, &clock, NULL);
+        owed = px_submit_to(be, c, &c->out, c->id, NULL, argc, argv, raw, rawlen, &clock, tap);
     }
     forced_route = NULL;
     return owed;
