@@ -560,6 +560,11 @@ static void test_map_full(void)
      * MAP_FULL and every later one of the turn get FD_E_OOM, end_turn
      * reports it, nothing of the turn is kept, earlier commits are. */
     CHECK(!st->careful);
+    resp_out info;
+    resp_out_init(&info, 2);
+    ops->info(&B, &info);                     /* nosync: WRITEMAP until the map fills */
+    CHECK(memmem(info.data, info.len, "lmdb_writemap:yes", 17) != NULL);
+    resp_out_free(&info);
     int first_oom = -1, later_ok = 0;
     for (int j = 0; j < 30; j++) {
         char k[32];
@@ -615,10 +620,11 @@ static void test_map_full(void)
     EXPECT("+OK\r\n", flushdb, W, "SYNC");
     EXPECT("+OK\r\n", set, W, "after", "ok");
     EXPECT("$2\r\nok\r\n", get, RD, "after");
-    resp_out info;
     resp_out_init(&info, 2);
     ops->info(&B, &info);
     CHECK(info.len > 0 && memmem(info.data, info.len, "lmdb_map_size:1048576", 21) != NULL);
+    /* the MAP_FULL reopened the store without WRITEMAP, for careful mode */
+    CHECK(memmem(info.data, info.len, "lmdb_writemap:no", 16) != NULL);
     CHECK(memmem(info.data, info.len, "kv_careful_mode:1", 17) != NULL);
     resp_out_free(&info);
     free(v);
