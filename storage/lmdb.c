@@ -34,9 +34,10 @@
  * reopened without it, between two turns, for the rest of the process's
  * life — once the high-water mark passes LM_WRITEMAP_MAX of the map or a
  * put has hit MAP_FULL. Until then a nested begin answers
- * FD_E_NOTSUPPORTED and the command runs in the turn's transaction (only
- * a write of more than half the map could then fail the whole turn
- * instead of itself). With sync, WRITEMAP is never used.
+ * FD_E_NOTSUPPORTED and the command runs in the turn's transaction: with
+ * under half of the map used, only a turn that writes more than the other
+ * half (say one value of half the map) could then fail as a whole instead
+ * of just the command that does not fit. With sync, WRITEMAP is never used.
  */
 #include <errno.h>
 #include <stdio.h>
