@@ -327,12 +327,13 @@ static void lm_turn_start(lm_db *db)
     for (int i = 0; i < LM_MAX_DEPTH; i++)
         if (db->tx[i].used) return;             /* cannot reopen under a live txn */
     char err[256];
+    int full = db->drop_wm;
     if (lm_reopen(db, 0, err, sizeof err) != FD_OK)
         fd_log(FD_LOG_WARNING, "lmdb: %s", err);
     else
         fd_log(FD_LOG_NOTICE, "lmdb: map %llu%% used%s: reopened without MDB_WRITEMAP "
                "(careful mode needs nested transactions)",
-               (unsigned long long)(map ? used * 100 / map : 0), db->drop_wm ? " or a write did not fit" : "");
+               (unsigned long long)(map ? used * 100 / map : 0), full ? " or a write did not fit" : "");
 }
 
 /* The high-water mark above 80% of the map, counting `extra` twice (a
