@@ -63,7 +63,12 @@ static void meta_parse(mg_ctx *c, const bson_t *doc, mg_meta *m)
     if (bson_iter_init(&it, m->doc)) {
         while (bson_iter_next(&it)) {
             const char *k = bson_iter_key(&it);
-            if (!strcmp(k, "type") && BSON_ITER_HOLDS_UTF8(&it)) {
+            if (k[0] == 'b' && BSON_ITER_HOLDS_INT64(&it)) {         /* a big collection (mg_big.c) */
+                if (!strcmp(k, "big")) m->big = bson_iter_int64(&it);
+                else if (!strcmp(k, "bn")) m->bn = bson_iter_int64(&it);
+                else if (!strcmp(k, "blh")) m->blh = bson_iter_int64(&it);
+                else if (!strcmp(k, "bo")) m->bo = bson_iter_int64(&it);
+            } else if (!strcmp(k, "type") && BSON_ITER_HOLDS_UTF8(&it)) {
                 m->type = mg_type_of(bson_iter_utf8(&it, NULL));
             } else if (!strcmp(k, "expireAt") && BSON_ITER_HOLDS_DATE_TIME(&it)) {
                 m->expire = bson_iter_date_time(&it);
@@ -154,6 +159,10 @@ int mg_lookup_proj(mg_ctx *c, const resp_arg *key, mg_meta *m, const bson_t *pro
     bson_destroy(&q);
     bson_destroy(&opts);
     if (bad) { mg_meta_free(m); return mg_fail(c); }
+    if (m->big && m->live && !projection) {     /* the whole collection: as the small layout holds it */
+        int s = mg_big_expand(c, m);
+        if (s != FD_OK) { mg_meta_free(m); return s; }
+    }
     return FD_OK;
 }
 
@@ -189,17 +198,6 @@ int mg_key_live(mg_ctx *c, const resp_arg *key, int *live)
     return FD_OK;
 }
 
-int mg_write_doc(mg_ctx *c, const resp_arg *key, const bson_t *doc)
-{
-    bson_t q = BSON_INITIALIZER, opts = BSON_INITIALIZER;
-    mg_append_key(&q, "_id", key->ptr, key->len);
-    bson_append_bool(&opts, "upsert", -1, true);
-    bool ok = mongoc_collection_replace_one(c->coll, &q, doc, &opts, NULL, &c->err);
-    bson_destroy(&q);
-    bson_destroy(&opts);
-    return ok ? FD_OK : mg_fail(c);
-}
-
 /* Replace the key's document with a string (expire 0 = none). The value is
  * a then b (APPEND without a copy). */
 int mg_write_string(mg_ctx *c, const resp_arg *key, int64_t expire,
@@ -221,15 +219,6 @@ int mg_write_string(mg_ctx *c, const resp_arg *key, int64_t expire,
     int s = mg_write_doc(c, key, &d);
     bson_destroy(&d);
     return s;
-}
-
-int mg_delete(mg_ctx *c, const resp_arg *key)
-{
-    bson_t q = BSON_INITIALIZER;
-    mg_append_key(&q, "_id", key->ptr, key->len);
-    bool ok = mongoc_collection_delete_one(c->coll, &q, NULL, NULL, &c->err);
-    bson_destroy(&q);
-    return ok ? FD_OK : mg_fail(c);
 }
 
 int mg_set_expire(mg_ctx *c, const resp_arg *key, int64_t expire)

@@ -91,7 +91,7 @@ static int hash_set(mg_hash *h, const char *f, size_t fl, const char *v, size_t 
 /* Write the hash back (delete the key when it has no field left). */
 static int hash_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg_hash *h)
 {
-    if (!h->n) return m->found ? mg_delete(c, key) : FD_OK;
+    if (!h->n) return mg_coll_delete(c, key, m);
     bson_t d = BSON_INITIALIZER, arr, e;
     bson_append_utf8(&d, "type", -1, "hash", -1);
     bson_append_array_begin(&d, "value", -1, &arr);
@@ -106,7 +106,7 @@ static int hash_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg_
     }
     bson_append_array_end(&d, &arr);
     if (m->live && m->expire) bson_append_date_time(&d, "expireAt", -1, m->expire);
-    int s = mg_write_doc(c, key, &d);
+    int s = mg_coll_write(c, key, m, &d);
     bson_destroy(&d);
     return s;
 }

@@ -58,7 +58,7 @@ int mg_array_load(mg_ctx *c, const resp_arg *key, mg_meta *m, mg_list *L, int ty
 
 int mg_array_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg_list *L, int type)
 {
-    if (!L->n) return m->found ? mg_delete(c, key) : FD_OK;
+    if (!L->n) return mg_coll_delete(c, key, m);
     bson_t d = BSON_INITIALIZER, arr;
     bson_append_utf8(&d, "type", -1, mg_type_names[type], -1);
     bson_append_array_begin(&d, "value", -1, &arr);
@@ -71,7 +71,7 @@ int mg_array_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg_lis
     bson_append_array_end(&d, &arr);
     if (type == MG_T_LIST) bson_append_int64(&d, "n", -1, (int64_t)L->n);   /* the fast paths' length */
     if (m->live && m->expire) bson_append_date_time(&d, "expireAt", -1, m->expire);
-    int s = mg_write_doc(c, key, &d);
+    int s = mg_coll_write(c, key, m, &d);
     bson_destroy(&d);
     return s;
 }
@@ -204,6 +204,9 @@ static int list_load_slice(mg_ctx *c, const resp_arg *key, mg_meta *m, mg_list *
     bson_append_int32(&proj, "type", -1, 1);
     bson_append_int32(&proj, "expireAt", -1, 1);
     bson_append_int32(&proj, "n", -1, 1);
+    bson_append_int32(&proj, "big", -1, 1);       /* a big list (mg_big.c) */
+    bson_append_int32(&proj, "bn", -1, 1);
+    bson_append_int32(&proj, "blh", -1, 1);
     bson_append_document_begin(&proj, "value", -1, &x);
     bson_append_array_begin(&x, "$slice", -1, &a);
     bson_append_int64(&a, "0", -1, from);
@@ -213,6 +216,16 @@ static int list_load_slice(mg_ctx *c, const resp_arg *key, mg_meta *m, mg_list *
     int s = array_load_proj(c, key, m, L, MG_T_LIST, &proj);
     bson_destroy(&proj);
     *len = -1;
+    if (s == FD_OK && m->live && m->big) {
+        /* a big list (mg_big.c): those positions only */
+        if ((s = mg_big_list_slice(c, m, from, count)) != FD_OK) { mg_list_free(L); mg_meta_free(m); return s; }
+        bson_iter_t it, arr;
+        if (bson_iter_init_find(&it, m->doc, "value") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &arr))
+            while (s == FD_OK && bson_iter_next(&arr)) s = array_elem(L, &arr);
+        if (s != FD_OK) { mg_list_free(L); mg_meta_free(m); return s; }
+        *len = m->bn;
+        return FD_OK;
+    }
     bson_iter_t it;
     if (s == FD_OK && m->live && bson_iter_init_find(&it, m->doc, "n") && BSON_ITER_HOLDS_NUMBER(&it))
         *len = bson_iter_as_int64(&it);
@@ -225,6 +238,16 @@ static int push_generic(mg_ctx *c, int left, int xx)
     FD_TRY(push_fast(c, left, &done));
     if (done) return FD_OK;
     mg_meta m; mg_list L;
+    FD_TRY(mg_lookup(c, &c->argv[1], &m, 0));
+    if (m.live && m.big && m.type == MG_T_LIST) {      /* a big list: the new positions only */
+        long long len;
+        int s = mg_big_list_push(c, &c->argv[1], &m, left, &c->argv[2], c->argc - 2, &len);
+        mg_meta_free(&m);
+        FD_TRY(s);
+        FD_OUT(resp_add_int(c->out, len));
+        return FD_OK;
+    }
+    mg_meta_free(&m);
     FD_TRY(list_load(c, &c->argv[1], &m, &L));
     if (!m.live && xx) LIST_DONE(resp_add_int(c->out, 0) ? FD_E_NOMEM : FD_OK);
     size_t add = (size_t)(c->argc - 2);
@@ -260,12 +283,19 @@ static int pop_generic(mg_ctx *c, int left)
     }
     if (hascount && (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &count) != 0 || count < 0))
         return FD_E_RANGE_POSITIVE;
+    mg_meta m; mg_list L;
     if (!hascount) {
         int done;
         FD_TRY(pop_fast(c, left, &done));
         if (done) return FD_OK;
+        FD_TRY(mg_lookup(c, &c->argv[1], &m, 0));
+        if (m.live && m.big && m.type == MG_T_LIST) {  /* a big list: one element */
+            int s = mg_big_list_pop(c, &c->argv[1], &m, left, c->out);
+            mg_meta_free(&m);
+            return s;
+        }
+        mg_meta_free(&m);
     }
-    mg_meta m; mg_list L;
     FD_TRY(list_load(c, &c->argv[1], &m, &L));
     if (!m.live) LIST_DONE((hascount ? resp_add_null_array(c->out) : resp_add_null(c->out)) ? FD_E_NOMEM : FD_OK);
     if (hascount && count == 0) LIST_DONE(resp_add_array(c->out, 0) ? FD_E_NOMEM : FD_OK);

@@ -74,7 +74,7 @@ static long zset_find(mg_zset *Z, const char *p, size_t n)
 
 static int zset_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, mg_zset *Z)
 {
-    if (!Z->n) return m->found ? mg_delete(c, key) : FD_OK;
+    if (!Z->n) return mg_coll_delete(c, key, m);
     if (Z->dirty) { qsort(Z->a, Z->n, sizeof *Z->a, zent_cmp); mg_ix_invalidate(&Z->ix); }
     Z->dirty = 0;
     bson_t d = BSON_INITIALIZER, arr, e;
@@ -92,7 +92,7 @@ static int zset_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, mg_zset *
     }
     bson_append_array_end(&d, &arr);
     if (m->live && m->expire) bson_append_date_time(&d, "expireAt", -1, m->expire);
-    int s = mg_write_doc(c, key, &d);
+    int s = mg_coll_write(c, key, m, &d);
     bson_destroy(&d);
     return s;
 }
