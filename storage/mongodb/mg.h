@@ -152,6 +152,7 @@ struct mg_ctx {
     long long        max_bulk;
     bson_error_t     err;          /* set with MG_E_MONGO */
     mongoc_collection_t *bcoll;    /* db0_big, made on first use (mg_big_coll), destroyed after the command */
+    int              nfirst, nstep; /* mg_named: the next lookup's members (nstep 0: all) */
 };
 
 /* ================================================================ handlers
@@ -354,6 +355,17 @@ int  mg_big_expand(mg_ctx *c, mg_meta *m);
  * converted to the big layout when doc has more than the threshold;
  * members of an overwritten big collection are dropped. */
 int  mg_coll_write(mg_ctx *c, const resp_arg *key, const mg_meta *old, const bson_t *doc);
+/* The next mg_lookup/mg_lookup_proj (no projection) of a big hash, set or
+ * sorted set reads only the members named argv[first], argv[first + step],
+ * ... (none when first >= argc): m->expanded 2, a part of the collection
+ * whose count is mg_coll_count. Saves of it write the difference for those
+ * members only. Handlers that touch named members only use it (HSET, HGET,
+ * SADD, SISMEMBER, ZADD, ZSCORE...); naming extra arguments (a score, an
+ * option) only reads more. A small key reads whole as always. */
+static inline void mg_named(mg_ctx *c, int first, int step) { c->nfirst = first; c->nstep = step; }
+int  mg_big_expand_named(mg_ctx *c, mg_meta *m, int first, int step);
+/* The number of members of a loaded collection that has n loaded. */
+static inline long long mg_coll_count(const mg_meta *m, size_t n) { return m->expanded == 2 ? m->bn : (long long)n; }
 /* Delete the key (when old->found), members included. */
 int  mg_coll_delete(mg_ctx *c, const resp_arg *key, const mg_meta *old);
 /* Delete every member document of version sv. */
@@ -380,6 +392,15 @@ int  mg_big_list_push(mg_ctx *c, const resp_arg *key, mg_meta *m, int left, cons
 /* Pop one element from an end and reply it (bulk) to out; the key goes
  * with its last element. */
 int  mg_big_list_pop(mg_ctx *c, const resp_arg *key, mg_meta *m, int left, resp_out *out);
+
+/* Sorted sets (m: a big sorted set read with nothing named, mg_named):
+ * m->doc becomes {type, value: the members z selects (a sanitized rank
+ * range, or a score range with its LIMIT offset/count applied: the caller
+ * then walks it with offset 0)}, read as one _id range. Not savable. */
+int  mg_big_zset_window(mg_ctx *c, mg_meta *m, const fd_zrange *z);
+/* The rank of member p/n (score: its score) in the big sorted set m: the
+ * count of its members before it (one count of an _id range). */
+int  mg_big_zrank(mg_ctx *c, const mg_meta *m, const char *p, size_t n, double score, long long *rank);
 
 /* Each member document with lo <= _id < hi in _id order (rev: descending),
  * skipping skip, at most limit (< 0: all), read in pages: each(u, doc, id,

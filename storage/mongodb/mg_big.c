@@ -262,6 +262,7 @@ typedef struct { char *k, *v; size_t kl, vl; int64_t o; } big_item;
 
 typedef struct {
     int type;
+    int named;            /* sorted sets: member documents (sv "m" hex), not the order */
     bson_t *arr;          /* the value array being built */
     uint32_t n;
     big_item *it;         /* hashes, sets: collected, then sorted by o */
@@ -288,12 +289,16 @@ static int expand_each(void *u, const bson_t *doc, const char *id, size_t idl)
         return FD_OK;
     }
     if (e->type == MG_T_ZSET) {
-        if (idl < 33) return FD_OK;
-        double s = bits_score(parse16(id + 17));
-        size_t ml = (idl - 33) / 2;
-        char small[256], *m = ml <= sizeof small ? small : malloc(ml);
+        size_t at = e->named ? 17 : 33;
+        if (idl < at) return FD_OK;
+        double s;
+        if (!e->named) s = bits_score(parse16(id + 17));
+        else if (bson_iter_init_find(&it, doc, "s") && BSON_ITER_HOLDS_NUMBER(&it)) s = bson_iter_as_double(&it);
+        else return FD_OK;
+        size_t ml = (idl - at) / 2;
+        char small[256], *m = ml <= sizeof small ? small : malloc(ml ? ml : 1);
         if (!m) return FD_E_NOMEM;
-        if (unhex(id + 33, ml * 2, m) != 0) { if (m != small) free(m); return FD_OK; }
+        if (unhex(id + at, ml * 2, m) != 0) { if (m != small) free(m); return FD_OK; }
         bson_t el;
         arr_key(e->n++, &ks, ib, sizeof ib);
         bson_append_document_begin(e->arr, ks, -1, &el);
@@ -346,6 +351,74 @@ int mg_big_list_slice(mg_ctx *c, mg_meta *m, long long from, long long count)
     return expand_range(c, m, from, count);
 }
 
+/* the member documents of ids (sv tag hex(name)), in one find */
+static int find_ids(mg_ctx *c, char **ids, size_t *lens, size_t n, expand_st *e)
+{
+    mongoc_collection_t *bc = mg_big_coll(c);
+    if (!bc) return FD_E_NOMEM;
+    bson_t q = BSON_INITIALIZER, in, arr;
+    bson_append_document_begin(&q, "_id", -1, &in);
+    bson_append_array_begin(&in, "$in", -1, &arr);
+    for (size_t i = 0; i < n; i++) {
+        char ib[16];
+        const char *ks;
+        arr_key((uint32_t)i, &ks, ib, sizeof ib);
+        bson_append_utf8(&arr, ks, -1, ids[i], (int)lens[i]);
+    }
+    bson_append_array_end(&in, &arr);
+    bson_append_document_end(&q, &in);
+    mongoc_cursor_t *cur = mongoc_collection_find_with_opts(bc, &q, NULL, NULL);
+    const bson_t *doc;
+    int st = FD_OK;
+    while (st == FD_OK && mongoc_cursor_next(cur, &doc)) {
+        bson_iter_t it;
+        if (!bson_iter_init_find(&it, doc, "_id") || !BSON_ITER_HOLDS_UTF8(&it)) continue;
+        uint32_t il;
+        const char *id = bson_iter_utf8(&it, &il);
+        st = expand_each(e, doc, id, il);
+    }
+    if (st == FD_OK && mongoc_cursor_error(cur, &c->err)) st = mg_fail(c);
+    mongoc_cursor_destroy(cur);
+    bson_destroy(&q);
+    return st;
+}
+
+static int expand_finish(mg_meta *m, bson_t *d, bson_t *arr, expand_st *e, int s, int whole, int expanded);
+
+int mg_big_expand_named(mg_ctx *c, mg_meta *m, int first, int step)
+{
+    if (!m->big || !m->doc || m->type == MG_T_LIST) return mg_big_expand(c, m);
+    bson_t *d = bson_new(), arr;
+    bson_append_utf8(d, "type", -1, mg_type_names[m->type], -1);
+    bson_append_array_begin(d, "value", -1, &arr);
+    expand_st e = { .type = m->type, .named = 1, .arr = &arr };
+    char tag = m->type == MG_T_HASH ? 'h' : m->type == MG_T_SET ? 's' : 'm';
+    size_t n = 0, cap = 0;
+    char **ids = NULL;
+    size_t *lens = NULL;
+    int s = FD_OK;
+    for (int j = first; j < c->argc && s == FD_OK; j += step) {
+        mg_bid b;
+        mg_bid_init(&b, m->big, tag);
+        size_t c1 = cap, c2 = cap;
+        char **ni = mg_reserve(ids, &c1, n + 1, sizeof *ni);
+        if (ni) ids = ni;
+        size_t *nl = ni ? mg_reserve(lens, &c2, n + 1, sizeof *nl) : NULL;
+        if (nl) lens = nl;
+        if (!ni || !nl || mg_bid_hex(&b, c->argv[j].ptr, c->argv[j].len)) { mg_bid_free(&b); s = FD_E_NOMEM; break; }
+        cap = c1;
+        if (!(ids[n] = malloc(b.len + 1))) { mg_bid_free(&b); s = FD_E_NOMEM; break; }
+        memcpy(ids[n], mg_bid_ptr(&b), b.len + 1);
+        lens[n++] = b.len;
+        mg_bid_free(&b);
+    }
+    if (s == FD_OK && n) s = find_ids(c, ids, lens, n, &e);
+    for (size_t i = 0; i < n; i++) free(ids[i]);
+    free(ids);
+    free(lens);
+    return expand_finish(m, d, &arr, &e, s, 0, 2);
+}
+
 /* a list's elements [from, from + count) (count < 0: all; other types: all) */
 static int expand_range(mg_ctx *c, mg_meta *m, long long from, long long count)
 {
@@ -368,33 +441,40 @@ static int expand_range(mg_ctx *c, mg_meta *m, long long from, long long count)
     int s = m->live ? mg_big_scan(c, mg_bid_ptr(&lo), lo.len, mg_bid_ptr(&hi), hi.len, 0, 0, -1, expand_each, &e) : FD_OK;
     mg_bid_free(&lo);
     mg_bid_free(&hi);
-    if (s == FD_OK && e.ni) {
-        qsort(e.it, e.ni, sizeof *e.it, item_cmp);
-        for (size_t i = 0; i < e.ni; i++) {
+    return expand_finish(m, d, &arr, &e, s, whole, whole);
+}
+
+/* hashes and sets in insertion order, the document in place of m->doc */
+static int expand_finish(mg_meta *m, bson_t *d, bson_t *arrp, expand_st *ep, int s, int whole, int expanded)
+{
+    expand_st *e = ep;
+    if (s == FD_OK && e->ni) {
+        qsort(e->it, e->ni, sizeof *e->it, item_cmp);
+        for (size_t i = 0; i < e->ni; i++) {
             char ib[16];
             const char *ks;
-            arr_key(e.n++, &ks, ib, sizeof ib);
+            arr_key(e->n++, &ks, ib, sizeof ib);
             if (m->type == MG_T_SET) {
-                bson_append_binary(&arr, ks, -1, BSON_SUBTYPE_BINARY, (const uint8_t *)e.it[i].k, (uint32_t)e.it[i].kl);
+                bson_append_binary(arrp, ks, -1, BSON_SUBTYPE_BINARY, (const uint8_t *)e->it[i].k, (uint32_t)e->it[i].kl);
             } else {
                 bson_t el;
-                bson_append_document_begin(&arr, ks, -1, &el);
-                bson_append_binary(&el, "f", -1, BSON_SUBTYPE_BINARY, (const uint8_t *)e.it[i].k, (uint32_t)e.it[i].kl);
-                bson_append_binary(&el, "v", -1, BSON_SUBTYPE_BINARY, (const uint8_t *)(e.it[i].v ? e.it[i].v : ""),
-                                   (uint32_t)e.it[i].vl);
-                bson_append_document_end(&arr, &el);
+                bson_append_document_begin(arrp, ks, -1, &el);
+                bson_append_binary(&el, "f", -1, BSON_SUBTYPE_BINARY, (const uint8_t *)e->it[i].k, (uint32_t)e->it[i].kl);
+                bson_append_binary(&el, "v", -1, BSON_SUBTYPE_BINARY, (const uint8_t *)(e->it[i].v ? e->it[i].v : ""),
+                                   (uint32_t)e->it[i].vl);
+                bson_append_document_end(arrp, &el);
             }
         }
     }
-    for (size_t i = 0; i < e.ni; i++) { free(e.it[i].k); free(e.it[i].v); }
-    free(e.it);
-    bson_append_array_end(d, &arr);
-    if (m->type == MG_T_LIST) bson_append_int64(d, "n", -1, whole ? (int64_t)e.n : m->bn);
+    for (size_t i = 0; i < e->ni; i++) { free(e->it[i].k); free(e->it[i].v); }
+    free(e->it);
+    bson_append_array_end(d, arrp);
+    if (m->type == MG_T_LIST) bson_append_int64(d, "n", -1, whole ? (int64_t)e->n : m->bn);
     if (m->expire) bson_append_date_time(d, "expireAt", -1, m->expire);
     if (s != FD_OK) { bson_destroy(d); return s; }
     bson_destroy(m->doc);
     m->doc = d;
-    m->expanded = whole;
+    m->expanded = expanded;
     return FD_OK;
 }
 
@@ -773,14 +853,14 @@ static int update_members(mg_ctx *c, const resp_arg *key, const mg_meta *old, in
 {
     unsigned char *seen = calloc(O->n + 1, 1);
     if (!seen) return FD_E_NOMEM;
-    int64_t bo = old->bo;
+    int64_t bo = old->bo, count = old->bn;
     big_w w;
     w_begin(&w, c);
     mg_bid id = { 0 };
     for (size_t i = 0; i < N->n && w.st == FD_OK; i++) {
         const big_el *e = &N->a[i];
         long j = mg_ix_find(&O->ix, O, O->n, els_keyat, e->k, e->kl);
-        if (j < 0) { put_member(&w, type, old->big, e, bo++); continue; }
+        if (j < 0) { put_member(&w, type, old->big, e, bo++); count++; continue; }
         seen[j] = 1;
         const big_el *o = &O->a[j];
         if (type == MG_T_HASH && (o->vl != e->vl || memcmp(o->v, e->v, e->vl))) {
@@ -796,14 +876,16 @@ static int update_members(mg_ctx *c, const resp_arg *key, const mg_meta *old, in
         }
     }
     for (size_t j = 0; j < O->n && w.st == FD_OK; j++)
-        if (!seen[j]) del_member(&w, type, old->big, &O->a[j]);
+        if (!seen[j]) { del_member(&w, type, old->big, &O->a[j]); count--; }
     free(seen);
     mg_bid_free(&id);
     int s = w_flush(&w);
     w_end(&w);
     if (s != FD_OK) return s;
+    if (old->expanded != 2) count = (int64_t)N->n;     /* a whole image: exact */
+    if (count <= 0) return mg_delete(c, key);           /* the last member went (members dropped too) */
     bson_t d = BSON_INITIALIZER;
-    key_doc(&d, type, old->big, (int64_t)N->n, 0, bo, expire);
+    key_doc(&d, type, old->big, count, 0, bo, expire);
     s = replace_key(c, key, &d);
     bson_destroy(&d);
     return s;
@@ -816,7 +898,7 @@ int mg_coll_write(mg_ctx *c, const resp_arg *key, const mg_meta *old, const bson
     int coll = doc_shape(doc, &type, &n, &expire);
     int known = old && old->doc;                  /* the old document was read */
     if (known && old->found && old->big) {
-        if (old->live && coll && n > 0 && old->type == type && old->expanded) {
+        if (old->live && coll && old->type == type && (old->expanded == 2 || (old->expanded && n > 0))) {
             big_els O, N;
             FD_TRY(els_parse(old->doc, type, &O));
             int s = els_parse(doc, type, &N);
@@ -924,6 +1006,77 @@ int mg_big_list_pop(mg_ctx *c, const resp_arg *key, mg_meta *m, int left, resp_o
         if (s != FD_OK) out->len = mark;
     }
     if (have) bson_destroy(&doc);
+    mg_bid_free(&lo);
+    mg_bid_free(&hi);
+    return s;
+}
+
+/* ================================================================ sorted-set ranges */
+
+static int zbound(mg_bid *b, int64_t sv, double s, const char *tail)
+{
+    mg_bid_init(b, sv, 'z');
+    if (mg_bid_u64(b, mg_big_score_bits(s))) return FD_E_NOMEM;
+    if (*tail && bid_room(b, 1)) return FD_E_NOMEM;
+    if (*tail) {
+        char *o = b->heap ? b->heap : b->buf;
+        o[b->len++] = *tail;       /* "~" sorts after every hex digit */
+        o[b->len] = 0;
+    }
+    return FD_OK;
+}
+
+int mg_big_zset_window(mg_ctx *c, mg_meta *m, const fd_zrange *z)
+{
+    bson_t *d = bson_new(), arr;
+    bson_append_utf8(d, "type", -1, "zset", -1);
+    bson_append_array_begin(d, "value", -1, &arr);
+    expand_st e = { .type = MG_T_ZSET, .arr = &arr };
+    mg_bid lo, hi;
+    long long skip = 0, limit = -1;
+    int s = FD_OK, empty = 0;
+    if (z->type == FD_ZR_RANK) {
+        mg_bid_init(&lo, m->big, 'z');
+        mg_bid_init(&hi, m->big, 'z' + 1);
+        skip = z->start;
+        limit = z->end - z->start + 1;
+    } else {
+        empty = fd_zrange_empty(z) || z->offset < 0 || z->limit == 0;
+        s = zbound(&lo, m->big, z->min, z->minex ? "~" : "");
+        if (s == FD_OK) s = zbound(&hi, m->big, z->max, z->maxex ? "" : "~");
+        skip = z->offset;
+        limit = z->limit;
+    }
+    if (s == FD_OK && !empty)
+        s = mg_big_scan(c, mg_bid_ptr(&lo), lo.len, mg_bid_ptr(&hi), hi.len, z->rev, skip, limit, expand_each, &e);
+    mg_bid_free(&lo);
+    mg_bid_free(&hi);
+    return expand_finish(m, d, &arr, &e, s, 0, 0);
+}
+
+int mg_big_zrank(mg_ctx *c, const mg_meta *m, const char *p, size_t n, double score, long long *rank)
+{
+    mg_bid lo, hi;
+    mg_bid_init(&lo, m->big, 'z');
+    int s = zid(&hi, m->big, score, p, n);
+    mongoc_collection_t *bc = mg_big_coll(c);
+    if (s == FD_OK && !bc) s = FD_E_NOMEM;
+    if (s == FD_OK) {
+        bson_t cmd = BSON_INITIALIZER, q = BSON_INITIALIZER, reply;
+        range_q(&q, mg_bid_ptr(&lo), lo.len, 0, mg_bid_ptr(&hi), hi.len);
+        bson_append_utf8(&cmd, "count", -1, MG_BIG_COLL, -1);
+        bson_append_document(&cmd, "query", -1, &q);
+        if (mongoc_collection_command_simple(bc, &cmd, NULL, &reply, &c->err)) {
+            bson_iter_t it;
+            if (bson_iter_init_find(&it, &reply, "n") && BSON_ITER_HOLDS_NUMBER(&it)) *rank = bson_iter_as_int64(&it);
+            else s = FD_E_CORRUPT;
+        } else {
+            s = mg_fail(c);
+        }
+        bson_destroy(&reply);
+        bson_destroy(&q);
+        bson_destroy(&cmd);
+    }
     mg_bid_free(&lo);
     mg_bid_free(&hi);
     return s;

@@ -159,8 +159,10 @@ int mg_lookup_proj(mg_ctx *c, const resp_arg *key, mg_meta *m, const bson_t *pro
     bson_destroy(&q);
     bson_destroy(&opts);
     if (bad) { mg_meta_free(m); return mg_fail(c); }
-    if (m->big && m->live && !projection) {     /* the whole collection: as the small layout holds it */
-        int s = mg_big_expand(c, m);
+    int nstep = c->nstep;
+    c->nstep = 0;
+    if (m->big && m->live && !projection) {     /* the collection as the small layout holds it (or a part: mg_named) */
+        int s = nstep ? mg_big_expand_named(c, m, c->nfirst, nstep) : mg_big_expand(c, m);
         if (s != FD_OK) { mg_meta_free(m); return s; }
     }
     return FD_OK;

@@ -58,7 +58,7 @@ int mg_array_load(mg_ctx *c, const resp_arg *key, mg_meta *m, mg_list *L, int ty
 
 int mg_array_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg_list *L, int type)
 {
-    if (!L->n) return mg_coll_delete(c, key, m);
+    if (!L->n && m->expanded != 2) return mg_coll_delete(c, key, m);   /* (a part of a big one: mg_coll_write) */
     bson_t d = BSON_INITIALIZER, arr;
     bson_append_utf8(&d, "type", -1, mg_type_names[type], -1);
     bson_append_array_begin(&d, "value", -1, &arr);
@@ -143,8 +143,15 @@ static int push_fast(mg_ctx *c, int left, int *done)
     bson_append_int64(&inc, "n", -1, add);
     bson_append_document_end(&u, &inc);
     bson_append_int32(&fields, "n", -1, 1);
+    /* only while the list stays within the threshold: the push that
+     * crosses it takes the general path, which converts it (mg_big.c) */
+    bson_t q = BSON_INITIALIZER, x;
+    bson_append_document_begin(&q, "n", -1, &x);
+    bson_append_int64(&x, "$lte", -1, (int64_t)(mg_big_threshold(c) - add));
+    bson_append_document_end(&q, &x);
     bson_iter_t v, nit;
-    int s = list_fam(c, &c->argv[1], NULL, &u, &fields, 1, &reply, &v, done);
+    int s = list_fam(c, &c->argv[1], &q, &u, &fields, 1, &reply, &v, done);
+    bson_destroy(&q);
     if (s == FD_OK && *done) {
         if (bson_iter_recurse(&v, &nit) && bson_iter_find(&nit, "n") && BSON_ITER_HOLDS_NUMBER(&nit))
             s = resp_add_int(c->out, bson_iter_as_int64(&nit)) ? FD_E_NOMEM : FD_OK;

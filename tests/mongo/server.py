@@ -685,6 +685,12 @@ class Emulator:
         for k, v in upd.items():
             if k != "_id":
                 doc[k] = v
+        size = len(bson.encode(doc))
+        if size > MAX_BSON:
+            # as mongod (BSONObjectTooLarge); libmongoc checks inserts and
+            # updates itself, but not a findAndModify's replacement
+            return self.err(req, 10334, "BSONObj size: %d (0x%x) is invalid: document too large, "
+                            "size must be between 0 and %d (16MB)" % (size, size, MAX_BSON))
         st._documents[q["_id"]] = doc
         leo = OrderedDict([("n", 1), ("updatedExisting", old is not None)])
         if old is None:
