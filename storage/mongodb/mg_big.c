@@ -884,6 +884,7 @@ static int update_members(mg_ctx *c, const resp_arg *key, const mg_meta *old, in
     if (s != FD_OK) return s;
     if (old->expanded != 2) count = (int64_t)N->n;     /* a whole image: exact */
     if (count <= 0) return mg_delete(c, key);           /* the last member went (members dropped too) */
+    if (count == old->bn && bo == old->bo && expire == old->expire) return FD_OK;   /* the key document holds */
     bson_t d = BSON_INITIALIZER;
     key_doc(&d, type, old->big, count, 0, bo, expire);
     s = replace_key(c, key, &d);
