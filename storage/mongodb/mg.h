@@ -12,7 +12,10 @@
  * $push/$pop/$slice paths); a sorted set: an array of {m: BinData,
  * s: Double} in Redis's order (see mg_hash.c, mg_list.c, mg_set.c,
  * mg_zset.c). Plain SETs queued together go as one bulk write (mg_backend.c,
- * "grouped writes").
+ * "grouped writes"). Past mongo-big-threshold members a collection is big:
+ * one document per member in db0_big, the key document holding
+ * {type, big: version, bn: count, ...}; mg_big.c is the one place that
+ * knows (the collection access layer, below).
  * A string that is the canonical decimal form of a 64-bit integer is stored
  * as Int64 (as Redis's int encoding), so INCR/INCRBY/DECR are one
  * findAndModify with $inc; any other string is BinData (binary-safe).
@@ -20,7 +23,8 @@
  * once a minute, so every read also checks expireAt: an expired key is never
  * returned.
  *
- * Files: mg_doc.c (documents, shared helpers, member index), mg_string.c,
+ * Files: mg_doc.c (documents, shared helpers, member index), mg_big.c (big
+ * collections: the layout of hashes/lists/sets/sorted sets), mg_string.c,
  * mg_keys.c, mg_hash.c, mg_list.c, mg_set.c, mg_zset.c, mg_scan.c (random
  * picks, SCAN/HSCAN/SSCAN/ZSCAN), mg_backend.c (workers, grouped writes,
  * loop side, fd_mongodb_backend).
@@ -321,6 +325,10 @@ int  mg_zstore(mg_ctx *c, const resp_arg *dst, const struct fd_zent *a, size_t n
  * ([key, [elements...]]) and sets *done; a missing key: *done 0, nothing
  * written; FD_E_WRONGTYPE. */
 int  mg_zset_mpop_one(mg_ctx *c, const resp_arg *key, int max, long long count, int *done);
+/* Load the sorted set for a pop of count members from the low (rev 0) or
+ * high end: the whole of a small one, only those members of a big one (a
+ * part: m->expanded 2). As mg_zset_load otherwise. */
+int  mg_zset_load_end(mg_ctx *c, const resp_arg *key, mg_meta *m, mg_zset *Z, int rev, long long count);
 int  mg_list_mpop_one(mg_ctx *c, const resp_arg *key, int left, long long count, int *done);
 /* hashes: write h back as mg_zset_save does (mg_hash.c) */
 int  mg_hash_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg_hash *h);
@@ -396,7 +404,8 @@ int  mg_big_list_pop(mg_ctx *c, const resp_arg *key, mg_meta *m, int left, resp_
 /* Sorted sets (m: a big sorted set read with nothing named, mg_named):
  * m->doc becomes {type, value: the members z selects (a sanitized rank
  * range, or a score range with its LIMIT offset/count applied: the caller
- * then walks it with offset 0)}, read as one _id range. Not savable. */
+ * then walks it with offset 0)}, read as one _id range; m->expanded 2 (a
+ * part of the collection, savable as one: ZPOPMIN/ZPOPMAX). */
 int  mg_big_zset_window(mg_ctx *c, mg_meta *m, const fd_zrange *z);
 /* The rank of member p/n (score: its score) in the big sorted set m: the
  * count of its members before it (one count of an _id range). */

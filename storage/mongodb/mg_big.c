@@ -1052,7 +1052,7 @@ int mg_big_zset_window(mg_ctx *c, mg_meta *m, const fd_zrange *z)
         s = mg_big_scan(c, mg_bid_ptr(&lo), lo.len, mg_bid_ptr(&hi), hi.len, z->rev, skip, limit, expand_each, &e);
     mg_bid_free(&lo);
     mg_bid_free(&hi);
-    return expand_finish(m, d, &arr, &e, s, 0, 0);
+    return expand_finish(m, d, &arr, &e, s, 0, 2);     /* exact members: a part a save can diff */
 }
 
 int mg_big_zrank(mg_ctx *c, const mg_meta *m, const char *p, size_t n, double score, long long *rank)

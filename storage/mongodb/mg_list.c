@@ -364,6 +364,21 @@ int mg_cmd_lrange(mg_ctx *c)
     if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &start) != 0 ||
         resp_str2ll(c->argv[3].ptr, c->argv[3].len, &end) != 0) return FD_E_NOTINT;
     mg_meta m; mg_list L;
+    if ((start < 0 || end < 0) && start > -INT32_MAX && end > -INT32_MAX) {
+        /* from the tail: the length first (a projected read, no element),
+         * then the range from the head, as below (a big list reads only
+         * those positions) */
+        long long len;
+        FD_TRY(list_load_slice(c, &c->argv[1], &m, &L, 0, 1, &len));
+        mg_list_free(&L);
+        mg_meta_free(&m);
+        if (len >= 0) {
+            if (start < 0) start += len;
+            if (end < 0) end += len;
+            if (start < 0) start = 0;
+            if (start > end || start >= len) { FD_OUT(resp_add_array(c->out, 0)); return FD_OK; }
+        }
+    }
     if (start >= 0 && start < INT32_MAX && end >= start && end - start < INT32_MAX) {
         /* a range from the head: only its elements come back */
         long long len;

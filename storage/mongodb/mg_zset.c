@@ -85,6 +85,24 @@ static int zset_from_doc(mg_meta *m, mg_zset *Z)
     return FD_OK;
 }
 
+int mg_zset_load_end(mg_ctx *c, const resp_arg *key, mg_meta *m, mg_zset *Z, int rev, long long count)
+{
+    mg_named(c, c->argc, 1);          /* a big sorted set: nothing yet */
+    FD_TRY(mg_zset_load(c, key, m, Z));
+    if (m->expanded != 2) return FD_OK;
+    fd_zrange z;
+    memset(&z, 0, sizeof z);
+    z.type = FD_ZR_RANK;
+    z.rev = rev;
+    z.start = 0;
+    z.end = count > 0 ? count - 1 : 0;
+    mg_zset_free(Z);
+    int s = mg_big_zset_window(c, m, &z);
+    if (s == FD_OK) s = zset_from_doc(m, Z);
+    if (s != FD_OK) mg_meta_free(m);
+    return s;
+}
+
 static int zset_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, mg_zset *Z)
 {
     if (!Z->n && m->expanded != 2) return mg_coll_delete(c, key, m);   /* (a part of a big one: mg_coll_write) */
@@ -356,7 +374,7 @@ static int zpop_generic(mg_ctx *c, int rev)
         return FD_E_RANGE_POSITIVE;
     int nested = c->out->proto == 3 && count != -1;
     mg_meta m; mg_zset Z;
-    FD_TRY(mg_zset_load(c, &c->argv[1], &m, &Z));
+    FD_TRY(mg_zset_load_end(c, &c->argv[1], &m, &Z, rev, count < 0 ? 1 : count));
     if (!m.live || count == 0) ZSET_DONE(resp_add_array(c->out, 0) ? FD_E_NOMEM : FD_OK);
     if (count == -1) count = 1;
     size_t k = count < (long long)Z.n ? (size_t)count : Z.n;
