@@ -38,6 +38,18 @@ def start(emu, threshold):
                            backend_timeout=600000, mongo_big_threshold=threshold, durability="nosync")
 
 
+def rss_mb(emu):
+    """The emulator's resident memory, MB."""
+    try:
+        with open("/proc/%d/status" % emu.proc.pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def fill(c, cmd, key, n, make, batch=500):
     """Pipelined commands of `batch` members each until key has n."""
     sent = 0
@@ -100,7 +112,7 @@ def growth(a):
     emu = MongoEmulator(0).start()
     fd = start(emu, 1000)
     c = fd.conn(timeout=600)
-    checkpoints = [1000, 10000, 100000, 250000, 500000, 750000, 1000000, 2000000]
+    checkpoints = [1000, 10000, 100000, 250000, 500000, 750000, 1000000, 2000000, 3000000, 5000000, 10000000]
     checkpoints = [x for x in checkpoints if x <= a.target]
     have = 0
     t_start = time.monotonic()
@@ -143,8 +155,8 @@ def growth(a):
         card = int(c.cmd("ZCARD", "z")[1:-2])
         rows.append((card, rate, res, now - t_start))
         print("members %8d  added %7.0f/s  ZADD %6.2f  ZRANGE0-9 %6.2f  ZRANGEBYSCORE %6.2f  ZSCORE %6.2f  "
-              "ZRANK(mid) %8.2f  ZCARD %6.2f ms   (%.0f s so far)" % ((card, rate) + tuple(res) + (now - t_start,)),
-              flush=True)
+              "ZRANK(mid) %8.2f  ZCARD %6.2f ms   (%.0f s so far, emulator RSS %.0f MB)"
+              % ((card, rate) + tuple(res) + (now - t_start, rss_mb(emu))), flush=True)
         last_t, last_n = time.monotonic(), have
         checkpoints.pop(0)
         if time.monotonic() - t_start > a.budget and checkpoints:
