@@ -157,6 +157,7 @@ struct mg_ctx {
     bson_error_t     err;          /* set with MG_E_MONGO */
     mongoc_collection_t *bcoll;    /* db0_big, made on first use (mg_big_coll), destroyed after the command */
     int              nfirst, nstep; /* mg_named: the next lookup's members (nstep 0: all) */
+    int              expect;        /* the next lookup expands a big key only of this MG_T_* (0: any) */
 };
 
 /* ================================================================ handlers

@@ -159,9 +159,10 @@ int mg_lookup_proj(mg_ctx *c, const resp_arg *key, mg_meta *m, const bson_t *pro
     bson_destroy(&q);
     bson_destroy(&opts);
     if (bad) { mg_meta_free(m); return mg_fail(c); }
-    int nstep = c->nstep;
+    int nstep = c->nstep, expect = c->expect;
     c->nstep = 0;
-    if (m->big && m->live && !projection) {     /* the collection as the small layout holds it (or a part: mg_named) */
+    c->expect = 0;
+    if (m->big && m->live && !projection && (!expect || expect == m->type)) {     /* the collection as the small layout holds it (or a part: mg_named) */
         int s = nstep ? mg_big_expand_named(c, m, c->nfirst, nstep) : mg_big_expand(c, m);
         if (s != FD_OK) { mg_meta_free(m); return s; }
     }
@@ -244,6 +245,7 @@ int mg_set_expire(mg_ctx *c, const resp_arg *key, int64_t expire)
 /* Look up a string key: FD_E_WRONGTYPE for another live type. */
 int mg_lookup_string(mg_ctx *c, const resp_arg *key, mg_meta *m)
 {
+    c->expect = MG_T_STRING;          /* a big collection: WRONGTYPE without reading its members */
     FD_TRY(mg_lookup(c, key, m, 1));
     if (m->live && m->type != MG_T_STRING) { mg_meta_free(m); return FD_E_WRONGTYPE; }
     return FD_OK;
@@ -349,6 +351,7 @@ int64_t mg_count(mongoc_collection_t *coll, const bson_t *q, bson_error_t *err)
 int mg_load_elems(mg_ctx *c, const resp_arg *key, mg_meta *m, int type, const bson_t *projection,
                   mg_elem_fn each, void *coll)
 {
+    c->expect = type;                 /* a big key of another type: no member read */
     FD_TRY(mg_lookup_proj(c, key, m, projection));
     if (!m->live) return FD_OK;
     if (m->type != type) { mg_meta_free(m); return FD_E_WRONGTYPE; }
