@@ -170,6 +170,7 @@ px_backend *px_backend_open(const px_backend_settings *bs, const char *role, cha
         .mongo_w = s->mongo_w,
         .mongo_j = s->mongo_j,
         .mongo_wtimeout_ms = s->mongo_wtimeout,
+        .mongo_big_threshold = s->mongo_big_threshold,
         .max_bulk = px_cfg.proto_max_bulk_len,
     };
     be->b.ops = ops;

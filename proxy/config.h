@@ -37,6 +37,7 @@ typedef struct px_backend_settings {
     char     *mongo_w;
     int       mongo_j;               /* FD_MONGO_J_*: auto, yes, no */
     long long mongo_wtimeout;
+    long long mongo_big_threshold;   /* members beyond which a collection is one document per member */
 } px_backend_settings;
 
 enum { PX_AB_OFF = 0, PX_AB_SPLIT = 1, PX_AB_MIRROR = 2 };      /* ab_mode */
