@@ -826,8 +826,9 @@ class MongoEmulator:
     """tests/mongo/server.py (mongomock over mockupdb) on a loopback port.
     An emulator: its speed says nothing about MongoDB's."""
 
-    def __init__(self, port=0):
+    def __init__(self, port=0, args=()):
         self.port = port
+        self.args = list(args)   # more options of tests/mongo/server.py (--delay-ms N)
         self.proc = None
 
     @property
@@ -835,7 +836,7 @@ class MongoEmulator:
         return "mongodb://%s:%d" % (HOST, self.port)
 
     def start(self, timeout=15.0):
-        self.proc = subprocess.Popen(["/usr/bin/python3", MONGO_SERVER, str(self.port)],
+        self.proc = subprocess.Popen(["/usr/bin/python3", MONGO_SERVER, str(self.port)] + self.args,
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, preexec_fn=_pdeathsig)
         line = self.proc.stdout.readline().decode()
