@@ -50,7 +50,8 @@ typedef struct ab_key {
 
 typedef struct ab_ref { ab_key *k; px_strent *e; unsigned char check, write; } ab_ref;
 
-/* A command kept past its dispatch (argv points into raw, NUL-terminated). */
+/* A command kept past its dispatch (multi.h px_cmd_copy: argv points into raw,
+ * one block owned through argv). */
 typedef struct ab_cmd {
     fd_command *cmd;           /* NULL: a command the table does not know (a Redis backend's) */
     int         argc;
@@ -171,25 +172,13 @@ static int split_to_secondary(px_conn *c, const resp_arg *key) {
 
 /* ----------------------------------------------------------- commands kept */
 
-/* Copy a command: argv and the multibulk bytes in one block (q->argv). */
+/* Copy a command (multi.h px_cmd_copy: one block, freed by cmd_free). */
 static int cmd_copy(ab_cmd *q, fd_command *cmd, int argc, const resp_arg *argv) {
-    size_t need = 32;
-    for (int i = 0; i < argc; i++) need += argv[i].len + 24;
-    char *buf = malloc((size_t)argc * sizeof(resp_arg) + need);
-    if (!buf) return -1;
-    resp_arg *av = (resp_arg *)buf;
-    char *p = buf + (size_t)argc * sizeof(resp_arg), *raw = p;
-    p += sprintf(p, "*%d\r\n", argc);
-    for (int i = 0; i < argc; i++) {
-        p += sprintf(p, "$%zu\r\n", argv[i].len);
-        memcpy(p, argv[i].ptr, argv[i].len);
-        av[i].ptr = p;
-        av[i].len = argv[i].len;
-        p += argv[i].len;
-        *p++ = '\r';
-        *p++ = '\n';
-    }
-    *q = (ab_cmd){cmd, argc, av, raw, (size_t)(p - raw)};
+    char *raw;
+    size_t rawlen;
+    resp_arg *av = px_cmd_copy(argc, argv, &raw, &rawlen);
+    if (!av) return -1;
+    *q = (ab_cmd){cmd, argc, av, raw, rawlen};
     return 0;
 }
 
