@@ -50,7 +50,8 @@ typedef struct ab_key {
 
 typedef struct ab_ref { ab_key *k; px_strent *e; unsigned char check, write; } ab_ref;
 
-/* A command kept past its dispatch (argv points into raw, NUL-terminated). */
+/* A command kept past its dispatch (multi.h px_cmd_copy: argv points into raw,
+ * one block owned through argv). */
 typedef struct ab_cmd {
     fd_command *cmd;           /* NULL: a command the table does not know (a Redis backend's) */
     int         argc;
@@ -100,6 +101,7 @@ struct px_ab_pair {
     /* a unit (AB_EXEC) */
     int         nel, left[2], whole[2], hold;
     int         unit_wait;     /* the unit goes to the secondary when the primary's part is in (ab-mirror-order primary) */
+    px_ab_pair *out_next;      /* in the outbox (copies waiting for the loop's top level) */
     ab_cmd     *cmds;
     ab_el      *el;
 };
@@ -171,25 +173,13 @@ static int split_to_secondary(px_conn *c, const resp_arg *key) {
 
 /* ----------------------------------------------------------- commands kept */
 
-/* Copy a command: argv and the multibulk bytes in one block (q->argv). */
+/* Copy a command (multi.h px_cmd_copy: one block, freed by cmd_free). */
 static int cmd_copy(ab_cmd *q, fd_command *cmd, int argc, const resp_arg *argv) {
-    size_t need = 32;
-    for (int i = 0; i < argc; i++) need += argv[i].len + 24;
-    char *buf = malloc((size_t)argc * sizeof(resp_arg) + need);
-    if (!buf) return -1;
-    resp_arg *av = (resp_arg *)buf;
-    char *p = buf + (size_t)argc * sizeof(resp_arg), *raw = p;
-    p += sprintf(p, "*%d\r\n", argc);
-    for (int i = 0; i < argc; i++) {
-        p += sprintf(p, "$%zu\r\n", argv[i].len);
-        memcpy(p, argv[i].ptr, argv[i].len);
-        av[i].ptr = p;
-        av[i].len = argv[i].len;
-        p += argv[i].len;
-        *p++ = '\r';
-        *p++ = '\n';
-    }
-    *q = (ab_cmd){cmd, argc, av, raw, (size_t)(p - raw)};
+    char *raw;
+    size_t rawlen;
+    resp_arg *av = px_cmd_copy(argc, argv, &raw, &rawlen);
+    if (!av) return -1;
+    *q = (ab_cmd){cmd, argc, av, raw, rawlen};
     return 0;
 }
 
@@ -678,6 +668,7 @@ static void maybe_finish(px_ab_pair *p) {
 
 static void send_copy(px_ab_pair *p);
 static void unit_go(px_ab_pair *p);
+static void copy_ready(px_ab_pair *p);
 
 static void px_ab_record(px_ab_pair *p, int side, const char *reply, size_t len, int failed) {
     if (side == 1) sec_in(p);
@@ -687,7 +678,7 @@ static void px_ab_record(px_ab_pair *p, int side, const char *reply, size_t len,
         memcpy(p->rep[side], reply, len);
         p->len[side] = len;
     }
-    if (side == 0 && p->defer) { send_copy(p); return; }     /* may free p */
+    if (side == 0 && p->defer) { copy_ready(p); return; }    /* may free p */
     if (side == 0 && p->unit_wait) { unit_go(p); return; }   /* may free p */
     maybe_finish(p);
 }
@@ -765,6 +756,52 @@ static void send_copy(px_ab_pair *p) {
     maybe_finish(p);
 }
 
+/* The outbox (ab-mirror-order primary). A script that frontdoor's engine
+ * runs against an asynchronous secondary (mongodb) waits for each
+ * redis.call with the loop running nested, which it must not do inside the
+ * primary's reply callback (that backend's read or completion handler is
+ * mid-way). Such a copy waits here until the loop is at its top level
+ * (outbox_run, before the loop blocks); every copy whose primary answers
+ * after it, and every copy that answers while a script copy runs, queues
+ * behind it, so the secondary still gets them in the primary's order. */
+static struct {
+    px_ab_pair *head, *tail;
+    int         running;       /* a script copy runs (nested loop) */
+    ev_prepare  w;
+} outbox;
+
+static int runs_nested(const px_ab_pair *p) {
+    px_backend *sec = px_srv.secondary;
+    return sec && p->kind == AB_ONE && is_script(p->cmd) && !sec->b.ops->passthrough && sec->b.ops->async;
+}
+
+static void outbox_run(struct ev_loop *loop, ev_prepare *w, int revents) {
+    (void)revents;
+    if (ev_depth(loop) > 1 || outbox.running) return;          /* nested: a script waits; later */
+    while (outbox.head) {
+        px_ab_pair *p = outbox.head;
+        if (!(outbox.head = p->out_next)) outbox.tail = NULL;
+        p->out_next = NULL;
+        int nested = runs_nested(p);
+        outbox.running = nested;
+        send_copy(p);                                         /* may free p */
+        outbox.running = 0;
+    }
+    ev_prepare_stop(loop, w);
+}
+
+/* The primary answered a deferred copy: send it now, or queue it. */
+static void copy_ready(px_ab_pair *p) {
+    if (!outbox.head && !outbox.running && !runs_nested(p)) { send_copy(p); return; }
+    if (outbox.tail) outbox.tail->out_next = p;
+    else outbox.head = p;
+    outbox.tail = p;
+    if (!ev_is_active(&outbox.w)) {
+        ev_prepare_init(&outbox.w, outbox_run);
+        ev_prepare_start(px_srv.loop, &outbox.w);
+    }
+}
+
 /* ------------------------------------------------------------- the layer */
 
 /* The routing layer (server.h): dispatch hands every backend command here;
@@ -796,10 +833,9 @@ int px_route_submit(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const
      * different clients in the order the primary acknowledged them (which
      * is the order it ran them, but for replies of one redis-server turn:
      * docs/ab-testing.md); with an embedded primary the primary has run the
-     * command already. A script too, unless frontdoor's engine runs it
-     * against a mongodb secondary (it would wait nested in a reply's callback). */
+     * command already. A script too (one frontdoor's engine runs against a
+     * mongodb secondary goes through the outbox, copy_ready). */
     int defer = !p->calib && px_cfg.ab_mirror_order == PX_AB_ORDER_PRIMARY && px_srv.primary && px_srv.primary->b.ops->async &&
-                (!is_script(cmd) || px_srv.secondary->b.ops->passthrough || !px_srv.secondary->b.ops->async) &&
                 (p->copy.argv || cmd_copy(&p->copy, cmd, argc, argv) == 0);
     p->defer = defer;
     if (defer) ab.deferred++;

@@ -36,15 +36,13 @@ static void multi_free(px_multi *m) {
     free(m);
 }
 
-/* The copy of one command: its multibulk bytes with argv pointing into them
- * (every argument NUL-terminated too). */
-static int qcmd_copy(px_qcmd *q, fd_command *cmd, int argc, const resp_arg *argv) {
+resp_arg *px_cmd_copy(int argc, const resp_arg *argv, char **raw, size_t *rawlen) {
     size_t need = 32;
     for (int i = 0; i < argc; i++) need += argv[i].len + 24;
-    char *buf = malloc(need + (size_t)argc * sizeof(resp_arg));
-    if (!buf) return -1;
+    char *buf = malloc((size_t)argc * sizeof(resp_arg) + need);
+    if (!buf) return NULL;
     resp_arg *av = (resp_arg *)buf;
-    char *p = buf + (size_t)argc * sizeof(resp_arg), *raw = p;
+    char *p = buf + (size_t)argc * sizeof(resp_arg), *start = p;
     p += sprintf(p, "*%d\r\n", argc);
     for (int i = 0; i < argc; i++) {
         p += sprintf(p, "$%zu\r\n", argv[i].len);
@@ -55,12 +53,9 @@ static int qcmd_copy(px_qcmd *q, fd_command *cmd, int argc, const resp_arg *argv
         *p++ = '\r';
         *p++ = '\n';
     }
-    q->cmd = cmd;
-    q->argc = argc;
-    q->argv = av;
-    q->raw = buf;              /* the block, freed whole */
-    q->rawlen = (size_t)(p - raw);   /* the bytes start after the argv array (qcmd_raw) */
-    return 0;
+    *raw = start;
+    *rawlen = (size_t)(p - start);
+    return av;
 }
 static const char *qcmd_raw(const px_qcmd *q) { return q->raw + (size_t)q->argc * sizeof(resp_arg); }
 
@@ -100,7 +95,12 @@ void px_multi_queue(px_conn *c, fd_command *cmd, int argc, resp_arg *argv) {
         m->q = nq;
         m->cap = ncap;
     }
-    if (qcmd_copy(&m->q[m->n], cmd, argc, argv)) goto oom;
+    px_qcmd *q = &m->q[m->n];
+    char *raw;
+    if (!(q->argv = px_cmd_copy(argc, argv, &raw, &q->rawlen))) goto oom;
+    q->cmd = cmd;
+    q->argc = argc;
+    q->raw = (char *)q->argv;  /* the block, freed whole; its bytes: qcmd_raw */
     m->bytes += m->q[m->n].rawlen;
     m->n++;
     if (g >= 0) m->group = g;

@@ -45,6 +45,16 @@ void px_multi_flag_error(px_conn *c);
 /* The client is closing (or RESET): drop its queue and its watches. */
 void px_multi_release(px_conn *c);
 
+/* Copy a command to keep it past its dispatch (a MULTI queue, an A/B copy):
+ * one malloc'd block holding the argc argument slices followed by the
+ * command as a RESP multibulk ("*<argc>\r\n$<len>\r\n<arg>\r\n..."); each
+ * slice points at its argument inside that multibulk (followed by "\r\n",
+ * not NUL-terminated). Returns the block, whose start is the argv array, and
+ * sets *raw and *rawlen to the multibulk inside it. The caller owns the
+ * block and frees it whole with free(argv) (never free(*raw)). NULL when out
+ * of memory (nothing allocated, *raw and *rawlen untouched). */
+resp_arg *px_cmd_copy(int argc, const resp_arg *argv, char **raw, size_t *rawlen);
+
 /* A write command was dispatched: mark the clients watching its keys. */
 void px_watch_touch(const fd_command *cmd, int argc, const resp_arg *argv);
 /* A command a Redis server runs without px_execute (forwarded EVAL/EVALSHA,

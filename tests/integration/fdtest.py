@@ -1475,3 +1475,35 @@ def diff_pair(resp3=False, flush=True):
             r = c.cmd("HELLO", "3")
             check(r.startswith(b"%"), "HELLO 3 must reply with a map", r)
     return d
+
+
+_mongo_ready = {}
+
+
+def need_mongodb(modules=("mockupdb", "mongomock")):
+    """Skip unless the binary is frontdoor; a missing prerequisite unless it
+    has the MongoDB backend and /usr/bin/python3 imports `modules` (the
+    emulator's, plus whatever the caller reads documents with)."""
+    if frontdoor_is_redis():
+        skip("frontdoor is a redis-server stand-in")
+    if "built" not in _mongo_ready:
+        _mongo_ready["built"] = "mongodb" in run_frontdoor_expect_exit([("backend", "no-such-backend")])[1]
+    if not _mongo_ready["built"]:
+        missing_prerequisite("frontdoor built without the MongoDB backend (FRONTDOOR_WITH_MONGODB)")
+    if modules not in _mongo_ready:
+        _mongo_ready[modules] = subprocess.run(["/usr/bin/python3", "-c", "import " + ", ".join(modules)],
+                                               capture_output=True).returncode == 0
+    if not _mongo_ready[modules]:
+        missing_prerequisite("the test server needs %s (bash tests/setup-debian.sh --test)"
+                             % ", ".join("python3-" + m for m in modules))
+
+
+def start_mongo_frontdoor(uri, **directives):
+    """need_mongodb(), then start_frontdoor on the mongodb backend at `uri`
+    with a database of its own (mongo_database, unless given) and
+    backend_timeout 20000 (the emulator can take seconds on a loaded
+    machine), unless given."""
+    need_mongodb()
+    directives.setdefault("mongo_database", "t" + os.urandom(4).hex())
+    directives.setdefault("backend_timeout", 20000)
+    return start_frontdoor(backend="mongodb", mongo_uri=uri, **directives)

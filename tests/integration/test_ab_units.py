@@ -113,6 +113,41 @@ def exec_and_scripts_mirrored_as_units():
 
 
 @T.case
+def scripts_to_a_mongodb_secondary_follow_the_primary_order():
+    """ab-mirror-order primary, a redis primary (one pooled connection: its
+    order is frontdoor's) and a mongodb secondary, where frontdoor's engine
+    runs the script copies: they too go when the primary answered (every
+    copy deferred), plain RPUSHes between them queue behind them, so four
+    clients' pipelines leave the list in the same order on both sides."""
+    need_frontdoor()
+    if not built("mongodb"):
+        skip("frontdoor built without the MongoDB backend")
+    fd, _ = start_pair("redis", "mongodb", redis_pool_size="1", ab_backend_timeout="20000")
+    script = "redis.call('RPUSH', KEYS[1], ARGV[1]); return redis.call('INCR', KEYS[2])"
+    conns = [fd.conn() for _ in range(4)]
+    try:
+        for i, c in enumerate(conns):
+            cmds = []
+            for j in range(10):
+                cmds += [("EVAL", script, "2", "o:l", "o:n", "s%d.%d" % (i, j)), ("RPUSH", "o:l", "p%d.%d" % (i, j))]
+            c.send_many(cmds)
+        for c in conns:
+            c.read_n(20)
+        c = conns[0]
+        settled(c)
+        a = ab(c)
+        eq((a["ab_mirrored"], a["ab_deferred"], a["ab_divergences"], a["ab_races"], a["ab_dropped"]),
+           ("80", "80", "0", "0", "0"), "every copy sent when the primary answered: %s %r" % (a, c.call("FRONTDOOR", "AB")))
+        check(a["ab_cmd_eval"].startswith("compared=40,divergences=0,"), "the scripts compared", a)
+        for k in ("o:l", "o:n"):
+            diff = c.call("FRONTDOOR", "AB", "KEY", k)[5]
+            check(b"is identical on both sides" in diff, "%s the same on both sides" % k, diff)
+    finally:
+        for c in conns:
+            c.close()
+
+
+@T.case
 def a_unit_divergence_names_the_queued_command():
     need_frontdoor()
     fd, servers = start_pair("redis", "redis")
