@@ -16,7 +16,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import Tests, diff_pair
+from fdtest import Tests, diff_pair, shared_pair
 
 T = Tests(case_timeout=60)
 
@@ -149,6 +149,47 @@ case("watch_many_keys_and_dirty", [
     ("WATCH", "{t}1"), ("@B", "SET", "{t}1", "z"), ("WATCH", "{t}2", "{t}3"), ("MULTI",), ("EXEC",),
     ("MULTI",), ("GET", "{t}1"), ("EXEC",),
 ])
+
+
+def watch_half_close_and_gone():
+    """A client that pipelines WATCH ... EXEC and half-closes gets every
+    reply (WATCH's may be owed by the backend meanwhile: the rest is not
+    dropped), the same bytes as redis-server's; clients that go away while
+    their WATCH is asked about leave the server serving."""
+    import socket
+    ref, fd = shared_pair()
+    d = diff_pair()
+    d.cmd("SET", "{t}k", "1", "EX", "100")
+    d.ref.close()
+    d.fd.close()
+    cmds = [("WATCH", "{t}k", "{t}none"), ("MULTI",), ("INCR", "{t}k"), ("EXEC",), ("GET", "{t}k")]
+    got = []
+    for srv in (ref, fd):
+        c = srv.conn()
+        c.send_many(cmds)
+        c.sock.shutdown(socket.SHUT_WR)
+        got.append(c.read_all_until_close(5.0))
+        c.close()
+    if got[0] != got[1]:
+        raise AssertionError("half-closed pipeline: redis-server %r, frontdoor %r" % (got[0], got[1]))
+    if not got[1][1]:
+        raise AssertionError("frontdoor did not close the half-closed connection")
+    keys = tuple("{t}g%d" % i for i in range(200))
+    for _ in range(20):
+        c = fd.conn()
+        c.send_many([("WATCH",) + keys, ("MULTI",), ("INCR", "{t}k"), ("EXEC",)])
+        c.close()
+    with fd.conn() as c:   # their commands may or may not have run yet: the server serves
+        r = c.cmd("PING")
+        if r != b"+PONG\r\n":
+            raise AssertionError("after clients went away mid-WATCH: PING answered %r" % r)
+        c.send_many([("WATCH", "{t}quiet"), ("MULTI",), ("PING",), ("EXEC",)])
+        r = c.read_n(4)
+        if r != [b"+OK\r\n", b"+OK\r\n", b"+QUEUED\r\n", b"*1\r\n+PONG\r\n"]:
+            raise AssertionError("after clients went away mid-WATCH: %r" % r)
+
+
+T.add("watch_half_close_and_gone", watch_half_close_and_gone)
 
 
 if __name__ == "__main__":
