@@ -1507,3 +1507,58 @@ def start_mongo_frontdoor(uri, **directives):
     directives.setdefault("mongo_database", "t" + os.urandom(4).hex())
     directives.setdefault("backend_timeout", 20000)
     return start_frontdoor(backend="mongodb", mongo_uri=uri, **directives)
+
+
+class DiffTwo:
+    """Two clients per server over shared_pair() (diff_pair): a step
+    ("@B", cmd...) of diff_steps runs on the second; mismatches of both are
+    collected in `a`. The caller closes it."""
+
+    def __init__(self, resp3, first=()):
+        self.a = diff_pair(resp3)
+        for cmd in first:               # e.g. ("SCRIPT", "FLUSH")
+            self.a.cmd(*cmd)
+        self.b = diff_pair(resp3, flush=False)
+        self.b.mismatches = self.a.mismatches   # one report
+
+    def close(self):
+        for d in (self.a, self.b):
+            d.ref.close()
+            d.fd.close()
+
+
+def diff_steps(steps, two):
+    """Run steps on a DiffTwo: a callable gets the DiffTwo, ("SLEEP", s)
+    waits, ("@B", cmd...) goes to the second client, a tuple to the first."""
+    for st in steps:
+        if callable(st):
+            st(two)
+        elif st and st[0] == "SLEEP":
+            time.sleep(st[1])
+        elif st and st[0] == "@B":
+            two.b.cmd(*st[1:])
+        else:
+            two.a.cmd(*st)
+
+
+def diff_case(T, name, steps, first=()):
+    """Register a case on T: steps once in RESP2 and once in RESP3 on a new
+    DiffTwo each, failing with the mismatches' report."""
+    def fn():
+        for resp3 in (False, True):
+            two = DiffTwo(resp3, first)
+            try:
+                diff_steps(steps, two)
+                if two.a.mismatches:
+                    raise AssertionError(("RESP3: " if resp3 else "RESP2: ") + two.a.report())
+            finally:
+                two.close()
+    fn.__name__ = name
+    T.add(name, fn)
+
+
+def diff_pipelined(cmds):
+    """A step: send cmds in one write to both servers, compare every reply."""
+    def step(two):
+        two.a.pipeline(cmds)
+    return step
