@@ -684,10 +684,19 @@ static void px_ab_record(px_ab_pair *p, int side, const char *reply, size_t len,
 }
 
 /* The secondary answered -NOSCRIPT to an EVALSHA the primary ran: send the
- * body (remembered from EVAL or SCRIPT LOAD) as EVAL. 1 when resent. */
+ * body as EVAL — remembered from an EVAL or SCRIPT LOAD seen while
+ * mirroring, else from frontdoor's engine (a script loaded before mirroring
+ * started with an lmdb, leveldb or mongodb primary; copied into ab.scripts
+ * first: the engine's copy lives only until a SCRIPT FLUSH). 1 when resent. */
 static int noscript_retry(px_ab_pair *p, const char *reply, size_t len) {
     if (p->retried || p->calib || !p->copy.argv || len < 9 || memcmp(reply, "-NOSCRIPT", 9) || !px_srv.secondary) return 0;
     const ab_body *b = find_script(&p->copy.argv[1]);
+    const char *kb;
+    size_t kl;
+    if (!b && px_script_body(&p->copy.argv[1], &kb, &kl)) {
+        remember_script(&(resp_arg){(char *)kb, kl});
+        b = find_script(&p->copy.argv[1]);
+    }
     if (!b) return 0;
     int ro = p->cmd->id == FD_CMD_evalsha_ro;
     resp_arg *av = malloc((size_t)p->copy.argc * sizeof *av);

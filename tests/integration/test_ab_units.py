@@ -8,7 +8,9 @@
     mongodb->lmdb (when built); their replies are compared as one.
 (b) A unit that diverges is reported with the queued command that differs.
 (c) EVALSHA after SCRIPT LOAD on a redis secondary; a secondary that lost
-    its scripts (SCRIPT FLUSH behind frontdoor's back) gets the body as EVAL.
+    its scripts (SCRIPT FLUSH behind frontdoor's back) gets the body as EVAL;
+    so does one that never saw a script loaded before mirroring started
+    (lmdb primary: the body comes from frontdoor's engine).
 (d) Split: a transaction goes wholly to one side.
 (e) A contended lock (SET NX, a releasing script) stays the same on both sides.
 (f) Calibration: reads asked twice of the primary measure the noise per
@@ -194,6 +196,26 @@ def evalsha_after_script_load_on_a_redis_secondary():
             a = ab(c)
             eq((a["ab_noscript_resent"], a["ab_divergences"], a["ab_compared"]), ("1", "0", "3"), a)
         fd.stop()
+
+
+@T.case
+def evalsha_of_a_script_loaded_before_mirroring():
+    # lmdb primary: the script is in frontdoor's engine, loaded while A/B was
+    # off; the redis secondary answers NOSCRIPT and gets the engine's body
+    need_frontdoor()
+    body = "return redis.call('INCRBY', KEYS[1], ARGV[1])"
+    fd, servers = start_pair("lmdb", "redis", ab_mode="off")
+    with fd.conn() as c, Conn(servers["secondary"].port) as sec:
+        sha = c.call("SCRIPT", "LOAD", body)
+        eq(c.cmd("CONFIG", "SET", "ab-mode", "mirror"), b"+OK\r\n")
+        eq(sec.call("SCRIPT", "EXISTS", sha), [0], "the secondary never saw the script")
+        eq(c.call("EVALSHA", sha.upper(), "1", "m", "4"), 4)
+        settled(c)
+        wait_until(lambda: sec.call("GET", "m") == b"4", what="the secondary ran it as EVAL")
+        eq(sec.call("SCRIPT", "EXISTS", sha), [1], "and keeps it")
+        a = ab(c)
+        eq((a["ab_noscript_resent"], a["ab_divergences"]), ("1", "0"), a)
+    fd.stop()
 
 
 @T.case
