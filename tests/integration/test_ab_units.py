@@ -5,7 +5,9 @@
     runs them whole and ends with the same data as the primary (read on each
     side directly where it is a redis-server, else with FRONTDOOR AB KEY),
     for the backend pairs redis->lmdb, lmdb->redis, redis->redis,
-    mongodb->lmdb (when built); their replies are compared as one.
+    mongodb->lmdb (when built); their replies are compared as one. To a
+    mongodb secondary scripts and transactions go in the primary's order
+    (ab-mirror-order primary: through the outbox).
 (b) A unit that diverges is reported with the queued command that differs.
 (c) EVALSHA after SCRIPT LOAD on a redis secondary; a secondary that lost
     its scripts (SCRIPT FLUSH behind frontdoor's back) gets the body as EVAL;
@@ -147,6 +149,40 @@ def scripts_to_a_mongodb_secondary_follow_the_primary_order():
     finally:
         for c in conns:
             c.close()
+
+
+@T.case
+def transactions_to_a_mongodb_secondary_follow_the_primary_order():
+    """The same with MULTI/EXEC units: each goes to the mongodb secondary
+    when the primary answered its EXEC (through the outbox), and the copies
+    the primary answers meanwhile wait until the unit's replies are in."""
+    need_frontdoor()
+    if not built("mongodb"):
+        skip("frontdoor built without the MongoDB backend")
+    fd, _ = start_pair("redis", "mongodb", redis_pool_size="1", ab_backend_timeout="20000")
+    conns = [fd.conn() for _ in range(4)]
+    try:
+        for i, c in enumerate(conns):
+            cmds = []
+            for j in range(10):
+                cmds += [("MULTI",), ("RPUSH", "t:l", "m%d.%d" % (i, j)), ("INCR", "t:n"), ("EXEC",),
+                         ("RPUSH", "t:l", "p%d.%d" % (i, j))]
+            c.send_many(cmds)
+        for c in conns:
+            c.read_n(50)
+        c = conns[0]
+        settled(c)
+        a = ab(c)
+        eq((a["ab_units"], a["ab_deferred"], a["ab_divergences"], a["ab_races"], a["ab_dropped"]),
+           ("40", "80", "0", "0", "0"), "every unit and copy sent when the primary answered: %s %r"
+           % (a, c.call("FRONTDOOR", "AB")))
+        for k in ("t:l", "t:n"):
+            diff = c.call("FRONTDOOR", "AB", "KEY", k)[5]
+            check(b"is identical on both sides" in diff, "%s the same on both sides" % k, diff)
+    finally:
+        for c in conns:
+            c.close()
+    fd.stop()
 
 
 @T.case
