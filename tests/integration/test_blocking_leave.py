@@ -7,7 +7,7 @@ Redis unblocks a client that disconnects before serving it, so its elements
 stay in the list. On an asynchronous backend frontdoor's wake-up pop is in
 flight for a while: when the client leaves in that window, what the pop took
 is put back (proxy/blocking.c, restore_popped). The emulator answers every
-command 150 ms late (--delay-ms) so that the window is wide and the client's
+command 100 ms late (--delay-ms) so that the window is wide and the client's
 close surely falls inside it (whichever of the push and the pop the
 emulator runs first, the key must end up with what was pushed).
 
@@ -22,16 +22,22 @@ from fdtest import (Tests, Conn, MongoEmulator, start_frontdoor, eq, wait_until,
                     info_fields)
 
 T = Tests()
-DELAY_MS = 150
+DELAY_MS = 100
 _emu = []
 
 
+_fd = []
+
+
 def fd():
+    """One frontdoor for every case (each case has keys of its own)."""
     if frontdoor_is_redis():
         skip("redis-server unblocks before popping: nothing to test")
     if not _emu:
         _emu.append(MongoEmulator(args=["--delay-ms", str(DELAY_MS)]).start())
-    return start_frontdoor(backend="mongodb", mongo_uri=_emu[0].uri, backend_timeout=20000)
+    if not _fd or not _fd[0].alive():
+        _fd[:] = [start_frontdoor(backend="mongodb", mongo_uri=_emu[0].uri, backend_timeout=20000, keep=True)]
+    return _fd[0]
 
 
 def blocked_clients(f):
@@ -99,7 +105,9 @@ def push_during_first_try_wakes():
 
 
 @T.teardown
-def stop_emulator():
+def stop_servers():
+    for f in _fd:
+        f.stop()
     for e in _emu:
         e.kill()
 
