@@ -41,7 +41,8 @@ echo "== tests under sanitizers"
 # full (its time is the Python emulator's, not the sanitizers'). The
 # "mongodb-big" variant (the same suites on per-member documents) runs once,
 # in the pass above; under the sanitizers storage/mongodb/mg_big.c is run by
-# test_mongodb_big (growth across the threshold, every type's commands).
+# test_mongodb_big (conversion of every type under a pipeline, the hot
+# paths on the big layout, cleanup).
 # The harness stops sanitized servers with SIGTERM, not SIGKILL, so that
 # LeakSanitizer's exit-time report is seen (fdtest.stop_sanitized).
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
