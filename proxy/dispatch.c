@@ -7,6 +7,7 @@
 #include "blocking.h"
 #include "pubsub.h"
 #include "multi.h"
+#include "ab.h"
 #include "scripting.h"
 #include "capture.h"   /* capture (issue 17) */
 #include "slowlog.h"   /* SLOWLOG, LATENCY, errorstats */
@@ -129,9 +130,12 @@ static void capture_reply(fd_pending *p, const char *reply, size_t len) {
 
 void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp_out *out) {
     c->lastcmd = cmd;
-    if (cmd->flags & FD_CMD_WRITE) px_watch_touch(cmd, argc, argv);
     uint64_t t0 = fd_mono_ns();
     px_handler h = px_handler_of(cmd);
+    /* WATCH: a proxy-served write touches its keys as it starts; a backend's
+     * decides from its reply below (complete here: multi.h) */
+    if (h && (cmd->flags & FD_CMD_WRITE)) px_watch_touch(cmd, argc, argv);
+    size_t out0 = out->len;
     if (!h && (cmd->flags & FD_CMD_STREAMKEYS) && px_block_stream_handler(cmd, argc, argv)) {
         /* Redis 7.0 (t_stream.c): a script's XREAD/XREADGROUP may not BLOCK */
         resp_add_errorf(out, "ERR %.*s command is not allowed with BLOCK option from scripts", (int)argv[0].len, argv[0].ptr);
@@ -154,6 +158,7 @@ void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp
     px_block_signal_cmd(cmd, argc, argv);                /* served once the script has run */
     if (!be || !be->b.ops->async) {
         px_submit_to(be, c, out, c->id, cmd, argc, argv, NULL, 0, &clock, NULL);   /* recorded there */
+        px_watch_touch_reply(cmd, argc, argv, out->data + out0, out->len - out0);
         px_slowlog_after(NULL, cmd, argc, argv, clock - t0, NULL, 0);
         return;
     }
@@ -178,6 +183,9 @@ void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp
     }
     resp_out_free(&scratch);
     resp_out_free(&cp.out);
+    /* every other client was held while it ran: none ran a command between
+     * this write and its touch */
+    px_watch_touch_reply(cmd, argc, argv, out->data + out0, out->len - out0);
     /* the backend recorded the detached request as its own: the script's
      * command counts in commandstats through the proxy's record */
     uint64_t ns = fd_mono_ns() - t0;
@@ -235,11 +243,21 @@ rejected:                                /* Redis 7.0: rejected_calls, and the e
  * (or the pending reply's completion) for a backend. */
 int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
     c->lastcmd = cmd;
-    if ((cmd->flags & FD_CMD_WRITE) && px_srv.watched_keys) px_watch_touch(cmd, argc, argv);
     uint64_t t0 = fd_mono_ns(), t1;
     size_t out0 = c->out.len;
     px_handler h = px_handler_of(cmd);
     if (!h && (cmd->flags & FD_CMD_STREAMKEYS)) h = px_block_stream_handler(cmd, argc, argv);  /* XREAD BLOCK */
+    /* WATCH (multi.h): a backend that answers inside submit (the embedded
+     * ones; A/B off or a synchronous secondary too) lets the reply decide,
+     * touched right after it, before any other client runs; a proxy-served
+     * write, or one whose reply an asynchronous backend will owe, touches
+     * every key it names now, as it is dispatched */
+    int touch_late = 0;
+    if ((cmd->flags & FD_CMD_WRITE) && px_srv.watched_keys) {
+        touch_late = !h && px_srv.primary && !px_srv.primary->b.ops->async &&
+                     (!px_ab_routes() || !px_srv.secondary->b.ops->async);
+        if (!touch_late) px_watch_touch(cmd, argc, argv);
+    }
     int is_err;
     if (h) {
         c->cur_raw = raw;
@@ -252,6 +270,10 @@ int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
     } else {
         t1 = t0;
         int owed = px_route_submit(c, cmd, argc, argv, raw, rawlen, &t1);   /* records it */
+        if (touch_late) {
+            if (owed || c->out.len < out0) px_watch_touch(cmd, argc, argv);   /* not expected: the safe side */
+            else px_watch_touch_reply(cmd, argc, argv, c->out.data + out0, c->out.len - out0);
+        }
         px_block_signal_cmd(cmd, argc, argv);            /* its keys' waiters will be tried */
         if (px_monitors) px_monitor_feed(c, cmd, argc, argv);
         if (owed) return 1;                              /* measured on completion */

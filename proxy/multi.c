@@ -220,6 +220,48 @@ void px_watch_touch(const fd_command *cmd, int argc, const resp_arg *argv) {
     if (pp != pos) free(pp);
 }
 
+/* An error that says the command failed before changing anything (Redis
+ * raises WRONGTYPE, syntax and range errors before modifying), as opposed to
+ * a storage or backend failure (fd_strerror's texts), after which part of a
+ * change may have been made or the outcome is unknown. */
+static int error_before_change(const char *r, size_t len) {
+    static const char *const failed[] = {
+        "-OOM ", "-ERR out of memory", "-ERR storage I/O", "-ERR stored data is corrupt",
+        "-ERR backend unavailable", "-ERR backend timeout", "-ERR internal error", "-ERR unknown error",
+    };
+    for (size_t i = 0; i < sizeof failed / sizeof *failed; i++) {
+        size_t n = strlen(failed[i]);
+        if (len >= n && !memcmp(r, failed[i], n)) return 0;
+    }
+    return 1;
+}
+
+/* :0, a null or an empty aggregate, RESP2 or RESP3: "nothing changed" for
+ * a FD_CMD_TOUCH_CHANGED command. */
+static int reply_is_nothing(const char *r, size_t len) {
+    static const char *const nothing[] = {":0\r\n", "$-1\r\n", "*-1\r\n", "_\r\n", "*0\r\n", "~0\r\n", "%0\r\n"};
+    for (size_t i = 0; i < sizeof nothing / sizeof *nothing; i++)
+        if (len == strlen(nothing[i]) && !memcmp(r, nothing[i], len)) return 1;
+    return 0;
+}
+
+void px_watch_touch_reply(const fd_command *cmd, int argc, const resp_arg *argv, const char *reply, size_t len) {
+    if (!wcount || !(cmd->flags & FD_CMD_WRITE)) return;
+    if (len && reply[0] == '-' && error_before_change(reply, len)) return;
+    if ((cmd->flags & FD_CMD_TOUCH_CHANGED) && reply_is_nothing(reply, len)) {
+        /* SET ... GET answers the old value: null when the key was absent,
+         * set or not (only NX/XX make the null mean "not set") */
+        int get = 0, xx = 0;
+        if (cmd->id == FD_CMD_set)
+            for (int i = 3; i < argc; i++) {
+                if (resp_arg_is(&argv[i], "get")) get = 1;
+                else if (resp_arg_is(&argv[i], "xx")) xx = 1;
+            }
+        if (!get || xx) return;
+    }
+    px_watch_touch(cmd, argc, argv);
+}
+
 void px_watch_touch_if_write(const fd_command *cmd, int argc, const resp_arg *argv) {
     if (cmd->flags & FD_CMD_WRITE) px_watch_touch(cmd, argc, argv);
     else if (cmd->id == FD_CMD_eval || cmd->id == FD_CMD_evalsha) px_watch_touch(cmd, argc, argv);

@@ -32,11 +32,18 @@
  * px_now_ms, the backends' expiry clock (deadline <= now: expired). On an
  * asynchronous backend WATCH's +OK is a pending mark and the client's input
  * is held (c->watch_wait, px_atomic_hold) until every answer is in; the
- * embedded backends answer inside WATCH. Limits: a write command on the key
- * counts as a change even when it changed nothing (SET NX on an existing
- * key), so an EXEC may abort where redis-server's would not, never the
- * reverse; on the redis backends, writes made by other clients of the
- * Redis server directly are not seen (docs/transactions.md).
+ * embedded backends answer inside WATCH. A write whose reply is complete
+ * when it returns (the embedded backends; a script's redis.call on any
+ * frontdoor-run backend) touches its keys only if its reply says it changed
+ * something (px_watch_touch_reply: errors, and :0/null/empty for the
+ * commands flagged FD_CMD_TOUCH_CHANGED, do not), as Redis 7.0's
+ * signalModifiedKey. Limits: a write whose reply is owed by an asynchronous
+ * backend (mongodb, redis, redis-cluster; EXEC's commands there), a
+ * proxy-served write, a forwarded script or MULTI block count as a change
+ * of every key they name even when they changed nothing, so an EXEC may
+ * abort where redis-server's would not, never the reverse; on the redis
+ * backends, writes made by other clients of the Redis server directly are
+ * not seen (docs/transactions.md).
  */
 #ifndef FRONTDOOR_MULTI_H
 #define FRONTDOOR_MULTI_H
@@ -64,6 +71,15 @@ resp_arg *px_cmd_copy(int argc, const resp_arg *argv, char **raw, size_t *rawlen
 
 /* A write command was dispatched: mark the clients watching its keys. */
 void px_watch_touch(const fd_command *cmd, int argc, const resp_arg *argv);
+/* A command ran and its whole reply is known (reply, len: its bytes, RESP2
+ * or RESP3): px_watch_touch unless the reply shows that Redis 7.0 would not
+ * have signalled its keys — an error raised before any change (WRONGTYPE,
+ * syntax, a value out of range...; a storage or backend failure, which may
+ * leave part of a change, still touches), or, for a FD_CMD_TOUCH_CHANGED
+ * command, :0, a null or an empty array/set/map. Non-write commands touch
+ * nothing. Call it after the command has run and before any other client's
+ * command can run (the loop thread, no turn in between). */
+void px_watch_touch_reply(const fd_command *cmd, int argc, const resp_arg *argv, const char *reply, size_t len);
 /* A command a Redis server runs without px_execute (forwarded EVAL/EVALSHA,
  * the commands of an EXEC block): px_watch_touch if it is a write, or a
  * script that may write (EVAL/EVALSHA: every key it declares, as a write). */

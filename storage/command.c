@@ -20,6 +20,7 @@
 #define NS  FD_CMD_NOSCRIPT
 #define AM  FD_CMD_IN_MULTI
 #define SK  FD_CMD_STREAMKEYS
+#define TC  FD_CMD_TOUCH_CHANGED
 
 static fd_command table[FD_CMD_COUNT] = {
 #define CMD(id_, ar, fl, f, l, s, fam, impl, cl, grp, since_, summ, syn) \

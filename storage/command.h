@@ -41,6 +41,13 @@ enum {
     FD_CMD_IN_MULTI = 1 << 13,  /* inside MULTI it runs at once instead of being queued (EXEC, DISCARD, MULTI, WATCH) */
     /* the keys are the first half of the arguments after STREAMS (XREAD, XREADGROUP) */
     FD_CMD_STREAMKEYS = 1 << 14,
+    /* WATCH (proxy/multi.c px_watch_touch_reply): the command changes its keys
+     * only when its reply says so. A reply of :0, a null ($-1, *-1, _) or an
+     * empty array/set/map (*0, ~0, %0) means Redis 7.0 did not call
+     * signalModifiedKey for any of its keys; any other reply counts as a change
+     * of every key (a superset of Redis's). Exception: SET with GET, whose
+     * null reply only says the key was absent (flagged for NX/XX). */
+    FD_CMD_TOUCH_CHANGED = 1 << 15,
 };
 
 /* Who serves a command. */
