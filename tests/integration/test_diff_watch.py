@@ -110,6 +110,165 @@ case("watch_many_keys_and_dirty", [
 ])
 
 
+# ---------------------------------------------------------------- no-op writes
+# Redis 7.0 touches a watched key only when a command modified it
+# (signalModifiedKey): a write that changed nothing, or failed with an error,
+# leaves another client's EXEC running. frontdoor decides from the reply where
+# it has the reply when the write returns (commands.def's TC flag: :0, null or
+# empty means no change; errors raised before any change): the embedded
+# backends, and a script's redis.call on every backend frontdoor's engine
+# runs; elsewhere it stays conservative (docs/transactions.md), hence the
+# skips in tests/CMakeLists.txt.
+
+KEYS = ("{t}k", "{t}d", "{t}s", "{t}o", "{t}x")
+S = [("SADD", "{t}k", "a")]
+H = [("HSET", "{t}k", "f", "v")]
+Z = [("ZADD", "{t}k", "1", "a")]
+L = [("RPUSH", "{t}k", "a", "b")]
+ST = [("SET", "{t}k", "v")]
+TTL = [("SET", "{t}k", "v", "EX", "100")]
+X = [("XADD", "{t}k", "1-1", "f", "v")]
+XG = X + [("XGROUP", "CREATE", "{t}k", "g", "0")]
+
+# (what, set-up, the other client's write): {t}k is the watched key
+NOOPS = [
+    ("set_nx_existing", ST, ("SET", "{t}k", "w", "NX")),
+    ("set_xx_missing", [], ("SET", "{t}k", "w", "XX")),
+    ("set_xx_get_missing", [], ("SET", "{t}k", "w", "XX", "GET")),
+    ("setnx_existing", ST, ("SETNX", "{t}k", "w")),
+    ("msetnx_one_exists", [("SET", "{t}o", "v")], ("MSETNX", "{t}k", "1", "{t}o", "2")),
+    ("getdel_missing", [], ("GETDEL", "{t}k")),
+    ("getex_missing", [], ("GETEX", "{t}k", "PERSIST")),
+    ("setrange_missing_empty", [], ("SETRANGE", "{t}k", "3", "")),
+    ("pfadd_no_change", [("PFADD", "{t}k", "a")], ("PFADD", "{t}k", "a")),
+    ("del_absent", [], ("DEL", "{t}k")),
+    ("unlink_absent", [], ("UNLINK", "{t}k", "{t}o")),
+    ("expire_absent", [], ("EXPIRE", "{t}k", "100")),
+    ("pexpire_nx_with_ttl", TTL, ("PEXPIRE", "{t}k", "5000", "NX")),
+    ("expireat_xx_without_ttl", ST, ("EXPIREAT", "{t}k", "4000000000", "XX")),
+    ("expire_gt_smaller", TTL, ("EXPIRE", "{t}k", "50", "GT")),
+    ("persist_without_ttl", ST, ("PERSIST", "{t}k")),
+    ("persist_absent", [], ("PERSIST", "{t}k")),
+    ("renamenx_destination_exists", [("SET", "{t}s", "1"), ("SET", "{t}k", "2")], ("RENAMENX", "{t}s", "{t}k")),
+    ("copy_destination_exists", [("SET", "{t}s", "1"), ("SET", "{t}k", "2")], ("COPY", "{t}s", "{t}k")),
+    ("sadd_existing", S, ("SADD", "{t}k", "a")),
+    ("srem_absent", S, ("SREM", "{t}k", "x", "y")),
+    ("spop_missing", [], ("SPOP", "{t}k")),
+    ("spop_count_missing", [], ("SPOP", "{t}k", "3")),
+    ("smove_absent_member", S, ("SMOVE", "{t}k", "{t}d", "x")),
+    ("hdel_absent", H, ("HDEL", "{t}k", "x")),
+    ("hsetnx_existing", H, ("HSETNX", "{t}k", "f", "w")),
+    ("zrem_absent", Z, ("ZREM", "{t}k", "x")),
+    ("zpopmin_missing", [], ("ZPOPMIN", "{t}k")),
+    ("zpopmax_count_0", Z, ("ZPOPMAX", "{t}k", "0")),
+    ("zremrangebyrank_none", Z, ("ZREMRANGEBYRANK", "{t}k", "5", "10")),
+    ("zremrangebyscore_none", Z, ("ZREMRANGEBYSCORE", "{t}k", "5", "10")),
+    ("zremrangebylex_none", Z, ("ZREMRANGEBYLEX", "{t}k", "[x", "[z")),
+    ("zmpop_missing", [], ("ZMPOP", "1", "{t}k", "MIN")),
+    ("lpop_missing", [], ("LPOP", "{t}k")),
+    ("rpop_count_missing", [], ("RPOP", "{t}k", "2")),
+    ("lpop_count_0", L, ("LPOP", "{t}k", "0")),
+    ("lpushx_missing", [], ("LPUSHX", "{t}k", "a")),
+    ("rpushx_missing", [], ("RPUSHX", "{t}k", "a")),
+    ("lrem_none", L, ("LREM", "{t}k", "0", "x")),
+    ("linsert_missing", [], ("LINSERT", "{t}k", "BEFORE", "a", "x")),
+    ("rpoplpush_empty_source", [], ("RPOPLPUSH", "{t}s", "{t}k")),
+    ("lmove_empty", [], ("LMOVE", "{t}k", "{t}d", "LEFT", "RIGHT")),
+    ("lmpop_missing", [], ("LMPOP", "1", "{t}k", "LEFT")),
+    ("xdel_none", X, ("XDEL", "{t}k", "9-9")),
+    ("xtrim_none", X, ("XTRIM", "{t}k", "MAXLEN", "10")),
+    ("xadd_nomkstream_missing", [], ("XADD", "{t}k", "NOMKSTREAM", "*", "f", "v")),
+    ("xack_none", XG, ("XACK", "{t}k", "g", "1-1")),
+    ("xgroup_destroy_missing", X, ("XGROUP", "DESTROY", "{t}k", "g")),
+    ("xclaim_none", XG, ("XCLAIM", "{t}k", "g", "c", "0", "1-1")),
+    ("xreadgroup_nothing_new", XG + [("XREADGROUP", "GROUP", "g", "c", "STREAMS", "{t}k", ">")],
+     ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "{t}k", ">")),
+]
+
+# writes that fail with an error raised before any change
+ERRORS = [
+    ("sadd_wrongtype", ST, ("SADD", "{t}k", "a")),
+    ("incr_not_an_integer", ST, ("INCR", "{t}k")),
+    ("set_syntax_error", ST, ("SET", "{t}k", "v", "BOGUS")),
+    ("hincrby_wrongtype", ST, ("HINCRBY", "{t}k", "f", "1")),
+    ("expire_not_an_integer", ST, ("EXPIRE", "{t}k", "soon")),
+    ("lmove_wrongtype_destination", [("RPUSH", "{t}s", "a"), ("SET", "{t}k", "1")],
+     ("LMOVE", "{t}s", "{t}k", "LEFT", "LEFT")),
+    ("sinterstore_wrongtype_source", [("SET", "{t}x", "1"), ("SADD", "{t}k", "a")],
+     ("SINTERSTORE", "{t}k", "{t}x")),
+]
+
+# real changes, and writes Redis signals even when they change nothing (no
+# TC flag): EXEC aborts on every backend
+CHANGES = [
+    ("sadd_new", S, ("SADD", "{t}k", "b")),
+    ("set_nx_missing", [], ("SET", "{t}k", "v", "NX")),
+    ("set_get_missing", [], ("SET", "{t}k", "v", "GET")),        # a null reply, yet set
+    ("set_nx_get_missing", [], ("SET", "{t}k", "v", "NX", "GET")),
+    ("del_existing_among_absent", ST, ("DEL", "{t}o", "{t}k")),
+    ("pexpireat_past", ST, ("PEXPIREAT", "{t}k", "1")),
+    ("persist_with_ttl", TTL, ("PERSIST", "{t}k")),
+    ("lpop_last", [("RPUSH", "{t}k", "a")], ("LPOP", "{t}k")),
+    ("hsetnx_new", H, ("HSETNX", "{t}k", "g", "v")),
+    ("pfadd_creates_empty", [], ("PFADD", "{t}k")),
+    ("smove_into_watched", [("SADD", "{t}s", "a")], ("SMOVE", "{t}s", "{t}k", "a")),
+    ("rpoplpush_into_watched", [("RPUSH", "{t}s", "a")], ("RPOPLPUSH", "{t}s", "{t}k")),
+    ("zpopmin_last", Z, ("ZPOPMIN", "{t}k")),
+    ("xadd_new", [], ("XADD", "{t}k", "1-1", "f", "v")),
+    ("append_empty_to_missing", [], ("APPEND", "{t}k", "")),      # :0, yet the key is created
+    ("ltrim_keeps_all", L, ("LTRIM", "{t}k", "0", "-1")),
+    ("lset_same_value", L, ("LSET", "{t}k", "0", "a")),
+    ("hset_same_value", H, ("HSET", "{t}k", "f", "v")),
+    ("incrby_zero", [("SET", "{t}k", "1")], ("INCRBY", "{t}k", "0")),
+    ("zadd_score_update", Z, ("ZADD", "{t}k", "2", "a")),         # :0, yet changed
+    ("sinterstore_empty_over_existing", ST, ("SINTERSTORE", "{t}k", "{t}x")),
+]
+
+
+def exec_expect(what, aborts):
+    """EXEC on both; checks that redis-server's outcome is what the case says
+    (the comparison itself is the DiffTwo's)."""
+    def step(two):
+        a, _ = two.a.cmd("EXEC")
+        if (a in (b"*-1\r\n", b"_\r\n")) != aborts:
+            raise AssertionError("%s: redis-server's EXEC should %s: %r"
+                                 % (what, "abort" if aborts else "run", a))
+    return step
+
+
+def by_client(op):
+    return [("@B",) + op]
+
+
+def in_exec(op):
+    return [("@B", "MULTI"), ("@B",) + op, ("@B", "EXEC")]
+
+
+# the other client's write from a script: redis.pcall, so an error is the reply
+SCRIPT = "return redis.pcall(unpack(ARGV))"
+
+
+def in_script(op):
+    return [("@B", "EVAL", SCRIPT, str(len(KEYS))) + KEYS + op]
+
+
+def watch_steps(items, how, aborts):
+    steps = []
+    for what, setup, op in items:
+        steps += [("DEL",) + KEYS] + setup + [("WATCH", "{t}k")] + how(op)
+        steps += [("MULTI",), ("INCR", "{t}n"), exec_expect(what, aborts)]
+    return steps + [("GET", "{t}n")]
+
+
+case("watch_noop_writes_run", watch_steps(NOOPS, by_client, False))
+case("watch_error_writes_run", watch_steps(ERRORS, by_client, False))
+case("watch_noop_writes_in_exec_run", watch_steps(NOOPS + ERRORS, in_exec, False))
+case("watch_noop_writes_in_script_run", watch_steps(NOOPS + ERRORS, in_script, False))
+case("watch_changes_abort", watch_steps(CHANGES, by_client, True))
+case("watch_changes_in_exec_abort", watch_steps(CHANGES, in_exec, True))
+case("watch_changes_in_script_abort", watch_steps(CHANGES, in_script, True))
+
+
 def watch_half_close_and_gone():
     """A client that pipelines WATCH ... EXEC and half-closes gets every
     reply (WATCH's may be owed by the backend meanwhile: the rest is not
