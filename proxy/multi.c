@@ -228,6 +228,7 @@ static int error_before_change(const char *r, size_t len) {
     static const char *const failed[] = {
         "-OOM ", "-ERR out of memory", "-ERR storage I/O", "-ERR stored data is corrupt",
         "-ERR backend unavailable", "-ERR backend timeout", "-ERR internal error", "-ERR unknown error",
+        "-ERR mongodb: ",   /* a MongoDB server error (storage/mongodb/mg_backend.c) */
     };
     for (size_t i = 0; i < sizeof failed / sizeof *failed; i++) {
         size_t n = strlen(failed[i]);
