@@ -225,16 +225,15 @@ void px_watch_touch(const fd_command *cmd, int argc, const resp_arg *argv) {
  * a storage or backend failure (fd_strerror's texts), after which part of a
  * change may have been made or the outcome is unknown. */
 static int error_before_change(const char *r, size_t len) {
-    static const char *const failed[] = {
-        "-OOM ", "-ERR out of memory", "-ERR storage I/O", "-ERR stored data is corrupt",
-        "-ERR backend unavailable", "-ERR backend timeout", "-ERR internal error", "-ERR unknown error",
-        "-ERR mongodb: ",   /* a MongoDB server error (storage/mongodb/mg_backend.c) */
-    };
-    for (size_t i = 0; i < sizeof failed / sizeof *failed; i++) {
-        size_t n = strlen(failed[i]);
-        if (len >= n && !memcmp(r, failed[i], n)) return 0;
+    /* the storage and backend failures of the status space (FD_E_OOM and
+     * after, storage/status.h), as px_reply_status writes them */
+    for (int s = FD_E_OOM; s < FD_STATUS_COUNT; s++) {
+        const char *t = fd_strerror(s);
+        size_t n = strcspn(t, "%");          /* up to a "%s" (the command's name) */
+        if (len > n && !memcmp(r + 1, t, n)) return 0;
     }
-    return 1;
+    static const char mongo[] = "-ERR mongodb: ";   /* a MongoDB server error (storage/mongodb/mg_backend.c) */
+    return !(len >= sizeof mongo - 1 && !memcmp(r, mongo, sizeof mongo - 1));
 }
 
 /* :0, a null or an empty aggregate, RESP2 or RESP3: "nothing changed" for
