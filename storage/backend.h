@@ -85,6 +85,9 @@ typedef struct fd_request {
     uint64_t   client_id;    /* the proxy's id of the client (for per-client ordering) */
     const resp_arg *route_key; /* non-NULL: a part of an atomic unit; a sharded backend sends it
                                 * where this key lives (MULTI/EXEC blocks on a cluster) */
+    int        detached;     /* the reply goes to no client's output buffer (a script's command, an
+                              * A/B mirror copy): the host waits for it or drops it, so a backend
+                              * must not keep it pending for a later commit (LevelDB) */
 } fd_request;
 
 /* A backend that returned FD_PENDING completes the request later with

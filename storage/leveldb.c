@@ -34,6 +34,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <leveldb/c.h>
+#include <ev.h>
 #include "clock.h"
 #include "kv/kv.h"
 #include "kv/kv_overlay.h"
@@ -48,6 +49,10 @@
 #define LD_RC_MIN         (64u << 10)     /* row cache: at least this many bytes */
 #define LD_READ_BEHIND    32              /* list elements read ahead downwards (RPOP) */
 #define LD_RC_BUCKETS     (1u << 18)      /* row cache hash buckets (power of 2) */
+#define LD_MAX_BATCHES    8               /* uncommitted batches (layers) at most */
+#define LD_HOLD_BYTES     (256ULL << 20)  /* overlay bytes not yet committed: the bound */
+#define LD_HOLD_REPLIES   (1u << 20)      /* write replies held: the bound */
+#define LD_STALL_US       2000            /* a write above this counts as writer stall time */
 
 static int ov_cmp(const kv_ov_node *n, const char *k, size_t kl)
 {
@@ -94,11 +99,58 @@ typedef struct ld_row {
 static inline char *row_key(ld_row *r) { return (char *)(r + 1); }
 static inline char *row_val(ld_row *r) { return (char *)(r + 1) + r->kl; }
 
+/* A write command's reply held until its commit is stored: bytes
+ * [off, off+len) of the holder's rbuf. */
+typedef struct ld_held {
+    fd_pending *p;
+    size_t      off, len;
+} ld_held;
+typedef struct ld_holds {
+    ld_held *held;
+    size_t   nheld, capheld;
+    char    *rbuf;
+    size_t   rlen, rcap;
+} ld_holds;
+
+/* Replies to send once a commit is done: moved out of a batch by
+ * collect_done, sent by on_wake (never inside end_turn or submit: a reply
+ * may make the host run more commands). */
+typedef struct ld_answers {
+    struct ld_answers *next;
+    int      status;         /* FD_OK: the replies; else every one fails with it */
+    ld_held *held;
+    size_t   nheld;
+    char    *rbuf;
+} ld_answers;
+
+/* One frozen turn (or several merged turns) on its way into LevelDB. The
+ * loop owns the queue db->bq (oldest first) and reads each batch's overlay
+ * as a layer above LevelDB until the batch is retired; the writer thread
+ * takes the oldest QUEUED batch, writes it, marks it DONE (state under
+ * wmu). A QUEUED batch at the tail takes the next turns in (merged), so the
+ * queue stays short while a write stalls. */
+enum { LB_QUEUED, LB_WRITING, LB_DONE };
+typedef struct ld_batch {
+    kv_overlay *ov;
+    uint64_t  seq;
+    int       state;         /* LB_*, under wmu */
+    int       status;        /* the write's result (LB_DONE) */
+    int       cleared;       /* FLUSHDB: first delete everything LevelDB holds */
+    int       collected;     /* its replies moved to db->ans */
+    int       fail;          /* not to be written: fail with this (a merge ran out of memory) */
+    ld_holds  h;             /* the replies its writes wait with */
+    uint64_t  records, write_us, turns;
+    char      err[256];      /* LevelDB's error text (writer thread) */
+} ld_batch;
+
 typedef struct ld_txn {
     ld_db   *db;
     int      used;
     int      cleared;        /* clear() ran: LevelDB's records are hidden */
     kv_overlay *ov;
+    uint64_t stamp;          /* bumped by every write (kv_driver.stamp) */
+    int      must_sync;      /* a write reply was released: commit before end_turn returns */
+    ld_holds h;              /* replies of this turn's writes (kv_driver.hold) */
     char   **reads;          /* leveldb_get results handed out: freed at the next write */
     size_t   nreads, capreads;
     /* The last key looked up in LevelDB and whether LevelDB holds it: valid
@@ -147,6 +199,30 @@ struct ld_db {
     int             cstarted, cwant, cstop;
     uint64_t        compactions;
     char     last_error[256];
+    /* asynchronous commits: the writer thread (none without a loop: unit
+     * tests commit inline) */
+    struct ev_loop *loop;
+    ev_async        wake;    /* the writer finished a batch */
+    int             async;   /* writer running */
+    pthread_t       wthread;
+    pthread_mutex_t wmu;
+    pthread_cond_t  wcv;     /* the writer waits for work */
+    pthread_cond_t  dcv;     /* the loop waits for a batch to be done */
+    int             wstop;
+    ld_batch       *bq[LD_MAX_BATCHES];
+    int             nb;
+    uint64_t        seq;     /* of the last batch queued */
+    uint64_t        poison_from, poison_upto;   /* under wmu: see writer() */
+    int             poison_status;
+    ld_answers     *ans, *ans_tail;
+    int             in_wake;
+    int             delay_ms; /* test hook: FRONTDOOR_LEVELDB_WRITE_DELAY_MS */
+    /* statistics of the asynchronous commits */
+    uint64_t held_bytes, held_replies;       /* in batches not yet answered */
+    uint64_t merged_turns, sync_turns, commit_failures, failed_replies;
+    uint64_t loop_commit_us, loop_commit_max_us;   /* loop-thread time in end_turn's commit */
+    uint64_t writer_busy_us, writer_stall_us;
+    uint64_t bp_waits, bp_us;                /* waits at the bound */
 };
 
 struct kv_iter {
@@ -368,6 +444,7 @@ static void txn_end(ld_txn *x)
     release_reads(x);
     kv_overlay_clear(x->ov);
     x->cleared = 0;
+    x->must_sync = 0;
     x->used = 0;
 }
 
@@ -471,34 +548,137 @@ static void hint_note(ld_db *db, ld_hint *h, const char *a, size_t al, const cha
 
 /* ---------------------------------------------------------------- driver */
 
-static int ld_begin(void *dbp, void *parent, void **txn)
+/* ---------------------------------------------------------------- commits
+ *
+ * Asynchronous commit (docs/leveldb.md, "Commits off the loop thread").
+ * end_turn freezes the turn's overlay into a batch (or merges it into the
+ * batch still waiting at the queue's tail) and returns; the writer thread
+ * writes batches in order, one leveldb_write each. Until a batch is retired
+ * its overlay is a layer of every read (newest first, then LevelDB). The
+ * replies of the writes it holds are completed (fd_pending_reply) when the
+ * write is done, from the ev_async callback. Retirement (row cache, seek
+ * hints, statistics, freeing) happens on the loop thread only while no
+ * transaction is open, so the layers a transaction reads never change
+ * under it: memos, read iterators and cursors stay true for its duration.
+ *
+ * A failed write fails the replies its batch holds, and every batch frozen
+ * before the loop saw the failure (they may have read the lost data): see
+ * writer(). A turn that released a write reply (a script), FLUSHDB, and any
+ * commit without a loop (unit tests) are written before end_turn returns. */
+
+static int holds_push(ld_holds *h, fd_pending *p, const void *reply, size_t len)
 {
-    ld_db *db = dbp;
-    if (parent) return FD_E_NOTSUPPORTED;
-    if (db->tx.used) return FD_E_INTERNAL;
-    if (!db->tx.ov && !(db->tx.ov = kv_overlay_new())) return FD_E_NOMEM;
-    db->tx.db = db;
-    db->tx.used = 1;
-    db->tx.cleared = 0;
-    *txn = &db->tx;
+    if (h->nheld == h->capheld) {
+        size_t cap = h->capheld ? h->capheld * 2 : 16;
+        ld_held *n = realloc(h->held, cap * sizeof *n);
+        if (!n) return FD_E_NOMEM;
+        h->held = n;
+        h->capheld = cap;
+    }
+    if (h->rlen + len > h->rcap) {
+        size_t cap = h->rcap ? h->rcap : 256;
+        while (cap < h->rlen + len) cap *= 2;
+        char *n = realloc(h->rbuf, cap);
+        if (!n) return FD_E_NOMEM;
+        h->rbuf = n;
+        h->rcap = cap;
+    }
+    if (len) memcpy(h->rbuf + h->rlen, reply, len);
+    h->held[h->nheld++] = (ld_held){p, h->rlen, len};
+    h->rlen += len;
     return FD_OK;
 }
 
-static void ld_abort(void *txn)
+/* Append src's replies to dst (src emptied). */
+static int holds_move(ld_holds *dst, ld_holds *src)
 {
-    txn_end(txn);
+    if (!dst->nheld) {
+        ld_holds t = *dst;
+        *dst = *src;
+        *src = t;
+        src->nheld = src->rlen = 0;
+        return FD_OK;
+    }
+    for (size_t i = 0; i < src->nheld; i++)
+        if (holds_push(dst, src->held[i].p, src->rbuf + src->held[i].off, src->held[i].len) != FD_OK) {
+            /* what did not move fails now */
+            for (size_t j = i; j < src->nheld; j++) src->held[j - i] = src->held[j];
+            src->nheld -= i;
+            return FD_E_NOMEM;
+        }
+    src->nheld = src->rlen = 0;
+    return FD_OK;
 }
 
-static int ld_commit(void *txn)
+static void holds_free(ld_holds *h)
 {
-    ld_txn *x = txn;
-    ld_db *db = x->db;
-    if (kv_overlay_count(x->ov) == 0 && !x->cleared) { txn_end(x); return FD_OK; }
+    free(h->held);
+    free(h->rbuf);
+    memset(h, 0, sizeof *h);
+}
+
+/* Queue h's replies for on_wake with `status` (h emptied). */
+static void answers_add(ld_db *db, ld_holds *h, int status)
+{
+    if (!h->nheld) return;
+    ld_answers *a = calloc(1, sizeof *a);
+    if (!a) {
+        /* cannot even queue: complete them now (the host copes) */
+        for (size_t i = 0; i < h->nheld; i++) fd_pending_error(h->held[i].p, FD_E_NOMEM);
+        h->nheld = h->rlen = 0;
+        return;
+    }
+    a->status = status;
+    a->held = h->held;
+    a->nheld = h->nheld;
+    a->rbuf = h->rbuf;
+    memset(h, 0, sizeof *h);
+    if (db->ans_tail) db->ans_tail->next = a;
+    else db->ans = a;
+    db->ans_tail = a;
+    if (db->async && !db->in_wake) ev_async_send(db->loop, &db->wake);
+}
+
+/* Complete every queued reply (loop thread, outside submit/end_turn). */
+static void answers_send(ld_db *db)
+{
+    while (db->ans) {
+        ld_answers *a = db->ans;
+        db->ans = db->ans_tail = NULL;
+        while (a) {
+            ld_answers *nx = a->next;
+            for (size_t i = 0; i < a->nheld; i++) {
+                if (a->status == FD_OK) fd_pending_reply(a->held[i].p, a->rbuf + a->held[i].off, a->held[i].len);
+                else { fd_pending_error(a->held[i].p, a->status); db->failed_replies++; }
+            }
+            free(a->held);
+            free(a->rbuf);
+            free(a);
+            a = nx;
+        }
+    }
+}
+
+static void batch_free(ld_batch *b)
+{
+    kv_overlay_free(b->ov);
+    holds_free(&b->h);
+    free(b);
+}
+
+/* Write batch b into LevelDB (the writer thread, or the loop when there is
+ * none). Only reads b and LevelDB. */
+static int batch_write(ld_db *db, ld_batch *b)
+{
     int64_t t0 = fd_mono_us();
+    if (db->delay_ms > 0) {
+        struct timespec ts = {db->delay_ms / 1000, (long)(db->delay_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
     leveldb_writebatch_t *wb = leveldb_writebatch_create();
     uint64_t records = 0;
-    int s = FD_OK;
-    if (x->cleared) {
+    char *err = NULL;
+    if (b->cleared) {
         /* FLUSHDB: every record LevelDB holds goes, in the same batch */
         leveldb_iterator_t *it = leveldb_create_iterator(db->ldb, db->ropts);
         for (leveldb_iter_seek_to_first(it); leveldb_iter_valid(it); leveldb_iter_next(it)) {
@@ -507,43 +687,380 @@ static int ld_commit(void *txn)
             leveldb_writebatch_delete(wb, k, kl);
             records++;
         }
-        char *err = NULL;
         leveldb_iter_get_error(it, &err);
         leveldb_iter_destroy(it);
-        s = ld_status(db, err);
     }
-    if (s == FD_OK) {
-        for (kv_ov_node *n = kv_overlay_first(x->ov); n; n = kv_ov_next(n)) {
+    if (!err) {
+        for (kv_ov_node *n = kv_overlay_first(b->ov); n; n = kv_ov_next(n)) {
             if (n->dead) leveldb_writebatch_delete(wb, kv_ov_key(n), n->klen);
             else leveldb_writebatch_put(wb, kv_ov_key(n), n->klen, n->val ? n->val : "", n->vlen);
             records++;
         }
-        char *err = NULL;
         leveldb_write(db->ldb, db->wopts, wb, &err);
-        s = ld_status(db, err);
     }
     leveldb_writebatch_destroy(wb);
-    if (kv_overlay_count(x->ov) > db->max_overlay) db->max_overlay = kv_overlay_count(x->ov);
-    if (s == FD_OK && x->cleared) request_compaction(db);
-    if (s == FD_OK) hints_drop_written(db, x->ov);
-    else hints_clear(db);
-    if (s != FD_OK || x->cleared) rc_clear(db);      /* LevelDB's state is unknown / empty */
-    else rc_commit(db, x->ov);
-    if (s == FD_OK) {
-        uint64_t us = (uint64_t)(fd_mono_us() - t0);
+    b->records = records;
+    b->write_us = (uint64_t)(fd_mono_us() - t0);
+    if (err) snprintf(b->err, sizeof b->err, "%s", err);
+    return ld_status(NULL, err);
+}
+
+/* The writer thread. A failed write (batch F) poisons the queue: every
+ * later batch up to poison_upto fails unwritten, since its turns may have
+ * read F's data. poison_upto is the last batch queued when the loop retired
+ * F (no transaction open then: later turns never saw F); the first batch
+ * after it is written again and clears the poison. */
+static void *writer(void *arg)
+{
+    ld_db *db = arg;
+    pthread_mutex_lock(&db->wmu);
+    for (;;) {
+        ld_batch *b = NULL;
+        for (int i = 0; i < db->nb; i++)
+            if (db->bq[i]->state == LB_QUEUED) { b = db->bq[i]; break; }
+        if (!b) {
+            if (db->wstop) break;
+            pthread_cond_wait(&db->wcv, &db->wmu);
+            continue;
+        }
+        b->state = LB_WRITING;
+        int skip = 0;
+        if (db->poison_from) {
+            if (b->seq <= db->poison_upto) skip = db->poison_status;
+            else db->poison_from = 0;
+        }
+        pthread_mutex_unlock(&db->wmu);
+        int s = b->fail ? b->fail : skip ? skip : batch_write(db, b);
+        pthread_mutex_lock(&db->wmu);
+        if (s != FD_OK && !db->poison_from) {
+            db->poison_from = b->seq;
+            db->poison_upto = UINT64_MAX;
+            db->poison_status = s;
+        }
+        b->status = s;
+        b->state = LB_DONE;
+        pthread_cond_broadcast(&db->dcv);
+        pthread_mutex_unlock(&db->wmu);
+        ev_async_send(db->loop, &db->wake);
+        pthread_mutex_lock(&db->wmu);
+    }
+    pthread_mutex_unlock(&db->wmu);
+    return NULL;
+}
+
+/* Move the replies of every finished batch to db->ans (loop thread). */
+static void collect_done(ld_db *db)
+{
+    if (!db->nb) return;
+    pthread_mutex_lock(&db->wmu);
+    for (int i = 0; i < db->nb; i++) {
+        ld_batch *b = db->bq[i];
+        if (b->state != LB_DONE || b->collected) continue;
+        b->collected = 1;
+        db->held_replies -= b->h.nheld;
+        if (b->status != FD_OK) {
+            if (!b->err[0]) snprintf(b->err, sizeof b->err, "%s", fd_strerror(b->status));
+            db->commit_failures++;
+        }
+        answers_add(db, &b->h, b->status);
+    }
+    pthread_mutex_unlock(&db->wmu);
+}
+
+/* Apply a written batch to the loop's state and free it. */
+static void batch_retire(ld_db *db, ld_batch *b)
+{
+    uint64_t bytes = kv_overlay_bytes(b->ov);
+    db->held_bytes -= bytes;
+    if (b->status == FD_OK) {
+        hints_drop_written(db, b->ov);
+        if (b->cleared) { rc_clear(db); request_compaction(db); }
+        else rc_commit(db, b->ov);
         db->commits++;
-        db->commit_records += records;
-        db->commit_bytes += kv_overlay_bytes(x->ov);
-        db->last_commit_us = us;
-        db->total_commit_us += us;
-        if (us > db->max_commit_us) db->max_commit_us = us;
-        if (us > LD_SLOW_COMMIT_US) db->slow_commits++;
+        db->commit_records += b->records;
+        db->commit_bytes += bytes;
+        db->last_commit_us = b->write_us;
+        db->total_commit_us += b->write_us;
+        if (b->write_us > db->max_commit_us) db->max_commit_us = b->write_us;
+        if (b->write_us > LD_SLOW_COMMIT_US) db->slow_commits++;
+        if (b->write_us > LD_STALL_US) db->writer_stall_us += b->write_us;
+    } else {
+        /* LevelDB's state is unknown: forget what was learnt of it */
+        hints_clear(db);
+        rc_clear(db);
+        if (b->err[0]) snprintf(db->last_error, sizeof db->last_error, "%s", b->err);
+        pthread_mutex_lock(&db->wmu);
+        if (db->poison_from && db->poison_upto == UINT64_MAX) db->poison_upto = db->seq;
+        pthread_mutex_unlock(&db->wmu);
+    }
+    db->writer_busy_us += b->write_us;
+    batch_free(b);
+}
+
+/* Retire the finished batches at the head of the queue. Only while no
+ * transaction is open. Returns the first failed status retired, or FD_OK. */
+static int retire_done(ld_db *db)
+{
+    int failed = FD_OK;
+    if (!db->nb || db->tx.used) return FD_OK;
+    collect_done(db);
+    int k = 0;
+    pthread_mutex_lock(&db->wmu);
+    while (k < db->nb && db->bq[k]->state == LB_DONE) k++;
+    pthread_mutex_unlock(&db->wmu);
+    for (int i = 0; i < k; i++) {
+        if (db->bq[i]->status != FD_OK && failed == FD_OK) failed = db->bq[i]->status;
+        batch_retire(db, db->bq[i]);
+    }
+    if (k) {
+        pthread_mutex_lock(&db->wmu);
+        memmove(db->bq, db->bq + k, (size_t)(db->nb - k) * sizeof *db->bq);
+        db->nb -= k;
+        pthread_mutex_unlock(&db->wmu);
+    }
+    return failed;
+}
+
+/* Wait until the writer finished one more batch (loop thread). */
+static void wait_progress(ld_db *db)
+{
+    pthread_mutex_lock(&db->wmu);
+    for (;;) {
+        int k = 0;
+        while (k < db->nb && db->bq[k]->state == LB_DONE) k++;
+        if (k > 0 || !db->nb) break;
+        pthread_cond_wait(&db->dcv, &db->wmu);
+    }
+    pthread_mutex_unlock(&db->wmu);
+}
+
+/* Every batch written and retired. The first failure among them, or FD_OK. */
+static int drain(ld_db *db)
+{
+    int failed = FD_OK;
+    while (db->nb) {
+        int s = retire_done(db);
+        if (s != FD_OK && failed == FD_OK) failed = s;
+        if (db->nb) wait_progress(db);
+    }
+    return failed;
+}
+
+static void on_wake(struct ev_loop *loop, ev_async *w, int revents)
+{
+    (void)loop; (void)revents;
+    ld_db *db = w->data;
+    db->in_wake = 1;
+    if (db->tx.used) collect_done(db);
+    else retire_done(db);
+    db->in_wake = 0;
+    answers_send(db);
+}
+
+static int ld_begin(void *dbp, void *parent, void **txn)
+{
+    ld_db *db = dbp;
+    if (parent) return FD_E_NOTSUPPORTED;
+    if (db->tx.used) return FD_E_INTERNAL;
+    if (db->nb) retire_done(db);
+    if (!db->tx.ov && !(db->tx.ov = kv_overlay_new())) return FD_E_NOMEM;
+    db->tx.db = db;
+    db->tx.used = 1;
+    db->tx.cleared = 0;
+    db->tx.must_sync = 0;
+    *txn = &db->tx;
+    return FD_OK;
+}
+
+static void ld_abort(void *txn)
+{
+    ld_txn *x = txn;
+    answers_add(x->db, &x->h, FD_E_IO);      /* their writes are not made */
+    txn_end(x);
+}
+
+static uint64_t ld_stamp(void *txn)
+{
+    return ((ld_txn *)txn)->stamp;
+}
+
+static int ld_hold(void *txn, fd_pending *p, const void *reply, size_t len)
+{
+    ld_txn *x = txn;
+    if (!p || !x->db->async) { x->must_sync = 1; return p ? FD_E_NOTSUPPORTED : FD_OK; }
+    return holds_push(&x->h, p, reply, len);
+}
+
+/* Merge overlay src into dst (the newer src wins). */
+static int overlay_merge(kv_overlay *dst, const kv_overlay *src)
+{
+    for (kv_ov_node *n = kv_overlay_first(src); n; n = kv_ov_next(n)) {
+        int s = n->dead ? kv_overlay_del(dst, kv_ov_key(n), n->klen)
+                        : kv_overlay_put(dst, kv_ov_key(n), n->klen, n->val, n->vlen, NULL);
+        if (s != FD_OK) return s;
+    }
+    return FD_OK;
+}
+
+/* The end of a turn: x's writes become a batch for the writer (merged into
+ * the one waiting at the tail, if any). Synchronous (written before the
+ * return) when a reply was released, after a clear, or without a writer. */
+static int ld_commit(void *txn)
+{
+    ld_txn *x = txn;
+    ld_db *db = x->db;
+    if (kv_overlay_count(x->ov) == 0 && !x->cleared) {
+        answers_add(db, &x->h, FD_OK);       /* (nothing held: a hold needs a write) */
+        txn_end(x);
+        if (db->nb) retire_done(db);
+        return FD_OK;
+    }
+    int64_t t0 = fd_mono_us();
+    if (kv_overlay_count(x->ov) > db->max_overlay) db->max_overlay = kv_overlay_count(x->ov);
+    int sync = !db->async || x->cleared || x->must_sync;
+    int s = FD_OK;
+    ld_batch *tail = NULL;
+    if (!sync && db->nb) {
+        pthread_mutex_lock(&db->wmu);        /* the writer cannot take it while we merge */
+        if (db->bq[db->nb - 1]->state == LB_QUEUED) tail = db->bq[db->nb - 1];
+        if (tail) {
+            uint64_t before = kv_overlay_bytes(tail->ov);
+            s = overlay_merge(tail->ov, x->ov);
+            db->held_bytes += kv_overlay_bytes(tail->ov) - before;
+            size_t nh = x->h.nheld;
+            if (s == FD_OK) s = holds_move(&tail->h, &x->h);
+            db->held_replies += nh - x->h.nheld;
+            if (s != FD_OK) tail->fail = s;     /* half merged: the writer must not write it */
+            tail->turns++;
+            db->merged_turns++;
+        }
+        pthread_mutex_unlock(&db->wmu);
+    }
+    if (s != FD_OK) {
+        /* the tail is half merged: the writer fails it (and the queue after it) */
+        answers_add(db, &x->h, s);
+        txn_end(x);
+        return s;
+    }
+    if (!tail) {
+        ld_batch *b = calloc(1, sizeof *b);
+        kv_overlay *fresh = b ? kv_overlay_new() : NULL;
+        if (!fresh) {
+            free(b);
+            answers_add(db, &x->h, FD_E_NOMEM);
+            txn_end(x);
+            return FD_E_NOMEM;
+        }
+        b->ov = x->ov;
+        x->ov = fresh;
+        b->cleared = x->cleared;
+        b->turns = 1;
+        b->h = x->h;
+        memset(&x->h, 0, sizeof x->h);
+        db->held_bytes += kv_overlay_bytes(b->ov);
+        db->held_replies += b->h.nheld;
+        while (db->nb == LD_MAX_BATCHES) {
+            txn_end(x);                      /* (retire needs no open transaction) */
+            retire_done(db);
+            if (db->nb == LD_MAX_BATCHES) wait_progress(db);
+        }
+        pthread_mutex_lock(&db->wmu);
+        b->seq = ++db->seq;
+        b->state = LB_QUEUED;
+        db->bq[db->nb++] = b;
+        if (db->async) pthread_cond_signal(&db->wcv);
+        pthread_mutex_unlock(&db->wmu);
     }
     txn_end(x);
+    if (sync) {
+        db->sync_turns++;
+        if (!db->async) {
+            /* no writer thread: write it here */
+            ld_batch *b = db->bq[db->nb - 1];
+            int ws = FD_OK;
+            pthread_mutex_lock(&db->wmu);
+            int poisoned = db->poison_from != 0;
+            pthread_mutex_unlock(&db->wmu);
+            ws = poisoned ? db->poison_status : batch_write(db, b);
+            b->status = ws;
+            b->state = LB_DONE;
+        }
+        s = drain(db);
+    } else {
+        /* the bound: wait for the writer rather than hold more */
+        int waited = 0;
+        int64_t tw = 0;
+        while (db->nb && (db->held_bytes > LD_HOLD_BYTES || db->held_replies > LD_HOLD_REPLIES)) {
+            if (!waited) { waited = 1; tw = fd_mono_us(); db->bp_waits++; }
+            retire_done(db);
+            if (db->nb && (db->held_bytes > LD_HOLD_BYTES || db->held_replies > LD_HOLD_REPLIES))
+                wait_progress(db);
+        }
+        if (waited) db->bp_us += (uint64_t)(fd_mono_us() - tw);
+        retire_done(db);
+    }
+    uint64_t us = (uint64_t)(fd_mono_us() - t0);
+    db->loop_commit_us += us;
+    if (us > db->loop_commit_max_us) db->loop_commit_max_us = us;
     return s;
 }
 
 static const char empty_val[1];
+
+/* The newest uncommitted batch's entry of k, or NULL. */
+static kv_ov_node *layer_get(ld_db *db, const void *k, size_t kl)
+{
+    for (int i = db->nb - 1; i >= 0; i--) {
+        kv_ov_node *n = kv_overlay_get(db->bq[i]->ov, k, kl);
+        if (n) return n;
+    }
+    return NULL;
+}
+
+/* The overlay side of a cursor: the turn's overlay over the uncommitted
+ * batches (newest first; none after a clear in this turn). For each key the
+ * newest layer's entry stands for it. Layers do not change while a
+ * transaction is open (retirement waits for its end), so an entry pointer
+ * stays valid while the turn overlay's generation does. */
+static kv_ov_node *vw_seek(const ld_txn *x, const void *k, size_t kl, int strict)
+{
+    kv_ov_node *best = kv_overlay_seek(x->ov, k, kl, strict);
+    if (x->cleared) return best;
+    for (int i = x->db->nb - 1; i >= 0; i--) {
+        kv_ov_node *n = kv_overlay_seek(x->db->bq[i]->ov, k, kl, strict);
+        if (n && (!best || ov_cmp(n, kv_ov_key(best), best->klen) < 0)) best = n;
+    }
+    return best;
+}
+
+static kv_ov_node *vw_seek_le(const ld_txn *x, const void *k, size_t kl, int strict)
+{
+    kv_ov_node *best = kv_overlay_seek_le(x->ov, k, kl, strict);
+    if (x->cleared) return best;
+    for (int i = x->db->nb - 1; i >= 0; i--) {
+        kv_ov_node *n = kv_overlay_seek_le(x->db->bq[i]->ov, k, kl, strict);
+        if (n && (!best || ov_cmp(n, kv_ov_key(best), best->klen) > 0)) best = n;
+    }
+    return best;
+}
+
+static kv_ov_node *vw_next(const ld_txn *x, const kv_ov_node *n)
+{
+    if (!x->db->nb || x->cleared) return kv_ov_next(n);
+    return vw_seek(x, kv_ov_key(n), n->klen, 1);
+}
+
+static kv_ov_node *vw_prev(const ld_txn *x, const kv_ov_node *n)
+{
+    return vw_seek_le(x, kv_ov_key(n), n->klen, 1);
+}
+
+static kv_ov_node *vw_get(ld_txn *x, const void *k, size_t kl)
+{
+    kv_ov_node *n = kv_overlay_get(x->ov, k, kl);
+    if (n || x->cleared || !x->db->nb) return n;
+    return layer_get(x->db, k, kl);
+}
 
 static ld_row *const no_row = NULL;
 
@@ -631,6 +1148,12 @@ static int ld_get(void *txn, const void *k, size_t kl, const void **v, size_t *v
         return FD_OK;
     }
     if (x->cleared) return FD_NOTFOUND;
+    if (x->db->nb && (n = layer_get(x->db, k, kl))) {
+        if (n->dead) return FD_NOTFOUND;
+        *v = n->val ? n->val : empty_val;
+        *vl = n->vlen;
+        return FD_OK;
+    }
     if (x->nreads == x->capreads) {
         size_t cap = x->capreads ? x->capreads * 2 : 16;
         char **r = realloc(x->reads, cap * sizeof *r);
@@ -680,6 +1203,7 @@ static int ld_put(void *txn, const void *k, size_t kl, const void *v, size_t vl)
     /* v may be this node's own value or a get() result: copy, then release */
     int s = kv_overlay_put(x->ov, k, kl, v, vl, NULL);
     release_reads(x);
+    x->stamp++;
     return s;
 }
 
@@ -690,6 +1214,7 @@ static int ld_reserve(void *txn, const void *k, size_t kl, size_t vl, void **dst
     if (kl > UINT32_MAX) return FD_E_INTERNAL;
     int s = kv_overlay_put(x->ov, k, kl, NULL, vl, &n);
     release_reads(x);
+    x->stamp++;
     if (s != FD_OK) return s;
     *dst = n->val;
     return FD_OK;
@@ -704,8 +1229,9 @@ static int ld_del(void *txn, const void *k, size_t kl)
         kv_overlay_kill(x->ov, n);
     } else {
         if (x->cleared) return FD_NOTFOUND;
-        /* only a record LevelDB holds needs a tombstone */
-        int held = memo_find(x, k, kl);
+        /* only a record LevelDB (or an uncommitted batch) holds needs a tombstone */
+        kv_ov_node *ln = layer_get(x->db, k, kl);
+        int held = ln ? !ln->dead : memo_find(x, k, kl);
         if (held < 0) {
             char *err = NULL;
             size_t len = 0;
@@ -720,6 +1246,7 @@ static int ld_del(void *txn, const void *k, size_t kl)
         if (s != FD_OK) return s;
     }
     release_reads(x);
+    x->stamp++;
     return FD_OK;
 }
 
@@ -731,6 +1258,7 @@ static int ld_clear(void *txn)
     kv_overlay_clear(x->ov);
     x->cleared = 1;
     release_reads(x);
+    x->stamp++;
     return FD_OK;
 }
 
@@ -821,7 +1349,7 @@ static int resolve_fwd(kv_iter *it)
         if (c < 0) return set_cur(it, bk, bl, 0);
         if (o->dead) {
             if (c == 0) leveldb_iter_next(it->bi);
-            it->on = kv_ov_next(o);
+            it->on = vw_next(it->tx, o);
             continue;
         }
         return set_cur(it, kv_ov_key(o), o->klen, 1);
@@ -846,7 +1374,7 @@ static int resolve_bwd(kv_iter *it)
         if (c > 0) return set_cur(it, bk, bl, 0);
         if (o->dead) {
             if (c == 0) leveldb_iter_prev(it->bi);
-            it->on = kv_overlay_prev(it->tx->ov, o);
+            it->on = vw_prev(it->tx, o);
             continue;
         }
         return set_cur(it, kv_ov_key(o), o->klen, 1);
@@ -869,7 +1397,7 @@ static int ld_seek(kv_iter *it, const void *k, size_t kl)
         if (h) hint_note(db, h, h->a, h->al, bk, bl);
         else hint_note(db, NULL, k, kl, bk, bl);
     }
-    it->on = kv_overlay_seek(it->tx->ov, k, kl, 0);
+    it->on = vw_seek(it->tx, k, kl, 0);
     return resolve_fwd(it);
 }
 
@@ -881,7 +1409,7 @@ static int ld_seek_le(kv_iter *it, const void *k, size_t kl)
     } else {
         leveldb_iter_seek_to_last(it->bi);
     }
-    it->on = kv_overlay_seek_le(it->tx->ov, k, kl, 0);
+    it->on = vw_seek_le(it->tx, k, kl, 0);
     return resolve_bwd(it);
 }
 
@@ -894,12 +1422,12 @@ static int ld_next(kv_iter *it)
     if (it->dir == 1) {
         /* a record of LevelDB's own is where bi stands: no need to compare */
         if (!it->from_ov ? base_valid(it) : base_at(it, k, kl)) leveldb_iter_next(it->bi);
-        if (it->gen != kv_overlay_gen(ov)) it->on = kv_overlay_seek(ov, k, kl, 1);
-        else if (it->on && ov_cmp(it->on, k, kl) == 0) it->on = kv_ov_next(it->on);
+        if (it->gen != kv_overlay_gen(ov)) it->on = vw_seek(it->tx, k, kl, 1);
+        else if (it->on && ov_cmp(it->on, k, kl) == 0) it->on = vw_next(it->tx, it->on);
     } else {
         leveldb_iter_seek(it->bi, k, kl);
         if (base_at(it, k, kl)) leveldb_iter_next(it->bi);
-        it->on = kv_overlay_seek(ov, k, kl, 1);
+        it->on = vw_seek(it->tx, k, kl, 1);
     }
     return resolve_fwd(it);
 }
@@ -913,12 +1441,12 @@ static int ld_prev(kv_iter *it)
     if (it->dir == -1) {
         if (!it->from_ov ? base_valid(it) : base_at(it, k, kl)) leveldb_iter_prev(it->bi);
         if (it->gen != kv_overlay_gen(ov) || (it->on && ov_cmp(it->on, k, kl) == 0))
-            it->on = kv_overlay_seek_le(ov, k, kl, 1);
+            it->on = vw_seek_le(it->tx, k, kl, 1);
     } else {
         leveldb_iter_seek(it->bi, k, kl);
         if (leveldb_iter_valid(it->bi)) leveldb_iter_prev(it->bi);   /* last < k */
         else leveldb_iter_seek_to_last(it->bi);
-        it->on = kv_overlay_seek_le(ov, k, kl, 1);
+        it->on = vw_seek_le(it->tx, k, kl, 1);
     }
     return resolve_bwd(it);
 }
@@ -930,7 +1458,7 @@ static int ld_cur(kv_iter *it, const void **k, size_t *kl, const void **v, size_
         /* written since the cursor got here: the overlay may now hold (or,
          * after a clear, no longer hold) this key. `on` at the key itself
          * satisfies the invariants of both directions. */
-        kv_ov_node *n = kv_overlay_get(it->tx->ov, it->key, it->klen);
+        kv_ov_node *n = vw_get(it->tx, it->key, it->klen);
         if (n || it->from_ov) {
             it->on = n;
             it->gen = kv_overlay_gen(it->tx->ov);
@@ -958,12 +1486,34 @@ static const kv_driver ld_driver = {
     .iter_open = ld_iter_open, .iter_close = ld_iter_close,
     .seek = ld_seek, .seek_le = ld_seek_le, .next = ld_next, .prev = ld_prev, .cur = ld_cur,
     .nearly_full = NULL,     /* no nested transactions: see the top of the file */
+    .stamp = ld_stamp, .hold = ld_hold,
 };
 
 /* ---------------------------------------------------------------- backend */
 
+/* Stop the writer after it wrote everything queued; send what is owed. */
+static void writer_stop(ld_db *db)
+{
+    if (!db->async) return;
+    drain(db);
+    pthread_mutex_lock(&db->wmu);
+    db->wstop = 1;
+    pthread_cond_signal(&db->wcv);
+    pthread_mutex_unlock(&db->wmu);
+    pthread_join(db->wthread, NULL);
+    ev_async_stop(db->loop, &db->wake);
+    db->async = 0;
+    answers_send(db);
+}
+
 static void ld_release(ld_db *db)
 {
+    writer_stop(db);
+    drain(db);                       /* (no writer: nothing can be queued) */
+    answers_send(db);
+    pthread_cond_destroy(&db->wcv);
+    pthread_cond_destroy(&db->dcv);
+    pthread_mutex_destroy(&db->wmu);
     hints_clear(db);
     rc_clear(db);
     free(db->rc);
@@ -986,6 +1536,7 @@ static void ld_release(ld_db *db)
     if (db->wopts) leveldb_writeoptions_destroy(db->wopts);
     kv_overlay_free(db->tx.ov);
     db->tx.ov = NULL;
+    holds_free(&db->tx.h);
     free(db->tx.reads);
     free(db->dir);
     if (db->lockfd >= 0) close(db->lockfd);
@@ -1012,6 +1563,11 @@ static int leveldb_backend_open(fd_backend *b, const fd_backend_config *cfg, cha
     if (!lb) { close(lockfd); snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }
     ld_db *db = &lb->db;
     db->lockfd = lockfd;
+    pthread_mutex_init(&db->wmu, NULL);
+    pthread_cond_init(&db->wcv, NULL);
+    pthread_cond_init(&db->dcv, NULL);
+    const char *delay = getenv("FRONTDOOR_LEVELDB_WRITE_DELAY_MS");   /* test hook */
+    db->delay_ms = delay ? atoi(delay) : 0;
     db->sync = cfg->sync;
     db->cache_size = cfg->leveldb_block_cache_size ? cfg->leveldb_block_cache_size : LD_DEFAULT_CACHE;
     db->wbuf_size = cfg->leveldb_write_buffer_size ? cfg->leveldb_write_buffer_size : LD_DEFAULT_WBUF;
@@ -1058,6 +1614,16 @@ static int leveldb_backend_open(fd_backend *b, const fd_backend_config *cfg, cha
     if (s != FD_OK) {
         ld_release(db);
         free(lb);
+        return s;
+    }
+    if (cfg->loop) {
+        /* the writer thread; without a loop (unit tests) commits are inline */
+        db->loop = cfg->loop;
+        ev_async_init(&db->wake, on_wake);
+        db->wake.data = db;
+        ev_async_start(db->loop, &db->wake);
+        if (pthread_create(&db->wthread, NULL, writer, db) == 0) db->async = 1;
+        else ev_async_stop(db->loop, &db->wake);
     }
     return s;
 }
@@ -1067,6 +1633,7 @@ static void leveldb_backend_close(fd_backend *b)
     ld_backend *lb = b->state;
     if (!lb) return;
     kv_store_free(&lb->st);          /* aborts an uncommitted turn */
+    writer_stop(&lb->db);            /* what is queued is written first */
     if (!lb->db.sync) {
         /* nosync: make the log durable once, at shutdown (an empty synced
          * write fsyncs LevelDB's log) */
@@ -1101,12 +1668,36 @@ static uint64_t leveldb_compactions_done(ld_db *db)
     return n;
 }
 
+/* LevelDB's compaction table (property "leveldb.stats": per level, files,
+ * size, time, MB read and written by compactions, memtable flushes
+ * included), summed over the levels. LevelDB does not count compactions. */
+typedef struct ld_cstats { double secs, read_mb, write_mb; } ld_cstats;
+static void compaction_stats(ld_db *db, ld_cstats *cs)
+{
+    memset(cs, 0, sizeof *cs);
+    char *v = leveldb_property_value(db->ldb, "leveldb.stats");
+    if (v) {
+        for (char *line = strtok(v, "\n"); line; line = strtok(NULL, "\n")) {
+            int lvl, files;
+            double size, secs, rd, wr;
+            if (sscanf(line, " %d %d %lf %lf %lf %lf", &lvl, &files, &size, &secs, &rd, &wr) == 6) {
+                cs->secs += secs;
+                cs->read_mb += rd;
+                cs->write_mb += wr;
+            }
+        }
+        leveldb_free(v);
+    }
+}
+
 static void leveldb_backend_info(fd_backend *b, resp_out *lines)
 {
     ld_backend *lb = b->state;
     ld_db *db = &lb->db;
-    char buf[2048];
+    char buf[4096];
     char files[128];
+    ld_cstats cs;
+    compaction_stats(db, &cs);
     int fl = 0;
     for (int lvl = 0; lvl < 7; lvl++) {
         char name[64];
@@ -1127,6 +1718,15 @@ static void leveldb_backend_info(fd_backend *b, resp_out *lines)
                      "leveldb_row_cache_entries:%llu\r\nleveldb_row_cache_bytes:%llu\r\n"
                      "leveldb_row_cache_hits:%llu\r\nleveldb_row_cache_misses:%llu\r\n"
                      "leveldb_row_cache_evicted:%llu\r\n"
+                     "leveldb_async_commit:%s\r\nleveldb_commits_in_flight:%d\r\n"
+                     "leveldb_held_replies:%llu\r\nleveldb_held_bytes:%llu\r\n"
+                     "leveldb_merged_turns:%llu\r\nleveldb_sync_turns:%llu\r\n"
+                     "leveldb_loop_commit_us_total:%llu\r\nleveldb_loop_commit_us_max:%llu\r\n"
+                     "leveldb_writer_busy_us:%llu\r\nleveldb_writer_stall_us:%llu\r\n"
+                     "leveldb_backpressure_waits:%llu\r\nleveldb_backpressure_us:%llu\r\n"
+                     "leveldb_commit_failures:%llu\r\nleveldb_failed_replies:%llu\r\n"
+                     "leveldb_compaction_ms:%llu\r\n"
+                     "leveldb_compaction_read_mb:%llu\r\nleveldb_compaction_write_mb:%llu\r\n"
                      "leveldb_last_error:%s\r\n",
                      leveldb_major_version(), leveldb_minor_version(), db->sync ? "yes" : "no",
                      (unsigned long long)db->cache_size, (unsigned long long)db->wbuf_size,
@@ -1140,7 +1740,17 @@ static void leveldb_backend_info(fd_backend *b, resp_out *lines)
                      (unsigned long long)leveldb_compactions_done(db),
                      (unsigned long long)db->rc_entries, (unsigned long long)db->rc_bytes,
                      (unsigned long long)db->rc_hits, (unsigned long long)db->rc_misses,
-                     (unsigned long long)db->rc_evicted, db->last_error);
+                     (unsigned long long)db->rc_evicted,
+                     db->async ? "yes" : "no", db->nb,
+                     (unsigned long long)db->held_replies, (unsigned long long)db->held_bytes,
+                     (unsigned long long)db->merged_turns, (unsigned long long)db->sync_turns,
+                     (unsigned long long)db->loop_commit_us, (unsigned long long)db->loop_commit_max_us,
+                     (unsigned long long)db->writer_busy_us, (unsigned long long)db->writer_stall_us,
+                     (unsigned long long)db->bp_waits, (unsigned long long)db->bp_us,
+                     (unsigned long long)db->commit_failures, (unsigned long long)db->failed_replies,
+                     (unsigned long long)(cs.secs * 1000),
+                     (unsigned long long)cs.read_mb, (unsigned long long)cs.write_mb,
+                     db->last_error);
     if (n > 0) resp_out_raw(lines, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
     kv_backend_info(&lb->st, lines);
 }
@@ -1156,4 +1766,5 @@ const fd_backend_ops fd_leveldb_backend = {
     .info     = leveldb_backend_info,
     .support  = kv_backend_support,
     .embedded = 1,
+    .async    = 1,               /* write replies wait for their commit (writer thread) */
 };

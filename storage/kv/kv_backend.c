@@ -119,7 +119,7 @@ int kv_backend_attach(fd_backend *b, kv_store *st, const kv_driver *drv, void *d
     return FD_OK;
 }
 
-int kv_backend_submit(fd_backend *b, fd_request *r)
+static int submit_one(fd_backend *b, fd_request *r)
 {
     kv_store *st = b->state;
     const kv_driver *d = st->drv;
@@ -159,6 +159,7 @@ int kv_backend_submit(fd_backend *b, fd_request *r)
     }
 
     size_t mark = r->out->len;
+    uint64_t stamp0 = d->stamp && r->is_write ? d->stamp(st->txn) : 0;
     int s = h(&c);
     if (nested) {
         /* only this command is at stake: the turn's transaction is intact */
@@ -183,7 +184,47 @@ int kv_backend_submit(fd_backend *b, fd_request *r)
         return s;
     }
     merge(st, &c);
+    if (d->hold && r->is_write && d->stamp(st->txn) != stamp0) {
+        /* the commit is asynchronous: the reply waits for it */
+        if (s == FD_OK && r->pending && !r->detached &&
+            d->hold(st->txn, r->pending, r->out->data + mark, r->out->len - mark) == FD_OK) {
+            r->out->len = mark;
+            return FD_PENDING;
+        }
+        d->hold(st->txn, NULL, NULL, 0);      /* released now: end_turn stores it first */
+    }
     return s;
+}
+
+/* A driver that commits asynchronously (kv_driver.hold) serves an
+ * asynchronous backend (ops->async): the host hands every request a pending
+ * handle and counts on its completion (MULTI/EXEC counts a unit's replies),
+ * so a request answered at once is completed here, inside submit, and the
+ * writes whose commit is in flight complete when it is stored. */
+int kv_backend_submit(fd_backend *b, fd_request *r)
+{
+    kv_store *st = b->state;
+    size_t mark = r->out->len;
+    int s = submit_one(b, r);
+    if (!r->pending || !st->drv->hold || s == FD_PENDING) return s;
+    if (s == FD_OK) {
+        /* the reply moves out of r->out first: completing may grow that buffer */
+        size_t n = r->out->len - mark;
+        char small[4096], *tmp = n <= sizeof small ? small : malloc(n);
+        if (!tmp) {
+            r->out->len = mark;
+            fd_pending_error(r->pending, FD_E_NOMEM);
+            return FD_PENDING;
+        }
+        memcpy(tmp, r->out->data + mark, n);
+        r->out->len = mark;
+        fd_pending_reply(r->pending, tmp, n);
+        if (tmp != small) free(tmp);
+    } else {
+        r->out->len = mark;
+        fd_pending_error(r->pending, s);
+    }
+    return FD_PENDING;
 }
 
 const char *kv_backend_support(const struct fd_command *cmd)
