@@ -217,6 +217,8 @@ struct ld_db {
     ld_answers     *ans, *ans_tail;
     int             in_wake;
     int             delay_ms; /* test hook: FRONTDOOR_LEVELDB_WRITE_DELAY_MS */
+    int             fail_nth; /* test hook: FRONTDOOR_LEVELDB_FAIL_WRITE (the writer's n-th write fails) */
+    int             nwritten; /* the writer's writes (thread-private) */
     /* statistics of the asynchronous commits */
     uint64_t held_bytes, held_replies;       /* in batches not yet answered */
     uint64_t merged_turns, sync_turns, commit_failures, failed_replies;
@@ -671,6 +673,11 @@ static void batch_free(ld_batch *b)
 static int batch_write(ld_db *db, ld_batch *b)
 {
     int64_t t0 = fd_mono_us();
+    if (db->fail_nth && db->async && ++db->nwritten == db->fail_nth) {
+        snprintf(b->err, sizeof b->err, "IO error: injected (FRONTDOOR_LEVELDB_FAIL_WRITE)");
+        b->write_us = 0;
+        return FD_E_IO;
+    }
     if (db->delay_ms > 0) {
         struct timespec ts = {db->delay_ms / 1000, (long)(db->delay_ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
@@ -1566,8 +1573,7 @@ static int leveldb_backend_open(fd_backend *b, const fd_backend_config *cfg, cha
     pthread_mutex_init(&db->wmu, NULL);
     pthread_cond_init(&db->wcv, NULL);
     pthread_cond_init(&db->dcv, NULL);
-    const char *delay = getenv("FRONTDOOR_LEVELDB_WRITE_DELAY_MS");   /* test hook */
-    db->delay_ms = delay ? atoi(delay) : 0;
+
     db->sync = cfg->sync;
     db->cache_size = cfg->leveldb_block_cache_size ? cfg->leveldb_block_cache_size : LD_DEFAULT_CACHE;
     db->wbuf_size = cfg->leveldb_write_buffer_size ? cfg->leveldb_write_buffer_size : LD_DEFAULT_WBUF;
@@ -1616,6 +1622,12 @@ static int leveldb_backend_open(fd_backend *b, const fd_backend_config *cfg, cha
         free(lb);
         return s;
     }
+    /* test hooks of tests/integration/test_leveldb_async.py: a slow or a
+     * failing writer */
+    const char *hook = getenv("FRONTDOOR_LEVELDB_WRITE_DELAY_MS");
+    db->delay_ms = hook ? atoi(hook) : 0;
+    hook = getenv("FRONTDOOR_LEVELDB_FAIL_WRITE");
+    db->fail_nth = hook ? atoi(hook) : 0;
     if (cfg->loop) {
         /* the writer thread; without a loop (unit tests) commits are inline */
         db->loop = cfg->loop;
