@@ -132,6 +132,7 @@ typedef struct ld_answers {
 enum { LB_QUEUED, LB_WRITING, LB_DONE };
 typedef struct ld_batch {
     kv_overlay *ov;
+    struct ld_batch *fnext;  /* on db->freeq */
     uint64_t  seq;
     int       state;         /* LB_*, under wmu */
     int       status;        /* the write's result (LB_DONE) */
@@ -209,6 +210,7 @@ struct ld_db {
     pthread_cond_t  wcv;     /* the writer waits for work */
     pthread_cond_t  dcv;     /* the loop waits for a batch to be done */
     int             wstop;
+    int             widle;   /* the writer waits on wcv (under wmu): only then is a signal needed */
     ld_batch       *bq[LD_MAX_BATCHES];
     int             nb;
     uint64_t        seq;     /* of the last batch queued */
@@ -225,6 +227,10 @@ struct ld_db {
     uint64_t loop_commit_us, loop_commit_max_us;   /* loop-thread time in end_turn's commit */
     uint64_t writer_busy_us, writer_stall_us;
     uint64_t bp_waits, bp_us;                /* waits at the bound */
+    uint64_t retire_max_us;                  /* the longest retirement on the loop */
+    ld_batch *freeq;                         /* retired batches the writer frees (under wmu) */
+    int       nfree;
+    uint64_t  lock_wait_max_us;              /* the loop's longest wait for wmu */
 };
 
 struct kv_iter {
@@ -725,9 +731,21 @@ static void *writer(void *arg)
         ld_batch *b = NULL;
         for (int i = 0; i < db->nb; i++)
             if (db->bq[i]->state == LB_QUEUED) { b = db->bq[i]; break; }
+        if (db->freeq && (!b || db->nfree > 64)) {
+            /* retired batches: freeing a big overlay is the writer's work, not the loop's */
+            ld_batch *f = db->freeq;
+            db->freeq = NULL;
+            db->nfree = 0;
+            pthread_mutex_unlock(&db->wmu);
+            while (f) { ld_batch *nx = f->fnext; batch_free(f); f = nx; }
+            pthread_mutex_lock(&db->wmu);
+            continue;
+        }
         if (!b) {
             if (db->wstop) break;
+            db->widle = 1;
             pthread_cond_wait(&db->wcv, &db->wmu);
+            db->widle = 0;
             continue;
         }
         b->state = LB_WRITING;
@@ -801,7 +819,18 @@ static void batch_retire(ld_db *db, ld_batch *b)
         pthread_mutex_unlock(&db->wmu);
     }
     db->writer_busy_us += b->write_us;
-    batch_free(b);
+    holds_free(&b->h);
+    if (db->async) {
+        pthread_mutex_lock(&db->wmu);
+        b->fnext = db->freeq;
+        db->freeq = b;
+        db->nfree++;
+        /* no wake-up: the writer frees them before its next wait (a signal
+         * per batch made the writer preempt the loop) */
+        pthread_mutex_unlock(&db->wmu);
+    } else {
+        batch_free(b);
+    }
 }
 
 /* Retire the finished batches at the head of the queue. Only while no
@@ -810,20 +839,25 @@ static int retire_done(ld_db *db)
 {
     int failed = FD_OK;
     if (!db->nb || db->tx.used) return FD_OK;
+    int64_t t0 = fd_mono_us();
     collect_done(db);
+    /* out of the queue first: the writer scans it, and frees what it is handed */
+    ld_batch *done[LD_MAX_BATCHES];
     int k = 0;
     pthread_mutex_lock(&db->wmu);
-    while (k < db->nb && db->bq[k]->state == LB_DONE) k++;
-    pthread_mutex_unlock(&db->wmu);
-    for (int i = 0; i < k; i++) {
-        if (db->bq[i]->status != FD_OK && failed == FD_OK) failed = db->bq[i]->status;
-        batch_retire(db, db->bq[i]);
-    }
+    while (k < db->nb && db->bq[k]->state == LB_DONE) { done[k] = db->bq[k]; k++; }
     if (k) {
-        pthread_mutex_lock(&db->wmu);
         memmove(db->bq, db->bq + k, (size_t)(db->nb - k) * sizeof *db->bq);
         db->nb -= k;
-        pthread_mutex_unlock(&db->wmu);
+    }
+    pthread_mutex_unlock(&db->wmu);
+    if (k) {
+        for (int i = 0; i < k; i++) {
+            if (done[i]->status != FD_OK && failed == FD_OK) failed = done[i]->status;
+            batch_retire(db, done[i]);
+        }
+        uint64_t us = (uint64_t)(fd_mono_us() - t0);
+        if (us > db->retire_max_us) db->retire_max_us = us;
     }
     return failed;
 }
@@ -928,7 +962,10 @@ static int ld_commit(void *txn)
     int s = FD_OK;
     ld_batch *tail = NULL;
     if (!sync && db->nb) {
+        int64_t tl = fd_mono_us();
         pthread_mutex_lock(&db->wmu);        /* the writer cannot take it while we merge */
+        uint64_t lw = (uint64_t)(fd_mono_us() - tl);
+        if (lw > db->lock_wait_max_us) db->lock_wait_max_us = lw;
         if (db->bq[db->nb - 1]->state == LB_QUEUED) tail = db->bq[db->nb - 1];
         if (tail) {
             uint64_t before = kv_overlay_bytes(tail->ov);
@@ -975,7 +1012,7 @@ static int ld_commit(void *txn)
         b->seq = ++db->seq;
         b->state = LB_QUEUED;
         db->bq[db->nb++] = b;
-        if (db->async) pthread_cond_signal(&db->wcv);
+        if (db->async && db->widle) pthread_cond_signal(&db->wcv);
         pthread_mutex_unlock(&db->wmu);
     }
     txn_end(x);
@@ -1510,6 +1547,7 @@ static void writer_stop(ld_db *db)
     pthread_join(db->wthread, NULL);
     ev_async_stop(db->loop, &db->wake);
     db->async = 0;
+    while (db->freeq) { ld_batch *nx = db->freeq->fnext; batch_free(db->freeq); db->freeq = nx; }
     answers_send(db);
 }
 
@@ -1734,6 +1772,7 @@ static void leveldb_backend_info(fd_backend *b, resp_out *lines)
                      "leveldb_held_replies:%llu\r\nleveldb_held_bytes:%llu\r\n"
                      "leveldb_merged_turns:%llu\r\nleveldb_sync_turns:%llu\r\n"
                      "leveldb_loop_commit_us_total:%llu\r\nleveldb_loop_commit_us_max:%llu\r\n"
+                     "leveldb_loop_retire_us_max:%llu\r\nleveldb_loop_lock_wait_us_max:%llu\r\n"
                      "leveldb_writer_busy_us:%llu\r\nleveldb_writer_stall_us:%llu\r\n"
                      "leveldb_backpressure_waits:%llu\r\nleveldb_backpressure_us:%llu\r\n"
                      "leveldb_commit_failures:%llu\r\nleveldb_failed_replies:%llu\r\n"
@@ -1757,6 +1796,7 @@ static void leveldb_backend_info(fd_backend *b, resp_out *lines)
                      (unsigned long long)db->held_replies, (unsigned long long)db->held_bytes,
                      (unsigned long long)db->merged_turns, (unsigned long long)db->sync_turns,
                      (unsigned long long)db->loop_commit_us, (unsigned long long)db->loop_commit_max_us,
+                     (unsigned long long)db->retire_max_us, (unsigned long long)db->lock_wait_max_us,
                      (unsigned long long)db->writer_busy_us, (unsigned long long)db->writer_stall_us,
                      (unsigned long long)db->bp_waits, (unsigned long long)db->bp_us,
                      (unsigned long long)db->commit_failures, (unsigned long long)db->failed_replies,
