@@ -14,11 +14,14 @@
  *   - commit = ONE leveldb_write of a WriteBatch built from the overlay (all
  *     of LevelDB's keys deleted first after a clear), with WriteOptions.sync
  *     when cfg->sync: one write + one fsync per event-loop turn (group
- *     commit); a turn that wrote nothing writes nothing;
+ *     commit); a turn that wrote nothing writes nothing. The write runs on
+ *     a writer thread ("commits" below): the frozen overlay stays a read
+ *     layer until it is stored, and the replies of its writes wait
+ *     (FD_PENDING, the backend is ops->async);
  *   - abort = drop the overlay.
- * Nothing but this process writes the database while a turn is open (one
- * transaction at a time, LevelDB's LOCK plus frontdoor.lock), so reads need
- * no snapshot: LevelDB is unchanged from the turn's begin to its commit.
+ * Only the writer thread writes the database, and only keys of overlays
+ * still layered above it, so reads need no snapshot: for every other key
+ * LevelDB is unchanged while a turn is open.
  * No nested transactions (begin(parent) is FD_E_NOTSUPPORTED, nearly_full is
  * NULL): a write to the overlay can only fail on malloc, so careful mode has
  * nothing to protect.
@@ -231,6 +234,7 @@ struct ld_db {
     ld_batch *freeq;                         /* retired batches the writer frees (under wmu) */
     int       nfree;
     uint64_t  lock_wait_max_us;              /* the loop's longest wait for wmu */
+    uint64_t  read_max_us;                   /* the longest leveldb_get of ld_get (loop thread) */
 };
 
 struct kv_iter {
@@ -1043,9 +1047,11 @@ static int ld_commit(void *txn)
         if (waited) db->bp_us += (uint64_t)(fd_mono_us() - tw);
         retire_done(db);
     }
-    uint64_t us = (uint64_t)(fd_mono_us() - t0);
-    db->loop_commit_us += us;
-    if (us > db->loop_commit_max_us) db->loop_commit_max_us = us;
+    if (db->async) {                         /* (not the format stamp written at open) */
+        uint64_t us = (uint64_t)(fd_mono_us() - t0);
+        db->loop_commit_us += us;
+        if (us > db->loop_commit_max_us) db->loop_commit_max_us = us;
+    }
     return s;
 }
 
@@ -1227,7 +1233,10 @@ static int ld_get(void *txn, const void *k, size_t kl, const void **v, size_t *v
     db->rc_misses++;
     char *err = NULL;
     size_t len = 0;
+    int64_t tg = fd_mono_us();
     char *val = leveldb_get(db->ldb, db->ropts, k, kl, &len, &err);
+    uint64_t gus = (uint64_t)(fd_mono_us() - tg);
+    if (gus > db->read_max_us) db->read_max_us = gus;
     if (err) { leveldb_free(val); return ld_status(db, err); }
     memo_note(x, k, kl, val != NULL);
     /* kept with the turn's reads (read_behind/rc_fill may have used the
@@ -1773,6 +1782,7 @@ static void leveldb_backend_info(fd_backend *b, resp_out *lines)
                      "leveldb_merged_turns:%llu\r\nleveldb_sync_turns:%llu\r\n"
                      "leveldb_loop_commit_us_total:%llu\r\nleveldb_loop_commit_us_max:%llu\r\n"
                      "leveldb_loop_retire_us_max:%llu\r\nleveldb_loop_lock_wait_us_max:%llu\r\n"
+                     "leveldb_loop_get_us_max:%llu\r\n"
                      "leveldb_writer_busy_us:%llu\r\nleveldb_writer_stall_us:%llu\r\n"
                      "leveldb_backpressure_waits:%llu\r\nleveldb_backpressure_us:%llu\r\n"
                      "leveldb_commit_failures:%llu\r\nleveldb_failed_replies:%llu\r\n"
@@ -1797,6 +1807,7 @@ static void leveldb_backend_info(fd_backend *b, resp_out *lines)
                      (unsigned long long)db->merged_turns, (unsigned long long)db->sync_turns,
                      (unsigned long long)db->loop_commit_us, (unsigned long long)db->loop_commit_max_us,
                      (unsigned long long)db->retire_max_us, (unsigned long long)db->lock_wait_max_us,
+                     (unsigned long long)db->read_max_us,
                      (unsigned long long)db->writer_busy_us, (unsigned long long)db->writer_stall_us,
                      (unsigned long long)db->bp_waits, (unsigned long long)db->bp_us,
                      (unsigned long long)db->commit_failures, (unsigned long long)db->failed_replies,

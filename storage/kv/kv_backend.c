@@ -7,6 +7,14 @@
  * commits it — one fsync per turn in sync mode — before the proxy writes any
  * of the turn's replies. A turn without writes commits nothing to disk.
  *
+ * Asynchronous commit (a driver with kv_driver.hold: LevelDB). commit()
+ * only hands the turn to the driver's writer thread; a write command that
+ * changed something returns FD_PENDING and its reply is kept by the driver
+ * until the commit is stored; every other request of such a backend (it is
+ * ops->async) is completed inside submit (kv_backend_submit). A write whose
+ * reply cannot wait (a detached request: a script's command) makes the
+ * turn's commit synchronous.
+ *
  * Map full (LMDB). When a put fails with MDB_MAP_FULL, LMDB marks the whole
  * transaction failed: every command of the turn is lost. So:
  *   - careful mode: when the map is nearly full at turn start (high-water
