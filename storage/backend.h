@@ -98,6 +98,8 @@ typedef struct fd_backend fd_backend;
 typedef struct fd_backend_ops {
     const char *name;                                   /* "lmdb", "leveldb", ... */
     int         async;                                  /* submit may return FD_PENDING */
+    int         async_writes;                           /* with async: only write commands get a pending
+                                                         * handle (r->pending); reads are answered in submit */
     int         passthrough;                            /* takes commands the table does not know (r->cmd NULL), e.g. a Redis server */
     int         embedded;                               /* keeps its data in `dir` (one process at a time: the folder is locked) */
     /* 0 or FD_E_*; on failure err gets a human-readable reason. */

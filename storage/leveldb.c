@@ -234,7 +234,6 @@ struct ld_db {
     ld_batch *freeq;                         /* retired batches the writer frees (under wmu) */
     int       nfree;
     uint64_t  lock_wait_max_us;              /* the loop's longest wait for wmu */
-    uint64_t  read_max_us;                   /* the longest leveldb_get of ld_get (loop thread) */
 };
 
 struct kv_iter {
@@ -849,7 +848,8 @@ static int retire_done(ld_db *db)
     ld_batch *done[LD_MAX_BATCHES];
     int k = 0;
     pthread_mutex_lock(&db->wmu);
-    while (k < db->nb && db->bq[k]->state == LB_DONE) { done[k] = db->bq[k]; k++; }
+    /* collected only: a batch done since collect_done still owes its replies */
+    while (k < db->nb && db->bq[k]->state == LB_DONE && db->bq[k]->collected) { done[k] = db->bq[k]; k++; }
     if (k) {
         memmove(db->bq, db->bq + k, (size_t)(db->nb - k) * sizeof *db->bq);
         db->nb -= k;
@@ -1233,10 +1233,7 @@ static int ld_get(void *txn, const void *k, size_t kl, const void **v, size_t *v
     db->rc_misses++;
     char *err = NULL;
     size_t len = 0;
-    int64_t tg = fd_mono_us();
     char *val = leveldb_get(db->ldb, db->ropts, k, kl, &len, &err);
-    uint64_t gus = (uint64_t)(fd_mono_us() - tg);
-    if (gus > db->read_max_us) db->read_max_us = gus;
     if (err) { leveldb_free(val); return ld_status(db, err); }
     memo_note(x, k, kl, val != NULL);
     /* kept with the turn's reads (read_behind/rc_fill may have used the
@@ -1782,7 +1779,6 @@ static void leveldb_backend_info(fd_backend *b, resp_out *lines)
                      "leveldb_merged_turns:%llu\r\nleveldb_sync_turns:%llu\r\n"
                      "leveldb_loop_commit_us_total:%llu\r\nleveldb_loop_commit_us_max:%llu\r\n"
                      "leveldb_loop_retire_us_max:%llu\r\nleveldb_loop_lock_wait_us_max:%llu\r\n"
-                     "leveldb_loop_get_us_max:%llu\r\n"
                      "leveldb_writer_busy_us:%llu\r\nleveldb_writer_stall_us:%llu\r\n"
                      "leveldb_backpressure_waits:%llu\r\nleveldb_backpressure_us:%llu\r\n"
                      "leveldb_commit_failures:%llu\r\nleveldb_failed_replies:%llu\r\n"
@@ -1807,7 +1803,6 @@ static void leveldb_backend_info(fd_backend *b, resp_out *lines)
                      (unsigned long long)db->merged_turns, (unsigned long long)db->sync_turns,
                      (unsigned long long)db->loop_commit_us, (unsigned long long)db->loop_commit_max_us,
                      (unsigned long long)db->retire_max_us, (unsigned long long)db->lock_wait_max_us,
-                     (unsigned long long)db->read_max_us,
                      (unsigned long long)db->writer_busy_us, (unsigned long long)db->writer_stall_us,
                      (unsigned long long)db->bp_waits, (unsigned long long)db->bp_us,
                      (unsigned long long)db->commit_failures, (unsigned long long)db->failed_replies,
@@ -1830,4 +1825,5 @@ const fd_backend_ops fd_leveldb_backend = {
     .support  = kv_backend_support,
     .embedded = 1,
     .async    = 1,               /* write replies wait for their commit (writer thread) */
+    .async_writes = 1,           /* reads never wait: no pending handle for them */
 };
