@@ -16,7 +16,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import Tests, start_frontdoor, check, eq, parse, info_fields, encode_many
+from fdtest import Tests, start_frontdoor, check, eq, parse, info_fields, encode_many, run, REDIS_BENCHMARK
 
 T = Tests(case_timeout=60)
 DELAY = "FRONTDOOR_LEVELDB_WRITE_DELAY_MS"
@@ -184,6 +184,21 @@ def failed_commit_fails_its_writes():
     fd.restart()
     d = fd.conn()
     eq([d.cmd("GET", k) for k in "abcd"], [b"$1\r\n1\r\n", b"$1\r\n2\r\n", b"$-1\r\n", b"$1\r\n4\r\n"])
+
+
+@T.case
+def many_writers_lose_no_reply():
+    # batches finish while the loop collects and retires others: every held
+    # reply must still be sent (a lost one hangs its client)
+    for delay in (0, 1):
+        fd = start(delay_ms=delay)
+        rc, out = run(["timeout", "-k", "5", "40", REDIS_BENCHMARK, "-h", "127.0.0.1", "-p", str(fd.port),
+                       "-t", "set,incr,lpush,lpop,hset", "-n", "20000", "-r", "1000", "-c", "20", "-P", "4", "-q"],
+                      timeout=60)
+        check(rc == 0, "redis-benchmark exit %s (124: a client waited forever)" % rc, out[-500:])
+        f = backend_info(fd.conn())
+        eq((f["leveldb_held_replies"], f["leveldb_commits_in_flight"]), ("0", "0"))
+        fd.stop()
 
 
 if __name__ == "__main__":
