@@ -10,8 +10,9 @@
  * Asynchronous commit (a driver with kv_driver.hold: LevelDB). commit()
  * only hands the turn to the driver's writer thread; a write command that
  * changed something returns FD_PENDING and its reply is kept by the driver
- * until the commit is stored; every other request of such a backend (it is
- * ops->async) is completed inside submit (kv_backend_submit). A write whose
+ * until the commit is stored; every other request that came with a pending
+ * handle (the backend is ops->async) is completed inside submit
+ * (kv_backend_submit). A write whose
  * reply cannot wait (a detached request: a script's command) makes the
  * turn's commit synchronous.
  *
