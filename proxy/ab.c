@@ -1,11 +1,20 @@
-/* ab.c — A/B split and mirror: routing decisions, reply comparison,
- * mismatch samples, INFO ab and the FRONTDOOR command (see ab.h). */
+/* ab.c — the A/B layer: split and mirror routing, mirrored pairs and units
+ * (a transaction or a script compared as one), race tracking, the order
+ * copies reach the secondary in, calibration, mismatch samples, INFO ab and
+ * the FRONTDOOR command (see ab.h). Reply text, comparison and the key-state
+ * diff are in ab_diff.c. */
 #include "ab.h"
+#include "ab_int.h"
+#include "ab_report.h"   /* issue 18: verdict, REPORT JSON */
 #include "builtin.h"
 #include "capture.h"   /* capture (issue 17) */
 #include "backends.h"
+#include "commands.h"
 #include "config.h"
 #include "log.h"
+#include "multi.h"
+#include "scripting.h"
+#include "sha1.h"
 #include "strmap.h"
 #include "../protocol/resp_scan.h"
 
@@ -18,10 +27,10 @@
 
 #define AB_SAMPLES 32          /* latest divergences kept */
 #define AB_RACES 8             /* latest races kept */
-#define AB_TEXT_MAX 512        /* bytes of a command or reply kept in a sample */
-#define AB_DIFF_MAX 1024       /* bytes of a key diff */
 #define AB_MAXKEYS 8           /* keys tracked per command; more: tracked as keyless */
 #define AB_MIXED UINT64_MAX    /* writes of several clients in flight */
+#define AB_SCRIPTS_MAX 4096    /* script bodies remembered for a secondary's NOSCRIPT */
+#define AB_NOISE_MIN_PCT 1.0   /* calibration: a command noisier than this (% of its compared reads) is "noisy" */
 
 /* Race tracking. Every key a mirrored command names has an entry while
  * some mirrored command naming it is in flight (from px_ab_begin until both
@@ -29,7 +38,8 @@
  * one of its keys in that window: a write of another client was in flight
  * when it began, or began before it ended. `any` stands for every write
  * (keyless reads such as DBSIZE check it), `all` for keyless writes
- * (FLUSHALL: every keyed command checks it). */
+ * (FLUSHALL: every keyed command checks it). A unit (EXEC, script) tracks
+ * the keys of all its commands. */
 typedef struct ab_key {
     uint32_t refs;             /* in-flight commands naming it (a map entry is freed at 0) */
     uint32_t wr_inflight;      /* in-flight writes to it */
@@ -40,36 +50,69 @@ typedef struct ab_key {
 
 typedef struct ab_ref { ab_key *k; px_strent *e; unsigned char check, write; } ab_ref;
 
+/* A command kept past its dispatch (argv points into raw, NUL-terminated). */
+typedef struct ab_cmd {
+    fd_command *cmd;           /* NULL: a command the table does not know (a Redis backend's) */
+    int         argc;
+    resp_arg   *argv;
+    char       *raw;           /* the multibulk bytes (after the argv array, one block) */
+    size_t      rawlen;
+} ab_cmd;
+
 typedef struct px_ab_pair px_ab_pair;
+
+/* One element of a unit: one queued command's reply on each side. */
+typedef struct ab_el {
+    char   *rep[2];
+    size_t  len[2];
+    int     have[2], failed[2];
+    int     remote;            /* the secondary runs it (not served by the proxy) */
+    int     routed;            /* its primary reply comes through the route (else px_ab_exec_local) */
+    struct ab_eltap { px_ab_pair *p; int side, i; } ud[2];
+    px_tap  tap[2];
+} ab_el;
+
+enum { AB_ONE, AB_EXEC };
+enum { AB_WHOLE_ALL = 1, AB_WHOLE_REMOTE = 2 };   /* a side of a unit answered with one EXEC reply */
 
 struct px_ab_pair {
     px_tap      tap[2];        /* what each side's request reports to (px_submit_to) */
     struct px_ab_side { struct px_ab_pair *p; int side; } sides[2];
-    fd_command *cmd;
+    fd_command *cmd;           /* the command; a unit: EXEC */
+    int         kind;          /* AB_ONE (a command or a script) or AB_EXEC */
     char       *text;          /* the command, printable, truncated */
     char       *rep[2];
     size_t      len[2];
     int         have[2], failed[2];
     int         queued;        /* counted in ab.queued until the secondary answers */
+    int         calib;         /* calibration: side 1 is the primary asked again */
     uint64_t    client, seq;   /* the client; its place in the order commands began */
     int         race;          /* another client wrote one of its keys meanwhile */
+    int         defer;         /* its copy waits for the primary's reply (in `copy`: ab-mirror-order primary) */
+    int         retried;       /* EVALSHA resent as EVAL after the secondary's NOSCRIPT */
+    int         retained;      /* a unit on an async secondary holds other clients (multi.h px_atomic_retain) */
+    int         proto;
+    ab_cmd      copy;          /* the command (a deferred copy, an EVALSHA) */
     char       *key;           /* its first key (for the diff), NULL when keyless */
     size_t      keylen;
-    int         nref;
-    ab_ref      ref[AB_MAXKEYS + 2];
+    int         nref, refcap;
+    ab_ref     *ref;
+    /* a unit (AB_EXEC) */
+    int         nel, left[2], whole[2], hold;
+    int         unit_wait;     /* the unit goes to the secondary when the primary's part is in (ab-mirror-order primary) */
+    ab_cmd     *cmds;
+    ab_el      *el;
 };
-
-typedef struct ab_sample {
-    long long  ms;             /* wall clock */
-    char      *text, *rep[2];
-    size_t     len[2];
-    char      *diff;           /* the key's state compared (divergences with ab-mismatch-log diff) */
-} ab_sample;
 
 static struct {
     uint64_t mirrored, compared, divergences, races, dropped, split_secondary, secondary_errors, queued;
-    uint64_t sampled_out, stopped_at_ms;
+    uint64_t sampled_out, stopped_at_ms, noisy, deferred, noscript_resent, units;
     uint64_t races_by_cmd[FD_CMD_COUNT];
+    uint64_t noisy_by_cmd[FD_CMD_COUNT];
+    /* calibration: reads asked twice of the primary */
+    long long calib_left;
+    uint64_t calib_done;
+    uint64_t calib_compared[FD_CMD_COUNT], calib_noise[FD_CMD_COUNT];
     ab_sample samples[AB_SAMPLES];
     unsigned  next_sample, nsamples;
     ab_sample race_samples[AB_RACES];
@@ -82,7 +125,15 @@ static struct {
     px_strmap keys;
     ab_key    any, all;
     uint64_t  seq;
+    /* the EXEC running now (px_ab_exec_*): its client, its side, its pair */
+    px_conn    *unit_conn;
+    px_backend *unit_be;
+    px_ab_pair *unit;
+    int         unit_cur;
+    /* script bodies by SHA1 (a secondary's NOSCRIPT is answered with EVAL) */
+    px_strmap   scripts;
 } ab;
+
 
 /* ---------------------------------------------------------------- split */
 
@@ -99,144 +150,119 @@ static double unit_hash(const void *p, size_t n) {
     return (double)(h >> 11) / 9007199254740992.0;
 }
 
-static int px_ab_split_to_secondary(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv) {
+/* The first key a command names (scripts: their first declared key), or NULL. */
+static const resp_arg *first_key_arg(const fd_command *cmd, int argc, const resp_arg *argv) {
+    int pos[1];
+    if (!cmd || fd_command_keys(cmd, argc, argv, pos, 1) < 1) return NULL;
+    return &argv[pos[0]];
+}
+
+/* Split: whether the command (or unit) whose first key is `key` goes to the
+ * secondary (by that key, or by the client with ab-split-by client). */
+static int split_to_secondary(px_conn *c, const resp_arg *key) {
     double u;
-    if (px_cfg.ab_split_by == PX_AB_BY_CLIENT) {
-        u = unit_hash(&c->id, sizeof c->id);
-    } else {
-        if (!cmd || cmd->first_key <= 0 || cmd->first_key >= argc) return 0;   /* keyless: primary */
-        u = unit_hash(argv[cmd->first_key].ptr, argv[cmd->first_key].len);
-    }
+    if (px_cfg.ab_split_by == PX_AB_BY_CLIENT) u = unit_hash(&c->id, sizeof c->id);
+    else if (!key) return 0;                               /* keyless: primary */
+    else u = unit_hash(key->ptr, key->len);
     if (u >= px_cfg.ab_split_fraction) return 0;
     ab.split_secondary++;
     return 1;
 }
 
-/* ------------------------------------------------------------ text forms */
+/* ----------------------------------------------------------- commands kept */
 
-/* Printable form: bytes outside 0x20..0x7e as \xHH, arguments quoted when
- * they contain blanks or quotes; at most max bytes (then "..."). */
-static size_t printable(char *out, size_t max, const char *s, size_t n, int quote) {
-    size_t o = 0;
-    int q = quote && (n == 0 || memchr(s, ' ', n) || memchr(s, '"', n));
-    if (q && o < max) out[o++] = '"';
-    for (size_t i = 0; i < n && o + 5 < max; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch == '\r') { out[o++] = '\\'; out[o++] = 'r'; }
-        else if (ch == '\n') { out[o++] = '\\'; out[o++] = 'n'; }
-        else if (ch == '"' || ch == '\\') { out[o++] = '\\'; out[o++] = (char)ch; }
-        else if (ch < 32 || ch > 126) o += (size_t)snprintf(out + o, max - o, "\\x%02x", ch);
-        else out[o++] = (char)ch;
-        if (o + 5 >= max && i + 1 < n) { memcpy(out + o, "...", 3); o += 3; break; }
+/* Copy a command: argv and the multibulk bytes in one block (q->argv). */
+static int cmd_copy(ab_cmd *q, fd_command *cmd, int argc, const resp_arg *argv) {
+    size_t need = 32;
+    for (int i = 0; i < argc; i++) need += argv[i].len + 24;
+    char *buf = malloc((size_t)argc * sizeof(resp_arg) + need);
+    if (!buf) return -1;
+    resp_arg *av = (resp_arg *)buf;
+    char *p = buf + (size_t)argc * sizeof(resp_arg), *raw = p;
+    p += sprintf(p, "*%d\r\n", argc);
+    for (int i = 0; i < argc; i++) {
+        p += sprintf(p, "$%zu\r\n", argv[i].len);
+        memcpy(p, argv[i].ptr, argv[i].len);
+        av[i].ptr = p;
+        av[i].len = argv[i].len;
+        p += argv[i].len;
+        *p++ = '\r';
+        *p++ = '\n';
     }
-    if (q && o < max) out[o++] = '"';
+    *q = (ab_cmd){cmd, argc, av, raw, (size_t)(p - raw)};
+    return 0;
+}
+
+static void cmd_free(ab_cmd *q) {
+    free(q->argv);
+    memset(q, 0, sizeof *q);
+}
+
+/* EVAL & co., SCRIPT, FUNCTION: run by frontdoor's engine on a backend that
+ * is not a Redis server (scripting.h px_script_run_on). */
+static int is_script(const fd_command *cmd) {
+    switch (cmd->id) {
+    case FD_CMD_eval: case FD_CMD_evalsha: case FD_CMD_eval_ro: case FD_CMD_evalsha_ro:
+    case FD_CMD_fcall: case FD_CMD_fcall_ro: case FD_CMD_script: case FD_CMD_function:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Whether a command may write (mirror policies, race tracking): a script
+ * may, unless it is a _RO one. */
+static int may_write(const fd_command *cmd) {
+    if (!cmd) return 1;                            /* unknown to the table: assume it writes */
+    if (cmd->flags & FD_CMD_WRITE) return 1;
+    return cmd->id == FD_CMD_eval || cmd->id == FD_CMD_evalsha || cmd->id == FD_CMD_fcall || cmd->id == FD_CMD_function;
+}
+
+/* Printable command text appended at text[o] (at most AB_TEXT_MAX). */
+static size_t text_add(char *text, size_t o, int argc, const resp_arg *argv) {
+    for (int i = 0; i < argc && o + 8 < AB_TEXT_MAX; i++) {
+        if (i) text[o++] = ' ';
+        o += ab_printable(text + o, AB_TEXT_MAX - o, argv[i].ptr, argv[i].len, 1);
+    }
+    text[o] = '\0';
     return o;
 }
 
-typedef struct span { const char *p; size_t n; } span;
-
-static int span_cmp(const void *a, const void *b) {
-    const span *x = a, *y = b;
-    size_t n = x->n < y->n ? x->n : y->n;
-    int c = memcmp(x->p, y->p, n);
-    return c ? c : (x->n > y->n) - (x->n < y->n);
+/* Hand one side's request to `be`. A script command on a backend that is
+ * not a Redis server runs in frontdoor's engine against it (synchronously);
+ * anything else is px_submit_to. detached: the reply goes to `out` only (a
+ * copy); c may then be NULL (not for scripts). Returns 1 when the reply is
+ * owed to c. */
+static int side_submit(px_backend *be, px_conn *c, int detached, uint64_t client, resp_out *out, fd_command *cmd,
+                       int argc, resp_arg *argv, const char *raw, size_t rawlen, uint64_t *clock, const px_tap *tap) {
+    if (cmd && be && c && is_script(cmd) && !be->b.ops->passthrough) {
+        size_t before = out->len;
+        px_script_run_on(be, c, argc, argv, out);
+        *clock = fd_mono_ns();
+        if (tap) tap->fn(tap->ud, out->data + before, out->len - before, 0);
+        return 0;
+    }
+    return px_submit_to(be, detached ? NULL : c, out, client, cmd, argc, argv, raw, rawlen, clock, tap);
 }
 
-/* Split an aggregate reply into its top-level elements (pairs of elements
- * when `pairs`), sorted. Returns the count, or -1 when the reply is not an
- * aggregate or cannot be split (then it is compared as bytes). */
-static long long sorted_elements(const char *r, size_t len, int pairs, span **out) {
-    if (len < 4 || (r[0] != '*' && r[0] != '%' && r[0] != '~')) return -1;
-    const char *nl = memchr(r, '\n', len);
-    if (!nl) return -1;
-    long long n = strtoll(r + 1, NULL, 10);
-    if (n < 0) return -1;
-    if (r[0] == '%') pairs = 1, n *= 2;                 /* a RESP3 map: key, value, ... */
-    if (pairs && n % 2) return -1;
-    long long m = pairs ? n / 2 : n;
-    span *v = calloc((size_t)(m ? m : 1), sizeof *v);
-    if (!v) return -1;
-    size_t pos = (size_t)(nl - r) + 1;
-    for (long long i = 0; i < n; i++) {
-        resp_scanner sc;
-        resp_scanner_init(&sc);
-        long long l = resp_scan_reply(&sc, r + pos, len - pos);
-        if (l <= 0) { free(v); return -1; }
-        if (pairs && (i & 1)) v[i / 2].n += (size_t)l;
-        else v[pairs ? i / 2 : i] = (span){r + pos, (size_t)l};
-        pos += (size_t)l;
-    }
-    qsort(v, (size_t)m, sizeof *v, span_cmp);
-    *out = v;
-    return m;
-}
-
-static int replies_equal(const fd_command *cmd, const char *a, size_t al, const char *b, size_t bl) {
-    if (al == bl && !memcmp(a, b, al)) return 1;
-    if (!(cmd->flags & FD_CMD_UNORDERED)) return 0;
-    span *x = NULL, *y = NULL;
-    int pairs = (cmd->flags & FD_CMD_PAIRS) != 0;
-    long long nx = sorted_elements(a, al, pairs, &x), ny = sorted_elements(b, bl, pairs, &y);
-    int eq = nx >= 0 && nx == ny && a[0] == b[0];
-    for (long long i = 0; eq && i < nx; i++) eq = span_cmp(&x[i], &y[i]) == 0;
-    free(x);
-    free(y);
-    return eq;
-}
-
-/* One RESP reply as redis-cli shows it, on one line: "text", (nil),
- * (integer) 3, (error) ERR ..., [a, b] for aggregates. Returns bytes read
- * from r (0 if malformed); appends at most max-1 bytes to out. */
-static size_t reply_text(const char *r, size_t len, char *out, size_t max, size_t *o) {
-#define PUT(str, n) do { size_t n_ = (n); if (*o + n_ >= max) n_ = max - 1 - *o; memcpy(out + *o, str, n_); *o += n_; out[*o] = 0; } while (0)
-    if (len < 3) return 0;
-    const char *nl = memchr(r, '\n', len);
-    if (!nl || nl == r || nl[-1] != '\r') return 0;
-    size_t hl = (size_t)(nl - r) + 1;           /* header with CRLF */
-    const char *v = r + 1;
-    size_t vl = hl - 3;
-    long long n = strtoll(v, NULL, 10);
-    char tmp[64];
-    switch (r[0]) {
-    case '+': PUT(v, vl); return hl;
-    case '-': PUT("(error) ", 8); PUT(v, vl); return hl;
-    case ':': PUT("(integer) ", 10); PUT(v, vl); return hl;
-    case ',': PUT("(double) ", 9); PUT(v, vl); return hl;
-    case '#': PUT(v[0] == 't' ? "(true)" : "(false)", v[0] == 't' ? 6 : 7); return hl;
-    case '_': PUT("(nil)", 5); return hl;
-    case '$': case '=': {
-        if (n < 0) { PUT("(nil)", 5); return hl; }
-        if (hl + (size_t)n + 2 > len) return 0;
-        char buf[AB_TEXT_MAX + 8];
-        size_t bl = printable(buf, sizeof buf - 2, r + hl, (size_t)n, 0);
-        PUT("\"", 1); PUT(buf, bl); PUT("\"", 1);
-        return hl + (size_t)n + 2;
-    }
-    case '*': case '~': case '>': case '%': {
-        if (n < 0) { PUT("(nil)", 5); return hl; }
-        long long elems = r[0] == '%' ? 2 * n : n;
-        size_t pos = hl;
-        PUT(r[0] == '%' ? "{" : "[", 1);
-        for (long long i = 0; i < elems; i++) {
-            if (i) PUT(r[0] == '%' && (i & 1) ? ": " : ", ", 2);
-            size_t used = reply_text(r + pos, len - pos, out, max, o);
-            if (!used) return 0;
-            pos += used;
-        }
-        PUT(r[0] == '%' ? "}" : "]", 1);
-        return pos;
-    }
-    default:
-        snprintf(tmp, sizeof tmp, "(%zu bytes)", len);
-        PUT(tmp, strlen(tmp));
-        return len;
-    }
-#undef PUT
+/* The client with this id, NULL when it has gone (a copy sent later, when
+ * the primary answered: frontdoor's engine runs a script for a client). */
+static px_conn *conn_by_id(uint64_t id) {
+    for (px_conn *c = px_srv.clients; c; c = c->next)
+        if (c->id == id) return c;
+    return NULL;
 }
 
 /* ----------------------------------------------------------- race tracking */
 
-static void ref_add(px_ab_pair *p, ab_key *k, px_strent *e, int check, int write) {
+static int ref_add(px_ab_pair *p, ab_key *k, px_strent *e, int check, int write) {
+    if (p->nref == p->refcap) {
+        int ncap = p->refcap ? p->refcap * 2 : 12;
+        ab_ref *nr = realloc(p->ref, (size_t)ncap * sizeof *nr);
+        if (!nr) return -1;
+        p->ref = nr;
+        p->refcap = ncap;
+    }
     if (check && k->wr_inflight && k->wr_client != p->client) p->race = 1;
     if (write) {
         if (!k->wr_inflight) k->wr_client = p->client;
@@ -247,14 +273,15 @@ static void ref_add(px_ab_pair *p, ab_key *k, px_strent *e, int check, int write
     }
     k->refs++;
     p->ref[p->nref++] = (ab_ref){k, e, (unsigned char)check, (unsigned char)write};
+    return 0;
 }
 
-static void track_begin(px_ab_pair *p, int argc, resp_arg *argv) {
+/* Track the keys of one command of p (a unit tracks each of its commands). */
+static void track_cmd(px_ab_pair *p, fd_command *cmd, int argc, resp_arg *argv) {
     int pos[AB_MAXKEYS + 1];
-    int n = fd_command_keys(p->cmd, argc, argv, pos, AB_MAXKEYS + 1);
-    int w = (p->cmd->flags & FD_CMD_WRITE) != 0;
-    p->seq = ++ab.seq;
-    if (n > 0 && (p->key = malloc(argv[pos[0]].len + 1)) != NULL) {
+    int n = cmd ? fd_command_keys(cmd, argc, argv, pos, AB_MAXKEYS + 1) : 0;
+    int w = may_write(cmd);
+    if (n > 0 && !p->key && (p->key = malloc(argv[pos[0]].len + 1)) != NULL) {
         memcpy(p->key, argv[pos[0]].ptr, argv[pos[0]].len);
         p->key[argv[pos[0]].len] = 0;
         p->keylen = argv[pos[0]].len;
@@ -264,7 +291,11 @@ static void track_begin(px_ab_pair *p, int argc, resp_arg *argv) {
     for (int i = 0; i < n; i++) {
         px_strent *e = px_strmap_add(&ab.keys, argv[pos[i]].ptr, argv[pos[i]].len, sizeof(ab_key), NULL);
         if (!e) { keyed = 0; break; }            /* out of memory: fall back to the global entries */
-        ref_add(p, px_strmap_data(e), e, 1, w);
+        if (ref_add(p, px_strmap_data(e), e, 1, w)) {
+            if (!((ab_key *)px_strmap_data(e))->refs) px_strmap_del(&ab.keys, e);
+            keyed = 0;
+            break;
+        }
         keyed = 1;
     }
     if (keyed) {
@@ -288,335 +319,35 @@ static void track_end(px_ab_pair *p) {
     p->nref = 0;
 }
 
-/* --------------------------------------------------------------- mirror */
+/* ------------------------------------------------------------ script bodies */
 
-static px_ab_pair *px_ab_begin(uint64_t client, fd_command *cmd, int argc, resp_arg *argv) {
-    px_backend *sec = px_srv.secondary;
-    if (px_cfg.ab_mode != PX_AB_MIRROR || !sec || !cmd || ab.stopped_at_ms) return NULL;
-    int w = (cmd->flags & FD_CMD_WRITE) != 0;
-    if (w ? !px_cfg.ab_mirror_writes : !px_cfg.ab_mirror_reads) return NULL;
-    if (px_cfg.ab_mirror_sample < 1.0 && cmd->first_key > 0 && cmd->first_key < argc &&
-        unit_hash(argv[cmd->first_key].ptr, argv[cmd->first_key].len) >= px_cfg.ab_mirror_sample) {
-        ab.sampled_out++;                          /* by key: a key is always or never mirrored */
-        return NULL;
+typedef struct ab_body { char *b; size_t n; } ab_body;
+
+/* Remember a script body by its SHA1 (EVAL, SCRIPT LOAD seen while mirroring). */
+static void remember_script(const resp_arg *body) {
+    if (ab.scripts.count >= AB_SCRIPTS_MAX) return;
+    char sha[41];
+    fd_sha1_hex(sha, body->ptr, body->len);
+    int created = 0;
+    px_strent *e = px_strmap_add(&ab.scripts, sha, 40, sizeof(ab_body), &created);
+    if (!e || !created) return;
+    ab_body *s = px_strmap_data(e);
+    if (!(s->b = malloc(body->len ? body->len : 1))) { px_strmap_del(&ab.scripts, e); return; }
+    memcpy(s->b, body->ptr, body->len);
+    s->n = body->len;
+}
+
+static const ab_body *find_script(const resp_arg *sha) {
+    char low[40];
+    if (sha->len != 40) return NULL;
+    for (int i = 0; i < 40; i++) {
+        char ch = sha->ptr[i];
+        low[i] = ch >= 'A' && ch <= 'Z' ? (char)(ch + 32) : ch;
     }
-    if (sec->b.ops->async && (long long)ab.queued >= px_cfg.ab_mirror_queue) { ab.dropped++; return NULL; }
-    px_ab_pair *p = calloc(1, sizeof *p);
-    char *text = malloc(AB_TEXT_MAX + 8);
-    if (!p || !text) { free(p); free(text); ab.dropped++; return NULL; }
-    if (sec->b.ops->async) { p->queued = 1; ab.queued++; }
-    size_t o = 0;
-    for (int i = 0; i < argc && o + 8 < AB_TEXT_MAX; i++) {
-        if (i) text[o++] = ' ';
-        o += printable(text + o, AB_TEXT_MAX - o, argv[i].ptr, argv[i].len, 1);
-    }
-    text[o] = '\0';
-    p->cmd = cmd;
-    p->text = text;
-    p->client = client;
-    track_begin(p, argc, argv);
-    ab.mirrored++;
-    return p;
+    px_strent *e = px_strmap_get(&ab.scripts, low, 40);
+    return e ? px_strmap_data(e) : NULL;
 }
 
-/* ------------------------------------------------------------ key state */
-
-/* The state of one key, asked of both sides at once: its type, its PTTL and
- * every type's full read (the reads of the other types answer WRONGTYPE and
- * are ignored). Streams and modules' types show as their type only. */
-enum { ST_TYPE, ST_PTTL, ST_GET, ST_LRANGE, ST_HGETALL, ST_SMEMBERS, ST_ZRANGE, ST_N };
-
-typedef struct ab_state_job ab_state_job;
-typedef struct ab_call_ud { ab_state_job *j; int side, idx; } ab_call_ud;
-
-struct ab_state_job {
-    char       *key;
-    size_t      keylen;
-    char       *st[2][ST_N];
-    size_t      stl[2][ST_N];
-    ab_call_ud  ud[2][ST_N];
-    int         phase;         /* 0: TYPE and PTTL asked; 1: the value's read */
-    int         left;          /* answers still owed in this phase (+1 while the calls are issued) */
-    ab_sample   s;             /* a divergence: kept once the diff is in */
-    fd_pending *reply;         /* FRONTDOOR AB KEY: the client's reply owed */
-    int         proto;
-};
-
-static void job_free(ab_state_job *j) {
-    for (int s = 0; s < 2; s++)
-        for (int i = 0; i < ST_N; i++) free(j->st[s][i]);
-    free(j->key);
-    free(j);
-}
-
-/* A simple or integer reply's text ("+list" -> list, ":12" -> 12); "" otherwise. */
-static void line_of(const char *r, size_t len, char *out, size_t max) {
-    out[0] = 0;
-    if (!r || len < 3 || (r[0] != '+' && r[0] != ':')) return;
-    const char *nl = memchr(r, '\r', len);
-    size_t n = nl ? (size_t)(nl - r) - 1 : 0;
-    if (n >= max) n = max - 1;
-    memcpy(out, r + 1, n);
-    out[n] = 0;
-}
-
-/* The bulk strings of a flat RESP2 array (or one bulk string: a 1-element
- * list); spans into r. Count, or -1 when r is neither. */
-static long long bulks(const char *r, size_t len, span **out) {
-    *out = NULL;
-    if (!r || len < 4) return -1;
-    const char *end = r + len, *p = r;
-    long long n = 1;
-    if (r[0] == '*') {
-        n = strtoll(r + 1, NULL, 10);
-        const char *nl = memchr(r, '\n', len);
-        if (n < 0 || !nl) return -1;
-        p = nl + 1;
-    } else if (r[0] != '$') return -1;
-    span *v = calloc((size_t)(n ? n : 1), sizeof *v);
-    if (!v) return -1;
-    for (long long i = 0; i < n; i++) {
-        const char *nl = p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
-        if (!nl || p[0] != '$') { free(v); return -1; }
-        long long l = strtoll(p + 1, NULL, 10);
-        if (l < 0) { free(v); if (r[0] == '$') return 0; return -1; }
-        if (nl + 1 + l + 2 > end) { free(v); return -1; }
-        v[i] = (span){nl + 1, (size_t)l};
-        p = nl + 1 + l + 2;
-    }
-    *out = v;
-    return n;
-}
-
-typedef struct txt { char *b; size_t n, max; } txt;
-
-static void addf(txt *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void addf(txt *t, const char *fmt, ...) {
-    if (t->n + 1 >= t->max) return;
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(t->b + t->n, t->max - t->n, fmt, ap);
-    va_end(ap);
-    if (k > 0) t->n += (size_t)k < t->max - t->n ? (size_t)k : t->max - t->n - 1;
-}
-
-static void addq(txt *t, span s) {
-    char buf[96];
-    size_t n = printable(buf, 64, s.p, s.n, 0);
-    addf(t, "\"%.*s\"", (int)n, buf);
-}
-
-static int span_eq(span a, span b) { return a.n == b.n && !memcmp(a.p, b.p, a.n); }
-
-/* Sort pairs (name, value) by name: v holds 2n spans. */
-static int pair_cmp(const void *a, const void *b) { return span_cmp(a, b); }
-
-/* Set/hash/zset: names only on one side, and (with values) names whose
- * values differ. */
-static void diff_named(txt *t, const char *what, const char *vname, span *a, long long na, span *b, long long nb, int pairs) {
-    size_t w = pairs ? 2 : 1;
-    qsort(a, (size_t)na, w * sizeof *a, pair_cmp);
-    qsort(b, (size_t)nb, w * sizeof *b, pair_cmp);
-    int shown = 0;
-    long long i = 0, j = 0;
-    if (na != nb) addf(t, "%s: %lld vs %lld %s; ", what, na, nb, pairs ? (vname[0] == 'v' ? "fields" : "members") : "members");
-    while ((i < na || j < nb) && shown < 6) {
-        int c = i >= na ? 1 : j >= nb ? -1 : span_cmp(&a[i * (long long)w], &b[j * (long long)w]);
-        if (c < 0) { addf(t, "%s ", what); addq(t, a[i * (long long)w]); addf(t, " only on the primary; "); i++; shown++; }
-        else if (c > 0) { addf(t, "%s ", what); addq(t, b[j * (long long)w]); addf(t, " only on the secondary; "); j++; shown++; }
-        else {
-            if (pairs && !span_eq(a[i * 2 + 1], b[j * 2 + 1])) {
-                addf(t, "%s ", what); addq(t, a[i * 2]); addf(t, " %s: ", vname);
-                addq(t, a[i * 2 + 1]); addf(t, " vs "); addq(t, b[j * 2 + 1]); addf(t, "; ");
-                shown++;
-            }
-            i++, j++;
-        }
-    }
-    if (shown == 6) addf(t, "...; ");
-}
-
-static int read_of(const char *type);
-
-/* Readable summary of a key's state on one side, into t. */
-static void state_text(txt *t, ab_state_job *j, int s) {
-    char type[32], ttl[32];
-    line_of(j->st[s][ST_TYPE], j->stl[s][ST_TYPE], type, sizeof type);
-    line_of(j->st[s][ST_PTTL], j->stl[s][ST_PTTL], ttl, sizeof ttl);
-    if (!type[0]) {                               /* the side could not answer */
-        char buf[128];
-        size_t n = j->st[s][ST_TYPE] ? printable(buf, 100, j->st[s][ST_TYPE], j->stl[s][ST_TYPE], 0) : 0;
-        addf(t, "(no answer: %.*s)", (int)n, buf);
-        return;
-    }
-    addf(t, "type %s", type);
-    if (!strcmp(type, "none")) return;
-    long long ms = strtoll(ttl, NULL, 10);
-    if (ms >= 0) addf(t, ", ttl %lld ms", ms); else addf(t, ", no ttl");
-    int idx = read_of(type);
-    if (idx < 0) return;
-    if (idx != ST_GET) {
-        span *v = NULL;
-        long long n = bulks(j->st[s][idx], j->stl[s][idx], &v);
-        free(v);
-        if (n >= 0) addf(t, ", %lld %s", idx == ST_HGETALL || idx == ST_ZRANGE ? n / 2 : n,
-                         idx == ST_HGETALL ? "fields" : idx == ST_LRANGE ? "elements" : "members");
-    }
-    char line[AB_TEXT_MAX + 8];
-    size_t o = 0;
-    line[0] = 0;
-    if (reply_text(j->st[s][idx], j->stl[s][idx], line, sizeof line, &o)) addf(t, ", %s", line);
-}
-
-/* What differs between the two sides' states of the key, into t. */
-static void diff_text(txt *t, ab_state_job *j) {
-    char type[2][32], ttl[2][32];
-    for (int s = 0; s < 2; s++) {
-        line_of(j->st[s][ST_TYPE], j->stl[s][ST_TYPE], type[s], sizeof type[s]);
-        line_of(j->st[s][ST_PTTL], j->stl[s][ST_PTTL], ttl[s], sizeof ttl[s]);
-    }
-    size_t start = t->n;
-    if (!type[0][0] || !type[1][0]) { addf(t, "cannot tell: a side did not answer"); return; }
-    if (strcmp(type[0], type[1])) {
-        if (!strcmp(type[1], "none")) addf(t, "the key exists only on the primary (a %s)", type[0]);
-        else if (!strcmp(type[0], "none")) addf(t, "the key exists only on the secondary (a %s)", type[1]);
-        else addf(t, "type: %s on the primary, %s on the secondary", type[0], type[1]);
-        return;
-    }
-    if (!strcmp(type[0], "none")) { addf(t, "the key exists on neither side now"); return; }
-    long long ms0 = strtoll(ttl[0], NULL, 10), ms1 = strtoll(ttl[1], NULL, 10);
-    if ((ms0 < 0) != (ms1 < 0)) {
-        addf(t, "TTL: ");
-        if (ms0 < 0) addf(t, "none"); else addf(t, "%lld ms", ms0);
-        addf(t, " on the primary, ");
-        if (ms1 < 0) addf(t, "none"); else addf(t, "%lld ms", ms1);
-        addf(t, " on the secondary; ");
-    } else if (ms0 >= 0 && llabs(ms0 - ms1) > 1000) {
-        addf(t, "TTL: %lld ms on the primary, %lld ms on the secondary; ", ms0, ms1);
-    }
-    const char *ty = type[0];
-    int idx = read_of(ty);
-    span *a = NULL, *b = NULL;
-    long long na = idx < 0 ? -1 : bulks(j->st[0][idx], j->stl[0][idx], &a);
-    long long nb = idx < 0 ? -1 : bulks(j->st[1][idx], j->stl[1][idx], &b);
-    if (idx >= 0 && (na < 0 || nb < 0)) addf(t, "%s: cannot read its value on both sides; ", ty);
-    else if (idx == ST_GET) {
-        if (!span_eq(a[0], b[0])) {
-            size_t k = 0;
-            while (k < a[0].n && k < b[0].n && a[0].p[k] == b[0].p[k]) k++;
-            addf(t, "string value: "); addq(t, a[0]); addf(t, " (%zu bytes) on the primary, ", a[0].n);
-            addq(t, b[0]); addf(t, " (%zu bytes) on the secondary, first difference at byte %zu; ", b[0].n, k);
-        }
-    } else if (idx == ST_LRANGE) {
-        long long k = 0;
-        while (k < na && k < nb && span_eq(a[k], b[k])) k++;
-        if (na != nb) addf(t, "list length: %lld on the primary, %lld on the secondary; ", na, nb);
-        if (k < na || k < nb) {
-            addf(t, "list element %lld: ", k);
-            if (k < na) addq(t, a[k]); else addf(t, "(none)");
-            addf(t, " vs ");
-            if (k < nb) addq(t, b[k]); else addf(t, "(none)");
-            addf(t, "; ");
-        }
-    } else if (idx == ST_HGETALL) {
-        diff_named(t, "field", "value", a, na / 2, b, nb / 2, 1);
-    } else if (idx == ST_SMEMBERS) {
-        diff_named(t, "member", "", a, na, b, nb, 0);
-    } else if (idx == ST_ZRANGE) {
-        diff_named(t, "member", "score", a, na / 2, b, nb / 2, 1);
-    }
-    free(a);
-    free(b);
-    if (t->n == start) addf(t, "the %s is identical on both sides now (it changed since, or the replies differ on equal data)", ty);
-    else if (t->n >= 2 && t->b[t->n - 2] == ';') t->b[t->n -= 2] = 0;
-}
-
-static void keep_divergence(ab_sample *src);
-
-static void job_done(ab_state_job *j) {
-    char d[AB_DIFF_MAX];
-    txt t = {d, 0, sizeof d};
-    d[0] = 0;
-    diff_text(&t, j);
-    if (j->reply) {                           /* FRONTDOOR AB KEY */
-        resp_out o;
-        resp_out_init(&o, j->proto);
-        char buf[2][AB_TEXT_MAX * 2];
-        for (int s = 0; s < 2; s++) {
-            txt st = {buf[s], 0, sizeof buf[s]};
-            buf[s][0] = 0;
-            state_text(&st, j, s);
-        }
-        resp_add_array(&o, 6);
-        resp_add_bulk_cstr(&o, "primary");
-        resp_add_bulk_cstr(&o, buf[0]);
-        resp_add_bulk_cstr(&o, "secondary");
-        resp_add_bulk_cstr(&o, buf[1]);
-        resp_add_bulk_cstr(&o, "diff");
-        resp_add_bulk_cstr(&o, d);
-        px_pending_reply(j->reply, o.data, o.len);
-        resp_out_free(&o);
-    } else {
-        j->s.diff = strdup(d);
-        keep_divergence(&j->s);
-    }
-    job_free(j);
-}
-
-static void job_step(ab_state_job *j);
-
-static void on_state(void *ud, const char *reply, size_t len) {
-    ab_call_ud *u = ud;
-    ab_state_job *j = u->j;
-    if ((j->st[u->side][u->idx] = malloc(len ? len : 1)) != NULL) {
-        memcpy(j->st[u->side][u->idx], reply, len);
-        j->stl[u->side][u->idx] = len;
-    }
-    if (--j->left == 0) job_step(j);
-}
-
-static int read_of(const char *type) {
-    return !strcmp(type, "string") ? ST_GET : !strcmp(type, "list") ? ST_LRANGE : !strcmp(type, "hash") ? ST_HGETALL :
-           !strcmp(type, "set") ? ST_SMEMBERS : !strcmp(type, "zset") ? ST_ZRANGE : -1;
-}
-
-/* Ask both sides for the key's state in two steps: TYPE and PTTL, then the
- * read that fits each side's type (no WRONGTYPE errors in the backends'
- * counters); job_done runs once all is in. */
-static void job_calls(ab_state_job *j, int phase) {
-    static char c_type[] = "TYPE", c_pttl[] = "PTTL", c_get[] = "GET", c_lrange[] = "LRANGE", c_hgetall[] = "HGETALL",
-                c_smembers[] = "SMEMBERS", c_zrange[] = "ZRANGE", c_0[] = "0", c_m1[] = "-1", c_ws[] = "WITHSCORES";
-    resp_arg k = {j->key, j->keylen};
-    resp_arg calls[ST_N][5] = {
-        {{c_type, 4}, k}, {{c_pttl, 4}, k}, {{c_get, 3}, k}, {{c_lrange, 6}, k, {c_0, 1}, {c_m1, 2}},
-        {{c_hgetall, 7}, k}, {{c_smembers, 8}, k}, {{c_zrange, 6}, k, {c_0, 1}, {c_m1, 2}, {c_ws, 10}},
-    };
-    static const int argc[ST_N] = {2, 2, 2, 4, 2, 2, 5};
-    int todo[2][2], n[2] = {0, 0};
-    for (int s = 0; s < 2; s++) {
-        if (phase == 0) { todo[s][n[s]++] = ST_TYPE; todo[s][n[s]++] = ST_PTTL; continue; }
-        char type[32];
-        line_of(j->st[s][ST_TYPE], j->stl[s][ST_TYPE], type, sizeof type);
-        int r = read_of(type);
-        if (r >= 0) todo[s][n[s]++] = r;
-    }
-    j->phase = phase;
-    j->left = n[0] + n[1] + 1;
-    for (int s = 0; s < 2; s++)
-        for (int i = 0; i < n[s]; i++) {
-            int c = todo[s][i];
-            j->ud[s][c] = (ab_call_ud){j, s, c};
-            px_backend_call(s ? px_srv.secondary : px_srv.primary, argc[c], calls[c], on_state, &j->ud[s][c]);
-        }
-    if (--j->left == 0) job_step(j);
-}
-
-static void job_step(ab_state_job *j) {
-    if (j->phase == 0) job_calls(j, 1);
-    else job_done(j);
-}
-
-static void job_start(ab_state_job *j) { job_calls(j, 0); }
 
 /* ------------------------------------------------------ samples and logging */
 
@@ -647,7 +378,7 @@ static void log_line(const char *kind, const ab_sample *s) {
         char line[AB_TEXT_MAX * 2];
         size_t o = 0;
         line[0] = 0;
-        if (!s->rep[i] || !reply_text(s->rep[i], s->len[i], line, sizeof line - 16, &o))
+        if (!s->rep[i] || !ab_reply_text(s->rep[i], s->len[i], line, sizeof line - 16, &o))
             snprintf(line + o, sizeof line - o, "%s(truncated)", o ? " ... " : "");
         fprintf(ab.log, "  %s %s: %s\n", i ? "secondary" : "primary", side_name(i), line);
     }
@@ -669,7 +400,7 @@ static void take_sample(ab_sample *s, px_ab_pair *p) {
     }
 }
 
-static void keep_divergence(ab_sample *src) {
+void ab_keep_divergence(ab_sample *src) {
     ab_sample *s = &ab.samples[ab.next_sample];
     sample_free(s);
     *s = *src;
@@ -702,6 +433,7 @@ static void keep_race(px_ab_pair *p) {
     else ab.race_log_skipped++;
 }
 
+
 static void divergence(px_ab_pair *p) {
     ab.divergences++;
     p->cmd->ab_mismatches++;
@@ -711,84 +443,535 @@ static void divergence(px_ab_pair *p) {
                (unsigned long long)ab.divergences);
     }
     if (px_cfg.ab_mismatch_log == PX_AB_LOG_COUNT) return;
-    ab_state_job *j;
-    if (px_cfg.ab_mismatch_log == PX_AB_LOG_DIFF && p->key && px_srv.secondary && (j = calloc(1, sizeof *j)) != NULL) {
-        take_sample(&j->s, p);
-        j->key = p->key;
-        j->keylen = p->keylen;
-        p->key = NULL;
-        job_start(j);
-        return;
-    }
     ab_sample s = {0};
     take_sample(&s, p);
-    keep_divergence(&s);
+    if (px_cfg.ab_mismatch_log == PX_AB_LOG_DIFF && p->key && ab_diff_divergence(&s, p->key, p->keylen) == 0) {
+        p->key = NULL;
+        return;
+    }
+    ab_keep_divergence(&s);
 }
 
+
+/* --------------------------------------------------------------- pairs */
+
+static void on_side(void *ud, const char *reply, size_t len, int failed);
+static void on_el(void *ud, const char *reply, size_t len, int failed);
+
+static px_ab_pair *pair_new(px_conn *c, fd_command *cmd, int kind) {
+    px_ab_pair *p = calloc(1, sizeof *p);
+    char *text = malloc(AB_TEXT_MAX + 8);
+    if (!p || !text) { free(p); free(text); return NULL; }
+    text[0] = 0;
+    p->text = text;
+    p->cmd = cmd;
+    p->kind = kind;
+    p->client = c->id;
+    p->proto = c->out.proto;
+    p->seq = ++ab.seq;
+    for (int i = 0; i < 2; i++) {
+        p->sides[i] = (struct px_ab_side){p, i};
+        p->tap[i] = (px_tap){on_side, &p->sides[i]};
+    }
+    return p;
+}
+
+static void pair_free(px_ab_pair *p) {
+    free(p->text);
+    free(p->rep[0]);
+    free(p->rep[1]);
+    free(p->key);
+    free(p->ref);
+    cmd_free(&p->copy);
+    for (int i = 0; i < p->nel; i++) {
+        cmd_free(&p->cmds[i]);
+        free(p->el[i].rep[0]);
+        free(p->el[i].rep[1]);
+    }
+    free(p->cmds);
+    free(p->el);
+    free(p);
+}
+
+/* Whether a command or unit (w: it may write; key: its first key) is
+ * mirrored under the policies; counts what is not. */
+static int mirror_wanted(int w, const resp_arg *key) {
+    px_backend *sec = px_srv.secondary;
+    if (px_cfg.ab_mode != PX_AB_MIRROR || !sec || ab.stopped_at_ms) return 0;
+    if (w ? !px_cfg.ab_mirror_writes : !px_cfg.ab_mirror_reads) return 0;
+    if (px_cfg.ab_mirror_sample < 1.0 && key && unit_hash(key->ptr, key->len) >= px_cfg.ab_mirror_sample) {
+        ab.sampled_out++;                          /* by key: a key is always or never mirrored */
+        return 0;
+    }
+    if (sec->b.ops->async && (long long)ab.queued >= px_cfg.ab_mirror_queue) { ab.dropped++; return 0; }
+    return 1;
+}
+
+/* A mirrored command (or a calibration read) begins: its pair, or NULL. */
+static px_ab_pair *px_ab_begin(px_conn *c, fd_command *cmd, int argc, resp_arg *argv) {
+    if (px_cfg.ab_mode != PX_AB_MIRROR || !px_srv.secondary || !cmd || ab.stopped_at_ms) return NULL;
+    int w = may_write(cmd);
+    int calib = !w && ab.calib_left > 0 && (!is_script(cmd) || cmd->id == FD_CMD_eval_ro || cmd->id == FD_CMD_evalsha_ro);
+    if (!calib && !mirror_wanted(w, first_key_arg(cmd, argc, argv))) return NULL;
+    px_ab_pair *p = pair_new(c, cmd, AB_ONE);
+    if (!p) { ab.dropped++; return NULL; }
+    if (calib) {
+        p->calib = 1;
+        ab.calib_left--;
+    } else {
+        if (px_srv.secondary->b.ops->async) { p->queued = 1; ab.queued++; }
+        ab.mirrored++;
+    }
+    text_add(p->text, 0, argc, argv);
+    track_cmd(p, cmd, argc, argv);
+    if ((cmd->id == FD_CMD_eval || cmd->id == FD_CMD_eval_ro) && argc > 1) remember_script(&argv[1]);
+    if (cmd->id == FD_CMD_script && argc > 2 && resp_arg_is(&argv[1], "load")) remember_script(&argv[2]);
+    if (cmd->id == FD_CMD_evalsha || cmd->id == FD_CMD_evalsha_ro) cmd_copy(&p->copy, cmd, argc, argv);  /* for NOSCRIPT */
+    return p;
+}
+
+/* The secondary's part is in: the queue slot and an async secondary's hold are released. */
+static void sec_in(px_ab_pair *p) {
+    if (p->queued) { p->queued = 0; ab.queued--; }
+}
+
+/* ------------------------------------------------------------- comparison */
+
+/* A command calibration found nondeterministic: its measured noise is above
+ * AB_NOISE_MIN_PCT % of the reads compared. */
+static int is_noisy(const fd_command *cmd) {
+    uint64_t n = ab.calib_compared[cmd->id];
+    return n && ab.calib_noise[cmd->id] && (double)ab.calib_noise[cmd->id] * 100.0 > AB_NOISE_MIN_PCT * (double)n;
+}
+
+static void divergence(px_ab_pair *p);
+static void keep_race(px_ab_pair *p);
+
+/* The replies differ: a race, noise (the command is noisy), or a divergence. */
+static void mismatch(px_ab_pair *p, const fd_command *which) {
+    if (p->race) {
+        ab.races++;
+        ab.races_by_cmd[p->cmd->id]++;
+        if (px_cfg.ab_mismatch_log != PX_AB_LOG_COUNT) keep_race(p);
+    } else if (is_noisy(which)) {
+        ab.noisy++;
+        ab.noisy_by_cmd[which->id]++;
+    } else {
+        divergence(p);
+    }
+}
+
+static void compare_one(px_ab_pair *p) {
+    if (p->calib) {                              /* the primary asked twice: noise, unless a write raced */
+        if (p->failed[0] || p->failed[1] || !p->rep[0] || !p->rep[1] || p->race) return;
+        ab.calib_done++;
+        ab.calib_compared[p->cmd->id]++;
+        if (!ab_replies_equal(p->cmd, p->rep[0], p->len[0], p->rep[1], p->len[1])) ab.calib_noise[p->cmd->id]++;
+        return;
+    }
+    if (p->failed[1]) { ab.dropped++; ab.secondary_errors++; return; }
+    if (p->failed[0] || !p->rep[0] || !p->rep[1] || (p->cmd->flags & FD_CMD_NONDET)) return;
+    ab.compared++;
+    p->cmd->ab_compared++;
+    if (!ab_replies_equal(p->cmd, p->rep[0], p->len[0], p->rep[1], p->len[1])) mismatch(p, p->cmd);
+}
+
+/* One side of a unit as n element replies (spans). Elements the secondary
+ * does not run (served by the proxy) are the primary's. 0, or -1 when the
+ * side's reply is not an array of its elements (EXECABORT, nil...). */
+static int unit_side(px_ab_pair *p, int s, span *v, const span *prim) {
+    if (!p->whole[s]) {
+        for (int i = 0; i < p->nel; i++) {
+            if (s && !p->el[i].remote) v[i] = prim[i];
+            else if (!p->el[i].rep[s]) return -1;
+            else v[i] = (span){p->el[i].rep[s], p->el[i].len[s]};
+        }
+        return 0;
+    }
+    span *e = NULL;
+    long long n = p->rep[s] ? ab_elements(p->rep[s], p->len[s], &e) : -1, j = 0;
+    if (n < 0) return -1;
+    for (int i = 0; i < p->nel; i++) {
+        if (p->whole[s] == AB_WHOLE_REMOTE && !p->el[i].remote) { v[i] = prim[i]; continue; }
+        if (j >= n) { free(e); return -1; }
+        v[i] = e[j++];
+    }
+    free(e);
+    return j == n ? 0 : -1;
+}
+
+/* A side's reply as one EXEC reply (for the sample), from its elements. */
+static void unit_assemble(px_ab_pair *p, int s, const span *v) {
+    if (p->rep[s]) return;
+    size_t need = 24;
+    for (int i = 0; i < p->nel; i++) need += v[i].n;
+    char *r = malloc(need);
+    if (!r) return;
+    size_t o = (size_t)snprintf(r, need, "*%d\r\n", p->nel);
+    for (int i = 0; i < p->nel; i++) { memcpy(r + o, v[i].p, v[i].n); o += v[i].n; }
+    p->rep[s] = r;
+    p->len[s] = o;
+}
+
+static char *dup_span(span s, size_t *len) {
+    char *r = malloc(s.n ? s.n : 1);
+    if (r) memcpy(r, s.p, s.n);
+    *len = r ? s.n : 0;
+    return r;
+}
+
+/* A unit (EXEC) compared element by element; a mismatch names the first
+ * queued command whose replies differ. */
+static void compare_unit(px_ab_pair *p) {
+    if (p->failed[1]) { ab.dropped++; ab.secondary_errors++; return; }
+    if (p->failed[0]) return;
+    span *v0 = calloc((size_t)p->nel + 1, sizeof *v0), *v1 = calloc((size_t)p->nel + 1, sizeof *v1);
+    if (!v0 || !v1) { free(v0); free(v1); return; }
+    ab.compared++;
+    p->cmd->ab_compared++;
+    int bad = unit_side(p, 0, v0, NULL) || unit_side(p, 1, v1, v0);
+    int first = -1;
+    for (int i = 0; !bad && i < p->nel && first < 0; i++) {
+        const fd_command *ci = p->cmds[i].cmd;
+        if (!ci || (ci->flags & FD_CMD_NONDET)) continue;
+        if (!ab_replies_equal(ci, v0[i].p, v0[i].n, v1[i].p, v1[i].n)) first = i;
+    }
+    if (!bad && first < 0) { free(v0); free(v1); return; }
+    const fd_command *which = p->cmd;
+    char *text = malloc(AB_TEXT_MAX + 8);
+    if (text && first >= 0) {
+        ab_cmd *q = &p->cmds[first];
+        size_t o = (size_t)snprintf(text, AB_TEXT_MAX, "EXEC: queued command %d of %d differs: ", first + 1, p->nel);
+        o = text_add(text, o, q->argc, q->argv);
+        snprintf(text + o, AB_TEXT_MAX + 8 - o, " | %s", p->text);
+        /* the sample shows that command's replies, and the diff its key */
+        char *r0, *r1;
+        size_t l0, l1;
+        if ((r0 = dup_span(v0[first], &l0)) && (r1 = dup_span(v1[first], &l1))) {
+            free(p->rep[0]); free(p->rep[1]);
+            p->rep[0] = r0; p->len[0] = l0;
+            p->rep[1] = r1; p->len[1] = l1;
+        } else free(r0);
+        const resp_arg *k = first_key_arg(q->cmd, q->argc, q->argv);
+        free(p->key);
+        p->key = NULL;
+        if (k && (p->key = malloc(k->len + 1)) != NULL) { memcpy(p->key, k->ptr, k->len); p->key[k->len] = 0; p->keylen = k->len; }
+        if (q->cmd) which = q->cmd;
+    } else if (text) {
+        snprintf(text, AB_TEXT_MAX, "EXEC: the replies differ in shape | %s", p->text);
+        if (!unit_side(p, 0, v0, NULL)) unit_assemble(p, 0, v0);
+        if (!unit_side(p, 1, v1, v0)) unit_assemble(p, 1, v1);
+    }
+    if (text) { free(p->text); p->text = text; }
+    free(v0);
+    free(v1);
+    mismatch(p, which);
+}
+
+static void maybe_finish(px_ab_pair *p) {
+    if (p->hold || !p->have[0] || !p->have[1]) return;
+    track_end(p);
+    if (p->kind == AB_EXEC) compare_unit(p);
+    else compare_one(p);
+    pair_free(p);
+}
+
+static void send_copy(px_ab_pair *p);
+static void unit_go(px_ab_pair *p);
+
 static void px_ab_record(px_ab_pair *p, int side, const char *reply, size_t len, int failed) {
-    if (!p) return;
-    if (side == 1 && p->queued) { p->queued = 0; ab.queued--; }
+    if (side == 1) sec_in(p);
     p->have[side] = 1;
     p->failed[side] = failed;
     if (!failed && (p->rep[side] = malloc(len ? len : 1)) != NULL) {
         memcpy(p->rep[side], reply, len);
         p->len[side] = len;
     }
-    if (!p->have[0] || !p->have[1]) return;
-    track_end(p);
-    if (p->failed[1]) { ab.dropped++; ab.secondary_errors++; }
-    else if (!p->failed[0] && p->rep[0] && p->rep[1] && !(p->cmd->flags & FD_CMD_NONDET)) {
-        ab.compared++;
-        p->cmd->ab_compared++;
-        if (!replies_equal(p->cmd, p->rep[0], p->len[0], p->rep[1], p->len[1])) {
-            if (p->race) {
-                ab.races++;
-                ab.races_by_cmd[p->cmd->id]++;
-                if (px_cfg.ab_mismatch_log != PX_AB_LOG_COUNT) keep_race(p);
-            } else {
-                divergence(p);
-            }
-        }
-    }
-    free(p->text);
-    free(p->rep[0]);
-    free(p->rep[1]);
-    free(p->key);
-    free(p);
+    if (side == 0 && p->defer) { send_copy(p); return; }     /* may free p */
+    if (side == 0 && p->unit_wait) { unit_go(p); return; }   /* may free p */
+    maybe_finish(p);
 }
 
-/* ------------------------------------------------------------- the layer */
+/* The secondary answered -NOSCRIPT to an EVALSHA the primary ran: send the
+ * body (remembered from EVAL or SCRIPT LOAD) as EVAL. 1 when resent. */
+static int noscript_retry(px_ab_pair *p, const char *reply, size_t len) {
+    if (p->retried || p->calib || !p->copy.argv || len < 9 || memcmp(reply, "-NOSCRIPT", 9) || !px_srv.secondary) return 0;
+    const ab_body *b = find_script(&p->copy.argv[1]);
+    if (!b) return 0;
+    int ro = p->cmd->id == FD_CMD_evalsha_ro;
+    resp_arg *av = malloc((size_t)p->copy.argc * sizeof *av);
+    if (!av) return 0;
+    memcpy(av, p->copy.argv, (size_t)p->copy.argc * sizeof *av);
+    av[0] = ro ? (resp_arg){"EVAL_RO", 7} : (resp_arg){"EVAL", 4};
+    av[1] = (resp_arg){b->b, b->n};
+    p->retried = 1;
+    ab.noscript_resent++;
+    px_tap t = p->tap[1];
+    resp_out scratch;
+    resp_out_init(&scratch, p->proto);
+    uint64_t clock = fd_mono_ns();
+    /* never touch p after this: the reply may complete it */
+    px_submit_to(px_srv.secondary, NULL, &scratch, p->client, fd_command_lookup(av[0].ptr, av[0].len), p->copy.argc, av,
+                 NULL, 0, &clock, &t);
+    resp_out_free(&scratch);
+    free(av);
+    return 1;
+}
 
 static void on_side(void *ud, const char *reply, size_t len, int failed) {
     struct px_ab_side *s = ud;
+    if (s->side == 1 && !failed && noscript_retry(s->p, reply, len)) return;
     px_ab_record(s->p, s->side, reply, len, failed);
 }
+
+/* One element of a unit answered on one side. */
+static void on_el(void *ud, const char *reply, size_t len, int failed) {
+    struct ab_eltap *t = ud;
+    px_ab_pair *p = t->p;
+    ab_el *e = &p->el[t->i];
+    int s = t->side;
+    if (e->have[s]) return;
+    e->have[s] = 1;
+    e->failed[s] = failed;
+    if (failed) p->failed[s] = 1;
+    else if ((e->rep[s] = malloc(len ? len : 1)) != NULL) { memcpy(e->rep[s], reply, len); e->len[s] = len; }
+    if (--p->left[s] > 0) return;
+    if (s == 1) { sec_in(p); if (p->retained) { p->retained = 0; px_atomic_release(); } }
+    p->have[s] = 1;
+    if (s == 0 && p->unit_wait) { unit_go(p); return; }      /* may free p */
+    maybe_finish(p);
+}
+
+/* A copy held back (ab-mirror-order primary) goes to the secondary now that
+ * the primary answered. */
+static void send_copy(px_ab_pair *p) {
+    p->defer = 0;
+    resp_out scratch;
+    resp_out_init(&scratch, p->proto);
+    uint64_t clock = fd_mono_ns();
+    px_tap t = p->tap[1];
+    p->hold++;
+    px_backend *sec = px_srv.secondary;
+    px_conn *c = NULL;
+    if (sec && is_script(p->cmd) && !sec->b.ops->passthrough &&
+        (!(c = conn_by_id(p->client)) || px_script_client())) {
+        t.fn(t.ud, NULL, 0, 1);                 /* the client left (or a script runs): not run, dropped */
+    } else {
+        side_submit(sec, c, 1, p->client, &scratch, p->cmd, p->copy.argc, p->copy.argv, p->copy.raw, p->copy.rawlen,
+                    &clock, &t);
+    }
+    resp_out_free(&scratch);
+    p->hold--;
+    maybe_finish(p);
+}
+
+/* ------------------------------------------------------------- the layer */
 
 /* The routing layer (server.h): dispatch hands every backend command here;
  * A/B lives entirely below this line. */
 int px_route_submit(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen,
                     uint64_t *clock) {
+    if (ab.unit_conn && ab.unit_conn == c) {
+        /* a command of the EXEC running now: to the unit's side; in mirror
+         * mode its primary reply is the unit's element (the unit goes to
+         * the secondary whole, px_ab_exec_end) */
+        px_ab_pair *p = ab.unit;
+        const px_tap *tap = NULL;
+        if (p && !p->whole[0] && ab.unit_cur >= 0 && ab.unit_cur < p->nel && !p->el[ab.unit_cur].routed) {
+            p->el[ab.unit_cur].routed = 1;
+            tap = &p->el[ab.unit_cur].tap[0];
+        }
+        return side_submit(ab.unit_be, c, 0, c->id, &c->out, cmd, argc, argv, raw, rawlen, clock, tap);
+    }
     if (px_cfg.ab_mode == PX_AB_OFF || !px_srv.secondary || !cmd)
         return px_submit_to(px_srv.primary, c, &c->out, c->id, cmd, argc, argv, raw, rawlen, clock, NULL);
     if (px_cfg.ab_mode == PX_AB_SPLIT) {
-        px_backend *be = px_ab_split_to_secondary(c, cmd, argc, argv) ? px_srv.secondary : px_srv.primary;
-        return px_submit_to(be, c, &c->out, c->id, cmd, argc, argv, raw, rawlen, clock, NULL);
+        px_backend *be = split_to_secondary(c, first_key_arg(cmd, argc, argv)) ? px_srv.secondary : px_srv.primary;
+        return side_submit(be, c, 0, c->id, &c->out, cmd, argc, argv, raw, rawlen, clock, NULL);
     }
-    px_ab_pair *p = px_ab_begin(c->id, cmd, argc, argv);
-    if (!p) return px_submit_to(px_srv.primary, c, &c->out, c->id, cmd, argc, argv, raw, rawlen, clock, NULL);
-    for (int i = 0; i < 2; i++) {
-        p->sides[i] = (struct px_ab_side){p, i};
-        p->tap[i] = (px_tap){on_side, &p->sides[i]};
-    }
-    px_backend *sec = px_srv.secondary;
+    px_ab_pair *p = px_ab_begin(c, cmd, argc, argv);
+    if (!p) return side_submit(px_srv.primary, c, 0, c->id, &c->out, cmd, argc, argv, raw, rawlen, clock, NULL);
+    /* ab-mirror-order primary: with a network primary the copy goes when
+     * the primary's reply arrives, so the secondary gets the writes of
+     * different clients in the order the primary acknowledged them (which
+     * is the order it ran them, but for replies of one redis-server turn:
+     * docs/ab-testing.md); with an embedded primary the primary has run the
+     * command already. A script too, unless frontdoor's engine runs it
+     * against a mongodb secondary (it would wait nested in a reply's callback). */
+    int defer = !p->calib && px_cfg.ab_mirror_order == PX_AB_ORDER_PRIMARY && px_srv.primary && px_srv.primary->b.ops->async &&
+                (!is_script(cmd) || px_srv.secondary->b.ops->passthrough || !px_srv.secondary->b.ops->async) &&
+                (p->copy.argv || cmd_copy(&p->copy, cmd, argc, argv) == 0);
+    p->defer = defer;
+    if (defer) ab.deferred++;
     px_tap tap1 = p->tap[1];                 /* p is freed by the second answer: never read p after it */
-    int owed = px_submit_to(px_srv.primary, c, &c->out, c->id, cmd, argc, argv, raw, rawlen, clock, &p->tap[0]);
+    px_backend *other = p->calib ? px_srv.primary : px_srv.secondary;
+    int owed = side_submit(px_srv.primary, c, 0, c->id, &c->out, cmd, argc, argv, raw, rawlen, clock, &p->tap[0]);
+    if (defer) return owed;                  /* sent by px_ab_record when the primary answers */
     resp_out scratch;
     resp_out_init(&scratch, c->out.proto);
     uint64_t copy_clock = *clock;            /* the copy starts when the primary's part ended */
-    px_submit_to(sec, NULL, &scratch, c->id, cmd, argc, argv, raw, rawlen, &copy_clock, &tap1);
+    side_submit(other, c, 1, c->id, &scratch, cmd, argc, argv, raw, rawlen, &copy_clock, &tap1);
     resp_out_free(&scratch);
     return owed;
+}
+
+int px_ab_routes(void) { return px_cfg.ab_mode != PX_AB_OFF && px_srv.secondary != NULL; }
+
+/* ------------------------------------------------------------------ units */
+
+px_backend *px_ab_exec_begin(px_conn *c, int n, const px_unit_cmd *q) {
+    ab.unit = NULL;
+    ab.unit_cur = -1;
+    if (!px_ab_routes()) return px_srv.primary;    /* A/B off: the route is not told about units */
+    ab.unit_conn = c;
+    ab.unit_be = px_srv.primary;
+    const resp_arg *key = NULL;
+    int w = 0;
+    for (int i = 0; i < n; i++) {
+        if (!key) key = first_key_arg(q[i].cmd, q[i].argc, q[i].argv);
+        if (may_write(q[i].cmd)) w = 1;
+    }
+    if (px_cfg.ab_mode == PX_AB_SPLIT) {
+        if (split_to_secondary(c, key)) ab.unit_be = px_srv.secondary;
+        return ab.unit_be;
+    }
+    if (!n || !mirror_wanted(w, key)) return ab.unit_be;
+    px_ab_pair *p = pair_new(c, fd_command_lookup("exec", 4), AB_EXEC);
+    if (p && (!(p->cmds = calloc((size_t)n, sizeof *p->cmds)) || !(p->el = calloc((size_t)n, sizeof *p->el)))) {
+        pair_free(p);
+        p = NULL;
+    }
+    if (!p) { ab.dropped++; return ab.unit_be; }
+    size_t o = (size_t)snprintf(p->text, AB_TEXT_MAX, "MULTI/EXEC:");
+    for (int i = 0; i < n; i++) {
+        if (cmd_copy(&p->cmds[i], q[i].cmd, q[i].argc, q[i].argv)) {
+            p->nel = i;
+            pair_free(p);
+            ab.dropped++;
+            return ab.unit_be;
+        }
+        ab_el *e = &p->el[i];
+        e->remote = !q[i].cmd || !px_handler_of(q[i].cmd);
+        for (int s = 0; s < 2; s++) {
+            e->ud[s] = (struct ab_eltap){p, s, i};
+            e->tap[s] = (px_tap){on_el, &e->ud[s]};
+        }
+        if (o + 8 < AB_TEXT_MAX) { p->text[o++] = ' '; o = text_add(p->text, o, q[i].argc, q[i].argv); }
+        if (i + 1 < n && o + 8 < AB_TEXT_MAX) p->text[o++] = ';', p->text[o] = 0;
+    }
+    p->nel = n;
+    for (int i = 0; i < n; i++) track_cmd(p, p->cmds[i].cmd, p->cmds[i].argc, p->cmds[i].argv);
+    p->left[0] = n;
+    p->hold = 1;                             /* until px_ab_exec_end sent the secondary's part */
+    if (px_srv.primary && px_srv.primary->b.ops->passthrough) p->whole[0] = AB_WHOLE_ALL;
+    if (px_srv.secondary->b.ops->async) { p->queued = 1; ab.queued++; }
+    ab.mirrored++;
+    ab.units++;
+    ab.unit = p;
+    return ab.unit_be;
+}
+
+void px_ab_exec_step(int i) { ab.unit_cur = i; }
+
+void px_ab_exec_local(int i, const char *reply, size_t len) {
+    px_ab_pair *p = ab.unit;
+    if (!p || p->whole[0] || i < 0 || i >= p->nel || p->el[i].routed) return;
+    p->el[i].routed = 1;
+    on_el(&p->el[i].ud[0], reply, len, 0);
+}
+
+const px_tap *px_ab_exec_tap(void) {
+    px_ab_pair *p = ab.unit;
+    return p && p->whole[0] ? &p->tap[0] : NULL;
+}
+
+/* The unit to the secondary, on its own atomic-unit mechanism: a Redis
+ * server gets MULTI, the commands, EXEC as one block on one connection; an
+ * embedded store runs them one after the other now (one loop step, one
+ * commit); an asynchronous one (mongodb) gets them together and other
+ * clients are held until its replies are in (multi.h px_atomic_retain). */
+static void send_unit(px_ab_pair *p, px_conn *c) {
+    px_backend *sec = px_srv.secondary;
+    if (!sec) { sec_in(p); p->failed[1] = p->have[1] = 1; return; }
+    int nremote = 0;
+    const resp_arg *rk = NULL;
+    for (int i = 0; i < p->nel; i++)
+        if (p->el[i].remote) {
+            nremote++;
+            if (!rk) rk = first_key_arg(p->cmds[i].cmd, p->cmds[i].argc, p->cmds[i].argv);
+        }
+    if (!nremote) { sec_in(p); p->have[1] = 1; return; }
+    if (sec->b.ops->passthrough && !c) {
+        /* the client left before the primary answered: the block on the
+         * connection of its id (a cluster: routed part by part) */
+        static resp_arg multi_arg[1] = {{"MULTI", 5}}, exec_arg[1] = {{"EXEC", 4}};
+        resp_out scratch;
+        resp_out_init(&scratch, p->proto);
+        uint64_t clock = fd_mono_ns();
+        p->whole[1] = AB_WHOLE_REMOTE;
+        px_submit_to(sec, NULL, &scratch, p->client, NULL, 1, multi_arg, NULL, 0, &clock, NULL);
+        for (int i = 0; i < p->nel; i++)
+            if (p->el[i].remote)
+                px_submit_to(sec, NULL, &scratch, p->client, NULL, p->cmds[i].argc, p->cmds[i].argv, p->cmds[i].raw,
+                             p->cmds[i].rawlen, &clock, NULL);
+        px_submit_to(sec, NULL, &scratch, p->client, NULL, 1, exec_arg, NULL, 0, &clock, &p->tap[1]);
+        resp_out_free(&scratch);
+        return;
+    }
+    if (sec->b.ops->passthrough) {
+        static resp_arg multi_arg[1] = {{"MULTI", 5}}, exec_arg[1] = {{"EXEC", 4}};
+        p->whole[1] = AB_WHOLE_REMOTE;
+        px_forward_unit(c, sec, 1, multi_arg, NULL, 0, rk, 1, NULL);
+        for (int i = 0; i < p->nel; i++)
+            if (p->el[i].remote)
+                px_forward_unit(c, sec, p->cmds[i].argc, p->cmds[i].argv, p->cmds[i].raw, p->cmds[i].rawlen, rk, 1, NULL);
+        px_forward_unit(c, sec, 1, exec_arg, NULL, 0, rk, 1, &p->tap[1]);
+        return;
+    }
+    p->left[1] = nremote;
+    if (sec->b.ops->async && c) { p->retained = 1; px_atomic_retain(c); }
+    resp_out scratch;
+    resp_out_init(&scratch, p->proto);
+    uint64_t clock = fd_mono_ns();
+    for (int i = 0; i < p->nel; i++) {
+        if (!p->el[i].remote) continue;
+        scratch.len = 0;
+        ab_cmd *q = &p->cmds[i];
+        side_submit(sec, c, 1, p->client, &scratch, q->cmd, q->argc, q->argv, q->raw, q->rawlen, &clock, &p->el[i].tap[1]);
+    }
+    resp_out_free(&scratch);
+}
+
+/* A unit held back until the primary's part was in (ab-mirror-order
+ * primary): send it now. */
+static void unit_go(px_ab_pair *p) {
+    p->unit_wait = 0;
+    p->hold++;
+    send_unit(p, conn_by_id(p->client));
+    p->hold--;
+    maybe_finish(p);
+}
+
+void px_ab_exec_end(px_conn *c) {
+    px_ab_pair *p = ab.unit;
+    ab.unit = NULL;
+    ab.unit_conn = NULL;
+    ab.unit_be = NULL;
+    ab.unit_cur = -1;
+    if (!p) return;
+    /* ab-mirror-order primary with a network primary: the unit goes when the
+     * primary's part is in, like single copies (an asynchronous secondary
+     * gets it now: its hold needs the client) */
+    if (px_cfg.ab_mirror_order == PX_AB_ORDER_PRIMARY && px_srv.primary && px_srv.primary->b.ops->async &&
+        px_srv.secondary && (!px_srv.secondary->b.ops->async || px_srv.secondary->b.ops->passthrough) && !p->have[0]) {
+        p->unit_wait = 1;
+        ab.deferred++;
+        p->hold = 0;
+        return;
+    }
+    send_unit(p, c);
+    p->hold = 0;
+    maybe_finish(p);
 }
 
 /* ---------------------------------------------------------------- reports */
@@ -817,25 +1000,38 @@ void px_ab_info(resp_out *o) {
     L("ab_secondary_errors:%llu\r\n", (unsigned long long)ab.secondary_errors);
     L("ab_queue:%llu\r\n", (unsigned long long)ab.queued);
     L("ab_split_secondary:%llu\r\n", (unsigned long long)ab.split_secondary);
+    L("ab_mirror_order:%s\r\n", px_cfg.ab_mirror_order == PX_AB_ORDER_PRIMARY ? "primary" : "dispatch");
+    L("ab_deferred:%llu\r\n", (unsigned long long)ab.deferred);
+    L("ab_units:%llu\r\n", (unsigned long long)ab.units);
+    L("ab_noscript_resent:%llu\r\n", (unsigned long long)ab.noscript_resent);
+    L("ab_noisy:%llu\r\n", (unsigned long long)ab.noisy);
+    L("ab_calibrate_left:%lld\r\n", ab.calib_left);
+    L("ab_calibrated:%llu\r\n", (unsigned long long)ab.calib_done);
     size_t n;
     fd_command *t = fd_commands_table(&n);
     for (size_t i = 0; i < n; i++)
-        if (t[i].ab_compared)
-            L("ab_cmd_%s:compared=%llu,divergences=%llu,races=%llu\r\n", t[i].name,
+        if (t[i].ab_compared || ab.noisy_by_cmd[t[i].id])
+            L("ab_cmd_%s:compared=%llu,divergences=%llu,races=%llu,noisy=%llu\r\n", t[i].name,
               (unsigned long long)t[i].ab_compared, (unsigned long long)t[i].ab_mismatches,
-              (unsigned long long)ab.races_by_cmd[t[i].id]);
+              (unsigned long long)ab.races_by_cmd[t[i].id], (unsigned long long)ab.noisy_by_cmd[t[i].id]);
+    for (size_t i = 0; i < n; i++)
+        if (ab.calib_compared[t[i].id])
+            L("ab_noise_%s:calibrated=%llu,noise=%llu,noisy=%s\r\n", t[i].name,
+              (unsigned long long)ab.calib_compared[t[i].id], (unsigned long long)ab.calib_noise[t[i].id],
+              is_noisy(&t[i]) ? "yes" : "no");
 #undef L
 }
 
 void px_ab_counters(px_ab_counts *o) {
     *o = (px_ab_counts){ab.mirrored, ab.compared, ab.divergences, ab.races, ab.dropped, ab.secondary_errors,
-                        ab.queued, ab.split_secondary, ab.sampled_out, ab.stopped_at_ms != 0};
+                        ab.queued, ab.split_secondary, ab.sampled_out, ab.stopped_at_ms != 0,
+                        ab.noisy, ab.deferred, ab.units, ab.calib_left};
 }
 
 static void report_reply(resp_out *t, const char *who, const char *r, size_t len) {
     char line[AB_TEXT_MAX * 2 + 64];
     size_t o = (size_t)snprintf(line, sizeof line, "    %-20s ", who);
-    if (!r || !reply_text(r, len, line, sizeof line - 2, &o)) o += (size_t)snprintf(line + o, sizeof line - o, "(truncated)");
+    if (!r || !ab_reply_text(r, len, line, sizeof line - 2, &o)) o += (size_t)snprintf(line + o, sizeof line - o, "(truncated)");
     if (o > sizeof line - 2) o = sizeof line - 2;
     line[o++] = '\n';
     resp_out_raw(t, line, o);
@@ -852,13 +1048,33 @@ static void report_backend(resp_out *t, const char *label, const px_backend *be)
     resp_out_raw(t, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
+/* Read-only views for proxy/ab_report.c (ab_report.h). */
+int px_ab_sample_at(int races, unsigned k, px_ab_sample_view *v) {
+    unsigned n = races ? ab.nraces : ab.nsamples, size = races ? AB_RACES : AB_SAMPLES;
+    if (k >= n) return 0;
+    const ab_sample *s = races ? &ab.race_samples[(ab.next_race + size - 1 - k) % size]
+                               : &ab.samples[(ab.next_sample + size - 1 - k) % size];
+    *v = (px_ab_sample_view){s->ms, s->text, {s->rep[0], s->rep[1]}, {s->len[0], s->len[1]}, s->diff};
+    return 1;
+}
+uint64_t px_ab_races_of(int id) { return ab.races_by_cmd[id]; }
+void px_ab_reply_text(const char *r, size_t len, char *out, size_t max) {
+    size_t o = 0;
+    out[0] = 0;
+    if (!r || !ab_reply_text(r, len, out, max, &o)) snprintf(out, max, "(truncated)");
+}
+
 /* FRONTDOOR REPORT: the A/B state and the backends' latencies as a text a
  * person reads (redis-cli FRONTDOOR REPORT). */
 static void report(px_conn *c) {
     resp_out t;
     resp_out_init(&t, 2);
+    px_backends_refresh();                   /* the backends' counters from their records (backends.h) */
     char line[AB_DIFF_MAX + 64];
 #define P(...) do { int n_ = snprintf(line, sizeof line, __VA_ARGS__); resp_out_raw(&t, line, (size_t)n_ < sizeof line ? (size_t)n_ : sizeof line - 1); } while (0)
+    char verdict[512];
+    px_ab_verdict(verdict, sizeof verdict);  /* issue 18: the one-line verdict (ab_report.c) */
+    if (verdict[0]) P("verdict: %s\n\n", verdict);
     if (px_cfg.ab_mode == PX_AB_MIRROR) P("A/B mode: mirror (%s mirrored%s; queue %llu of %lld)\n",
         px_cfg.ab_mirror_writes && px_cfg.ab_mirror_reads ? "reads and writes" : px_cfg.ab_mirror_writes ? "writes only" : "reads only",
         ab.stopped_at_ms ? ", STOPPED after ab-stop-after divergences" : "", (unsigned long long)ab.queued, px_cfg.ab_mirror_queue);
@@ -872,10 +1088,12 @@ static void report(px_conn *c) {
     if (px_srv.secondary) report_backend(&t, "secondary", px_srv.secondary);
     for (px_backend *d = px_srv.draining; d; d = d->next) report_backend(&t, "draining", d);
     if (px_cfg.ab_mode == PX_AB_SPLIT) P("\nsent to the secondary: %llu\n", (unsigned long long)ab.split_secondary);
-    P("\nmirrored %llu, compared %llu, identical %llu, divergences %llu, races %llu, dropped %llu (secondary failed %llu)\n",
+    P("\nmirrored %llu, compared %llu, identical %llu, divergences %llu, races %llu, noisy %llu, dropped %llu (secondary failed %llu)\n",
       (unsigned long long)ab.mirrored, (unsigned long long)ab.compared,
-      (unsigned long long)(ab.compared - ab.divergences - ab.races), (unsigned long long)ab.divergences,
-      (unsigned long long)ab.races, (unsigned long long)ab.dropped, (unsigned long long)ab.secondary_errors);
+      (unsigned long long)(ab.compared - ab.divergences - ab.races - ab.noisy), (unsigned long long)ab.divergences,
+      (unsigned long long)ab.races, (unsigned long long)ab.noisy, (unsigned long long)ab.dropped,
+      (unsigned long long)ab.secondary_errors);
+    if (ab.units) P("(of them %llu transactions mirrored as one unit each)\n", (unsigned long long)ab.units);
     P("(a race: the replies differ on a key another client wrote while the command was in flight,\n"
       " so the two stores may have applied the writes in different orders; not a divergence)\n");
     size_t n;
@@ -887,6 +1105,18 @@ static void report(px_conn *c) {
             P("  %-16s %11llu %10llu %10llu\n", tab[i].name, (unsigned long long)tab[i].ab_mismatches,
               (unsigned long long)ab.races_by_cmd[tab[i].id], (unsigned long long)tab[i].ab_compared);
         }
+    any = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ab.calib_compared[tab[i].id]) {
+            if (!any++) P("noise measured by calibration (reads asked of the primary twice%s):\n"
+                          "  command           calibrated      noise      rate  noisy later\n",
+                          ab.calib_left ? ", still running" : "");
+            P("  %-16s %11llu %10llu %8.1f%% %6s %llu\n", tab[i].name, (unsigned long long)ab.calib_compared[tab[i].id],
+              (unsigned long long)ab.calib_noise[tab[i].id],
+              100.0 * (double)ab.calib_noise[tab[i].id] / (double)ab.calib_compared[tab[i].id],
+              is_noisy(&tab[i]) ? "yes" : "no", (unsigned long long)ab.noisy_by_cmd[tab[i].id]);
+        }
+    if (!any && ab.calib_left) P("calibration: %lld reads still to ask of the primary twice\n", ab.calib_left);
     const char *pn = px_srv.primary ? px_srv.primary->b.ops->name : "primary";
     const char *sn = px_srv.secondary ? px_srv.secondary->b.ops->name : "secondary";
     char who[2][48];
@@ -917,8 +1147,9 @@ static void ab_reset(void) {
     for (unsigned i = 0; i < AB_RACES; i++) sample_free(&ab.race_samples[i]);
     ab.next_sample = ab.nsamples = ab.next_race = ab.nraces = 0;
     ab.mirrored = ab.compared = ab.divergences = ab.races = ab.dropped = ab.split_secondary = ab.secondary_errors = 0;
-    ab.sampled_out = ab.stopped_at_ms = 0;
+    ab.sampled_out = ab.stopped_at_ms = ab.noisy = ab.deferred = ab.units = ab.noscript_resent = 0;
     memset(ab.races_by_cmd, 0, sizeof ab.races_by_cmd);
+    memset(ab.noisy_by_cmd, 0, sizeof ab.noisy_by_cmd);
     size_t n;
     fd_command *t = fd_commands_table(&n);
     for (size_t i = 0; i < n; i++) t[i].ab_compared = t[i].ab_mismatches = 0;
@@ -941,17 +1172,7 @@ static void add_samples(resp_out *o, const ab_sample *ring, unsigned count, unsi
 /* FRONTDOOR AB KEY k: the key's state on both sides and what differs. */
 static void ab_key_cmd(px_conn *c, resp_arg *key) {
     if (px_cfg.ab_mode == PX_AB_OFF || !px_srv.secondary) { resp_add_error(&c->out, "ERR FRONTDOOR AB KEY needs an A/B secondary (ab-mode mirror or split)"); return; }
-    ab_state_job *j = calloc(1, sizeof *j);
-    char *k = malloc(key->len + 1);
-    fd_pending *p = j && k ? px_pending_push(c, NULL, fd_mono_ns()) : NULL;
-    if (!p) { free(j); free(k); resp_add_error(&c->out, "ERR out of memory"); return; }
-    memcpy(k, key->ptr, key->len);
-    k[key->len] = 0;
-    j->key = k;
-    j->keylen = key->len;
-    j->reply = p;
-    j->proto = c->out.proto;
-    job_start(j);
+    ab_diff_key_cmd(c, key);
 }
 
 /* FRONTDOOR AB [RESET|RACES|KEY k] | FRONTDOOR REPORT | FRONTDOOR HELP */
@@ -963,11 +1184,24 @@ void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv) {
         add_samples(o, ab.race_samples, ab.nraces, ab.next_race, AB_RACES);
     } else if (resp_arg_is(&argv[1], "AB") && argc == 4 && resp_arg_is(&argv[2], "KEY")) {
         ab_key_cmd(c, &argv[3]);
+    } else if (resp_arg_is(&argv[1], "AB") && argc == 4 && resp_arg_is(&argv[2], "CALIBRATE")) {
+        long long n;
+        if (resp_str2ll(argv[3].ptr, argv[3].len, &n) || n < 0) { resp_add_error(o, "ERR value is out of range, must be positive"); return; }
+        if (px_cfg.ab_mode != PX_AB_MIRROR || !px_srv.secondary) { resp_add_error(o, "ERR FRONTDOOR AB CALIBRATE needs ab-mode mirror"); return; }
+        if (n > 0) {                       /* a new measurement; 0 ends the running one, keeping it */
+            ab.calib_done = 0;
+            memset(ab.calib_compared, 0, sizeof ab.calib_compared);
+            memset(ab.calib_noise, 0, sizeof ab.calib_noise);
+        }
+        ab.calib_left = n;
+        resp_add_simple(o, "OK", 2);
     } else if (resp_arg_is(&argv[1], "AB") && argc == 3 && resp_arg_is(&argv[2], "RESET")) {
         ab_reset();
         resp_add_simple(o, "OK", 2);
     } else if (resp_arg_is(&argv[1], "REPORT") && argc == 2) {
         report(c);
+    } else if (resp_arg_is(&argv[1], "REPORT") && argc == 3 && resp_arg_is(&argv[2], "JSON")) {
+        px_ab_report_json(c);                                    /* issue 18 (ab_report.c) */
     } else if (resp_arg_is(&argv[1], "CAPTURE")) {               /* capture (issue 17) */
         px_capture_cmd(c, argc, argv);
     } else if (resp_arg_is(&argv[1], "HELP") && argc == 2) {
@@ -978,12 +1212,16 @@ void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv) {
             "    The latest races (replies that differ on a key another client wrote meanwhile), same shape.",
             "AB KEY <key>",
             "    The key's state on the primary and on the secondary, and what differs: [primary, text, secondary, text, diff, text].",
+            "AB CALIBRATE <n>",
+            "    Ask the next <n> mirrored reads of the primary twice (not of the secondary) and count the mismatches as noise per command (a new measurement; 0 ends the running one and keeps it); afterwards a command noisier than 1% has its mismatches counted as noisy, not as divergences.",
             "AB RESET",
             "    Forget divergences and races, zero the A/B counters (INFO ab), resume a mirror stopped by ab-stop-after.",
             "CAPTURE START [<path>]|STOP|STATUS",
             "    Record every command clients send into <path> for fdload --replay (capture-* directives).",
             "REPORT",
             "    A readable report: A/B mode, each backend's calls, errors and latency percentiles, divergences with both replies and the key's diff, races.",
+            "REPORT JSON",
+            "    The same as one JSON document, with latency per command per side (bench/ab_report.py makes an HTML page of it).",
             "HELP",
             "    Print this help.",
             NULL,

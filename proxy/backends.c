@@ -11,14 +11,6 @@
 
 /* ------------------------------------------------------------ histograms */
 
-static unsigned hist_index(uint64_t v) {
-    if (v < PX_HIST_SUB) return (unsigned)v;
-    unsigned msb = 63u - (unsigned)__builtin_clzll(v);          /* >= 4 */
-    unsigned sub = (unsigned)(v >> (msb - 4)) & (PX_HIST_SUB - 1);
-    unsigned i = (msb - 3) * PX_HIST_SUB + sub;
-    return i < PX_HIST_BUCKETS ? i : PX_HIST_BUCKETS - 1;
-}
-
 /* Largest value that falls in bucket i. */
 static uint64_t hist_upper(unsigned i) {
     if (i < PX_HIST_SUB) return i;
@@ -28,11 +20,12 @@ static uint64_t hist_upper(unsigned i) {
 
 uint64_t px_hist_bucket_upper(unsigned i) { return hist_upper(i); }
 
-void px_hist_add(px_hist *h, uint64_t ns) {
-    h->count++;
-    h->sum_ns += ns;
-    if (ns > h->max_ns) h->max_ns = ns;
-    h->b[hist_index(ns)]++;
+void px_hist_merge(px_hist *dst, const px_hist *src) {
+    if (!src->count) return;
+    dst->count += src->count;
+    dst->sum_ns += src->sum_ns;
+    if (src->max_ns > dst->max_ns) dst->max_ns = src->max_ns;
+    for (unsigned i = 0; i < PX_HIST_BUCKETS; i++) dst->b[i] += src->b[i];
 }
 
 uint64_t px_hist_quantile(const px_hist *h, double q) {
@@ -47,6 +40,94 @@ uint64_t px_hist_quantile(const px_hist *h, double q) {
         }
     }
     return h->max_ns;
+}
+
+/* ---------------------------------------------------------------- records */
+
+px_cmdstat *px_cmd_proxy[FD_CMD_COUNT];
+static px_cmdstat *retired[FD_CMD_COUNT];      /* closed backends' client records */
+
+px_cmdstat *px_cmdstat_new(px_cmdstat **slot) {
+    return *slot = calloc(1, sizeof **slot);
+}
+
+/* The client records that count in commandstats, besides the proxy's. */
+static void client_sources(px_cmdstat **src[], int *n) {
+    int k = 0;
+    src[k++] = retired;
+    if (px_srv.primary) src[k++] = px_srv.primary->rec[PX_REC_CLIENT];
+    if (px_srv.secondary) src[k++] = px_srv.secondary->rec[PX_REC_CLIENT];
+    for (px_backend *d = px_srv.draining; d && k < 15; d = d->next) src[k++] = d->rec[PX_REC_CLIENT];
+    *n = k;
+}
+
+void px_cmd_sum(int id, uint64_t *calls, uint64_t *ns, uint64_t *errors) {
+    px_cmdstat **src[16];
+    int n;
+    client_sources(src, &n);
+    src[n++] = px_cmd_proxy;
+    *calls = *ns = *errors = 0;
+    for (int i = 0; i < n; i++) {
+        const px_cmdstat *s = src[i][id];
+        if (!s) continue;
+        *calls += s->lat.count;
+        *ns += s->lat.sum_ns;
+        *errors += s->errors;
+    }
+}
+
+void px_cmd_total(int id, px_hist *out) {
+    px_cmdstat **src[16];
+    int n;
+    client_sources(src, &n);
+    src[n++] = px_cmd_proxy;
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < n; i++)
+        if (src[i][id]) px_hist_merge(out, &src[i][id]->lat);
+}
+
+static void free_records(px_cmdstat **r) {
+    for (int i = 0; i < FD_CMD_COUNT; i++) { free(r[i]); r[i] = NULL; }
+}
+
+void px_cmdstats_reset(void) {
+    free_records(px_cmd_proxy);
+    free_records(retired);
+    if (px_srv.primary) free_records(px_srv.primary->rec[PX_REC_CLIENT]);
+    if (px_srv.secondary) free_records(px_srv.secondary->rec[PX_REC_CLIENT]);
+    for (px_backend *d = px_srv.draining; d; d = d->next) free_records(d->rec[PX_REC_CLIENT]);
+}
+
+void px_backend_refresh(px_backend *be) {
+    be->calls = be->misc.lat.count;
+    be->errors = be->misc.errors;
+    be->latency = be->misc.lat;
+    for (int k = 0; k < PX_REC_KINDS; k++)
+        for (int i = 0; i < FD_CMD_COUNT; i++) {
+            const px_cmdstat *s = be->rec[k][i];
+            if (!s) continue;
+            be->calls += s->lat.count;
+            be->errors += s->errors;
+            px_hist_merge(&be->latency, &s->lat);
+        }
+    be->wait = be->b.ops->async ? be->wait_live : be->latency;
+}
+
+void px_backends_refresh(void) {
+    if (px_srv.primary) px_backend_refresh(px_srv.primary);
+    if (px_srv.secondary) px_backend_refresh(px_srv.secondary);
+    for (px_backend *d = px_srv.draining; d; d = d->next) px_backend_refresh(d);
+}
+
+void px_backend_cmd(const px_backend *be, int id, px_hist *out, uint64_t *errors) {
+    memset(out, 0, sizeof *out);
+    *errors = 0;
+    for (int k = 0; k < PX_REC_KINDS; k++) {
+        const px_cmdstat *s = be->rec[k][id];
+        if (!s) continue;
+        px_hist_merge(out, &s->lat);
+        *errors += s->errors;
+    }
 }
 
 /* -------------------------------------------------------------- instances */
@@ -89,6 +170,7 @@ px_backend *px_backend_open(const px_backend_settings *bs, const char *role, cha
         .mongo_w = s->mongo_w,
         .mongo_j = s->mongo_j,
         .mongo_wtimeout_ms = s->mongo_wtimeout,
+        .mongo_big_threshold = s->mongo_big_threshold,
         .max_bulk = px_cfg.proto_max_bulk_len,
     };
     be->b.ops = ops;
@@ -107,15 +189,21 @@ px_backend *px_backend_open(const px_backend_settings *bs, const char *role, cha
 void px_backend_close(px_backend *be) {
     if (!be) return;
     if (be->b.ops) be->b.ops->close(&be->b);
+    for (int i = 0; i < FD_CMD_COUNT; i++) {        /* commandstats keep counting its clients' commands */
+        px_cmdstat *s = be->rec[PX_REC_CLIENT][i];
+        if (s && (retired[i] || px_cmdstat_new(&retired[i]))) {
+            px_hist_merge(&retired[i]->lat, &s->lat);
+            retired[i]->errors += s->errors;
+        }
+    }
+    for (int k = 0; k < PX_REC_KINDS; k++) free_records(be->rec[k]);
     px_settings_free(&be->own);
     free(be);
 }
 
 void px_backend_account(px_backend *be, uint64_t latency_ns, uint64_t wait_ns, int is_error) {
-    be->calls++;
-    if (is_error) be->errors++;
-    px_hist_add(&be->latency, latency_ns);
-    px_hist_add(&be->wait, wait_ns);
+    px_backend_record(be, PX_REC_OWN, NULL, latency_ns, is_error);
+    if (be->b.ops->async) px_hist_add(&be->wait_live, wait_ns);
 }
 
 double px_backend_frontdoor_us(const px_backend *be) {
@@ -177,7 +265,7 @@ void px_backend_call(px_backend *be, int argc, const resp_arg *cargv, px_call_cb
         if (st == FD_PENDING) st = FD_E_INTERNAL;
         if (st != FD_OK) px_reply_status(&out, st, cmd->name);
         uint64_t t1 = fd_mono_ns();
-        px_backend_account(be, t1 - t0, t1 - t0, out.len && out.data[0] == '-');
+        px_backend_record(be, PX_REC_OWN, cmd, t1 - t0, out.len && out.data[0] == '-');
     }
 done:
     cb(ud, out.data ? out.data : "", out.len);
@@ -205,6 +293,7 @@ static void retire(px_backend *old) {
     if (!old->b.ops->async) {
         if (old->b.ops->end_turn && old->b.ops->end_turn(&old->b) != FD_OK)
             px_log(PX_LOG_WARNING, "backend %s: last commit failed while closing it", old->own.be.backend);
+        px_backend_refresh(old);
         px_log(PX_LOG_NOTICE, "backend %s closed (%llu calls)", old->own.be.backend, (unsigned long long)old->calls);
         px_backend_close(old);
         return;
@@ -415,6 +504,7 @@ void px_backends_after_flush(void) {
         px_backend *d = *pp;
         if (d->inflight == 0) {
             *pp = d->next;
+            px_backend_refresh(d);
             px_log(PX_LOG_NOTICE, "backend %s drained (%llu calls): closed", d->own.be.backend, (unsigned long long)d->calls);
             px_backend_close(d);
         } else {

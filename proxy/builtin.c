@@ -405,9 +405,6 @@ void px_cmd_config(px_conn *c, int argc, resp_arg *argv) {
         else { px_log(PX_LOG_NOTICE, "CONFIG REWRITE executed with success."); resp_add_simple(&c->out, "OK", 2); }
     } else if (resp_arg_is(&*sub, "RESETSTAT")) {
         if (argc != 2) { reply_subcmd_arity(c, "config", sub); return; }
-        size_t n;
-        fd_command *t = fd_commands_table(&n);
-        for (size_t i = 0; i < n; i++) t[i].calls = t[i].usec = t[i].failed = 0;
         px_srv.total_commands = px_srv.total_connections = px_srv.rejected_connections = 0;
         px_srv.net_input = px_srv.net_output = 0;
         px_errorstat_reset();                     /* proxy/slowlog.h */

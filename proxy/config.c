@@ -42,6 +42,7 @@ static const char *const ab_mode_names[] = {"off", "split", "mirror", NULL};  /*
 static const char *const ab_by_names[] = {"key", "client", NULL};            /* = PX_AB_BY_* */
 static const char *const ab_log_names[] = {"count", "reply", "diff", NULL};   /* = PX_AB_LOG_* */
 static const char *const yesno_names[] = {"no", "yes", NULL};
+static const char *const ab_order_names[] = {"dispatch", "primary", NULL};   /* = PX_AB_ORDER_* */
 
 #define OFF(f) offsetof(px_settings, f)
 #define BOFF(f) offsetof(px_backend_settings, f)
@@ -51,6 +52,7 @@ static const char *const yesno_names[] = {"no", "yes", NULL};
  * ("backend" as "ab-secondary"); CONFIG GET * lists all names sorted. */
 static const directive directives[] = {
     {"ab-log-file", T_STR, OFF(ab_log_file), "", 0, 0, F_AB, NULL},
+    {"ab-mirror-order", T_ENUM, OFF(ab_mirror_order), "primary", 0, 0, 0, ab_order_names},   /* proxy/ab.h */
     {"ab-mirror-queue", T_INT, OFF(ab_mirror_queue), "10000", 1, 100000000, F_AB, NULL},
     {"ab-mirror-reads", T_ENUM, OFF(ab_mirror_reads), "yes", 0, 0, 0, yesno_names},          /* issue 18 */
     {"ab-mirror-sample", T_DOUBLE, OFF(ab_mirror_sample), "1", 0, 1, 0, NULL},               /* issue 18 */
@@ -86,6 +88,7 @@ static const directive directives[] = {
     {"loglevel", T_ENUM, OFF(loglevel), "notice", 0, 0, 0, loglevel_names},
     {"maxclients", T_INT, OFF(maxclients), "10000", 1, 1000000, 0, NULL},
     {"metrics-port", T_INT, OFF(metrics_port), "0", 0, 65535, F_IMMUTABLE, NULL},          /* issue 18: 0 = off */
+    {"mongo-big-threshold", T_INT, BOFF(mongo_big_threshold), "1000", 1, 1LL << 30, B, NULL},   /* storage/mongodb/mg_big.c */
     {"mongo-database", T_STR, BOFF(mongo_database), "frontdoor", 0, 0, B, NULL},
     {"mongo-j", T_ENUM, BOFF(mongo_j), "auto", 0, 0, B, mongo_j_names},
     {"mongo-uri", T_STR, BOFF(mongo_uri), "mongodb://127.0.0.1:27017", 0, 0, B, NULL},

@@ -37,11 +37,13 @@ typedef struct px_backend_settings {
     char     *mongo_w;
     int       mongo_j;               /* FD_MONGO_J_*: auto, yes, no */
     long long mongo_wtimeout;
+    long long mongo_big_threshold;   /* members beyond which a collection is one document per member */
 } px_backend_settings;
 
 enum { PX_AB_OFF = 0, PX_AB_SPLIT = 1, PX_AB_MIRROR = 2 };      /* ab_mode */
 enum { PX_AB_BY_KEY = 0, PX_AB_BY_CLIENT = 1 };                 /* ab_split_by */
 enum { PX_AB_LOG_COUNT = 0, PX_AB_LOG_REPLY = 1, PX_AB_LOG_DIFF = 2 };  /* ab_mismatch_log */
+enum { PX_AB_ORDER_DISPATCH = 0, PX_AB_ORDER_PRIMARY = 1 };  /* ab_mirror_order (proxy/ab.h) */
 
 typedef struct px_settings {
     long long port;
@@ -61,6 +63,7 @@ typedef struct px_settings {
     int       ab_mismatch_log;       /* PX_AB_LOG_*: count only, keep both replies, or with the key's diff */
     long long metrics_port;          /* Prometheus endpoint (proxy/metrics.h); 0 = off */
     long long ab_stop_after;         /* mirror: stop after this many divergences (0 = never) */
+    int       ab_mirror_order;       /* PX_AB_ORDER_*: when a copy on a key with primary writes in flight is sent */
     char     *requirepass;
     long long maxclients;
     long long timeout;               /* seconds; 0 = never close idle clients */

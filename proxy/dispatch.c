@@ -9,7 +9,6 @@
 #include "multi.h"
 #include "scripting.h"
 #include "capture.h"   /* capture (issue 17) */
-#include "metrics.h"   /* issue 18: per-command latency histograms */
 #include "slowlog.h"   /* SLOWLOG, LATENCY, errorstats */
 
 #include <stdio.h>
@@ -46,6 +45,7 @@ int px_submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_id, 
     };
     if (!be) {
         px_reply_status(out, FD_E_UNAVAILABLE, name);
+        if (c && cmd) px_cmdstat_add(&px_cmd_proxy[cmd->id], 0, 1);
         if (tap) tap->fn(tap->ud, NULL, 0, 1);
         return 0;
     }
@@ -56,7 +56,7 @@ int px_submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_id, 
             if (why) resp_add_errorf(out, "ERR '%s' is not supported by frontdoor's %s backend: %s",
                                      cmd->name, be->b.ops->name, why);
             else resp_add_unknown_command(out, argc, argv);   /* a bug: test_command_coverage */
-            if (c) cmd->failed++;
+            if (c) px_cmdstat_add(&px_cmd_proxy[cmd->id], 0, 1);   /* refused by the proxy: its record */
             if (tap) tap->fn(tap->ud, out->data + before, out->len - before, 0);
             return 0;
         }
@@ -91,31 +91,30 @@ int px_submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_id, 
         px_pending_drop(r.pending);
     }
     if (st == FD_PENDING) st = FD_E_INTERNAL;
-    if (st != FD_OK) {
-        px_reply_status(out, st, name);
-        if (cmd && c) cmd->failed++;
-    }
+    if (st != FD_OK) px_reply_status(out, st, name);
     uint64_t te = *clock = fd_mono_ns();
     int is_err = out->len > before && out->data[before] == '-';
-    px_backend_account(be, te - ts, te - ts, is_err);
+    px_backend_record(be, c ? PX_REC_CLIENT : PX_REC_OWN, cmd, te - ts, is_err);   /* the one record update */
+    if (be->b.ops->async) px_hist_add(&be->wait_live, te - ts);
     if (tap) tap->fn(tap->ud, out->data + before, out->len - before,
                      st == FD_E_UNAVAILABLE || st == FD_E_TIMEOUT ||
                      px_reply_is_unavailable(out->data + before, out->len - before));
     return 0;
 }
 
-int px_forward_unit(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t rawlen,
-                    const resp_arg *route_key, int detached) {
+int px_forward_unit(px_conn *c, px_backend *be, int argc, resp_arg *argv, const char *raw, size_t rawlen,
+                    const resp_arg *route_key, int detached, const px_tap *tap) {
     uint64_t clock = fd_mono_ns();
     forced_route = route_key;
+    if (!be) be = px_srv.primary;
     int owed;
     if (detached) {
         resp_out scratch;
         resp_out_init(&scratch, c->out.proto);
-        owed = px_submit_to(px_srv.primary, NULL, &scratch, c->id, NULL, argc, argv, raw, rawlen, &clock, NULL);
+        owed = px_submit_to(be, NULL, &scratch, c->id, NULL, argc, argv, raw, rawlen, &clock, tap);
         resp_out_free(&scratch);
     } else {
-        owed = px_submit_to(px_srv.primary, c, &c->out, c->id, NULL, argc, argv, raw, rawlen, &clock, NULL);
+        owed = px_submit_to(be, c, &c->out, c->id, NULL, argc, argv, raw, rawlen, &clock, tap);
     }
     forced_route = NULL;
     return owed;
@@ -131,7 +130,6 @@ static void capture_reply(fd_pending *p, const char *reply, size_t len) {
 
 void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp_out *out) {
     c->lastcmd = cmd;
-    cmd->calls++;
     if (cmd->flags & FD_CMD_WRITE) px_watch_touch(cmd, argc, argv);
     uint64_t t0 = fd_mono_ns();
     px_handler h = px_handler_of(cmd);
@@ -148,19 +146,16 @@ void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp
         *out = c->out;
         c->out = saved;
         uint64_t ns = fd_mono_ns() - t0;
-        cmd->usec += ns / 1000;
-        px_metrics_cmd(cmd, ns);
-        px_slowlog_after(NULL, cmd, argc, argv, ns, (size_t)-1);
+        px_cmdstat_add(&px_cmd_proxy[cmd->id], ns, 0);
+        px_slowlog_after(NULL, cmd, argc, argv, ns, NULL, 0);
         return;
     }
     px_backend *be = px_srv.primary;
     uint64_t clock = t0;
     px_block_signal_cmd(cmd, argc, argv);                /* served once the script has run */
     if (!be || !be->b.ops->async) {
-        px_submit_to(be, c, out, c->id, cmd, argc, argv, NULL, 0, &clock, NULL);
-        cmd->usec += (clock - t0) / 1000;
-        px_metrics_cmd(cmd, clock - t0);
-        px_slowlog_after(NULL, cmd, argc, argv, clock - t0, (size_t)-1);
+        px_submit_to(be, c, out, c->id, cmd, argc, argv, NULL, 0, &clock, NULL);   /* recorded there */
+        px_slowlog_after(NULL, cmd, argc, argv, clock - t0, NULL, 0);
         return;
     }
     /* asynchronous: a detached request whose reply lands here; the loop
@@ -184,7 +179,11 @@ void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp
     }
     resp_out_free(&scratch);
     resp_out_free(&cp.out);
-    px_slowlog_after(NULL, cmd, argc, argv, fd_mono_ns() - t0, (size_t)-1);
+    /* the backend recorded the detached request as its own: the script's
+     * command counts in commandstats through the proxy's record */
+    uint64_t ns = fd_mono_ns() - t0;
+    px_cmdstat_add(&px_cmd_proxy[cmd->id], ns, 0);
+    px_slowlog_after(NULL, cmd, argc, argv, ns, NULL, 0);
 }
 
 int px_forward(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
@@ -232,29 +231,33 @@ rejected:                                /* Redis 7.0: rejected_calls, and the e
     if (c->out.len > out0 && c->out.data[out0] == '-') px_errorstat_reply(c->out.data + out0, c->out.len - out0);
 }
 
+/* The one measurement (backends.h): t0 here, t1 when the reply is ready;
+ * the record is updated once — here for a proxy handler, by px_submit_to
+ * (or the pending reply's completion) for a backend. */
 int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
     c->lastcmd = cmd;
-    cmd->calls++;
     if ((cmd->flags & FD_CMD_WRITE) && px_srv.watched_keys) px_watch_touch(cmd, argc, argv);
     uint64_t t0 = fd_mono_ns(), t1;
     size_t out0 = c->out.len;
     px_handler h = px_handler_of(cmd);
     if (!h && (cmd->flags & FD_CMD_STREAMKEYS)) h = px_block_stream_handler(cmd, argc, argv);  /* XREAD BLOCK */
+    int is_err;
     if (h) {
         c->cur_raw = raw;
         c->cur_rawlen = rawlen;
         h(c, argc, argv);
         t1 = fd_mono_ns();
+        is_err = c->out.len > out0 && c->out.data[out0] == '-';
+        px_cmdstat_add(&px_cmd_proxy[cmd->id], t1 - t0, is_err);
+        if (px_monitors) px_monitor_feed(c, cmd, argc, argv);
     } else {
         t1 = t0;
-        int owed = px_route_submit(c, cmd, argc, argv, raw, rawlen, &t1);
+        int owed = px_route_submit(c, cmd, argc, argv, raw, rawlen, &t1);   /* records it */
         px_block_signal_cmd(cmd, argc, argv);            /* its keys' waiters will be tried */
         if (px_monitors) px_monitor_feed(c, cmd, argc, argv);
-        if (owed) return 1;                              /* latency counted on completion */
+        if (owed) return 1;                              /* measured on completion */
+        is_err = c->out.len > out0 && c->out.data[out0] == '-';
     }
-    cmd->usec += (t1 - t0) / 1000;
-    px_metrics_cmd(cmd, t1 - t0);
-    px_slowlog_after(c, cmd, argc, argv, t1 - t0, out0);
-    if (h && px_monitors) px_monitor_feed(c, cmd, argc, argv);
+    px_slowlog_after(c, cmd, argc, argv, t1 - t0, is_err ? c->out.data + out0 : NULL, c->out.len - out0);
     return 0;
 }

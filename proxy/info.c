@@ -156,6 +156,7 @@ void px_cmd_info(px_conn *c, int argc, resp_arg *argv) {
         int ndrain = 0;
         for (px_backend *d = px_srv.draining; d; d = d->next) ndrain++;
         line(&o, "backend_draining:%d", ndrain);
+        px_backends_refresh();                   /* the snapshot of the records (backends.h) */
         px_backend *all[2] = {px_srv.primary, px_srv.secondary};
         for (int i = 0; i < 2; i++) if (all[i]) backend_line(&o, all[i]);
         for (px_backend *d = px_srv.draining; d; d = d->next) backend_line(&o, d);
@@ -169,11 +170,14 @@ void px_cmd_info(px_conn *c, int argc, resp_arg *argv) {
         size_t n;
         fd_command *t = fd_commands_table(&n);
         for (size_t i = 0; i < n; i++) {
-            if (!t[i].calls && !t[i].failed && !px_rejected_calls[i]) continue;
+            uint64_t calls, ns, failed;              /* the commands' records (backends.h) */
+            px_cmd_sum(t[i].id, &calls, &ns, &failed);
+            if (!calls && !failed && !px_rejected_calls[i]) continue;
+            unsigned long long usec = ns / 1000;
             line(&o, "cmdstat_%s:calls=%llu,usec=%llu,usec_per_call=%.2f,rejected_calls=%llu,failed_calls=%llu",
-                 t[i].name, (unsigned long long)t[i].calls, (unsigned long long)t[i].usec,
-                 t[i].calls ? (double)t[i].usec / (double)t[i].calls : 0.0, (unsigned long long)px_rejected_calls[i],
-                 (unsigned long long)t[i].failed);
+                 t[i].name, (unsigned long long)calls, usec,
+                 calls ? (double)usec / (double)calls : 0.0, (unsigned long long)px_rejected_calls[i],
+                 (unsigned long long)failed);
         }
     }
     if (wants(argc, argv, "latencystats", 0)) {

@@ -17,8 +17,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-px_hist px_metrics_cmd_hist[FD_CMD_COUNT];
-
 #define MAX_METRICS_LISTENERS 16
 static ev_io mlisteners[MAX_METRICS_LISTENERS];
 static int nml;
@@ -92,19 +90,26 @@ static void be_proxy(resp_out *o, const px_backend *be, const char *l) {
 void px_metrics_render(resp_out *o) {
     size_t n;
     fd_command *t = fd_commands_table(&n);
+    static uint64_t calls[FD_CMD_COUNT], errs[FD_CMD_COUNT];
+    static px_hist h;                              /* 2.7 KB: not on the stack */
+    for (size_t i = 0; i < n; i++) {
+        uint64_t ns;
+        px_cmd_sum(t[i].id, &calls[i], &ns, &errs[i]);
+    }
+    px_backends_refresh();
     head(o, "frontdoor_command_calls_total", "counter", "Commands run, by command (INFO commandstats calls).");
     for (size_t i = 0; i < n; i++)
-        if (t[i].calls) out(o, "frontdoor_command_calls_total{cmd=\"%s\"} %llu\n", t[i].name, (unsigned long long)t[i].calls);
+        if (calls[i]) out(o, "frontdoor_command_calls_total{cmd=\"%s\"} %llu\n", t[i].name, (unsigned long long)calls[i]);
     head(o, "frontdoor_command_errors_total", "counter", "Commands answered with an error (INFO commandstats failed_calls).");
     for (size_t i = 0; i < n; i++)
-        if (t[i].calls) out(o, "frontdoor_command_errors_total{cmd=\"%s\"} %llu\n", t[i].name, (unsigned long long)t[i].failed);
+        if (calls[i]) out(o, "frontdoor_command_errors_total{cmd=\"%s\"} %llu\n", t[i].name, (unsigned long long)errs[i]);
     head(o, "frontdoor_command_duration_seconds", "histogram", "From dispatch until the reply is in the client's buffer (INFO latencystats).");
     for (size_t i = 0; i < n; i++) {
-        const px_hist *h = &px_metrics_cmd_hist[t[i].id];
-        if (!h->count) continue;
+        if (!calls[i]) continue;
+        px_cmd_total(t[i].id, &h);
         char l[96];
         snprintf(l, sizeof l, "cmd=\"%s\"", t[i].name);
-        hist(o, "frontdoor_command_duration_seconds", l, h);
+        hist(o, "frontdoor_command_duration_seconds", l, &h);
     }
     head(o, "frontdoor_backend_calls_total", "counter", "Requests answered by a backend (INFO backends calls).");
     each_backend(o, be_calls);
@@ -150,11 +155,14 @@ void px_metrics_render(resp_out *o) {
 void px_metrics_latencystats(resp_out *o) {
     size_t n;
     fd_command *t = fd_commands_table(&n);
+    static px_hist h;
     for (size_t i = 0; i < n; i++) {
-        const px_hist *h = &px_metrics_cmd_hist[t[i].id];
-        if (!h->count) continue;
+        uint64_t calls, ns, errs;
+        px_cmd_sum(t[i].id, &calls, &ns, &errs);
+        if (!calls) continue;
+        px_cmd_total(t[i].id, &h);
         out(o, "latency_percentiles_usec_%s:p50=%.3f,p99=%.3f,p99.9=%.3f\r\n", t[i].name,
-            px_hist_quantile(h, 0.5) / 1e3, px_hist_quantile(h, 0.99) / 1e3, px_hist_quantile(h, 0.999) / 1e3);
+            px_hist_quantile(&h, 0.5) / 1e3, px_hist_quantile(&h, 0.99) / 1e3, px_hist_quantile(&h, 0.999) / 1e3);
     }
 }
 

@@ -3,13 +3,13 @@
  * prefix: px_metrics_.
  *
  * What is measured, where:
- *   - per command: calls, failed calls (fd_command's counters, as INFO
- *     commandstats) and a latency histogram (here: px_metrics_cmd, called
- *     where commandstats' usec is added: from dispatch until the reply is
- *     in the client's buffer);
+ *   - per command: calls, failed calls and a latency histogram (from
+ *     dispatch until the reply is in the client's buffer): the commands'
+ *     records of proxy/backends.h, summed (px_cmd_sum, px_cmd_total) — the
+ *     same INFO commandstats and latencystats read;
  *   - per backend (role primary, secondary, draining): calls, errors, in
- *     flight, the latency and wait histograms of proxy/backends.h; the
- *     proxy's part is latency - wait;
+ *     flight, the latency and wait histograms (px_backend_refresh: the sum
+ *     of the backend's records); the proxy's part is latency - wait;
  *   - connections, commands processed, backend swaps, A/B counters.
  * The histograms are the same px_hist INFO reads (INFO backends' p50/p99,
  * INFO latencystats), exported with fixed Prometheus buckets (upper edges
@@ -26,13 +26,6 @@
 
 #include "backends.h"
 #include "../storage/command.h"
-
-extern px_hist px_metrics_cmd_hist[FD_CMD_COUNT];
-
-/* One command's time, in ns (dispatch to reply). */
-static inline void px_metrics_cmd(const fd_command *cmd, uint64_t ns) {
-    if (cmd) px_hist_add(&px_metrics_cmd_hist[cmd->id], ns);
-}
 
 /* Listen on metrics-port (nothing when 0). -1 with err when it cannot. */
 int  px_metrics_init(char *err, size_t errlen);

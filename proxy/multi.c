@@ -1,5 +1,6 @@
 /* multi.c — MULTI/EXEC/DISCARD/WATCH/UNWATCH and atomic units (multi.h). */
 #include "multi.h"
+#include "ab.h"
 #include "builtin.h"
 #include "backends.h"
 #include "config.h"
@@ -292,19 +293,26 @@ void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
     }
     c->multi = NULL;               /* the queued commands run, not queue again */
     unwatch_all(c);
-    px_backend *be = px_srv.primary;
+    /* where it runs, and in mirror mode the unit the A/B layer compares
+     * (proxy/ab.h): the queued commands as the layer sees them */
+    px_unit_cmd uq0[16], *uq = m->n <= 16 ? uq0 : malloc((size_t)m->n * sizeof *uq);
+    int nq = uq ? m->n : 0;
+    for (int i = 0; i < nq; i++) uq[i] = (px_unit_cmd){m->q[i].cmd, m->q[i].argc, m->q[i].argv};
+    px_backend *be = px_ab_exec_begin(c, nq, uq);
+    if (uq != uq0) free(uq);
     if (be && be->b.ops->passthrough) {
         /* Redis runs it: MULTI, the commands, EXEC as one block on the
          * client's connection; only EXEC's reply is the client's */
         static resp_arg multi_arg[1] = {{"MULTI", 5}};
         const resp_arg *rk = first_key(m);
-        px_forward_unit(c, 1, multi_arg, NULL, 0, rk, 1);
+        px_forward_unit(c, be, 1, multi_arg, NULL, 0, rk, 1, NULL);
         for (int i = 0; i < m->n; i++) {
             /* the block bypasses px_execute: its writes touch watches here */
             if (m->q[i].cmd) px_watch_touch_if_write(m->q[i].cmd, m->q[i].argc, m->q[i].argv);
-            px_forward_unit(c, m->q[i].argc, m->q[i].argv, qcmd_raw(&m->q[i]), m->q[i].rawlen, rk, 1);
+            px_forward_unit(c, be, m->q[i].argc, m->q[i].argv, qcmd_raw(&m->q[i]), m->q[i].rawlen, rk, 1, NULL);
         }
-        px_forward_unit(c, argc, argv, c->cur_raw, c->cur_rawlen, rk, 0);
+        px_forward_unit(c, be, argc, argv, c->cur_raw, c->cur_rawlen, rk, 0, px_ab_exec_tap());
+        px_ab_exec_end(c);
         multi_free(m);
         return;
     }
@@ -314,10 +322,14 @@ void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
     c->atomic = 1;
     for (int i = 0; i < m->n; i++) {
         px_qcmd *q = &m->q[i];
+        size_t before = c->out.len;
+        px_ab_exec_step(i);
         if (q->cmd) px_execute(c, q->cmd, q->argc, q->argv, qcmd_raw(q), q->rawlen);
         else resp_add_unknown_command(&c->out, q->argc, q->argv);
+        px_ab_exec_local(i, c->out.data + before, c->out.len - before);
     }
     c->atomic = 0;
+    px_ab_exec_end(c);             /* the secondary's copy, inside the primary's unit */
     if (async) px_atomic_end();
     multi_free(m);
 }
@@ -326,8 +338,7 @@ void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
 
 void px_atomic_begin(px_conn *c) {
     px_srv.atomic_owner = c;
-    px_srv.atomic_collect = 1;
-    px_srv.atomic_left = 0;
+    px_srv.atomic_collect = 1;      /* atomic_left is 0, or counts c's retained A/B unit (px_atomic_retain) */
 }
 
 static void atomic_finish(void) {
@@ -348,6 +359,15 @@ static void atomic_done(fd_pending *p, const char *reply, size_t len) {
 void px_atomic_count(fd_pending *p) {
     p->on_done = atomic_done;
     px_srv.atomic_left++;
+}
+
+void px_atomic_retain(px_conn *c) {
+    if (!px_srv.atomic_owner) px_srv.atomic_owner = c;
+    px_srv.atomic_left++;
+}
+
+void px_atomic_release(void) {
+    if (px_srv.atomic_left > 0 && --px_srv.atomic_left == 0 && !px_srv.atomic_collect) atomic_finish();
 }
 
 int px_atomic_hold(px_conn *c) {

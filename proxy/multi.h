@@ -61,6 +61,11 @@ void px_watch_touch_all(void);
 void px_atomic_begin(px_conn *c);
 void px_atomic_end(void);
 void px_atomic_count(fd_pending *p);
+/* An A/B secondary's unit (proxy/ab.h) on an asynchronous secondary: hold
+ * other clients (c the owner unless a unit already runs) until the matching
+ * px_atomic_release, like one more reply owed. */
+void px_atomic_retain(px_conn *c);
+void px_atomic_release(void);
 /* In process_input: 1 if c must wait (it was put on the held list). */
 int  px_atomic_hold(px_conn *c);
 /* Run the held clients' input again (the unit ended). */

@@ -10,7 +10,6 @@
 #include "backends.h"
 #include "config.h"
 #include "log.h"
-#include "metrics.h"   /* issue 18 */
 #include "slowlog.h"
 
 #include <stdio.h>
@@ -93,16 +92,19 @@ int px_reply_is_unavailable(const void *reply, size_t len) {
 void px_pending_reply(fd_pending *p, const void *reply, size_t len) { complete(p, reply, len, 0); }
 
 static void complete(fd_pending *p, const void *reply, size_t len, int failed) {
-    uint64_t now = p->be || (p->conn && p->cmd) ? fd_mono_ns() : 0;   /* one clock read serves both counters */
+    uint64_t now = p->be || (p->conn && p->cmd) ? fd_mono_ns() : 0;   /* the one clock read at completion */
+    px_conn *c = p->conn;
+    int is_err = len && ((const char *)reply)[0] == '-';
     if (p->be) {
-        /* completed inside submit: t_ret is not known yet, it is now */
-        uint64_t ret = p->in_submit ? now : p->t_ret_ns;
+        /* the one record update (backends.h): a client's command, or
+         * frontdoor's own request (mirror copy, detached, diff read) */
+        uint64_t ret = p->in_submit ? now : p->t_ret_ns;   /* completed inside submit: it returns now */
         p->be->inflight--;
-        px_backend_account(p->be, now - p->t_sub_ns, now - ret, len && ((const char *)reply)[0] == '-');
+        px_backend_record(p->be, c && p->cmd ? PX_REC_CLIENT : PX_REC_OWN, p->cmd, now - p->t_sub_ns, is_err);
+        px_hist_add(&p->be->wait_live, now - ret);
     }
     if (p->on_done) p->on_done(p, reply, len);
     if (p->tap.fn) p->tap.fn(p->tap.ud, reply, len, failed || px_reply_is_unavailable(reply, len));
-    px_conn *c = p->conn;
     px_slowlog_pending(p->slow, p->cmd, c != NULL, reply, len, now - p->t_sub_ns);   /* takes p->slow */
     p->slow = NULL;
     if (c && (c->flags & PX_CONN_CLOSE_ASAP)) {
@@ -110,8 +112,6 @@ static void complete(fd_pending *p, const void *reply, size_t len, int failed) {
          * reply is dropped, not copied, and the limit is not logged again */
         unlink_pending(c, p, 0);
     } else if (c) {
-        if (p->cmd) { p->cmd->usec += (now - p->t_sub_ns) / 1000; px_metrics_cmd(p->cmd, now - p->t_sub_ns); }
-        if (p->cmd && len && ((const char *)reply)[0] == '-') p->cmd->failed++;
         size_t inserted = 0;
         if (resp_out_reserve(&c->out, len) == 0) {
             size_t abs = pending_abs(c, p);

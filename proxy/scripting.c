@@ -7,11 +7,46 @@
 #include "log.h"
 #include "multi.h"
 #include "blocking.h"
+#include "ab.h"
+#include "commands.h"
+
+#include <stdlib.h>
 
 #include <string.h>
 
 static fd_script_engine *engine;
 static px_conn *running;          /* the client whose script runs */
+static px_backend *target;        /* redis.call's backend when not the primary (an A/B side) */
+
+typedef struct twait { resp_out *out; int waiting; } twait;
+
+static void twait_tap(void *ud, const char *reply, size_t len, int failed) {
+    twait *w = ud;
+    (void)failed;
+    if (len) resp_out_raw(w->out, reply, len);
+    else resp_add_error(w->out, "ERR backend unavailable");
+    w->waiting = 0;
+}
+
+/* redis.call against `target` (an A/B side that is not the primary): a
+ * backend command goes to it directly, its one reply into out — on an
+ * asynchronous backend the loop runs nested until it is in (other clients
+ * are held by the caller). Not counted as a client's command. */
+static void target_call(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp_out *out) {
+    uint64_t clock = fd_mono_ns();
+    resp_out scratch;
+    resp_out_init(&scratch, out->proto);
+    twait w = {out, 1};
+    px_tap t = {twait_tap, &w};
+    px_submit_to(target, NULL, &scratch, c->id, cmd, argc, argv, NULL, 0, &clock, &t);
+    if (w.waiting) {
+        int rio = ev_is_active(&c->rio);
+        if (rio) ev_io_stop(px_srv.loop, &c->rio);
+        while (w.waiting) ev_run(px_srv.loop, EVRUN_ONCE);
+        if (rio && !(c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP))) ev_io_start(px_srv.loop, &c->rio);
+    }
+    resp_out_free(&scratch);
+}
 
 static int host_call(void *ud, int argc, const resp_arg *argv, int resp, int check_only, resp_out *out) {
     (void)ud;
@@ -38,7 +73,8 @@ static int host_call(void *ud, int argc, const resp_arg *argv, int resp, int che
     }
     out->proto = resp;
     size_t before = out->len;
-    px_execute_into(c, cmd, argc, (resp_arg *)argv, out);
+    if (target && !px_handler_of(cmd)) target_call(c, cmd, argc, (resp_arg *)argv, out);
+    else px_execute_into(c, cmd, argc, (resp_arg *)argv, out);
     if (out->len == before) return -1;
     return write && out->data[before] != '-' ? FD_SCRIPT_CALL_WRITE : 0;
 }
@@ -101,27 +137,30 @@ static int forwarded(px_conn *c, int argc, resp_arg *argv) {
     return 1;
 }
 
-void px_cmd_eval(px_conn *c, int argc, resp_arg *argv) {
-    if (forwarded(c, argc, argv)) return;
+/* Run EVAL & co. in frontdoor's engine against `be` (the primary, or an A/B
+ * side: then redis.call goes to it, scripting.h px_script_run_on); the reply
+ * into out. On an asynchronous backend every other client is held meanwhile. */
+static void run_eval(px_conn *c, px_backend *be, int argc, resp_arg *argv, resp_out *out) {
     fd_script_engine *e = get_engine();
-    if (!e) { resp_add_error(&c->out, "ERR the Lua engine could not start (out of memory)"); return; }
+    if (!e) { resp_add_error(out, "ERR the Lua engine could not start (out of memory)"); return; }
     if (fd_script_running(e)) {          /* EVAL from a script is refused before it gets here */
-        resp_add_error(&c->out, FD_SCRIPT_BUSY_ERR);
+        resp_add_error(out, FD_SCRIPT_BUSY_ERR);
         return;
     }
     fd_script_set_busy_threshold(e, px_cfg.busy_reply_threshold);
-    px_backend *be = px_srv.primary;
     int hold = be && be->b.ops->async && !px_srv.atomic_owner;
     if (hold) px_srv.atomic_owner = c;
     int was_atomic = c->atomic;
     c->atomic = 1;
     running = c;
+    target = be != px_srv.primary ? be : NULL;
     px_srv.script_running = 1;
-    if (fd_script_eval(e, argc, argv, &c->out)) {
+    if (fd_script_eval(e, argc, argv, out)) {
         px_log(PX_LOG_WARNING, "out of memory for a script's reply to client %llu: closing it", (unsigned long long)c->id);
         c->flags |= PX_CONN_CLOSE_ASAP;
     }
     running = NULL;
+    target = NULL;
     px_srv.script_running = 0;
     c->atomic = was_atomic;
     if (hold) {
@@ -130,11 +169,46 @@ void px_cmd_eval(px_conn *c, int argc, resp_arg *argv) {
     }
 }
 
+void px_script_run_on(px_backend *be, px_conn *c, int argc, resp_arg *argv, resp_out *out) {
+    fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
+    if (cmd && cmd->id == FD_CMD_script) {
+        fd_script_engine *e = get_engine();
+        if (!e) resp_add_error(out, "ERR the Lua engine could not start (out of memory)");
+        else fd_script_script_cmd(e, argc, argv, out);
+        return;
+    }
+    if (!cmd || cmd->id == FD_CMD_function || cmd->id == FD_CMD_fcall || cmd->id == FD_CMD_fcall_ro) {
+        resp_add_errorf(out, "ERR '%s' is not supported by frontdoor's %s backend: Redis functions are not "
+                        "implemented here (EVAL/EVALSHA scripts are; a redis or redis-cluster backend runs functions)",
+                        cmd ? cmd->name : "function", be ? be->b.ops->name : "");
+        return;
+    }
+    run_eval(c, be, argc, argv, out);
+}
+
+/* A/B on: the layer (proxy/ab.c) picks the side and runs the copy. The
+ * declared keys of a script count as written for WATCH (multi.h). */
+static int routed(px_conn *c, int argc, resp_arg *argv) {
+    if (!px_ab_routes()) return 0;
+    fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
+    if (!cmd) return 0;
+    px_watch_touch_if_write(cmd, argc, argv);
+    px_forward(c, cmd, argc, argv, c->cur_raw, c->cur_rawlen);
+    return 1;
+}
+
+void px_cmd_eval(px_conn *c, int argc, resp_arg *argv) {
+    if (routed(c, argc, argv)) return;
+    if (forwarded(c, argc, argv)) return;
+    run_eval(c, px_srv.primary, argc, argv, &c->out);
+}
+
 void px_cmd_script(px_conn *c, int argc, resp_arg *argv) {
     if (argc == 2 && resp_arg_is(&argv[1], "help")) {
         px_reply_help(c, "SCRIPT", fd_script_help_lines);
         return;
     }
+    if (!(argc == 2 && resp_arg_is(&argv[1], "kill")) && routed(c, argc, argv)) return;
     if (forwarded(c, argc, argv)) return;
     fd_script_engine *e = get_engine();
     if (!e) { resp_add_error(&c->out, "ERR the Lua engine could not start (out of memory)"); return; }
@@ -145,6 +219,7 @@ void px_cmd_script(px_conn *c, int argc, resp_arg *argv) {
  * Redis backend. frontdoor's own engine runs EVAL scripts only (functions
  * would need the FUNCTION library store: not built). */
 void px_cmd_function(px_conn *c, int argc, resp_arg *argv) {
+    if (routed(c, argc, argv)) return;
     if (forwarded(c, argc, argv)) return;
     fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
     resp_add_errorf(&c->out, "ERR '%s' is not supported by frontdoor's %s backend: Redis functions are not "

@@ -28,6 +28,13 @@ px_conn *px_script_client(void);
 /* 1 while a script is past busy-reply-threshold: other clients are not
  * held for it (px_atomic_hold) but answered -BUSY. */
 int px_script_busy_now(void);
+/* The A/B layer (proxy/ab.c): run EVAL/EVALSHA/EVAL_RO/EVALSHA_RO, SCRIPT
+ * or FUNCTION/FCALL (refused: no functions here) of client c in frontdoor's
+ * engine against backend `be` — the primary as for the client itself, or
+ * an A/B side whose redis.call commands then go to that backend directly
+ * (not counted as the client's; on an asynchronous one the loop runs nested
+ * and every other client is held). One reply is appended to out. */
+void px_script_run_on(struct px_backend *be, px_conn *c, int argc, resp_arg *argv, resp_out *out);
 /* Drop the engine (shutdown). */
 void px_script_shutdown(void);
 

@@ -178,9 +178,11 @@ int  px_route_submit(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, cons
 /* One part of an atomic unit for a Redis backend (MULTI ... EXEC as one
  * block on the client's backend connection): route_key says where a cluster
  * sends it (NULL: anywhere); detached: its reply is dropped (the client got
- * +QUEUED already), else it is the client's. Returns 1 when owed. */
-int  px_forward_unit(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t rawlen,
-                     const resp_arg *route_key, int detached);
+ * +QUEUED already), else it is the client's; tap (may be NULL) is told it.
+ * be: the backend (NULL: the primary; the A/B layer sends a unit's copy to
+ * the secondary). Returns 1 when owed. */
+int  px_forward_unit(px_conn *c, struct px_backend *be, int argc, resp_arg *argv, const char *raw, size_t rawlen,
+                     const resp_arg *route_key, int detached, const px_tap *tap);
 /* Run a checked command for a script (redis.call): its one reply goes to
  * `out` (the script's protocol), synchronously — on an asynchronous backend
  * the loop runs nested until the reply is in, other clients held. */

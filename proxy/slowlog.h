@@ -1,11 +1,13 @@
-/* slowlog.h — SLOWLOG, LATENCY and INFO errorstats, fed by the proxy's own
- * per-command timing (the same span commandstats' usec counts: from
- * dispatch until the reply is in the client's buffer). Module prefixes:
+/* slowlog.h — SLOWLOG, LATENCY and INFO errorstats. Module prefixes:
  * px_slowlog_, px_latency_, px_errorstat_.
  *
- * Where the hooks are:
+ * They read the one measurement of a command (proxy/backends.h): the span
+ * and the error flag the code that updated the command's record has at
+ * hand, from dispatch until the reply is in the client's buffer (the span
+ * commandstats' usec counts). Where:
  *   - proxy/dispatch.c px_execute: a command answered at once (proxy
- *     handler or synchronous backend): px_slowlog_after();
+ *     handler or synchronous backend): px_slowlog_after() — inline, a few
+ *     compares unless the command was slow or failed;
  *   - px_submit_to: an asynchronous backend's request gets a copy of its
  *     arguments (px_slowlog_capture, only while the slow log is on), and
  *     proxy/pending.c's completion calls px_slowlog_pending();
@@ -22,6 +24,8 @@
  * slowlog-max-len 0 turns it off. The latency monitor keeps, per event
  * ("command", "fast-command" for FD_CMD_FAST commands), 160 one-per-second
  * samples of durations >= latency-monitor-threshold ms (0 = off).
+ * LATENCY HISTOGRAM answers from the commands' records (Redis's shape:
+ * per command, calls and cumulative counts at power-of-two µs).
  * Errorstats: every error reply sent to a client counts under its first
  * word (the code, "ERR" when it has none within 32 bytes); at most 128
  * distinct codes are kept (later new codes count only in the total).
@@ -30,16 +34,24 @@
 #define FRONTDOOR_SLOWLOG_H
 
 #include "server.h"
+#include "config.h"
 
 /* A copy of one command's arguments, cut and redacted as an entry keeps
  * them, with its client's address and name. Owned by whoever holds it. */
 typedef struct px_slowargs px_slowargs;
 
+/* The slow part of px_slowlog_after: always safe to call. */
+void px_slowlog_slow(px_conn *c, const fd_command *cmd, int argc, const resp_arg *argv,
+                     uint64_t ns, const char *err, size_t errlen);
 /* A command that completed now, `ns` after it was dispatched; c NULL: a
- * script's command. `out_before`: c->out's length before its reply was
- * appended (its first byte tells an error), or (size_t)-1 for none. */
-void px_slowlog_after(px_conn *c, const fd_command *cmd, int argc, const resp_arg *argv,
-                      uint64_t ns, size_t out_before);
+ * script's command. `err`: its reply when it is an error sent to a client
+ * (errorstats counts it), else NULL. */
+static inline void px_slowlog_after(px_conn *c, const fd_command *cmd, int argc, const resp_arg *argv,
+                                    uint64_t ns, const char *err, size_t errlen) {
+    if (__builtin_expect(err != NULL || (long long)(ns / 1000) >= px_cfg.slowlog_log_slower_than ||
+                         (px_cfg.latency_monitor_threshold && (long long)(ns / 1000000) >= px_cfg.latency_monitor_threshold), 0))
+        px_slowlog_slow(c, cmd, argc, argv, ns, err, errlen);
+}
 /* The arguments of a request whose reply will come later: NULL when the
  * slow log is off (nothing to keep), when cmd is EXEC, or out of memory. */
 px_slowargs *px_slowlog_capture(const px_conn *c, const fd_command *cmd, int argc, const resp_arg *argv);
@@ -56,7 +68,8 @@ void px_errorstat_reply(const char *reply, size_t len);
 void px_errorstat_info(resp_out *o);
 /* INFO stats' total_error_replies. */
 uint64_t px_errorstat_total(void);
-/* CONFIG RESETSTAT's part: errorstats and rejected calls. */
+/* CONFIG RESETSTAT's part: errorstats, rejected calls and the commands' client
+ * records (commandstats, latencystats: px_cmdstats_reset, backends.h). */
 void px_errorstat_reset(void);
 /* Per command: rejected before running (arity, NOAUTH, ...): commandstats'
  * rejected_calls. */

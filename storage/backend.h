@@ -59,6 +59,7 @@ typedef struct fd_backend_config {
     const char *mongo_w;        /* write concern w: "" (URI/server default), a number, "majority" or a tag */
     int         mongo_j;        /* FD_MONGO_J_* */
     long long   mongo_wtimeout_ms;      /* 0 = none */
+    long long   mongo_big_threshold;    /* a collection of more members: one document each (0 = 1000) */
     /* redis/redis-cluster: connections lent to blocked clients (BLPOP...),
      * at most this many at once over every server (0 = the default, 64) */
     int         redis_blocking_pool_size;

@@ -90,8 +90,8 @@ typedef struct fd_command {
     const char *args;        /* syntax as Redis's help shows it; NULL = none */
     int         id;          /* enum fd_command_id: index in the table */
     size_t      namelen;     /* strlen(name) */
-    /* statistics, kept by the proxy (loop thread only) */
-    uint64_t    calls, usec, failed;
+    /* A/B statistics, kept by the proxy (loop thread only); per-command
+     * calls and latency are the proxy's records (proxy/backends.h) */
     uint64_t    ab_compared, ab_mismatches;
 } fd_command;
 

@@ -12,7 +12,10 @@
  * $push/$pop/$slice paths); a sorted set: an array of {m: BinData,
  * s: Double} in Redis's order (see mg_hash.c, mg_list.c, mg_set.c,
  * mg_zset.c). Plain SETs queued together go as one bulk write (mg_backend.c,
- * "grouped writes").
+ * "grouped writes"). Past mongo-big-threshold members a collection is big:
+ * one document per member in db0_big, the key document holding
+ * {type, big: version, bn: count, ...}; mg_big.c is the one place that
+ * knows (the collection access layer, below).
  * A string that is the canonical decimal form of a 64-bit integer is stored
  * as Int64 (as Redis's int encoding), so INCR/INCRBY/DECR are one
  * findAndModify with $inc; any other string is BinData (binary-safe).
@@ -20,7 +23,8 @@
  * once a minute, so every read also checks expireAt: an expired key is never
  * returned.
  *
- * Files: mg_doc.c (documents, shared helpers, member index), mg_string.c,
+ * Files: mg_doc.c (documents, shared helpers, member index), mg_big.c (big
+ * collections: the layout of hashes/lists/sets/sorted sets), mg_string.c,
  * mg_keys.c, mg_hash.c, mg_list.c, mg_set.c, mg_zset.c, mg_scan.c (random
  * picks, SCAN/HSCAN/SSCAN/ZSCAN), mg_backend.c (workers, grouped writes,
  * loop side, fd_mongodb_backend).
@@ -45,8 +49,10 @@
 
 #define MG_COLL        "db0"
 #define MG_STREAM_COLL "db0_stream"   /* stream sub-records (mg_stream.c) */
+#define MG_BIG_COLL    "db0_big"      /* members of big collections (mg_big.c) */
 #define MG_SCANS       8            /* SCAN iterations remembered */
 #define MG_E_MONGO     (FD_STATUS_COUNT + 1)   /* a driver error: its text is in ctx->err */
+#define MG_E_STOP      (FD_STATUS_COUNT + 2)   /* an mg_big_scan callback: enough (not an error) */
 
 /* Return FD_E_NOMEM when a resp_add_* failed; return any status but FD_OK. */
 
@@ -149,6 +155,9 @@ struct mg_ctx {
     int64_t          now_ms;
     long long        max_bulk;
     bson_error_t     err;          /* set with MG_E_MONGO */
+    mongoc_collection_t *bcoll;    /* db0_big, made on first use (mg_big_coll), destroyed after the command */
+    int              nfirst, nstep; /* mg_named: the next lookup's members (nstep 0: all) */
+    int              expect;        /* the next lookup expands a big key only of this MG_T_* (0: any) */
 };
 
 /* ================================================================ handlers
@@ -199,6 +208,12 @@ typedef struct mg_meta {
     size_t      vlen;
     bson_t     *doc;        /* owned copy */
     char        num[32];
+    /* a big collection (mg_big.c): its members are documents of db0_big */
+    int64_t     big;        /* their version sv; 0: a small key (value in doc) */
+    int64_t     bn;         /* members */
+    int64_t     blh;        /* lists: the head's position */
+    int64_t     bo;         /* hashes, sets: the next insertion order */
+    int         expanded;   /* doc is the expanded value (mg_big_expand) */
 } mg_meta;
 
 void mg_meta_free(mg_meta *m);
@@ -224,14 +239,17 @@ int mg_key_live(mg_ctx *c, const resp_arg *key, int *live);
 int mg_lookup_many(mg_ctx *c, int first, int step, mg_meta *metas, int n, int want_value,
                    unsigned char *dup);
 
-/* Writes: FD_OK, FD_E_NOMEM or MG_E_MONGO. */
-int mg_write_doc(mg_ctx *c, const resp_arg *key, const bson_t *doc);   /* replace (upsert) */
+/* Writes: FD_OK, FD_E_NOMEM or MG_E_MONGO. mg_write_doc replaces (upsert)
+ * the key's document; a collection of more than mongo-big-threshold
+ * members is written in the big layout, and a big collection it
+ * overwrites is dropped (mg_big.c: mg_coll_write with no old meta). */
+int mg_write_doc(mg_ctx *c, const resp_arg *key, const bson_t *doc);
 /* Replace key's document by every field of src but its _id (COPY, RENAME). */
 int mg_write_doc_copy(mg_ctx *c, const resp_arg *key, const bson_t *src);
 /* Replace with a string whose value is a then b (expire 0 = none). */
 int mg_write_string(mg_ctx *c, const resp_arg *key, int64_t expire,
                     const char *a, size_t al, const char *b2, size_t bl);
-int mg_delete(mg_ctx *c, const resp_arg *key);
+int mg_delete(mg_ctx *c, const resp_arg *key);    /* and a big collection's members (mg_big.c) */
 int mg_set_expire(mg_ctx *c, const resp_arg *key, int64_t expire);     /* 0: remove the TTL */
 
 /* {count: db0, query: q}: the count, or -1 with *err set. */
@@ -308,6 +326,10 @@ int  mg_zstore(mg_ctx *c, const resp_arg *dst, const struct fd_zent *a, size_t n
  * ([key, [elements...]]) and sets *done; a missing key: *done 0, nothing
  * written; FD_E_WRONGTYPE. */
 int  mg_zset_mpop_one(mg_ctx *c, const resp_arg *key, int max, long long count, int *done);
+/* Load the sorted set for a pop of count members from the low (rev 0) or
+ * high end: the whole of a small one, only those members of a big one (a
+ * part: m->expanded 2). As mg_zset_load otherwise. */
+int  mg_zset_load_end(mg_ctx *c, const resp_arg *key, mg_meta *m, mg_zset *Z, int rev, long long count);
 int  mg_list_mpop_one(mg_ctx *c, const resp_arg *key, int left, long long count, int *done);
 /* hashes: write h back as mg_zset_save does (mg_hash.c) */
 int  mg_hash_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg_hash *h);
@@ -315,6 +337,88 @@ int  mg_hash_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg_has
 /* Handler exits: the result first (it may read the collection), then free. */
 #define HASH_DONE(st) do { int st_ = (st); mg_hash_free(&h); mg_meta_free(&m); return st_; } while (0)
 #define LIST_DONE(st) do { int st_ = (st); mg_list_free(&L); mg_meta_free(&m); return st_; } while (0)
+
+/* ================================================================ big collections (mg_big.c)
+ *
+ * The collection access layer: one place decides where a hash, list, set
+ * or sorted set lives (one document, or one document per member in
+ * db0_big beyond mongo-big-threshold; the layouts are in mg_big.c and
+ * docs/mongodb.md). Readers see one layout: mg_lookup/mg_lookup_proj with
+ * no projection expand a big collection into the document the small
+ * layout would hold (mg_big_expand); saves pass the meta they read to
+ * mg_coll_write, which writes the difference in whichever layout fits.
+ * Fast paths of hot commands use mg_big_scan and the id builders. */
+
+long long mg_big_threshold(const mg_ctx *c);
+mongoc_collection_t *mg_big_coll(mg_ctx *c);     /* NULL: out of memory */
+
+/* Replace m->doc (a big collection's key document, m->live) by the
+ * expanded document {type, value: [...], n (lists), expireAt}; sets
+ * m->expanded. FD_OK (nothing to do for a small key), FD_E_NOMEM,
+ * MG_E_MONGO (m untouched, still owned by the caller). */
+int  mg_big_expand(mg_ctx *c, mg_meta *m);
+/* Write key's collection document doc (small layout: {type, value,
+ * expireAt?}; any other document is written as it is). old: the meta read
+ * before (its doc expanded), or NULL when unknown. A big old collection
+ * gets the difference (its sv kept); a small or unknown one is replaced,
+ * converted to the big layout when doc has more than the threshold;
+ * members of an overwritten big collection are dropped. */
+int  mg_coll_write(mg_ctx *c, const resp_arg *key, const mg_meta *old, const bson_t *doc);
+/* The next mg_lookup/mg_lookup_proj (no projection) of a big hash, set or
+ * sorted set reads only the members named argv[first], argv[first + step],
+ * ... (none when first >= argc): m->expanded 2, a part of the collection
+ * whose count is mg_coll_count. Saves of it write the difference for those
+ * members only. Handlers that touch named members only use it (HSET, HGET,
+ * SADD, SISMEMBER, ZADD, ZSCORE...); naming extra arguments (a score, an
+ * option) only reads more. A small key reads whole as always. */
+static inline void mg_named(mg_ctx *c, int first, int step) { c->nfirst = first; c->nstep = step; }
+int  mg_big_expand_named(mg_ctx *c, mg_meta *m, int first, int step);
+/* The number of members of a loaded collection that has n loaded. */
+static inline long long mg_coll_count(const mg_meta *m, size_t n) { return m->expanded == 2 ? m->bn : (long long)n; }
+/* Delete the key (when old->found), members included. */
+int  mg_coll_delete(mg_ctx *c, const resp_arg *key, const mg_meta *old);
+/* Delete every member document of version sv. */
+int  mg_big_drop(mg_ctx *c, int64_t sv);
+
+/* Member ids: sv (16 hex) + tag + hex parts; a small buffer, else heap. */
+typedef struct mg_bid { char buf[96]; char *heap; size_t len, cap; } mg_bid;
+void        mg_bid_init(mg_bid *b, int64_t sv, char tag);
+int         mg_bid_hex(mg_bid *b, const char *p, size_t n);   /* -1: out of memory */
+int         mg_bid_u64(mg_bid *b, uint64_t v);                /* 16 hex digits */
+const char *mg_bid_ptr(const mg_bid *b);
+void        mg_bid_free(mg_bid *b);
+uint64_t    mg_big_pos(int64_t pos);          /* a list position, order-preserving */
+uint64_t    mg_big_score_bits(double s);      /* a score, order-preserving (-0 as 0) */
+
+/* Lists (m: a live big list's key document, read without its value):
+ * m->doc becomes {type, value: elements [from, from + count), n: all},
+ * not a whole image (m->expanded 0: never saved from). */
+int  mg_big_list_slice(mg_ctx *c, mg_meta *m, long long from, long long count);
+/* Push the k elements el at the left/right end (LPUSH order: the last
+ * first): *len the new length. */
+int  mg_big_list_push(mg_ctx *c, const resp_arg *key, mg_meta *m, int left, const resp_arg *el, int k,
+                      long long *len);
+/* Pop one element from an end and reply it (bulk) to out; the key goes
+ * with its last element. */
+int  mg_big_list_pop(mg_ctx *c, const resp_arg *key, mg_meta *m, int left, resp_out *out);
+
+/* Sorted sets (m: a big sorted set read with nothing named, mg_named):
+ * m->doc becomes {type, value: the members z selects (a sanitized rank
+ * range, or a score range with its LIMIT offset/count applied: the caller
+ * then walks it with offset 0)}, read as one _id range; m->expanded 2 (a
+ * part of the collection, savable as one: ZPOPMIN/ZPOPMAX). */
+int  mg_big_zset_window(mg_ctx *c, mg_meta *m, const fd_zrange *z);
+/* The rank of member p/n (score: its score) in the big sorted set m: the
+ * count of its members before it (one count of an _id range). */
+int  mg_big_zrank(mg_ctx *c, const mg_meta *m, const char *p, size_t n, double score, long long *rank);
+
+/* Each member document with lo <= _id < hi in _id order (rev: descending),
+ * skipping skip, at most limit (< 0: all), read in pages: each(u, doc, id,
+ * idlen) returns FD_OK to go on, MG_E_STOP to stop (FD_OK is returned),
+ * or an error (returned). */
+typedef int (*mg_big_each)(void *u, const bson_t *doc, const char *id, size_t idl);
+int  mg_big_scan(mg_ctx *c, const char *lo, size_t lol, const char *hi, size_t hil, int rev,
+                 long long skip, long long limit, mg_big_each each, void *u);
 
 /* ================================================================ streams (mg_stream.c) */
 

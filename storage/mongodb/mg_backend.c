@@ -118,6 +118,7 @@ static void execute(mg_backend *b, mongoc_client_t *cl, mongoc_collection_t *col
     c.max_bulk = b->cfg.max_bulk > 0 ? b->cfg.max_bulk : RESP_DEFAULT_MAX_BULK;
     size_t mark = r->out.len;
     int s = r->fn(&c);
+    if (c.bcoll) mongoc_collection_destroy(c.bcoll);
     if (s == MG_E_MONGO) {
         r->out.len = mark;
         if (err_unavailable(&c.err)) reply_unavailable(&r->out, c.err.message);

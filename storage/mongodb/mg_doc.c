@@ -63,7 +63,12 @@ static void meta_parse(mg_ctx *c, const bson_t *doc, mg_meta *m)
     if (bson_iter_init(&it, m->doc)) {
         while (bson_iter_next(&it)) {
             const char *k = bson_iter_key(&it);
-            if (!strcmp(k, "type") && BSON_ITER_HOLDS_UTF8(&it)) {
+            if (k[0] == 'b' && BSON_ITER_HOLDS_INT64(&it)) {         /* a big collection (mg_big.c) */
+                if (!strcmp(k, "big")) m->big = bson_iter_int64(&it);
+                else if (!strcmp(k, "bn")) m->bn = bson_iter_int64(&it);
+                else if (!strcmp(k, "blh")) m->blh = bson_iter_int64(&it);
+                else if (!strcmp(k, "bo")) m->bo = bson_iter_int64(&it);
+            } else if (!strcmp(k, "type") && BSON_ITER_HOLDS_UTF8(&it)) {
                 m->type = mg_type_of(bson_iter_utf8(&it, NULL));
             } else if (!strcmp(k, "expireAt") && BSON_ITER_HOLDS_DATE_TIME(&it)) {
                 m->expire = bson_iter_date_time(&it);
@@ -154,6 +159,13 @@ int mg_lookup_proj(mg_ctx *c, const resp_arg *key, mg_meta *m, const bson_t *pro
     bson_destroy(&q);
     bson_destroy(&opts);
     if (bad) { mg_meta_free(m); return mg_fail(c); }
+    int nstep = c->nstep, expect = c->expect;
+    c->nstep = 0;
+    c->expect = 0;
+    if (m->big && m->live && !projection && (!expect || expect == m->type)) {     /* the collection as the small layout holds it (or a part: mg_named) */
+        int s = nstep ? mg_big_expand_named(c, m, c->nfirst, nstep) : mg_big_expand(c, m);
+        if (s != FD_OK) { mg_meta_free(m); return s; }
+    }
     return FD_OK;
 }
 
@@ -189,17 +201,6 @@ int mg_key_live(mg_ctx *c, const resp_arg *key, int *live)
     return FD_OK;
 }
 
-int mg_write_doc(mg_ctx *c, const resp_arg *key, const bson_t *doc)
-{
-    bson_t q = BSON_INITIALIZER, opts = BSON_INITIALIZER;
-    mg_append_key(&q, "_id", key->ptr, key->len);
-    bson_append_bool(&opts, "upsert", -1, true);
-    bool ok = mongoc_collection_replace_one(c->coll, &q, doc, &opts, NULL, &c->err);
-    bson_destroy(&q);
-    bson_destroy(&opts);
-    return ok ? FD_OK : mg_fail(c);
-}
-
 /* Replace the key's document with a string (expire 0 = none). The value is
  * a then b (APPEND without a copy). */
 int mg_write_string(mg_ctx *c, const resp_arg *key, int64_t expire,
@@ -223,15 +224,6 @@ int mg_write_string(mg_ctx *c, const resp_arg *key, int64_t expire,
     return s;
 }
 
-int mg_delete(mg_ctx *c, const resp_arg *key)
-{
-    bson_t q = BSON_INITIALIZER;
-    mg_append_key(&q, "_id", key->ptr, key->len);
-    bool ok = mongoc_collection_delete_one(c->coll, &q, NULL, NULL, &c->err);
-    bson_destroy(&q);
-    return ok ? FD_OK : mg_fail(c);
-}
-
 int mg_set_expire(mg_ctx *c, const resp_arg *key, int64_t expire)
 {
     bson_t q = BSON_INITIALIZER, u = BSON_INITIALIZER, x;
@@ -253,6 +245,7 @@ int mg_set_expire(mg_ctx *c, const resp_arg *key, int64_t expire)
 /* Look up a string key: FD_E_WRONGTYPE for another live type. */
 int mg_lookup_string(mg_ctx *c, const resp_arg *key, mg_meta *m)
 {
+    c->expect = MG_T_STRING;          /* a big collection: WRONGTYPE without reading its members */
     FD_TRY(mg_lookup(c, key, m, 1));
     if (m->live && m->type != MG_T_STRING) { mg_meta_free(m); return FD_E_WRONGTYPE; }
     return FD_OK;
@@ -358,6 +351,7 @@ int64_t mg_count(mongoc_collection_t *coll, const bson_t *q, bson_error_t *err)
 int mg_load_elems(mg_ctx *c, const resp_arg *key, mg_meta *m, int type, const bson_t *projection,
                   mg_elem_fn each, void *coll)
 {
+    c->expect = type;                 /* a big key of another type: no member read */
     FD_TRY(mg_lookup_proj(c, key, m, projection));
     if (!m->live) return FD_OK;
     if (m->type != type) { mg_meta_free(m); return FD_E_WRONGTYPE; }

@@ -91,7 +91,7 @@ static int hash_set(mg_hash *h, const char *f, size_t fl, const char *v, size_t 
 /* Write the hash back (delete the key when it has no field left). */
 static int hash_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg_hash *h)
 {
-    if (!h->n) return m->found ? mg_delete(c, key) : FD_OK;
+    if (!h->n && m->expanded != 2) return mg_coll_delete(c, key, m);   /* (a part of a big one: mg_coll_write) */
     bson_t d = BSON_INITIALIZER, arr, e;
     bson_append_utf8(&d, "type", -1, "hash", -1);
     bson_append_array_begin(&d, "value", -1, &arr);
@@ -106,7 +106,7 @@ static int hash_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg_
     }
     bson_append_array_end(&d, &arr);
     if (m->live && m->expire) bson_append_date_time(&d, "expireAt", -1, m->expire);
-    int s = mg_write_doc(c, key, &d);
+    int s = mg_coll_write(c, key, m, &d);
     bson_destroy(&d);
     return s;
 }
@@ -120,6 +120,7 @@ static int hset_generic(mg_ctx *c, int hmset)
         return FD_OK;
     }
     mg_meta m; mg_hash h;
+    mg_named(c, 2, 1);     /* a big hash: only these fields (mg_big.c) */
     FD_TRY(mg_hash_load(c, &c->argv[1], &m, &h));
     long long created = 0;
     int s = FD_OK;
@@ -136,6 +137,7 @@ int mg_cmd_hmset(mg_ctx *c) { return hset_generic(c, 1); }
 int mg_cmd_hsetnx(mg_ctx *c)
 {
     mg_meta m; mg_hash h;
+    mg_named(c, 2, 1);     /* a big hash: only these fields (mg_big.c) */
     FD_TRY(mg_hash_load(c, &c->argv[1], &m, &h));
     int s;
     if (hash_find(&h, c->argv[2].ptr, c->argv[2].len) >= 0) s = resp_add_int(c->out, 0) ? FD_E_NOMEM : FD_OK;
@@ -150,6 +152,7 @@ int mg_cmd_hsetnx(mg_ctx *c)
 int mg_cmd_hdel(mg_ctx *c)
 {
     mg_meta m; mg_hash h;
+    mg_named(c, 2, 1);     /* a big hash: only these fields (mg_big.c) */
     FD_TRY(mg_hash_load(c, &c->argv[1], &m, &h));
     long long n = 0;
     for (int j = 2; j < c->argc; j++) {
@@ -171,6 +174,7 @@ int mg_cmd_hincrby(mg_ctx *c)
     long long incr, v = 0;
     if (resp_str2ll(c->argv[3].ptr, c->argv[3].len, &incr) != 0) return FD_E_NOTINT;
     mg_meta m; mg_hash h;
+    mg_named(c, 2, 1);     /* a big hash: only these fields (mg_big.c) */
     FD_TRY(mg_hash_load(c, &c->argv[1], &m, &h));
     long i = hash_find(&h, c->argv[2].ptr, c->argv[2].len);
     int s = FD_OK;
@@ -198,6 +202,7 @@ int mg_cmd_hincrbyfloat(mg_ctx *c)
         return FD_OK;
     }
     mg_meta m; mg_hash h;
+    mg_named(c, 2, 1);     /* a big hash: only these fields (mg_big.c) */
     FD_TRY(mg_hash_load(c, &c->argv[1], &m, &h));
     long i = hash_find(&h, c->argv[2].ptr, c->argv[2].len);
     int s = FD_OK;
@@ -222,6 +227,7 @@ int mg_cmd_hincrbyfloat(mg_ctx *c)
 int mg_cmd_hget(mg_ctx *c)
 {
     mg_meta m; mg_hash h;
+    mg_named(c, 2, 1);     /* a big hash: only these fields (mg_big.c) */
     FD_TRY(mg_hash_load(c, &c->argv[1], &m, &h));
     long i = hash_find(&h, c->argv[2].ptr, c->argv[2].len);
     int r = i >= 0 ? resp_add_bulk(c->out, h.a[i].v, h.a[i].vl) : resp_add_null(c->out);
@@ -231,6 +237,7 @@ int mg_cmd_hget(mg_ctx *c)
 int mg_cmd_hmget(mg_ctx *c)
 {
     mg_meta m; mg_hash h;
+    mg_named(c, 2, 1);     /* a big hash: only these fields (mg_big.c) */
     FD_TRY(mg_hash_load(c, &c->argv[1], &m, &h));
     int r = resp_add_array(c->out, c->argc - 2);
     for (int j = 2; j < c->argc && !r; j++) {
@@ -243,13 +250,15 @@ int mg_cmd_hmget(mg_ctx *c)
 int mg_cmd_hlen(mg_ctx *c)
 {
     mg_meta m; mg_hash h;
+    mg_named(c, c->argc, 1);     /* a big hash: only these fields (mg_big.c) */
     FD_TRY(mg_hash_load(c, &c->argv[1], &m, &h));
-    HASH_DONE(resp_add_int(c->out, (long long)h.n) ? FD_E_NOMEM : FD_OK);
+    HASH_DONE(resp_add_int(c->out, mg_coll_count(&m, h.n)) ? FD_E_NOMEM : FD_OK);
 }
 
 int mg_cmd_hexists(mg_ctx *c)
 {
     mg_meta m; mg_hash h;
+    mg_named(c, 2, 1);     /* a big hash: only these fields (mg_big.c) */
     FD_TRY(mg_hash_load(c, &c->argv[1], &m, &h));
     HASH_DONE(resp_add_int(c->out, hash_find(&h, c->argv[2].ptr, c->argv[2].len) >= 0) ? FD_E_NOMEM : FD_OK);
 }
@@ -257,6 +266,7 @@ int mg_cmd_hexists(mg_ctx *c)
 int mg_cmd_hstrlen(mg_ctx *c)
 {
     mg_meta m; mg_hash h;
+    mg_named(c, 2, 1);     /* a big hash: only these fields (mg_big.c) */
     FD_TRY(mg_hash_load(c, &c->argv[1], &m, &h));
     long i = hash_find(&h, c->argv[2].ptr, c->argv[2].len);
     HASH_DONE(resp_add_int(c->out, i >= 0 ? (long long)h.a[i].vl : 0) ? FD_E_NOMEM : FD_OK);

@@ -39,6 +39,7 @@ int mg_cmd_del(mg_ctx *c)
     }
     for (int i = 0; i < n; i++) {
         if (s == FD_OK && m[i].found && !dup[i] && m[i].type == MG_T_STREAM) s = mg_stream_drop(c, &m[i]);
+        if (s == FD_OK && m[i].found && !dup[i] && m[i].big) s = mg_big_drop(c, m[i].big);
         mg_meta_free(&m[i]);
     }
     free(m);
@@ -280,8 +281,11 @@ static int rename_generic(mg_ctx *c, int nx)
 {
     const resp_arg *sa = &c->argv[1], *da = &c->argv[2];
     mg_meta sm;
-    FD_TRY(mg_lookup(c, sa, &sm, 1));
-    int s = FD_OK;
+    bson_t raw = BSON_INITIALIZER;           /* a projection that keeps everything: no expansion */
+    bson_append_int32(&raw, "_fd_none", -1, 0);
+    int s = mg_lookup_proj(c, sa, &sm, &raw);
+    bson_destroy(&raw);
+    FD_TRY(s);
     if (!sm.live) { mg_meta_free(&sm); return FD_E_NOKEY; }
     if (sa->len == da->len && memcmp(sa->ptr, da->ptr, sa->len) == 0) {
         mg_meta_free(&sm);
@@ -293,10 +297,20 @@ static int rename_generic(mg_ctx *c, int nx)
         if ((s = mg_key_live(c, da, &live)) != FD_OK) { mg_meta_free(&sm); return s; }
         if (live) { mg_meta_free(&sm); FD_OUT(resp_add_int(c->out, 0)); return FD_OK; }
     }
-    /* the source's document under the new _id, then the source goes */
+    /* the source's document under the new _id, then the source goes; a
+     * big collection's members follow its key document (sv), so only that
+     * moves, and the source's key document alone is deleted */
+    int64_t big = sm.big;
     s = mg_write_doc_copy(c, da, sm.doc);
     mg_meta_free(&sm);
-    if (s == FD_OK) s = mg_delete(c, sa);
+    if (s == FD_OK && big) {
+        bson_t q = BSON_INITIALIZER;
+        mg_append_key(&q, "_id", sa->ptr, sa->len);
+        if (!mongoc_collection_delete_one(c->coll, &q, NULL, NULL, &c->err)) s = mg_fail(c);
+        bson_destroy(&q);
+    } else if (s == FD_OK) {
+        s = mg_delete(c, sa);
+    }
     FD_TRY(s);
     FD_OUT(nx ? resp_add_int(c->out, 1) : resp_add_status(c->out, "OK"));
     return FD_OK;
@@ -332,6 +346,10 @@ int mg_cmd_flushdb(mg_ctx *c)
         mongoc_collection_t *sc = mongoc_client_get_collection(c->client, c->b->dbname, MG_STREAM_COLL);
         ok = sc && mongoc_collection_delete_many(sc, &q, NULL, NULL, &c->err);
         if (sc) mongoc_collection_destroy(sc);
+    }
+    if (ok) {   /* big collections' members (mg_big.c) */
+        mongoc_collection_t *bc = mg_big_coll(c);
+        ok = bc && mongoc_collection_delete_many(bc, &q, NULL, NULL, &c->err);
     }
     bson_destroy(&q);
     if (!ok) return mg_fail(c);

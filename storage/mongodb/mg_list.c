@@ -58,7 +58,7 @@ int mg_array_load(mg_ctx *c, const resp_arg *key, mg_meta *m, mg_list *L, int ty
 
 int mg_array_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg_list *L, int type)
 {
-    if (!L->n) return m->found ? mg_delete(c, key) : FD_OK;
+    if (!L->n && m->expanded != 2) return mg_coll_delete(c, key, m);   /* (a part of a big one: mg_coll_write) */
     bson_t d = BSON_INITIALIZER, arr;
     bson_append_utf8(&d, "type", -1, mg_type_names[type], -1);
     bson_append_array_begin(&d, "value", -1, &arr);
@@ -71,7 +71,7 @@ int mg_array_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg_lis
     bson_append_array_end(&d, &arr);
     if (type == MG_T_LIST) bson_append_int64(&d, "n", -1, (int64_t)L->n);   /* the fast paths' length */
     if (m->live && m->expire) bson_append_date_time(&d, "expireAt", -1, m->expire);
-    int s = mg_write_doc(c, key, &d);
+    int s = mg_coll_write(c, key, m, &d);
     bson_destroy(&d);
     return s;
 }
@@ -143,8 +143,15 @@ static int push_fast(mg_ctx *c, int left, int *done)
     bson_append_int64(&inc, "n", -1, add);
     bson_append_document_end(&u, &inc);
     bson_append_int32(&fields, "n", -1, 1);
+    /* only while the list stays within the threshold: the push that
+     * crosses it takes the general path, which converts it (mg_big.c) */
+    bson_t q = BSON_INITIALIZER, x;
+    bson_append_document_begin(&q, "n", -1, &x);
+    bson_append_int64(&x, "$lte", -1, (int64_t)(mg_big_threshold(c) - add));
+    bson_append_document_end(&q, &x);
     bson_iter_t v, nit;
-    int s = list_fam(c, &c->argv[1], NULL, &u, &fields, 1, &reply, &v, done);
+    int s = list_fam(c, &c->argv[1], &q, &u, &fields, 1, &reply, &v, done);
+    bson_destroy(&q);
     if (s == FD_OK && *done) {
         if (bson_iter_recurse(&v, &nit) && bson_iter_find(&nit, "n") && BSON_ITER_HOLDS_NUMBER(&nit))
             s = resp_add_int(c->out, bson_iter_as_int64(&nit)) ? FD_E_NOMEM : FD_OK;
@@ -204,6 +211,9 @@ static int list_load_slice(mg_ctx *c, const resp_arg *key, mg_meta *m, mg_list *
     bson_append_int32(&proj, "type", -1, 1);
     bson_append_int32(&proj, "expireAt", -1, 1);
     bson_append_int32(&proj, "n", -1, 1);
+    bson_append_int32(&proj, "big", -1, 1);       /* a big list (mg_big.c) */
+    bson_append_int32(&proj, "bn", -1, 1);
+    bson_append_int32(&proj, "blh", -1, 1);
     bson_append_document_begin(&proj, "value", -1, &x);
     bson_append_array_begin(&x, "$slice", -1, &a);
     bson_append_int64(&a, "0", -1, from);
@@ -213,6 +223,16 @@ static int list_load_slice(mg_ctx *c, const resp_arg *key, mg_meta *m, mg_list *
     int s = array_load_proj(c, key, m, L, MG_T_LIST, &proj);
     bson_destroy(&proj);
     *len = -1;
+    if (s == FD_OK && m->live && m->big) {
+        /* a big list (mg_big.c): those positions only */
+        if ((s = mg_big_list_slice(c, m, from, count)) != FD_OK) { mg_list_free(L); mg_meta_free(m); return s; }
+        bson_iter_t it, arr;
+        if (bson_iter_init_find(&it, m->doc, "value") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &arr))
+            while (s == FD_OK && bson_iter_next(&arr)) s = array_elem(L, &arr);
+        if (s != FD_OK) { mg_list_free(L); mg_meta_free(m); return s; }
+        *len = m->bn;
+        return FD_OK;
+    }
     bson_iter_t it;
     if (s == FD_OK && m->live && bson_iter_init_find(&it, m->doc, "n") && BSON_ITER_HOLDS_NUMBER(&it))
         *len = bson_iter_as_int64(&it);
@@ -225,6 +245,16 @@ static int push_generic(mg_ctx *c, int left, int xx)
     FD_TRY(push_fast(c, left, &done));
     if (done) return FD_OK;
     mg_meta m; mg_list L;
+    FD_TRY(mg_lookup(c, &c->argv[1], &m, 0));
+    if (m.live && m.big && m.type == MG_T_LIST) {      /* a big list: the new positions only */
+        long long len;
+        int s = mg_big_list_push(c, &c->argv[1], &m, left, &c->argv[2], c->argc - 2, &len);
+        mg_meta_free(&m);
+        FD_TRY(s);
+        FD_OUT(resp_add_int(c->out, len));
+        return FD_OK;
+    }
+    mg_meta_free(&m);
     FD_TRY(list_load(c, &c->argv[1], &m, &L));
     if (!m.live && xx) LIST_DONE(resp_add_int(c->out, 0) ? FD_E_NOMEM : FD_OK);
     size_t add = (size_t)(c->argc - 2);
@@ -260,12 +290,19 @@ static int pop_generic(mg_ctx *c, int left)
     }
     if (hascount && (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &count) != 0 || count < 0))
         return FD_E_RANGE_POSITIVE;
+    mg_meta m; mg_list L;
     if (!hascount) {
         int done;
         FD_TRY(pop_fast(c, left, &done));
         if (done) return FD_OK;
+        FD_TRY(mg_lookup(c, &c->argv[1], &m, 0));
+        if (m.live && m.big && m.type == MG_T_LIST) {  /* a big list: one element */
+            int s = mg_big_list_pop(c, &c->argv[1], &m, left, c->out);
+            mg_meta_free(&m);
+            return s;
+        }
+        mg_meta_free(&m);
     }
-    mg_meta m; mg_list L;
     FD_TRY(list_load(c, &c->argv[1], &m, &L));
     if (!m.live) LIST_DONE((hascount ? resp_add_null_array(c->out) : resp_add_null(c->out)) ? FD_E_NOMEM : FD_OK);
     if (hascount && count == 0) LIST_DONE(resp_add_array(c->out, 0) ? FD_E_NOMEM : FD_OK);
@@ -327,6 +364,21 @@ int mg_cmd_lrange(mg_ctx *c)
     if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &start) != 0 ||
         resp_str2ll(c->argv[3].ptr, c->argv[3].len, &end) != 0) return FD_E_NOTINT;
     mg_meta m; mg_list L;
+    if ((start < 0 || end < 0) && start > -INT32_MAX && end > -INT32_MAX) {
+        /* from the tail: the length first (a projected read, no element),
+         * then the range from the head, as below (a big list reads only
+         * those positions) */
+        long long len;
+        FD_TRY(list_load_slice(c, &c->argv[1], &m, &L, 0, 1, &len));
+        mg_list_free(&L);
+        mg_meta_free(&m);
+        if (len >= 0) {
+            if (start < 0) start += len;
+            if (end < 0) end += len;
+            if (start < 0) start = 0;
+            if (start > end || start >= len) { FD_OUT(resp_add_array(c->out, 0)); return FD_OK; }
+        }
+    }
     if (start >= 0 && start < INT32_MAX && end >= start && end - start < INT32_MAX) {
         /* a range from the head: only its elements come back */
         long long len;

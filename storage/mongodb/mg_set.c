@@ -30,6 +30,7 @@ static void set_remove_at(mg_list *L, size_t i)
 int mg_cmd_sadd(mg_ctx *c)
 {
     mg_meta m; mg_list L;
+    mg_named(c, 2, 1);     /* a big set: only these members (mg_big.c) */
     FD_TRY(mg_array_load(c, &c->argv[1], &m, &L, MG_T_SET));
     long long n = 0;
     for (int j = 2; j < c->argc; j++) {
@@ -46,6 +47,7 @@ int mg_cmd_sadd(mg_ctx *c)
 int mg_cmd_srem(mg_ctx *c)
 {
     mg_meta m; mg_list L;
+    mg_named(c, 2, 1);     /* a big set: only these members (mg_big.c) */
     FD_TRY(mg_array_load(c, &c->argv[1], &m, &L, MG_T_SET));
     long long n = 0;
     for (int j = 2; j < c->argc; j++) {
@@ -60,13 +62,15 @@ int mg_cmd_srem(mg_ctx *c)
 int mg_cmd_scard(mg_ctx *c)
 {
     mg_meta m; mg_list L;
+    mg_named(c, c->argc, 1);     /* a big set: only these members (mg_big.c) */
     FD_TRY(mg_array_load(c, &c->argv[1], &m, &L, MG_T_SET));
-    LIST_DONE(resp_add_int(c->out, (long long)L.n) ? FD_E_NOMEM : FD_OK);
+    LIST_DONE(resp_add_int(c->out, mg_coll_count(&m, L.n)) ? FD_E_NOMEM : FD_OK);
 }
 
 int mg_cmd_sismember(mg_ctx *c)
 {
     mg_meta m; mg_list L;
+    mg_named(c, 2, 1);     /* a big set: only these members (mg_big.c) */
     FD_TRY(mg_array_load(c, &c->argv[1], &m, &L, MG_T_SET));
     LIST_DONE(resp_add_int(c->out, set_find(&L, c->argv[2].ptr, c->argv[2].len) >= 0) ? FD_E_NOMEM : FD_OK);
 }
@@ -74,6 +78,7 @@ int mg_cmd_sismember(mg_ctx *c)
 int mg_cmd_smismember(mg_ctx *c)
 {
     mg_meta m; mg_list L;
+    mg_named(c, 2, 1);     /* a big set: only these members (mg_big.c) */
     FD_TRY(mg_array_load(c, &c->argv[1], &m, &L, MG_T_SET));
     int r = resp_add_array(c->out, c->argc - 2);
     for (int j = 2; j < c->argc && !r; j++) r = resp_add_int(c->out, set_find(&L, c->argv[j].ptr, c->argv[j].len) >= 0);

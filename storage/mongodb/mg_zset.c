@@ -72,9 +72,40 @@ static long zset_find(mg_zset *Z, const char *p, size_t n)
     return mg_ix_find(&Z->ix, Z, Z->n, zset_keyat, p, n);
 }
 
+/* Z from m->doc's value array again (after mg_big_zset_window) */
+static int zset_from_doc(mg_meta *m, mg_zset *Z)
+{
+    memset(Z, 0, sizeof *Z);
+    bson_iter_t it, arr;
+    if (m->doc && bson_iter_init_find(&it, m->doc, "value") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &arr))
+        while (bson_iter_next(&arr))
+            if (zset_elem(Z, &arr) != FD_OK) { mg_zset_free(Z); return FD_E_NOMEM; }
+    if (Z->dirty) qsort(Z->a, Z->n, sizeof *Z->a, zent_cmp);
+    Z->dirty = 0;
+    return FD_OK;
+}
+
+int mg_zset_load_end(mg_ctx *c, const resp_arg *key, mg_meta *m, mg_zset *Z, int rev, long long count)
+{
+    mg_named(c, c->argc, 1);          /* a big sorted set: nothing yet */
+    FD_TRY(mg_zset_load(c, key, m, Z));
+    if (m->expanded != 2) return FD_OK;
+    fd_zrange z;
+    memset(&z, 0, sizeof z);
+    z.type = FD_ZR_RANK;
+    z.rev = rev;
+    z.start = 0;
+    z.end = count > 0 ? count - 1 : 0;
+    mg_zset_free(Z);
+    int s = mg_big_zset_window(c, m, &z);
+    if (s == FD_OK) s = zset_from_doc(m, Z);
+    if (s != FD_OK) mg_meta_free(m);
+    return s;
+}
+
 static int zset_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, mg_zset *Z)
 {
-    if (!Z->n) return m->found ? mg_delete(c, key) : FD_OK;
+    if (!Z->n && m->expanded != 2) return mg_coll_delete(c, key, m);   /* (a part of a big one: mg_coll_write) */
     if (Z->dirty) { qsort(Z->a, Z->n, sizeof *Z->a, zent_cmp); mg_ix_invalidate(&Z->ix); }
     Z->dirty = 0;
     bson_t d = BSON_INITIALIZER, arr, e;
@@ -92,7 +123,7 @@ static int zset_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, mg_zset *
     }
     bson_append_array_end(&d, &arr);
     if (m->live && m->expire) bson_append_date_time(&d, "expireAt", -1, m->expire);
-    int s = mg_write_doc(c, key, &d);
+    int s = mg_coll_write(c, key, m, &d);
     bson_destroy(&d);
     return s;
 }
@@ -117,6 +148,7 @@ static int zadd_generic(mg_ctx *c, int is_incr)
     int nx = flags & FD_ZADD_NX, xx = flags & FD_ZADD_XX, gt = flags & FD_ZADD_GT,
         lt = flags & FD_ZADD_LT, incr = flags & FD_ZADD_INCR;
     mg_meta m; mg_zset Z;
+    mg_named(c, 2, 1);     /* a big sorted set: only these members (mg_big.c) */
     FD_TRY(mg_zset_load(c, &c->argv[1], &m, &Z));
     long long added = 0, updated = 0, processed = 0;
     double score = 0;
@@ -162,6 +194,7 @@ int mg_cmd_zincrby(mg_ctx *c) { return zadd_generic(c, 1); }
 int mg_cmd_zrem(mg_ctx *c)
 {
     mg_meta m; mg_zset Z;
+    mg_named(c, 2, 1);     /* a big sorted set: only these members (mg_big.c) */
     FD_TRY(mg_zset_load(c, &c->argv[1], &m, &Z));
     long long n = 0;
     for (int j = 2; j < c->argc; j++) {
@@ -180,6 +213,7 @@ int mg_cmd_zrem(mg_ctx *c)
 int mg_cmd_zscore(mg_ctx *c)
 {
     mg_meta m; mg_zset Z;
+    mg_named(c, 2, 1);     /* a big sorted set: only these members (mg_big.c) */
     FD_TRY(mg_zset_load(c, &c->argv[1], &m, &Z));
     long i = zset_find(&Z, c->argv[2].ptr, c->argv[2].len);
     ZSET_DONE((i >= 0 ? resp_add_double(c->out, Z.a[i].s) : resp_add_null(c->out)) ? FD_E_NOMEM : FD_OK);
@@ -188,6 +222,7 @@ int mg_cmd_zscore(mg_ctx *c)
 int mg_cmd_zmscore(mg_ctx *c)
 {
     mg_meta m; mg_zset Z;
+    mg_named(c, 2, 1);     /* a big sorted set: only these members (mg_big.c) */
     FD_TRY(mg_zset_load(c, &c->argv[1], &m, &Z));
     int r = resp_add_array(c->out, c->argc - 2);
     for (int j = 2; j < c->argc && !r; j++) {
@@ -200,15 +235,23 @@ int mg_cmd_zmscore(mg_ctx *c)
 int mg_cmd_zcard(mg_ctx *c)
 {
     mg_meta m; mg_zset Z;
+    mg_named(c, c->argc, 1);     /* a big sorted set: only these members (mg_big.c) */
     FD_TRY(mg_zset_load(c, &c->argv[1], &m, &Z));
-    ZSET_DONE(resp_add_int(c->out, (long long)Z.n) ? FD_E_NOMEM : FD_OK);
+    ZSET_DONE(resp_add_int(c->out, mg_coll_count(&m, Z.n)) ? FD_E_NOMEM : FD_OK);
 }
 
 static int zrank_generic(mg_ctx *c, int rev)
 {
     mg_meta m; mg_zset Z;
+    mg_named(c, 2, 1);     /* a big sorted set: only these members (mg_big.c) */
     FD_TRY(mg_zset_load(c, &c->argv[1], &m, &Z));
     long i = zset_find(&Z, c->argv[2].ptr, c->argv[2].len);
+    if (i >= 0 && m.expanded == 2) {        /* a big sorted set: count the members before it */
+        long long rank;
+        int s = mg_big_zrank(c, &m, Z.a[i].m, Z.a[i].ml, Z.a[i].s, &rank);
+        if (s != FD_OK) ZSET_DONE(s);
+        ZSET_DONE(resp_add_int(c->out, rev ? m.bn - 1 - rank : rank) ? FD_E_NOMEM : FD_OK);
+    }
     int r = i < 0 ? resp_add_null(c->out) : resp_add_int(c->out, rev ? (long long)Z.n - 1 - i : i);
     ZSET_DONE(r ? FD_E_NOMEM : FD_OK);
 }
@@ -251,8 +294,21 @@ static int zrange_generic(mg_ctx *c, int type, int rev)
     FD_TRY(fd_parse_zrange(c->argv, c->argc, type, rev, &z, c->out, &replied));
     if (replied) return FD_OK;
     mg_meta m; mg_zset Z;
+    if (z.type != FD_ZR_LEX) mg_named(c, c->argc, 1);   /* a big sorted set: the range alone, below */
     FD_TRY(mg_zset_load(c, &c->argv[1], &m, &Z));
-    if (z.type == FD_ZR_RANK && !fd_rank_range((long long)Z.n, &z.start, &z.end))
+    if (m.expanded == 2) {
+        /* a big sorted set (mg_big.c): one _id range read of the members
+         * the range selects; the walk below then runs over them only */
+        if (z.type == FD_ZR_RANK && !fd_rank_range(m.bn, &z.start, &z.end))
+            ZSET_DONE(resp_add_array(c->out, 0) ? FD_E_NOMEM : FD_OK);
+        mg_zset_free(&Z);
+        int s = mg_big_zset_window(c, &m, &z);
+        if (s == FD_OK) s = zset_from_doc(&m, &Z);
+        if (s != FD_OK) ZSET_DONE(s);
+        if (z.type == FD_ZR_RANK) { z.start = 0; z.end = (long long)Z.n - 1; }
+        else z.offset = 0;
+        if (!Z.n) ZSET_DONE(resp_add_array(c->out, 0) ? FD_E_NOMEM : FD_OK);
+    } else if (z.type == FD_ZR_RANK && !fd_rank_range((long long)Z.n, &z.start, &z.end))
         ZSET_DONE(resp_add_array(c->out, 0) ? FD_E_NOMEM : FD_OK);
     size_t *pos = malloc((Z.n ? Z.n : 1) * sizeof *pos);
     if (!pos) ZSET_DONE(FD_E_NOMEM);
@@ -318,7 +374,7 @@ static int zpop_generic(mg_ctx *c, int rev)
         return FD_E_RANGE_POSITIVE;
     int nested = c->out->proto == 3 && count != -1;
     mg_meta m; mg_zset Z;
-    FD_TRY(mg_zset_load(c, &c->argv[1], &m, &Z));
+    FD_TRY(mg_zset_load_end(c, &c->argv[1], &m, &Z, rev, count < 0 ? 1 : count));
     if (!m.live || count == 0) ZSET_DONE(resp_add_array(c->out, 0) ? FD_E_NOMEM : FD_OK);
     if (count == -1) count = 1;
     size_t k = count < (long long)Z.n ? (size_t)count : Z.n;

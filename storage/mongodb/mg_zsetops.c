@@ -146,7 +146,7 @@ int mg_zset_mpop_one(mg_ctx *c, const resp_arg *key, int max, long long count, i
 {
     *done = 0;
     mg_meta m; mg_zset Z;
-    FD_TRY(mg_zset_load(c, key, &m, &Z));
+    FD_TRY(mg_zset_load_end(c, key, &m, &Z, max, count));
     if (!m.live || !Z.n) ZSET_DONE(FD_OK);
     size_t k = count < (long long)Z.n ? (size_t)count : Z.n, mark = c->out->len;
     int e = resp_add_array(c->out, 2) || resp_add_bulk(c->out, key->ptr, key->len) ||

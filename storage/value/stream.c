@@ -352,6 +352,15 @@ typedef struct sgroup {
     uint64_t pel, consumers;
 } sgroup;
 
+static void group_dec(const uint8_t *b, sgroup *g)
+{
+    g->gid = get64(b);
+    g->last = get_id(b + 8);
+    g->entries_read = (int64_t)get64(b + 24);
+    g->pel = get64(b + 32);
+    g->consumers = get64(b + 40);
+}
+
 static int group_get(sref *s, const char *name, size_t nl, sgroup *g)
 {
     uint8_t k[FD_SSUB_MAX];
@@ -362,21 +371,23 @@ static int group_get(sref *s, const char *name, size_t nl, sgroup *g)
     const uint8_t *b = v;
     if (vl < 48 || vl - 48 != nl || (nl && memcmp(b + 48, name, nl) != 0)) return vl < 48 ? FD_E_CORRUPT : FD_NOTFOUND;
     g->name = name; g->nl = nl;
-    g->gid = get64(b);
-    g->last = get_id(b + 8);
-    g->entries_read = (int64_t)get64(b + 24);
-    g->pel = get64(b + 32);
-    g->consumers = get64(b + 40);
+    group_dec(b, g);
     return FD_OK;
 }
 
-static void group_dec(const uint8_t *b, sgroup *g)
+/* Open argv[1]'s stream and its consumer group argv[2]. FD_OK with *done 0:
+ * both are open (s_close(s) after). Otherwise *done is 1, s is closed and
+ * the return is the command's: a missing key or group has written
+ * "-NOGROUP ..." (FD_OK), a storage error is returned as is. */
+static int s_open_group(fd_stream_call *c, sref *s, sgroup *g, int *done)
 {
-    g->gid = get64(b);
-    g->last = get_id(b + 8);
-    g->entries_read = (int64_t)get64(b + 24);
-    g->pel = get64(b + 32);
-    g->consumers = get64(b + 40);
+    *done = 1;
+    FD_TRY(s_open(c, &c->argv[1], s));
+    int st = s->exists ? group_get(s, c->argv[2].ptr, c->argv[2].len, g) : FD_NOTFOUND;
+    if (st == FD_OK) { *done = 0; return FD_OK; }
+    s_close(s);
+    if (st != FD_NOTFOUND) return st;
+    return errf_names(c, "NOGROUP No such key '%s' or consumer group '%s'", &c->argv[1], &c->argv[2]);
 }
 
 static int group_put(sref *s, const sgroup *g)
@@ -813,30 +824,24 @@ static int node_drop(sref *s, const snode *n)
     return was_tail ? tail_reload(s) : FD_OK;
 }
 
-/* The node holding id (the last node starting at or before it). */
-static int node_of(sref *s, sid id, snode *n)
+/* The node met first walking from id: backward, the last node starting at
+ * or before id; forward, the first starting at or after it. */
+static int node_walk(sref *s, sid id, int backward, snode *n)
 {
     uint8_t pfx = 'n', from[17];
     sk_node(from, id);
     one_arg a;
-    int st = walk_one(s, &pfx, 1, from, 17, 1, &a);
+    int st = walk_one(s, &pfx, 1, from, 17, backward, &a);
     if (st != FD_OK) return st;
     st = node_dec(s, a.sub, a.sl, a.v, n);
     if (st != FD_OK) free(a.v.p);
     return st;
 }
 
-static int node_first(sref *s, snode *n)
-{
-    uint8_t pfx = 'n', from[17];
-    sk_node(from, SID_MIN);
-    one_arg a;
-    int st = walk_one(s, &pfx, 1, from, 17, 0, &a);
-    if (st != FD_OK) return st;
-    st = node_dec(s, a.sub, a.sl, a.v, n);
-    if (st != FD_OK) free(a.v.p);
-    return st;
-}
+/* The node holding id (the last node starting at or before it). */
+static int node_of(sref *s, sid id, snode *n) { return node_walk(s, id, 1, n); }
+
+static int node_first(sref *s, snode *n) { return node_walk(s, SID_MIN, 0, n); }
 
 /* An entry of id left the stream (XDEL, exact trim): its node's counters. */
 static int node_entry_gone(sref *s, sid id, int allow_drop)
@@ -1050,6 +1055,23 @@ static int stream_trim(sref *s, const trim_args *t, long long *deleted_out)
     return st;
 }
 
+/* MAXLEN or MINID at argv[*i] (more arguments follow it): refuse a second
+ * strategy, then take an optional "~" (approximate) or "=" before the
+ * threshold, leaving *i on the argument before the threshold. 0, or -1 with
+ * the error replied. */
+static int trim_strategy_start(fd_stream_call *c, trim_args *a, int *i, int more)
+{
+    if (a->strategy != TRIM_NONE) {
+        err(c, "ERR syntax error, MAXLEN and MINID options at the same time are not compatible");
+        return -1;
+    }
+    a->approx = 0;
+    const resp_arg *nx = &c->argv[*i + 1];
+    if (more >= 2 && cstr_is(nx, "~")) { a->approx = 1; (*i)++; }
+    else if (more >= 2 && cstr_is(nx, "=")) (*i)++;
+    return 0;
+}
+
 /* streamParseAddOrTrimArgsOrReply: the id's position (XADD), or -1 when an
  * error was replied, or -2 - status on a storage/memory failure. */
 static int parse_add_trim(fd_stream_call *c, trim_args *a, int xadd)
@@ -1062,14 +1084,7 @@ static int parse_add_trim(fd_stream_call *c, trim_args *a, int xadd)
         const resp_arg *o = &c->argv[i];
         if (xadd && cstr_is(o, "*")) break;
         else if (resp_arg_is(o, "maxlen") && more) {
-            if (a->strategy != TRIM_NONE) {
-                err(c, "ERR syntax error, MAXLEN and MINID options at the same time are not compatible");
-                return -1;
-            }
-            a->approx = 0;
-            const resp_arg *nx = &c->argv[i + 1];
-            if (more >= 2 && cstr_is(nx, "~")) { a->approx = 1; i++; }
-            else if (more >= 2 && cstr_is(nx, "=")) i++;
+            if (trim_strategy_start(c, a, &i, more) != 0) return -1;
             if (arg_ll(&c->argv[i + 1], &a->maxlen) != 0) {
                 err(c, "ERR value is not an integer or out of range");
                 return -1;
@@ -1078,14 +1093,7 @@ static int parse_add_trim(fd_stream_call *c, trim_args *a, int xadd)
             i++;
             a->strategy = TRIM_MAXLEN;
         } else if (resp_arg_is(o, "minid") && more) {
-            if (a->strategy != TRIM_NONE) {
-                err(c, "ERR syntax error, MAXLEN and MINID options at the same time are not compatible");
-                return -1;
-            }
-            a->approx = 0;
-            const resp_arg *nx = &c->argv[i + 1];
-            if (more >= 2 && cstr_is(nx, "~")) { a->approx = 1; i++; }
-            else if (more >= 2 && cstr_is(nx, "=")) i++;
+            if (trim_strategy_start(c, a, &i, more) != 0) return -1;
             if (parse_arg_id(&c->argv[i + 1], &a->minid, 0, 1) != 0) { err(c, E_INVALID_ID); return -1; }
             i++;
             a->strategy = TRIM_MINID;
@@ -2051,14 +2059,9 @@ int fd_stream_xpending(fd_stream_call *c)
         if (si + 3 < c->argc) cname = &c->argv[si + 3];
     }
     sref s;
-    FD_TRY(s_open(c, &c->argv[1], &s));
     sgroup g;
-    int st = s.exists ? group_get(&s, c->argv[2].ptr, c->argv[2].len, &g) : FD_NOTFOUND;
-    if (st == FD_NOTFOUND) {
-        s_close(&s);
-        return errf_names(c, "NOGROUP No such key '%s' or consumer group '%s'", &c->argv[1], &c->argv[2]);
-    }
-    if (st != FD_OK) { s_close(&s); return st; }
+    int st, done;
+    if ((st = s_open_group(c, &s, &g, &done)) != FD_OK || done) return st;
     resp_out *o = c->out;
     size_t mark = o->len;
     uint8_t pfx[FD_SSUB_MAX], from[FD_SSUB_MAX];
@@ -2182,14 +2185,9 @@ static int claimer_flush(sref *s, sgroup *g, scons *cn, int *have)
 int fd_stream_xclaim(fd_stream_call *c)
 {
     sref s;
-    FD_TRY(s_open(c, &c->argv[1], &s));
     sgroup g;
-    int st = s.exists ? group_get(&s, c->argv[2].ptr, c->argv[2].len, &g) : FD_NOTFOUND;
-    if (st == FD_NOTFOUND) {
-        s_close(&s);
-        return errf_names(c, "NOGROUP No such key '%s' or consumer group '%s'", &c->argv[1], &c->argv[2]);
-    }
-    if (st != FD_OK) { s_close(&s); return st; }
+    int st, done;
+    if ((st = s_open_group(c, &s, &g, &done)) != FD_OK || done) return st;
     long long minidle, retrycount = -1, dtime = -1;
     int force = 0, justid = 0;
     if (arg_ll(&c->argv[4], &minidle) != 0) { s_close(&s); return err(c, "ERR Invalid min-idle-time argument for XCLAIM"); }
@@ -2327,14 +2325,9 @@ int fd_stream_xautoclaim(fd_stream_call *c)
         else return FD_E_SYNTAX;
     }
     sref s;
-    FD_TRY(s_open(c, &c->argv[1], &s));
     sgroup g;
-    int st = s.exists ? group_get(&s, c->argv[2].ptr, c->argv[2].len, &g) : FD_NOTFOUND;
-    if (st == FD_NOTFOUND) {
-        s_close(&s);
-        return errf_names(c, "NOGROUP No such key '%s' or consumer group '%s'", &c->argv[1], &c->argv[2]);
-    }
-    if (st != FD_OK) { s_close(&s); return st; }
+    int st, done;
+    if ((st = s_open_group(c, &s, &g, &done)) != FD_OK || done) return st;
     long long attempts = count * attempts_factor;
     int64_t now = c->now_ms;
     /* the candidates: up to attempts + 1 pending ids from start (the extra one is the cursor) */

@@ -651,6 +651,9 @@ def start_frontdoor(datadir=None, extra_args=None, wait=True, keep=False, **dire
         directives.setdefault("mongo_database", "fdtest%d_%d" % (os.getpid(), _mongo_dbs[0]))
         # the emulator is slow Python (a 30k-key MSET takes seconds)
         directives.setdefault("backend_timeout", 20000)
+    if directives.get("backend") == "mongodb" and os.environ.get("FD_MONGO_BIG_THRESHOLD"):
+        # the "mongodb-big" variant (tests/CMakeLists.txt)
+        directives.setdefault("mongo_big_threshold", int(os.environ["FD_MONGO_BIG_THRESHOLD"]))
     cluster = None
     if (directives.get("backend") == "redis-cluster" and "redis_cluster_seeds" not in directives
             and not frontdoor_is_redis()):

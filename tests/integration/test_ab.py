@@ -274,6 +274,8 @@ def concurrent_clients_make_races_not_divergences():
         lp, incr = ab_cmd(c, "lpush"), ab_cmd(c, "incr")
         check(lp["races"] > 0 and incr["races"] > 0, "order-dependent replies counted as races", lp, incr)
         eq(a["ab_races"], a["ab_mismatches"], "every mismatch is a race")
+        # ab-mirror-order primary (the default): every copy left when the primary answered
+        eq((a["ab_mirror_order"], a["ab_deferred"]), ("primary", 25000), "copies in the primary's order")
         for cmd in ("hset", "sadd", "zadd"):   # same member every time: only who added it first (1, then 0s)
             check(ab_cmd(c, cmd)["races"] < 10, "a few races at most", cmd, ab_cmd(c, cmd))
         races = c.call("FRONTDOOR", "AB", "RACES")

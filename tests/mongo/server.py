@@ -31,6 +31,7 @@ figures say nothing about MongoDB's speed and must never be shown as such.
 """
 
 import argparse
+import bisect
 import datetime
 import faulthandler
 import signal
@@ -45,9 +46,188 @@ import mockupdb
 import mongomock
 from mongomock import filtering
 from mongomock.collection import Collection
+from mongomock.store import CollectionStore
 
 VERSION = "5.0.0-mongomock-%s" % mongomock.__version__
 MAX_BSON = 16 * 1024 * 1024
+
+
+# ------------------------------------------------------------ the _id index
+
+class _SortedKeys:
+    """The string _ids of a collection in order (a list of sorted blocks, so
+    an insert or a removal costs O(sqrt n) instead of a whole-list shift):
+    MongoDB's _id index for range queries on string _ids. Other _id types
+    are not in it (a range on strings only matches strings in MongoDB too)."""
+    BLOCK = 1024
+
+    def __init__(self):
+        self.blocks = []      # sorted lists
+        self.maxes = []       # last key of each block
+
+    def add(self, k):
+        if not self.blocks:
+            self.blocks.append([k])
+            self.maxes.append(k)
+            return
+        i = bisect.bisect_left(self.maxes, k)
+        if i == len(self.blocks):
+            i -= 1
+        b = self.blocks[i]
+        j = bisect.bisect_left(b, k)
+        if j < len(b) and b[j] == k:
+            return
+        b.insert(j, k)
+        self.maxes[i] = b[-1]
+        if len(b) > 2 * self.BLOCK:
+            self.blocks[i:i + 1] = [b[:self.BLOCK], b[self.BLOCK:]]
+            self.maxes[i:i + 1] = [b[self.BLOCK - 1], b[-1]]
+
+    def remove(self, k):
+        i = bisect.bisect_left(self.maxes, k)
+        if i == len(self.blocks):
+            return
+        b = self.blocks[i]
+        j = bisect.bisect_left(b, k)
+        if j < len(b) and b[j] == k:
+            del b[j]
+            if not b:
+                del self.blocks[i]
+                del self.maxes[i]
+            else:
+                self.maxes[i] = b[-1]
+
+    def clear(self):
+        self.blocks = []
+        self.maxes = []
+
+    def __len__(self):
+        return sum(len(b) for b in self.blocks)
+
+    def irange(self, lo, lo_incl, hi, hi_incl, reverse=False):
+        """The keys between lo and hi (None: unbounded), in order."""
+        if not reverse:
+            i = 0 if lo is None else bisect.bisect_left(self.maxes, lo)
+            j = None
+            while i < len(self.blocks):
+                b = self.blocks[i]
+                j = 0 if lo is None or j is not None and j == -1 else (
+                    bisect.bisect_left(b, lo) if lo_incl else bisect.bisect_right(b, lo))
+                lo = None
+                for k in b[j:]:
+                    if hi is not None and (k > hi or (k == hi and not hi_incl)):
+                        return
+                    yield k
+                i += 1
+                j = -1
+        else:
+            i = len(self.blocks) - 1 if hi is None else min(bisect.bisect_left(self.maxes, hi), len(self.blocks) - 1)
+            while i >= 0:
+                b = self.blocks[i]
+                j = len(b) if hi is None else (bisect.bisect_right(b, hi) if hi_incl else bisect.bisect_left(b, hi))
+                hi = None
+                for k in reversed(b[:j]):
+                    if lo is not None and (k < lo or (k == lo and not lo_incl)):
+                        return
+                    yield k
+                i -= 1
+
+
+class _IndexedDocs(OrderedDict):
+    """A collection's documents (mongomock's store) that keep _SortedKeys of
+    their string _ids up to date through every way the store changes them."""
+
+    def __init__(self, *a, **kw):
+        self.sorted_ids = _SortedKeys()
+        super().__init__(*a, **kw)
+
+    def __setitem__(self, k, v):
+        if isinstance(k, str) and k not in self:
+            self.sorted_ids.add(k)
+        super().__setitem__(k, v)
+
+    def __delitem__(self, k):
+        super().__delitem__(k)
+        if isinstance(k, str):
+            self.sorted_ids.remove(k)
+
+    _missing = object()
+
+    def pop(self, k, default=_missing):
+        if k in self:
+            v = super().pop(k)
+            if isinstance(k, str):
+                self.sorted_ids.remove(k)
+            return v
+        if default is _IndexedDocs._missing:
+            raise KeyError(k)
+        return default
+
+    def popitem(self, last=True):
+        k, v = super().popitem(last)
+        if isinstance(k, str):
+            self.sorted_ids.remove(k)
+        return k, v
+
+    def clear(self):
+        super().clear()
+        self.sorted_ids.clear()
+
+    def setdefault(self, k, default=None):
+        if k not in self:
+            self[k] = default
+        return self[k]
+
+    def update(self, *a, **kw):
+        for k, v in OrderedDict(*a, **kw).items():
+            self[k] = v
+
+
+_orig_store_init = CollectionStore.__init__
+_orig_store_drop = CollectionStore.drop
+
+
+def _store_init(self, *a, **kw):
+    _orig_store_init(self, *a, **kw)
+    self._documents = _IndexedDocs()
+
+
+def _store_drop(self):
+    _orig_store_drop(self)
+    self._documents = _IndexedDocs()
+
+
+CollectionStore.__init__ = _store_init
+CollectionStore.drop = _store_drop
+
+_BOUNDS = {"$gt": ("lo", False), "$gte": ("lo", True), "$lt": ("hi", False), "$lte": ("hi", True)}
+
+
+def _id_range(q):
+    """(lo, lo_incl, hi, hi_incl) of a filter that is only a range of string
+    _ids ({_id: {$gte: "a", $lt: "b"}}), else None."""
+    if not isinstance(q, dict) or list(q.keys()) != ["_id"] or not isinstance(q["_id"], dict):
+        return None
+    r = {"lo": None, "lo_incl": True, "hi": None, "hi_incl": True}
+    for op, v in q["_id"].items():
+        if op not in _BOUNDS or not isinstance(v, str):
+            return None
+        side, incl = _BOUNDS[op]
+        r[side] = v
+        r[side + "_incl"] = incl
+    if r["lo"] is None and r["hi"] is None:
+        return None
+    return r["lo"], r["lo_incl"], r["hi"], r["hi_incl"]
+
+
+def _range_ids(c, q, reverse=False):
+    """The _ids a string _id range matches, in order, from the index; None
+    when q is not such a range."""
+    r = _id_range(q)
+    docs = c._store._documents
+    if r is None or not isinstance(docs, _IndexedDocs):
+        return None
+    return docs.sorted_ids.irange(r[0], r[1], r[2], r[3], reverse)
 
 
 # ------------------------------------------------------------ fast _id path
@@ -226,6 +406,13 @@ class Emulator:
                     total += len(c._store._documents)      # everything (FLUSHDB)
                     c._store._documents.clear()
                     continue
+                rng = _range_ids(c, op.get("q"))
+                if rng is not None:
+                    docs = c._store._documents
+                    for i in list(rng)[:1] if op.get("limit", 0) == 1 else list(rng):
+                        docs.pop(i, None)
+                        total += 1
+                    continue
                 ids = _id_list(op.get("q"))
                 if ids is not None:
                     # by _id: straight out of the store (no deep copies)
@@ -244,6 +431,9 @@ class Emulator:
         if n == "count":
             c = self.coll(req, d[name])
             q = d.get("query") or {}
+            rng = _range_ids(c, q)
+            if rng is not None:
+                return self.ok(req, n=sum(1 for _ in rng))
             return self.ok(req, n=c.count_documents(q) if q else c.estimated_document_count())
         if n == "aggregate":
             c = self.coll(req, d[name])
@@ -319,7 +509,12 @@ class Emulator:
         projection and no sort/skip: straight from the store, without
         mongomock's deep copies. None when the query needs mongomock."""
         flt = d.get("filter") or {}
-        if d.get("sort") or d.get("skip"):
+        srt = d.get("sort") or None
+        rng = None
+        if _id_range(flt) is not None and (not srt or list(srt.keys()) == ["_id"]):
+            # a range of string _ids, in _id order: from the index
+            rng = _range_ids(c, flt, reverse=bool(srt) and srt["_id"] < 0)
+        if rng is None and (srt or d.get("skip")):
             return None
         proj = d.get("projection") or None
         incl = excl = None
@@ -344,14 +539,24 @@ class Emulator:
             if incl and [k for k in excl if k != "_id"]:
                 return None
         docs = c._store._documents
-        if not flt:
+        lim = abs(int(d.get("limit", 0) or 0))
+        if rng is not None:
+            skip = int(d.get("skip", 0) or 0)
+            cand = []
+            for k in rng:
+                if skip:
+                    skip -= 1
+                    continue
+                cand.append(docs[k])
+                if lim and len(cand) >= lim:
+                    break
+        elif not flt:
             cand = list(docs.values())
         else:
             ids = _id_list(flt)
             if ids is None:
                 return None
             cand = [docs[i] for i in ids if i in docs]
-        lim = abs(int(d.get("limit", 0) or 0))
         if lim:
             cand = cand[:lim]
         out = []
@@ -439,7 +644,63 @@ class Emulator:
         st._documents[q["_id"]] = doc
         return "replaced" if exists else "inserted"
 
+    @staticmethod
+    def _project(doc, fields):
+        if doc is None or not fields:
+            return doc
+        incl = [k for k, v in fields.items() if v and k != "_id"]
+        if incl and all(not isinstance(v, dict) for v in fields.values()):
+            return OrderedDict((k, doc[k]) for k in ["_id"] + incl if k in doc and not (k == "_id" and fields.get("_id") == 0))
+        return None
+
+    def fast_find_and_modify(self, req, c, d):
+        """findAndModify of one _id that replaces or removes the document,
+        with an inclusion projection (the backend's writes whose old
+        document is not known): straight on the store. None: the full path."""
+        q = d.get("query") or {}
+        fields = d.get("fields") or None
+        if list(q.keys()) != ["_id"] or isinstance(q["_id"], dict) or d.get("sort") or d.get("new"):
+            return None
+        st = c._store
+        if any(ix.get("unique") for ix in st.indexes.values()):
+            return None
+        try:
+            old = st._documents.get(q["_id"])
+        except TypeError:
+            return None
+        proj = self._project(old, fields) if fields else old
+        if fields and old is not None and proj is None:
+            return None
+        if d.get("remove"):
+            if old is not None:
+                st._documents.pop(q["_id"], None)
+            return self.ok(req, lastErrorObject={"n": 1 if old is not None else 0}, value=proj)
+        upd = d.get("update")
+        if not isinstance(upd, dict) or any(k.startswith("$") for k in upd) or \
+                ("_id" in upd and upd["_id"] != q["_id"]):
+            return None
+        if old is None and not (d.get("upsert") and st.is_created):
+            return None
+        doc = OrderedDict([("_id", q["_id"])])
+        for k, v in upd.items():
+            if k != "_id":
+                doc[k] = v
+        size = len(bson.encode(doc))
+        if size > MAX_BSON:
+            # as mongod (BSONObjectTooLarge); libmongoc checks inserts and
+            # updates itself, but not a findAndModify's replacement
+            return self.err(req, 10334, "BSONObj size: %d (0x%x) is invalid: document too large, "
+                            "size must be between 0 and %d (16MB)" % (size, size, MAX_BSON))
+        st._documents[q["_id"]] = doc
+        leo = OrderedDict([("n", 1), ("updatedExisting", old is not None)])
+        if old is None:
+            leo["upserted"] = q["_id"]
+        return self.ok(req, lastErrorObject=leo, value=proj)
+
     def find_and_modify(self, req, c, d):
+        fast = self.fast_find_and_modify(req, c, d)
+        if fast is not None:
+            return fast
         q = d.get("query") or {}
         sort = list(d["sort"].items()) if d.get("sort") else None
         fields = d.get("fields") or None

@@ -560,6 +560,11 @@ static void test_map_full(void)
      * MAP_FULL and every later one of the turn get FD_E_OOM, end_turn
      * reports it, nothing of the turn is kept, earlier commits are. */
     CHECK(!st->careful);
+    resp_out info;
+    resp_out_init(&info, 2);
+    ops->info(&B, &info);                     /* nosync: WRITEMAP until the map fills */
+    CHECK(memmem(info.data, info.len, "lmdb_writemap:yes", 17) != NULL);
+    resp_out_free(&info);
     int first_oom = -1, later_ok = 0;
     for (int j = 0; j < 30; j++) {
         char k[32];
@@ -615,12 +620,60 @@ static void test_map_full(void)
     EXPECT("+OK\r\n", flushdb, W, "SYNC");
     EXPECT("+OK\r\n", set, W, "after", "ok");
     EXPECT("$2\r\nok\r\n", get, RD, "after");
-    resp_out info;
     resp_out_init(&info, 2);
     ops->info(&B, &info);
     CHECK(info.len > 0 && memmem(info.data, info.len, "lmdb_map_size:1048576", 21) != NULL);
+    /* the MAP_FULL reopened the store without WRITEMAP, for careful mode */
+    CHECK(memmem(info.data, info.len, "lmdb_writemap:no", 16) != NULL);
     CHECK(memmem(info.data, info.len, "kv_careful_mode:1", 17) != NULL);
     resp_out_free(&info);
+    free(v);
+    close_store();
+    open_store(dir, 64u << 20);
+}
+
+/* nosync opens LMDB with WRITEMAP; past half of the map it is reopened
+ * without (careful mode needs nested transactions), with no write lost. */
+static int info_has(const char *what)
+{
+    resp_out info;
+    resp_out_init(&info, 2);
+    ops->info(&B, &info);
+    int has = memmem(info.data, info.len, what, strlen(what)) != NULL;
+    resp_out_free(&info);
+    return has;
+}
+
+static void test_writemap_threshold(void)
+{
+    char d4[80];
+    snprintf(d4, sizeof d4, "%s/wm", dir);
+    close_store();
+    open_store(d4, 4u << 20);                 /* 4 MB map */
+    CHECK(info_has("lmdb_writemap:yes"));
+    char *v = malloc(16 << 10);
+    memset(v, 'w', 16 << 10);
+    int t = 0;
+    for (; t < 200 && info_has("lmdb_writemap:yes"); t++) {   /* 64 KB per turn */
+        for (int j = 0; j < 4; j++) {
+            char k[32];
+            snprintf(k, sizeof k, "w%d.%d", t, j);
+            resp_arg a[3] = { { "set", 3 }, { k, strlen(k) }, { v, 16 << 10 } };
+            CHECK(submit_args("set", kv_cmd_set, 1, 3, a) == FD_OK);
+        }
+        CHECK(ops->end_turn(&B) == FD_OK);
+        submit("get", kv_cmd_get, 0, "w0.0", (const char *)NULL);   /* a turn start */
+        ops->end_turn(&B);
+    }
+    CHECK(info_has("lmdb_writemap:no"));
+    CHECK(t > 20);                            /* not before ~2 MB were written */
+    kv_store *st = B.state;
+    CHECK(!st->careful);
+    submit("dbsize", kv_cmd_dbsize, 0, (const char *)NULL);
+    ops->end_turn(&B);
+    CHECK(atoll(reply + 1) == 4LL * t);       /* every write survived the reopen */
+    EXPECT("+OK\r\n", set, W, "after", "ok");
+    EXPECT("$2\r\nok\r\n", get, RD, "after");
     free(v);
     close_store();
     open_store(dir, 64u << 20);
@@ -780,6 +833,7 @@ int main(void)
     test_format_stamp();
     check_consistency("test_restart");
     test_map_full();
+    test_writemap_threshold();
     close_store();
     return harness_end(dir);
 }
