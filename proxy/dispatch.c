@@ -62,7 +62,7 @@ int px_submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_id, 
         }
     }
     uint64_t ts = *clock;
-    if (be->b.ops->async && (r.is_write || !be->b.ops->async_writes)) {
+    if (be->b.ops->async && (r.is_write ? !be->b.writes_inline : !be->b.ops->async_writes)) {
         if (!(r.pending = px_pending_push(c, cmd, ts))) {
             px_reply_status(out, FD_E_NOMEM, name);
             if (tap) tap->fn(tap->ud, NULL, 0, 1);

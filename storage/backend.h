@@ -163,6 +163,9 @@ struct fd_backend {
     const fd_backend_ops *ops;
     void *state;               /* the backend's own */
     int   turn_writes;         /* writes submitted since the last end_turn */
+    int   writes_inline;       /* set by an async_writes backend while its commits run inline
+                                * (LevelDB when a write cannot stall): write commands then get no
+                                * pending handle either; the backend may change it between turns */
 };
 
 /* Look up a compiled-in backend by name; NULL if unknown or not built. */

@@ -36,6 +36,7 @@
 #include <unistd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <dirent.h>
 #include <leveldb/c.h>
 #include <ev.h>
 #include "clock.h"
@@ -56,6 +57,9 @@
 #define LD_HOLD_BYTES     (256ULL << 20)  /* overlay bytes not yet committed: the bound */
 #define LD_HOLD_REPLIES   (1u << 20)      /* write replies held: the bound */
 #define LD_STALL_US       2000            /* a write above this counts as writer stall time */
+#define LD_POLL_US        5000            /* writer mode: LevelDB's state read at most this often */
+#define LD_L0_SLOWDOWN    8               /* LevelDB's kL0_SlowdownWritesTrigger (1 ms per write) */
+#define LD_NODE_COST      24              /* memtable: skiplist node + arena waste per record (mean ~19) */
 
 static int ov_cmp(const kv_ov_node *n, const char *k, size_t kl)
 {
@@ -144,6 +148,7 @@ typedef struct ld_batch {
     int       fail;          /* not to be written: fail with this (a merge ran out of memory) */
     ld_holds  h;             /* the replies its writes wait with */
     uint64_t  records, write_us, turns;
+    uint64_t  arena, logb;   /* memtable and log bytes the write added (write_overlay) */
     char      err[256];      /* LevelDB's error text (writer thread) */
 } ld_batch;
 
@@ -200,7 +205,7 @@ struct ld_db {
     pthread_t       cthread;
     pthread_mutex_t cmu;
     pthread_cond_t  ccv;
-    int             cstarted, cwant, cstop;
+    int             cstarted, cwant, cstop, cbusy;
     uint64_t        compactions;
     char     last_error[256];
     /* asynchronous commits: the writer thread (none without a loop: unit
@@ -234,6 +239,16 @@ struct ld_db {
     ld_batch *freeq;                         /* retired batches the writer frees (under wmu) */
     int       nfree;
     uint64_t  lock_wait_max_us;              /* the loop's longest wait for wmu */
+    /* inline commits: while no write can stall (inline_poll), a turn is
+     * written on the loop as without a writer, its replies not held */
+    fd_backend *be;                          /* be->writes_inline: the proxy hands writes no pending */
+    int       inline_ok;                     /* LevelDB's state allows an inline commit */
+    int       no_inline;                     /* durability sync, test hooks: always the writer */
+    uint64_t  mem_est;                       /* estimated bytes of LevelDB's memtable (arena) */
+    uint64_t  arena_sum, logb_sum;           /* memtable vs log bytes of every write: their ratio */
+    int64_t   poll_us;                       /* the last inline_poll */
+    uint64_t  inline_commits, inline_slow, polls;
+    int       last_l0, last_logs;            /* what the last poll saw */
 };
 
 struct kv_iter {
@@ -473,9 +488,11 @@ static void *compactor(void *arg)
         while (!db->cwant && !db->cstop) pthread_cond_wait(&db->ccv, &db->cmu);
         if (db->cstop) break;
         db->cwant = 0;
+        db->cbusy = 1;
         pthread_mutex_unlock(&db->cmu);
         leveldb_compact_range(db->ldb, NULL, 0, NULL, 0);
         pthread_mutex_lock(&db->cmu);
+        db->cbusy = 0;
         db->compactions++;
     }
     pthread_mutex_unlock(&db->cmu);
@@ -484,6 +501,9 @@ static void *compactor(void *arg)
 
 static void request_compaction(ld_db *db)
 {
+    /* compact_range switches the memtable and waits for its flush, holding
+     * LevelDB's write queue: a write behind it would wait too */
+    db->inline_ok = 0;
     if (!db->cstarted) {
         if (pthread_mutex_init(&db->cmu, NULL) != 0) return;
         if (pthread_cond_init(&db->ccv, NULL) != 0) { pthread_mutex_destroy(&db->cmu); return; }
@@ -677,8 +697,68 @@ static void batch_free(ld_batch *b)
     free(b);
 }
 
-/* Write batch b into LevelDB (the writer thread, or the loop when there is
- * none). Only reads b and LevelDB. */
+/* Length of x as a varint32/64 (LevelDB's encoding). */
+static size_t varint_len(uint64_t x)
+{
+    size_t n = 1;
+    while (x >= 128) { x >>= 7; n++; }
+    return n;
+}
+
+/* Append one record to wb, adding to *arena the bytes LevelDB's memtable
+ * will use for it (entry: varint lengths, key, 8-byte tag, value; plus the
+ * skiplist node, LD_NODE_COST) and to *logb its bytes in the log. */
+static void wb_add(leveldb_writebatch_t *wb, const char *k, size_t kl, const char *v, size_t vl, int del,
+                   uint64_t *arena, uint64_t *logb)
+{
+    if (del) leveldb_writebatch_delete(wb, k, kl);
+    else leveldb_writebatch_put(wb, k, kl, v, vl);
+    *arena += varint_len(kl + 8) + kl + 8 + varint_len(vl) + vl + LD_NODE_COST;
+    *logb += 1 + varint_len(kl) + kl + (del ? 0 : varint_len(vl) + vl);
+}
+
+/* One leveldb_write of overlay ov (after a clear: first a delete of every
+ * record LevelDB holds). Sets *records, and *arena / *logb (wb_add; the log
+ * also gets a 12-byte batch header and a 7-byte header per 32 KB block).
+ * Only reads ov and LevelDB. FD_OK or FD_E_*, LevelDB's text in errbuf. */
+static int write_overlay(ld_db *db, const kv_overlay *ov, int cleared, uint64_t *records,
+                         uint64_t *arena, uint64_t *logb, char *errbuf, size_t errlen)
+{
+    if (db->delay_ms > 0) {                  /* test hook: a slow write */
+        struct timespec ts = {db->delay_ms / 1000, (long)(db->delay_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    leveldb_writebatch_t *wb = leveldb_writebatch_create();
+    uint64_t n = 0, a = 0, l = 12;
+    char *err = NULL;
+    if (cleared) {
+        /* FLUSHDB: every record LevelDB holds goes, in the same batch */
+        leveldb_iterator_t *it = leveldb_create_iterator(db->ldb, db->ropts);
+        for (leveldb_iter_seek_to_first(it); leveldb_iter_valid(it); leveldb_iter_next(it)) {
+            size_t kl;
+            const char *k = leveldb_iter_key(it, &kl);
+            wb_add(wb, k, kl, NULL, 0, 1, &a, &l);
+            n++;
+        }
+        leveldb_iter_get_error(it, &err);
+        leveldb_iter_destroy(it);
+    }
+    if (!err) {
+        for (kv_ov_node *nd = kv_overlay_first(ov); nd; nd = kv_ov_next(nd)) {
+            wb_add(wb, kv_ov_key(nd), nd->klen, nd->val ? nd->val : "", nd->vlen, nd->dead, &a, &l);
+            n++;
+        }
+        leveldb_write(db->ldb, db->wopts, wb, &err);
+    }
+    leveldb_writebatch_destroy(wb);
+    *records = n;
+    *arena = a;
+    *logb = l + 7 * (1 + l / 32768);
+    if (err) snprintf(errbuf, errlen, "%s", err);
+    return ld_status(NULL, err);
+}
+
+/* Write batch b into LevelDB (the writer thread). */
 static int batch_write(ld_db *db, ld_batch *b)
 {
     int64_t t0 = fd_mono_us();
@@ -687,38 +767,9 @@ static int batch_write(ld_db *db, ld_batch *b)
         b->write_us = 0;
         return FD_E_IO;
     }
-    if (db->delay_ms > 0) {
-        struct timespec ts = {db->delay_ms / 1000, (long)(db->delay_ms % 1000) * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    leveldb_writebatch_t *wb = leveldb_writebatch_create();
-    uint64_t records = 0;
-    char *err = NULL;
-    if (b->cleared) {
-        /* FLUSHDB: every record LevelDB holds goes, in the same batch */
-        leveldb_iterator_t *it = leveldb_create_iterator(db->ldb, db->ropts);
-        for (leveldb_iter_seek_to_first(it); leveldb_iter_valid(it); leveldb_iter_next(it)) {
-            size_t kl;
-            const char *k = leveldb_iter_key(it, &kl);
-            leveldb_writebatch_delete(wb, k, kl);
-            records++;
-        }
-        leveldb_iter_get_error(it, &err);
-        leveldb_iter_destroy(it);
-    }
-    if (!err) {
-        for (kv_ov_node *n = kv_overlay_first(b->ov); n; n = kv_ov_next(n)) {
-            if (n->dead) leveldb_writebatch_delete(wb, kv_ov_key(n), n->klen);
-            else leveldb_writebatch_put(wb, kv_ov_key(n), n->klen, n->val ? n->val : "", n->vlen);
-            records++;
-        }
-        leveldb_write(db->ldb, db->wopts, wb, &err);
-    }
-    leveldb_writebatch_destroy(wb);
-    b->records = records;
+    int s = write_overlay(db, b->ov, b->cleared, &b->records, &b->arena, &b->logb, b->err, sizeof b->err);
     b->write_us = (uint64_t)(fd_mono_us() - t0);
-    if (err) snprintf(b->err, sizeof b->err, "%s", err);
-    return ld_status(NULL, err);
+    return s;
 }
 
 /* The writer thread. A failed write (batch F) poisons the queue: every
@@ -805,6 +856,8 @@ static void batch_retire(ld_db *db, ld_batch *b)
         if (b->cleared) { rc_clear(db); request_compaction(db); }
         else rc_commit(db, b->ov);
         db->commits++;
+        db->arena_sum += b->arena;
+        db->logb_sum += b->logb;
         db->commit_records += b->records;
         db->commit_bytes += bytes;
         db->last_commit_us = b->write_us;
@@ -891,13 +944,137 @@ static int drain(ld_db *db)
     return failed;
 }
 
+/* ---------------------------------------------------------------- inline commits
+ *
+ * A turn goes to the writer thread only because leveldb_write MAY stall.
+ * It blocks only in MakeRoomForWrite, evaluated once before the batch goes
+ * in: with >= 8 level-0 files (1 ms sleep), >= 12 (wait), or a memtable
+ * above write_buffer_size (then a switch; a wait if the previous memtable
+ * is still being flushed). So while nothing is in flight at the writer, L0
+ * (plus the flush in progress) is below 8 and the memtable is below
+ * write_buffer_size less a margin for the estimate, a turn is written on
+ * the loop as without a writer: its write replies are not held, the proxy
+ * hands them no pending handle at all (be->writes_inline). Those conditions
+ * can only stop holding through a write: the memtable grows by what we
+ * write (mem_est counts it), level 0 grows only by a flush, which follows
+ * a switch. Once a turn went to the writer, every later one does until the
+ * writer has nothing left (order), then inline_poll reads LevelDB's state
+ * again. LevelDB says nothing about its memtable alone
+ * ("approximate-memory-usage" includes the block cache), so the poll
+ * estimates it from the current log file: the memtable holds exactly the
+ * writes in it, at the memtable/log byte ratio of every write so far; a
+ * second log file means a flush in progress. */
+
+static unsigned long long ld_prop_ull(ld_db *db, const char *name);
+
+/* Read LevelDB's state (writer mode, nothing in flight): inline_ok when no
+ * write can stall. At most every LD_POLL_US. */
+static void inline_poll(ld_db *db)
+{
+    int64_t now = fd_mono_us();
+    if (now - db->poll_us < LD_POLL_US) return;
+    db->poll_us = now;
+    db->polls++;
+    if (db->cstarted) {
+        pthread_mutex_lock(&db->cmu);
+        int busy = db->cwant || db->cbusy;
+        pthread_mutex_unlock(&db->cmu);
+        if (busy) return;
+    }
+    int l0 = (int)ld_prop_ull(db, "leveldb.num-files-at-level0");
+    db->last_l0 = l0;
+    if (l0 >= LD_L0_SLOWDOWN - 1) return;
+    DIR *d = opendir(db->dir);
+    if (!d) return;
+    int nlogs = 0;
+    unsigned long long maxn = 0;
+    char name[64] = "";
+    for (struct dirent *de; (de = readdir(d)); ) {
+        size_t n = strlen(de->d_name);
+        char *end;
+        if (n < 5 || n >= sizeof name || strcmp(de->d_name + n - 4, ".log") != 0) continue;
+        unsigned long long num = strtoull(de->d_name, &end, 10);
+        if (end != de->d_name + n - 4) continue;
+        nlogs++;
+        if (num >= maxn) { maxn = num; memcpy(name, de->d_name, n + 1); }
+    }
+    closedir(d);
+    db->last_logs = nlogs;
+    /* two logs: the previous memtable is being flushed (one more L0 file) */
+    if (nlogs < 1 || nlogs > 2 || l0 + nlogs - 1 >= LD_L0_SLOWDOWN) return;
+    char path[4200];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/%s", db->dir, name);
+    if (stat(path, &sb) != 0) return;
+    double ratio = db->logb_sum >= (1u << 20) ? (double)db->arena_sum / (double)db->logb_sum : 4.0;
+    uint64_t est = (uint64_t)((double)sb.st_size * ratio);
+    uint64_t margin = db->wbuf_size / 16;    /* the estimate's error */
+    if (est + margin >= db->wbuf_size) return;
+    db->mem_est = est;
+    db->inline_ok = 1;
+}
+
+/* The proxy's flag for the next requests: inline while allowed and nothing
+ * is at the writer. Called between turns only. */
+static void inline_update(ld_db *db)
+{
+    if (!db->be) return;
+    if (!db->inline_ok && !db->nb && db->async && !db->no_inline) inline_poll(db);
+    db->be->writes_inline = db->inline_ok && !db->nb;
+}
+
+/* Write x's overlay on the loop thread, as without a writer (nothing is in
+ * flight: the caller drained the queue). Its held replies (if any) complete
+ * after it. */
+static int commit_inline(ld_db *db, ld_txn *x)
+{
+    int64_t t0 = fd_mono_us();
+    uint64_t records = 0, arena = 0, logb = 0;
+    char err[256] = "";
+    int s = write_overlay(db, x->ov, x->cleared, &records, &arena, &logb, err, sizeof err);
+    uint64_t us = (uint64_t)(fd_mono_us() - t0);
+    if (s == FD_OK) {
+        hints_drop_written(db, x->ov);
+        if (x->cleared) { rc_clear(db); request_compaction(db); }
+        else rc_commit(db, x->ov);
+        db->commits++;
+        db->commit_records += records;
+        db->commit_bytes += kv_overlay_bytes(x->ov);
+        db->last_commit_us = us;
+        db->total_commit_us += us;
+        if (us > db->max_commit_us) db->max_commit_us = us;
+        if (us > LD_SLOW_COMMIT_US) db->slow_commits++;
+        db->arena_sum += arena;
+        db->logb_sum += logb;
+        db->mem_est += arena;
+    } else {
+        /* LevelDB's state is unknown: forget what was learnt of it */
+        hints_clear(db);
+        rc_clear(db);
+        db->commit_failures++;
+        snprintf(db->last_error, sizeof db->last_error, "%s", err[0] ? err : fd_strerror(s));
+    }
+    if (db->async) {
+        db->inline_commits++;
+        uint64_t margin = db->wbuf_size / 16;    /* the estimate's error */
+        if (db->mem_est + margin >= db->wbuf_size) db->inline_ok = 0;   /* the switch is the writer's */
+        if (us > LD_STALL_US) {
+            db->writer_stall_us += us;
+            if (db->inline_ok) { db->inline_slow++; db->inline_ok = 0; }   /* the estimate missed: poll again */
+        }
+    }
+    answers_add(db, &x->h, s);
+    txn_end(x);
+    return s;
+}
+
 static void on_wake(struct ev_loop *loop, ev_async *w, int revents)
 {
     (void)loop; (void)revents;
     ld_db *db = w->data;
     db->in_wake = 1;
     if (db->tx.used) collect_done(db);
-    else retire_done(db);
+    else { retire_done(db); inline_update(db); }
     db->in_wake = 0;
     answers_send(db);
 }
@@ -947,9 +1124,20 @@ static int overlay_merge(kv_overlay *dst, const kv_overlay *src)
     return FD_OK;
 }
 
-/* The end of a turn: x's writes become a batch for the writer (merged into
- * the one waiting at the tail, if any). Synchronous (written before the
- * return) when a reply was released, after a clear, or without a writer. */
+/* Loop-thread time in end_turn's commit (INFO). */
+static void loop_commit_time(ld_db *db, int64_t t0)
+{
+    if (!db->async) return;                  /* (not the format stamp written at open) */
+    uint64_t us = (uint64_t)(fd_mono_us() - t0);
+    db->loop_commit_us += us;
+    if (us > db->loop_commit_max_us) db->loop_commit_max_us = us;
+}
+
+/* The end of a turn. Written here, on the loop (commit_inline), while no
+ * write can stall and nothing is at the writer; also (after waiting for
+ * the writer) when a reply was released, after a clear, and without a
+ * writer. Otherwise x's writes become a batch for the writer (merged into
+ * the one waiting at the tail, if any). */
 static int ld_commit(void *txn)
 {
     ld_txn *x = txn;
@@ -958,14 +1146,35 @@ static int ld_commit(void *txn)
         answers_add(db, &x->h, FD_OK);       /* (nothing held: a hold needs a write) */
         txn_end(x);
         if (db->nb) retire_done(db);
+        inline_update(db);
         return FD_OK;
     }
     int64_t t0 = fd_mono_us();
     if (kv_overlay_count(x->ov) > db->max_overlay) db->max_overlay = kv_overlay_count(x->ov);
-    int sync = !db->async || x->cleared || x->must_sync;
+    int inl = db->inline_ok && !db->nb;
+    if (!db->async || inl || x->cleared || x->must_sync) {
+        int s = FD_OK;
+        if (db->async && !inl) db->sync_turns++;
+        if (db->nb) {
+            /* in order: what the writer holds goes first (x is not read any more) */
+            x->used = 0;
+            s = drain(db);
+            x->used = 1;
+        }
+        if (s != FD_OK) {
+            /* x may have read what was lost */
+            answers_add(db, &x->h, s);
+            txn_end(x);
+        } else {
+            s = commit_inline(db, x);
+        }
+        loop_commit_time(db, t0);
+        inline_update(db);
+        return s;
+    }
     int s = FD_OK;
     ld_batch *tail = NULL;
-    if (!sync && db->nb) {
+    if (db->nb) {
         int64_t tl = fd_mono_us();
         pthread_mutex_lock(&db->wmu);        /* the writer cannot take it while we merge */
         uint64_t lw = (uint64_t)(fd_mono_us() - tl);
@@ -988,6 +1197,7 @@ static int ld_commit(void *txn)
         /* the tail is half merged: the writer fails it (and the queue after it) */
         answers_add(db, &x->h, s);
         txn_end(x);
+        inline_update(db);
         return s;
     }
     if (!tail) {
@@ -997,11 +1207,11 @@ static int ld_commit(void *txn)
             free(b);
             answers_add(db, &x->h, FD_E_NOMEM);
             txn_end(x);
+            inline_update(db);
             return FD_E_NOMEM;
         }
         b->ov = x->ov;
         x->ov = fresh;
-        b->cleared = x->cleared;
         b->turns = 1;
         b->h = x->h;
         memset(&x->h, 0, sizeof x->h);
@@ -1016,42 +1226,23 @@ static int ld_commit(void *txn)
         b->seq = ++db->seq;
         b->state = LB_QUEUED;
         db->bq[db->nb++] = b;
-        if (db->async && db->widle) pthread_cond_signal(&db->wcv);
+        if (db->widle) pthread_cond_signal(&db->wcv);
         pthread_mutex_unlock(&db->wmu);
     }
     txn_end(x);
-    if (sync) {
-        db->sync_turns++;
-        if (!db->async) {
-            /* no writer thread: write it here */
-            ld_batch *b = db->bq[db->nb - 1];
-            int ws = FD_OK;
-            pthread_mutex_lock(&db->wmu);
-            int poisoned = db->poison_from != 0;
-            pthread_mutex_unlock(&db->wmu);
-            ws = poisoned ? db->poison_status : batch_write(db, b);
-            b->status = ws;
-            b->state = LB_DONE;
-        }
-        s = drain(db);
-    } else {
-        /* the bound: wait for the writer rather than hold more */
-        int waited = 0;
-        int64_t tw = 0;
-        while (db->nb && (db->held_bytes > LD_HOLD_BYTES || db->held_replies > LD_HOLD_REPLIES)) {
-            if (!waited) { waited = 1; tw = fd_mono_us(); db->bp_waits++; }
-            retire_done(db);
-            if (db->nb && (db->held_bytes > LD_HOLD_BYTES || db->held_replies > LD_HOLD_REPLIES))
-                wait_progress(db);
-        }
-        if (waited) db->bp_us += (uint64_t)(fd_mono_us() - tw);
+    /* the bound: wait for the writer rather than hold more */
+    int waited = 0;
+    int64_t tw = 0;
+    while (db->nb && (db->held_bytes > LD_HOLD_BYTES || db->held_replies > LD_HOLD_REPLIES)) {
+        if (!waited) { waited = 1; tw = fd_mono_us(); db->bp_waits++; }
         retire_done(db);
+        if (db->nb && (db->held_bytes > LD_HOLD_BYTES || db->held_replies > LD_HOLD_REPLIES))
+            wait_progress(db);
     }
-    if (db->async) {                         /* (not the format stamp written at open) */
-        uint64_t us = (uint64_t)(fd_mono_us() - t0);
-        db->loop_commit_us += us;
-        if (us > db->loop_commit_max_us) db->loop_commit_max_us = us;
-    }
+    if (waited) db->bp_us += (uint64_t)(fd_mono_us() - tw);
+    retire_done(db);
+    loop_commit_time(db, t0);
+    inline_update(db);
     return s;
 }
 
@@ -1672,6 +1863,9 @@ static int leveldb_backend_open(fd_backend *b, const fd_backend_config *cfg, cha
     db->delay_ms = hook ? atoi(hook) : 0;
     hook = getenv("FRONTDOOR_LEVELDB_FAIL_WRITE");
     db->fail_nth = hook ? atoi(hook) : 0;
+    hook = getenv("FRONTDOOR_LEVELDB_INLINE");
+    db->no_inline = cfg->sync || db->delay_ms > 0 || db->fail_nth > 0 || (hook && atoi(hook) == 0);
+    db->be = b;
     if (cfg->loop) {
         /* the writer thread; without a loop (unit tests) commits are inline */
         db->loop = cfg->loop;
@@ -1680,6 +1874,7 @@ static int leveldb_backend_open(fd_backend *b, const fd_backend_config *cfg, cha
         ev_async_start(db->loop, &db->wake);
         if (pthread_create(&db->wthread, NULL, writer, db) == 0) db->async = 1;
         else ev_async_stop(db->loop, &db->wake);
+        inline_update(db);
     }
     return s;
 }
@@ -1782,6 +1977,9 @@ static void leveldb_backend_info(fd_backend *b, resp_out *lines)
                      "leveldb_writer_busy_us:%llu\r\nleveldb_writer_stall_us:%llu\r\n"
                      "leveldb_backpressure_waits:%llu\r\nleveldb_backpressure_us:%llu\r\n"
                      "leveldb_commit_failures:%llu\r\nleveldb_failed_replies:%llu\r\n"
+                     "leveldb_inline_mode:%s\r\nleveldb_inline_commits:%llu\r\n"
+                     "leveldb_inline_slow:%llu\r\nleveldb_inline_polls:%llu\r\n"
+                     "leveldb_memtable_estimate:%llu\r\n"
                      "leveldb_compaction_ms:%llu\r\n"
                      "leveldb_compaction_read_mb:%llu\r\nleveldb_compaction_write_mb:%llu\r\n"
                      "leveldb_last_error:%s\r\n",
@@ -1806,6 +2004,9 @@ static void leveldb_backend_info(fd_backend *b, resp_out *lines)
                      (unsigned long long)db->writer_busy_us, (unsigned long long)db->writer_stall_us,
                      (unsigned long long)db->bp_waits, (unsigned long long)db->bp_us,
                      (unsigned long long)db->commit_failures, (unsigned long long)db->failed_replies,
+                     db->inline_ok && !db->nb ? "yes" : "no", (unsigned long long)db->inline_commits,
+                     (unsigned long long)db->inline_slow, (unsigned long long)db->polls,
+                     (unsigned long long)db->mem_est,
                      (unsigned long long)(cs.secs * 1000),
                      (unsigned long long)cs.read_mb, (unsigned long long)cs.write_mb,
                      db->last_error);

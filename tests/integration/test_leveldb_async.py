@@ -6,6 +6,8 @@ The writer thread is slowed down (or made to fail) by two test hooks read
 from the environment when the backend opens:
   FRONTDOOR_LEVELDB_WRITE_DELAY_MS=n  every write of a batch takes n ms more
   FRONTDOOR_LEVELDB_FAIL_WRITE=n      the writer's n-th write fails (IO error)
+  FRONTDOOR_LEVELDB_INLINE=0          every turn goes to the writer (no inline
+                                      commits while no write can stall)
 With a commit stalled for a second, other clients are still served (reads,
 and writes, whose replies wait), a write's reply is not sent before its
 commit is done, a pipeline's replies stay in order, MULTI/EXEC and scripts
@@ -21,10 +23,11 @@ from fdtest import Tests, start_frontdoor, check, eq, parse, info_fields, encode
 T = Tests(case_timeout=60)
 DELAY = "FRONTDOOR_LEVELDB_WRITE_DELAY_MS"
 FAIL = "FRONTDOOR_LEVELDB_FAIL_WRITE"
+INLINE = "FRONTDOOR_LEVELDB_INLINE"
 
 
-def start(delay_ms=0, fail_nth=0, **directives):
-    env = {DELAY: str(delay_ms), FAIL: str(fail_nth)}
+def start(delay_ms=0, fail_nth=0, inline=False, **directives):
+    env = {DELAY: str(delay_ms), FAIL: str(fail_nth), INLINE: "1" if inline else "0"}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -190,8 +193,8 @@ def failed_commit_fails_its_writes():
 def many_writers_lose_no_reply():
     # batches finish while the loop collects and retires others: every held
     # reply must still be sent (a lost one hangs its client)
-    for delay in (0, 1):
-        fd = start(delay_ms=delay)
+    for delay, inline in ((0, True), (0, False), (1, False)):
+        fd = start(delay_ms=delay, inline=inline)
         rc, out = run(["timeout", "-k", "5", "40", REDIS_BENCHMARK, "-h", "127.0.0.1", "-p", str(fd.port),
                        "-t", "set,incr,lpush,lpop,hset", "-n", "20000", "-r", "1000", "-c", "20", "-P", "4", "-q"],
                       timeout=60)
@@ -199,6 +202,42 @@ def many_writers_lose_no_reply():
         f = backend_info(fd.conn())
         eq((f["leveldb_held_replies"], f["leveldb_commits_in_flight"]), ("0", "0"))
         fd.stop()
+
+
+@T.case
+def inline_and_writer_turns_keep_order():
+    # a 256 KB memtable: its last part and every switch go to the writer,
+    # the rest is written inline; a pipelined INCR crossing both keeps its
+    # order, and every acknowledged write survives kill -9
+    fd = start(inline=True, leveldb_write_buffer_size="256kb")
+    c = fd.conn(timeout=30)
+    eq(c.cmd("SET", "warm", "x"), b"+OK\r\n")
+    f = backend_info(c)
+    eq(f["leveldb_inline_mode"], "yes")
+    check(int(f["leveldb_inline_commits"]) >= 1, "inline commits", f.get("leveldb_inline_commits"))
+    big = "v" * 2000
+    n, rounds = 0, 40
+    for r in range(rounds):
+        cmds = []
+        for i in range(25):
+            cmds.append(("SET", "big:%d:%d" % (r, i), big))
+            cmds.append(("INCR", "ctr"))
+        c.send_raw(encode_many(cmds))
+        for i in range(25):
+            eq(c.read(), b"+OK\r\n")
+            n += 1
+            eq(c.read(), b":%d\r\n" % n)
+    f = backend_info(c)
+    inline_commits, commits = int(f["leveldb_inline_commits"]), int(f["leveldb_commits"])
+    check(inline_commits >= 5 and commits - inline_commits >= 1,
+          "both paths used: %d inline of %d commits" % (inline_commits, commits))
+    eq(f["leveldb_inline_slow"], "0")
+    fd.kill()
+    fd.restart()
+    d = fd.conn(timeout=30)
+    eq(d.cmd("GET", "ctr"), b"$%d\r\n%d\r\n" % (len(str(n)), n))
+    eq(d.cmd("GET", "big:%d:24" % (rounds - 1)), b"$2000\r\n" + big.encode() + b"\r\n")
+    eq(d.cmd("DBSIZE"), b":%d\r\n" % (rounds * 25 + 2))
 
 
 if __name__ == "__main__":
