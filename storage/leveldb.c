@@ -59,7 +59,7 @@
 #define LD_STALL_US       2000            /* a write above this counts as writer stall time */
 #define LD_POLL_US        5000            /* writer mode: LevelDB's state read at most this often */
 #define LD_L0_SLOWDOWN    8               /* LevelDB's kL0_SlowdownWritesTrigger (1 ms per write) */
-#define LD_NODE_COST      24              /* memtable: skiplist node + arena waste per record (mean ~19) */
+#define LD_ARENA_BLOCK    4096            /* LevelDB's Arena: block size; bigger than 1/4: own block */
 
 static int ov_cmp(const kv_ov_node *n, const char *k, size_t kl)
 {
@@ -159,6 +159,7 @@ typedef struct ld_txn {
     kv_overlay *ov;
     uint64_t stamp;          /* bumped by every write (kv_driver.stamp) */
     int      must_sync;      /* a write reply was released: commit before end_turn returns */
+    int      inline_turn;    /* began while be->writes_inline: written before end_turn returns */
     ld_holds h;              /* replies of this turn's writes (kv_driver.hold) */
     char   **reads;          /* leveldb_get results handed out: freed at the next write */
     size_t   nreads, capreads;
@@ -245,8 +246,11 @@ struct ld_db {
     int       inline_ok;                     /* LevelDB's state allows an inline commit */
     int       no_inline;                     /* durability sync, test hooks: always the writer */
     uint64_t  mem_est;                       /* estimated bytes of LevelDB's memtable (arena) */
+    size_t    ar_rem;                        /* arena_add: what is left of the current arena block */
+    unsigned  ar_n;                          /* arena_add: records (the node heights' pattern) */
     uint64_t  arena_sum, logb_sum;           /* memtable vs log bytes of every write: their ratio */
     int64_t   poll_us;                       /* the last inline_poll */
+    DIR      *logdir;                        /* the data folder, kept open for inline_poll */
     uint64_t  inline_commits, inline_slow, polls;
     int       last_l0, last_logs;            /* what the last poll saw */
 };
@@ -698,23 +702,51 @@ static void batch_free(ld_batch *b)
 }
 
 /* Length of x as a varint32/64 (LevelDB's encoding). */
-static size_t varint_len(uint64_t x)
+static inline size_t varint_len(uint64_t x)
 {
-    size_t n = 1;
-    while (x >= 128) { x >>= 7; n++; }
+    if (x < 128) return 1;
+    size_t n = 2;
+    for (x >>= 14; x; x >>= 7) n++;
     return n;
 }
 
+/* The bytes LevelDB's memtable arena grows by for one record of an entry
+ * of e bytes: MemTable::Add allocates the entry, then the skiplist node
+ * (8-aligned, 16 + 8 per extra level: 1/4 of the nodes have 2 levels or
+ * more, a mean of 18.7 bytes; here 16 twice, then 24). Arena::Allocate
+ * takes it from the current 4 KB block, or starts a new one (the rest is
+ * wasted), or gives a request above 1 KB a block of its own; each block
+ * counts its size plus a pointer (Arena::MemoryUsage). Simulated, so the
+ * estimate includes the waste (25% with 1 KB entries). Called by whoever
+ * writes (the writer thread or the loop, never both at once). */
+static inline uint64_t arena_alloc(ld_db *db, size_t n)
+{
+    if (n <= db->ar_rem) { db->ar_rem -= n; return 0; }
+    if (n > LD_ARENA_BLOCK / 4) return n + sizeof(char *);
+    db->ar_rem = LD_ARENA_BLOCK - n;
+    return LD_ARENA_BLOCK + sizeof(char *);
+}
+
+static inline uint64_t arena_add(ld_db *db, size_t e)
+{
+    uint64_t a = arena_alloc(db, e);
+    size_t pad = (LD_ARENA_BLOCK - db->ar_rem) & 7;   /* the node is 8-aligned */
+    size_t node = ++db->ar_n % 3 ? 16 : 24;
+    return a + arena_alloc(db, pad + node);
+}
+
 /* Append one record to wb, adding to *arena the bytes LevelDB's memtable
- * will use for it (entry: varint lengths, key, 8-byte tag, value; plus the
- * skiplist node, LD_NODE_COST) and to *logb its bytes in the log. */
-static void wb_add(leveldb_writebatch_t *wb, const char *k, size_t kl, const char *v, size_t vl, int del,
-                   uint64_t *arena, uint64_t *logb)
+ * will use for it (arena_add of its entry: varint lengths, key, 8-byte
+ * tag, value) and to *logb its bytes in the log (the entry less the tag
+ * plus a type byte, to a byte). */
+static inline void wb_add(ld_db *db, leveldb_writebatch_t *wb, const char *k, size_t kl, const char *v, size_t vl,
+                   int del, uint64_t *arena, uint64_t *logb)
 {
     if (del) leveldb_writebatch_delete(wb, k, kl);
     else leveldb_writebatch_put(wb, k, kl, v, vl);
-    *arena += varint_len(kl + 8) + kl + 8 + varint_len(vl) + vl + LD_NODE_COST;
-    *logb += 1 + varint_len(kl) + kl + (del ? 0 : varint_len(vl) + vl);
+    size_t e = varint_len(kl + 8) + kl + 8 + varint_len(vl) + vl;
+    *arena += arena_add(db, e);
+    *logb += e - 7;
 }
 
 /* One leveldb_write of overlay ov (after a clear: first a delete of every
@@ -737,7 +769,7 @@ static int write_overlay(ld_db *db, const kv_overlay *ov, int cleared, uint64_t 
         for (leveldb_iter_seek_to_first(it); leveldb_iter_valid(it); leveldb_iter_next(it)) {
             size_t kl;
             const char *k = leveldb_iter_key(it, &kl);
-            wb_add(wb, k, kl, NULL, 0, 1, &a, &l);
+            wb_add(db, wb, k, kl, NULL, 0, 1, &a, &l);
             n++;
         }
         leveldb_iter_get_error(it, &err);
@@ -745,7 +777,7 @@ static int write_overlay(ld_db *db, const kv_overlay *ov, int cleared, uint64_t 
     }
     if (!err) {
         for (kv_ov_node *nd = kv_overlay_first(ov); nd; nd = kv_ov_next(nd)) {
-            wb_add(wb, kv_ov_key(nd), nd->klen, nd->val ? nd->val : "", nd->vlen, nd->dead, &a, &l);
+            wb_add(db, wb, kv_ov_key(nd), nd->klen, nd->val ? nd->val : "", nd->vlen, nd->dead, &a, &l);
             n++;
         }
         leveldb_write(db->ldb, db->wopts, wb, &err);
@@ -984,8 +1016,10 @@ static void inline_poll(ld_db *db)
     int l0 = (int)ld_prop_ull(db, "leveldb.num-files-at-level0");
     db->last_l0 = l0;
     if (l0 >= LD_L0_SLOWDOWN - 1) return;
-    DIR *d = opendir(db->dir);
-    if (!d) return;
+    /* kept open: opendir's 32 KB buffer is a malloc that consolidates the heap */
+    if (db->logdir) rewinddir(db->logdir);
+    else if (!(db->logdir = opendir(db->dir))) return;
+    DIR *d = db->logdir;
     int nlogs = 0;
     unsigned long long maxn = 0;
     char name[64] = "";
@@ -998,7 +1032,6 @@ static void inline_poll(ld_db *db)
         nlogs++;
         if (num >= maxn) { maxn = num; memcpy(name, de->d_name, n + 1); }
     }
-    closedir(d);
     db->last_logs = nlogs;
     /* two logs: the previous memtable is being flushed (one more L0 file) */
     if (nlogs < 1 || nlogs > 2 || l0 + nlogs - 1 >= LD_L0_SLOWDOWN) return;
@@ -1026,9 +1059,16 @@ static void inline_update(ld_db *db)
 /* Write x's overlay on the loop thread, as without a writer (nothing is in
  * flight: the caller drained the queue). Its held replies (if any) complete
  * after it. */
+static int64_t thread_cpu_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 static int commit_inline(ld_db *db, ld_txn *x)
 {
-    int64_t t0 = fd_mono_us();
+    int64_t t0 = fd_mono_us(), c0 = db->async ? thread_cpu_us() : 0;
     uint64_t records = 0, arena = 0, logb = 0;
     char err[256] = "";
     int s = write_overlay(db, x->ov, x->cleared, &records, &arena, &logb, err, sizeof err);
@@ -1058,9 +1098,13 @@ static int commit_inline(ld_db *db, ld_txn *x)
         db->inline_commits++;
         uint64_t margin = db->wbuf_size / 16;    /* the estimate's error */
         if (db->mem_est + margin >= db->wbuf_size) db->inline_ok = 0;   /* the switch is the writer's */
-        if (us > LD_STALL_US) {
+        /* waited (wall time, not CPU time): LevelDB stalled, or the loop
+         * was preempted; LevelDB's state is read again at once */
+        if (us > LD_STALL_US && us - (uint64_t)(thread_cpu_us() - c0) > LD_STALL_US) {
+            db->inline_slow++;
             db->writer_stall_us += us;
-            if (db->inline_ok) { db->inline_slow++; db->inline_ok = 0; }   /* the estimate missed: poll again */
+            db->inline_ok = 0;
+            db->poll_us = 0;
         }
     }
     answers_add(db, &x->h, s);
@@ -1090,6 +1134,7 @@ static int ld_begin(void *dbp, void *parent, void **txn)
     db->tx.used = 1;
     db->tx.cleared = 0;
     db->tx.must_sync = 0;
+    db->tx.inline_turn = db->be && db->be->writes_inline;
     *txn = &db->tx;
     return FD_OK;
 }
@@ -1152,9 +1197,9 @@ static int ld_commit(void *txn)
     int64_t t0 = fd_mono_us();
     if (kv_overlay_count(x->ov) > db->max_overlay) db->max_overlay = kv_overlay_count(x->ov);
     int inl = db->inline_ok && !db->nb;
-    if (!db->async || inl || x->cleared || x->must_sync) {
+    if (!db->async || inl || x->inline_turn || x->cleared || x->must_sync) {
         int s = FD_OK;
-        if (db->async && !inl) db->sync_turns++;
+        if (db->async && !inl && !x->inline_turn) db->sync_turns++;
         if (db->nb) {
             /* in order: what the writer holds goes first (x is not read any more) */
             x->used = 0;
@@ -1760,6 +1805,8 @@ static void ld_release(ld_db *db)
     rc_clear(db);
     free(db->rc);
     db->rc = NULL;
+    if (db->logdir) closedir(db->logdir);
+    db->logdir = NULL;
     if (db->cstarted) {              /* waits for a compaction in progress */
         pthread_mutex_lock(&db->cmu);
         db->cstop = 1;

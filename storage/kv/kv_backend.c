@@ -14,7 +14,9 @@
  * handle (the backend is ops->async) is completed inside submit
  * (kv_backend_submit). A write whose
  * reply cannot wait (a detached request: a script's command) makes the
- * turn's commit synchronous.
+ * turn's commit synchronous. While b->writes_inline is set (the driver
+ * commits the turn on the loop: it cannot stall) writes get no pending
+ * handle from the host and nothing is held.
  *
  * Map full (LMDB). When a put fails with MDB_MAP_FULL, LMDB marks the whole
  * transaction failed: every command of the turn is lost. So:
@@ -168,7 +170,9 @@ static int submit_one(fd_backend *b, fd_request *r)
     }
 
     size_t mark = r->out->len;
-    uint64_t stamp0 = d->stamp && r->is_write ? d->stamp(st->txn) : 0;
+    /* b->writes_inline: the driver commits this turn before end_turn returns */
+    int async = d->hold && r->is_write && !b->writes_inline;
+    uint64_t stamp0 = async ? d->stamp(st->txn) : 0;
     int s = h(&c);
     if (nested) {
         /* only this command is at stake: the turn's transaction is intact */
@@ -193,7 +197,7 @@ static int submit_one(fd_backend *b, fd_request *r)
         return s;
     }
     merge(st, &c);
-    if (d->hold && r->is_write && d->stamp(st->txn) != stamp0) {
+    if (async && d->stamp(st->txn) != stamp0) {
         /* the commit is asynchronous: the reply waits for it */
         if (s == FD_OK && r->pending && !r->detached &&
             d->hold(st->txn, r->pending, r->out->data + mark, r->out->len - mark) == FD_OK) {
