@@ -36,6 +36,7 @@
 #include <unistd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <dirent.h>
 #include <leveldb/c.h>
 #include <ev.h>
@@ -59,6 +60,8 @@
 #define LD_STALL_US       2000            /* a write above this counts as writer stall time */
 #define LD_POLL_US        5000            /* writer mode: LevelDB's state read at most this often */
 #define LD_L0_SLOWDOWN    8               /* LevelDB's kL0_SlowdownWritesTrigger (1 ms per write) */
+#define LD_INLINE_BACKOFF_US 100000       /* an inline write that blocked: the writer's for this long */
+#define LD_INLINE_TURN_BYTES (64u << 10)  /* turns above this on average: the writer's (the loop's time) */
 #define LD_ARENA_BLOCK    4096            /* LevelDB's Arena: block size; bigger than 1/4: own block */
 
 static int ov_cmp(const kv_ov_node *n, const char *k, size_t kl)
@@ -251,7 +254,9 @@ struct ld_db {
     uint64_t  arena_sum, logb_sum;           /* memtable vs log bytes of every write: their ratio */
     int64_t   poll_us;                       /* the last inline_poll */
     DIR      *logdir;                        /* the data folder, kept open for inline_poll */
-    uint64_t  inline_commits, inline_slow, polls;
+    uint64_t  inline_commits, inline_slow, inline_blocked, polls;
+    int64_t   inline_after_us;               /* no inline commit before (a blocked one backs off) */
+    uint64_t  turn_bytes_avg;                /* overlay bytes of the turns that wrote (moving average, 1/8) */
     int       last_l0, last_logs;            /* what the last poll saw */
 };
 
@@ -1004,7 +1009,7 @@ static unsigned long long ld_prop_ull(ld_db *db, const char *name);
 static void inline_poll(ld_db *db)
 {
     int64_t now = fd_mono_us();
-    if (now - db->poll_us < LD_POLL_US) return;
+    if (now - db->poll_us < LD_POLL_US || now < db->inline_after_us) return;
     db->poll_us = now;
     db->polls++;
     if (db->cstarted) {
@@ -1047,28 +1052,40 @@ static void inline_poll(ld_db *db)
     db->inline_ok = 1;
 }
 
+/* A turn written now goes inline: allowed (inline_poll), nothing at the
+ * writer, and the turns are small (a heavy write stream, LD_INLINE_TURN_BYTES
+ * a turn and more, costs the loop more time than the writer's hand-over:
+ * the writer writes it on the other core while the loop serves). */
+static int inline_now(const ld_db *db)
+{
+    return db->inline_ok && !db->nb && db->turn_bytes_avg < LD_INLINE_TURN_BYTES;
+}
+
 /* The proxy's flag for the next requests: inline while allowed and nothing
  * is at the writer. Called between turns only. */
 static void inline_update(ld_db *db)
 {
     if (!db->be) return;
     if (!db->inline_ok && !db->nb && db->async && !db->no_inline) inline_poll(db);
-    db->be->writes_inline = db->inline_ok && !db->nb;
+    db->be->writes_inline = inline_now(db);
 }
 
 /* Write x's overlay on the loop thread, as without a writer (nothing is in
  * flight: the caller drained the queue). Its held replies (if any) complete
  * after it. */
-static int64_t thread_cpu_us(void)
+/* The loop thread's voluntary context switches so far: a write that made
+ * it sleep (a lock held by LevelDB's compaction, the kernel's writeback)
+ * adds one; a preemption does not. */
+static long thread_sleeps(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    struct rusage ru;
+    return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nvcsw : 0;
 }
 
 static int commit_inline(ld_db *db, ld_txn *x)
 {
-    int64_t t0 = fd_mono_us(), c0 = db->async ? thread_cpu_us() : 0;
+    int64_t t0 = fd_mono_us();
+    long v0 = db->async ? thread_sleeps() : 0;
     uint64_t records = 0, arena = 0, logb = 0;
     char err[256] = "";
     int s = write_overlay(db, x->ov, x->cleared, &records, &arena, &logb, err, sizeof err);
@@ -1098,13 +1115,17 @@ static int commit_inline(ld_db *db, ld_txn *x)
         db->inline_commits++;
         uint64_t margin = db->wbuf_size / 16;    /* the estimate's error */
         if (db->mem_est + margin >= db->wbuf_size) db->inline_ok = 0;   /* the switch is the writer's */
-        /* waited (wall time, not CPU time): LevelDB stalled, or the loop
-         * was preempted; LevelDB's state is read again at once */
-        if (us > LD_STALL_US && us - (uint64_t)(thread_cpu_us() - c0) > LD_STALL_US) {
+        /* slow, and it slept: LevelDB (a lock its compaction holds, a stall)
+         * or the kernel (writeback) made the loop wait. Back to the writer
+         * for a while; preempted only: stay (the writer would not help) */
+        if (us > LD_STALL_US) {
             db->inline_slow++;
-            db->writer_stall_us += us;
-            db->inline_ok = 0;
-            db->poll_us = 0;
+            if (thread_sleeps() != v0) {
+                db->inline_blocked++;
+                db->writer_stall_us += us;
+                db->inline_ok = 0;
+                db->inline_after_us = fd_mono_us() + LD_INLINE_BACKOFF_US;
+            }
         }
     }
     answers_add(db, &x->h, s);
@@ -1196,7 +1217,9 @@ static int ld_commit(void *txn)
     }
     int64_t t0 = fd_mono_us();
     if (kv_overlay_count(x->ov) > db->max_overlay) db->max_overlay = kv_overlay_count(x->ov);
-    int inl = db->inline_ok && !db->nb;
+    uint64_t tb = kv_overlay_bytes(x->ov);
+    db->turn_bytes_avg = db->turn_bytes_avg - db->turn_bytes_avg / 8 + tb / 8;
+    int inl = inline_now(db);
     if (!db->async || inl || x->inline_turn || x->cleared || x->must_sync) {
         int s = FD_OK;
         if (db->async && !inl && !x->inline_turn) db->sync_turns++;
@@ -1219,6 +1242,7 @@ static int ld_commit(void *txn)
     }
     int s = FD_OK;
     ld_batch *tail = NULL;
+    db->inline_ok = 0;                       /* what the writer writes is not counted: poll again */
     if (db->nb) {
         int64_t tl = fd_mono_us();
         pthread_mutex_lock(&db->wmu);        /* the writer cannot take it while we merge */
@@ -2025,7 +2049,8 @@ static void leveldb_backend_info(fd_backend *b, resp_out *lines)
                      "leveldb_backpressure_waits:%llu\r\nleveldb_backpressure_us:%llu\r\n"
                      "leveldb_commit_failures:%llu\r\nleveldb_failed_replies:%llu\r\n"
                      "leveldb_inline_mode:%s\r\nleveldb_inline_commits:%llu\r\n"
-                     "leveldb_inline_slow:%llu\r\nleveldb_inline_polls:%llu\r\n"
+                     "leveldb_inline_slow:%llu\r\nleveldb_inline_blocked:%llu\r\n"
+                     "leveldb_inline_polls:%llu\r\n"
                      "leveldb_memtable_estimate:%llu\r\n"
                      "leveldb_compaction_ms:%llu\r\n"
                      "leveldb_compaction_read_mb:%llu\r\nleveldb_compaction_write_mb:%llu\r\n"
@@ -2051,8 +2076,9 @@ static void leveldb_backend_info(fd_backend *b, resp_out *lines)
                      (unsigned long long)db->writer_busy_us, (unsigned long long)db->writer_stall_us,
                      (unsigned long long)db->bp_waits, (unsigned long long)db->bp_us,
                      (unsigned long long)db->commit_failures, (unsigned long long)db->failed_replies,
-                     db->inline_ok && !db->nb ? "yes" : "no", (unsigned long long)db->inline_commits,
-                     (unsigned long long)db->inline_slow, (unsigned long long)db->polls,
+                     inline_now(db) ? "yes" : "no", (unsigned long long)db->inline_commits,
+                     (unsigned long long)db->inline_slow, (unsigned long long)db->inline_blocked,
+                     (unsigned long long)db->polls,
                      (unsigned long long)db->mem_est,
                      (unsigned long long)(cs.secs * 1000),
                      (unsigned long long)cs.read_mb, (unsigned long long)cs.write_mb,
