@@ -1066,7 +1066,9 @@ static int inline_now(const ld_db *db)
 static void inline_update(ld_db *db)
 {
     if (!db->be) return;
-    if (!db->inline_ok && !db->nb && db->async && !db->no_inline) inline_poll(db);
+    if (!db->inline_ok && !db->nb && db->async && !db->no_inline &&
+        db->turn_bytes_avg < LD_INLINE_TURN_BYTES)    /* (else the poll could not make it inline) */
+        inline_poll(db);
     db->be->writes_inline = inline_now(db);
 }
 
