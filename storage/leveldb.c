@@ -60,8 +60,8 @@
 #define LD_STALL_US       2000            /* a write above this counts as writer stall time */
 #define LD_POLL_US        5000            /* writer mode: LevelDB's state read at most this often */
 #define LD_L0_SLOWDOWN    8               /* LevelDB's kL0_SlowdownWritesTrigger (1 ms per write) */
-#define LD_INLINE_BACKOFF_US 100000       /* an inline write that blocked: the writer's for this long */
-#define LD_INLINE_TURN_BYTES (64u << 10)  /* turns above this on average: the writer's (the loop's time) */
+#define LD_INLINE_BACKOFF_US 500000       /* an inline write that blocked: the writer's for this long */
+#define LD_INLINE_TURN_BYTES (32u << 10)  /* turns above this on average: the writer's (the loop's time) */
 #define LD_ARENA_BLOCK    4096            /* LevelDB's Arena: block size; bigger than 1/4: own block */
 
 static int ov_cmp(const kv_ov_node *n, const char *k, size_t kl)
