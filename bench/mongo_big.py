@@ -20,6 +20,8 @@ growth: one sorted set grows by ZADDs of --batch new members (default
   WITHSCORES, ZRANGEBYSCORE (a score in the middle) LIMIT 0 10, ZSCORE,
   ZRANK (of a member in the middle: a count of the members before it),
   ZCARD.
+growth-list: the same for one list grown by RPUSH (checkpoints up to 2M),
+  timing LPUSH, RPOP, LINDEX (middle), LRANGE 0 99, LRANGE -100 -1, LLEN.
 """
 import argparse
 import os
@@ -108,111 +110,63 @@ def sides(a):
     emu.kill()
 
 
-def growth(a):
-    emu = MongoEmulator(0).start()
-    fd = start(emu, 1000)
-    c = fd.conn(timeout=600)
+class Zset:
+    """growth: one sorted set of random scores, grown by ZADD."""
+    noun, verb = "members", "ZADDs"
     checkpoints = [1000, 10000, 100000, 250000, 500000, 750000, 1000000, 2000000, 3000000, 5000000, 10000000]
-    checkpoints = [x for x in checkpoints if x <= a.target]
-    have = 0
-    t_start = time.monotonic()
-    last_t, last_n = t_start, 0
-    rows = []
-    rnd = random.Random(1)
-    stopped = ""
-    added = []            # (score text, member) of every ZADD, to check the replies at the end
-    while checkpoints:
-        goal = checkpoints[0]
-        while have < goal:
-            k = min(a.batch, goal - have)
-            batches = []
-            for _ in range(8):
-                if have >= goal:
-                    break
-                k = min(a.batch, goal - have)
-                pairs = [("%.6f" % (rnd.random() * 1e6), "member:%08d" % i) for i in range(have, have + k)]
-                added += pairs
-                batches.append(("ZADD", "z") + tuple(x for p in pairs for x in p))
-                have += k
-            c.send_many(batches)
-            for _ in batches:
-                r = c.read()
-                assert not r.startswith(b"-"), r[:200]
-        now = time.monotonic()
-        rate = (have - last_n) / (now - last_t)
-        ops = 20
-        mid = have // 2
+    probes = ["ZADD (1 new)", "ZRANGE 0 9 WITHSCORES", "ZRANGEBYSCORE mid LIMIT 0 10", "ZSCORE",
+              "ZRANK (middle)", "ZCARD"]
+
+    def __init__(self):
+        self.rnd = random.Random(1)
+        self.added = []   # (score text, member) of every ZADD, to check the replies at the end
+
+    def write(self, first, k):
+        pairs = [("%.6f" % (self.rnd.random() * 1e6), "member:%08d" % i) for i in range(first, first + k)]
+        self.added += pairs
+        return ("ZADD", "z") + tuple(x for p in pairs for x in p)
+
+    def measure(self, c, have, ops):
+        """The probes' median ms, and the count now."""
+        rnd = self.rnd
         extra = [("%.6f" % (rnd.random() * 1e6), "extra:%d:%d" % (have, i)) for i in range(ops)]
-        added += extra
+        self.added += extra
         res = [
             timed(c, lambda i: ("ZADD", "z", extra[i][0], extra[i][1]), ops),
             timed(c, lambda i: ("ZRANGE", "z", "0", "9", "WITHSCORES"), ops),
             timed(c, lambda i: ("ZRANGEBYSCORE", "z", "500000", "+inf", "LIMIT", "0", "10"), ops),
             timed(c, lambda i: ("ZSCORE", "z", "member:%08d" % rnd.randrange(have)), ops),
-            timed(c, lambda i: ("ZRANK", "z", "member:%08d" % mid), 5),
+            timed(c, lambda i: ("ZRANK", "z", "member:%08d" % (have // 2)), 5),
             timed(c, lambda i: ("ZCARD", "z"), ops),
         ]
-        card = int(c.cmd("ZCARD", "z")[1:-2])
-        rows.append((card, rate, res, now - t_start))
-        print("members %8d  added %7.0f/s  ZADD %6.2f  ZRANGE0-9 %6.2f  ZRANGEBYSCORE %6.2f  ZSCORE %6.2f  "
-              "ZRANK(mid) %8.2f  ZCARD %6.2f ms   (%.0f s so far, emulator RSS %.0f MB)"
-              % ((card, rate) + tuple(res) + (now - t_start, rss_mb(emu))), flush=True)
-        last_t, last_n = time.monotonic(), have
-        checkpoints.pop(0)
-        if time.monotonic() - t_start > a.budget and checkpoints:
-            stopped = "stopped by the time budget (%d s) before %d members" % (a.budget, checkpoints[0])
-            break
-    # the replies are right at the largest size: the 10 lowest, a rank, a score
-    order = sorted(added, key=lambda p: (float(p[0]), p[1].encode()))
+        return res, int(c.cmd("ZCARD", "z")[1:-2])
 
-    got = c.cmd("ZRANGE", "z", "0", "9")
-    exp = b"*10\r\n" + b"".join(b"$%d\r\n%s\r\n" % (len(m), m.encode()) for _, m in order[:10])
-    assert got == exp, ("ZRANGE 0 9", got[:300], exp[:300])
-    k = len(order) // 3
-    assert c.cmd("ZRANK", "z", order[k][1]) == b":%d\r\n" % k, "ZRANK"
-    assert c.cmd("ZCARD", "z") == b":%d\r\n" % len(order), "ZCARD"
-    got = c.cmd("ZRANGE", "z", str(k), str(k + 4))
-    exp = b"*5\r\n" + b"".join(b"$%d\r\n%s\r\n" % (len(m), m.encode()) for _, m in order[k:k + 5])
-    assert got == exp, ("ZRANGE k k+4", got[:300], exp[:300])
-    print("checked at %d members: ZRANGE 0 9, ZRANGE %d %d, ZRANK and ZCARD are the expected replies" % (len(order), k, k + 4))
-    print("\n| members | ZADDs of %d: members added/s | ZADD (1 new) | ZRANGE 0 9 WITHSCORES | ZRANGEBYSCORE mid LIMIT 0 10 | ZSCORE | ZRANK (middle) | ZCARD |" % a.batch)
-    print("|---|---|---|---|---|---|---|---|")
-    for card, rate, res, _ in rows:
-        print("| %d | %.0f | %s |" % (card, rate, " | ".join("%.2f" % x for x in res)))
-    if stopped:
-        print(stopped)
-    emu.kill()
+    def check(self, c, have, ops):
+        """At the end: the 10 lowest, a rank, a score are the expected replies."""
+        order = sorted(self.added, key=lambda p: (float(p[0]), p[1].encode()))
+        got = c.cmd("ZRANGE", "z", "0", "9")
+        exp = b"*10\r\n" + b"".join(b"$%d\r\n%s\r\n" % (len(m), m.encode()) for _, m in order[:10])
+        assert got == exp, ("ZRANGE 0 9", got[:300], exp[:300])
+        k = len(order) // 3
+        assert c.cmd("ZRANK", "z", order[k][1]) == b":%d\r\n" % k, "ZRANK"
+        assert c.cmd("ZCARD", "z") == b":%d\r\n" % len(order), "ZCARD"
+        got = c.cmd("ZRANGE", "z", str(k), str(k + 4))
+        exp = b"*5\r\n" + b"".join(b"$%d\r\n%s\r\n" % (len(m), m.encode()) for _, m in order[k:k + 5])
+        assert got == exp, ("ZRANGE k k+4", got[:300], exp[:300])
+        print("checked at %d members: ZRANGE 0 9, ZRANGE %d %d, ZRANK and ZCARD are the expected replies"
+              % (len(order), k, k + 4))
 
 
-def growth_list(a):
-    """A list grows by RPUSHes of --batch elements (it turns big at 1001);
-    at each checkpoint: elements added/s, and the median ms of LPUSH, RPOP,
-    LINDEX (middle), LRANGE 0 99, LRANGE -100 -1, LLEN."""
-    emu = MongoEmulator(0).start()
-    fd = start(emu, 1000)
-    c = fd.conn(timeout=600)
-    checkpoints = [x for x in [1000, 10000, 100000, 250000, 500000, 1000000, 2000000] if x <= a.target]
-    have = 0
-    t0 = time.monotonic()
-    last_t, last_n = t0, 0
-    rows = []
-    while checkpoints:
-        goal = checkpoints.pop(0)
-        while have < goal:
-            batches = []
-            for _ in range(8):
-                if have >= goal:
-                    break
-                k = min(a.batch, goal - have)
-                batches.append(("RPUSH", "l") + tuple("e%08d" % i for i in range(have, have + k)))
-                have += k
-            c.send_many(batches)
-            for _ in batches:
-                r = c.read()
-                assert not r.startswith(b"-"), r[:200]
-        now = time.monotonic()
-        rate = (have - last_n) / (now - last_t)
-        ops = 20
+class List:
+    """growth-list: one list, grown by RPUSH."""
+    noun, verb = "elements", "RPUSHes"
+    checkpoints = [1000, 10000, 100000, 250000, 500000, 1000000, 2000000]
+    probes = ["LPUSH", "RPOP", "LINDEX (middle)", "LRANGE 0 99", "LRANGE -100 -1", "LLEN"]
+
+    def write(self, first, k):
+        return ("RPUSH", "l") + tuple("e%08d" % i for i in range(first, first + k))
+
+    def measure(self, c, have, ops):
         res = [
             timed(c, lambda i: ("LPUSH", "l", "h%d" % i), ops),
             timed(c, lambda i: ("RPOP", "l"), ops),
@@ -221,28 +175,63 @@ def growth_list(a):
             timed(c, lambda i: ("LRANGE", "l", "-100", "-1"), ops),
             timed(c, lambda i: ("LLEN", "l"), ops),
         ]
-        # the list is now h19..h0, e0 .. e(have-21): check a few replies
-        n = have
-        assert c.cmd("LLEN", "l") == b":%d\r\n" % n, "LLEN"
-        mid = "e%08d" % (n // 2 - ops)
-        assert c.cmd("LINDEX", "l", str(n // 2)) == b"$%d\r\n%s\r\n" % (len(mid), mid.encode()), "LINDEX"
-        last = "e%08d" % (n - ops - 1)
+        # the list is now h(ops-1)..h0, e0 .. e(have-ops-1): check a few replies, then undo
+        assert c.cmd("LLEN", "l") == b":%d\r\n" % have, "LLEN"
+        mid = "e%08d" % (have // 2 - ops)
+        assert c.cmd("LINDEX", "l", str(have // 2)) == b"$%d\r\n%s\r\n" % (len(mid), mid.encode()), "LINDEX"
+        last = "e%08d" % (have - ops - 1)
         assert c.cmd("LINDEX", "l", "-1") == b"$%d\r\n%s\r\n" % (len(last), last.encode()), "LINDEX -1"
-        rows.append((n, rate, res))
-        print("elements %8d  added %7.0f/s  LPUSH %6.2f  RPOP %6.2f  LINDEX(mid) %6.2f  LRANGE0-99 %6.2f  "
-              "LRANGE-100-1 %6.2f  LLEN %6.2f ms  (%.0f s so far; replies checked)"
-              % ((n, rate) + tuple(res) + (now - t0,)), flush=True)
         c.cmd("LTRIM", "l", str(ops), "-1")           # back to e0 ... (the pops and pushes undone)
-        c.send_many([("RPUSH", "l") + tuple("e%08d" % i for i in range(n - ops, n))])
-        assert c.read() == b":%d\r\n" % n
+        c.send_many([self.write(have - ops, ops)])
+        assert c.read() == b":%d\r\n" % have
+        return res, have
+
+    def check(self, c, have, ops):
+        print("replies checked at every checkpoint (LLEN, LINDEX middle and -1)")
+
+
+def growth(a, kind):
+    """One collection of `kind` (Zset, List) grows by --batch members a
+    command, 8 pipelined, threshold 1000 (big at 1001), to each checkpoint up
+    to --target or until --budget seconds; at each: members added per second
+    over the last stretch, emulator RSS, the median ms of kind's probes."""
+    emu = MongoEmulator(0).start()
+    fd = start(emu, 1000)
+    c = fd.conn(timeout=600)
+    t = kind()
+    checkpoints = [x for x in t.checkpoints if x <= a.target]
+    have, ops = 0, 20
+    t_start = time.monotonic()
+    last_t, last_n = t_start, 0
+    rows = []
+    while checkpoints:
+        goal = checkpoints.pop(0)
+        while have < goal:
+            batches = []
+            while len(batches) < 8 and have < goal:
+                k = min(a.batch, goal - have)
+                batches.append(t.write(have, k))
+                have += k
+            c.send_many(batches)
+            for _ in batches:
+                r = c.read()
+                assert not r.startswith(b"-"), r[:200]
+        now = time.monotonic()
+        rate = (have - last_n) / (now - last_t)
+        res, count = t.measure(c, have, ops)
+        rows.append((count, rate, res))
+        print("%s %8d  added %7.0f/s  %s ms   (%.0f s so far, emulator RSS %.0f MB)"
+              % (t.noun, count, rate, "  ".join("%s %.2f" % nr for nr in zip(t.probes, res)),
+                 now - t_start, rss_mb(emu)), flush=True)
         last_t, last_n = time.monotonic(), have
-        if time.monotonic() - t0 > a.budget and checkpoints:
-            print("stopped by the time budget (%d s) before %d elements" % (a.budget, checkpoints[0]))
+        if time.monotonic() - t_start > a.budget and checkpoints:
+            print("stopped by the time budget (%d s) before %d %s" % (a.budget, checkpoints[0], t.noun))
             break
-    print("\n| elements | RPUSHes of %d: elements added/s | LPUSH | RPOP | LINDEX (middle) | LRANGE 0 99 | LRANGE -100 -1 | LLEN |" % a.batch)
-    print("|---|---|---|---|---|---|---|---|")
-    for n, rate, res in rows:
-        print("| %d | %.0f | %s |" % (n, rate, " | ".join("%.2f" % x for x in res)))
+    t.check(c, have, ops)
+    print("\n| %s | %s of %d: %s added/s | %s |" % (t.noun, t.verb, a.batch, t.noun, " | ".join(t.probes)))
+    print("|---|---|" + "---|" * len(t.probes))
+    for count, rate, res in rows:
+        print("| %d | %.0f | %s |" % (count, rate, " | ".join("%.2f" % x for x in res)))
     emu.kill()
 
 
@@ -256,7 +245,10 @@ def main():
     ap.add_argument("--budget", type=int, default=900)
     a = ap.parse_args()
     print("EMULATOR figures (tests/mongo/server.py: mongomock in one Python thread), never MongoDB's", flush=True)
-    {"sides": sides, "growth": growth, "growth-list": growth_list}[a.what](a)
+    if a.what == "sides":
+        sides(a)
+    else:
+        growth(a, Zset if a.what == "growth" else List)
 
 
 if __name__ == "__main__":

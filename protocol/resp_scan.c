@@ -92,3 +92,37 @@ complete:;
     s->depth = 0;
     return total;
 }
+
+int resp_reply_next_scalar(const char **p, const char *end, const char **s, size_t *n) {
+    for (;;) {
+        const char *q = *p;
+        if (q >= end) return 0;
+        const char *cr = memchr(q, '\r', (size_t)(end - q));
+        if (!cr || cr + 1 >= end || cr[1] != '\n' || cr == q) return -1;
+        char t = q[0];
+        *p = cr + 2;
+        switch (t) {
+        case '*': case '%': case '~': case '>': case '|': {
+            long long v;
+            if (line_int(q, 1, (size_t)(cr - q), &v) || v < 0) return -1;
+            continue;                               /* its elements follow */
+        }
+        case '+': case ':': case ',': case '#': case '(':
+            *s = q + 1;
+            *n = (size_t)(cr - q - 1);
+            return 1;
+        case '$': case '=': {
+            long long v;
+            if (line_int(q, 1, (size_t)(cr - q), &v) || v < 0) return -1;
+            if ((size_t)(end - *p) < (size_t)v + 2) return -1;
+            *s = *p;
+            *n = (size_t)v;
+            if (t == '=' && v >= 4) { *s += 4; *n -= 4; }   /* past "txt:" */
+            *p += v + 2;
+            return 1;
+        }
+        default:
+            return -1;
+        }
+    }
+}

@@ -32,4 +32,14 @@ void resp_scanner_init(resp_scanner *s);
  * annotate. */
 long long resp_scan_reply(resp_scanner *s, const char *buf, size_t len);
 
+/* Walk the scalars of one complete reply in order, ignoring the aggregate
+ * headers around them (arrays, maps, sets, pushes, attributes): the flat
+ * list of a reply such as LMPOP's [key, [e1, e2]] is key, e1, e2.
+ * *p starts at the reply's first byte; end is one past its last. On each
+ * call returns 1 with *s and *n set to the next scalar's text (a bulk's or
+ * verbatim's contents, the line of a simple string, integer, double,
+ * boolean or big number), pointing into the reply; 0 when the reply is
+ * exhausted; -1 on a null, an error or malformed input (the walk stops). */
+int resp_reply_next_scalar(const char **p, const char *end, const char **s, size_t *n);
+
 #endif

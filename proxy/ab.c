@@ -50,7 +50,8 @@ typedef struct ab_key {
 
 typedef struct ab_ref { ab_key *k; px_strent *e; unsigned char check, write; } ab_ref;
 
-/* A command kept past its dispatch (argv points into raw, NUL-terminated). */
+/* A command kept past its dispatch (multi.h px_cmd_copy: argv points into raw,
+ * one block owned through argv). */
 typedef struct ab_cmd {
     fd_command *cmd;           /* NULL: a command the table does not know (a Redis backend's) */
     int         argc;
@@ -100,6 +101,7 @@ struct px_ab_pair {
     /* a unit (AB_EXEC) */
     int         nel, left[2], whole[2], hold;
     int         unit_wait;     /* the unit goes to the secondary when the primary's part is in (ab-mirror-order primary) */
+    px_ab_pair *out_next;      /* in the outbox (copies waiting for the loop's top level) */
     ab_cmd     *cmds;
     ab_el      *el;
 };
@@ -171,25 +173,13 @@ static int split_to_secondary(px_conn *c, const resp_arg *key) {
 
 /* ----------------------------------------------------------- commands kept */
 
-/* Copy a command: argv and the multibulk bytes in one block (q->argv). */
+/* Copy a command (multi.h px_cmd_copy: one block, freed by cmd_free). */
 static int cmd_copy(ab_cmd *q, fd_command *cmd, int argc, const resp_arg *argv) {
-    size_t need = 32;
-    for (int i = 0; i < argc; i++) need += argv[i].len + 24;
-    char *buf = malloc((size_t)argc * sizeof(resp_arg) + need);
-    if (!buf) return -1;
-    resp_arg *av = (resp_arg *)buf;
-    char *p = buf + (size_t)argc * sizeof(resp_arg), *raw = p;
-    p += sprintf(p, "*%d\r\n", argc);
-    for (int i = 0; i < argc; i++) {
-        p += sprintf(p, "$%zu\r\n", argv[i].len);
-        memcpy(p, argv[i].ptr, argv[i].len);
-        av[i].ptr = p;
-        av[i].len = argv[i].len;
-        p += argv[i].len;
-        *p++ = '\r';
-        *p++ = '\n';
-    }
-    *q = (ab_cmd){cmd, argc, av, raw, (size_t)(p - raw)};
+    char *raw;
+    size_t rawlen;
+    resp_arg *av = px_cmd_copy(argc, argv, &raw, &rawlen);
+    if (!av) return -1;
+    *q = (ab_cmd){cmd, argc, av, raw, rawlen};
     return 0;
 }
 
@@ -476,7 +466,10 @@ static px_ab_pair *pair_new(px_conn *c, fd_command *cmd, int kind) {
     return p;
 }
 
+static void outbox_unit_done(px_ab_pair *p);
+
 static void pair_free(px_ab_pair *p) {
+    outbox_unit_done(p);
     free(p->text);
     free(p->rep[0]);
     free(p->rep[1]);
@@ -678,6 +671,7 @@ static void maybe_finish(px_ab_pair *p) {
 
 static void send_copy(px_ab_pair *p);
 static void unit_go(px_ab_pair *p);
+static void copy_ready(px_ab_pair *p);
 
 static void px_ab_record(px_ab_pair *p, int side, const char *reply, size_t len, int failed) {
     if (side == 1) sec_in(p);
@@ -687,16 +681,25 @@ static void px_ab_record(px_ab_pair *p, int side, const char *reply, size_t len,
         memcpy(p->rep[side], reply, len);
         p->len[side] = len;
     }
-    if (side == 0 && p->defer) { send_copy(p); return; }     /* may free p */
-    if (side == 0 && p->unit_wait) { unit_go(p); return; }   /* may free p */
+    if (side == 0 && p->defer) { copy_ready(p); return; }    /* may free p */
+    if (side == 0 && p->unit_wait) { copy_ready(p); return; }   /* may free p */
     maybe_finish(p);
 }
 
 /* The secondary answered -NOSCRIPT to an EVALSHA the primary ran: send the
- * body (remembered from EVAL or SCRIPT LOAD) as EVAL. 1 when resent. */
+ * body as EVAL — remembered from an EVAL or SCRIPT LOAD seen while
+ * mirroring, else from frontdoor's engine (a script loaded before mirroring
+ * started with an lmdb, leveldb or mongodb primary; copied into ab.scripts
+ * first: the engine's copy lives only until a SCRIPT FLUSH). 1 when resent. */
 static int noscript_retry(px_ab_pair *p, const char *reply, size_t len) {
     if (p->retried || p->calib || !p->copy.argv || len < 9 || memcmp(reply, "-NOSCRIPT", 9) || !px_srv.secondary) return 0;
     const ab_body *b = find_script(&p->copy.argv[1]);
+    const char *kb;
+    size_t kl;
+    if (!b && px_script_body(&p->copy.argv[1], &kb, &kl)) {
+        remember_script(&(resp_arg){(char *)kb, kl});
+        b = find_script(&p->copy.argv[1]);
+    }
     if (!b) return 0;
     int ro = p->cmd->id == FD_CMD_evalsha_ro;
     resp_arg *av = malloc((size_t)p->copy.argc * sizeof *av);
@@ -736,9 +739,9 @@ static void on_el(void *ud, const char *reply, size_t len, int failed) {
     if (failed) p->failed[s] = 1;
     else if ((e->rep[s] = malloc(len ? len : 1)) != NULL) { memcpy(e->rep[s], reply, len); e->len[s] = len; }
     if (--p->left[s] > 0) return;
-    if (s == 1) { sec_in(p); if (p->retained) { p->retained = 0; px_atomic_release(); } }
+    if (s == 1) { sec_in(p); if (p->retained) { p->retained = 0; px_atomic_release(); } outbox_unit_done(p); }
     p->have[s] = 1;
-    if (s == 0 && p->unit_wait) { unit_go(p); return; }      /* may free p */
+    if (s == 0 && p->unit_wait) { copy_ready(p); return; }   /* may free p */
     maybe_finish(p);
 }
 
@@ -763,6 +766,69 @@ static void send_copy(px_ab_pair *p) {
     resp_out_free(&scratch);
     p->hold--;
     maybe_finish(p);
+}
+
+/* The outbox (ab-mirror-order primary). A script that frontdoor's engine
+ * runs against an asynchronous secondary (mongodb) waits for each
+ * redis.call with the loop running nested, which it must not do inside the
+ * primary's reply callback (that backend's read or completion handler is
+ * mid-way). Such a copy waits here until the loop is at its top level
+ * (outbox_run, before the loop blocks); every copy whose primary answers
+ * after it, and every copy that answers while a script copy runs, queues
+ * behind it, so the secondary still gets them in the primary's order.
+ * A transaction (unit) for such a secondary goes the same way (its queued
+ * commands may be scripts), and until all its replies are in (`unit`)
+ * nothing else leaves the outbox: the copies the primary answers meanwhile
+ * wait behind it, so the secondary runs the unit whole, as multi.h's hold
+ * does for copies sent at dispatch (px_atomic_retain). */
+static struct {
+    px_ab_pair *head, *tail;
+    int         running;       /* a script copy runs (nested loop) */
+    px_ab_pair *unit;          /* a unit sent from here whose secondary replies are not all in */
+    ev_prepare  w;
+} outbox;
+
+static int runs_nested(const px_ab_pair *p) {
+    px_backend *sec = px_srv.secondary;
+    return sec && !sec->b.ops->passthrough && sec->b.ops->async &&
+           ((p->kind == AB_ONE && is_script(p->cmd)) || p->kind == AB_EXEC);
+}
+
+/* p's secondary part is in (or p goes): the outbox may move on. */
+static void outbox_unit_done(px_ab_pair *p) {
+    if (outbox.unit == p) outbox.unit = NULL;
+}
+
+static void outbox_run(struct ev_loop *loop, ev_prepare *w, int revents) {
+    (void)revents;
+    if (ev_depth(loop) > 1 || outbox.running) return;          /* nested: a script waits; later */
+    while (outbox.head && !outbox.unit) {
+        px_ab_pair *p = outbox.head;
+        if (!(outbox.head = p->out_next)) outbox.tail = NULL;
+        p->out_next = NULL;
+        int nested = runs_nested(p);
+        outbox.running = nested;
+        if (p->unit_wait) unit_go(p);                         /* may free p */
+        else send_copy(p);                                    /* may free p */
+        outbox.running = 0;
+    }
+    if (!outbox.head) ev_prepare_stop(loop, w);               /* else a unit's replies are awaited */
+}
+
+/* The primary answered a deferred copy or unit: send it now, or queue it. */
+static void copy_ready(px_ab_pair *p) {
+    if (!outbox.head && !outbox.running && !outbox.unit && !runs_nested(p)) {
+        if (p->unit_wait) unit_go(p);
+        else send_copy(p);
+        return;
+    }
+    if (outbox.tail) outbox.tail->out_next = p;
+    else outbox.head = p;
+    outbox.tail = p;
+    if (!ev_is_active(&outbox.w)) {
+        ev_prepare_init(&outbox.w, outbox_run);
+        ev_prepare_start(px_srv.loop, &outbox.w);
+    }
 }
 
 /* ------------------------------------------------------------- the layer */
@@ -796,10 +862,9 @@ int px_route_submit(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const
      * different clients in the order the primary acknowledged them (which
      * is the order it ran them, but for replies of one redis-server turn:
      * docs/ab-testing.md); with an embedded primary the primary has run the
-     * command already. A script too, unless frontdoor's engine runs it
-     * against a mongodb secondary (it would wait nested in a reply's callback). */
+     * command already. A script too (one frontdoor's engine runs against a
+     * mongodb secondary goes through the outbox, copy_ready). */
     int defer = !p->calib && px_cfg.ab_mirror_order == PX_AB_ORDER_PRIMARY && px_srv.primary && px_srv.primary->b.ops->async &&
-                (!is_script(cmd) || px_srv.secondary->b.ops->passthrough || !px_srv.secondary->b.ops->async) &&
                 (p->copy.argv || cmd_copy(&p->copy, cmd, argc, argv) == 0);
     p->defer = defer;
     if (defer) ab.deferred++;
@@ -889,8 +954,10 @@ const px_tap *px_ab_exec_tap(void) {
  * server gets MULTI, the commands, EXEC as one block on one connection; an
  * embedded store runs them one after the other now (one loop step, one
  * commit); an asynchronous one (mongodb) gets them together and other
- * clients are held until its replies are in (multi.h px_atomic_retain). */
-static void send_unit(px_ab_pair *p, px_conn *c) {
+ * clients are held until its replies are in (multi.h px_atomic_retain) —
+ * or, `deferred` (sent from the outbox when the primary answered), the
+ * outbox sends nothing else until then (outbox.unit). */
+static void send_unit(px_ab_pair *p, px_conn *c, int deferred) {
     px_backend *sec = px_srv.secondary;
     if (!sec) { sec_in(p); p->failed[1] = p->have[1] = 1; return; }
     int nremote = 0;
@@ -929,7 +996,8 @@ static void send_unit(px_ab_pair *p, px_conn *c) {
         return;
     }
     p->left[1] = nremote;
-    if (sec->b.ops->async && c) { p->retained = 1; px_atomic_retain(c); }
+    if (sec->b.ops->async && deferred) outbox.unit = p;       /* later copies wait behind it (outbox_run) */
+    else if (sec->b.ops->async && c) { p->retained = 1; px_atomic_retain(c); }
     resp_out scratch;
     resp_out_init(&scratch, p->proto);
     uint64_t clock = fd_mono_ns();
@@ -947,7 +1015,7 @@ static void send_unit(px_ab_pair *p, px_conn *c) {
 static void unit_go(px_ab_pair *p) {
     p->unit_wait = 0;
     p->hold++;
-    send_unit(p, conn_by_id(p->client));
+    send_unit(p, conn_by_id(p->client), 1);
     p->hold--;
     maybe_finish(p);
 }
@@ -960,16 +1028,17 @@ void px_ab_exec_end(px_conn *c) {
     ab.unit_cur = -1;
     if (!p) return;
     /* ab-mirror-order primary with a network primary: the unit goes when the
-     * primary's part is in, like single copies (an asynchronous secondary
-     * gets it now: its hold needs the client) */
+     * primary's part is in, like single copies (through the outbox for a
+     * mongodb secondary, which then holds later copies until the unit's
+     * replies are in) */
     if (px_cfg.ab_mirror_order == PX_AB_ORDER_PRIMARY && px_srv.primary && px_srv.primary->b.ops->async &&
-        px_srv.secondary && (!px_srv.secondary->b.ops->async || px_srv.secondary->b.ops->passthrough) && !p->have[0]) {
+        px_srv.secondary && !p->have[0]) {
         p->unit_wait = 1;
         ab.deferred++;
         p->hold = 0;
         return;
     }
-    send_unit(p, c);
+    send_unit(p, c, 0);
     p->hold = 0;
     maybe_finish(p);
 }

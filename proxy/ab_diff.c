@@ -66,25 +66,15 @@ long long ab_elements(const char *r, size_t len, span **out) {
  * when `pairs`), sorted. Returns the count, or -1 when the reply is not an
  * aggregate or cannot be split (then it is compared as bytes). */
 static long long sorted_elements(const char *r, size_t len, int pairs, span **out) {
-    if (len < 4 || (r[0] != '*' && r[0] != '%' && r[0] != '~')) return -1;
-    const char *nl = memchr(r, '\n', len);
-    if (!nl) return -1;
-    long long n = strtoll(r + 1, NULL, 10);
+    span *v;
+    long long n = ab_elements(r, len, &v), m = n;
     if (n < 0) return -1;
-    if (r[0] == '%') pairs = 1, n *= 2;                 /* a RESP3 map: key, value, ... */
-    if (pairs && n % 2) return -1;
-    long long m = pairs ? n / 2 : n;
-    span *v = calloc((size_t)(m ? m : 1), sizeof *v);
-    if (!v) return -1;
-    size_t pos = (size_t)(nl - r) + 1;
-    for (long long i = 0; i < n; i++) {
-        resp_scanner sc;
-        resp_scanner_init(&sc);
-        long long l = resp_scan_reply(&sc, r + pos, len - pos);
-        if (l <= 0) { free(v); return -1; }
-        if (pairs && (i & 1)) v[i / 2].n += (size_t)l;
-        else v[pairs ? i / 2 : i] = (span){r + pos, (size_t)l};
-        pos += (size_t)l;
+    if (r[0] == '%') pairs = 1;                         /* a RESP3 map: key, value, ... */
+    if (pairs) {
+        if (n % 2) { free(v); return -1; }
+        m = n / 2;
+        for (long long i = 0; i < m; i++)               /* a pair: two adjacent spans as one */
+            v[i] = (span){v[2 * i].p, v[2 * i].n + v[2 * i + 1].n};
     }
     qsort(v, (size_t)m, sizeof *v, ab_span_cmp);
     *out = v;

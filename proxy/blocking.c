@@ -5,6 +5,7 @@
 #include "config.h"
 #include "log.h"
 #include "strmap.h"
+#include "../protocol/resp_scan.h"
 
 #include <limits.h>
 #include <math.h>
@@ -485,6 +486,95 @@ static void on_gone(void *arg, const char *reply, size_t len) {
     serve_ready();
 }
 
+/* The restore below is done: the key has its elements back, so its other
+ * waiters may be served. arg: the key's name (malloc'ed, NUL-terminated). */
+static void on_restored(void *arg, const char *reply, size_t len) {
+    char *key = arg;
+    if (len && reply[0] == '-')
+        px_log(PX_LOG_WARNING, "a blocking pop's elements could not be put back on '%s': %.*s",
+               key, (int)(len > 200 ? 200 : len - 2), reply + 1);
+    signal_key(key, strlen(key));
+    free(key);
+    serve_ready();
+}
+
+/* The client left while its try was in flight and the try popped: Redis
+ * would have unblocked it before popping, so what was popped goes back where
+ * it came from (the head or tail it left, in its order; a sorted set's
+ * members with their scores) rather than being lost. Another client's
+ * command may run in between on an asynchronous backend: the elements are
+ * kept, their place then is that of a push after it. BLMOVE/BRPOPLPUSH
+ * moved the element to the destination (kept there); XREAD changes nothing
+ * and XREADGROUP's entries stay in the group's pending list (XCLAIM). */
+static void restore_popped(px_blk *b, const char *reply, size_t len) {
+    const char *name;
+    const resp_arg *key = NULL;
+    int zset = b->kind == K_ZMIN || b->kind == K_ZMAX || b->kind == K_ZMPOP;
+    switch (b->kind) {
+    case K_LPOP: name = "lpush"; key = &b->tw[1]; break;
+    case K_RPOP: name = "rpush"; key = &b->tw[1]; break;
+    case K_ZMIN: case K_ZMAX: name = "zadd"; key = &b->tw[1]; break;
+    case K_ZMPOP: name = "zadd"; break;
+    case K_LMOVE: case K_RPOPLPUSH:
+        px_log(PX_LOG_NOTICE, "a client left while its blocking %s was served: the element stays on '%s'",
+               b->twin->name, b->argv[2].ptr);
+        return;
+    case K_LMPOP: {                                /* BLMPOP timeout numkeys key... LEFT|RIGHT */
+        long long nk;
+        if (resp_str2ll(b->argv[2].ptr, b->argv[2].len, &nk) || nk < 1 || 3 + nk >= b->argc) return;
+        name = resp_arg_is(&b->argv[3 + nk], "left") ? "lpush" : "rpush";
+        break;
+    }
+    default: return;
+    }
+    const fd_command *cmd = fd_command_lookup(name, strlen(name));
+    size_t n = 0;
+    const char *p = reply, *end = reply + len, *s;
+    size_t sl;
+    while (resp_reply_next_scalar(&p, end, &s, &sl) == 1) n++;
+    resp_arg *v = cmd ? malloc((n + 2) * sizeof *v) : NULL;
+    char *kname = NULL;
+    if (v) {
+        int argc = 0;
+        v[argc++] = (resp_arg){ (char *)name, strlen(name) };
+        p = reply;
+        if (key) v[argc++] = *key;
+        size_t first = (size_t)argc;
+        while (resp_reply_next_scalar(&p, end, &s, &sl) == 1) v[argc++] = (resp_arg){ (char *)s, sl };
+        /* lists: popped in order from one end, pushed back in reverse;
+         * sorted sets: member, score pairs become ZADD's score, member */
+        size_t from = key ? first : first + 1, cnt = (size_t)argc - from;
+        if (!zset)
+            for (size_t i = 0; i < cnt / 2; i++) {
+                resp_arg t = v[from + i]; v[from + i] = v[argc - 1 - i]; v[argc - 1 - i] = t;
+            }
+        else
+            for (size_t i = from; i + 1 < (size_t)argc; i += 2) {
+                resp_arg t = v[i]; v[i] = v[i + 1]; v[i + 1] = t;
+            }
+        const resp_arg *kk = key ? key : &v[first];
+        if (cnt && (!zset || cnt % 2 == 0) && (kname = malloc(kk->len + 1))) {
+            memcpy(kname, kk->ptr, kk->len);
+            kname[kk->len] = '\0';
+            px_log(PX_LOG_NOTICE, "a client left while its blocking %s was served: %zu element(s) put back on '%s'",
+                   b->twin->name, zset ? cnt / 2 : cnt, kname);
+            px_call_backend(NULL, cmd, argc, v, NULL, 0, 2, 0, on_restored, kname, NULL);
+        }
+    }
+    if (!kname) px_log(PX_LOG_WARNING, "a client left while its blocking %s was served: its reply is lost", b->twin->name);
+    free(v);
+}
+
+/* The first sequence found nothing: b waits. On an asynchronous backend a
+ * write submitted while that sequence was in flight ran after it, and its
+ * signal found no waiter yet (b is in its keys' FIFOs only from now): its
+ * keys are tried once more, or that write's wake-up would be lost. */
+static void block_after_first(px_blk *b) {
+    px_backend *be = px_srv.primary;
+    if (block_or_null(b) && be && be->b.ops->async)
+        for (int i = 0; i < b->nnodes; i++) make_ready(b->nodes[i].k);
+}
+
 static void on_try(void *arg, const char *reply, size_t len) {
     px_blk *b = arg;
     b->trying = 0;
@@ -496,8 +586,7 @@ static void on_try(void *arg, const char *reply, size_t len) {
     if (served && b->c && (b->kind == K_LMOVE || b->kind == K_RPOPLPUSH))
         signal_key(b->argv[2].ptr, b->argv[2].len);  /* it pushed onto dst */
     if (!b->c) {                                    /* the client left meanwhile */
-        if (served && !is_xblock(reply, len))
-            px_log(PX_LOG_WARNING, "a client left while its blocking %s was served: its reply is lost", b->twin->name);
+        if (served && !is_xblock(reply, len)) restore_popped(b, reply, len);
         int stream = IS_STREAM(b->kind);
         blk_free(b);
         if (k) wake_end(k, k->head, stream);        /* the others on k are still owed their try */
@@ -509,12 +598,8 @@ static void on_try(void *arg, const char *reply, size_t len) {
             blk_finish(b, reply, len);              /* served at once, or an error */
         } else if (stream_setup(b, reply, len)) {
             finish_error(b, "-OOM command not allowed when used memory > 'maxmemory'.\r\n");
-        } else if (block_or_null(b)) {
-            /* an asynchronous backend: a write submitted while the read was
-             * in flight ran after it, and its signal found no waiter yet */
-            px_backend *be = px_srv.primary;
-            if (be && be->b.ops->async)
-                for (int i = 0; i < b->nnodes; i++) make_ready(b->nodes[i].k);
+        } else {
+            block_after_first(b);
         }
     } else if (b->try_initial) {
         if (err || !is_null_reply(reply, len)) {
@@ -528,7 +613,7 @@ static void on_try(void *arg, const char *reply, size_t len) {
             first_try(b);
             return;
         } else {
-            block_or_null(b);
+            block_after_first(b);
         }
     } else {
         /* a wake-up: a WRONGTYPE or a miss leaves it waiting, as in Redis

@@ -1,6 +1,8 @@
 /* info.c — INFO: server, clients, memory, persistence, stats, backend,
  * commandstats, keyspace. Field names are Redis's where Redis has them, so
- * tools that read INFO keep working. */
+ * tools that read INFO keep working. commandstats/latencystats are per
+ * command of the table: Redis 7.0's per-subcommand lines (`cmdstat_config|get`)
+ * have no counterpart, the table has no subcommand rows (`cmdstat_config`). */
 #include "builtin.h"
 #include "blocking.h"
 #include "pubsub.h"

@@ -136,14 +136,14 @@ void px_metrics_render(resp_out *o) {
     px_ab_counts a;
     px_ab_counters(&a);
     head(o, "frontdoor_ab_total", "counter", "A/B: commands mirrored, compared, and how the comparisons ended (INFO ab).");
-    out(o, "frontdoor_ab_total{event=\"mirrored\"} %llu\n", (unsigned long long)a.mirrored);
-    out(o, "frontdoor_ab_total{event=\"compared\"} %llu\n", (unsigned long long)a.compared);
-    out(o, "frontdoor_ab_total{event=\"divergence\"} %llu\n", (unsigned long long)a.divergences);
-    out(o, "frontdoor_ab_total{event=\"race\"} %llu\n", (unsigned long long)a.races);
-    out(o, "frontdoor_ab_total{event=\"dropped\"} %llu\n", (unsigned long long)a.dropped);
-    out(o, "frontdoor_ab_total{event=\"secondary_error\"} %llu\n", (unsigned long long)a.secondary_errors);
-    out(o, "frontdoor_ab_total{event=\"split_secondary\"} %llu\n", (unsigned long long)a.split_secondary);
-    out(o, "frontdoor_ab_total{event=\"sampled_out\"} %llu\n", (unsigned long long)a.sampled_out);
+    const struct { const char *event; uint64_t n; } ev[] = {
+        {"mirrored", a.mirrored}, {"compared", a.compared}, {"divergence", a.divergences}, {"race", a.races},
+        {"noisy", a.noisy}, {"dropped", a.dropped}, {"secondary_error", a.secondary_errors},
+        {"split_secondary", a.split_secondary}, {"sampled_out", a.sampled_out}, {"deferred", a.deferred},
+        {"unit", a.units},
+    };
+    for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++)
+        out(o, "frontdoor_ab_total{event=\"%s\"} %llu\n", ev[i].event, (unsigned long long)ev[i].n);
     head(o, "frontdoor_ab_queue", "gauge", "A/B: copies in flight to the secondary.");
     out(o, "frontdoor_ab_queue %llu\n", (unsigned long long)a.queued);
     head(o, "frontdoor_metrics_scrapes_total", "counter", "Pages served by this endpoint (before this one).");

@@ -36,15 +36,13 @@ static void multi_free(px_multi *m) {
     free(m);
 }
 
-/* The copy of one command: its multibulk bytes with argv pointing into them
- * (every argument NUL-terminated too). */
-static int qcmd_copy(px_qcmd *q, fd_command *cmd, int argc, const resp_arg *argv) {
+resp_arg *px_cmd_copy(int argc, const resp_arg *argv, char **raw, size_t *rawlen) {
     size_t need = 32;
     for (int i = 0; i < argc; i++) need += argv[i].len + 24;
-    char *buf = malloc(need + (size_t)argc * sizeof(resp_arg));
-    if (!buf) return -1;
+    char *buf = malloc((size_t)argc * sizeof(resp_arg) + need);
+    if (!buf) return NULL;
     resp_arg *av = (resp_arg *)buf;
-    char *p = buf + (size_t)argc * sizeof(resp_arg), *raw = p;
+    char *p = buf + (size_t)argc * sizeof(resp_arg), *start = p;
     p += sprintf(p, "*%d\r\n", argc);
     for (int i = 0; i < argc; i++) {
         p += sprintf(p, "$%zu\r\n", argv[i].len);
@@ -55,12 +53,9 @@ static int qcmd_copy(px_qcmd *q, fd_command *cmd, int argc, const resp_arg *argv
         *p++ = '\r';
         *p++ = '\n';
     }
-    q->cmd = cmd;
-    q->argc = argc;
-    q->argv = av;
-    q->raw = buf;              /* the block, freed whole */
-    q->rawlen = (size_t)(p - raw);   /* the bytes start after the argv array (qcmd_raw) */
-    return 0;
+    *raw = start;
+    *rawlen = (size_t)(p - start);
+    return av;
 }
 static const char *qcmd_raw(const px_qcmd *q) { return q->raw + (size_t)q->argc * sizeof(resp_arg); }
 
@@ -100,7 +95,12 @@ void px_multi_queue(px_conn *c, fd_command *cmd, int argc, resp_arg *argv) {
         m->q = nq;
         m->cap = ncap;
     }
-    if (qcmd_copy(&m->q[m->n], cmd, argc, argv)) goto oom;
+    px_qcmd *q = &m->q[m->n];
+    char *raw;
+    if (!(q->argv = px_cmd_copy(argc, argv, &raw, &q->rawlen))) goto oom;
+    q->cmd = cmd;
+    q->argc = argc;
+    q->raw = (char *)q->argv;  /* the block, freed whole; its bytes: qcmd_raw */
     m->bytes += m->q[m->n].rawlen;
     m->n++;
     if (g >= 0) m->group = g;
@@ -121,20 +121,27 @@ oom:
 
 /* ------------------------------------------------------------ WATCH */
 
-/* Watched keys: a chained hash table of key -> the clients watching it;
- * each client keeps its own list of (entry) references. */
+/* Watched keys: a chained hash table of key -> the records of the clients
+ * watching it; each client keeps its own list of its records. A record also
+ * keeps what the backend said about the key when WATCH ran (its PEXPIRETIME):
+ * absent (or already expired), or live with its deadline (0: none). */
+enum { W_ASKING, W_ABSENT, W_LIVE };
+
+typedef struct px_watched {
+    struct px_watched *next;   /* the client's list */
+    struct wentry     *e;
+    px_conn           *c;
+    int64_t            deadline;   /* unix ms the key expires at (W_LIVE), 0: none */
+    int                state;      /* W_ASKING until the backend answered */
+} px_watched;
+
 typedef struct wentry {
     struct wentry *next;
-    px_conn      **conns;
-    int            nconns, cap;
+    px_watched   **ws;
+    int            nws, cap;
     size_t         len;
     char           key[];
 } wentry;
-
-typedef struct px_watched {
-    struct px_watched *next;
-    wentry            *e;
-} px_watched;
 
 #define WBUCKETS 4096
 static wentry *wtable[WBUCKETS];
@@ -161,14 +168,14 @@ static wentry *wfind(const char *k, size_t n, int create) {
     return e;
 }
 
-static void wremove(wentry *e, px_conn *c) {
-    for (int i = 0; i < e->nconns; i++)
-        if (e->conns[i] == c) { e->conns[i] = e->conns[--e->nconns]; break; }
-    if (e->nconns) return;
+static void wremove(wentry *e, px_watched *w) {
+    for (int i = 0; i < e->nws; i++)
+        if (e->ws[i] == w) { e->ws[i] = e->ws[--e->nws]; break; }
+    if (e->nws) return;
     unsigned h = whash(e->key, e->len);
     for (wentry **pp = &wtable[h]; *pp; pp = &(*pp)->next)
         if (*pp == e) { *pp = e->next; break; }
-    free(e->conns);
+    free(e->ws);
     free(e);
     wcount--;
 }
@@ -177,7 +184,7 @@ static void unwatch_all(px_conn *c) {
     px_watched *w = c->watched;
     while (w) {
         px_watched *next = w->next;
-        wremove(w->e, c);
+        wremove(w->e, w);
         free(w);
         w = next;
     }
@@ -185,19 +192,30 @@ static void unwatch_all(px_conn *c) {
     c->watch_dirty = 0;
 }
 
-static void touch_entry(wentry *e) {
-    for (int i = 0; i < e->nconns; i++) e->conns[i]->watch_dirty = 1;
+/* flush: FLUSHDB/FLUSHALL, which change only keys that exist (Redis 7.0's
+ * touchAllWatchedKeysInDb): a key absent when WATCH ran is still absent
+ * unless a write through frontdoor touched it since (the client is then
+ * dirty already), so it is skipped; a key not answered yet counts as live. */
+static void touch_entry(wentry *e, int flush) {
+    for (int i = 0; i < e->nws; i++)
+        if (!flush || e->ws[i]->state != W_ABSENT) e->ws[i]->c->watch_dirty = 1;
+}
+
+static void touch_every(int flush) {
+    if (!wcount) return;
+    for (int h = 0; h < WBUCKETS; h++)
+        for (wentry *e = wtable[h]; e; e = e->next) touch_entry(e, flush);
 }
 
 void px_watch_touch(const fd_command *cmd, int argc, const resp_arg *argv) {
     if (!wcount) return;
-    if (cmd->id == FD_CMD_flushdb || cmd->id == FD_CMD_flushall) { px_watch_touch_all(); return; }
+    if (cmd->id == FD_CMD_flushdb || cmd->id == FD_CMD_flushall) { touch_every(1); return; }
     int pos[64], *pp = pos;
-    if (argc > 64 && !(pp = malloc((size_t)argc * sizeof *pp))) { px_watch_touch_all(); return; }
+    if (argc > 64 && !(pp = malloc((size_t)argc * sizeof *pp))) { touch_every(0); return; }
     int n = fd_command_keys(cmd, argc, argv, pp, argc > 64 ? argc : 64);
     for (int i = 0; i < n; i++) {
         wentry *e = wfind(argv[pp[i]].ptr, argv[pp[i]].len, 0);
-        if (e) touch_entry(e);
+        if (e) touch_entry(e, 0);
     }
     if (pp != pos) free(pp);
 }
@@ -207,38 +225,146 @@ void px_watch_touch_if_write(const fd_command *cmd, int argc, const resp_arg *ar
     else if (cmd->id == FD_CMD_eval || cmd->id == FD_CMD_evalsha) px_watch_touch(cmd, argc, argv);
 }
 
-void px_watch_touch_all(void) {
-    if (!wcount) return;
-    for (int h = 0; h < WBUCKETS; h++)
-        for (wentry *e = wtable[h]; e; e = e->next) touch_entry(e);
+void px_watch_touch_all(void) { touch_every(0); }
+
+/* A watched key that was live when WATCH ran and has expired since (Redis
+ * 7.0's isWatchedKeyExpired): the same rule and clock as the backends'
+ * (expired when the deadline is <= fd_request.now_ms, px_now_ms). */
+static int watch_expired(const px_conn *c) {
+    int64_t now = px_now_ms();
+    for (const px_watched *w = c->watched; w; w = w->next)
+        if (w->state == W_LIVE && w->deadline > 0 && w->deadline <= now) return 1;
+    return 0;
+}
+
+/* One WATCH's questions to the backend: PEXPIRETIME of each newly watched
+ * key, through px_submit_to (detached requests, the same table and support
+ * checks as a client's). `mark` is WATCH's +OK, owed while an asynchronous
+ * backend answers; the client's input waits meanwhile (c->watch_wait). The
+ * records are the client's: they are only read while the client lives
+ * (mark->conn; closing orphans the mark and frees the records). */
+typedef struct watch_ask {
+    struct watch_batch *b;
+    px_watched         *w;
+} watch_ask;
+
+typedef struct watch_batch {
+    fd_pending *mark;          /* WATCH's +OK on an asynchronous backend */
+    int         left;          /* answers owed, +1 while px_cmd_watch runs */
+    int         rio;           /* the client's reads were on */
+    watch_ask   ask[];
+} watch_batch;
+
+static void watch_answer(px_watched *w, const char *reply, size_t len, int failed) {
+    long long v;
+    w->state = W_LIVE;         /* unknown (an error, no answer): live without a deadline */
+    w->deadline = 0;
+    if (failed || len < 4 || reply[0] != ':') return;
+    const char *crlf = memchr(reply, '\r', len);
+    if (!crlf || resp_str2ll(reply + 1, (size_t)(crlf - reply - 1), &v)) return;
+    if (v == -2) w->state = W_ABSENT;
+    else if (v > 0) w->deadline = v;
+}
+
+/* The last answer of an asynchronous backend: WATCH's +OK at its mark, and
+ * the client's pipeline runs on. */
+static void watch_batch_done(watch_batch *b) {
+    px_conn *c = b->mark->conn;
+    int rio = b->rio;
+    px_pending_reply(b->mark, "+OK\r\n", 5);
+    free(b);
+    if (!c) return;            /* the client went away meanwhile */
+    c->watch_wait = 0;
+    if (c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP)) return;
+    if (rio) ev_io_start(px_srv.loop, &c->rio);
+    px_conn_process_input(c);  /* what it pipelined after WATCH */
+}
+
+static void watch_reply(void *ud, const char *reply, size_t len, int failed) {
+    watch_ask *a = ud;
+    watch_batch *b = a->b;
+    if (!b->mark || b->mark->conn) watch_answer(a->w, reply, len, failed);
+    if (--b->left == 0) watch_batch_done(b);   /* 0 only once px_cmd_watch has returned */
+}
+
+/* Ask the backend about the keys of c's n newest records (those before
+ * `upto` in its list), then answer WATCH: at once when every answer is in
+ * (the embedded backends answer inside submit), else at a mark, the
+ * client's input held until the last answer (c->watch_wait). */
+static void watch_ask_all(px_conn *c, px_watched *upto, int n) {
+    px_backend *be = px_srv.primary;
+    fd_command *cmd = fd_command_lookup("pexpiretime", 11);
+    watch_batch *b = n && be && cmd ? malloc(sizeof *b + (size_t)n * sizeof b->ask[0]) : NULL;
+    if (b) {
+        b->left = 1;
+        b->rio = 0;
+        b->mark = be->b.ops->async ? px_pending_push(c, NULL, 0) : NULL;
+        if (be->b.ops->async && !b->mark) { free(b); b = NULL; }
+    }
+    if (!b) {                  /* nobody to ask (or no memory): live, no deadline */
+        for (px_watched *w = c->watched; w != upto; w = w->next) watch_answer(w, NULL, 0, 1);
+        resp_add_status(&c->out, "OK");
+        return;
+    }
+    int i = 0;
+    for (px_watched *w = c->watched; w != upto; w = w->next, i++) {
+        resp_arg av[2] = {{"PEXPIRETIME", 11}, {w->e->key, w->e->len}};
+        resp_out scratch;
+        resp_out_init(&scratch, c->out.proto);
+        uint64_t clock = fd_mono_ns();
+        px_tap tap = {watch_reply, &b->ask[i]};
+        b->ask[i] = (watch_ask){b, w};
+        b->left++;
+        /* detached (nobody's output): the tap is told every outcome, at once or later */
+        px_submit_to(be, NULL, &scratch, c->id, cmd, 2, av, NULL, 0, &clock, &tap);
+        resp_out_free(&scratch);
+    }
+    if (--b->left > 0) {
+        b->rio = ev_is_active(&c->rio);
+        if (b->rio) ev_io_stop(px_srv.loop, &c->rio);
+        c->watch_wait = 1;     /* px_atomic_hold keeps its later commands */
+        return;
+    }
+    if (b->mark) px_pending_reply(b->mark, "+OK\r\n", 5);
+    else resp_add_status(&c->out, "OK");
+    free(b);
 }
 
 void px_cmd_watch(px_conn *c, int argc, resp_arg *argv) {
     if (c->multi) { resp_add_error(&c->out, "ERR WATCH inside MULTI is not allowed"); return; }
+    if (c->watch_dirty) { resp_add_status(&c->out, "OK"); return; }   /* Redis 7.0: nothing left to watch for */
+    px_watched *before = c->watched;
+    int added = 0;
     for (int i = 1; i < argc; i++) {
         int seen = 0;
         for (px_watched *w = c->watched; w; w = w->next)
             if (w->e->len == argv[i].len && !memcmp(w->e->key, argv[i].ptr, argv[i].len)) { seen = 1; break; }
         if (seen) continue;
         wentry *e = wfind(argv[i].ptr, argv[i].len, 1);
-        px_watched *w = e ? malloc(sizeof *w) : NULL;
-        if (e && w && e->nconns == e->cap) {
+        px_watched *w = e ? calloc(1, sizeof *w) : NULL;
+        if (e && w && e->nws == e->cap) {
             int ncap = e->cap ? e->cap * 2 : 2;
-            px_conn **nc = realloc(e->conns, (size_t)ncap * sizeof *nc);
-            if (nc) { e->conns = nc; e->cap = ncap; }
+            px_watched **nw = realloc(e->ws, (size_t)ncap * sizeof *nw);
+            if (nw) { e->ws = nw; e->cap = ncap; }
         }
-        if (!e || !w || e->nconns == e->cap) {
+        if (!e || !w || e->nws == e->cap) {
             free(w);
-            if (e && !e->nconns) wremove(e, c);
+            if (e && !e->nws) wremove(e, NULL);
+            /* the keys added so far stay watched: ask about them (as live
+             * without a deadline, the conservative side) */
+            for (px_watched *x = c->watched; x != before; x = x->next) watch_answer(x, NULL, 0, 1);
             resp_add_error(&c->out, "OOM command not allowed when used memory > 'maxmemory'.");
             return;
         }
-        e->conns[e->nconns++] = c;
         w->e = e;
+        w->c = c;
+        w->state = W_ASKING;
+        e->ws[e->nws++] = w;
         w->next = c->watched;
         c->watched = w;
+        added++;
     }
-    resp_add_status(&c->out, "OK");
+    watch_ask_all(c, before, added);
 }
 
 void px_cmd_unwatch(px_conn *c, int argc, resp_arg *argv) {
@@ -286,7 +412,7 @@ void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
         px_multi_release(c);
         return;
     }
-    if (c->watch_dirty) {
+    if (c->watch_dirty || watch_expired(c)) {
         resp_add_null_array(&c->out);
         px_multi_release(c);
         return;
@@ -371,6 +497,7 @@ void px_atomic_release(void) {
 }
 
 int px_atomic_hold(px_conn *c) {
+    if (c->watch_wait) return 1;           /* its WATCH waits for the backend (its reads are off) */
     if (!px_srv.atomic_owner || px_srv.atomic_owner == c) return 0;
     if (px_script_busy_now()) return 0;    /* px_dispatch answers -BUSY */
     if (!c->held) {

@@ -22,14 +22,21 @@
  *     hash to one slot (else -CROSSSLOT when queueing), and the block goes to
  *     that slot's master.
  *
- * WATCH is kept by the proxy for every backend: a write command dispatched
- * by any client of this frontdoor on a watched key (or FLUSHDB/FLUSHALL, or
- * a backend swap) makes the watcher's EXEC answer a null array. It counts a
- * write command on the key as a change even when it changed nothing (SET NX
- * on an existing key), so an EXEC may abort where redis-server's would not,
- * never the reverse; a key that only expires is not seen; on the redis
- * backends, writes made by other clients of the Redis server directly are not
- * seen (docs/transactions.md).
+ * WATCH is kept by the proxy for every backend (never forwarded, also not
+ * to a Redis server). EXEC answers a null array, as Redis 7.0's, when since
+ * WATCH: a write command dispatched by any client of this frontdoor named a
+ * watched key, or a backend swap happened; FLUSHDB/FLUSHALL ran while a
+ * watched key existed (one absent at WATCH is not touched); or a key live
+ * at WATCH has expired: WATCH asks the primary for each new key's
+ * PEXPIRETIME (px_submit_to, detached) and EXEC compares the deadline with
+ * px_now_ms, the backends' expiry clock (deadline <= now: expired). On an
+ * asynchronous backend WATCH's +OK is a pending mark and the client's input
+ * is held (c->watch_wait, px_atomic_hold) until every answer is in; the
+ * embedded backends answer inside WATCH. Limits: a write command on the key
+ * counts as a change even when it changed nothing (SET NX on an existing
+ * key), so an EXEC may abort where redis-server's would not, never the
+ * reverse; on the redis backends, writes made by other clients of the
+ * Redis server directly are not seen (docs/transactions.md).
  */
 #ifndef FRONTDOOR_MULTI_H
 #define FRONTDOOR_MULTI_H
@@ -44,6 +51,16 @@ void px_multi_queue(px_conn *c, fd_command *cmd, int argc, resp_arg *argv);
 void px_multi_flag_error(px_conn *c);
 /* The client is closing (or RESET): drop its queue and its watches. */
 void px_multi_release(px_conn *c);
+
+/* Copy a command to keep it past its dispatch (a MULTI queue, an A/B copy):
+ * one malloc'd block holding the argc argument slices followed by the
+ * command as a RESP multibulk ("*<argc>\r\n$<len>\r\n<arg>\r\n..."); each
+ * slice points at its argument inside that multibulk (followed by "\r\n",
+ * not NUL-terminated). Returns the block, whose start is the argv array, and
+ * sets *raw and *rawlen to the multibulk inside it. The caller owns the
+ * block and frees it whole with free(argv) (never free(*raw)). NULL when out
+ * of memory (nothing allocated, *raw and *rawlen untouched). */
+resp_arg *px_cmd_copy(int argc, const resp_arg *argv, char **raw, size_t *rawlen);
 
 /* A write command was dispatched: mark the clients watching its keys. */
 void px_watch_touch(const fd_command *cmd, int argc, const resp_arg *argv);
@@ -66,7 +83,8 @@ void px_atomic_count(fd_pending *p);
  * px_atomic_release, like one more reply owed. */
 void px_atomic_retain(px_conn *c);
 void px_atomic_release(void);
-/* In process_input: 1 if c must wait (it was put on the held list). */
+/* In process_input: 1 if c must wait (it was put on the held list, or its
+ * WATCH waits for the backend's answers). */
 int  px_atomic_hold(px_conn *c);
 /* Run the held clients' input again (the unit ended). */
 void px_atomic_resume(void);

@@ -51,6 +51,8 @@ typedef struct script_entry {
     struct script_entry *next;
     char     sha[41];
     unsigned flags;        /* FD_SCRIPT_F_SHEBANG | NO_WRITES | ALLOW_OOM | ... */
+    size_t   len;          /* the body as given (shebang included) */
+    char     body[];       /* fd_script_body */
 } script_entry;
 
 struct fd_script_engine {
@@ -1106,9 +1108,25 @@ static int cache_add(fd_script_engine *e, script_entry *s) {
     return 0;
 }
 
+int fd_script_body(const fd_script_engine *e, const char *sha, size_t shalen, const char **body, size_t *len) {
+    char low[41];
+    if (!e || shalen != 40) return 0;
+    for (int i = 0; i < 40; i++) {
+        char ch = (char)tolower((unsigned char)sha[i]);
+        if (!isxdigit((unsigned char)ch)) return 0;
+        low[i] = ch;
+    }
+    low[40] = '\0';
+    const script_entry *s = cache_find((fd_script_engine *)e, low);
+    if (!s) return 0;
+    *body = s->body;
+    *len = s->len;
+    return 1;
+}
+
 static void cache_clear(fd_script_engine *e) {
     for (size_t i = 0; i < e->nbuckets; i++)
-        for (script_entry *x = e->buckets[i], *nx; x; x = nx) { nx = x->next; free(x); }
+        for (script_entry *x = e->buckets[i], *nx; x; x = nx) { nx = x->next; free(x); }   /* body included */
     free(e->buckets);
     e->buckets = NULL;
     e->nbuckets = e->count = 0;
@@ -1180,10 +1198,12 @@ static script_entry *create_function(fd_script_engine *e, const char *body, size
         lua_pop(L, 1);
         return NULL;
     }
-    s = calloc(1, sizeof *s);
+    s = calloc(1, sizeof *s + len);
     if (s) {
         memcpy(s->sha, sha, 41);
         s->flags = flags;
+        s->len = len;
+        if (len) memcpy(s->body, body, len);
     }
     if (!s || cache_add(e, s) < 0) {
         free(s);

@@ -160,6 +160,15 @@ unsigned fd_script_flags(const fd_script_engine *e);
 /* SHA1 (40 hex + NUL) of the running script, "" when none. */
 const char *fd_script_current_sha(const fd_script_engine *e);
 
+/* The body of the cached script whose SHA1 is sha (40 hex digits, either
+ * case) as it was given to EVAL or SCRIPT LOAD (shebang included): 1 with
+ * *body and *len pointing into the cache, valid until the cache is flushed
+ * (SCRIPT FLUSH) or the engine freed — copy it before anything that may run
+ * a script or a SCRIPT command. 0 when the engine has no such script (or
+ * sha is not 40 hex digits). The A/B layer resends an EVALSHA a secondary
+ * answered NOSCRIPT as EVAL with it. */
+int fd_script_body(const fd_script_engine *e, const char *sha, size_t shalen, const char **body, size_t *len);
+
 /* Cached scripts and the Lua heap (INFO memory: number_of_cached_scripts,
  * used_memory_lua). */
 size_t fd_script_count(const fd_script_engine *e);

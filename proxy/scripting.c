@@ -112,6 +112,10 @@ px_conn *px_script_client(void) { return running; }
 
 int px_script_busy_now(void) { return engine && running && fd_script_busy(engine); }
 
+int px_script_body(const resp_arg *sha, const char **body, size_t *len) {
+    return engine ? fd_script_body(engine, sha->ptr, sha->len, body, len) : 0;
+}
+
 void px_script_shutdown(void) {
     if (engine && !fd_script_running(engine)) fd_script_free(engine);
     engine = NULL;

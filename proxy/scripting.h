@@ -35,6 +35,12 @@ int px_script_busy_now(void);
  * (not counted as the client's; on an asynchronous one the loop runs nested
  * and every other client is held). One reply is appended to out. */
 void px_script_run_on(struct px_backend *be, px_conn *c, int argc, resp_arg *argv, resp_out *out);
+/* The body of a script in frontdoor's engine by its SHA1 (scripts that ran
+ * or were loaded with an lmdb, leveldb or mongodb backend, or on an
+ * embedded A/B secondary): 1 with *body and *len pointing into the engine's
+ * cache (fd_script_body: copy before running anything), 0 when the engine
+ * has none (or was never started). For the A/B layer's NOSCRIPT resend. */
+int  px_script_body(const resp_arg *sha, const char **body, size_t *len);
 /* Drop the engine (shutdown). */
 void px_script_shutdown(void);
 

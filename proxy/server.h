@@ -62,6 +62,7 @@ typedef struct px_conn {
     struct px_multi *multi;
     struct px_watched *watched;
     int        watch_dirty;
+    int        watch_wait;               /* WATCH waits for its keys' expiry times: input not processed */
     int        atomic;                   /* running EXEC or a script: blocking commands do not block */
     /* held while another client's transaction or script is atomic (multi.c) */
     int        held;

@@ -383,7 +383,16 @@ static void fill_cdf(px_conn *c, const px_hist *h) {
 }
 
 /* LATENCY HISTOGRAM [command ...]: from the commands' records (backends.h);
- * unknown commands and commands never run are left out, as Redis does. */
+ * unknown commands and commands never run are left out, as Redis does.
+ * Subcommands: Redis 7.0 keeps a record per subcommand and names it
+ * "parent|sub" (`config|get`; `LATENCY HISTOGRAM config` lists every
+ * subcommand of config that ran, `config|get` that one). frontdoor's
+ * command table (storage/commands.def) has no subcommand rows, so its
+ * records are per command: a container command (CONFIG, CLIENT, SCRIPT,
+ * OBJECT, XINFO ...) is reported under its own name, and a "parent|sub"
+ * argument finds nothing (fd_command_lookup knows no '|' names), as Redis
+ * finds nothing for "set|get" or "config|nosuch". INFO commandstats and
+ * latencystats name them the same way (`cmdstat_config`). */
 static void latency_histogram(px_conn *c, int argc, resp_arg *argv) {
     int ids[FD_CMD_COUNT], n = 0;
     static px_hist h;                          /* 2.7 KB: not on the stack */

@@ -63,12 +63,17 @@ typedef struct lm_txn {
     MDB_txn    *t;
     lm_db      *db;
     int         used;
-    /* The point cursor: every get/put/reserve/del of the transaction goes
-     * through it (opened at the first, closed before the end). A put right
-     * after a get of the same key — the kv layer's read-then-write — finds
-     * the cursor already on the key's leaf page and skips the descent from
-     * the root (LMDB's mdb_cursor_set checks the current page first). */
-    MDB_cursor *pc;
+    /* The point cursors: every get/put/reserve/del of the transaction goes
+     * through one of them (opened at the first use, closed before the
+     * end). A put right after a get of the same key — the kv layer's
+     * read-then-write — finds the cursor already on the key's leaf page and
+     * skips the descent from the root (LMDB's mdb_cursor_set looks at the
+     * current page first when the key lies between its first and last
+     * keys). pc[1] serves the element records ('S' keys), pc[0] the rest:
+     * a collection command alternates between its metadata ('M') and its
+     * elements, and with one cursor each switch was a descent (LPOP: four
+     * driver calls, three descents; now none while both pages hold). */
+    MDB_cursor *pc[2];
 } lm_txn;
 
 struct lm_db {
@@ -138,18 +143,21 @@ static int lm_begin(void *dbp, void *parent, void **txn)
     return FD_OK;
 }
 
-/* The transaction's point cursor, opened on first use; NULL on failure
- * (*rc set). */
-static MDB_cursor *point_cursor(lm_txn *x, int *rc)
+/* The transaction's point cursor for key k (see lm_txn), opened on first
+ * use; NULL on failure (*rc set). */
+static MDB_cursor *point_cursor(lm_txn *x, const void *k, size_t kl, int *rc)
 {
-    if (!x->pc && (*rc = mdb_cursor_open(x->t, x->db->dbi, &x->pc)) != 0) x->pc = NULL;
-    return x->pc;
+    int i = kl && *(const unsigned char *)k == KV_PFX_SUB;
+    if (!x->pc[i] && (*rc = mdb_cursor_open(x->t, x->db->dbi, &x->pc[i])) != 0) x->pc[i] = NULL;
+    return x->pc[i];
 }
 
 static void point_close(lm_txn *x)
 {
-    if (x->pc) mdb_cursor_close(x->pc);
-    x->pc = NULL;
+    for (int i = 0; i < 2; i++) {
+        if (x->pc[i]) mdb_cursor_close(x->pc[i]);
+        x->pc[i] = NULL;
+    }
 }
 
 static int lm_commit(void *txn)
@@ -176,7 +184,7 @@ static int lm_get(void *txn, const void *k, size_t kl, const void **v, size_t *v
 {
     lm_txn *x = txn;
     int rc = 0;
-    MDB_cursor *c = point_cursor(x, &rc);
+    MDB_cursor *c = point_cursor(x, k, kl, &rc);
     if (!c) return lm_status(rc);
     MDB_val key = { kl, (void *)k }, val;
     if ((rc = mdb_cursor_get(c, &key, &val, MDB_SET)) != 0) return lm_status(rc);
@@ -189,7 +197,7 @@ static int lm_put(void *txn, const void *k, size_t kl, const void *v, size_t vl)
 {
     lm_txn *x = txn;
     int rc = 0;
-    MDB_cursor *c = point_cursor(x, &rc);
+    MDB_cursor *c = point_cursor(x, k, kl, &rc);
     if (!c) return lm_status(rc);
     MDB_val key = { kl, (void *)k }, val = { vl, (void *)v };
     if ((rc = mdb_cursor_put(c, &key, &val, 0)) == MDB_MAP_FULL) x->db->drop_wm = 1;
@@ -200,7 +208,7 @@ static int lm_reserve(void *txn, const void *k, size_t kl, size_t vl, void **dst
 {
     lm_txn *x = txn;
     int rc = 0;
-    MDB_cursor *c = point_cursor(x, &rc);
+    MDB_cursor *c = point_cursor(x, k, kl, &rc);
     if (!c) return lm_status(rc);
     MDB_val key = { kl, (void *)k }, val = { vl, NULL };
     if ((rc = mdb_cursor_put(c, &key, &val, MDB_RESERVE)) != 0) {
@@ -215,7 +223,7 @@ static int lm_del(void *txn, const void *k, size_t kl)
 {
     lm_txn *x = txn;
     int rc = 0;
-    MDB_cursor *c = point_cursor(x, &rc);
+    MDB_cursor *c = point_cursor(x, k, kl, &rc);
     if (!c) return lm_status(rc);
     MDB_val key = { kl, (void *)k }, val;
     if ((rc = mdb_cursor_get(c, &key, &val, MDB_SET)) != 0) return lm_status(rc);
@@ -357,6 +365,35 @@ static const kv_driver lm_driver = {
     .nearly_full = lm_nearly_full,
 };
 
+/* ---------------------------------------------------------------- key order */
+
+/* LMDB's default key order (mdb_cmp_memn: memcmp over the common length,
+ * then the shorter key first), computed 8 bytes at a time without a call
+ * to memcmp. The order is exactly the default one, so the data file stays
+ * what any LMDB program reads (mdb_dump, mdb_stat, an older frontdoor):
+ * only the cost changes. Keys here share long prefixes ('M' "key:0000000..."
+ * or 'S' len enc version 'l'), and the B+tree searches compared them
+ * through a function pointer and then a memcmp call: 12 % of a random-key
+ * MSET's instructions were memcmp (docs/benchmarks.md, issue 19). */
+static int lm_keycmp(const MDB_val *a, const MDB_val *b)
+{
+    size_t al = a->mv_size, bl = b->mv_size, n = al < bl ? al : bl;
+    const unsigned char *p = a->mv_data, *q = b->mv_data;
+    for (; n >= 8; n -= 8, p += 8, q += 8) {
+        uint64_t x, y;
+        memcpy(&x, p, 8);
+        memcpy(&y, q, 8);
+        if (x != y) {
+            x = kv_get_u64(p);               /* big-endian: byte order is numeric order */
+            y = kv_get_u64(q);
+            return x < y ? -1 : 1;
+        }
+    }
+    for (; n; n--, p++, q++)
+        if (*p != *q) return *p < *q ? -1 : 1;
+    return al < bl ? -1 : al > bl;
+}
+
 /* ---------------------------------------------------------------- backend */
 
 /* Open db->env on db->dir: WRITEMAP when `writemap` (nosync only), and
@@ -373,6 +410,7 @@ static int lm_env_open(lm_db *db, int writemap, char *err, size_t errlen)
         rc = mdb_txn_begin(db->env, NULL, 0, &t);
         if (!rc) {
             rc = mdb_dbi_open(t, NULL, 0, &db->dbi);
+            if (!rc) rc = mdb_set_compare(t, db->dbi, lm_keycmp);   /* before any access */
             if (!rc) rc = mdb_txn_commit(t);
             else mdb_txn_abort(t);
         }

@@ -760,6 +760,46 @@ static void fail_parked(cl_backend *b) {
     }
 }
 
+/* The channel relay follows the map: PUBLISH reaches every node of a
+ * cluster, so any live node serves it, but the node it started at may be
+ * gone for good (a master killed, its replica promoted). When a new map
+ * comes while the relay is not up and its node is no longer a master, it
+ * moves to the map's first master; the host subscribes every channel and
+ * pattern again once it is up (fd_pubsub_resync). Messages published while
+ * no relay was up are not seen, as by a Redis client that reconnects.
+ * A node with shard relays that is no longer a master loses them, and the
+ * host subscribes everything again (fd_pubsub_resync): each shard channel
+ * then goes to its slot's new master. (A slot moved between two live
+ * masters by resharding: Redis 7.0 itself tells the subscribers
+ * `sunsubscribe`; not followed here.) */
+static void relay_follow(cl_backend *b) {
+    if (!b->nmasters) return;
+    /* shard relays of nodes that are masters no more: dropped, and every
+     * subscription is made again, each shard channel at its slot's master */
+    int resync = 0;
+    for (cl_node *n = b->nodes; n; n = n->next)
+        if (n->srelay && n->master_idx < 0) {
+            fd_log(FD_LOG_NOTICE, "redis-cluster: %s is not a master any more: its shard channels move", n->addr.name);
+            rc_conn_destroy(n->srelay);
+            free(n->srelay);
+            n->srelay = NULL;
+            resync = 1;
+        }
+    if (b->relay && b->relay->state != RC_UP) {
+        int master = 0;
+        for (int i = 0; i < b->nmasters && !master; i++) master = b->relay->addr == &b->masters[i]->addr;
+        if (!master) {                         /* (a master comes back: it stays) */
+            rc_addr *to = &b->masters[0]->addr;
+            fd_log(FD_LOG_NOTICE, "redis-cluster: pub/sub relay moves from %s (not a master any more) to %s",
+                   b->relay->addr->name, to->name);
+            rc_conn_destroy(b->relay);
+            memset(b->relay, 0, sizeof *b->relay);
+            rc_relay_init(b->relay, &b->sh, to, b->fb);   /* resyncs once up */
+        }
+    }
+    if (resync) fd_pubsub_resync(b->fb);
+}
+
 static void on_slots(void *ctx, const char *d, size_t n, int local) {
     cl_backend *b = ctx;
     b->refreshing = 0;
@@ -787,6 +827,7 @@ static void on_slots(void *ctx, const char *d, size_t n, int local) {
     b->last_map = fd_mono_ms();
     wake_parked(b, 1);
     deferred_run(b);
+    relay_follow(b);
     return;
 failed:
     b->refresh_failures++;
@@ -1423,8 +1464,9 @@ static void cl_info(fd_backend *fb, resp_out *o) {
         if (k > 0) resp_out_raw(o, line, (size_t)k < sizeof line ? (size_t)k : sizeof line - 1);
     }
     rc_blocking_info(&b->sh, o);
-    k = snprintf(line, sizeof line, "redis-cluster_backend_pubsub_relay:%s\r\n",
-                 !b->relay ? "none" : b->relay->state == RC_UP ? "up" : "down");
+    k = snprintf(line, sizeof line, "redis-cluster_backend_pubsub_relay:%s%s%s\r\n",
+                 !b->relay ? "none" : b->relay->state == RC_UP ? "up" : "down",
+                 b->relay ? "," : "", b->relay ? b->relay->addr->name : "");
     if (k > 0) resp_out_raw(o, line, (size_t)k);
 }
 

@@ -36,6 +36,9 @@ START_TIMEOUT = 20.0
 EMULATOR_BACKEND_TIMEOUT_MS = 10000
 
 
+BASE_SUFFIX = "@base"   # a frontdoor target run with the --frontdoor-base binary
+
+
 class Skip(Exception):
     """The target can't run here; the message says why (shown in the report)."""
 
@@ -112,6 +115,12 @@ class Target:
 
     @staticmethod
     def _classify(name):
+        # "T@base": target T run with --frontdoor-base (a before/after in one run)
+        if name.endswith(BASE_SUFFIX) and name != BASE_SUFFIX:
+            kind, b, d = Target._classify(name[:-len(BASE_SUFFIX)])
+            if kind != "frontdoor":
+                raise Skip(f"'{name}': only frontdoor targets have a {BASE_SUFFIX} twin")
+            return kind, b, d
         if name == "redis-direct":
             return "redis-direct", None, None
         if name == "twemproxy":

@@ -826,8 +826,9 @@ class MongoEmulator:
     """tests/mongo/server.py (mongomock over mockupdb) on a loopback port.
     An emulator: its speed says nothing about MongoDB's."""
 
-    def __init__(self, port=0):
+    def __init__(self, port=0, args=()):
         self.port = port
+        self.args = list(args)   # more options of tests/mongo/server.py (--delay-ms N)
         self.proc = None
 
     @property
@@ -835,7 +836,7 @@ class MongoEmulator:
         return "mongodb://%s:%d" % (HOST, self.port)
 
     def start(self, timeout=15.0):
-        self.proc = subprocess.Popen(["/usr/bin/python3", MONGO_SERVER, str(self.port)],
+        self.proc = subprocess.Popen(["/usr/bin/python3", MONGO_SERVER, str(self.port)] + self.args,
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, preexec_fn=_pdeathsig)
         line = self.proc.stdout.readline().decode()
@@ -1474,3 +1475,90 @@ def diff_pair(resp3=False, flush=True):
             r = c.cmd("HELLO", "3")
             check(r.startswith(b"%"), "HELLO 3 must reply with a map", r)
     return d
+
+
+_mongo_ready = {}
+
+
+def need_mongodb(modules=("mockupdb", "mongomock")):
+    """Skip unless the binary is frontdoor; a missing prerequisite unless it
+    has the MongoDB backend and /usr/bin/python3 imports `modules` (the
+    emulator's, plus whatever the caller reads documents with)."""
+    if frontdoor_is_redis():
+        skip("frontdoor is a redis-server stand-in")
+    if "built" not in _mongo_ready:
+        _mongo_ready["built"] = "mongodb" in run_frontdoor_expect_exit([("backend", "no-such-backend")])[1]
+    if not _mongo_ready["built"]:
+        missing_prerequisite("frontdoor built without the MongoDB backend (FRONTDOOR_WITH_MONGODB)")
+    if modules not in _mongo_ready:
+        _mongo_ready[modules] = subprocess.run(["/usr/bin/python3", "-c", "import " + ", ".join(modules)],
+                                               capture_output=True).returncode == 0
+    if not _mongo_ready[modules]:
+        missing_prerequisite("the test server needs %s (bash tests/setup-debian.sh --test)"
+                             % ", ".join("python3-" + m for m in modules))
+
+
+def start_mongo_frontdoor(uri, **directives):
+    """need_mongodb(), then start_frontdoor on the mongodb backend at `uri`
+    with a database of its own (mongo_database, unless given) and
+    backend_timeout 20000 (the emulator can take seconds on a loaded
+    machine), unless given."""
+    need_mongodb()
+    directives.setdefault("mongo_database", "t" + os.urandom(4).hex())
+    directives.setdefault("backend_timeout", 20000)
+    return start_frontdoor(backend="mongodb", mongo_uri=uri, **directives)
+
+
+class DiffTwo:
+    """Two clients per server over shared_pair() (diff_pair): a step
+    ("@B", cmd...) of diff_steps runs on the second; mismatches of both are
+    collected in `a`. The caller closes it."""
+
+    def __init__(self, resp3, first=()):
+        self.a = diff_pair(resp3)
+        for cmd in first:               # e.g. ("SCRIPT", "FLUSH")
+            self.a.cmd(*cmd)
+        self.b = diff_pair(resp3, flush=False)
+        self.b.mismatches = self.a.mismatches   # one report
+
+    def close(self):
+        for d in (self.a, self.b):
+            d.ref.close()
+            d.fd.close()
+
+
+def diff_steps(steps, two):
+    """Run steps on a DiffTwo: a callable gets the DiffTwo, ("SLEEP", s)
+    waits, ("@B", cmd...) goes to the second client, a tuple to the first."""
+    for st in steps:
+        if callable(st):
+            st(two)
+        elif st and st[0] == "SLEEP":
+            time.sleep(st[1])
+        elif st and st[0] == "@B":
+            two.b.cmd(*st[1:])
+        else:
+            two.a.cmd(*st)
+
+
+def diff_case(T, name, steps, first=()):
+    """Register a case on T: steps once in RESP2 and once in RESP3 on a new
+    DiffTwo each, failing with the mismatches' report."""
+    def fn():
+        for resp3 in (False, True):
+            two = DiffTwo(resp3, first)
+            try:
+                diff_steps(steps, two)
+                if two.a.mismatches:
+                    raise AssertionError(("RESP3: " if resp3 else "RESP2: ") + two.a.report())
+            finally:
+                two.close()
+    fn.__name__ = name
+    T.add(name, fn)
+
+
+def diff_pipelined(cmds):
+    """A step: send cmds in one write to both servers, compare every reply."""
+    def step(two):
+        two.a.pipeline(cmds)
+    return step

@@ -5,10 +5,14 @@
     runs them whole and ends with the same data as the primary (read on each
     side directly where it is a redis-server, else with FRONTDOOR AB KEY),
     for the backend pairs redis->lmdb, lmdb->redis, redis->redis,
-    mongodb->lmdb (when built); their replies are compared as one.
+    mongodb->lmdb (when built); their replies are compared as one. To a
+    mongodb secondary scripts and transactions go in the primary's order
+    (ab-mirror-order primary: through the outbox).
 (b) A unit that diverges is reported with the queued command that differs.
 (c) EVALSHA after SCRIPT LOAD on a redis secondary; a secondary that lost
-    its scripts (SCRIPT FLUSH behind frontdoor's back) gets the body as EVAL.
+    its scripts (SCRIPT FLUSH behind frontdoor's back) gets the body as EVAL;
+    so does one that never saw a script loaded before mirroring started
+    (lmdb primary: the body comes from frontdoor's engine).
 (d) Split: a transaction goes wholly to one side.
 (e) A contended lock (SET NX, a releasing script) stays the same on both sides.
 (f) Calibration: reads asked twice of the primary measure the noise per
@@ -113,6 +117,75 @@ def exec_and_scripts_mirrored_as_units():
 
 
 @T.case
+def scripts_to_a_mongodb_secondary_follow_the_primary_order():
+    """ab-mirror-order primary, a redis primary (one pooled connection: its
+    order is frontdoor's) and a mongodb secondary, where frontdoor's engine
+    runs the script copies: they too go when the primary answered (every
+    copy deferred), plain RPUSHes between them queue behind them, so four
+    clients' pipelines leave the list in the same order on both sides."""
+    need_frontdoor()
+    if not built("mongodb"):
+        skip("frontdoor built without the MongoDB backend")
+    fd, _ = start_pair("redis", "mongodb", redis_pool_size="1", ab_backend_timeout="20000")
+    script = "redis.call('RPUSH', KEYS[1], ARGV[1]); return redis.call('INCR', KEYS[2])"
+    conns = [fd.conn() for _ in range(4)]
+    try:
+        for i, c in enumerate(conns):
+            cmds = []
+            for j in range(10):
+                cmds += [("EVAL", script, "2", "o:l", "o:n", "s%d.%d" % (i, j)), ("RPUSH", "o:l", "p%d.%d" % (i, j))]
+            c.send_many(cmds)
+        for c in conns:
+            c.read_n(20)
+        c = conns[0]
+        settled(c)
+        a = ab(c)
+        eq((a["ab_mirrored"], a["ab_deferred"], a["ab_divergences"], a["ab_races"], a["ab_dropped"]),
+           ("80", "80", "0", "0", "0"), "every copy sent when the primary answered: %s %r" % (a, c.call("FRONTDOOR", "AB")))
+        check(a["ab_cmd_eval"].startswith("compared=40,divergences=0,"), "the scripts compared", a)
+        for k in ("o:l", "o:n"):
+            diff = c.call("FRONTDOOR", "AB", "KEY", k)[5]
+            check(b"is identical on both sides" in diff, "%s the same on both sides" % k, diff)
+    finally:
+        for c in conns:
+            c.close()
+
+
+@T.case
+def transactions_to_a_mongodb_secondary_follow_the_primary_order():
+    """The same with MULTI/EXEC units: each goes to the mongodb secondary
+    when the primary answered its EXEC (through the outbox), and the copies
+    the primary answers meanwhile wait until the unit's replies are in."""
+    need_frontdoor()
+    if not built("mongodb"):
+        skip("frontdoor built without the MongoDB backend")
+    fd, _ = start_pair("redis", "mongodb", redis_pool_size="1", ab_backend_timeout="20000")
+    conns = [fd.conn() for _ in range(4)]
+    try:
+        for i, c in enumerate(conns):
+            cmds = []
+            for j in range(10):
+                cmds += [("MULTI",), ("RPUSH", "t:l", "m%d.%d" % (i, j)), ("INCR", "t:n"), ("EXEC",),
+                         ("RPUSH", "t:l", "p%d.%d" % (i, j))]
+            c.send_many(cmds)
+        for c in conns:
+            c.read_n(50)
+        c = conns[0]
+        settled(c)
+        a = ab(c)
+        eq((a["ab_units"], a["ab_deferred"], a["ab_divergences"], a["ab_races"], a["ab_dropped"]),
+           ("40", "80", "0", "0", "0"), "every unit and copy sent when the primary answered: %s %r"
+           % (a, c.call("FRONTDOOR", "AB")))
+        for k in ("t:l", "t:n"):
+            diff = c.call("FRONTDOOR", "AB", "KEY", k)[5]
+            check(b"is identical on both sides" in diff, "%s the same on both sides" % k, diff)
+    finally:
+        for c in conns:
+            c.close()
+    fd.stop()
+
+
+@T.case
 def a_unit_divergence_names_the_queued_command():
     need_frontdoor()
     fd, servers = start_pair("redis", "redis")
@@ -159,6 +232,26 @@ def evalsha_after_script_load_on_a_redis_secondary():
             a = ab(c)
             eq((a["ab_noscript_resent"], a["ab_divergences"], a["ab_compared"]), ("1", "0", "3"), a)
         fd.stop()
+
+
+@T.case
+def evalsha_of_a_script_loaded_before_mirroring():
+    # lmdb primary: the script is in frontdoor's engine, loaded while A/B was
+    # off; the redis secondary answers NOSCRIPT and gets the engine's body
+    need_frontdoor()
+    body = "return redis.call('INCRBY', KEYS[1], ARGV[1])"
+    fd, servers = start_pair("lmdb", "redis", ab_mode="off")
+    with fd.conn() as c, Conn(servers["secondary"].port) as sec:
+        sha = c.call("SCRIPT", "LOAD", body)
+        eq(c.cmd("CONFIG", "SET", "ab-mode", "mirror"), b"+OK\r\n")
+        eq(sec.call("SCRIPT", "EXISTS", sha), [0], "the secondary never saw the script")
+        eq(c.call("EVALSHA", sha.upper(), "1", "m", "4"), 4)
+        settled(c)
+        wait_until(lambda: sec.call("GET", "m") == b"4", what="the secondary ran it as EVAL")
+        eq(sec.call("SCRIPT", "EXISTS", sha), [1], "and keeps it")
+        a = ab(c)
+        eq((a["ab_noscript_resent"], a["ab_divergences"]), ("1", "0"), a)
+    fd.stop()
 
 
 @T.case

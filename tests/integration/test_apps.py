@@ -6,17 +6,18 @@ scripts as the libraries send them.
 Python (Debian packages, tests/setup-debian.sh --test): kombu's redis
 transport (a broker round trip: 10 messages produced, consumed, acked), redis-py (default
 pipeline = MULTI/EXEC, transaction() with WATCH and a conflicting writer,
-lock(), register_script), RQ (enqueue + a burst SimpleWorker; its worker
-needs XADD and SUBSCRIBE: a known bug on the backends without them), limits
+lock(), register_script), RQ (enqueue + a burst SimpleWorker, and a
+non-burst worker blocked in BLPOP woken by jobs enqueued later), limits
 (fixed and moving window, Lua on Redis storage).
 Node (tests/apps/package.json, `npm ci` by the setup; run by tests/apps/apps.js):
 ioredis multi() and defineCommand, node-redis v4 multi() with WATCH,
 ioredis and node-redis v4 subscribers (a channel and a pattern, messages in
 order from another client; on redis/redis-cluster also from a client of the
 redis-server behind frontdoor),
-rate-limiter-flexible, BullMQ (queue + worker). BullMQ needs commands not
-served yet (streams in its scripts, blocking pops): its case reports where
-it stands as a known bug instead of failing the suite.
+rate-limiter-flexible, BullMQ (queue + worker completing jobs: its Lua
+scripts, its event stream, its workers' blocking pops). Every case must pass
+on every backend (node(..., known=...) exists for a case that shows a known
+bug; none does today).
 """
 import json
 import os

@@ -223,5 +223,19 @@ def growth_and_seed_scenarios_run():
         check(sid in secs and "<svg" in secs[sid], "no chart in section " + sid, list(secs))
 
 
+@T.case
+def frontdoor_base_runs_twins():
+    # --frontdoor-base: every frontdoor target T also runs as T@base with the second binary
+    out, res, err = bench("base", ["--backends", "lmdb-nosync", "--tests", "set", "-n", "2000", "-P", "16",
+                                   "--frontdoor-base", frontdoor_bin()])
+    check(not schema.validate(res), "results.json schema", schema.validate(res)[:5])
+    ok = {r["target"] for r in res["runs"] if r["ok"]}
+    eq(sorted(ok), ["lmdb-nosync", "lmdb-nosync@base", "redis-direct"], "targets with successful rows")
+    r = subprocess.run([sys.executable, os.path.join(os.path.dirname(RUN), "ratios.py"), out],
+                       capture_output=True, text=True, timeout=30)
+    check(r.returncode == 0 and "lmdb-nosync@base" in r.stdout and "| set |" in r.stdout,
+          "ratios.py table", r.stdout + r.stderr)
+
+
 if __name__ == "__main__":
     T.main()

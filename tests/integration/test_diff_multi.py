@@ -17,55 +17,16 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import Tests, diff_pair, encode_many
+from fdtest import Tests, diff_case, diff_pipelined
 
 T = Tests(case_timeout=120)
 BACKEND = os.environ.get("FD_BACKEND", "lmdb")
 
-class Two:
-    """Two clients per server; mismatches of both are collected in `a`."""
-
-    def __init__(self, resp3):
-        self.a = diff_pair(resp3)
-        self.a.cmd("SCRIPT", "FLUSH")
-        self.b = diff_pair(resp3, flush=False)
-        self.b.mismatches = self.a.mismatches   # one report
-
-    def close(self):
-        for d in (self.a, self.b):
-            d.ref.close()
-            d.fd.close()
-
-
-def run(steps, two):
-    for st in steps:
-        if callable(st):
-            st(two)
-        elif st and st[0] == "@B":
-            two.b.cmd(*st[1:])
-        else:
-            two.a.cmd(*st)
-
-
 def scripted(name, steps):
-    def fn():
-        for resp3 in (False, True):
-            two = Two(resp3)
-            try:
-                run(steps, two)
-                if two.a.mismatches:
-                    raise AssertionError(("RESP3: " if resp3 else "RESP2: ") + two.a.report())
-            finally:
-                two.close()
-    fn.__name__ = name
-    T.add(name, fn)
+    diff_case(T, name, steps, first=[("SCRIPT", "FLUSH")])
 
 
-def pipelined(cmds):
-    """Send cmds in one write to both servers and compare every reply."""
-    def step(two):
-        two.a.pipeline(cmds)
-    return step
+pipelined = diff_pipelined
 
 
 # ============================================================ transactions

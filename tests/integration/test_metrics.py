@@ -10,6 +10,8 @@ parser: python3-prometheus-client's text parser from Debian.
     INFO latencystats (p50 within the bucket the histogram puts the median
     in); per-backend histograms agree with INFO backends for primary and
     secondary; A/B counters equal INFO ab; connections counted.
+(b2) a redis primary mirrored to lmdb: the noisy, deferred and unit A/B
+    events are exported, equal INFO ab and are not 0.
 (c) anything but GET /metrics (or /) is a 404/405, and the server lives on.
 """
 import os
@@ -19,7 +21,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fdtest import (Tests, start_frontdoor, check, eq, skip, free_port, frontdoor_is_redis, info_fields,
-                    make_tempdir, Err, HOST, missing_prerequisite)
+                    make_tempdir, Err, HOST, missing_prerequisite, start_redis, wait_until)
 
 T = Tests()
 
@@ -141,6 +143,33 @@ def scraped_page_agrees_with_info():
         check(series(f, "frontdoor_connections_received", "frontdoor_connections_received_total") >= 2, "accepted")
         # a second scrape counts the first
         eq(series(families(scrape(mport, "/")[1]), "frontdoor_metrics_scrapes", "frontdoor_metrics_scrapes_total"), 1)
+
+
+@T.case
+def ab_noisy_deferred_units_exported():
+    """A redis primary mirrored to lmdb (ab-mirror-order primary): copies
+    deferred, a transaction mirrored as a unit, a calibrated random script
+    then counted noisy; each event equals INFO ab and is not 0."""
+    need()
+    r, mport = start_redis(), free_port()
+    fd = start_frontdoor(durability="nosync", metrics_port=str(mport), backend="redis",
+                         redis_address="%s:%d" % (HOST, r.port), ab_mode="mirror", ab_secondary="lmdb",
+                         ab_dir=make_tempdir("fdtest-ab-"), ab_durability="nosync")
+    rnd = "return redis.call('SRANDMEMBER', KEYS[1], 3)"
+    with fd.conn() as c:
+        c.call("SADD", "s", *["m%d" % i for i in range(50)])
+        c.send_many([("MULTI",), ("SET", "u", "1"), ("INCR", "u"), ("EXEC",)])
+        c.read_n(4)
+        eq(c.cmd("FRONTDOOR", "AB", "CALIBRATE", "20"), b"+OK\r\n")
+        for _ in range(40):                       # 20 calibrated, then 20 mirrored: noisy
+            c.call("EVAL_RO", rnd, "1", "s")
+        wait_until(lambda: info(c, "ab")["ab_queue"] == "0", what="mirror settled")
+        ab, f = info(c, "ab"), families(scrape(mport)[1])
+        for event, field in (("noisy", "ab_noisy"), ("deferred", "ab_deferred"), ("unit", "ab_units")):
+            got = series(f, "frontdoor_ab", "frontdoor_ab_total", event=event)
+            eq(got, int(ab[field]), event)
+            check(got > 0, "%s counted" % event, ab)
+        eq(series(f, "frontdoor_ab", "frontdoor_ab_total", event="unit"), 1, "one transaction")
 
 
 @T.case

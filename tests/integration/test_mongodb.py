@@ -32,31 +32,12 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import (Tests, Conn, Err, parse, check, eq, skip,  # noqa: E402
-                    start_frontdoor, frontdoor_is_redis, free_port, MongoEmulator,
-                    REDIS_BENCHMARK, wait_until, run_frontdoor_expect_exit,
-                    start_redis, Diff, norm_sorted, norm_pairs, ttl_close, raw_elements, missing_prerequisite)
+from fdtest import (Tests, Conn, Err, parse, check, eq,  # noqa: E402
+                    free_port, missing_prerequisite, MongoEmulator, need_mongodb, start_mongo_frontdoor,
+                    REDIS_BENCHMARK, wait_until, start_redis, Diff, norm_sorted, norm_pairs, ttl_close,
+                    raw_elements)
 
 T = Tests("test_mongodb.py", case_timeout=50)
-
-
-_built = []
-
-
-def need_mongodb():
-    """Skip when the binary has no MongoDB backend (or is a redis-server)."""
-    if frontdoor_is_redis():
-        skip("frontdoor is a redis-server stand-in")
-    if not _built:
-        rc, out = run_frontdoor_expect_exit([("backend", "no-such-backend")])
-        mods = subprocess.run(["/usr/bin/python3", "-c", "import mockupdb, mongomock"],
-                              capture_output=True).returncode == 0
-        _built.append(("mongodb" in out, mods))
-    if not _built[0][0]:
-        missing_prerequisite("frontdoor built without the MongoDB backend (FRONTDOOR_WITH_MONGODB)")
-    if not _built[0][1]:
-        missing_prerequisite("the test server needs python3-mockupdb and python3-mongomock "
-             "(bash tests/setup-debian.sh --test)")
 
 
 def emulator(port=0):
@@ -65,14 +46,8 @@ def emulator(port=0):
 
 
 def fd(emu=None, uri=None, **kw):
-    need_mongodb()
-    kw.setdefault("backend", "mongodb")
-    kw.setdefault("mongo_uri", uri or emu.uri)
-    kw.setdefault("mongo_database", "t%d" % random.randrange(1 << 30))
-    # the emulator under a loaded machine can take seconds: only the fault
-    # cases test the timeout, with their own value
-    kw.setdefault("backend_timeout", 20000)
-    return start_frontdoor(**kw)
+    # only the fault cases test the timeout, with their own value
+    return start_mongo_frontdoor(uri or emu.uri, **kw)
 
 
 def unavailable(r):

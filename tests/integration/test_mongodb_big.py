@@ -22,47 +22,24 @@ The whole shared differential matrix also runs on the big layout: the
 
 import os
 import random
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import (Tests, Diff, check, eq, skip, start_frontdoor, start_redis,  # noqa: E402
-                    frontdoor_is_redis, MongoEmulator, run_frontdoor_expect_exit,
-                    norm_sorted, norm_pairs, missing_prerequisite)
+from fdtest import (Tests, Diff, check, eq, start_redis,  # noqa: E402
+                    need_mongodb, shared_mongo, start_mongo_frontdoor, norm_sorted, norm_pairs)
 
 T = Tests("test_mongodb_big.py", case_timeout=120)
-_built = []
-
-
-def need_mongodb():
-    if frontdoor_is_redis():
-        skip("frontdoor is a redis-server stand-in")
-    if not _built:
-        rc, out = run_frontdoor_expect_exit([("backend", "no-such-backend")])
-        mods = subprocess.run(["/usr/bin/python3", "-c", "import mockupdb, mongomock, pymongo"],
-                              capture_output=True).returncode == 0
-        _built.append(("mongodb" in out, mods))
-    if not _built[0][0]:
-        missing_prerequisite("frontdoor built without the MongoDB backend (FRONTDOOR_WITH_MONGODB)")
-    if not _built[0][1]:
-        missing_prerequisite("the test server needs python3-mockupdb, python3-mongomock, python3-pymongo")
-
-
-_emu = []
 
 
 def emulator():
-    need_mongodb()
-    if not _emu:
-        _emu.append(MongoEmulator(0).start())
-    return _emu[0]
+    need_mongodb(("mockupdb", "mongomock", "pymongo"))
+    return shared_mongo()
 
 
 def fd(threshold, **kw):
     db = "big%d" % random.randrange(1 << 30)
-    s = start_frontdoor(backend="mongodb", mongo_uri=emulator().uri, mongo_database=db,
-                        backend_timeout=60000, mongo_big_threshold=threshold, **kw)
-    return s, db
+    return start_mongo_frontdoor(emulator().uri, mongo_database=db, backend_timeout=60000,
+                                 mongo_big_threshold=threshold, **kw), db
 
 
 def mongo(db):

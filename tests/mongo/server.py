@@ -322,8 +322,9 @@ def _quiet_reprs():
 # ------------------------------------------------------------ the server
 
 class Emulator:
-    def __init__(self, ttl_interval):
+    def __init__(self, ttl_interval, delay_ms=0):
         self.client = mongomock.MongoClient()
+        self.delay = delay_ms / 1000.0   # every reply waits this long (tests of in-flight windows)
         self.ttl = {}          # (db, coll) -> [(field, seconds)]
         self.lock = threading.Lock()
         self.ttl_interval = ttl_interval
@@ -358,6 +359,8 @@ class Emulator:
         name = req.command_name
         if name is None:
             return False
+        if self.delay:
+            time.sleep(self.delay)
         n = name.lower()
         if n in ("insert", "update", "delete", "findandmodify"):
             wc = req.doc.get("writeConcern")
@@ -751,11 +754,13 @@ def main():
     ap.add_argument("port", nargs="?", type=int, default=0)
     ap.add_argument("--ttl-interval", type=float, default=60.0)
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--delay-ms", type=float, default=0.0,
+                    help="answer every command this late (tests of what is in flight)")
     a = ap.parse_args()
     faulthandler.register(signal.SIGUSR1)     # kill -USR1: every thread's stack on stderr
     if not a.verbose:
         _quiet_reprs()
-    emu = Emulator(a.ttl_interval)
+    emu = Emulator(a.ttl_interval, a.delay_ms)
     srv = mockupdb.MockupDB(port=a.port, verbose=a.verbose)
     srv._address = ("127.0.0.1", a.port)     # never 'localhost' (could be ::1 or all)
     srv.autoresponds(emu.handle)
