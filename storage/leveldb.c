@@ -17,10 +17,13 @@
  *     commit); a turn that wrote nothing writes nothing. The write runs on
  *     a writer thread ("commits" below): the frozen overlay stays a read
  *     layer until it is stored, and the replies of its writes wait
- *     (FD_PENDING, the backend is ops->async);
+ *     (FD_PENDING, the backend is ops->async) — unless it cannot stall and
+ *     the turn is light: then on the loop ("inline commits" below);
  *   - abort = drop the overlay.
- * Only the writer thread writes the database, and only keys of overlays
- * still layered above it, so reads need no snapshot: for every other key
+ * Only the writer thread writes the database while a turn is open (the
+ * loop writes inline only at the end of a turn, with nothing at the
+ * writer), and only keys of overlays still layered above it, so reads need
+ * no snapshot: for every other key
  * LevelDB is unchanged while a turn is open.
  * No nested transactions (begin(parent) is FD_E_NOTSUPPORTED, nearly_full is
  * NULL): a write to the overlay can only fail on malloc, so careful mode has
@@ -257,7 +260,6 @@ struct ld_db {
     uint64_t  inline_commits, inline_slow, inline_blocked, polls;
     int64_t   inline_after_us;               /* no inline commit before (a blocked one backs off) */
     uint64_t  turn_bytes_avg;                /* overlay bytes of the turns that wrote (moving average, 1/8) */
-    int       last_l0, last_logs;            /* what the last poll saw */
 };
 
 struct kv_iter {
@@ -1019,7 +1021,6 @@ static void inline_poll(ld_db *db)
         if (busy) return;
     }
     int l0 = (int)ld_prop_ull(db, "leveldb.num-files-at-level0");
-    db->last_l0 = l0;
     if (l0 >= LD_L0_SLOWDOWN - 1) return;
     /* kept open: opendir's 32 KB buffer is a malloc that consolidates the heap */
     if (db->logdir) rewinddir(db->logdir);
@@ -1037,7 +1038,6 @@ static void inline_poll(ld_db *db)
         nlogs++;
         if (num >= maxn) { maxn = num; memcpy(name, de->d_name, n + 1); }
     }
-    db->last_logs = nlogs;
     /* two logs: the previous memtable is being flushed (one more L0 file) */
     if (nlogs < 1 || nlogs > 2 || l0 + nlogs - 1 >= LD_L0_SLOWDOWN) return;
     char path[4200];
