@@ -13,6 +13,8 @@ frontdoor's event loop, so every client, the probe included, waits.
     bench/leveldb_pause.py --write-buffer 64mb --mb 400
     bench/leveldb_pause.py --backend lmdb --lmdb-map-size 2gb   # the same load on LMDB, for comparison
     bench/leveldb_pause.py --durability sync
+    bench/leveldb_pause.py --write-buffer 64mb --mb 2048 --compare /tmp/ld-base/frontdoor --repeat 2
+                            # this build and another binary side by side, alternating, in one run
 
 Prints a summary (probe latency percentiles, worst pauses with their time
 into the run, the load's throughput, frontdoor's INFO leveldb_* counters) and
@@ -71,10 +73,34 @@ def main():
     ap.add_argument("--interval-ms", type=float, default=1.0, help="probe period (default 1 ms)")
     ap.add_argument("--data-root", help="parent of the temporary data folder (default: system temp)")
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--compare", help="comma-separated other frontdoor binaries: each runs the same load, "
+                    "alternating with --frontdoor, --repeat times (one summary table at the end)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per binary (default 1)")
     a = ap.parse_args()
+    bins = [a.frontdoor or fdtest.frontdoor_bin()]
+    if a.compare:
+        bins += [b for b in a.compare.split(",") if b]
+    results = []
+    for rep in range(a.repeat):
+        for b in bins:
+            print("\n=== run %d of %s" % (rep + 1, b))
+            sys.stdout.flush()
+            r = run_one(a, b)
+            r["binary"] = b
+            results.append(r)
+    if len(results) > 1:
+        print("\nsummary (probe = PING/GET every %.1f ms; GET = the GET probes only):" % a.interval_ms)
+        print("%-40s %8s %9s %9s %9s %9s %9s" % ("binary", "SET/s", "max ms", "p99.9 ms", "GETp99.9", "GET max", ">10ms"))
+        for r in results:
+            print("%-40s %8d %9.1f %9.2f %9.2f %9.1f %9d" % (r["binary"][-40:], r["sets_per_s"], r["probe_ms"]["max"],
+                  r["probe_ms"]["p99.9"], r["get_ms"]["p99.9"], r["get_ms"]["max"], r["probes_over_ms"]["10"]))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results if len(results) > 1 else results[0], f, indent=1)
 
-    if a.frontdoor:
-        os.environ["FRONTDOOR_BIN"] = a.frontdoor
+
+def run_one(a, binary):
+    os.environ["FRONTDOOR_BIN"] = binary
     fdtest.START_TIMEOUT = 30
     if a.data_root:
         os.environ["TMPDIR"] = a.data_root
@@ -117,7 +143,7 @@ def main():
         t1 = time.monotonic()
         if r.startswith(b"-"):
             print("probe got an error reply: %r" % r[:200])
-        lat.append((t0 - t_start, t1 - t0))
+        lat.append((t0 - t_start, t1 - t0, i % 2))
         i += 1
         next_t += period
         if next_t > t1:
@@ -140,6 +166,7 @@ def main():
     fd.stop()
 
     vals = sorted(x[1] for x in lat)
+    gets = sorted(x[1] for x in lat if x[2])
     worst = sorted(lat, key=lambda x: -x[1])[:8]
     res = {
         "backend": a.backend, "directives": directives, "mb": a.mb, "requests": n,
@@ -148,8 +175,10 @@ def main():
         "sets_per_s": int(n / elapsed), "probes": len(vals),
         "probe_ms": {k: round(pct(vals, p) * 1000, 2) for k, p in
                      (("p50", 50), ("p99", 99), ("p99.9", 99.9), ("max", 100))},
+        "get_ms": {k: round(pct(gets, p) * 1000, 2) for k, p in
+                   (("p50", 50), ("p99", 99), ("p99.9", 99.9), ("max", 100))},
         "probes_over_ms": {str(t): sum(1 for v in vals if v > t / 1000.0) for t in (10, 50, 100, 500, 1000)},
-        "worst": [(round(t, 2), round(v * 1000, 1)) for t, v in worst],
+        "worst": [(round(t, 2), round(v * 1000, 1)) for t, v, _ in worst],
         "disk_mb": round(disk / 1048576.0, 1),
         "loadavg_1m_before_after": [round(load_before[0], 2), round(load_after[0], 2)],
         "cpus": os.cpu_count(),
@@ -163,13 +192,13 @@ def main():
     print("probe (%d PING/GET, one every %.1f ms): p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.1f ms"
           % (len(vals), a.interval_ms, res["probe_ms"]["p50"], res["probe_ms"]["p99"],
              res["probe_ms"]["p99.9"], res["probe_ms"]["max"]))
+    print("GET probes only: p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.1f ms"
+          % (res["get_ms"]["p50"], res["get_ms"]["p99"], res["get_ms"]["p99.9"], res["get_ms"]["max"]))
     print("probes slower than 10/50/100/500/1000 ms: %s" % "/".join(str(v) for v in res["probes_over_ms"].values()))
     print("worst (s into the run, ms): %s" % ", ".join("%.2fs %.1fms" % w for w in res["worst"]))
     for k in sorted(res["info"]):
         print("  %s: %s" % (k, res["info"][k]))
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(res, f, indent=1)
+    return res
 
 
 if __name__ == "__main__":

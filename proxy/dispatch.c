@@ -42,6 +42,7 @@ int px_submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_id, 
         .cmd = cmd, .argc = argc, .argv = argv, .out = out,
         .now_ms = px_now_ms(), .is_write = cmd ? (cmd->flags & FD_CMD_WRITE) != 0 : 1,
         .raw = raw, .rawlen = rawlen, .client_id = client_id, .route_key = forced_route,
+        .detached = c == NULL,
     };
     if (!be) {
         px_reply_status(out, FD_E_UNAVAILABLE, name);
@@ -62,7 +63,7 @@ int px_submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_id, 
         }
     }
     uint64_t ts = *clock;
-    if (be->b.ops->async) {
+    if (be->b.ops->async && (r.is_write ? !be->b.writes_inline : !be->b.ops->async_writes)) {
         if (!(r.pending = px_pending_push(c, cmd, ts))) {
             px_reply_status(out, FD_E_NOMEM, name);
             if (tap) tap->fn(tap->ud, NULL, 0, 1);

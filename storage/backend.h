@@ -86,6 +86,9 @@ typedef struct fd_request {
     uint64_t   client_id;    /* the proxy's id of the client (for per-client ordering) */
     const resp_arg *route_key; /* non-NULL: a part of an atomic unit; a sharded backend sends it
                                 * where this key lives (MULTI/EXEC blocks on a cluster) */
+    int        detached;     /* the reply goes to no client's output buffer (a script's command, an
+                              * A/B mirror copy): the host waits for it or drops it, so a backend
+                              * must not keep it pending for a later commit (LevelDB) */
 } fd_request;
 
 /* A backend that returned FD_PENDING completes the request later with
@@ -96,6 +99,8 @@ typedef struct fd_backend fd_backend;
 typedef struct fd_backend_ops {
     const char *name;                                   /* "lmdb", "leveldb", ... */
     int         async;                                  /* submit may return FD_PENDING */
+    int         async_writes;                           /* with async: only write commands get a pending
+                                                         * handle (r->pending); reads are answered in submit */
     int         passthrough;                            /* takes commands the table does not know (r->cmd NULL), e.g. a Redis server */
     int         embedded;                               /* keeps its data in `dir` (one process at a time: the folder is locked) */
     /* 0 or FD_E_*; on failure err gets a human-readable reason. */
@@ -158,6 +163,9 @@ struct fd_backend {
     const fd_backend_ops *ops;
     void *state;               /* the backend's own */
     int   turn_writes;         /* writes submitted since the last end_turn */
+    int   writes_inline;       /* set by an async_writes backend while its commits run inline
+                                * (LevelDB when a write cannot stall): write commands then get no
+                                * pending handle either; the backend may change it between turns */
 };
 
 /* Look up a compiled-in backend by name; NULL if unknown or not built. */

@@ -14,11 +14,17 @@
  *   - commit = ONE leveldb_write of a WriteBatch built from the overlay (all
  *     of LevelDB's keys deleted first after a clear), with WriteOptions.sync
  *     when cfg->sync: one write + one fsync per event-loop turn (group
- *     commit); a turn that wrote nothing writes nothing;
+ *     commit); a turn that wrote nothing writes nothing. The write runs on
+ *     a writer thread ("commits" below): the frozen overlay stays a read
+ *     layer until it is stored, and the replies of its writes wait
+ *     (FD_PENDING, the backend is ops->async) — unless it cannot stall and
+ *     the turn is light: then on the loop ("inline commits" below);
  *   - abort = drop the overlay.
- * Nothing but this process writes the database while a turn is open (one
- * transaction at a time, LevelDB's LOCK plus frontdoor.lock), so reads need
- * no snapshot: LevelDB is unchanged from the turn's begin to its commit.
+ * Only the writer thread writes the database while a turn is open (the
+ * loop writes inline only at the end of a turn, with nothing at the
+ * writer), and only keys of overlays still layered above it, so reads need
+ * no snapshot: for every other key
+ * LevelDB is unchanged while a turn is open.
  * No nested transactions (begin(parent) is FD_E_NOTSUPPORTED, nearly_full is
  * NULL): a write to the overlay can only fail on malloc, so careful mode has
  * nothing to protect.
@@ -33,7 +39,10 @@
 #include <unistd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
+#include <dirent.h>
 #include <leveldb/c.h>
+#include <ev.h>
 #include "clock.h"
 #include "kv/kv.h"
 #include "kv/kv_overlay.h"
@@ -48,6 +57,15 @@
 #define LD_RC_MIN         (64u << 10)     /* row cache: at least this many bytes */
 #define LD_READ_BEHIND    32              /* list elements read ahead downwards (RPOP) */
 #define LD_RC_BUCKETS     (1u << 18)      /* row cache hash buckets (power of 2) */
+#define LD_MAX_BATCHES    8               /* uncommitted batches (layers) at most */
+#define LD_HOLD_BYTES     (256ULL << 20)  /* overlay bytes not yet committed: the bound */
+#define LD_HOLD_REPLIES   (1u << 20)      /* write replies held: the bound */
+#define LD_STALL_US       2000            /* a write above this counts as writer stall time */
+#define LD_POLL_US        5000            /* writer mode: LevelDB's state read at most this often */
+#define LD_L0_SLOWDOWN    8               /* LevelDB's kL0_SlowdownWritesTrigger (1 ms per write) */
+#define LD_INLINE_BACKOFF_US 500000       /* an inline write that blocked: the writer's for this long */
+#define LD_INLINE_TURN_BYTES (32u << 10)  /* turns above this on average: the writer's (the loop's time) */
+#define LD_ARENA_BLOCK    4096            /* LevelDB's Arena: block size; bigger than 1/4: own block */
 
 static int ov_cmp(const kv_ov_node *n, const char *k, size_t kl)
 {
@@ -94,11 +112,61 @@ typedef struct ld_row {
 static inline char *row_key(ld_row *r) { return (char *)(r + 1); }
 static inline char *row_val(ld_row *r) { return (char *)(r + 1) + r->kl; }
 
+/* A write command's reply held until its commit is stored: bytes
+ * [off, off+len) of the holder's rbuf. */
+typedef struct ld_held {
+    fd_pending *p;
+    size_t      off, len;
+} ld_held;
+typedef struct ld_holds {
+    ld_held *held;
+    size_t   nheld, capheld;
+    char    *rbuf;
+    size_t   rlen, rcap;
+} ld_holds;
+
+/* Replies to send once a commit is done: moved out of a batch by
+ * collect_done, sent by on_wake (never inside end_turn or submit: a reply
+ * may make the host run more commands). */
+typedef struct ld_answers {
+    struct ld_answers *next;
+    int      status;         /* FD_OK: the replies; else every one fails with it */
+    ld_held *held;
+    size_t   nheld;
+    char    *rbuf;
+} ld_answers;
+
+/* One frozen turn (or several merged turns) on its way into LevelDB. The
+ * loop owns the queue db->bq (oldest first) and reads each batch's overlay
+ * as a layer above LevelDB until the batch is retired; the writer thread
+ * takes the oldest QUEUED batch, writes it, marks it DONE (state under
+ * wmu). A QUEUED batch at the tail takes the next turns in (merged), so the
+ * queue stays short while a write stalls. */
+enum { LB_QUEUED, LB_WRITING, LB_DONE };
+typedef struct ld_batch {
+    kv_overlay *ov;
+    struct ld_batch *fnext;  /* on db->freeq */
+    uint64_t  seq;
+    int       state;         /* LB_*, under wmu */
+    int       status;        /* the write's result (LB_DONE) */
+    int       cleared;       /* FLUSHDB: first delete everything LevelDB holds */
+    int       collected;     /* its replies moved to db->ans */
+    int       fail;          /* not to be written: fail with this (a merge ran out of memory) */
+    ld_holds  h;             /* the replies its writes wait with */
+    uint64_t  records, write_us, turns;
+    uint64_t  arena, logb;   /* memtable and log bytes the write added (write_overlay) */
+    char      err[256];      /* LevelDB's error text (writer thread) */
+} ld_batch;
+
 typedef struct ld_txn {
     ld_db   *db;
     int      used;
     int      cleared;        /* clear() ran: LevelDB's records are hidden */
     kv_overlay *ov;
+    uint64_t stamp;          /* bumped by every write (kv_driver.stamp) */
+    int      must_sync;      /* a write reply was released: commit before end_turn returns */
+    int      inline_turn;    /* began while be->writes_inline: written before end_turn returns */
+    ld_holds h;              /* replies of this turn's writes (kv_driver.hold) */
     char   **reads;          /* leveldb_get results handed out: freed at the next write */
     size_t   nreads, capreads;
     /* The last key looked up in LevelDB and whether LevelDB holds it: valid
@@ -144,9 +212,54 @@ struct ld_db {
     pthread_t       cthread;
     pthread_mutex_t cmu;
     pthread_cond_t  ccv;
-    int             cstarted, cwant, cstop;
+    int             cstarted, cwant, cstop, cbusy;
     uint64_t        compactions;
     char     last_error[256];
+    /* asynchronous commits: the writer thread (none without a loop: unit
+     * tests commit inline) */
+    struct ev_loop *loop;
+    ev_async        wake;    /* the writer finished a batch */
+    int             async;   /* writer running */
+    pthread_t       wthread;
+    pthread_mutex_t wmu;
+    pthread_cond_t  wcv;     /* the writer waits for work */
+    pthread_cond_t  dcv;     /* the loop waits for a batch to be done */
+    int             wstop;
+    int             widle;   /* the writer waits on wcv (under wmu): only then is a signal needed */
+    ld_batch       *bq[LD_MAX_BATCHES];
+    int             nb;
+    uint64_t        seq;     /* of the last batch queued */
+    uint64_t        poison_from, poison_upto;   /* under wmu: see writer() */
+    int             poison_status;
+    ld_answers     *ans, *ans_tail;
+    int             in_wake;
+    int             delay_ms; /* test hook: FRONTDOOR_LEVELDB_WRITE_DELAY_MS */
+    int             fail_nth; /* test hook: FRONTDOOR_LEVELDB_FAIL_WRITE (the writer's n-th write fails) */
+    int             nwritten; /* the writer's writes (thread-private) */
+    /* statistics of the asynchronous commits */
+    uint64_t held_bytes, held_replies;       /* in batches not yet answered */
+    uint64_t merged_turns, sync_turns, commit_failures, failed_replies;
+    uint64_t loop_commit_us, loop_commit_max_us;   /* loop-thread time in end_turn's commit */
+    uint64_t writer_busy_us, writer_stall_us;
+    uint64_t bp_waits, bp_us;                /* waits at the bound */
+    uint64_t retire_max_us;                  /* the longest retirement on the loop */
+    ld_batch *freeq;                         /* retired batches the writer frees (under wmu) */
+    int       nfree;
+    uint64_t  lock_wait_max_us;              /* the loop's longest wait for wmu */
+    /* inline commits: while no write can stall (inline_poll), a turn is
+     * written on the loop as without a writer, its replies not held */
+    fd_backend *be;                          /* be->writes_inline: the proxy hands writes no pending */
+    int       inline_ok;                     /* LevelDB's state allows an inline commit */
+    int       no_inline;                     /* durability sync, test hooks: always the writer */
+    uint64_t  mem_est;                       /* estimated bytes of LevelDB's memtable (arena) */
+    size_t    ar_rem;                        /* arena_add: what is left of the current arena block */
+    unsigned  ar_n;                          /* arena_add: records (the node heights' pattern) */
+    uint64_t  arena_sum, logb_sum;           /* memtable vs log bytes of every write: their ratio */
+    int64_t   poll_us;                       /* the last inline_poll */
+    DIR      *logdir;                        /* the data folder, kept open for inline_poll */
+    uint64_t  inline_commits, inline_slow, inline_blocked, polls;
+    int64_t   inline_after_us;               /* no inline commit before (a blocked one backs off) */
+    uint64_t  turn_bytes_avg;                /* overlay bytes of the turns that wrote (moving average, 1/8) */
 };
 
 struct kv_iter {
@@ -368,6 +481,7 @@ static void txn_end(ld_txn *x)
     release_reads(x);
     kv_overlay_clear(x->ov);
     x->cleared = 0;
+    x->must_sync = 0;
     x->used = 0;
 }
 
@@ -385,9 +499,11 @@ static void *compactor(void *arg)
         while (!db->cwant && !db->cstop) pthread_cond_wait(&db->ccv, &db->cmu);
         if (db->cstop) break;
         db->cwant = 0;
+        db->cbusy = 1;
         pthread_mutex_unlock(&db->cmu);
         leveldb_compact_range(db->ldb, NULL, 0, NULL, 0);
         pthread_mutex_lock(&db->cmu);
+        db->cbusy = 0;
         db->compactions++;
     }
     pthread_mutex_unlock(&db->cmu);
@@ -396,6 +512,9 @@ static void *compactor(void *arg)
 
 static void request_compaction(ld_db *db)
 {
+    /* compact_range switches the memtable and waits for its flush, holding
+     * LevelDB's write queue: a write behind it would wait too */
+    db->inline_ok = 0;
     if (!db->cstarted) {
         if (pthread_mutex_init(&db->cmu, NULL) != 0) return;
         if (pthread_cond_init(&db->ccv, NULL) != 0) { pthread_mutex_destroy(&db->cmu); return; }
@@ -471,66 +590,512 @@ static void hint_note(ld_db *db, ld_hint *h, const char *a, size_t al, const cha
 
 /* ---------------------------------------------------------------- driver */
 
-static int ld_begin(void *dbp, void *parent, void **txn)
+/* ---------------------------------------------------------------- commits
+ *
+ * Asynchronous commit (docs/leveldb.md, "Commits off the loop thread").
+ * end_turn freezes the turn's overlay into a batch (or merges it into the
+ * batch still waiting at the queue's tail) and returns; the writer thread
+ * writes batches in order, one leveldb_write each. Until a batch is retired
+ * its overlay is a layer of every read (newest first, then LevelDB). The
+ * replies of the writes it holds are completed (fd_pending_reply) when the
+ * write is done, from the ev_async callback. Retirement (row cache, seek
+ * hints, statistics, freeing) happens on the loop thread only while no
+ * transaction is open, so the layers a transaction reads never change
+ * under it: memos, read iterators and cursors stay true for its duration.
+ *
+ * A failed write fails the replies its batch holds, and every batch frozen
+ * before the loop saw the failure (they may have read the lost data): see
+ * writer(). A turn that released a write reply (a script), FLUSHDB, and any
+ * commit without a loop (unit tests) are written before end_turn returns. */
+
+static int holds_push(ld_holds *h, fd_pending *p, const void *reply, size_t len)
 {
-    ld_db *db = dbp;
-    if (parent) return FD_E_NOTSUPPORTED;
-    if (db->tx.used) return FD_E_INTERNAL;
-    if (!db->tx.ov && !(db->tx.ov = kv_overlay_new())) return FD_E_NOMEM;
-    db->tx.db = db;
-    db->tx.used = 1;
-    db->tx.cleared = 0;
-    *txn = &db->tx;
+    if (h->nheld == h->capheld) {
+        size_t cap = h->capheld ? h->capheld * 2 : 16;
+        ld_held *n = realloc(h->held, cap * sizeof *n);
+        if (!n) return FD_E_NOMEM;
+        h->held = n;
+        h->capheld = cap;
+    }
+    if (h->rlen + len > h->rcap) {
+        size_t cap = h->rcap ? h->rcap : 256;
+        while (cap < h->rlen + len) cap *= 2;
+        char *n = realloc(h->rbuf, cap);
+        if (!n) return FD_E_NOMEM;
+        h->rbuf = n;
+        h->rcap = cap;
+    }
+    if (len) memcpy(h->rbuf + h->rlen, reply, len);
+    h->held[h->nheld++] = (ld_held){p, h->rlen, len};
+    h->rlen += len;
     return FD_OK;
 }
 
-static void ld_abort(void *txn)
+/* Append src's replies to dst (src emptied). */
+static int holds_move(ld_holds *dst, ld_holds *src)
 {
-    txn_end(txn);
+    if (!dst->nheld) {
+        ld_holds t = *dst;
+        *dst = *src;
+        *src = t;
+        src->nheld = src->rlen = 0;
+        return FD_OK;
+    }
+    for (size_t i = 0; i < src->nheld; i++)
+        if (holds_push(dst, src->held[i].p, src->rbuf + src->held[i].off, src->held[i].len) != FD_OK) {
+            /* what did not move fails now */
+            for (size_t j = i; j < src->nheld; j++) src->held[j - i] = src->held[j];
+            src->nheld -= i;
+            return FD_E_NOMEM;
+        }
+    src->nheld = src->rlen = 0;
+    return FD_OK;
 }
 
-static int ld_commit(void *txn)
+static void holds_free(ld_holds *h)
 {
-    ld_txn *x = txn;
-    ld_db *db = x->db;
-    if (kv_overlay_count(x->ov) == 0 && !x->cleared) { txn_end(x); return FD_OK; }
-    int64_t t0 = fd_mono_us();
+    free(h->held);
+    free(h->rbuf);
+    memset(h, 0, sizeof *h);
+}
+
+/* Queue h's replies for on_wake with `status` (h emptied). */
+static void answers_add(ld_db *db, ld_holds *h, int status)
+{
+    if (!h->nheld) return;
+    ld_answers *a = calloc(1, sizeof *a);
+    if (!a) {
+        /* cannot even queue: complete them now (the host copes) */
+        for (size_t i = 0; i < h->nheld; i++) fd_pending_error(h->held[i].p, FD_E_NOMEM);
+        h->nheld = h->rlen = 0;
+        return;
+    }
+    a->status = status;
+    a->held = h->held;
+    a->nheld = h->nheld;
+    a->rbuf = h->rbuf;
+    memset(h, 0, sizeof *h);
+    if (db->ans_tail) db->ans_tail->next = a;
+    else db->ans = a;
+    db->ans_tail = a;
+    if (db->async && !db->in_wake) ev_async_send(db->loop, &db->wake);
+}
+
+/* Complete every queued reply (loop thread, outside submit/end_turn). */
+static void answers_send(ld_db *db)
+{
+    while (db->ans) {
+        ld_answers *a = db->ans;
+        db->ans = db->ans_tail = NULL;
+        while (a) {
+            ld_answers *nx = a->next;
+            for (size_t i = 0; i < a->nheld; i++) {
+                if (a->status == FD_OK) fd_pending_reply(a->held[i].p, a->rbuf + a->held[i].off, a->held[i].len);
+                else { fd_pending_error(a->held[i].p, a->status); db->failed_replies++; }
+            }
+            free(a->held);
+            free(a->rbuf);
+            free(a);
+            a = nx;
+        }
+    }
+}
+
+static void batch_free(ld_batch *b)
+{
+    kv_overlay_free(b->ov);
+    holds_free(&b->h);
+    free(b);
+}
+
+/* Length of x as a varint32/64 (LevelDB's encoding). */
+static inline size_t varint_len(uint64_t x)
+{
+    if (x < 128) return 1;
+    size_t n = 2;
+    for (x >>= 14; x; x >>= 7) n++;
+    return n;
+}
+
+/* The bytes LevelDB's memtable arena grows by for one record of an entry
+ * of e bytes: MemTable::Add allocates the entry, then the skiplist node
+ * (8-aligned, 16 + 8 per extra level: 1/4 of the nodes have 2 levels or
+ * more, a mean of 18.7 bytes; here 16 twice, then 24). Arena::Allocate
+ * takes it from the current 4 KB block, or starts a new one (the rest is
+ * wasted), or gives a request above 1 KB a block of its own; each block
+ * counts its size plus a pointer (Arena::MemoryUsage). Simulated, so the
+ * estimate includes the waste (25% with 1 KB entries). Called by whoever
+ * writes (the writer thread or the loop, never both at once). */
+static inline uint64_t arena_alloc(ld_db *db, size_t n)
+{
+    if (n <= db->ar_rem) { db->ar_rem -= n; return 0; }
+    if (n > LD_ARENA_BLOCK / 4) return n + sizeof(char *);
+    db->ar_rem = LD_ARENA_BLOCK - n;
+    return LD_ARENA_BLOCK + sizeof(char *);
+}
+
+static inline uint64_t arena_add(ld_db *db, size_t e)
+{
+    uint64_t a = arena_alloc(db, e);
+    size_t pad = (LD_ARENA_BLOCK - db->ar_rem) & 7;   /* the node is 8-aligned */
+    size_t node = ++db->ar_n % 3 ? 16 : 24;
+    return a + arena_alloc(db, pad + node);
+}
+
+/* Append one record to wb, adding to *arena the bytes LevelDB's memtable
+ * will use for it (arena_add of its entry: varint lengths, key, 8-byte
+ * tag, value) and to *logb its bytes in the log (the entry less the tag
+ * plus a type byte, to a byte). */
+static inline void wb_add(ld_db *db, leveldb_writebatch_t *wb, const char *k, size_t kl, const char *v, size_t vl,
+                   int del, uint64_t *arena, uint64_t *logb)
+{
+    if (del) leveldb_writebatch_delete(wb, k, kl);
+    else leveldb_writebatch_put(wb, k, kl, v, vl);
+    size_t e = varint_len(kl + 8) + kl + 8 + varint_len(vl) + vl;
+    *arena += arena_add(db, e);
+    *logb += e - 7;
+}
+
+/* One leveldb_write of overlay ov (after a clear: first a delete of every
+ * record LevelDB holds). Sets *records, and *arena / *logb (wb_add; the log
+ * also gets a 12-byte batch header and a 7-byte header per 32 KB block).
+ * Only reads ov and LevelDB. FD_OK or FD_E_*, LevelDB's text in errbuf. */
+static int write_overlay(ld_db *db, const kv_overlay *ov, int cleared, uint64_t *records,
+                         uint64_t *arena, uint64_t *logb, char *errbuf, size_t errlen)
+{
+    if (db->delay_ms > 0) {                  /* test hook: a slow write */
+        struct timespec ts = {db->delay_ms / 1000, (long)(db->delay_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
     leveldb_writebatch_t *wb = leveldb_writebatch_create();
-    uint64_t records = 0;
-    int s = FD_OK;
-    if (x->cleared) {
+    uint64_t n = 0, a = 0, l = 12;
+    char *err = NULL;
+    if (cleared) {
         /* FLUSHDB: every record LevelDB holds goes, in the same batch */
         leveldb_iterator_t *it = leveldb_create_iterator(db->ldb, db->ropts);
         for (leveldb_iter_seek_to_first(it); leveldb_iter_valid(it); leveldb_iter_next(it)) {
             size_t kl;
             const char *k = leveldb_iter_key(it, &kl);
-            leveldb_writebatch_delete(wb, k, kl);
-            records++;
+            wb_add(db, wb, k, kl, NULL, 0, 1, &a, &l);
+            n++;
         }
-        char *err = NULL;
         leveldb_iter_get_error(it, &err);
         leveldb_iter_destroy(it);
-        s = ld_status(db, err);
     }
-    if (s == FD_OK) {
-        for (kv_ov_node *n = kv_overlay_first(x->ov); n; n = kv_ov_next(n)) {
-            if (n->dead) leveldb_writebatch_delete(wb, kv_ov_key(n), n->klen);
-            else leveldb_writebatch_put(wb, kv_ov_key(n), n->klen, n->val ? n->val : "", n->vlen);
-            records++;
+    if (!err) {
+        for (kv_ov_node *nd = kv_overlay_first(ov); nd; nd = kv_ov_next(nd)) {
+            wb_add(db, wb, kv_ov_key(nd), nd->klen, nd->val ? nd->val : "", nd->vlen, nd->dead, &a, &l);
+            n++;
         }
-        char *err = NULL;
         leveldb_write(db->ldb, db->wopts, wb, &err);
-        s = ld_status(db, err);
     }
     leveldb_writebatch_destroy(wb);
-    if (kv_overlay_count(x->ov) > db->max_overlay) db->max_overlay = kv_overlay_count(x->ov);
-    if (s == FD_OK && x->cleared) request_compaction(db);
-    if (s == FD_OK) hints_drop_written(db, x->ov);
-    else hints_clear(db);
-    if (s != FD_OK || x->cleared) rc_clear(db);      /* LevelDB's state is unknown / empty */
-    else rc_commit(db, x->ov);
-    if (s == FD_OK) {
+    *records = n;
+    *arena = a;
+    *logb = l + 7 * (1 + l / 32768);
+    if (err) snprintf(errbuf, errlen, "%s", err);
+    return ld_status(NULL, err);
+}
+
+/* Write batch b into LevelDB (the writer thread). */
+static int batch_write(ld_db *db, ld_batch *b)
+{
+    int64_t t0 = fd_mono_us();
+    if (db->fail_nth && db->async && ++db->nwritten == db->fail_nth) {
+        snprintf(b->err, sizeof b->err, "IO error: injected (FRONTDOOR_LEVELDB_FAIL_WRITE)");
+        b->write_us = 0;
+        return FD_E_IO;
+    }
+    int s = write_overlay(db, b->ov, b->cleared, &b->records, &b->arena, &b->logb, b->err, sizeof b->err);
+    b->write_us = (uint64_t)(fd_mono_us() - t0);
+    return s;
+}
+
+/* The writer thread. A failed write (batch F) poisons the queue: every
+ * later batch up to poison_upto fails unwritten, since its turns may have
+ * read F's data. poison_upto is the last batch queued when the loop retired
+ * F (no transaction open then: later turns never saw F); the first batch
+ * after it is written again and clears the poison. */
+static void *writer(void *arg)
+{
+    ld_db *db = arg;
+    pthread_mutex_lock(&db->wmu);
+    for (;;) {
+        ld_batch *b = NULL;
+        for (int i = 0; i < db->nb; i++)
+            if (db->bq[i]->state == LB_QUEUED) { b = db->bq[i]; break; }
+        if (db->freeq && (!b || db->nfree > 64)) {
+            /* retired batches: freeing a big overlay is the writer's work, not the loop's */
+            ld_batch *f = db->freeq;
+            db->freeq = NULL;
+            db->nfree = 0;
+            pthread_mutex_unlock(&db->wmu);
+            while (f) { ld_batch *nx = f->fnext; batch_free(f); f = nx; }
+            pthread_mutex_lock(&db->wmu);
+            continue;
+        }
+        if (!b) {
+            if (db->wstop) break;
+            db->widle = 1;
+            pthread_cond_wait(&db->wcv, &db->wmu);
+            db->widle = 0;
+            continue;
+        }
+        b->state = LB_WRITING;
+        int skip = 0;
+        if (db->poison_from) {
+            if (b->seq <= db->poison_upto) skip = db->poison_status;
+            else db->poison_from = 0;
+        }
+        pthread_mutex_unlock(&db->wmu);
+        int s = b->fail ? b->fail : skip ? skip : batch_write(db, b);
+        pthread_mutex_lock(&db->wmu);
+        if (s != FD_OK && !db->poison_from) {
+            db->poison_from = b->seq;
+            db->poison_upto = UINT64_MAX;
+            db->poison_status = s;
+        }
+        b->status = s;
+        b->state = LB_DONE;
+        pthread_cond_broadcast(&db->dcv);
+        pthread_mutex_unlock(&db->wmu);
+        ev_async_send(db->loop, &db->wake);
+        pthread_mutex_lock(&db->wmu);
+    }
+    pthread_mutex_unlock(&db->wmu);
+    return NULL;
+}
+
+/* Move the replies of every finished batch to db->ans (loop thread). */
+static void collect_done(ld_db *db)
+{
+    if (!db->nb) return;
+    pthread_mutex_lock(&db->wmu);
+    for (int i = 0; i < db->nb; i++) {
+        ld_batch *b = db->bq[i];
+        if (b->state != LB_DONE || b->collected) continue;
+        b->collected = 1;
+        db->held_replies -= b->h.nheld;
+        if (b->status != FD_OK) {
+            if (!b->err[0]) snprintf(b->err, sizeof b->err, "%s", fd_strerror(b->status));
+            db->commit_failures++;
+        }
+        answers_add(db, &b->h, b->status);
+    }
+    pthread_mutex_unlock(&db->wmu);
+}
+
+/* Apply a written batch to the loop's state and free it. */
+static void batch_retire(ld_db *db, ld_batch *b)
+{
+    uint64_t bytes = kv_overlay_bytes(b->ov);
+    db->held_bytes -= bytes;
+    if (b->status == FD_OK) {
+        hints_drop_written(db, b->ov);
+        if (b->cleared) { rc_clear(db); request_compaction(db); }
+        else rc_commit(db, b->ov);
+        db->commits++;
+        db->arena_sum += b->arena;
+        db->logb_sum += b->logb;
+        db->commit_records += b->records;
+        db->commit_bytes += bytes;
+        db->last_commit_us = b->write_us;
+        db->total_commit_us += b->write_us;
+        if (b->write_us > db->max_commit_us) db->max_commit_us = b->write_us;
+        if (b->write_us > LD_SLOW_COMMIT_US) db->slow_commits++;
+        if (b->write_us > LD_STALL_US) db->writer_stall_us += b->write_us;
+    } else {
+        /* LevelDB's state is unknown: forget what was learnt of it */
+        hints_clear(db);
+        rc_clear(db);
+        if (b->err[0]) snprintf(db->last_error, sizeof db->last_error, "%s", b->err);
+        pthread_mutex_lock(&db->wmu);
+        if (db->poison_from && db->poison_upto == UINT64_MAX) db->poison_upto = db->seq;
+        pthread_mutex_unlock(&db->wmu);
+    }
+    db->writer_busy_us += b->write_us;
+    holds_free(&b->h);
+    if (db->async) {
+        pthread_mutex_lock(&db->wmu);
+        b->fnext = db->freeq;
+        db->freeq = b;
+        db->nfree++;
+        /* no wake-up: the writer frees them before its next wait (a signal
+         * per batch made the writer preempt the loop) */
+        pthread_mutex_unlock(&db->wmu);
+    } else {
+        batch_free(b);
+    }
+}
+
+/* Retire the finished batches at the head of the queue. Only while no
+ * transaction is open. Returns the first failed status retired, or FD_OK. */
+static int retire_done(ld_db *db)
+{
+    int failed = FD_OK;
+    if (!db->nb || db->tx.used) return FD_OK;
+    int64_t t0 = fd_mono_us();
+    collect_done(db);
+    /* out of the queue first: the writer scans it, and frees what it is handed */
+    ld_batch *done[LD_MAX_BATCHES];
+    int k = 0;
+    pthread_mutex_lock(&db->wmu);
+    /* collected only: a batch done since collect_done still owes its replies */
+    while (k < db->nb && db->bq[k]->state == LB_DONE && db->bq[k]->collected) { done[k] = db->bq[k]; k++; }
+    if (k) {
+        memmove(db->bq, db->bq + k, (size_t)(db->nb - k) * sizeof *db->bq);
+        db->nb -= k;
+    }
+    pthread_mutex_unlock(&db->wmu);
+    if (k) {
+        for (int i = 0; i < k; i++) {
+            if (done[i]->status != FD_OK && failed == FD_OK) failed = done[i]->status;
+            batch_retire(db, done[i]);
+        }
         uint64_t us = (uint64_t)(fd_mono_us() - t0);
+        if (us > db->retire_max_us) db->retire_max_us = us;
+    }
+    return failed;
+}
+
+/* Wait until the writer finished one more batch (loop thread). */
+static void wait_progress(ld_db *db)
+{
+    pthread_mutex_lock(&db->wmu);
+    for (;;) {
+        int k = 0;
+        while (k < db->nb && db->bq[k]->state == LB_DONE) k++;
+        if (k > 0 || !db->nb) break;
+        pthread_cond_wait(&db->dcv, &db->wmu);
+    }
+    pthread_mutex_unlock(&db->wmu);
+}
+
+/* Every batch written and retired. The first failure among them, or FD_OK. */
+static int drain(ld_db *db)
+{
+    int failed = FD_OK;
+    while (db->nb) {
+        int s = retire_done(db);
+        if (s != FD_OK && failed == FD_OK) failed = s;
+        if (db->nb) wait_progress(db);
+    }
+    return failed;
+}
+
+/* ---------------------------------------------------------------- inline commits
+ *
+ * A turn goes to the writer thread only because leveldb_write MAY stall.
+ * It blocks only in MakeRoomForWrite, evaluated once before the batch goes
+ * in: with >= 8 level-0 files (1 ms sleep), >= 12 (wait), or a memtable
+ * above write_buffer_size (then a switch; a wait if the previous memtable
+ * is still being flushed). So while nothing is in flight at the writer, L0
+ * (plus the flush in progress) is below 8 and the memtable is below
+ * write_buffer_size less a margin for the estimate, a turn is written on
+ * the loop as without a writer: its write replies are not held, the proxy
+ * hands them no pending handle at all (be->writes_inline). Those conditions
+ * can only stop holding through a write: the memtable grows by what we
+ * write (mem_est counts it), level 0 grows only by a flush, which follows
+ * a switch. Once a turn went to the writer, every later one does until the
+ * writer has nothing left (order), then inline_poll reads LevelDB's state
+ * again. LevelDB says nothing about its memtable alone
+ * ("approximate-memory-usage" includes the block cache), so the poll
+ * estimates it from the current log file: the memtable holds exactly the
+ * writes in it, at the memtable/log byte ratio of every write so far; a
+ * second log file means a flush in progress. */
+
+static unsigned long long ld_prop_ull(ld_db *db, const char *name);
+
+/* Read LevelDB's state (writer mode, nothing in flight): inline_ok when no
+ * write can stall. At most every LD_POLL_US. */
+static void inline_poll(ld_db *db)
+{
+    int64_t now = fd_mono_us();
+    if (now - db->poll_us < LD_POLL_US || now < db->inline_after_us) return;
+    db->poll_us = now;
+    db->polls++;
+    if (db->cstarted) {
+        pthread_mutex_lock(&db->cmu);
+        int busy = db->cwant || db->cbusy;
+        pthread_mutex_unlock(&db->cmu);
+        if (busy) return;
+    }
+    int l0 = (int)ld_prop_ull(db, "leveldb.num-files-at-level0");
+    if (l0 >= LD_L0_SLOWDOWN - 1) return;
+    /* kept open: opendir's 32 KB buffer is a malloc that consolidates the heap */
+    if (db->logdir) rewinddir(db->logdir);
+    else if (!(db->logdir = opendir(db->dir))) return;
+    DIR *d = db->logdir;
+    int nlogs = 0;
+    unsigned long long maxn = 0;
+    char name[64] = "";
+    for (struct dirent *de; (de = readdir(d)); ) {
+        size_t n = strlen(de->d_name);
+        char *end;
+        if (n < 5 || n >= sizeof name || strcmp(de->d_name + n - 4, ".log") != 0) continue;
+        unsigned long long num = strtoull(de->d_name, &end, 10);
+        if (end != de->d_name + n - 4) continue;
+        nlogs++;
+        if (num >= maxn) { maxn = num; memcpy(name, de->d_name, n + 1); }
+    }
+    /* two logs: the previous memtable is being flushed (one more L0 file) */
+    if (nlogs < 1 || nlogs > 2 || l0 + nlogs - 1 >= LD_L0_SLOWDOWN) return;
+    char path[4200];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/%s", db->dir, name);
+    if (stat(path, &sb) != 0) return;
+    double ratio = db->logb_sum >= (1u << 20) ? (double)db->arena_sum / (double)db->logb_sum : 4.0;
+    uint64_t est = (uint64_t)((double)sb.st_size * ratio);
+    uint64_t margin = db->wbuf_size / 16;    /* the estimate's error */
+    if (est + margin >= db->wbuf_size) return;
+    db->mem_est = est;
+    db->inline_ok = 1;
+}
+
+/* A turn written now goes inline: allowed (inline_poll), nothing at the
+ * writer, and the turns are small (a heavy write stream, LD_INLINE_TURN_BYTES
+ * a turn and more, costs the loop more time than the writer's hand-over:
+ * the writer writes it on the other core while the loop serves). */
+static int inline_now(const ld_db *db)
+{
+    return db->inline_ok && !db->nb && db->turn_bytes_avg < LD_INLINE_TURN_BYTES;
+}
+
+/* The proxy's flag for the next requests: inline while allowed and nothing
+ * is at the writer. Called between turns only. */
+static void inline_update(ld_db *db)
+{
+    if (!db->be) return;
+    if (!db->inline_ok && !db->nb && db->async && !db->no_inline &&
+        db->turn_bytes_avg < LD_INLINE_TURN_BYTES)    /* (else the poll could not make it inline) */
+        inline_poll(db);
+    db->be->writes_inline = inline_now(db);
+}
+
+/* Write x's overlay on the loop thread, as without a writer (nothing is in
+ * flight: the caller drained the queue). Its held replies (if any) complete
+ * after it. */
+/* The loop thread's voluntary context switches so far: a write that made
+ * it sleep (a lock held by LevelDB's compaction, the kernel's writeback)
+ * adds one; a preemption does not. */
+static long thread_sleeps(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nvcsw : 0;
+}
+
+static int commit_inline(ld_db *db, ld_txn *x)
+{
+    int64_t t0 = fd_mono_us();
+    long v0 = db->async ? thread_sleeps() : 0;
+    uint64_t records = 0, arena = 0, logb = 0;
+    char err[256] = "";
+    int s = write_overlay(db, x->ov, x->cleared, &records, &arena, &logb, err, sizeof err);
+    uint64_t us = (uint64_t)(fd_mono_us() - t0);
+    if (s == FD_OK) {
+        hints_drop_written(db, x->ov);
+        if (x->cleared) { rc_clear(db); request_compaction(db); }
+        else rc_commit(db, x->ov);
         db->commits++;
         db->commit_records += records;
         db->commit_bytes += kv_overlay_bytes(x->ov);
@@ -538,12 +1103,276 @@ static int ld_commit(void *txn)
         db->total_commit_us += us;
         if (us > db->max_commit_us) db->max_commit_us = us;
         if (us > LD_SLOW_COMMIT_US) db->slow_commits++;
+        db->arena_sum += arena;
+        db->logb_sum += logb;
+        db->mem_est += arena;
+    } else {
+        /* LevelDB's state is unknown: forget what was learnt of it */
+        hints_clear(db);
+        rc_clear(db);
+        db->commit_failures++;
+        snprintf(db->last_error, sizeof db->last_error, "%s", err[0] ? err : fd_strerror(s));
     }
+    if (db->async) {
+        db->inline_commits++;
+        uint64_t margin = db->wbuf_size / 16;    /* the estimate's error */
+        if (db->mem_est + margin >= db->wbuf_size) db->inline_ok = 0;   /* the switch is the writer's */
+        /* slow, and it slept: LevelDB (a lock its compaction holds, a stall)
+         * or the kernel (writeback) made the loop wait. Back to the writer
+         * for a while; preempted only: stay (the writer would not help) */
+        if (us > LD_STALL_US) {
+            db->inline_slow++;
+            if (thread_sleeps() != v0) {
+                db->inline_blocked++;
+                db->writer_stall_us += us;
+                db->inline_ok = 0;
+                db->inline_after_us = fd_mono_us() + LD_INLINE_BACKOFF_US;
+            }
+        }
+    }
+    answers_add(db, &x->h, s);
     txn_end(x);
     return s;
 }
 
+static void on_wake(struct ev_loop *loop, ev_async *w, int revents)
+{
+    (void)loop; (void)revents;
+    ld_db *db = w->data;
+    db->in_wake = 1;
+    if (db->tx.used) collect_done(db);
+    else { retire_done(db); inline_update(db); }
+    db->in_wake = 0;
+    answers_send(db);
+}
+
+static int ld_begin(void *dbp, void *parent, void **txn)
+{
+    ld_db *db = dbp;
+    if (parent) return FD_E_NOTSUPPORTED;
+    if (db->tx.used) return FD_E_INTERNAL;
+    if (db->nb) retire_done(db);
+    if (!db->tx.ov && !(db->tx.ov = kv_overlay_new())) return FD_E_NOMEM;
+    db->tx.db = db;
+    db->tx.used = 1;
+    db->tx.cleared = 0;
+    db->tx.must_sync = 0;
+    db->tx.inline_turn = db->be && db->be->writes_inline;
+    *txn = &db->tx;
+    return FD_OK;
+}
+
+static void ld_abort(void *txn)
+{
+    ld_txn *x = txn;
+    answers_add(x->db, &x->h, FD_E_IO);      /* their writes are not made */
+    txn_end(x);
+}
+
+static uint64_t ld_stamp(void *txn)
+{
+    return ((ld_txn *)txn)->stamp;
+}
+
+static int ld_hold(void *txn, fd_pending *p, const void *reply, size_t len)
+{
+    ld_txn *x = txn;
+    if (!p || !x->db->async) { x->must_sync = 1; return p ? FD_E_NOTSUPPORTED : FD_OK; }
+    return holds_push(&x->h, p, reply, len);
+}
+
+/* Merge overlay src into dst (the newer src wins). */
+static int overlay_merge(kv_overlay *dst, const kv_overlay *src)
+{
+    for (kv_ov_node *n = kv_overlay_first(src); n; n = kv_ov_next(n)) {
+        int s = n->dead ? kv_overlay_del(dst, kv_ov_key(n), n->klen)
+                        : kv_overlay_put(dst, kv_ov_key(n), n->klen, n->val, n->vlen, NULL);
+        if (s != FD_OK) return s;
+    }
+    return FD_OK;
+}
+
+/* Loop-thread time in end_turn's commit (INFO). */
+static void loop_commit_time(ld_db *db, int64_t t0)
+{
+    if (!db->async) return;                  /* (not the format stamp written at open) */
+    uint64_t us = (uint64_t)(fd_mono_us() - t0);
+    db->loop_commit_us += us;
+    if (us > db->loop_commit_max_us) db->loop_commit_max_us = us;
+}
+
+/* The end of a turn. Written here, on the loop (commit_inline), while no
+ * write can stall and nothing is at the writer; also (after waiting for
+ * the writer) when a reply was released, after a clear, and without a
+ * writer. Otherwise x's writes become a batch for the writer (merged into
+ * the one waiting at the tail, if any). */
+static int ld_commit(void *txn)
+{
+    ld_txn *x = txn;
+    ld_db *db = x->db;
+    if (kv_overlay_count(x->ov) == 0 && !x->cleared) {
+        answers_add(db, &x->h, FD_OK);       /* (nothing held: a hold needs a write) */
+        txn_end(x);
+        if (db->nb) retire_done(db);
+        inline_update(db);
+        return FD_OK;
+    }
+    int64_t t0 = fd_mono_us();
+    if (kv_overlay_count(x->ov) > db->max_overlay) db->max_overlay = kv_overlay_count(x->ov);
+    uint64_t tb = kv_overlay_bytes(x->ov);
+    db->turn_bytes_avg = db->turn_bytes_avg - db->turn_bytes_avg / 8 + tb / 8;
+    int inl = inline_now(db);
+    if (!db->async || inl || x->inline_turn || x->cleared || x->must_sync) {
+        int s = FD_OK;
+        if (db->async && !inl && !x->inline_turn) db->sync_turns++;
+        if (db->nb) {
+            /* in order: what the writer holds goes first (x is not read any more) */
+            x->used = 0;
+            s = drain(db);
+            x->used = 1;
+        }
+        if (s != FD_OK) {
+            /* x may have read what was lost */
+            answers_add(db, &x->h, s);
+            txn_end(x);
+        } else {
+            s = commit_inline(db, x);
+        }
+        loop_commit_time(db, t0);
+        inline_update(db);
+        return s;
+    }
+    int s = FD_OK;
+    ld_batch *tail = NULL;
+    db->inline_ok = 0;                       /* what the writer writes is not counted: poll again */
+    if (db->nb) {
+        int64_t tl = fd_mono_us();
+        pthread_mutex_lock(&db->wmu);        /* the writer cannot take it while we merge */
+        uint64_t lw = (uint64_t)(fd_mono_us() - tl);
+        if (lw > db->lock_wait_max_us) db->lock_wait_max_us = lw;
+        if (db->bq[db->nb - 1]->state == LB_QUEUED) tail = db->bq[db->nb - 1];
+        if (tail) {
+            uint64_t before = kv_overlay_bytes(tail->ov);
+            s = overlay_merge(tail->ov, x->ov);
+            db->held_bytes += kv_overlay_bytes(tail->ov) - before;
+            size_t nh = x->h.nheld;
+            if (s == FD_OK) s = holds_move(&tail->h, &x->h);
+            db->held_replies += nh - x->h.nheld;
+            if (s != FD_OK) tail->fail = s;     /* half merged: the writer must not write it */
+            tail->turns++;
+            db->merged_turns++;
+        }
+        pthread_mutex_unlock(&db->wmu);
+    }
+    if (s != FD_OK) {
+        /* the tail is half merged: the writer fails it (and the queue after it) */
+        answers_add(db, &x->h, s);
+        txn_end(x);
+        inline_update(db);
+        return s;
+    }
+    if (!tail) {
+        ld_batch *b = calloc(1, sizeof *b);
+        kv_overlay *fresh = b ? kv_overlay_new() : NULL;
+        if (!fresh) {
+            free(b);
+            answers_add(db, &x->h, FD_E_NOMEM);
+            txn_end(x);
+            inline_update(db);
+            return FD_E_NOMEM;
+        }
+        b->ov = x->ov;
+        x->ov = fresh;
+        b->turns = 1;
+        b->h = x->h;
+        memset(&x->h, 0, sizeof x->h);
+        db->held_bytes += kv_overlay_bytes(b->ov);
+        db->held_replies += b->h.nheld;
+        while (db->nb == LD_MAX_BATCHES) {
+            txn_end(x);                      /* (retire needs no open transaction) */
+            retire_done(db);
+            if (db->nb == LD_MAX_BATCHES) wait_progress(db);
+        }
+        pthread_mutex_lock(&db->wmu);
+        b->seq = ++db->seq;
+        b->state = LB_QUEUED;
+        db->bq[db->nb++] = b;
+        if (db->widle) pthread_cond_signal(&db->wcv);
+        pthread_mutex_unlock(&db->wmu);
+    }
+    txn_end(x);
+    /* the bound: wait for the writer rather than hold more */
+    int waited = 0;
+    int64_t tw = 0;
+    while (db->nb && (db->held_bytes > LD_HOLD_BYTES || db->held_replies > LD_HOLD_REPLIES)) {
+        if (!waited) { waited = 1; tw = fd_mono_us(); db->bp_waits++; }
+        retire_done(db);
+        if (db->nb && (db->held_bytes > LD_HOLD_BYTES || db->held_replies > LD_HOLD_REPLIES))
+            wait_progress(db);
+    }
+    if (waited) db->bp_us += (uint64_t)(fd_mono_us() - tw);
+    retire_done(db);
+    loop_commit_time(db, t0);
+    inline_update(db);
+    return s;
+}
+
 static const char empty_val[1];
+
+/* The newest uncommitted batch's entry of k, or NULL. */
+static kv_ov_node *layer_get(ld_db *db, const void *k, size_t kl)
+{
+    for (int i = db->nb - 1; i >= 0; i--) {
+        kv_ov_node *n = kv_overlay_get(db->bq[i]->ov, k, kl);
+        if (n) return n;
+    }
+    return NULL;
+}
+
+/* The overlay side of a cursor: the turn's overlay over the uncommitted
+ * batches (newest first; none after a clear in this turn). For each key the
+ * newest layer's entry stands for it. Layers do not change while a
+ * transaction is open (retirement waits for its end), so an entry pointer
+ * stays valid while the turn overlay's generation does. */
+static kv_ov_node *vw_seek(const ld_txn *x, const void *k, size_t kl, int strict)
+{
+    kv_ov_node *best = kv_overlay_seek(x->ov, k, kl, strict);
+    if (x->cleared) return best;
+    for (int i = x->db->nb - 1; i >= 0; i--) {
+        kv_ov_node *n = kv_overlay_seek(x->db->bq[i]->ov, k, kl, strict);
+        if (n && (!best || ov_cmp(n, kv_ov_key(best), best->klen) < 0)) best = n;
+    }
+    return best;
+}
+
+static kv_ov_node *vw_seek_le(const ld_txn *x, const void *k, size_t kl, int strict)
+{
+    kv_ov_node *best = kv_overlay_seek_le(x->ov, k, kl, strict);
+    if (x->cleared) return best;
+    for (int i = x->db->nb - 1; i >= 0; i--) {
+        kv_ov_node *n = kv_overlay_seek_le(x->db->bq[i]->ov, k, kl, strict);
+        if (n && (!best || ov_cmp(n, kv_ov_key(best), best->klen) > 0)) best = n;
+    }
+    return best;
+}
+
+static kv_ov_node *vw_next(const ld_txn *x, const kv_ov_node *n)
+{
+    if (!x->db->nb || x->cleared) return kv_ov_next(n);
+    return vw_seek(x, kv_ov_key(n), n->klen, 1);
+}
+
+static kv_ov_node *vw_prev(const ld_txn *x, const kv_ov_node *n)
+{
+    return vw_seek_le(x, kv_ov_key(n), n->klen, 1);
+}
+
+static kv_ov_node *vw_get(ld_txn *x, const void *k, size_t kl)
+{
+    kv_ov_node *n = kv_overlay_get(x->ov, k, kl);
+    if (n || x->cleared || !x->db->nb) return n;
+    return layer_get(x->db, k, kl);
+}
 
 static ld_row *const no_row = NULL;
 
@@ -631,6 +1460,12 @@ static int ld_get(void *txn, const void *k, size_t kl, const void **v, size_t *v
         return FD_OK;
     }
     if (x->cleared) return FD_NOTFOUND;
+    if (x->db->nb && (n = layer_get(x->db, k, kl))) {
+        if (n->dead) return FD_NOTFOUND;
+        *v = n->val ? n->val : empty_val;
+        *vl = n->vlen;
+        return FD_OK;
+    }
     if (x->nreads == x->capreads) {
         size_t cap = x->capreads ? x->capreads * 2 : 16;
         char **r = realloc(x->reads, cap * sizeof *r);
@@ -680,6 +1515,7 @@ static int ld_put(void *txn, const void *k, size_t kl, const void *v, size_t vl)
     /* v may be this node's own value or a get() result: copy, then release */
     int s = kv_overlay_put(x->ov, k, kl, v, vl, NULL);
     release_reads(x);
+    x->stamp++;
     return s;
 }
 
@@ -690,6 +1526,7 @@ static int ld_reserve(void *txn, const void *k, size_t kl, size_t vl, void **dst
     if (kl > UINT32_MAX) return FD_E_INTERNAL;
     int s = kv_overlay_put(x->ov, k, kl, NULL, vl, &n);
     release_reads(x);
+    x->stamp++;
     if (s != FD_OK) return s;
     *dst = n->val;
     return FD_OK;
@@ -704,8 +1541,9 @@ static int ld_del(void *txn, const void *k, size_t kl)
         kv_overlay_kill(x->ov, n);
     } else {
         if (x->cleared) return FD_NOTFOUND;
-        /* only a record LevelDB holds needs a tombstone */
-        int held = memo_find(x, k, kl);
+        /* only a record LevelDB (or an uncommitted batch) holds needs a tombstone */
+        kv_ov_node *ln = layer_get(x->db, k, kl);
+        int held = ln ? !ln->dead : memo_find(x, k, kl);
         if (held < 0) {
             char *err = NULL;
             size_t len = 0;
@@ -720,6 +1558,7 @@ static int ld_del(void *txn, const void *k, size_t kl)
         if (s != FD_OK) return s;
     }
     release_reads(x);
+    x->stamp++;
     return FD_OK;
 }
 
@@ -731,6 +1570,7 @@ static int ld_clear(void *txn)
     kv_overlay_clear(x->ov);
     x->cleared = 1;
     release_reads(x);
+    x->stamp++;
     return FD_OK;
 }
 
@@ -821,7 +1661,7 @@ static int resolve_fwd(kv_iter *it)
         if (c < 0) return set_cur(it, bk, bl, 0);
         if (o->dead) {
             if (c == 0) leveldb_iter_next(it->bi);
-            it->on = kv_ov_next(o);
+            it->on = vw_next(it->tx, o);
             continue;
         }
         return set_cur(it, kv_ov_key(o), o->klen, 1);
@@ -846,7 +1686,7 @@ static int resolve_bwd(kv_iter *it)
         if (c > 0) return set_cur(it, bk, bl, 0);
         if (o->dead) {
             if (c == 0) leveldb_iter_prev(it->bi);
-            it->on = kv_overlay_prev(it->tx->ov, o);
+            it->on = vw_prev(it->tx, o);
             continue;
         }
         return set_cur(it, kv_ov_key(o), o->klen, 1);
@@ -869,7 +1709,7 @@ static int ld_seek(kv_iter *it, const void *k, size_t kl)
         if (h) hint_note(db, h, h->a, h->al, bk, bl);
         else hint_note(db, NULL, k, kl, bk, bl);
     }
-    it->on = kv_overlay_seek(it->tx->ov, k, kl, 0);
+    it->on = vw_seek(it->tx, k, kl, 0);
     return resolve_fwd(it);
 }
 
@@ -881,7 +1721,7 @@ static int ld_seek_le(kv_iter *it, const void *k, size_t kl)
     } else {
         leveldb_iter_seek_to_last(it->bi);
     }
-    it->on = kv_overlay_seek_le(it->tx->ov, k, kl, 0);
+    it->on = vw_seek_le(it->tx, k, kl, 0);
     return resolve_bwd(it);
 }
 
@@ -894,12 +1734,12 @@ static int ld_next(kv_iter *it)
     if (it->dir == 1) {
         /* a record of LevelDB's own is where bi stands: no need to compare */
         if (!it->from_ov ? base_valid(it) : base_at(it, k, kl)) leveldb_iter_next(it->bi);
-        if (it->gen != kv_overlay_gen(ov)) it->on = kv_overlay_seek(ov, k, kl, 1);
-        else if (it->on && ov_cmp(it->on, k, kl) == 0) it->on = kv_ov_next(it->on);
+        if (it->gen != kv_overlay_gen(ov)) it->on = vw_seek(it->tx, k, kl, 1);
+        else if (it->on && ov_cmp(it->on, k, kl) == 0) it->on = vw_next(it->tx, it->on);
     } else {
         leveldb_iter_seek(it->bi, k, kl);
         if (base_at(it, k, kl)) leveldb_iter_next(it->bi);
-        it->on = kv_overlay_seek(ov, k, kl, 1);
+        it->on = vw_seek(it->tx, k, kl, 1);
     }
     return resolve_fwd(it);
 }
@@ -913,12 +1753,12 @@ static int ld_prev(kv_iter *it)
     if (it->dir == -1) {
         if (!it->from_ov ? base_valid(it) : base_at(it, k, kl)) leveldb_iter_prev(it->bi);
         if (it->gen != kv_overlay_gen(ov) || (it->on && ov_cmp(it->on, k, kl) == 0))
-            it->on = kv_overlay_seek_le(ov, k, kl, 1);
+            it->on = vw_seek_le(it->tx, k, kl, 1);
     } else {
         leveldb_iter_seek(it->bi, k, kl);
         if (leveldb_iter_valid(it->bi)) leveldb_iter_prev(it->bi);   /* last < k */
         else leveldb_iter_seek_to_last(it->bi);
-        it->on = kv_overlay_seek_le(ov, k, kl, 1);
+        it->on = vw_seek_le(it->tx, k, kl, 1);
     }
     return resolve_bwd(it);
 }
@@ -930,7 +1770,7 @@ static int ld_cur(kv_iter *it, const void **k, size_t *kl, const void **v, size_
         /* written since the cursor got here: the overlay may now hold (or,
          * after a clear, no longer hold) this key. `on` at the key itself
          * satisfies the invariants of both directions. */
-        kv_ov_node *n = kv_overlay_get(it->tx->ov, it->key, it->klen);
+        kv_ov_node *n = vw_get(it->tx, it->key, it->klen);
         if (n || it->from_ov) {
             it->on = n;
             it->gen = kv_overlay_gen(it->tx->ov);
@@ -958,16 +1798,41 @@ static const kv_driver ld_driver = {
     .iter_open = ld_iter_open, .iter_close = ld_iter_close,
     .seek = ld_seek, .seek_le = ld_seek_le, .next = ld_next, .prev = ld_prev, .cur = ld_cur,
     .nearly_full = NULL,     /* no nested transactions: see the top of the file */
+    .stamp = ld_stamp, .hold = ld_hold,
 };
 
 /* ---------------------------------------------------------------- backend */
 
+/* Stop the writer after it wrote everything queued; send what is owed. */
+static void writer_stop(ld_db *db)
+{
+    if (!db->async) return;
+    drain(db);
+    pthread_mutex_lock(&db->wmu);
+    db->wstop = 1;
+    pthread_cond_signal(&db->wcv);
+    pthread_mutex_unlock(&db->wmu);
+    pthread_join(db->wthread, NULL);
+    ev_async_stop(db->loop, &db->wake);
+    db->async = 0;
+    while (db->freeq) { ld_batch *nx = db->freeq->fnext; batch_free(db->freeq); db->freeq = nx; }
+    answers_send(db);
+}
+
 static void ld_release(ld_db *db)
 {
+    writer_stop(db);
+    drain(db);                       /* (no writer: nothing can be queued) */
+    answers_send(db);
+    pthread_cond_destroy(&db->wcv);
+    pthread_cond_destroy(&db->dcv);
+    pthread_mutex_destroy(&db->wmu);
     hints_clear(db);
     rc_clear(db);
     free(db->rc);
     db->rc = NULL;
+    if (db->logdir) closedir(db->logdir);
+    db->logdir = NULL;
     if (db->cstarted) {              /* waits for a compaction in progress */
         pthread_mutex_lock(&db->cmu);
         db->cstop = 1;
@@ -986,6 +1851,7 @@ static void ld_release(ld_db *db)
     if (db->wopts) leveldb_writeoptions_destroy(db->wopts);
     kv_overlay_free(db->tx.ov);
     db->tx.ov = NULL;
+    holds_free(&db->tx.h);
     free(db->tx.reads);
     free(db->dir);
     if (db->lockfd >= 0) close(db->lockfd);
@@ -1012,6 +1878,10 @@ static int leveldb_backend_open(fd_backend *b, const fd_backend_config *cfg, cha
     if (!lb) { close(lockfd); snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }
     ld_db *db = &lb->db;
     db->lockfd = lockfd;
+    pthread_mutex_init(&db->wmu, NULL);
+    pthread_cond_init(&db->wcv, NULL);
+    pthread_cond_init(&db->dcv, NULL);
+
     db->sync = cfg->sync;
     db->cache_size = cfg->leveldb_block_cache_size ? cfg->leveldb_block_cache_size : LD_DEFAULT_CACHE;
     db->wbuf_size = cfg->leveldb_write_buffer_size ? cfg->leveldb_write_buffer_size : LD_DEFAULT_WBUF;
@@ -1058,6 +1928,26 @@ static int leveldb_backend_open(fd_backend *b, const fd_backend_config *cfg, cha
     if (s != FD_OK) {
         ld_release(db);
         free(lb);
+        return s;
+    }
+    /* test hooks of tests/integration/test_leveldb_async.py: a slow or a
+     * failing writer */
+    const char *hook = getenv("FRONTDOOR_LEVELDB_WRITE_DELAY_MS");
+    db->delay_ms = hook ? atoi(hook) : 0;
+    hook = getenv("FRONTDOOR_LEVELDB_FAIL_WRITE");
+    db->fail_nth = hook ? atoi(hook) : 0;
+    hook = getenv("FRONTDOOR_LEVELDB_INLINE");
+    db->no_inline = cfg->sync || db->delay_ms > 0 || db->fail_nth > 0 || (hook && atoi(hook) == 0);
+    db->be = b;
+    if (cfg->loop) {
+        /* the writer thread; without a loop (unit tests) commits are inline */
+        db->loop = cfg->loop;
+        ev_async_init(&db->wake, on_wake);
+        db->wake.data = db;
+        ev_async_start(db->loop, &db->wake);
+        if (pthread_create(&db->wthread, NULL, writer, db) == 0) db->async = 1;
+        else ev_async_stop(db->loop, &db->wake);
+        inline_update(db);
     }
     return s;
 }
@@ -1067,6 +1957,7 @@ static void leveldb_backend_close(fd_backend *b)
     ld_backend *lb = b->state;
     if (!lb) return;
     kv_store_free(&lb->st);          /* aborts an uncommitted turn */
+    writer_stop(&lb->db);            /* what is queued is written first */
     if (!lb->db.sync) {
         /* nosync: make the log durable once, at shutdown (an empty synced
          * write fsyncs LevelDB's log) */
@@ -1101,12 +1992,36 @@ static uint64_t leveldb_compactions_done(ld_db *db)
     return n;
 }
 
+/* LevelDB's compaction table (property "leveldb.stats": per level, files,
+ * size, time, MB read and written by compactions, memtable flushes
+ * included), summed over the levels. LevelDB does not count compactions. */
+typedef struct ld_cstats { double secs, read_mb, write_mb; } ld_cstats;
+static void compaction_stats(ld_db *db, ld_cstats *cs)
+{
+    memset(cs, 0, sizeof *cs);
+    char *v = leveldb_property_value(db->ldb, "leveldb.stats");
+    if (v) {
+        for (char *line = strtok(v, "\n"); line; line = strtok(NULL, "\n")) {
+            int lvl, files;
+            double size, secs, rd, wr;
+            if (sscanf(line, " %d %d %lf %lf %lf %lf", &lvl, &files, &size, &secs, &rd, &wr) == 6) {
+                cs->secs += secs;
+                cs->read_mb += rd;
+                cs->write_mb += wr;
+            }
+        }
+        leveldb_free(v);
+    }
+}
+
 static void leveldb_backend_info(fd_backend *b, resp_out *lines)
 {
     ld_backend *lb = b->state;
     ld_db *db = &lb->db;
-    char buf[2048];
+    char buf[4096];
     char files[128];
+    ld_cstats cs;
+    compaction_stats(db, &cs);
     int fl = 0;
     for (int lvl = 0; lvl < 7; lvl++) {
         char name[64];
@@ -1127,6 +2042,20 @@ static void leveldb_backend_info(fd_backend *b, resp_out *lines)
                      "leveldb_row_cache_entries:%llu\r\nleveldb_row_cache_bytes:%llu\r\n"
                      "leveldb_row_cache_hits:%llu\r\nleveldb_row_cache_misses:%llu\r\n"
                      "leveldb_row_cache_evicted:%llu\r\n"
+                     "leveldb_async_commit:%s\r\nleveldb_commits_in_flight:%d\r\n"
+                     "leveldb_held_replies:%llu\r\nleveldb_held_bytes:%llu\r\n"
+                     "leveldb_merged_turns:%llu\r\nleveldb_sync_turns:%llu\r\n"
+                     "leveldb_loop_commit_us_total:%llu\r\nleveldb_loop_commit_us_max:%llu\r\n"
+                     "leveldb_loop_retire_us_max:%llu\r\nleveldb_loop_lock_wait_us_max:%llu\r\n"
+                     "leveldb_writer_busy_us:%llu\r\nleveldb_writer_stall_us:%llu\r\n"
+                     "leveldb_backpressure_waits:%llu\r\nleveldb_backpressure_us:%llu\r\n"
+                     "leveldb_commit_failures:%llu\r\nleveldb_failed_replies:%llu\r\n"
+                     "leveldb_inline_mode:%s\r\nleveldb_inline_commits:%llu\r\n"
+                     "leveldb_inline_slow:%llu\r\nleveldb_inline_blocked:%llu\r\n"
+                     "leveldb_inline_polls:%llu\r\n"
+                     "leveldb_memtable_estimate:%llu\r\n"
+                     "leveldb_compaction_ms:%llu\r\n"
+                     "leveldb_compaction_read_mb:%llu\r\nleveldb_compaction_write_mb:%llu\r\n"
                      "leveldb_last_error:%s\r\n",
                      leveldb_major_version(), leveldb_minor_version(), db->sync ? "yes" : "no",
                      (unsigned long long)db->cache_size, (unsigned long long)db->wbuf_size,
@@ -1140,7 +2069,22 @@ static void leveldb_backend_info(fd_backend *b, resp_out *lines)
                      (unsigned long long)leveldb_compactions_done(db),
                      (unsigned long long)db->rc_entries, (unsigned long long)db->rc_bytes,
                      (unsigned long long)db->rc_hits, (unsigned long long)db->rc_misses,
-                     (unsigned long long)db->rc_evicted, db->last_error);
+                     (unsigned long long)db->rc_evicted,
+                     db->async ? "yes" : "no", db->nb,
+                     (unsigned long long)db->held_replies, (unsigned long long)db->held_bytes,
+                     (unsigned long long)db->merged_turns, (unsigned long long)db->sync_turns,
+                     (unsigned long long)db->loop_commit_us, (unsigned long long)db->loop_commit_max_us,
+                     (unsigned long long)db->retire_max_us, (unsigned long long)db->lock_wait_max_us,
+                     (unsigned long long)db->writer_busy_us, (unsigned long long)db->writer_stall_us,
+                     (unsigned long long)db->bp_waits, (unsigned long long)db->bp_us,
+                     (unsigned long long)db->commit_failures, (unsigned long long)db->failed_replies,
+                     inline_now(db) ? "yes" : "no", (unsigned long long)db->inline_commits,
+                     (unsigned long long)db->inline_slow, (unsigned long long)db->inline_blocked,
+                     (unsigned long long)db->polls,
+                     (unsigned long long)db->mem_est,
+                     (unsigned long long)(cs.secs * 1000),
+                     (unsigned long long)cs.read_mb, (unsigned long long)cs.write_mb,
+                     db->last_error);
     if (n > 0) resp_out_raw(lines, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
     kv_backend_info(&lb->st, lines);
 }
@@ -1156,4 +2100,6 @@ const fd_backend_ops fd_leveldb_backend = {
     .info     = leveldb_backend_info,
     .support  = kv_backend_support,
     .embedded = 1,
+    .async    = 1,               /* write replies wait for their commit (writer thread) */
+    .async_writes = 1,           /* reads never wait: no pending handle for them */
 };

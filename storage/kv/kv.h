@@ -69,6 +69,19 @@ typedef struct kv_driver {
      * high-water mark above 80% of the map): the backend then runs writes in
      * nested transactions (see kv_backend.c). NULL: never. */
     int  (*nearly_full)(void *db, size_t extra);
+    /* Optional (LevelDB): commit() may return before the transaction is
+     * stored (a writer thread stores it); then the replies of the writes it
+     * holds wait for it. NULL: commit() stores before it returns.
+     *   stamp(txn): a number that changes with every write made in txn (a
+     *     command that changed nothing needs no wait).
+     *   hold(txn, p, reply, len): keep a copy of a write command's reply
+     *     until txn's commit is stored, then complete p with it on the loop
+     *     thread (fd_pending_reply), or fail p with the commit's status.
+     *     FD_OK, or FD_E_NOMEM (not held). p NULL: a write's reply was
+     *     released now (a detached request: a script's command): txn's
+     *     commit() must store it before it returns. */
+    uint64_t (*stamp)(void *txn);
+    int  (*hold)(void *txn, fd_pending *p, const void *reply, size_t len);
 } kv_driver;
 
 /* ================================================================ encoding

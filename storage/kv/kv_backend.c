@@ -7,6 +7,17 @@
  * commits it — one fsync per turn in sync mode — before the proxy writes any
  * of the turn's replies. A turn without writes commits nothing to disk.
  *
+ * Asynchronous commit (a driver with kv_driver.hold: LevelDB). commit()
+ * only hands the turn to the driver's writer thread; a write command that
+ * changed something returns FD_PENDING and its reply is kept by the driver
+ * until the commit is stored; every other request that came with a pending
+ * handle (the backend is ops->async) is completed inside submit
+ * (kv_backend_submit). A write whose
+ * reply cannot wait (a detached request: a script's command) makes the
+ * turn's commit synchronous. While b->writes_inline is set (the driver
+ * commits the turn on the loop: it cannot stall) writes get no pending
+ * handle from the host and nothing is held.
+ *
  * Map full (LMDB). When a put fails with MDB_MAP_FULL, LMDB marks the whole
  * transaction failed: every command of the turn is lost. So:
  *   - careful mode: when the map is nearly full at turn start (high-water
@@ -119,7 +130,7 @@ int kv_backend_attach(fd_backend *b, kv_store *st, const kv_driver *drv, void *d
     return FD_OK;
 }
 
-int kv_backend_submit(fd_backend *b, fd_request *r)
+static int submit_one(fd_backend *b, fd_request *r)
 {
     kv_store *st = b->state;
     const kv_driver *d = st->drv;
@@ -159,6 +170,9 @@ int kv_backend_submit(fd_backend *b, fd_request *r)
     }
 
     size_t mark = r->out->len;
+    /* b->writes_inline: the driver commits this turn before end_turn returns */
+    int async = d->hold && r->is_write && !b->writes_inline;
+    uint64_t stamp0 = async ? d->stamp(st->txn) : 0;
     int s = h(&c);
     if (nested) {
         /* only this command is at stake: the turn's transaction is intact */
@@ -183,7 +197,47 @@ int kv_backend_submit(fd_backend *b, fd_request *r)
         return s;
     }
     merge(st, &c);
+    if (async && d->stamp(st->txn) != stamp0) {
+        /* the commit is asynchronous: the reply waits for it */
+        if (s == FD_OK && r->pending && !r->detached &&
+            d->hold(st->txn, r->pending, r->out->data + mark, r->out->len - mark) == FD_OK) {
+            r->out->len = mark;
+            return FD_PENDING;
+        }
+        d->hold(st->txn, NULL, NULL, 0);      /* released now: end_turn stores it first */
+    }
     return s;
+}
+
+/* A driver that commits asynchronously (kv_driver.hold) serves an
+ * asynchronous backend (ops->async): the host hands every request a pending
+ * handle and counts on its completion (MULTI/EXEC counts a unit's replies),
+ * so a request answered at once is completed here, inside submit, and the
+ * writes whose commit is in flight complete when it is stored. */
+int kv_backend_submit(fd_backend *b, fd_request *r)
+{
+    kv_store *st = b->state;
+    size_t mark = r->out->len;
+    int s = submit_one(b, r);
+    if (!r->pending || !st->drv->hold || s == FD_PENDING) return s;
+    if (s == FD_OK) {
+        /* the reply moves out of r->out first: completing may grow that buffer */
+        size_t n = r->out->len - mark;
+        char small[4096], *tmp = n <= sizeof small ? small : malloc(n);
+        if (!tmp) {
+            r->out->len = mark;
+            fd_pending_error(r->pending, FD_E_NOMEM);
+            return FD_PENDING;
+        }
+        memcpy(tmp, r->out->data + mark, n);
+        r->out->len = mark;
+        fd_pending_reply(r->pending, tmp, n);
+        if (tmp != small) free(tmp);
+    } else {
+        r->out->len = mark;
+        fd_pending_error(r->pending, s);
+    }
+    return FD_PENDING;
 }
 
 const char *kv_backend_support(const struct fd_command *cmd)

@@ -5,9 +5,13 @@
  *
  * A skiplist ordered by kv_overlay_keycmp (bytes, then length: LevelDB's
  * default order). Entries are live (a value) or tombstones (deleted in this
- * transaction: they hide the engine's record). Single-threaded; no entry is
- * ever removed except by clear/free, so an entry pointer stays valid until
- * then (a put or del changes the entry in place).
+ * transaction: they hide the engine's record). One thread writes an
+ * overlay; once nobody puts into it any more (a frozen turn, LevelDB's
+ * writer thread storing it), another thread may walk it with first/next
+ * while the owner still reads it (kv_overlay_get moves only the finger, a
+ * field no walk reads). No entry is ever removed except by clear/free, so an
+ * entry pointer stays valid until then (a put or del changes the entry in
+ * place).
  *
  * Cursors over the engine and the overlay together keep an entry pointer and
  * kv_overlay_gen(): the generation changes on every insert of a new key and
