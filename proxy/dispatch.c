@@ -7,7 +7,6 @@
 #include "blocking.h"
 #include "pubsub.h"
 #include "multi.h"
-#include "ab.h"
 #include "scripting.h"
 #include "capture.h"   /* capture (issue 17) */
 #include "slowlog.h"   /* SLOWLOG, LATENCY, errorstats */
@@ -83,8 +82,12 @@ int px_submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_id, 
     if (st == FD_PENDING && r.pending) {
         fd_pending *p = r.pending;
         *clock = fd_mono_ns();
-        if (p->done) free(p);                /* answered inside submit: already in place */
-        else { p->in_submit = 0; p->t_ret_ns = *clock; }
+        if (p->done) {                       /* answered inside submit: already in place */
+            free(p);
+            return 2;
+        }
+        p->in_submit = 0;
+        p->t_ret_ns = *clock;
         return 1;
     }
     if (r.pending) {                         /* not taken: the backend did not touch it */
@@ -248,15 +251,15 @@ int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
     size_t out0 = c->out.len;
     px_handler h = px_handler_of(cmd);
     if (!h && (cmd->flags & FD_CMD_STREAMKEYS)) h = px_block_stream_handler(cmd, argc, argv);  /* XREAD BLOCK */
-    /* WATCH (multi.h): a backend that answers inside submit (the embedded
-     * ones; A/B off or a synchronous secondary too) lets the reply decide,
-     * touched right after it, before any other client runs; a proxy-served
-     * write, or one whose reply an asynchronous backend will owe, touches
-     * every key it names now, as it is dispatched */
+    /* WATCH (multi.h): a backend command is touched right after its submit,
+     * before any other client runs: from its reply when it was answered
+     * inside submit (the embedded backends, also a LevelDB write that
+     * changed nothing), every key it names when the reply is owed
+     * (asynchronous backends, LevelDB's writer); a
+     * proxy-served write touches every key it names as it is dispatched */
     int touch_late = 0;
     if ((cmd->flags & FD_CMD_WRITE) && px_srv.watched_keys) {
-        touch_late = !h && px_srv.primary && !px_srv.primary->b.ops->async &&
-                     (!px_ab_routes() || !px_srv.secondary->b.ops->async);
+        touch_late = !h;
         if (!touch_late) px_watch_touch(cmd, argc, argv);
     }
     int is_err;
@@ -272,7 +275,7 @@ int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
         t1 = t0;
         int owed = px_route_submit(c, cmd, argc, argv, raw, rawlen, &t1);   /* records it */
         if (touch_late) {
-            if (owed || c->out.len < out0) px_watch_touch(cmd, argc, argv);   /* not expected: the safe side */
+            if (owed == 1 || c->out.len < out0) px_watch_touch(cmd, argc, argv);   /* owed: the safe side */
             else px_watch_touch_reply(cmd, argc, argv, c->out.data + out0, c->out.len - out0);
         }
         px_block_signal_cmd(cmd, argc, argv);            /* its keys' waiters will be tried */

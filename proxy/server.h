@@ -167,8 +167,10 @@ int  px_forward(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const cha
  * an A/B mirror copy; then the reply is only seen by `tap`). Every request
  * is accounted to `be`. *clock (ns) is when the request started; it is
  * advanced to the last clock reading taken. Returns 1 when the reply is
- * owed (pending), 0 when it was written. tap (may be NULL) is told the
- * reply once. */
+ * owed (pending), 0 when it was written, 2 when a pending reply was
+ * completed inside submit (in place: with c, it is the last bytes of c's
+ * output; measured and logged by the completion, as an owed one). tap (may
+ * be NULL) is told the reply once. */
 int  px_submit_to(struct px_backend *be, px_conn *c, resp_out *out, uint64_t client_id, fd_command *cmd,
                   int argc, resp_arg *argv, const char *raw, size_t rawlen, uint64_t *clock, const px_tap *tap);
 /* The routing layer above the backends (proxy/ab.c): a client's command to
