@@ -8,8 +8,8 @@
  * transaction: they hide the engine's record). One thread writes an
  * overlay; once nobody puts into it any more (a frozen turn, LevelDB's
  * writer thread storing it), another thread may walk it with first/next
- * while the owner still reads it (kv_overlay_get moves only the finger, a
- * field no walk reads). No entry is ever removed except by clear/free, so an
+ * while the owner still reads it (kv_overlay_get only reads the hash
+ * index; the insertion finger is moved by puts only). No entry is ever removed except by clear/free, so an
  * entry pointer stays valid until then (a put or del changes the entry in
  * place).
  *
@@ -54,9 +54,8 @@ void kv_overlay_free(kv_overlay *ov);
 /* Remove every entry, tombstones included (count and bytes 0); bumps gen. */
 void kv_overlay_clear(kv_overlay *ov);
 
-/* The entry of k (live or tombstone), or NULL when the overlay has none.
- * Not const: it leaves a finger at k, so a put or del of k that follows
- * finds its place without another walk. */
+/* The entry of k (live or tombstone), or NULL when the overlay has none:
+ * one lookup in the overlay's hash index (no walk, nothing changed). */
 kv_ov_node *kv_overlay_get(kv_overlay *ov, const void *k, size_t kl);
 
 /* Make k live with the value v (vl bytes, copied; v may point into k's own
