@@ -13,18 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) { free(s); s = NULL; }
-    if (s) s[n] = '\0';
-    fclose(f);
-    return s;
-}
 
 int main(void) {
     size_t n;
@@ -87,7 +75,7 @@ int main(void) {
     if (nb < 5) return TEST_DONE();
     char *md = fd_backend_coverage_markdown();
     CHECK(md != NULL);
-    char *readme = read_file(FD_SOURCE_DIR "/README.md");
+    char *readme = t_read_file(FD_SOURCE_DIR "/README.md");
     CHECK(readme != NULL);
     if (md && readme && !strstr(readme, md))
         fprintf(stderr, "  README.md's coverage table is not `frontdoor --coverage`'s output: regenerate it\n");

@@ -16,18 +16,6 @@
 #include <ctype.h>
 #include <stdlib.h>
 
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) { free(s); s = NULL; }
-    if (s) s[n] = '\0';
-    fclose(f);
-    return s;
-}
 
 /* CONFIG GET * as RESP2 text: "*N\r\n" then $len name, $len value pairs. */
 static char *config_all(void) {
@@ -96,8 +84,8 @@ int main(void) {
         CHECK(!strcmp(a, b));
     }
 
-    char *sample = read_file(FD_SOURCE_DIR "/conf/frontdoor.conf");
-    char *readme = read_file(FD_SOURCE_DIR "/README.md");
+    char *sample = t_read_file(FD_SOURCE_DIR "/conf/frontdoor.conf");
+    char *readme = t_read_file(FD_SOURCE_DIR "/README.md");
     CHECK(sample && readme);
     if (!sample || !readme) return TEST_DONE();
     const char *table = strstr(readme, "| directive | default | meaning |");

@@ -23,13 +23,7 @@
 static char root[64];
 
 static uint64_t rng_state = 0x2545F4914F6CDD1DULL;
-static uint32_t rnd(uint32_t n)
-{
-    uint64_t x = rng_state;
-    x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
-    rng_state = x;
-    return (uint32_t)((x * 0x2545F4914F6CDD1DULL) >> 33) % n;
-}
+static uint32_t rnd(uint32_t n) { return t_rnd(&rng_state, n); }
 
 static int open_backend(fd_backend *b, const char *name, const char *dir)
 {

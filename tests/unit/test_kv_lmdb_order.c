@@ -17,13 +17,7 @@
 #include "kv_harness.h"
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ULL;
-static uint32_t rnd(uint32_t n)
-{
-    uint64_t x = rng_state;
-    x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
-    rng_state = x;
-    return (uint32_t)((x * 0x2545F4914F6CDD1DULL) >> 33) % n;
-}
+static uint32_t rnd(uint32_t n) { return t_rnd(&rng_state, n); }
 
 #define NKEYS 4000
 static char keys[NKEYS][41];

@@ -16,13 +16,7 @@
 #include "storage/kv/kv_overlay.h"
 
 static uint64_t rng_state = 0x2545F4914F6CDD1DULL;
-static uint32_t rnd(uint32_t n)
-{
-    uint64_t x = rng_state;
-    x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
-    rng_state = x;
-    return (uint32_t)((x * 0x2545F4914F6CDD1DULL) >> 33) % n;
-}
+static uint32_t rnd(uint32_t n) { return t_rnd(&rng_state, n); }
 
 #define MAXK 12
 #define MAXN 6000
