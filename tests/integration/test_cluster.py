@@ -31,7 +31,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fdtest import (Tests, Diff, start_frontdoor, start_redis, start_cluster, wait_cluster_map,
-                    redis_cluster_support, run_frontdoor_expect_exit, encode_many, parse, norm_sorted,
+                    redis_cluster_support, run_frontdoor_expect_exit, parse, norm_sorted,
                     norm_pairs, ttl_close, check, eq, skip, run, wait_until, free_port,
                     frontdoor_is_redis, info_fields, missing_prerequisite, Conn, REDIS_BENCHMARK, REDIS_CLI, HOST)
 
@@ -395,6 +395,23 @@ def resharding_under_traffic_no_errors():
 
 # ============================================================ (e) failover
 
+def published_until_heard(c, sub, verb, channel, timeout, what):
+    """PUBLISH (or SPUBLISH) "after" on c until the subscriber sub hears a
+    message (those sent while no relay is up are not seen, as in Redis):
+    the first message heard, parsed."""
+    got = []
+
+    def heard():
+        c.cmd(verb, channel, "after")
+        try:
+            got.append(parse(sub.read(timeout=0.5)))
+        except Exception:
+            return False
+        return True
+    wait_until(heard, timeout=timeout, interval=0.2, what=what)
+    return got[0]
+
+
 @T.case(timeout=90)
 def failover_traffic_resumes():
     need()
@@ -471,30 +488,14 @@ def failover_traffic_resumes():
         # the shard subscriber hears a message published after the failover
         # (published until one arrives: those sent before the relay is up
         # again are not seen, as in Redis)
-        sgot = []
-        def sheard():
-            c.cmd("SPUBLISH", schan, "after")
-            try:
-                sgot.append(parse(ssub.read(timeout=0.5)))
-            except Exception:
-                return False
-            return True
-        wait_until(sheard, timeout=20, interval=0.2, what="a shard message from the promoted replica")
-        eq(sgot[0], [b"smessage", schan.encode(), b"after"])
+        eq(published_until_heard(c, ssub, "SPUBLISH", schan, 20, "a shard message from the promoted replica"),
+           [b"smessage", schan.encode(), b"after"])
         ssub.close()
         # then the channel relay's master dies too: the subscriber hears a
         # message published after that failover
         [m for m in cluster.masters() if m.port == relay_port][0].kill()
-        got = []
-        def heard():
-            c.cmd("PUBLISH", "fo:ch", "after")
-            try:
-                got.append(parse(sub.read(timeout=0.5)))
-            except Exception:
-                return False
-            return True
-        wait_until(heard, timeout=30, interval=0.2, what="a message through the moved relay")
-        eq(got[0], [b"message", b"fo:ch", b"after"])
+        eq(published_until_heard(c, sub, "PUBLISH", "fo:ch", 30, "a message through the moved relay"),
+           [b"message", b"fo:ch", b"after"])
         sub.close()
     i = backend_info(fd)
     eq(i["redis_cluster_masters"], "3")
