@@ -1462,12 +1462,14 @@ def shared_pair():
     return _shared_server("ref"), _shared_server("fd")
 
 
-def diff_pair(resp3=False, flush=True):
-    """A Diff over new connections to shared_pair(): FLUSHDB on both first
-    (unless flush=False), then HELLO 3 on both if resp3 (each must reply with
-    a map). The caller owns the Diff and its connections."""
-    ref, fd = shared_pair()
-    d = Diff(ref.conn(), fd.conn())
+def diff_pair(resp3=False, flush=True, servers=None, timeout=5.0):
+    """A Diff over new connections to servers (a (redis-server, frontdoor)
+    pair; default shared_pair(); frontdoor's connection with `timeout`):
+    FLUSHDB on both first (unless flush=False), then HELLO 3 on both if resp3
+    (each must reply with a map). The caller owns the Diff and its
+    connections."""
+    ref, fd = servers or shared_pair()
+    d = Diff(ref.conn(), fd.conn(timeout=timeout))
     if flush:
         d.cmd("FLUSHDB")
     if resp3:

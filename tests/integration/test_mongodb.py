@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fdtest import (Tests, Conn, Err, parse, check, eq,  # noqa: E402
                     free_port, missing_prerequisite, MongoEmulator, need_mongodb, start_mongo_frontdoor,
                     REDIS_BENCHMARK, wait_until, start_redis, Diff, norm_sorted, norm_pairs, ttl_close,
-                    raw_elements)
+                    raw_elements, diff_pair)
 
 T = Tests("test_mongodb.py", case_timeout=50)
 
@@ -478,11 +478,7 @@ HASH_LIST_SET_STEPS = [
 def _diff_both_protocols(emu, steps):
     ref, s = _ref_and_fd(emu)
     for proto in (2, 3):
-        d = Diff(ref.conn(), s.conn(timeout=30))
-        d.cmd("FLUSHDB")
-        if proto == 3:
-            for c in (d.ref, d.fd):
-                check(c.cmd("HELLO", "3").startswith(b"%"), "HELLO 3")
+        d = diff_pair(proto == 3, servers=(ref, s), timeout=30)
         _run_steps(d, steps)
         if d.mismatches:
             raise AssertionError("RESP%d:\n%s" % (proto, d.report()))

@@ -25,7 +25,7 @@ import random
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import (Tests, Diff, check, eq, start_redis,  # noqa: E402
+from fdtest import (Tests, Diff, diff_pair, check, eq, start_redis,  # noqa: E402
                     need_mongodb, shared_mongo, start_mongo_frontdoor, norm_sorted, norm_pairs)
 
 T = Tests("test_mongodb_big.py", case_timeout=120)
@@ -87,11 +87,7 @@ def conversion_in_place_under_a_pipeline():
     ref = start_redis(databases=1)
     s, db = fd(8)
     for proto in (2, 3):
-        d = Diff(ref.conn(), s.conn(timeout=60))
-        d.cmd("FLUSHDB")
-        if proto == 3:
-            for c in (d.ref, d.fd):
-                check(c.cmd("HELLO", "3").startswith(b"%"), "HELLO 3")
+        d = diff_pair(proto == 3, servers=(ref, s), timeout=60)
         cmds = grow_steps(6)
         d.pipeline(cmds, norms=[_norm_for(c) for c in cmds])
         d.finish()
