@@ -116,6 +116,21 @@ def exec_and_scripts_mirrored_as_units():
         fd.stop()
 
 
+def pipelined_by_each(conns, step_cmds, steps=10):
+    """Every connection i pipelines step_cmds(i, j) for j < steps in one
+    write, all at once; every reply is read, then the A/B layer settles.
+    Returns the first connection."""
+    for i, c in enumerate(conns):
+        cmds = []
+        for j in range(steps):
+            cmds += step_cmds(i, j)
+        c.send_many(cmds)
+    for i, c in enumerate(conns):
+        c.read_n(steps * len(step_cmds(i, 0)))
+    settled(conns[0])
+    return conns[0]
+
+
 @T.case
 def scripts_to_a_mongodb_secondary_follow_the_primary_order():
     """ab-mirror-order primary, a redis primary (one pooled connection: its
@@ -130,15 +145,8 @@ def scripts_to_a_mongodb_secondary_follow_the_primary_order():
     script = "redis.call('RPUSH', KEYS[1], ARGV[1]); return redis.call('INCR', KEYS[2])"
     conns = [fd.conn() for _ in range(4)]
     try:
-        for i, c in enumerate(conns):
-            cmds = []
-            for j in range(10):
-                cmds += [("EVAL", script, "2", "o:l", "o:n", "s%d.%d" % (i, j)), ("RPUSH", "o:l", "p%d.%d" % (i, j))]
-            c.send_many(cmds)
-        for c in conns:
-            c.read_n(20)
-        c = conns[0]
-        settled(c)
+        c = pipelined_by_each(conns, lambda i, j: [("EVAL", script, "2", "o:l", "o:n", "s%d.%d" % (i, j)),
+                                                   ("RPUSH", "o:l", "p%d.%d" % (i, j))])
         a = ab(c)
         eq((a["ab_mirrored"], a["ab_deferred"], a["ab_divergences"], a["ab_races"], a["ab_dropped"]),
            ("80", "80", "0", "0", "0"), "every copy sent when the primary answered: %s %r" % (a, c.call("FRONTDOOR", "AB")))
@@ -162,16 +170,8 @@ def transactions_to_a_mongodb_secondary_follow_the_primary_order():
     fd, _ = start_pair("redis", "mongodb", redis_pool_size="1", ab_backend_timeout="20000")
     conns = [fd.conn() for _ in range(4)]
     try:
-        for i, c in enumerate(conns):
-            cmds = []
-            for j in range(10):
-                cmds += [("MULTI",), ("RPUSH", "t:l", "m%d.%d" % (i, j)), ("INCR", "t:n"), ("EXEC",),
-                         ("RPUSH", "t:l", "p%d.%d" % (i, j))]
-            c.send_many(cmds)
-        for c in conns:
-            c.read_n(50)
-        c = conns[0]
-        settled(c)
+        c = pipelined_by_each(conns, lambda i, j: [("MULTI",), ("RPUSH", "t:l", "m%d.%d" % (i, j)), ("INCR", "t:n"),
+                                                   ("EXEC",), ("RPUSH", "t:l", "p%d.%d" % (i, j))])
         a = ab(c)
         eq((a["ab_units"], a["ab_deferred"], a["ab_divergences"], a["ab_races"], a["ab_dropped"]),
            ("40", "80", "0", "0", "0"), "every unit and copy sent when the primary answered: %s %r"
