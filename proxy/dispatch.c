@@ -251,17 +251,14 @@ int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
     size_t out0 = c->out.len;
     px_handler h = px_handler_of(cmd);
     if (!h && (cmd->flags & FD_CMD_STREAMKEYS)) h = px_block_stream_handler(cmd, argc, argv);  /* XREAD BLOCK */
-    /* WATCH (multi.h): a backend command is touched right after its submit,
-     * before any other client runs: from its reply when it was answered
-     * inside submit (the embedded backends, also a LevelDB write that
-     * changed nothing), every key it names when the reply is owed
-     * (asynchronous backends, LevelDB's writer); a
-     * proxy-served write touches every key it names as it is dispatched */
-    int touch_late = 0;
-    if ((cmd->flags & FD_CMD_WRITE) && px_srv.watched_keys) {
-        touch_late = !h;
-        if (!touch_late) px_watch_touch(cmd, argc, argv);
-    }
+    /* WATCH (multi.h): a proxy-served write touches every key it names as
+     * it is dispatched; a backend command right after its submit, before
+     * any other client runs: from its reply when it was answered inside
+     * submit (the embedded backends, also a LevelDB write that changed
+     * nothing), every key it names when the reply is owed (asynchronous
+     * backends, LevelDB's writer thread) */
+    int watch = (cmd->flags & FD_CMD_WRITE) && px_srv.watched_keys;
+    if (watch && h) px_watch_touch(cmd, argc, argv);
     int is_err;
     if (h) {
         c->cur_raw = raw;
@@ -274,7 +271,7 @@ int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
     } else {
         t1 = t0;
         int owed = px_route_submit(c, cmd, argc, argv, raw, rawlen, &t1);   /* records it */
-        if (touch_late) {
+        if (watch) {
             if (owed == 1 || c->out.len < out0) px_watch_touch(cmd, argc, argv);   /* owed: the safe side */
             else px_watch_touch_reply(cmd, argc, argv, c->out.data + out0, c->out.len - out0);
         }
