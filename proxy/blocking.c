@@ -377,7 +377,7 @@ static int block_or_null(px_blk *b) {
         if (!b->mark) b->c->flags |= PX_CONN_CLOSE_ASAP;   /* out of memory */
     }
     if (blk_register(b)) {
-        static const char e[] = "-OOM command not allowed when used memory > 'maxmemory'.\r\n";
+        static const char e[] = PX_OOM_REPLY;
         blk_finish(b, e, sizeof e - 1);
         return 0;
     }
@@ -597,7 +597,7 @@ static void on_try(void *arg, const char *reply, size_t len) {
         if (!is_xblock(reply, len)) {
             blk_finish(b, reply, len);              /* served at once, or an error */
         } else if (stream_setup(b, reply, len)) {
-            finish_error(b, "-OOM command not allowed when used memory > 'maxmemory'.\r\n");
+            finish_error(b, PX_OOM_REPLY);
         } else {
             block_after_first(b);
         }
@@ -804,7 +804,7 @@ static void block_command(px_conn *c, int argc, resp_arg *argv, int kind, int tp
     char *buf = b ? malloc(bytes + (size_t)(2 * argc + 4) * sizeof(resp_arg)) : NULL;
     if (!buf) {
         free(b);
-        resp_add_error(&c->out, "OOM command not allowed when used memory > 'maxmemory'.");
+        resp_add_error(&c->out, PX_OOM_TEXT);
         return;
     }
     b->buf = buf;
@@ -836,7 +836,7 @@ static void block_command(px_conn *c, int argc, resp_arg *argv, int kind, int tp
     if (remote) {
         /* the server waits; inside a transaction or script it does not */
         b->mark = px_pending_push(c, NULL, fd_mono_ns());
-        if (!b->mark) { c->blk = NULL; blk_free(b); resp_add_error(&c->out, "OOM command not allowed when used memory > 'maxmemory'."); return; }
+        if (!b->mark) { c->blk = NULL; blk_free(b); resp_add_error(&c->out, PX_OOM_TEXT); return; }
         if (!b->atomic) { b->counted = 1; nblocked++; }
         const fd_command *self = fd_command_lookup(argv[0].ptr, argv[0].len);
         /* always a connection of its own: even where the server would not
@@ -846,7 +846,7 @@ static void block_command(px_conn *c, int argc, resp_arg *argv, int kind, int tp
     }
     if (be && be->b.ops->async) {
         b->mark = px_pending_push(c, NULL, fd_mono_ns());
-        if (!b->mark) { c->blk = NULL; blk_free(b); resp_add_error(&c->out, "OOM command not allowed when used memory > 'maxmemory'."); return; }
+        if (!b->mark) { c->blk = NULL; blk_free(b); resp_add_error(&c->out, PX_OOM_TEXT); return; }
     }
     first_try(b);
 }

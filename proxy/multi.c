@@ -115,7 +115,7 @@ void px_multi_queue(px_conn *c, fd_command *cmd, int argc, resp_arg *argv) {
     resp_add_status(&c->out, "QUEUED");
     return;
 oom:
-    resp_add_error(&c->out, "OOM command not allowed when used memory > 'maxmemory'.");
+    resp_add_error(&c->out, PX_OOM_TEXT);
     m->aborted = 1;
 }
 
@@ -395,7 +395,7 @@ void px_cmd_watch(px_conn *c, int argc, resp_arg *argv) {
             /* the keys added so far stay watched: ask about them (as live
              * without a deadline, the conservative side) */
             for (px_watched *x = c->watched; x != before; x = x->next) watch_answer(x, NULL, 0, 1);
-            resp_add_error(&c->out, "OOM command not allowed when used memory > 'maxmemory'.");
+            resp_add_error(&c->out, PX_OOM_TEXT);
             return;
         }
         w->e = e;
@@ -419,7 +419,7 @@ void px_cmd_unwatch(px_conn *c, int argc, resp_arg *argv) {
 void px_cmd_multi(px_conn *c, int argc, resp_arg *argv) {
     if (c->multi) { resp_add_error(&c->out, "ERR MULTI calls can not be nested"); return; }
     c->multi = calloc(1, sizeof *c->multi);
-    if (!c->multi) { resp_add_error(&c->out, "OOM command not allowed when used memory > 'maxmemory'."); return; }
+    if (!c->multi) { resp_add_error(&c->out, PX_OOM_TEXT); return; }
     c->multi->group = -1;
     resp_add_status(&c->out, "OK");
 }

@@ -230,7 +230,7 @@ static void confirm(px_conn *c, const char *what, const char *name, size_t len, 
 static void subscribe(px_conn *c, int argc, resp_arg *argv, int kind) {
     for (int i = 1; i < argc; i++) {
         if (add_sub(c, kind, argv[i].ptr, argv[i].len) < 0) {
-            resp_add_error(&c->out, "OOM command not allowed when used memory > 'maxmemory'.");
+            resp_add_error(&c->out, PX_OOM_TEXT);
             return;
         }
         confirm(c, kind_sub[kind], argv[i].ptr, argv[i].len, kind);
@@ -250,7 +250,7 @@ static void unsubscribe(px_conn *c, int argc, resp_arg *argv, int kind) {
             char *name = s->ch->e->name;
             size_t len = s->ch->e->len;
             char small[256], *copy = len < sizeof small ? small : malloc(len);
-            if (!copy) { resp_add_error(&c->out, "OOM command not allowed when used memory > 'maxmemory'."); return; }
+            if (!copy) { resp_add_error(&c->out, PX_OOM_TEXT); return; }
             memcpy(copy, name, len);
             del_sub(c, kind, i);
             confirm(c, kind_unsub[kind], copy, len, kind);
@@ -310,7 +310,7 @@ static void fill_mark(void *arg, const char *reply, size_t len) { px_pending_rep
 /* Through a relaying backend: the server delivers (to us too, via the relay). */
 static void forward(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv) {
     fd_pending *m = px_pending_push(c, NULL, fd_mono_ns());
-    if (!m) { resp_add_error(&c->out, "OOM command not allowed when used memory > 'maxmemory'."); return; }
+    if (!m) { resp_add_error(&c->out, PX_OOM_TEXT); return; }
     px_call_backend(c, cmd, argc, argv, NULL, 0, c->out.proto, 0, fill_mark, m, NULL);
 }
 
@@ -400,7 +400,7 @@ void px_cmd_monitor(px_conn *c, int argc, resp_arg *argv) {
         if (px_monitors == capmons) {
             size_t n = capmons ? capmons * 2 : 8;
             px_conn **m = realloc(mons, n * sizeof *m);
-            if (!m) { resp_add_error(&c->out, "OOM command not allowed when used memory > 'maxmemory'."); return; }
+            if (!m) { resp_add_error(&c->out, PX_OOM_TEXT); return; }
             mons = m;
             capmons = n;
         }

@@ -162,6 +162,11 @@ int  px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const cha
  * (A/B included); cmd NULL: passed through to a Redis backend. Returns 1
  * when the reply is owed. */
 int  px_forward(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen);
+/* Redis's reply to a command refused for want of memory (frontdoor's own
+ * allocations failed): the text for resp_add_error, and the whole reply. */
+#define PX_OOM_TEXT "OOM command not allowed when used memory > 'maxmemory'."
+#define PX_OOM_REPLY "-" PX_OOM_TEXT "\r\n"
+
 /* Hand a command to one backend `be` (NULL: unavailable); its reply goes to
  * `out`: c's output, or a scratch buffer (c NULL: a copy nobody reads, e.g.
  * an A/B mirror copy; then the reply is only seen by `tap`). Every request
