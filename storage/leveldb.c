@@ -1006,6 +1006,13 @@ static int drain(ld_db *db)
 
 static unsigned long long ld_prop_ull(ld_db *db, const char *name);
 
+/* A memtable estimated at est bytes is below LevelDB's write buffer by
+ * more than the estimate's error (1/16 of it): no write can switch it. */
+static int memtable_has_room(const ld_db *db, uint64_t est)
+{
+    return est + db->wbuf_size / 16 < db->wbuf_size;
+}
+
 /* Read LevelDB's state (writer mode, nothing in flight): inline_ok when no
  * write can stall. At most every LD_POLL_US. */
 static void inline_poll(ld_db *db)
@@ -1046,8 +1053,7 @@ static void inline_poll(ld_db *db)
     if (stat(path, &sb) != 0) return;
     double ratio = db->logb_sum >= (1u << 20) ? (double)db->arena_sum / (double)db->logb_sum : 4.0;
     uint64_t est = (uint64_t)((double)sb.st_size * ratio);
-    uint64_t margin = db->wbuf_size / 16;    /* the estimate's error */
-    if (est + margin >= db->wbuf_size) return;
+    if (!memtable_has_room(db, est)) return;
     db->mem_est = est;
     db->inline_ok = 1;
 }
@@ -1072,9 +1078,6 @@ static void inline_update(ld_db *db)
     db->be->writes_inline = inline_now(db);
 }
 
-/* Write x's overlay on the loop thread, as without a writer (nothing is in
- * flight: the caller drained the queue). Its held replies (if any) complete
- * after it. */
 /* The loop thread's voluntary context switches so far: a write that made
  * it sleep (a lock held by LevelDB's compaction, the kernel's writeback)
  * adds one; a preemption does not. */
@@ -1084,6 +1087,9 @@ static long thread_sleeps(void)
     return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nvcsw : 0;
 }
 
+/* Write x's overlay on the loop thread, as without a writer (nothing is in
+ * flight: the caller drained the queue). Its held replies (if any) complete
+ * after it. */
 static int commit_inline(ld_db *db, ld_txn *x)
 {
     int64_t t0 = fd_mono_us();
@@ -1115,8 +1121,7 @@ static int commit_inline(ld_db *db, ld_txn *x)
     }
     if (db->async) {
         db->inline_commits++;
-        uint64_t margin = db->wbuf_size / 16;    /* the estimate's error */
-        if (db->mem_est + margin >= db->wbuf_size) db->inline_ok = 0;   /* the switch is the writer's */
+        if (!memtable_has_room(db, db->mem_est)) db->inline_ok = 0;   /* the switch is the writer's */
         /* slow, and it slept: LevelDB (a lock its compaction holds, a stall)
          * or the kernel (writeback) made the loop wait. Back to the writer
          * for a while; preempted only: stay (the writer would not help) */
