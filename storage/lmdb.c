@@ -49,6 +49,7 @@
 #include <sys/stat.h>
 #include <lmdb.h>
 #include "kv/kv.h"
+#include "bytecmp.h"
 #include "datadir.h"
 #include "host.h"
 
@@ -368,8 +369,8 @@ static const kv_driver lm_driver = {
 /* ---------------------------------------------------------------- key order */
 
 /* LMDB's default key order (mdb_cmp_memn: memcmp over the common length,
- * then the shorter key first), computed 8 bytes at a time without a call
- * to memcmp. The order is exactly the default one, so the data file stays
+ * then the shorter key first), computed by fd_bytes_cmp 8 bytes at a time
+ * without a call to memcmp. The order is exactly the default one, so the data file stays
  * what any LMDB program reads (mdb_dump, mdb_stat, an older frontdoor):
  * only the cost changes. Keys here share long prefixes ('M' "key:0000000..."
  * or 'S' len enc version 'l'), and the B+tree searches compared them
@@ -377,21 +378,7 @@ static const kv_driver lm_driver = {
  * MSET's instructions were memcmp (docs/benchmarks.md, issue 19). */
 static int lm_keycmp(const MDB_val *a, const MDB_val *b)
 {
-    size_t al = a->mv_size, bl = b->mv_size, n = al < bl ? al : bl;
-    const unsigned char *p = a->mv_data, *q = b->mv_data;
-    for (; n >= 8; n -= 8, p += 8, q += 8) {
-        uint64_t x, y;
-        memcpy(&x, p, 8);
-        memcpy(&y, q, 8);
-        if (x != y) {
-            x = kv_get_u64(p);               /* big-endian: byte order is numeric order */
-            y = kv_get_u64(q);
-            return x < y ? -1 : 1;
-        }
-    }
-    for (; n; n--, p++, q++)
-        if (*p != *q) return *p < *q ? -1 : 1;
-    return al < bl ? -1 : al > bl;
+    return fd_bytes_cmp(a->mv_data, a->mv_size, b->mv_data, b->mv_size);
 }
 
 /* ---------------------------------------------------------------- backend */

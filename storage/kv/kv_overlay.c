@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "../status.h"
+#include "../bytecmp.h"
 #include "kv_overlay.h"
 
 #define OV_MAX_LEVEL 20
@@ -35,10 +36,7 @@ struct kv_overlay {
 
 int kv_overlay_keycmp(const char *a, size_t al, const char *b, size_t bl)
 {
-    size_t n = al < bl ? al : bl;
-    int c = n ? memcmp(a, b, n) : 0;
-    if (c) return c;
-    return al < bl ? -1 : al > bl;
+    return fd_bytes_cmp(a, al, b, bl);
 }
 
 static int ov_cmp(const kv_ov_node *n, const char *k, size_t kl)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "sort.h"
 #include "../status.h"
+#include "../bytecmp.h"
 
 static const char ERR_SYNTAX[] = "ERR syntax error";
 static const char ERR_NOTINT[] = "ERR value is not an integer or out of range";
@@ -140,13 +141,6 @@ typedef struct item {
 /* the comparator's settings (qsort has no context; workers are threads) */
 static _Thread_local int cmp_desc, cmp_alpha, cmp_by;
 
-static int bytes_cmp(const char *a, size_t al, const char *b, size_t bl)
-{
-    size_t m = al < bl ? al : bl;
-    int r = m ? memcmp(a, b, m) : 0;
-    if (r) return r;
-    return al < bl ? -1 : al > bl ? 1 : 0;
-}
 
 static int item_cmp(const void *x, const void *y)
 {
@@ -155,12 +149,12 @@ static int item_cmp(const void *x, const void *y)
     if (!cmp_alpha) {
         if (a->score > b->score) cmp = 1;
         else if (a->score < b->score) cmp = -1;
-        else cmp = bytes_cmp(a->p, a->l, b->p, b->l);
+        else cmp = fd_bytes_cmp(a->p, a->l, b->p, b->l);
     } else if (cmp_by) {
         if (!a->cmp || !b->cmp) cmp = a->cmp == b->cmp ? 0 : !a->cmp ? -1 : 1;
-        else cmp = bytes_cmp(a->cmp, a->cmpl, b->cmp, b->cmpl);
+        else cmp = fd_bytes_cmp(a->cmp, a->cmpl, b->cmp, b->cmpl);
     } else {
-        cmp = bytes_cmp(a->p, a->l, b->p, b->l);
+        cmp = fd_bytes_cmp(a->p, a->l, b->p, b->l);
     }
     return cmp_desc ? -cmp : cmp;
 }
