@@ -681,8 +681,7 @@ static void px_ab_record(px_ab_pair *p, int side, const char *reply, size_t len,
         memcpy(p->rep[side], reply, len);
         p->len[side] = len;
     }
-    if (side == 0 && p->defer) { copy_ready(p); return; }    /* may free p */
-    if (side == 0 && p->unit_wait) { copy_ready(p); return; }   /* may free p */
+    if (side == 0 && (p->defer || p->unit_wait)) { copy_ready(p); return; }   /* may free p */
     maybe_finish(p);
 }
 
