@@ -106,7 +106,8 @@ int fd_parse_cursor(const resp_arg *ca, uint64_t *out)
     size_t i0 = 0;
     int neg = 0;
     if (ca->len && (ca->ptr[0] == '-' || ca->ptr[0] == '+')) { neg = ca->ptr[0] == '-'; i0 = 1; }
-    int bad = ca->len == i0 || ca->len - i0 > 20;
+    /* strtoul: "" is 0 (Redis accepts it), a lone sign is not a number */
+    int bad = (i0 && ca->len == i0) || ca->len - i0 > 20;
     for (size_t i = i0; i < ca->len && !bad; i++) {
         unsigned d = (unsigned char)ca->ptr[i] - '0';
         if (d > 9 || cursor > (UINT64_MAX - d) / 10) bad = 1;
@@ -235,7 +236,9 @@ int fd_parse_sintercard(const resp_arg *argv, int argc, long long *numkeys, long
         err = "ERR numkeys should be greater than 0";
     else if (*numkeys > argc - 2)
         err = "ERR Number of keys can't be greater than number of args";
-    for (int i = 2 + (int)*numkeys; !err && i < argc; i++) {
+    /* the options after the keys (numkeys is not added to unless it is valid:
+     * 2147483647 + 2 overflows an int) */
+    for (int i = err ? argc : 2 + (int)*numkeys; !err && i < argc; i++) {
         if (resp_arg_is(&argv[i], "limit") && i + 1 < argc) {
             i++;
             if (resp_str2ll(argv[i].ptr, argv[i].len, limit) != 0 || *limit < 0) err = "ERR LIMIT can't be negative";

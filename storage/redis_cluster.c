@@ -56,6 +56,7 @@
 #include <time.h>
 
 #include "backend.h"
+#include "cmdargs.h"
 #include "redis_conn.h"
 #include "host.h"
 
@@ -1196,6 +1197,15 @@ static int submit_scan(cl_backend *b, fd_request *r) {
     errno = 0;
     unsigned long long c = strtoull(tmp, &end, 10);
     if (*end || errno == ERANGE) goto invalid;
+    /* the options, as Redis checks them before answering (a cursor past the
+     * map's masters is answered here, without a node to check them) */
+    long long count;
+    const resp_arg *pat, *type;
+    int so = fd_parse_scan_opts(r->argv, r->argc, 2, &count, &pat, &type);
+    if (so != FD_OK) {
+        resp_add_error(r->out, fd_strerror(so));
+        return FD_OK;
+    }
     int idx = (int)(c & ((1u << CL_SCAN_BITS) - 1));
     unsigned long long nc = c >> CL_SCAN_BITS;
     if (idx >= b->nmasters) {       /* a cursor from an older, larger map: done */
