@@ -105,10 +105,12 @@ int fd_parse_cursor(const resp_arg *ca, uint64_t *out)
     uint64_t cursor = 0;
     size_t i0 = 0;
     int neg = 0;
-    if (ca->len && (ca->ptr[0] == '-' || ca->ptr[0] == '+')) { neg = ca->ptr[0] == '-'; i0 = 1; }
+    /* Redis reads the C string: it ends at the first NUL */
+    size_t len = strnlen(ca->ptr, ca->len);
+    if (len && (ca->ptr[0] == '-' || ca->ptr[0] == '+')) { neg = ca->ptr[0] == '-'; i0 = 1; }
     /* strtoul: "" is 0 (Redis accepts it), a lone sign is not a number */
-    int bad = (i0 && ca->len == i0) || ca->len - i0 > 20;
-    for (size_t i = i0; i < ca->len && !bad; i++) {
+    int bad = (i0 && len == i0) || len - i0 > 20;
+    for (size_t i = i0; i < len && !bad; i++) {
         unsigned d = (unsigned char)ca->ptr[i] - '0';
         if (d > 9 || cursor > (UINT64_MAX - d) / 10) bad = 1;
         else cursor = cursor * 10 + d;

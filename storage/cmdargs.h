@@ -55,7 +55,8 @@ int fd_expire_refused(int flags, int64_t cur, long long when);
 /* ---- SCAN / HSCAN / SSCAN / ZSCAN */
 
 /* Redis's parseScanCursorOrReply (strtoul: an optional sign, then decimal
- * digits; "-N" wraps around; "" is 0). 0, or -1: the caller replies
+ * digits; "-N" wraps around; "" is 0; the text ends at a NUL, as the C
+ * string Redis reads). 0, or -1: the caller replies
  * "ERR invalid cursor". */
 int fd_parse_cursor(const resp_arg *ca, uint64_t *out);
 /* The same for a command: FD_OK with *replied 0 and *cursor; FD_OK with

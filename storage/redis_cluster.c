@@ -1188,12 +1188,12 @@ static int submit_scan(cl_backend *b, fd_request *r) {
     /* Redis 7.0's parseScanCursorOrReply: strtoul, no leading space, no
      * trailing bytes, no overflow ("-1" and "" are cursors there too) */
     char tmp[32];
-    size_t cl = r->argv[1].len;
+    size_t cl = strnlen(r->argv[1].ptr, r->argv[1].len);    /* a C string there */
     char *end;
     if (cl >= sizeof tmp) goto invalid;
     memcpy(tmp, r->argv[1].ptr, cl);
     tmp[cl] = '\0';
-    if (memchr(tmp, '\0', cl) || isspace((unsigned char)tmp[0])) goto invalid;
+    if (isspace((unsigned char)tmp[0])) goto invalid;
     errno = 0;
     unsigned long long c = strtoull(tmp, &end, 10);
     if (*end || errno == ERANGE) goto invalid;

@@ -13,6 +13,7 @@
 #include "../cmdargs.h"
 #include "../value/sort.h"
 #include "../value/introspect.h"
+#include "../value/stream.h"
 
 /* ---------------------------------------------------------------- collections */
 
@@ -164,6 +165,13 @@ int kv_cmd_copy(kv_ctx *c)
         if (dm.found) { FD_TRY(kv_delete(c, &dk, &dm)); memset(&dm, 0, sizeof dm); }
         FD_TRY(kv_write_string(c, &dk, &dm, sm.expire, v, sm.vlen, NULL, 0));
     } else {
+        /* a stream's metadata is its own blob (no element count for
+         * kv_coll_save): kept before the first write (driver memory) */
+        uint8_t sbody[8 + FD_SMETA_LEN];
+        if (sm.type == KV_T_STREAM) {
+            if (sm.vlen < FD_SMETA_LEN) return FD_E_CORRUPT;
+            memcpy(sbody + 8, sm.val, FD_SMETA_LEN);
+        }
         if (dm.found) FD_TRY(kv_delete(c, &dk, &dm));
         kv_meta nm = sm;
         nm.found = 0;
@@ -172,7 +180,12 @@ int kv_cmd_copy(kv_ctx *c)
         size_t fl = kv_enc_sub_prefix(from, KV_KEY_ENC(&sk), KV_KEY_ELEN(&sk), sm.version);
         size_t tl = kv_enc_sub_prefix(to, KV_KEY_ENC(&dk), KV_KEY_ELEN(&dk), nm.version);
         FD_TRY(kv_copy_prefix(c, from, fl, to, tl));
-        FD_TRY(kv_coll_save(c, &dk, &nm));
+        if (sm.type == KV_T_STREAM) {
+            kv_put_u64(sbody, nm.version);
+            FD_TRY(kv_write_meta(c, &dk, &nm, KV_T_STREAM, sbody, sizeof sbody));
+        } else {
+            FD_TRY(kv_coll_save(c, &dk, &nm));
+        }
         if (sm.expire) {
             uint8_t ek[KV_EKEY_MAX];
             size_t el = kv_enc_expire_key(ek, sm.expire, KV_KEY_ENC(&dk), KV_KEY_ELEN(&dk));
