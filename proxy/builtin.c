@@ -104,19 +104,20 @@ void px_cmd_hello(px_conn *c, int argc, resp_arg *argv) {
         }
         if (ver < 2 || ver > 3) { resp_add_error(&c->out, "NOPROTO unsupported protocol version"); return; }
     }
-    resp_arg *user = NULL, *pass = NULL, *name = NULL;
+    resp_arg *name = NULL;
     for (int j = 2; j < argc; j++) {
         int more = argc - 1 - j;
-        if (resp_arg_is(&argv[j], "AUTH") && more >= 2) { user = &argv[j + 1]; pass = &argv[j + 2]; j += 2; }
-        else if (resp_arg_is(&argv[j], "SETNAME") && more >= 1) { name = &argv[j + 1]; j++; }
+        if (resp_arg_is(&argv[j], "AUTH") && more >= 2) {
+            /* Redis 7.0 authenticates as it reads the option: a wrong password
+             * is reported before a later option's syntax error */
+            if (!check_password(&argv[j + 1], &argv[j + 2])) { resp_add_error(&c->out, wrongpass); return; }
+            c->authed = 1;
+            j += 2;
+        } else if (resp_arg_is(&argv[j], "SETNAME") && more >= 1) { name = &argv[j + 1]; j++; }
         else {
             resp_add_errorf(&c->out, "ERR Syntax error in HELLO option '%.*s'", (int)(argv[j].len > 128 ? 128 : argv[j].len), argv[j].ptr);
             return;
         }
-    }
-    if (user) {
-        if (!check_password(user, pass)) { resp_add_error(&c->out, wrongpass); return; }
-        c->authed = 1;
     }
     if (!c->authed) {
         resp_add_error(&c->out, "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
