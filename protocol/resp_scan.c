@@ -6,7 +6,7 @@
 
 void resp_scanner_init(resp_scanner *s) {
     s->pos = 0;
-    s->depth = 0;
+    s->outstanding = 1;
     s->err = NULL;
 }
 
@@ -15,22 +15,11 @@ static int line_int(const char *buf, size_t from, size_t eol, long long *v) {
     return resp_str2ll(buf + from, eol - from, v);
 }
 
-/* One value finished: pop the aggregates it completed. A completed
- * attribute is not a value of its parent (the value it annotates follows).
- * Returns 1 when the whole reply is complete. */
-static int value_done(resp_scanner *s) {
-    while (s->depth > 0) {
-        if (--s->left[s->depth - 1] > 0) return 0;
-        s->depth--;
-        if (s->attr[s->depth]) return 0;
-    }
-    return 1;
-}
-
-static int push(resp_scanner *s, long long n, int attr) {
-    if (s->depth == RESP_SCAN_MAX_DEPTH) { s->err = "reply nested too deeply"; return -1; }
-    s->attr[s->depth] = (char)attr;
-    s->left[s->depth++] = n;
+/* Add `n` expected values (an aggregate's elements, an attribute's pairs);
+ * -1 with s->err set past RESP_SCAN_MAX_OUTSTANDING. */
+static int expect_more(resp_scanner *s, long long n) {
+    if (n > RESP_SCAN_MAX_OUTSTANDING - s->outstanding) { s->err = "reply announces too many elements"; return -1; }
+    s->outstanding += n;
     return 0;
 }
 
@@ -48,7 +37,7 @@ long long resp_scan_reply(resp_scanner *s, const char *buf, size_t len) {
         switch (type) {
         case '+': case '-': case ':': case '_': case ',': case '#': case '(':
             s->pos = next;
-            if (value_done(s)) goto complete;
+            s->outstanding--;
             break;
         case '$': case '!': case '=':
             if (line_int(buf, start + 1, cr, &n) || n < -1 || (n == -1 && type != '$')) {
@@ -60,36 +49,36 @@ long long resp_scan_reply(resp_scanner *s, const char *buf, size_t len) {
                 next += (size_t)n + 2;
             }
             s->pos = next;
-            if (value_done(s)) goto complete;
+            s->outstanding--;
             break;
         case '*': case '~': case '>': case '%': case '|':
-            if (line_int(buf, start + 1, cr, &n) || n < -1 || (n == -1 && type != '*') || n > (1LL << 40)) {
+            if (line_int(buf, start + 1, cr, &n) || n < -1 || (n == -1 && type != '*') || n > RESP_SCAN_MAX_ELEMENTS) {
                 s->err = "invalid aggregate length";
                 return -1;
             }
             s->pos = next;
-            if (type == '%') n *= 2;
+            if (type == '%' || type == '|') n *= 2;
             if (type == '|') {
-                /* attribute: 2n elements that annotate the value after them */
-                if (n > 0 && push(s, 2 * n, 1)) return -1;
+                /* attribute: 2n values that annotate the value after them,
+                 * which is still expected */
+                if (expect_more(s, n)) return -1;
                 break;
             }
-            if (n <= 0) {
-                if (value_done(s)) goto complete;
-            } else if (push(s, n, 0)) {
-                return -1;
-            }
+            /* the aggregate is one value; its n elements are expected instead */
+            if (n > 0 && expect_more(s, n)) return -1;
+            s->outstanding--;
             break;
         default:
             s->err = "unknown reply type byte";
             return -1;
         }
+        if (s->outstanding == 0) goto complete;
     }
     return 0;
 complete:;
     long long total = (long long)s->pos;
     s->pos = 0;
-    s->depth = 0;
+    s->outstanding = 1;
     return total;
 }
 

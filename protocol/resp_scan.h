@@ -2,23 +2,31 @@
  * stream, without building any object. Used by proxies that pass a server's
  * replies on byte for byte (the Redis backend). Pure: no I/O.
  *
- * Incremental: the scanner keeps its position and the element counts of the
- * aggregates it is inside, so a large reply arriving in many reads is scanned
- * once (O(n) overall). Nesting is limited to RESP_SCAN_MAX_DEPTH.
+ * Incremental: the scanner keeps its position and one counter of the values
+ * still expected, so a large reply arriving in many reads is scanned once
+ * (O(n) overall). Any nesting depth is accepted in constant memory and
+ * without recursion: a proxy must pass whatever its server legitimately
+ * answers (Redis cuts a self-referencing Lua table at its own depth, which
+ * may be deeper than any fixed limit here).
  */
 #ifndef FRONTDOOR_RESP_SCAN_H
 #define FRONTDOOR_RESP_SCAN_H
 
 #include <stddef.h>
 
-#define RESP_SCAN_MAX_DEPTH 64
+/* Largest element count one aggregate header may announce, and the bound of
+ * the values outstanding in one reply (an error beyond: the counter cannot
+ * overflow). */
+#define RESP_SCAN_MAX_ELEMENTS (1LL << 40)
+#define RESP_SCAN_MAX_OUTSTANDING (1LL << 60)
 
 typedef struct resp_scanner {
-    size_t    pos;                          /* bytes of the current reply scanned so far */
-    int       depth;                        /* open aggregates */
-    long long left[RESP_SCAN_MAX_DEPTH];    /* elements still expected at each level */
-    char      attr[RESP_SCAN_MAX_DEPTH];    /* level is a RESP3 attribute (transparent) */
-    const char *err;                        /* static text after an error */
+    size_t    pos;          /* bytes of the current reply scanned so far */
+    long long outstanding;  /* values still expected before the reply is complete
+                               (starts at 1; an aggregate of n adds n - 1, an
+                               attribute of n pairs adds 2n: it annotates the
+                               value after it) */
+    const char *err;        /* static text after an error */
 } resp_scanner;
 
 void resp_scanner_init(resp_scanner *s);

@@ -90,29 +90,32 @@ static int is_null_reply(const char *r, size_t len) {
            (len == 3 && !memcmp(r, "_\r\n", 3)) || (len == 4 && !memcmp(r, "*0\r\n", 4));
 }
 
+/* now + ms, saturated: a timeout Redis 7.0 accepts but whose deadline would
+ * overflow (BLPOP k 9223372036854775, XREAD BLOCK 9223372036854775807)
+ * blocks as good as forever, as it does there. ms > 0. */
+static int64_t deadline_after(long long ms) {
+    long long now = px_now_ms();
+    return ms > LLONG_MAX - now ? LLONG_MAX : now + ms;
+}
+
 /* Redis 7.0's timeout argument (seconds, fractional): the deadline in ms
- * (0 = forever), or -1 with the error written. */
+ * (0 = forever), or -1 with the error written. As timeout.c: the seconds
+ * times 1000 rounded *up* (0.0001 is 1 ms, not 0 = forever; -0.0001 is 0),
+ * converted as x86 converts (inf and 1e300 overflow to LLONG_MIN: "timeout
+ * is negative"). */
 static int parse_timeout(px_conn *c, const resp_arg *a, int64_t *deadline) {
     long double ld;
     if (resp_str2ld(a->ptr, a->len, &ld) || isnan(ld)) {
         resp_add_error(&c->out, "ERR timeout is not a float or out of range");
         return -1;
     }
-    long double ms = ld * 1000.0L;
-    long long t = (ms > -9.2e18L && ms < 9.2e18L) ? (long long)ms : LLONG_MIN;   /* x86's overflow */
+    long double ms = ceill(ld * 1000.0L);
+    long long t = (ms >= -0x1p63L && ms < 0x1p63L) ? (long long)ms : LLONG_MIN;   /* x86's overflow */
     if (t < 0) {
         resp_add_error(&c->out, "ERR timeout is negative");
         return -1;
     }
-    if (t > 0) {
-        long long now = px_now_ms();
-        if (t > LLONG_MAX - now) {
-            resp_add_error(&c->out, "ERR timeout is out of range");
-            return -1;
-        }
-        t += now;
-    }
-    *deadline = t;
+    *deadline = t > 0 ? deadline_after(t) : 0;
     return 0;
 }
 
@@ -152,16 +155,31 @@ static void make_ready(bkey *k) {
     ready_tail = k;
 }
 
-static void signal_key(const char *name, size_t len) {
-    px_strent *e = px_strmap_get(&keys, name, len);
-    if (!e) return;
-    bkey *k = px_strmap_data(e);
+/* k was written: tried now, or again after the try in flight. */
+static void signal_bkey(bkey *k) {
     if (k->busy) k->dirty = 1;
     else make_ready(k);
 }
 
+static void signal_key(const char *name, size_t len) {
+    px_strent *e = px_strmap_get(&keys, name, len);
+    if (e) signal_bkey(px_strmap_data(e));
+}
+
+static void signal_each(px_strent *e, void *arg) {
+    (void)arg;
+    signal_bkey(px_strmap_data(e));
+}
+
 void px_block_signal_cmd(const fd_command *cmd, int argc, const resp_arg *argv) {
     if (!keys.count || !cmd || !(cmd->flags & FD_CMD_WRITE)) return;
+    if (cmd->id == FD_CMD_flushall || cmd->id == FD_CMD_flushdb) {
+        /* every key is gone: each waited-on key is tried again (a pop
+         * misses and keeps waiting; XREADGROUP ends with -UNBLOCKED, as
+         * Redis 7.0's scanDatabaseForDeletedStreams) */
+        px_strmap_each(&keys, signal_each, NULL);
+        return;
+    }
     int pos[64];
     int n = fd_command_keys(cmd, argc, argv, pos, 64);
     for (int i = 0; i < n; i++) signal_key(argv[pos[i]].ptr, argv[pos[i]].len);
@@ -416,7 +434,7 @@ static int stream_setup(px_blk *b, const char *r, size_t len) {
     b->kfirst = sa;
     b->nkeys = (b->argc - sa) / 2;
     snprintf(b->xcount, sizeof b->xcount, "%lld", count > 0 ? count : 1000);
-    b->deadline = ms > 0 ? px_now_ms() + ms : 0;
+    b->deadline = ms > 0 ? deadline_after(ms) : 0;
     b->xidbuf = malloc(len + 1);
     b->xid = calloc((size_t)b->nkeys + 1, sizeof *b->xid);
     if (!b->xidbuf || !b->xid) return -1;
@@ -483,6 +501,34 @@ static void on_gone(void *arg, const char *reply, size_t len) {
     else
         finish_error(b, "-UNBLOCKED the stream key no longer exists\r\n");
     wake_end(k, next, 1);
+    serve_ready();
+}
+
+/* BLMOVE / BRPOPLPUSH woken to -WRONGTYPE: when its source is a list, the
+ * destination is what is wrong, and Redis answers the error (the element
+ * stays in the source, blocked.c / t_list.c); a source that is no list
+ * keeps it waiting (Redis would not have served it). */
+static void on_src_type(void *arg, const char *reply, size_t len) {
+    px_blk *b = arg;
+    b->trying = 0;
+    bkey *k = b->try_key;
+    b->try_key = NULL;
+    bnode *next = node_after(b, k);
+    int ended = 1;
+    if (!b->c) {
+        blk_free(b);
+    } else if (len == 7 && !memcmp(reply, "+list\r\n", 7)) {
+        char e[96];
+        int n = snprintf(e, sizeof e, "-%s\r\n", fd_strerror(FD_E_WRONGTYPE));
+        blk_finish(b, e, (size_t)n);
+    } else if (b->unblock) {
+        finish_unblocked(b);
+    } else if (b->timed_out) {
+        finish_null(b, 1);
+    } else {
+        ended = 0;
+    }
+    wake_end(k, next, ended);
     serve_ready();
 }
 
@@ -629,6 +675,15 @@ static void on_try(void *arg, const char *reply, size_t len) {
             b->trying = 1;
             b->try_key = k;
             px_call_backend(b->c, fd_command_lookup("exists", 6), 2, b->tw, NULL, 0, b->proto, 0, on_gone, b, NULL);
+            return;
+        } else if ((b->kind == K_LMOVE || b->kind == K_RPOPLPUSH) && err && len >= 10 &&
+                   !memcmp(reply, "-WRONGTYPE", 10)) {
+            static const resp_arg ty = { (char *)"type", 4 };
+            b->tw[0] = ty;
+            b->tw[1] = (resp_arg){ k->e->name, k->e->len };
+            b->trying = 1;
+            b->try_key = k;
+            px_call_backend(b->c, fd_command_lookup("type", 4), 2, b->tw, NULL, 0, b->proto, 0, on_src_type, b, NULL);
             return;
         } else if (b->kind == K_XGROUP && err && len >= 10 && !memcmp(reply, "-WRONGTYPE", 10)) {
             finish_error(b, "-UNBLOCKED the stream key no longer exists\r\n");

@@ -63,7 +63,8 @@ px_handler px_block_stream_handler(const fd_command *cmd, int argc, const resp_a
 
 /* A write command was handed to the backend: its keys with waiters become
  * ready. Cheap when nobody waits. Scripts' and EXEC's inner commands must
- * pass here too (px_dispatch does it for what it dispatches). */
+ * pass here too (px_dispatch does it for what it dispatches). FLUSHALL /
+ * FLUSHDB make every key with waiters ready. */
 void px_block_signal_cmd(const fd_command *cmd, int argc, const resp_arg *argv);
 /* Serve every ready key (no-op inside px_block_in_atomic): called at the end
  * of each top-level command (px_dispatch), and after EXEC / a script. */

@@ -324,6 +324,65 @@ def remote_pool_is_bounded():
 
 # ------------------------------------------------------------ differential
 
+@T.case
+def move_onto_wrong_type_destination_answers_wrongtype():
+    """Issue 25: BRPOPLPUSH / BLMOVE woken by a push while dst holds a
+    string answer -WRONGTYPE (Redis) and leave the element in src; a source
+    overwritten by a string keeps them waiting."""
+    f = shared_frontdoor()
+    wrong = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
+    with f.conn() as a, f.conn() as p:
+        for cmd in (("BRPOPLPUSH", "{bm}src", "{bm}dst", "0"),
+                    ("BLMOVE", "{bm}src", "{bm}dst", "LEFT", "RIGHT", "0")):
+            p.cmd("DEL", "{bm}src", "{bm}dst")
+            p.cmd("SET", "{bm}dst", "str")
+            a.send(*cmd)
+            wait_blocked(f, 1)
+            p.cmd("RPUSH", "{bm}src", "x")
+            eq(a.read(timeout=3), wrong)
+            eq(p.cmd("LRANGE", "{bm}src", "0", "-1"), b"*1\r\n$1\r\nx\r\n")
+            eq(p.cmd("GET", "{bm}dst"), b"$3\r\nstr\r\n")
+            eq(blocked_clients(f), 0)
+            # the source turned into a string: no answer, still waiting
+            p.cmd("DEL", "{bm}src", "{bm}dst")
+            a.send(*cmd)
+            wait_blocked(f, 1)
+            p.cmd("SET", "{bm}src", "s")
+            time.sleep(0.1)
+            eq(blocked_clients(f), 1)
+            p.cmd("DEL", "{bm}src")
+            p.cmd("RPUSH", "{bm}src", "y")
+            eq(a.read(timeout=3), b"$1\r\ny\r\n")
+            eq(p.cmd("LRANGE", "{bm}dst", "0", "-1"), b"*1\r\n$1\r\ny\r\n")
+
+
+@T.case
+def sub_millisecond_and_huge_timeouts():
+    """Issue 25: 0.0001 s times out (rounded up to 1 ms) instead of waiting
+    forever; a timeout whose deadline overflows (Redis 7.0 accepts it)
+    waits, and a push still serves it."""
+    f = shared_frontdoor()
+    with f.conn() as a, f.conn() as p:
+        p.cmd("DEL", "bq:sub", "bq:subz")
+        t0 = time.monotonic()
+        eq(a.cmd("BZPOPMIN", "bq:subz", "0.0001"), b"*-1\r\n")
+        eq(a.cmd("BLPOP", "bq:sub", "0.0001"), b"*-1\r\n")
+        check(time.monotonic() - t0 < 2, "sub-ms timeouts took", time.monotonic() - t0)
+        for cmd in (("BLPOP", "bq:sub", "9223372036854775"),
+                    ("XREAD", "BLOCK", "9223372036854775807", "STREAMS", "bq:subx", "$")):
+            a.send(*cmd)
+            wait_blocked(f, 1)
+            time.sleep(0.05)
+            eq(blocked_clients(f), 1)
+            if cmd[0] == "BLPOP":
+                p.cmd("RPUSH", "bq:sub", "v")
+                eq(a.read(timeout=3), b"*2\r\n$6\r\nbq:sub\r\n$1\r\nv\r\n")
+            else:
+                p.cmd("XADD", "bq:subx", "5-0", "f", "v")
+                eq(parse(a.read(timeout=3)), [[b"bq:subx", [[b"5-0", [b"f", b"v"]]]]])
+        p.cmd("DEL", "bq:subx")
+
+
 def diff_pair(proto):
     ref = start_redis()
     d = Diff(ref.conn(), shared_frontdoor().conn())
@@ -348,6 +407,14 @@ def differential(proto):
         ("BZPOPMIN", "{d}z", "0"), ("BZPOPMAX", "{d}m", "{d}z", "0.5"), ("BZPOPMIN", "{d}s", "0"),
         ("BZPOPMIN", "{d}z", "-0.5"), ("BLPOP", "{d}m", "0.01"), ("BZPOPMAX", "{d}m", "0.01"),
         ("BRPOPLPUSH", "{d}m", "{d}d", "0.01"),
+        # issue 25: a sub-millisecond timeout is rounded up to 1 ms (not 0 =
+        # forever); -0.0001 rounds to 0 (forever: not sent); inf, 1e300 and
+        # -inf overflow to "negative" as in Redis 7.0
+        ("BZPOPMIN", "{d}m", "0.0001"), ("BLPOP", "{d}m", "0.0009"), ("BRPOP", "{d}m", "1e-400"),
+        ("BRPOPLPUSH", "{d}m", "{d}d", "0.0001"), ("BLMOVE", "{d}m", "{d}d", "LEFT", "LEFT", "0.0001"),
+        ("BZPOPMAX", "{d}m", "0.0001"), ("BLPOP", "{d}m", "1e300"), ("BLPOP", "{d}m", "-inf"),
+        ("BZPOPMIN", "{d}m", "inf"), ("BLPOP", "{d}m", "-1e300"), ("BLPOP", "{d}m", ""),
+        ("BLPOP", "{d}m", " 1"), ("BZPOPMIN", "{d}m", "-nan"),
         ("CLIENT", "UNBLOCK", "abc"), ("CLIENT", "UNBLOCK", "1", "foo"), ("CLIENT", "UNBLOCK", "999999"),
         ("CLIENT", "NO-EVICT", "on"), ("CLIENT", "NO-EVICT", "maybe"),
     ):
@@ -368,7 +435,9 @@ def differential(proto):
         for args in (("BLMPOP", "0", "1", "{d}l", "LEFT", "COUNT", "2"), ("BLMPOP", "0.01", "1", "{d}m", "RIGHT"),
                      ("BLMPOP", "0", "0", "{d}l", "LEFT"), ("BLMPOP", "0", "1", "{d}l", "UP"),
                      ("BLMPOP", "0", "1", "{d}l", "LEFT", "COUNT", "0"),
-                     ("BZMPOP", "0", "1", "{d}z", "MIN"), ("BZMPOP", "0.01", "1", "{d}m", "MAX", "COUNT", "3")):
+                     ("BZMPOP", "0", "1", "{d}z", "MIN"), ("BZMPOP", "0.01", "1", "{d}m", "MAX", "COUNT", "3"),
+                     ("BLMPOP", "0.0001", "1", "{d}m", "LEFT"), ("BZMPOP", "0.0001", "1", "{d}m", "MIN"),
+                     ("BLMPOP", "inf", "1", "{d}m", "LEFT"), ("BZMPOP", "nan", "1", "{d}m", "MIN")):
             d.cmd(*args)
     d.finish()
 
@@ -467,6 +536,15 @@ def xreadgroup_block_group_or_key_gone():
         wait_blocked(f, 1)
         eq(p.cmd("DEL", "xq:gone"), b":1\r\n")
         eq(a.read(timeout=3), b"-UNBLOCKED the stream key no longer exists\r\n")
+        # issue 25: FLUSHALL, FLUSHDB and an overwrite by another type end it too
+        for ender in (("FLUSHALL",), ("FLUSHDB",), ("SET", "xq:gone", "x")):
+            p.cmd("DEL", "xq:gone")
+            p.cmd("XGROUP", "CREATE", "xq:gone", "g", "$", "MKSTREAM")
+            a.send("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "xq:gone", ">")
+            wait_blocked(f, 1)
+            p.cmd(*ender)
+            eq(a.read(timeout=3), b"-UNBLOCKED the stream key no longer exists\r\n")
+        p.cmd("DEL", "xq:gone")
         # XREAD is not ended by a deletion: it waits for an entry after its id
         a.send("XREAD", "BLOCK", "0", "STREAMS", "xq:gone", "0-0")
         wait_blocked(f, 1)

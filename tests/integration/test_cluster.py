@@ -33,7 +33,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fdtest import (Tests, Diff, start_frontdoor, start_redis, start_cluster, wait_cluster_map,
                     redis_cluster_support, run_frontdoor_expect_exit, parse, norm_sorted,
                     norm_pairs, ttl_close, check, eq, skip, run, wait_until, free_port,
-                    frontdoor_is_redis, info_fields, missing_prerequisite, Conn, REDIS_BENCHMARK, REDIS_CLI, HOST)
+                    frontdoor_is_redis, info_fields, missing_prerequisite, Conn, REDIS_BENCHMARK, REDIS_CLI, HOST,
+                    check_deep_reply_passes)
 
 T = Tests(case_timeout=60)
 CROSSSLOT = b"-CROSSSLOT Keys in request don't hash to the same slot\r\n"
@@ -600,6 +601,16 @@ def redis_benchmark_default_suite():
         check(len(rows) >= 20, "every default test ran", out[-2000:])
     i = backend_info(fd)
     eq(i["redis_cluster_failed"], "0", "no failed request")
+
+
+
+@T.case
+def deeply_nested_reply_passes_through():
+    """Issue 25: a reply of any depth (resp_scan's counter) passes through
+    the cluster backend too."""
+    ref, cluster, fd = shared()
+    check_deep_reply_passes(ref.port, fd.port)
+    eq(fd.conn().cmd("SET", "after-deep", "1"), b"+OK\r\n")
 
 
 if __name__ == "__main__":

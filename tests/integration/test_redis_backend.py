@@ -28,7 +28,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fdtest import (Tests, Diff, Server, start_frontdoor, start_redis, encode, encode_inline, encode_many,
-                    parse, norm_sorted, norm_pairs, ttl_close, check, eq, skip, run, wait_until,
+                    parse, norm_sorted, norm_pairs, ttl_close, check, eq, skip, run, wait_until, check_deep_reply_passes,
                     free_port, frontdoor_is_redis, info_fields, Conn, REDIS_BENCHMARK, HOST)
 
 T = Tests(case_timeout=40)
@@ -630,6 +630,16 @@ class FakeResp:
     def close(self):
         self.stop = True
         self.ls.close()
+
+
+@T.case
+def deeply_nested_reply_passes_through():
+    """Issue 25: a reply Redis itself produces (a self-referencing Lua table,
+    cut at Redis's own depth, ~8000 levels) is passed on byte for byte, not
+    taken for a protocol error that resets the backend connection."""
+    ref, back, fd = shared()
+    check_deep_reply_passes(ref.port, fd.port)
+    eq(fd.conn().cmd("SET", "after-deep", "1"), b"+OK\r\n")
 
 
 @T.case

@@ -80,12 +80,29 @@ int main(void) {
     CHECK(scan_all("+OK\n", 4, 0, lens, 4) == -1);
     CHECK(scan_all("%-1\r\n", 5, 0, lens, 4) == -1);
 
-    /* nesting limit */
-    char deep[1024];
-    size_t n = 0;
-    for (int i = 0; i < 100; i++) n += (size_t)snprintf(deep + n, sizeof deep - n, "*1\r\n");
-    n += (size_t)snprintf(deep + n, sizeof deep - n, ":1\r\n");
-    CHECK(scan_all(deep, n, 0, lens, 4) == -1);
+    /* any depth: Redis cuts a self-referencing Lua table at its own depth,
+     * deeper than any fixed limit; a proxy passes it on (issue 25) */
+    {
+        int levels = 100000;
+        size_t cap = (size_t)levels * 4 + 64;
+        char *deep = malloc(cap);
+        size_t n = 0;
+        for (int i = 0; i < levels; i++) { memcpy(deep + n, "*1\r\n", 4); n += 4; }
+        memcpy(deep + n, ":1\r\n+OK\r\n", 9); n += 9;
+        long long two[2];
+        CHECK(scan_all(deep, n, 0, two, 2) == 2 && two[0] == (long long)n - 5 && two[1] == 5);
+        CHECK(scan_all(deep, n, 4096, two, 2) == 2 && two[0] == (long long)n - 5);
+        CHECK(scan_all(deep, n - 9, 0, two, 2) == -2);          /* the innermost value missing */
+        n = 0;                                                   /* deep maps and attributes too */
+        for (int i = 0; i < 1000; i++) { memcpy(deep + n, "%1\r\n|1\r\n+a\r\n+b\r\n+k\r\n", 20); n += 20; }
+        memcpy(deep + n, ":1\r\n", 4); n += 4;
+        CHECK(scan_all(deep, n, 0, two, 2) == 1 && two[0] == (long long)n);
+        free(deep);
+    }
+    /* an aggregate may announce at most RESP_SCAN_MAX_ELEMENTS (the counter
+     * cannot overflow: it grows by at most that per header line) */
+    CHECK(scan_all("*1099511627776\r\n", 16, 0, lens, 4) == -2);
+    CHECK(scan_all("*1099511627777\r\n", 16, 0, lens, 4) == -1);
 
     /* a 1 MB bulk fed in 16 KB pieces */
     size_t big = 1 << 20;
