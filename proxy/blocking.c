@@ -1,5 +1,6 @@
 /* blocking.c — blocking commands: the blocked-keys table, wake-ups, timeouts
  * (see blocking.h). Loop thread only. */
+#include "hooks.h"
 #include "blocking.h"
 #include "backends.h"
 #include "config.h"
@@ -913,4 +914,19 @@ int px_block_unblock(px_conn *c, int how) {
     if (b->trying) return 1;                        /* decided when the try ends */
     finish_unblocked(b);
     return 1;
+}
+
+/* ------------------------------------------------------------ hooks (hooks.h) */
+
+/* a backend's write: its keys' waiters will be tried (after the command) */
+static void block_exec_done(const px_exec *e) {
+    if (!e->handler) px_block_signal_cmd(e->cmd, e->argc, e->argv);
+}
+
+void px_blocking_hooks(void) {
+    PX_HOOK_ADD(handler, px_block_stream_handler);
+    PX_HOOK_ADD(exec_done, block_exec_done);
+    PX_HOOK_ADD(after, px_block_after_command);
+    PX_HOOK_ADD(turn_start, px_block_run_resumes);   /* clients answered after blocking: their next commands */
+    PX_HOOK_ADD(closed, px_block_conn_closed);
 }

@@ -91,4 +91,7 @@ typedef void (*px_call_fn)(void *arg, const char *reply, size_t len);
 void px_call_backend(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv, const char *raw,
                      size_t rawlen, int proto, int blocking, px_call_fn done, void *arg, fd_pending **handle);
 
+/* Register this feature's hooks (hooks.h): main.c, once at start-up. */
+void px_blocking_hooks(void);
+
 #endif

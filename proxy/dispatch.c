@@ -1,15 +1,10 @@
 /* dispatch.c — the central checks every command passes (known, arity, auth),
  * then routing: proxy handler, or the backend. Statistics are kept here. */
 #include "server.h"
+#include "hooks.h"     /* every feature is reached through its hooks */
 #include "backends.h"
 #include "config.h"
 #include "log.h"
-#include "blocking.h"
-#include "pubsub.h"
-#include "multi.h"
-#include "scripting.h"
-#include "capture.h"   /* capture (issue 17) */
-#include "slowlog.h"   /* SLOWLOG, LATENCY, errorstats */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,9 +66,8 @@ int px_submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_id, 
         r.pending->be = be;
         if (tap) r.pending->tap = *tap;
         r.pending->in_submit = 1;
-        if (c) r.pending->slow = px_slowlog_capture(c, cmd, argc, argv);
         be->inflight++;
-        if (px_srv.atomic_collect && c) px_atomic_count(r.pending);
+        if (c) PX_HOOK_RUN(owed, c, r.pending, cmd, argc, argv);
         if (capture_hook && !c) { r.pending->on_done = capture_hook; r.pending->ud = capture_ud; }
     }
     size_t before = out->len;
@@ -136,65 +130,66 @@ void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp
     c->lastcmd = cmd;
     uint64_t t0 = fd_mono_ns();
     px_handler h = px_handler_of(cmd);
-    /* WATCH: a proxy-served write touches its keys as it starts; a backend's
-     * decides from its reply below (complete here: multi.h) */
-    if (h && (cmd->flags & FD_CMD_WRITE)) px_watch_touch(cmd, argc, argv);
+    px_exec e = {.c = c, .script = 1, .cmd = cmd, .argc = argc, .argv = argv, .handler = h != NULL};
     size_t out0 = out->len;
-    if (!h && (cmd->flags & FD_CMD_STREAMKEYS) && px_block_stream_handler(cmd, argc, argv)) {
+    if (!h && (cmd->flags & FD_CMD_STREAMKEYS) && px_hook_handler_of(cmd, argc, argv)) {
         /* Redis 7.0 (t_stream.c): a script's XREAD/XREADGROUP may not BLOCK */
         resp_add_errorf(out, "ERR %.*s command is not allowed with BLOCK option from scripts", (int)argv[0].len, argv[0].ptr);
         return;
     }
     if (h) {
+        PX_HOOK_RUN(exec_start, &e);     /* WATCH: a proxy-served write touches its keys as it starts */
         /* a proxy-served command writes to the client's output: lend it the script's */
         resp_out saved = c->out;
         c->out = *out;
         h(c, argc, argv);
         *out = c->out;
         c->out = saved;
-        uint64_t ns = fd_mono_ns() - t0;
-        px_cmdstat_add(&px_cmd_proxy[cmd->id], ns, 0);
-        px_slowlog_after(NULL, cmd, argc, argv, ns, NULL, 0);
+        e.ns = fd_mono_ns() - t0;
+        px_cmdstat_add(&px_cmd_proxy[cmd->id], e.ns, 0);
+        e.reply = out->data + out0;
+        e.len = out->len - out0;
+        PX_HOOK_RUN(exec_done, &e);
         return;
     }
     px_backend *be = px_srv.primary;
     uint64_t clock = t0;
-    px_block_signal_cmd(cmd, argc, argv);                /* served once the script has run */
     if (!be || !be->b.ops->async) {
         px_submit_to(be, c, out, c->id, cmd, argc, argv, NULL, 0, &clock, NULL);   /* recorded there */
-        px_watch_touch_reply(cmd, argc, argv, out->data + out0, out->len - out0);
-        px_slowlog_after(NULL, cmd, argc, argv, clock - t0, NULL, 0);
-        return;
+        e.ns = clock - t0;
+    } else {
+        /* asynchronous: a detached request whose reply lands here; the loop
+         * runs until it does (the caller holds every other client) */
+        capture cp = {.waiting = 1};
+        resp_out_init(&cp.out, out->proto);
+        capture_hook = capture_reply;
+        capture_ud = &cp;
+        resp_out scratch;
+        resp_out_init(&scratch, out->proto);
+        int owed = px_submit_to(be, NULL, &scratch, c->id, cmd, argc, argv, NULL, 0, &clock, NULL);
+        capture_hook = NULL;
+        capture_ud = NULL;
+        if (!owed) resp_out_raw(out, scratch.data, scratch.len);
+        else {
+            int rio = ev_is_active(&c->rio);
+            if (rio) ev_io_stop(px_srv.loop, &c->rio);
+            while (cp.waiting) ev_run(px_srv.loop, EVRUN_ONCE);
+            if (rio && !(c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP))) ev_io_start(px_srv.loop, &c->rio);
+            resp_out_raw(out, cp.out.data, cp.out.len);
+        }
+        resp_out_free(&scratch);
+        resp_out_free(&cp.out);
+        /* the backend recorded the detached request as its own: the script's
+         * command counts in commandstats through the proxy's record */
+        e.ns = fd_mono_ns() - t0;
+        px_cmdstat_add(&px_cmd_proxy[cmd->id], e.ns, 0);
     }
-    /* asynchronous: a detached request whose reply lands here; the loop
-     * runs until it does (the caller holds every other client) */
-    capture cp = {.waiting = 1};
-    resp_out_init(&cp.out, out->proto);
-    capture_hook = capture_reply;
-    capture_ud = &cp;
-    resp_out scratch;
-    resp_out_init(&scratch, out->proto);
-    int owed = px_submit_to(be, NULL, &scratch, c->id, cmd, argc, argv, NULL, 0, &clock, NULL);
-    capture_hook = NULL;
-    capture_ud = NULL;
-    if (!owed) resp_out_raw(out, scratch.data, scratch.len);
-    else {
-        int rio = ev_is_active(&c->rio);
-        if (rio) ev_io_stop(px_srv.loop, &c->rio);
-        while (cp.waiting) ev_run(px_srv.loop, EVRUN_ONCE);
-        if (rio && !(c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP))) ev_io_start(px_srv.loop, &c->rio);
-        resp_out_raw(out, cp.out.data, cp.out.len);
-    }
-    resp_out_free(&scratch);
-    resp_out_free(&cp.out);
-    /* every other client was held while it ran: none ran a command between
-     * this write and its touch */
-    px_watch_touch_reply(cmd, argc, argv, out->data + out0, out->len - out0);
-    /* the backend recorded the detached request as its own: the script's
-     * command counts in commandstats through the proxy's record */
-    uint64_t ns = fd_mono_ns() - t0;
-    px_cmdstat_add(&px_cmd_proxy[cmd->id], ns, 0);
-    px_slowlog_after(NULL, cmd, argc, argv, ns, NULL, 0);
+    /* WATCH touches from the reply (every other client was held while it
+     * ran: none ran a command between this write and its touch); blocked
+     * clients on its keys are served once the script has run */
+    e.reply = out->data + out0;
+    e.len = out->len - out0;
+    PX_HOOK_RUN(exec_done, &e);
 }
 
 int px_forward(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
@@ -203,43 +198,42 @@ int px_forward(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
 }
 
 void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
-    PX_CAPTURE_HOOK(c, argc, argv, raw, rawlen);   /* capture (issue 17, proxy/capture.h) */
     fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
     size_t out0 = c->out.len;                      /* a rejection's error: errorstats */
     px_srv.total_commands++;
-    if (px_srv.script_running && px_script_refuse_busy(c, cmd, argc, argv)) goto rejected;
+    int g = px_hook_gate_run(px_hook.received, px_hook.n_received, c, cmd, argc, argv, raw, rawlen);
+    if (g == PX_HOOK_REFUSED) goto rejected;
+    if (g == PX_HOOK_TAKEN) return;
     if (!cmd) {
         /* a backend that is itself a Redis server answers what we don't know */
         if (px_srv.primary && px_srv.primary->b.ops->passthrough && c->authed) {
-            if (c->multi) { px_multi_queue(c, NULL, argc, argv); return; }
+            g = px_hook_gate_run(px_hook.checked, px_hook.n_checked, c, NULL, argc, argv, raw, rawlen);
+            if (g == PX_HOOK_REFUSED) goto rejected;
+            if (g == PX_HOOK_TAKEN) return;
             px_forward(c, NULL, argc, argv, raw, rawlen);
             return;
         }
         resp_add_unknown_command(&c->out, argc, argv);
-        px_multi_flag_error(c);
-        goto rejected;
+        goto refused;
     }
     if ((cmd->arity > 0 && argc != cmd->arity) || (cmd->arity < 0 && argc < -cmd->arity)) {
         resp_add_errorf(&c->out, "ERR wrong number of arguments for '%s' command", cmd->name);
-        px_multi_flag_error(c);
-        goto rejected;
+        goto refused;
     }
     if (!c->authed && !(cmd->flags & FD_CMD_NOAUTH)) {
         resp_add_error(&c->out, "NOAUTH Authentication required.");
-        px_multi_flag_error(c);
-        goto rejected;
+        goto refused;
     }
-    if (c->ps && px_pubsub_denied(c, cmd)) goto rejected;   /* RESP2 subscribed mode */
-    if (c->multi && !(cmd->flags & FD_CMD_IN_MULTI)) {
-        px_multi_queue(c, cmd, argc, argv);
-        return;
-    }
+    g = px_hook_gate_run(px_hook.checked, px_hook.n_checked, c, cmd, argc, argv, raw, rawlen);
+    if (g == PX_HOOK_REFUSED) goto rejected;
+    if (g == PX_HOOK_TAKEN) return;
     px_execute(c, cmd, argc, argv, raw, rawlen);
-    px_block_after_command();            /* serve the keys this command (or EXEC, a script) made ready */
+    PX_HOOK_RUN(after);                  /* e.g. serve the keys this command (or EXEC, a script) made ready */
     return;
-rejected:                                /* Redis 7.0: rejected_calls, and the error in errorstats */
-    if (cmd) px_rejected_calls[cmd->id]++;
-    if (c->out.len > out0 && c->out.data[out0] == '-') px_errorstat_reply(c->out.data + out0, c->out.len - out0);
+refused:                                 /* by the core's own checks */
+    PX_HOOK_RUN(refused, c);
+rejected:                                /* e.g. Redis 7.0's rejected_calls, and the error in errorstats */
+    PX_HOOK_RUN(rejected, cmd, c->out.data + out0, c->out.len >= out0 ? c->out.len - out0 : 0);
 }
 
 /* The one measurement (backends.h): t0 here, t1 when the reply is ready;
@@ -250,36 +244,28 @@ int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
     uint64_t t0 = fd_mono_ns(), t1;
     size_t out0 = c->out.len;
     px_handler h = px_handler_of(cmd);
-    if (!h && (cmd->flags & FD_CMD_STREAMKEYS)) h = px_block_stream_handler(cmd, argc, argv);  /* XREAD BLOCK */
-    /* WATCH (multi.h): a proxy-served write touches every key it names as
-     * it is dispatched; a backend command right after its submit, before
-     * any other client runs: from its reply when it was answered inside
-     * submit (the embedded backends, also a LevelDB write that changed
-     * nothing), every key it names when the reply is owed (asynchronous
-     * backends, LevelDB's writer thread) */
-    int watch = (cmd->flags & FD_CMD_WRITE) && px_srv.watched_keys;
-    if (watch && h) px_watch_touch(cmd, argc, argv);
-    int is_err;
+    if (!h && (cmd->flags & FD_CMD_STREAMKEYS)) h = px_hook_handler_of(cmd, argc, argv);  /* XREAD BLOCK */
+    px_exec e = {.c = c, .cmd = cmd, .argc = argc, .argv = argv, .handler = h != NULL};
+    /* exec_start/exec_done (hooks.h): e.g. WATCH touches a proxy-served
+     * write's keys as it is dispatched, a backend command's right after its
+     * submit, before any other client runs */
     if (h) {
+        PX_HOOK_RUN(exec_start, &e);
         c->cur_raw = raw;
         c->cur_rawlen = rawlen;
         h(c, argc, argv);
         t1 = fd_mono_ns();
-        is_err = c->out.len > out0 && c->out.data[out0] == '-';
+        int is_err = c->out.len > out0 && c->out.data[out0] == '-';
         px_cmdstat_add(&px_cmd_proxy[cmd->id], t1 - t0, is_err);
-        if (px_monitors) px_monitor_feed(c, cmd, argc, argv);
     } else {
         t1 = t0;
-        int owed = px_route_submit(c, cmd, argc, argv, raw, rawlen, &t1);   /* records it */
-        if (watch) {
-            if (owed == 1 || c->out.len < out0) px_watch_touch(cmd, argc, argv);   /* owed: the safe side */
-            else px_watch_touch_reply(cmd, argc, argv, c->out.data + out0, c->out.len - out0);
-        }
-        px_block_signal_cmd(cmd, argc, argv);            /* its keys' waiters will be tried */
-        if (px_monitors) px_monitor_feed(c, cmd, argc, argv);
-        if (owed) return 1;                              /* measured on completion */
-        is_err = c->out.len > out0 && c->out.data[out0] == '-';
+        e.owed = px_route_submit(c, cmd, argc, argv, raw, rawlen, &t1);   /* records it */
     }
-    px_slowlog_after(c, cmd, argc, argv, t1 - t0, is_err ? c->out.data + out0 : NULL, c->out.len - out0);
-    return 0;
+    if (c->out.len >= out0) {
+        e.reply = c->out.data + out0;
+        e.len = c->out.len - out0;
+    }
+    e.ns = t1 - t0;
+    PX_HOOK_RUN(exec_done, &e);
+    return e.owed != 0;                  /* owed: measured on completion */
 }

@@ -61,4 +61,7 @@ void px_pubsub_backend_resync(struct fd_backend *b);
 /* INFO: distinct channels, patterns, shard channels with subscribers. */
 void px_pubsub_stats(uint64_t *channels, uint64_t *patterns, uint64_t *shard);
 
+/* Register this feature's hooks (hooks.h): main.c, once at start-up. */
+void px_pubsub_hooks(void);
+
 #endif

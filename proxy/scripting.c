@@ -1,4 +1,5 @@
 /* scripting.c — the Lua engine's host (scripting.h). */
+#include "hooks.h"
 #include "scripting.h"
 #include "script.h"
 #include "builtin.h"
@@ -239,4 +240,20 @@ int px_script_refuse_busy(px_conn *c, const fd_command *cmd, int argc, resp_arg 
     }
     resp_add_error(&c->out, FD_SCRIPT_BUSY_ERR);
     return 1;
+}
+
+/* ------------------------------------------------------------ hooks (hooks.h) */
+
+static int script_received(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
+    (void)raw; (void)rawlen;
+    return px_srv.script_running && px_script_refuse_busy(c, cmd, argc, argv) ? PX_HOOK_REFUSED : PX_HOOK_PASS;
+}
+
+/* its script still runs: closed after it */
+static int script_close_defer(px_conn *c) { return c == running; }
+
+void px_scripting_hooks(void) {
+    PX_HOOK_ADD(received, script_received);
+    PX_HOOK_ADD(close_defer, script_close_defer);
+    PX_HOOK_ADD(nested, px_script_client);
 }

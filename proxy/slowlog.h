@@ -80,4 +80,7 @@ void px_cmd_latency(px_conn *c, int argc, resp_arg *argv);
 void px_cmd_swapdb(px_conn *c, int argc, resp_arg *argv);
 void px_cmd_move(px_conn *c, int argc, resp_arg *argv);
 
+/* Register this feature's hooks (hooks.h): main.c, once at start-up. */
+void px_slowlog_hooks(void);
+
 #endif
