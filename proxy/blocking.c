@@ -1,7 +1,7 @@
 /* blocking.c — blocking commands: the blocked-keys table, wake-ups, timeouts
  * (see blocking.h). Loop thread only. */
-#include "hooks.h"
 #include "blocking.h"
+#include "hooks.h"
 #include "backends.h"
 #include "config.h"
 #include "log.h"

@@ -1,6 +1,6 @@
 /* capture.c — traffic capture (see capture.h). */
-#include "hooks.h"
 #include "capture.h"
+#include "hooks.h"
 #include "builtin.h"
 #include "commands.h"
 #include "config.h"

@@ -1,4 +1,5 @@
-/* dispatch.c — the central checks every command passes (known, arity, auth),
+/* dispatch.c — the central checks every command passes (known, arity, auth;
+ * the features' gates around them: proxy/hooks.h),
  * then routing: proxy handler, or the backend. Statistics are kept here. */
 #include "server.h"
 #include "hooks.h"     /* every feature is reached through its hooks */

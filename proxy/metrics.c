@@ -1,7 +1,7 @@
 /* metrics.c — the Prometheus text endpoint and INFO latencystats (see
  * metrics.h). */
-#include "hooks.h"
 #include "metrics.h"
+#include "hooks.h"
 #include "ab.h"
 #include "config.h"
 #include "log.h"

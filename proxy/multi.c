@@ -1,6 +1,6 @@
 /* multi.c — MULTI/EXEC/DISCARD/WATCH/UNWATCH and atomic units (multi.h). */
-#include "hooks.h"
 #include "multi.h"
+#include "hooks.h"
 #include "ab.h"
 #include "builtin.h"
 #include "backends.h"

@@ -1,6 +1,6 @@
 /* pubsub.c — the pub/sub broker and MONITOR (see pubsub.h). Loop thread only. */
-#include "hooks.h"
 #include "pubsub.h"
+#include "hooks.h"
 #include "backends.h"
 #include "blocking.h"
 #include "builtin.h"

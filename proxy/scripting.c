@@ -1,6 +1,6 @@
 /* scripting.c — the Lua engine's host (scripting.h). */
-#include "hooks.h"
 #include "scripting.h"
+#include "hooks.h"
 #include "script.h"
 #include "builtin.h"
 #include "backends.h"

@@ -1,5 +1,6 @@
 /* server.c — libev loop, listeners, connection I/O, end-of-turn commit and
- * flush. The only file that touches sockets. */
+ * flush. The only file that touches client sockets (metrics.c accepts its
+ * own scrapes). Knows no feature: they join through proxy/hooks.h. */
 #include "server.h"
 #include "hooks.h"     /* every feature is reached through its hooks */
 #include "backends.h"

@@ -1,7 +1,7 @@
 /* slowlog.c — SLOWLOG, LATENCY, INFO errorstats, SWAPDB and MOVE
  * (slowlog.h says what is recorded where). */
-#include "hooks.h"
 #include "slowlog.h"
+#include "hooks.h"
 #include "builtin.h"
 #include "config.h"
 #include "backends.h"
