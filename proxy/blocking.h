@@ -87,7 +87,7 @@ uint64_t px_block_count(void);
  * backend error status is turned into its error reply. `blocking` uses the
  * backend's submit_blocking. c (may be NULL) is the client the reply is for
  * (its writes must be committed before its replies go). Not mirrored. */
-typedef void (*px_call_fn)(void *arg, const char *reply, size_t len);
+typedef px_reply_fn px_call_fn;
 void px_call_backend(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv, const char *raw,
                      size_t rawlen, int proto, int blocking, px_call_fn done, void *arg, fd_pending **handle);
 

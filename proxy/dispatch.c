@@ -11,118 +11,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-void px_reply_status(resp_out *o, int status, const char *cmdname) {
-    const char *text = fd_strerror(status);
-    if (strstr(text, "%s")) {
-        char buf[512];
-        snprintf(buf, sizeof buf, text, cmdname);   /* texts are ours, with at most one %s */
-        resp_add_error(o, buf);
-    } else {
-        resp_add_error(o, text);
-    }
-}
-
-/* Where a cluster sends the parts of an atomic unit (px_forward_unit). */
-static const resp_arg *forced_route;
-/* A detached request's reply also goes here (px_execute_into). */
-static void (*capture_hook)(fd_pending *p, const char *reply, size_t len);
-static void *capture_ud;
-
-/* One backend (server.h): the A/B layer above (proxy/ab.c) calls it for
- * each side, with a tap for the comparison. */
-int px_submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_id, fd_command *cmd,
-                 int argc, resp_arg *argv, const char *raw, size_t rawlen, uint64_t *clock, const px_tap *tap) {
-    const char *name = cmd ? cmd->name : "";
-    fd_request r = {
-        .cmd = cmd, .argc = argc, .argv = argv, .out = out,
-        .now_ms = px_now_ms(), .is_write = cmd ? (cmd->flags & FD_CMD_WRITE) != 0 : 1,
-        .raw = raw, .rawlen = rawlen, .client_id = client_id, .route_key = forced_route,
-        .detached = c == NULL,
-    };
-    if (!be) {
-        px_reply_status(out, FD_E_UNAVAILABLE, name);
-        if (c && cmd) px_cmdstat_add(&px_cmd_proxy[cmd->id], 0, 1);
-        if (tap) tap->fn(tap->ud, NULL, 0, 1);
-        return 0;
-    }
-    if (cmd) {
-        const char *why = be->support[cmd->id];
-        if (why != FD_SERVED) {
-            size_t before = out->len;
-            if (why) resp_add_errorf(out, "ERR '%s' is not supported by frontdoor's %s backend: %s",
-                                     cmd->name, be->b.ops->name, why);
-            else resp_add_unknown_command(out, argc, argv);   /* a bug: test_command_coverage */
-            if (c) px_cmdstat_add(&px_cmd_proxy[cmd->id], 0, 1);   /* refused by the proxy: its record */
-            if (tap) tap->fn(tap->ud, out->data + before, out->len - before, 0);
-            return 0;
-        }
-    }
-    uint64_t ts = *clock;
-    if (be->b.ops->async && (r.is_write ? !be->b.writes_inline : !be->b.ops->async_writes)) {
-        if (!(r.pending = px_pending_push(c, cmd, ts))) {
-            px_reply_status(out, FD_E_NOMEM, name);
-            if (tap) tap->fn(tap->ud, NULL, 0, 1);
-            return 0;
-        }
-        r.pending->be = be;
-        if (tap) r.pending->tap = *tap;
-        r.pending->in_submit = 1;
-        be->inflight++;
-        if (c) PX_HOOK_RUN(owed, c, r.pending, cmd, argc, argv);
-        if (capture_hook && !c) { r.pending->on_done = capture_hook; r.pending->ud = capture_ud; }
-    }
-    size_t before = out->len;
-    int st = be->b.ops->submit(&be->b, &r);
-    if (r.is_write && c) c->turn_wrote = 1;
-    if (st == FD_PENDING && r.pending) {
-        fd_pending *p = r.pending;
-        *clock = fd_mono_ns();
-        if (p->done) {                       /* answered inside submit: already in place */
-            free(p);
-            return 2;
-        }
-        p->in_submit = 0;
-        p->t_ret_ns = *clock;
-        return 1;
-    }
-    if (r.pending) {                         /* not taken: the backend did not touch it */
-        be->inflight--;
-        px_pending_drop(r.pending);
-    }
-    if (st == FD_PENDING) st = FD_E_INTERNAL;
-    if (st != FD_OK) px_reply_status(out, st, name);
-    uint64_t te = *clock = fd_mono_ns();
-    int is_err = out->len > before && out->data[before] == '-';
-    px_backend_record(be, c ? PX_REC_CLIENT : PX_REC_OWN, cmd, te - ts, is_err);   /* the one record update */
-    if (be->b.ops->async) px_hist_add(&be->wait_live, te - ts);
-    if (tap) tap->fn(tap->ud, out->data + before, out->len - before,
-                     st == FD_E_UNAVAILABLE || st == FD_E_TIMEOUT ||
-                     px_reply_is_unavailable(out->data + before, out->len - before));
-    return 0;
-}
-
 int px_forward_unit(px_conn *c, px_backend *be, int argc, resp_arg *argv, const char *raw, size_t rawlen,
                     const resp_arg *route_key, int detached, const px_tap *tap) {
-    uint64_t clock = fd_mono_ns();
-    forced_route = route_key;
-    if (!be) be = px_srv.primary;
-    int owed;
-    if (detached) {
-        resp_out scratch;
-        resp_out_init(&scratch, c->out.proto);
-        owed = px_submit_to(be, NULL, &scratch, c->id, NULL, argc, argv, raw, rawlen, &clock, tap);
-        resp_out_free(&scratch);
-    } else {
-        owed = px_submit_to(be, c, &c->out, c->id, NULL, argc, argv, raw, rawlen, &clock, tap);
-    }
-    forced_route = NULL;
+    resp_out scratch;
+    if (detached) resp_out_init(&scratch, c->out.proto);
+    int owed = px_call(&(px_request){
+        .be = be ? be : px_srv.primary, .c = detached ? NULL : c, .mark = !detached,
+        .out = detached ? &scratch : &c->out, .client_id = c->id, .argc = argc, .argv = argv,
+        .raw = raw, .rawlen = rawlen, .route_key = route_key, .detached = detached, .tap = tap,
+    });
+    if (detached) resp_out_free(&scratch);
     return owed;
 }
 
+/* A script's request on an asynchronous backend: its reply, when in. */
 typedef struct capture { resp_out out; int waiting; } capture;
 
-static void capture_reply(fd_pending *p, const char *reply, size_t len) {
-    capture *cp = p->ud;
+static void capture_reply(void *ud, const char *reply, size_t len, int failed) {
+    capture *cp = ud;
+    (void)failed;
     resp_out_raw(&cp->out, reply, len);
     cp->waiting = 0;
 }
@@ -156,20 +63,19 @@ void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp
     px_backend *be = px_srv.primary;
     uint64_t clock = t0;
     if (!be || !be->b.ops->async) {
-        px_submit_to(be, c, out, c->id, cmd, argc, argv, NULL, 0, &clock, NULL);   /* recorded there */
+        px_call(&(px_request){.be = be, .c = c, .mark = 1, .out = out, .client_id = c->id, .cmd = cmd,
+                              .argc = argc, .argv = argv, .clock = &clock});   /* recorded there */
         e.ns = clock - t0;
     } else {
         /* asynchronous: a detached request whose reply lands here; the loop
          * runs until it does (the caller holds every other client) */
         capture cp = {.waiting = 1};
         resp_out_init(&cp.out, out->proto);
-        capture_hook = capture_reply;
-        capture_ud = &cp;
         resp_out scratch;
         resp_out_init(&scratch, out->proto);
-        int owed = px_submit_to(be, NULL, &scratch, c->id, cmd, argc, argv, NULL, 0, &clock, NULL);
-        capture_hook = NULL;
-        capture_ud = NULL;
+        px_tap tap = {capture_reply, &cp};
+        int owed = px_call(&(px_request){.be = be, .out = &scratch, .client_id = c->id, .cmd = cmd,
+                                         .argc = argc, .argv = argv, .detached = 1, .tap = &tap, .clock = &clock});
         if (!owed) resp_out_raw(out, scratch.data, scratch.len);
         else {
             int rio = ev_is_active(&c->rio);
@@ -238,7 +144,7 @@ rejected:                                /* e.g. Redis 7.0's rejected_calls, and
 }
 
 /* The one measurement (backends.h): t0 here, t1 when the reply is ready;
- * the record is updated once — here for a proxy handler, by px_submit_to
+ * the record is updated once — here for a proxy handler, by px_call
  * (or the pending reply's completion) for a backend. */
 int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
     c->lastcmd = cmd;

@@ -281,7 +281,7 @@ static int watch_expired(const px_conn *c) {
 }
 
 /* One WATCH's questions to the backend: PEXPIRETIME of each newly watched
- * key, through px_submit_to (detached requests, the same table and support
+ * key, through px_call (detached requests, the same table and support
  * checks as a client's). `mark` is WATCH's +OK, owed while an asynchronous
  * backend answers; the client's input waits meanwhile (c->watch_wait). The
  * records are the client's: they are only read while the client lives
@@ -359,7 +359,8 @@ static void watch_ask_all(px_conn *c, px_watched *upto, int n) {
         b->ask[i] = (watch_ask){b, w};
         b->left++;
         /* detached (nobody's output): the tap is told every outcome, at once or later */
-        px_submit_to(be, NULL, &scratch, c->id, cmd, 2, av, NULL, 0, &clock, &tap);
+        px_call(&(px_request){.be = be, .out = &scratch, .client_id = c->id, .cmd = cmd, .argc = 2, .argv = av,
+                              .detached = 1, .tap = &tap, .clock = &clock});
         resp_out_free(&scratch);
     }
     if (--b->left > 0) {

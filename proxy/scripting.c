@@ -39,7 +39,8 @@ static void target_call(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, r
     resp_out_init(&scratch, out->proto);
     twait w = {out, 1};
     px_tap t = {twait_tap, &w};
-    px_submit_to(target, NULL, &scratch, c->id, cmd, argc, argv, NULL, 0, &clock, &t);
+    px_call(&(px_request){.be = target, .out = &scratch, .client_id = c->id, .cmd = cmd, .argc = argc, .argv = argv,
+                          .detached = 1, .tap = &t, .clock = &clock});
     if (w.waiting) {
         int rio = ev_is_active(&c->rio);
         if (rio) ev_io_stop(px_srv.loop, &c->rio);

@@ -12,7 +12,7 @@
 
 
 static const char *const core[] = {
-    "server.c", "dispatch.c", "pending.c", "backends.c", "hooks.c",
+    "server.c", "dispatch.c", "pending.c", "backends.c", "hooks.c", "call.c",
     "server.h", "backends.h", "hooks.h", "config.h", "log.h", "commands.h",
 };
 static const char *const allowed[] = {
