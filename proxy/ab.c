@@ -5,6 +5,7 @@
  * diff are in ab_diff.c. */
 #include "ab.h"
 #include "ab_int.h"
+#include "hooks.h"
 #include "ab_report.h"   /* issue 18: verdict, REPORT JSON */
 #include "builtin.h"
 #include "capture.h"   /* capture (issue 17) */
@@ -835,9 +836,9 @@ static void copy_ready(px_ab_pair *p) {
 
 /* ------------------------------------------------------------- the layer */
 
-/* The routing layer (server.h): dispatch hands every backend command here;
- * A/B lives entirely below this line. */
-int px_route_submit(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen,
+/* The router (hooks.h: route): while a secondary is open dispatch hands
+ * every backend command here; A/B lives entirely below this line. */
+static int ab_route(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen,
                     uint64_t *clock) {
     if (ab.unit_conn && ab.unit_conn == c) {
         /* a command of the EXEC running now: to the unit's side; in mirror
@@ -1317,3 +1318,7 @@ void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv) {
                         (int)(argv[1].len > 64 ? 64 : argv[1].len), argv[1].ptr);
     }
 }
+
+/* ------------------------------------------------------------ hooks (hooks.h) */
+
+void px_ab_hooks(void) { PX_HOOK_ADD(route, ab_route); }

@@ -99,9 +99,20 @@ void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp
     PX_HOOK_RUN(exec_done, &e);
 }
 
+/* A client's backend command: to the router (hooks.h: route) while there
+ * is a secondary backend, else straight to the primary. */
+static int route(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen,
+                 uint64_t *clock) {
+    if (__builtin_expect(px_srv.secondary != NULL, 0) && px_hook.n_route)
+        return px_hook.route[0](c, cmd, argc, argv, raw, rawlen, clock);
+    return px_call(&(px_request){.be = px_srv.primary, .c = c, .mark = 1, .out = &c->out, .client_id = c->id,
+                                 .cmd = cmd, .argc = argc, .argv = argv, .raw = raw, .rawlen = rawlen,
+                                 .clock = clock});
+}
+
 int px_forward(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
     uint64_t clock = fd_mono_ns();
-    return px_route_submit(c, cmd, argc, argv, raw, rawlen, &clock);
+    return route(c, cmd, argc, argv, raw, rawlen, &clock);
 }
 
 void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
@@ -166,7 +177,7 @@ int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
         px_cmdstat_add(&px_cmd_proxy[cmd->id], t1 - t0, is_err);
     } else {
         t1 = t0;
-        e.owed = px_route_submit(c, cmd, argc, argv, raw, rawlen, &t1);   /* records it */
+        e.owed = route(c, cmd, argc, argv, raw, rawlen, &t1);   /* recorded there */
     }
     if (c->out.len >= out0) {
         e.reply = c->out.data + out0;

@@ -62,6 +62,8 @@ typedef int        (*px_hook_test)(px_conn *c);
 typedef void       (*px_hook_conn)(px_conn *c);
 typedef px_conn   *(*px_hook_owner)(void);
 typedef void       (*px_hook_void)(void);
+typedef int        (*px_hook_route)(px_conn *c, fd_command *cmd, int argc, resp_arg *argv,
+                                    const char *raw, size_t rawlen, uint64_t *clock);
 
 typedef struct px_hooks {
 #define PX_HOOK_POINT(type, name) type name[PX_HOOKS_MAX]; int n_##name;
@@ -104,6 +106,11 @@ typedef struct px_hooks {
     PX_HOOK_POINT(px_hook_owner, nested)
     /* end of a loop turn, before the commit (not in a nested turn) */
     PX_HOOK_POINT(px_hook_void, turn_start)
+    /* the router of a client's backend command while a secondary backend
+     * is open (the A/B layer): the first registered takes it, with
+     * px_call's contract for the client's reply. No secondary, or no
+     * router: the core hands it to the primary itself. */
+    PX_HOOK_POINT(px_hook_route, route)
     /* px_server_shutdown, once the listeners are closed */
     PX_HOOK_POINT(px_hook_void, shutdown)
 #undef PX_HOOK_POINT

@@ -1,5 +1,6 @@
 /* main.c — frontdoor: a Redis-protocol front door to Redis, MongoDB, LevelDB
  * and LMDB. Usage: frontdoor [config-file] [--directive value ...] */
+#include "ab.h"
 #include "builtin.h"
 #include "capture.h"
 #include "config.h"
@@ -36,7 +37,7 @@ static void usage(void) {
  * before the MULTI queue). */
 static void (*const px_features[])(void) = {
     px_capture_hooks, px_scripting_hooks, px_pubsub_hooks, px_multi_hooks,
-    px_blocking_hooks, px_slowlog_hooks, px_metrics_hooks,
+    px_blocking_hooks, px_slowlog_hooks, px_metrics_hooks, px_ab_hooks,
 };
 
 int main(int argc, char **argv) {

@@ -205,11 +205,6 @@ int  px_call(const px_request *q);
  * reply's protocol. q->out and q->tap are px_call_reply's own. */
 typedef void (*px_reply_fn)(void *ud, const char *reply, size_t len);
 void px_call_reply(const px_request *q, int proto, px_reply_fn fn, void *ud);
-/* The routing layer above the backends (proxy/ab.c): a client's command to
- * the primary, or where A/B split sends it, and a mirror copy to the
- * secondary. Same contract as px_call for the client's reply. */
-int  px_route_submit(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen,
-                     uint64_t *clock);
 /* One part of an atomic unit for a Redis backend (MULTI ... EXEC as one
  * block on the client's backend connection): route_key says where a cluster
  * sends it (NULL: anywhere); detached: its reply is dropped (the client got
