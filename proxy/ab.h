@@ -87,7 +87,6 @@ typedef struct px_ab_counts {
     long long calibrate_left;  /* calibration reads still to ask (FRONTDOOR AB CALIBRATE) */
 } px_ab_counts;
 void px_ab_counters(px_ab_counts *out);
-void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv);
 
 /* Register the A/B layer's hooks (hooks.h: the router): main.c, once at start-up. */
 void px_ab_hooks(void);

@@ -223,7 +223,7 @@ void px_backend_call(px_backend *be, int argc, const resp_arg *cargv, px_call_cb
         resp_out out;
         resp_out_init(&out, 2);
         if (!be || !cmd) resp_add_error(&out, be ? "ERR unknown command" : "ERR backend unavailable");
-        else resp_add_errorf(&out, "ERR '%s' is not supported by frontdoor's %s backend", cmd->name, be->b.ops->name);
+        else fd_reply_unsupported(&out, cmd->name, be->b.ops->name, NULL);
         cb(ud, out.data, out.len);
         resp_out_free(&out);
         return;

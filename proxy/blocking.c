@@ -279,7 +279,7 @@ static void serve_ready(void);
  * before the handler returns (a script reads it at once): an asynchronous
  * backend's try is waited for by running the loop, as the transaction code
  * does for its own commands (every other client is held meanwhile). */
-typedef struct sync_wait { int waiting; px_call_fn fn; void *arg; } sync_wait;
+typedef struct sync_wait { int waiting; px_reply_fn fn; void *arg; } sync_wait;
 
 static void sync_done(void *arg, const char *reply, size_t len) {
     sync_wait *w = arg;
@@ -690,19 +690,6 @@ static void serve_ready(void) {
 
 void px_block_after_command(void) {
     if (ready_head) serve_ready();
-}
-
-/* ------------------------------------------------------------ the backend call */
-
-/* frontdoor's request for a blocked client (px_call, call.c): accounted to
- * the primary without its command (be->misc), the table's support not
- * consulted (the twins and the blocking commands a backend takes). */
-void px_call_backend(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv, const char *raw,
-                     size_t rawlen, int proto, int blocking, px_call_fn done, void *arg, fd_pending **handle) {
-    px_call_reply(&(px_request){.be = px_srv.primary, .c = c, .client_id = c ? c->id : 0, .cmd = (fd_command *)cmd,
-                                .argc = argc, .argv = argv, .raw = raw, .rawlen = rawlen, .blocking = blocking,
-                                .unchecked = 1, .misc = 1, .handle = handle},
-                  proto, done, arg);
 }
 
 /* ------------------------------------------------------------ the commands */

@@ -45,8 +45,7 @@ int px_call(const px_request *q) {
     if (cmd && !q->unchecked) {
         const char *why = be->support[cmd->id];
         if (why != FD_SERVED) {
-            if (why) resp_add_errorf(out, "ERR '%s' is not supported by frontdoor's %s backend: %s",
-                                     cmd->name, be->b.ops->name, why);
+            if (why) fd_reply_unsupported(out, cmd->name, be->b.ops->name, why);
             else resp_add_unknown_command(out, q->argc, q->argv);   /* a bug: test_command_coverage */
             if (mc) px_cmdstat_add(&px_cmd_proxy[cmd->id], 0, 1);   /* refused by the proxy: its record */
             tell(q, before, 0);
@@ -128,4 +127,12 @@ void px_call_reply(const px_request *q, int proto, px_reply_fn fn, void *ud) {
     r.tap = &tap;
     px_call(&r);
     resp_out_free(&o);
+}
+
+void px_call_backend(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv, const char *raw,
+                     size_t rawlen, int proto, int blocking, px_reply_fn done, void *arg, fd_pending **handle) {
+    px_call_reply(&(px_request){.be = px_srv.primary, .c = c, .client_id = c ? c->id : 0, .cmd = (fd_command *)cmd,
+                                .argc = argc, .argv = argv, .raw = raw, .rawlen = rawlen, .blocking = blocking,
+                                .unchecked = 1, .misc = 1, .handle = handle},
+                  proto, done, arg);
 }

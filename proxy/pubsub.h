@@ -27,16 +27,7 @@
 #include <stdint.h>
 #include "server.h"
 
-void px_cmd_subscribe(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_unsubscribe(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_psubscribe(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_punsubscribe(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_ssubscribe(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_sunsubscribe(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_publish(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_spublish(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_pubsub(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_monitor(px_conn *c, int argc, resp_arg *argv);
+/* The handlers: family PROXY rows of commands.def (prototypes in commands.h). */
 
 /* c's subscriptions (channels + patterns + shard channels); 0 if none. */
 size_t px_pubsub_count(const px_conn *c);

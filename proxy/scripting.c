@@ -15,6 +15,10 @@
 
 #include <string.h>
 
+/* Why FUNCTION/FCALL are refused on the backends frontdoor's engine serves. */
+#define NO_FUNCTIONS "Redis functions are not implemented here (EVAL/EVALSHA scripts are; a redis or " \
+                     "redis-cluster backend runs functions)"
+
 static fd_script_engine *engine;
 static px_conn *running;          /* the client whose script runs */
 static px_backend *target;        /* redis.call's backend when not the primary (an A/B side) */
@@ -184,9 +188,7 @@ void px_script_run_on(px_backend *be, px_conn *c, int argc, resp_arg *argv, resp
         return;
     }
     if (!cmd || cmd->id == FD_CMD_function || cmd->id == FD_CMD_fcall || cmd->id == FD_CMD_fcall_ro) {
-        resp_add_errorf(out, "ERR '%s' is not supported by frontdoor's %s backend: Redis functions are not "
-                        "implemented here (EVAL/EVALSHA scripts are; a redis or redis-cluster backend runs functions)",
-                        cmd ? cmd->name : "function", be ? be->b.ops->name : "");
+        fd_reply_unsupported(out, cmd ? cmd->name : "function", be ? be->b.ops->name : "", NO_FUNCTIONS);
         return;
     }
     run_eval(c, be, argc, argv, out);
@@ -228,9 +230,8 @@ void px_cmd_function(px_conn *c, int argc, resp_arg *argv) {
     if (routed(c, argc, argv)) return;
     if (forwarded(c, argc, argv)) return;
     fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
-    resp_add_errorf(&c->out, "ERR '%s' is not supported by frontdoor's %s backend: Redis functions are not "
-                    "implemented here (EVAL/EVALSHA scripts are; a redis or redis-cluster backend runs functions)",
-                    cmd ? cmd->name : "function", px_srv.primary ? px_srv.primary->b.ops->name : "");
+    fd_reply_unsupported(&c->out, cmd ? cmd->name : "function", px_srv.primary ? px_srv.primary->b.ops->name : "",
+                         NO_FUNCTIONS);
 }
 
 int px_script_refuse_busy(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv) {

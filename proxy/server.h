@@ -205,6 +205,17 @@ int  px_call(const px_request *q);
  * reply's protocol. q->out and q->tap are px_call_reply's own. */
 typedef void (*px_reply_fn)(void *ud, const char *reply, size_t len);
 void px_call_reply(const px_request *q, int proto, px_reply_fn fn, void *ud);
+/* Run one command on the primary outside any client's pipeline: the reply
+ * (whole RESP, protocol `proto`) goes to done(arg, reply, len) — inside
+ * this call for an embedded backend, later for an asynchronous one (then
+ * *handle, if given, is the request's pending handle until done runs). A
+ * backend error status is turned into its error reply. `blocking` uses the
+ * backend's submit_blocking. c (may be NULL) is the client the reply is for
+ * (its writes must be committed before its replies go). Not mirrored;
+ * accounted without its command (be->misc), the support table not
+ * consulted (blocking retries, PUBSUB counts, SCRIPT KILL). */
+void px_call_backend(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv, const char *raw,
+                     size_t rawlen, int proto, int blocking, px_reply_fn done, void *arg, fd_pending **handle);
 /* One part of an atomic unit for a Redis backend (MULTI ... EXEC as one
  * block on the client's backend connection): route_key says where a cluster
  * sends it (NULL: anywhere); detached: its reply is dropped (the client got
@@ -239,8 +250,5 @@ int64_t px_now_ms(void);
 
 /* Reply an error from a status code, formatting "%s" with the command name. */
 void px_reply_status(resp_out *o, int status, const char *cmdname);
-
-/* info.c */
-void px_cmd_info(px_conn *c, int argc, resp_arg *argv);
 
 #endif
