@@ -5,6 +5,7 @@
  * diff are in ab_diff.c. */
 #include "ab.h"
 #include "ab_int.h"
+#include "hooks.h"
 #include "ab_report.h"   /* issue 18: verdict, REPORT JSON */
 #include "builtin.h"
 #include "capture.h"   /* capture (issue 17) */
@@ -77,7 +78,7 @@ enum { AB_ONE, AB_EXEC };
 enum { AB_WHOLE_ALL = 1, AB_WHOLE_REMOTE = 2 };   /* a side of a unit answered with one EXEC reply */
 
 struct px_ab_pair {
-    px_tap      tap[2];        /* what each side's request reports to (px_submit_to) */
+    px_tap      tap[2];        /* what each side's request reports to (px_call) */
     struct px_ab_side { struct px_ab_pair *p; int side; } sides[2];
     fd_command *cmd;           /* the command; a unit: EXEC */
     int         kind;          /* AB_ONE (a command or a script) or AB_EXEC */
@@ -220,7 +221,7 @@ static size_t text_add(char *text, size_t o, int argc, const resp_arg *argv) {
 
 /* Hand one side's request to `be`. A script command on a backend that is
  * not a Redis server runs in frontdoor's engine against it (synchronously);
- * anything else is px_submit_to. detached: the reply goes to `out` only (a
+ * anything else is px_call. detached: the reply goes to `out` only (a
  * copy); c may then be NULL (not for scripts). Returns 1 when the reply is
  * owed to c. */
 static int side_submit(px_backend *be, px_conn *c, int detached, uint64_t client, resp_out *out, fd_command *cmd,
@@ -232,7 +233,9 @@ static int side_submit(px_backend *be, px_conn *c, int detached, uint64_t client
         if (tap) tap->fn(tap->ud, out->data + before, out->len - before, 0);
         return 0;
     }
-    return px_submit_to(be, detached ? NULL : c, out, client, cmd, argc, argv, raw, rawlen, clock, tap);
+    return px_call(&(px_request){.be = be, .c = detached ? NULL : c, .mark = !detached && c, .out = out,
+                                 .client_id = client, .cmd = cmd, .argc = argc, .argv = argv, .raw = raw,
+                                 .rawlen = rawlen, .detached = detached || !c, .tap = tap, .clock = clock});
 }
 
 /* The client with this id, NULL when it has gone (a copy sent later, when
@@ -713,8 +716,9 @@ static int noscript_retry(px_ab_pair *p, const char *reply, size_t len) {
     resp_out_init(&scratch, p->proto);
     uint64_t clock = fd_mono_ns();
     /* never touch p after this: the reply may complete it */
-    px_submit_to(px_srv.secondary, NULL, &scratch, p->client, fd_command_lookup(av[0].ptr, av[0].len), p->copy.argc, av,
-                 NULL, 0, &clock, &t);
+    px_call(&(px_request){.be = px_srv.secondary, .out = &scratch, .client_id = p->client,
+                          .cmd = fd_command_lookup(av[0].ptr, av[0].len), .argc = p->copy.argc, .argv = av,
+                          .detached = 1, .tap = &t, .clock = &clock});
     resp_out_free(&scratch);
     free(av);
     return 1;
@@ -832,9 +836,9 @@ static void copy_ready(px_ab_pair *p) {
 
 /* ------------------------------------------------------------- the layer */
 
-/* The routing layer (server.h): dispatch hands every backend command here;
- * A/B lives entirely below this line. */
-int px_route_submit(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen,
+/* The router (hooks.h: route): while a secondary is open dispatch hands
+ * every backend command here; A/B lives entirely below this line. */
+static int ab_route(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen,
                     uint64_t *clock) {
     if (ab.unit_conn && ab.unit_conn == c) {
         /* a command of the EXEC running now: to the unit's side; in mirror
@@ -849,7 +853,9 @@ int px_route_submit(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const
         return side_submit(ab.unit_be, c, 0, c->id, &c->out, cmd, argc, argv, raw, rawlen, clock, tap);
     }
     if (px_cfg.ab_mode == PX_AB_OFF || !px_srv.secondary || !cmd)
-        return px_submit_to(px_srv.primary, c, &c->out, c->id, cmd, argc, argv, raw, rawlen, clock, NULL);
+        return px_call(&(px_request){.be = px_srv.primary, .c = c, .mark = 1, .out = &c->out, .client_id = c->id,
+                                     .cmd = cmd, .argc = argc, .argv = argv, .raw = raw, .rawlen = rawlen,
+                                     .clock = clock});
     if (px_cfg.ab_mode == PX_AB_SPLIT) {
         px_backend *be = split_to_secondary(c, first_key_arg(cmd, argc, argv)) ? px_srv.secondary : px_srv.primary;
         return side_submit(be, c, 0, c->id, &c->out, cmd, argc, argv, raw, rawlen, clock, NULL);
@@ -975,12 +981,24 @@ static void send_unit(px_ab_pair *p, px_conn *c, int deferred) {
         resp_out_init(&scratch, p->proto);
         uint64_t clock = fd_mono_ns();
         p->whole[1] = AB_WHOLE_REMOTE;
-        px_submit_to(sec, NULL, &scratch, p->client, NULL, 1, multi_arg, NULL, 0, &clock, NULL);
+        /* the unit's remote parts as one MULTI ... EXEC block, copies nobody reads but EXEC's tap */
+        px_request q = {.be = sec, .out = &scratch, .client_id = p->client, .argc = 1, .argv = multi_arg,
+                        .detached = 1, .clock = &clock};
+        px_call(&q);
         for (int i = 0; i < p->nel; i++)
-            if (p->el[i].remote)
-                px_submit_to(sec, NULL, &scratch, p->client, NULL, p->cmds[i].argc, p->cmds[i].argv, p->cmds[i].raw,
-                             p->cmds[i].rawlen, &clock, NULL);
-        px_submit_to(sec, NULL, &scratch, p->client, NULL, 1, exec_arg, NULL, 0, &clock, &p->tap[1]);
+            if (p->el[i].remote) {
+                q.argc = p->cmds[i].argc;
+                q.argv = p->cmds[i].argv;
+                q.raw = p->cmds[i].raw;
+                q.rawlen = p->cmds[i].rawlen;
+                px_call(&q);
+            }
+        q.argc = 1;
+        q.argv = exec_arg;
+        q.raw = NULL;
+        q.rawlen = 0;
+        q.tap = &p->tap[1];
+        px_call(&q);
         resp_out_free(&scratch);
         return;
     }
@@ -1300,3 +1318,7 @@ void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv) {
                         (int)(argv[1].len > 64 ? 64 : argv[1].len), argv[1].ptr);
     }
 }
+
+/* ------------------------------------------------------------ hooks (hooks.h) */
+
+void px_ab_hooks(void) { PX_HOOK_ADD(route, ab_route); }

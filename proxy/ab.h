@@ -48,8 +48,9 @@
 
 #include "server.h"
 
-/* The routing layer itself is px_route_submit (declared in server.h, where
- * dispatch calls it; px_submit_to hands each side's request to a backend).
+/* The routing layer itself is the route hook (hooks.h, where
+ * dispatch calls it while a secondary is open; px_call hands each side's
+ * request to a backend).
  * Everything A/B — split choice, mirror copies, comparison, race tracking,
  * policies — is in ab.c, below that call. */
 
@@ -86,6 +87,8 @@ typedef struct px_ab_counts {
     long long calibrate_left;  /* calibration reads still to ask (FRONTDOOR AB CALIBRATE) */
 } px_ab_counts;
 void px_ab_counters(px_ab_counts *out);
-void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv);
+
+/* Register the A/B layer's hooks (hooks.h: the router): main.c, once at start-up. */
+void px_ab_hooks(void);
 
 #endif

@@ -215,61 +215,20 @@ double px_backend_frontdoor_us(const px_backend *be) {
 
 /* ------------------------------------------------------ frontdoor's own calls */
 
-typedef struct call_ctx { px_call_cb cb; void *ud; } call_ctx;
-
-static void call_done(fd_pending *p, const char *reply, size_t len) {
-    call_ctx *cx = p->ud;
-    cx->cb(cx->ud, reply, len);
-    free(cx);
-}
-
 void px_backend_call(px_backend *be, int argc, const resp_arg *cargv, px_call_cb cb, void *ud) {
     resp_arg argv[8];
-    resp_out out;
-    resp_out_init(&out, 2);
     fd_command *cmd = argc > 0 && argc <= 8 ? fd_command_lookup(cargv[0].ptr, cargv[0].len) : NULL;
     for (int i = 0; i < argc && i < 8; i++) argv[i] = cargv[i];
-    if (!be || !cmd) {
-        resp_add_error(&out, be ? "ERR unknown command" : "ERR backend unavailable");
-    } else if (be->support[cmd->id] != FD_SERVED) {
-        resp_add_errorf(&out, "ERR '%s' is not supported by frontdoor's %s backend", cmd->name, be->b.ops->name);
-    } else {
-        uint64_t t0 = fd_mono_ns();
-        fd_request r = {
-            .cmd = cmd, .argc = argc, .argv = argv, .out = &out, .now_ms = px_now_ms(),
-            .is_write = (cmd->flags & FD_CMD_WRITE) != 0, .client_id = 0,
-        };
-        call_ctx *cx = NULL;
-        if (be->b.ops->async) {
-            cx = malloc(sizeof *cx);
-            if (!cx || !(r.pending = px_pending_push(NULL, cmd, t0))) {
-                free(cx);
-                resp_add_error(&out, "ERR out of memory");
-                goto done;
-            }
-            *cx = (call_ctx){cb, ud};
-            r.pending->be = be;
-            r.pending->on_done = call_done;
-            r.pending->ud = cx;
-            r.pending->in_submit = 1;
-            be->inflight++;
-        }
-        int st = be->b.ops->submit(&be->b, &r);
-        if (st == FD_PENDING && r.pending) {
-            if (r.pending->done) free(r.pending);      /* answered inside submit: cb ran */
-            else { r.pending->in_submit = 0; r.pending->t_ret_ns = fd_mono_ns(); }
-            resp_out_free(&out);
-            return;
-        }
-        if (r.pending) { be->inflight--; px_pending_drop(r.pending); free(cx); }
-        if (st == FD_PENDING) st = FD_E_INTERNAL;
-        if (st != FD_OK) px_reply_status(&out, st, cmd->name);
-        uint64_t t1 = fd_mono_ns();
-        px_backend_record(be, PX_REC_OWN, cmd, t1 - t0, out.len && out.data[0] == '-');
+    if (!be || !cmd || be->support[cmd->id] != FD_SERVED) {
+        resp_out out;
+        resp_out_init(&out, 2);
+        if (!be || !cmd) resp_add_error(&out, be ? "ERR unknown command" : "ERR backend unavailable");
+        else fd_reply_unsupported(&out, cmd->name, be->b.ops->name, NULL);
+        cb(ud, out.data, out.len);
+        resp_out_free(&out);
+        return;
     }
-done:
-    cb(ud, out.data ? out.data : "", out.len);
-    resp_out_free(&out);
+    px_call_reply(&(px_request){.be = be, .cmd = cmd, .argc = argc, .argv = argv, .unchecked = 1}, 2, cb, ud);
 }
 
 /* ------------------------------------------------------------ the running set */
@@ -359,13 +318,14 @@ static int probe_result(const char *reply, size_t len, char *err, size_t errlen)
     return rc;
 }
 
-static void on_probe(fd_pending *p, const char *reply, size_t len) {
-    (void)p;
-    if (!sw.nb) return;                      /* shutting down: the swap was abandoned */
-    char err[600];
+/* The probe's answer: probe_result's verdict, kept while px_call runs (an
+ * answer given inside it is returned by px_backends_swap). */
+static struct { int in_call, rc; char err[600]; } probe;
+
+/* The swap is decided: CONFIG SET's owed reply says how. */
+static void probe_finish(int rc, const char *err) {
     fd_pending *owed = sw.reply;
     sw.reply = NULL;
-    int rc = probe_result(reply, len, err, sizeof err);
     if (!owed) return;
     resp_out o;
     resp_out_init(&o, 2);
@@ -373,6 +333,13 @@ static void on_probe(fd_pending *p, const char *reply, size_t len) {
     else resp_add_errorf(&o, "ERR CONFIG SET failed: backend not swapped - %s", err);
     fd_pending_reply(owed, o.data, o.len);
     resp_out_free(&o);
+}
+
+static void on_probe(void *ud, const char *reply, size_t len, int failed) {
+    (void)ud; (void)failed;
+    if (!sw.nb) return;                      /* shutting down: the swap was abandoned */
+    probe.rc = probe_result(reply, len, probe.err, sizeof probe.err);
+    if (!probe.in_call) probe_finish(probe.rc, probe.err);
 }
 
 int px_backends_swap(int force, fd_pending *reply, char *err, size_t errlen) {
@@ -420,33 +387,23 @@ int px_backends_swap(int force, fd_pending *reply, char *err, size_t errlen) {
     fd_command *cmd = fd_command_lookup(exists, 6);
     resp_out scratch;
     resp_out_init(&scratch, 2);
-    fd_pending *p = px_pending_push(NULL, cmd, fd_mono_ns());
-    if (!p) { sw.nb = NULL; sw.reply = NULL; free_backend_settings(&sw.old); px_backend_close(nb); snprintf(err, errlen, "out of memory"); return -1; }
-    p->be = nb;
-    p->on_done = on_probe;
-    nb->inflight++;
-    fd_request r = {
-        .cmd = cmd, .argc = 2, .argv = argv, .out = &scratch,
-        .now_ms = px_now_ms(), .raw = raw, .rawlen = sizeof raw - 1, .pending = p,
-    };
-    p->in_submit = 1;
-    int st = nb->b.ops->submit(&nb->b, &r);
-    if (st == FD_PENDING) {
-        if (p->done) { free(p); resp_out_free(&scratch); return 1; }   /* answered inside submit: on_probe ran */
-        p->in_submit = 0;
-        p->t_ret_ns = fd_mono_ns();
-        resp_out_free(&scratch);
+    px_tap tap = {on_probe, NULL};
+    probe.in_call = 1;
+    probe.rc = -1;
+    snprintf(probe.err, sizeof probe.err, "no answer");
+    int owed = px_call(&(px_request){.be = nb, .out = &scratch, .cmd = cmd, .argc = 2, .argv = argv, .raw = raw,
+                                     .rawlen = sizeof raw - 1, .unchecked = 1, .tap = &tap});
+    probe.in_call = 0;
+    resp_out_free(&scratch);
+    if (owed == 1) return 1;                 /* on_probe decides */
+    if (owed == 2) {                         /* answered inside submit: on_probe decided, the reply is owed */
+        probe_finish(probe.rc, probe.err);
         return 1;
     }
-    /* answered at once */
-    nb->inflight--;
-    p->on_done = NULL;
-    px_pending_drop(p);
-    if (st != FD_OK) px_reply_status(&scratch, st, "exists");
+    /* answered at once (on_probe decided) */
     sw.reply = NULL;
-    int rc = probe_result(scratch.data, scratch.len, err, errlen);
-    resp_out_free(&scratch);
-    return rc;
+    if (probe.rc) snprintf(err, errlen, "%s", probe.err);
+    return probe.rc;
 }
 
 int px_backends_ab_apply(char *err, size_t errlen) {

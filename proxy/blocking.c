@@ -1,6 +1,7 @@
 /* blocking.c — blocking commands: the blocked-keys table, wake-ups, timeouts
  * (see blocking.h). Loop thread only. */
 #include "blocking.h"
+#include "hooks.h"
 #include "backends.h"
 #include "config.h"
 #include "log.h"
@@ -296,7 +297,7 @@ static void serve_ready(void);
  * before the handler returns (a script reads it at once): an asynchronous
  * backend's try is waited for by running the loop, as the transaction code
  * does for its own commands (every other client is held meanwhile). */
-typedef struct sync_wait { int waiting; px_call_fn fn; void *arg; } sync_wait;
+typedef struct sync_wait { int waiting; px_reply_fn fn; void *arg; } sync_wait;
 
 static void sync_done(void *arg, const char *reply, size_t len) {
     sync_wait *w = arg;
@@ -746,84 +747,6 @@ void px_block_after_command(void) {
     if (ready_head) serve_ready();
 }
 
-/* ------------------------------------------------------------ the backend call */
-
-typedef struct call_ctx { px_call_fn fn; void *arg; } call_ctx;
-
-static void call_done(fd_pending *p, const char *reply, size_t len) {
-    call_ctx *x = p->ud;
-    p->ud = NULL;
-    if (x) {
-        x->fn(x->arg, reply, len);
-        free(x);
-    }
-}
-
-void px_call_backend(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv, const char *raw,
-                     size_t rawlen, int proto, int blocking, px_call_fn done, void *arg, fd_pending **handle) {
-    px_backend *be = px_srv.primary;
-    resp_out o;
-    resp_out_init(&o, proto);
-    if (handle) *handle = NULL;
-    if (!be || (blocking && !be->b.ops->submit_blocking)) {
-        px_reply_status(&o, FD_E_UNAVAILABLE, cmd->name);
-        done(arg, o.data, o.len);
-        resp_out_free(&o);
-        return;
-    }
-    fd_request r = {
-        .cmd = cmd, .argc = argc, .argv = argv, .out = &o, .now_ms = px_now_ms(),
-        .is_write = (cmd->flags & FD_CMD_WRITE) != 0, .raw = raw, .rawlen = rawlen,
-        .client_id = c ? c->id : 0,
-    };
-    uint64_t t0 = fd_mono_ns();
-    call_ctx *x = NULL;
-    if (be->b.ops->async) {
-        x = malloc(sizeof *x);
-        fd_pending *p = x ? px_pending_push(NULL, NULL, t0) : NULL;
-        if (!p) {
-            free(x);
-            px_reply_status(&o, FD_E_NOMEM, cmd->name);
-            done(arg, o.data, o.len);
-            resp_out_free(&o);
-            return;
-        }
-        x->fn = done;
-        x->arg = arg;
-        p->be = be;
-        p->on_done = call_done;
-        p->ud = x;
-        p->in_submit = 1;
-        be->inflight++;
-        r.pending = p;
-    }
-    int st = blocking ? be->b.ops->submit_blocking(&be->b, &r) : be->b.ops->submit(&be->b, &r);
-    if (r.is_write && c) c->turn_wrote = 1;
-    if (st == FD_PENDING && r.pending) {
-        fd_pending *p = r.pending;
-        if (p->done) free(p);            /* answered inside submit: done already ran */
-        else {
-            p->in_submit = 0;
-            p->t_ret_ns = fd_mono_ns();
-            if (handle) *handle = p;
-        }
-        resp_out_free(&o);
-        return;
-    }
-    if (r.pending) {
-        be->inflight--;
-        r.pending->ud = NULL;
-        px_pending_drop(r.pending);
-        free(x);
-    }
-    if (st == FD_PENDING) st = FD_E_INTERNAL;
-    if (st != FD_OK) px_reply_status(&o, st, cmd->name);
-    uint64_t te = fd_mono_ns();
-    px_backend_account(be, te - t0, te - t0, o.len && o.data[0] == '-');
-    done(arg, o.data ? o.data : "", o.len);
-    resp_out_free(&o);
-}
-
 /* ------------------------------------------------------------ the commands */
 
 static void on_remote(void *arg, const char *reply, size_t len) {
@@ -968,4 +891,19 @@ int px_block_unblock(px_conn *c, int how) {
     if (b->trying) return 1;                        /* decided when the try ends */
     finish_unblocked(b);
     return 1;
+}
+
+/* ------------------------------------------------------------ hooks (hooks.h) */
+
+/* a backend's write: its keys' waiters will be tried (after the command) */
+static void block_exec_done(const px_exec *e) {
+    if (!e->handler) px_block_signal_cmd(e->cmd, e->argc, e->argv);
+}
+
+void px_blocking_hooks(void) {
+    PX_HOOK_ADD(handler, px_block_stream_handler);
+    PX_HOOK_ADD(exec_done, block_exec_done);
+    PX_HOOK_ADD(after, px_block_after_command);
+    PX_HOOK_ADD(turn_start, px_block_run_resumes);   /* clients answered after blocking: their next commands */
+    PX_HOOK_ADD(closed, px_block_conn_closed);
 }

@@ -38,15 +38,7 @@
 #include "server.h"
 #include "commands.h"
 
-/* The handlers (family PROXY rows of commands.def). */
-void px_cmd_blpop(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_brpop(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_brpoplpush(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_blmove(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_blmpop(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_bzpopmin(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_bzpopmax(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_bzmpop(px_conn *c, int argc, resp_arg *argv);
+/* The handlers: family PROXY rows of commands.def (prototypes in commands.h). */
 
 /* XREAD / XREADGROUP with a BLOCK option (family DATA rows): the handler
  * that serves them here, else NULL (a plain read, the storage's). The first
@@ -81,15 +73,8 @@ int  px_block_unblock(px_conn *c, int how);
 /* Clients waiting in a blocking command (INFO blocked_clients). */
 uint64_t px_block_count(void);
 
-/* Run one command on the primary outside any client's pipeline: the reply
- * (whole RESP, protocol `proto`) goes to done(arg, reply, len) — inside
- * this call for an embedded backend, later for an asynchronous one (then
- * *handle, if given, is the request's pending handle until done runs). A
- * backend error status is turned into its error reply. `blocking` uses the
- * backend's submit_blocking. c (may be NULL) is the client the reply is for
- * (its writes must be committed before its replies go). Not mirrored. */
-typedef void (*px_call_fn)(void *arg, const char *reply, size_t len);
-void px_call_backend(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv, const char *raw,
-                     size_t rawlen, int proto, int blocking, px_call_fn done, void *arg, fd_pending **handle);
+
+/* Register this feature's hooks (hooks.h): main.c, once at start-up. */
+void px_blocking_hooks(void);
 
 #endif

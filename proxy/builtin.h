@@ -5,18 +5,7 @@
 #include <strings.h>
 #include "server.h"
 
-void px_cmd_ping(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_echo(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_quit(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_hello(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_auth(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_select(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_command(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_config(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_client(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_time(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_lastsave(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_reset(px_conn *c, int argc, resp_arg *argv);
+/* The handlers: family PROXY rows of commands.def (prototypes in commands.h). */
 
 /* The reply to "<CMD> HELP": Redis's heading, then `lines` (NULL-terminated). */
 void px_reply_help(px_conn *c, const char *cmd, const char *const *lines);

@@ -1,5 +1,6 @@
 /* capture.c — traffic capture (see capture.h). */
 #include "capture.h"
+#include "hooks.h"
 #include "builtin.h"
 #include "commands.h"
 #include "config.h"
@@ -319,3 +320,13 @@ void px_capture_cmd(px_conn *c, int argc, resp_arg *argv) {
         resp_add_errorf(o, "ERR unknown subcommand or wrong number of arguments for 'CAPTURE'. Try FRONTDOOR HELP.");
     }
 }
+
+/* ------------------------------------------------------------ hooks (hooks.h) */
+
+static int capture_received(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
+    (void)cmd;
+    if (px_capture_armed) px_capture_command(c->id, argc, argv, raw, rawlen);
+    return PX_HOOK_PASS;
+}
+
+void px_capture_hooks(void) { PX_HOOK_ADD(received, capture_received); }

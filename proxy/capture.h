@@ -70,8 +70,8 @@ void px_capture_stop(void);
 /* FRONTDOOR CAPTURE START [path] | STOP | STATUS: argv[1] is "CAPTURE". */
 struct px_conn;
 void px_capture_cmd(struct px_conn *c, int argc, resp_arg *argv);
-#define PX_CAPTURE_HOOK(c, argc, argv, raw, rawlen) \
-    do { if (px_capture_armed) px_capture_command((c)->id, (argc), (argv), (raw), (rawlen)); } while (0)
+/* Register this feature's hooks (hooks.h): main.c, once at start-up. */
+void px_capture_hooks(void);
 #endif
 
 #endif

@@ -1,10 +1,18 @@
 /* main.c — frontdoor: a Redis-protocol front door to Redis, MongoDB, LevelDB
  * and LMDB. Usage: frontdoor [config-file] [--directive value ...] */
+#include "ab.h"
 #include "builtin.h"
+#include "capture.h"
 #include "config.h"
+#include "hooks.h"
 #include "log.h"
+#include "metrics.h"
+#include "multi.h"
 #include "pubsub.h"
+#include "blocking.h"
+#include "scripting.h"
 #include "server.h"
+#include "slowlog.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -22,6 +30,15 @@ static void usage(void) {
             "       frontdoor --port 7777 --durability nosync\n"
             "       frontdoor --config conf/frontdoor.conf --loglevel verbose\n");
 }
+
+/* The features, each registering its hooks (proxy/hooks.h); at a point
+ * the hooks run in this order (only the gates' order matters: capture sees
+ * every command, script-busy refuses before the checks; pub/sub-mode denial
+ * before the MULTI queue). */
+static void (*const px_features[])(void) = {
+    px_capture_hooks, px_scripting_hooks, px_pubsub_hooks, px_multi_hooks,
+    px_blocking_hooks, px_slowlog_hooks, px_metrics_hooks, px_ab_hooks,
+};
 
 int main(int argc, char **argv) {
     if (argc == 2 && !strcmp(argv[1], "--coverage")) {   /* the README's command x backend table */
@@ -50,7 +67,8 @@ int main(int argc, char **argv) {
                                  px_pubsub_backend_message, px_pubsub_backend_resync};
     fd_host_set(&host);
     fd_commands_init();
-    if (px_server_init(err, sizeof err)) {
+    for (size_t i = 0; i < sizeof px_features / sizeof px_features[0]; i++) px_features[i]();
+    if (px_server_init(err, sizeof err) || px_metrics_init(err, sizeof err)) {   /* metrics-port (issue 18) */
         px_log(PX_LOG_WARNING, "%s", err);
         return 1;
     }

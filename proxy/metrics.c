@@ -1,6 +1,7 @@
 /* metrics.c — the Prometheus text endpoint and INFO latencystats (see
  * metrics.h). */
 #include "metrics.h"
+#include "hooks.h"
 #include "ab.h"
 #include "config.h"
 #include "log.h"
@@ -293,3 +294,5 @@ void px_metrics_shutdown(void) {
     }
     nml = 0;
 }
+
+void px_metrics_hooks(void) { PX_HOOK_ADD(shutdown, px_metrics_shutdown); }

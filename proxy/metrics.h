@@ -35,4 +35,7 @@ void px_metrics_render(resp_out *o);
 /* INFO latencystats: latency_percentiles_usec_<cmd>:p50=..,p99=..,p99.9=.. */
 void px_metrics_latencystats(resp_out *o);
 
+/* Register this feature's hooks (hooks.h): main.c, once at start-up. */
+void px_metrics_hooks(void);
+
 #endif

@@ -1,5 +1,6 @@
 /* multi.c — MULTI/EXEC/DISCARD/WATCH/UNWATCH and atomic units (multi.h). */
 #include "multi.h"
+#include "hooks.h"
 #include "ab.h"
 #include "builtin.h"
 #include "backends.h"
@@ -280,7 +281,7 @@ static int watch_expired(const px_conn *c) {
 }
 
 /* One WATCH's questions to the backend: PEXPIRETIME of each newly watched
- * key, through px_submit_to (detached requests, the same table and support
+ * key, through px_call (detached requests, the same table and support
  * checks as a client's). `mark` is WATCH's +OK, owed while an asynchronous
  * backend answers; the client's input waits meanwhile (c->watch_wait). The
  * records are the client's: they are only read while the client lives
@@ -358,7 +359,8 @@ static void watch_ask_all(px_conn *c, px_watched *upto, int n) {
         b->ask[i] = (watch_ask){b, w};
         b->left++;
         /* detached (nobody's output): the tap is told every outcome, at once or later */
-        px_submit_to(be, NULL, &scratch, c->id, cmd, 2, av, NULL, 0, &clock, &tap);
+        px_call(&(px_request){.be = be, .out = &scratch, .client_id = c->id, .cmd = cmd, .argc = 2, .argv = av,
+                              .detached = 1, .tap = &tap, .clock = &clock});
         resp_out_free(&scratch);
     }
     if (--b->left > 0) {
@@ -567,4 +569,47 @@ void px_atomic_resume(void) {
         }
         rev = n;
     }
+}
+
+/* ------------------------------------------------------------ hooks (hooks.h) */
+
+/* Between MULTI and EXEC every command but MULTI's own is queued (a
+ * passed-through one, cmd NULL, too). */
+static int multi_checked(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
+    (void)raw; (void)rawlen;
+    if (!c->multi || (cmd && (cmd->flags & FD_CMD_IN_MULTI))) return PX_HOOK_PASS;
+    px_multi_queue(c, cmd, argc, argv);
+    return PX_HOOK_TAKEN;
+}
+
+/* WATCH: a proxy-served write touches every key it names as it starts */
+static void watch_exec_start(const px_exec *e) {
+    if (e->handler && (e->cmd->flags & FD_CMD_WRITE)) px_watch_touch(e->cmd, e->argc, e->argv);
+}
+
+/* WATCH: a backend's write right after its submit, before any other client
+ * runs: from its reply when it was answered inside submit (the embedded
+ * backends, also a LevelDB write that changed nothing; a script's, whose
+ * reply is always in), every key it names when the reply is owed
+ * (asynchronous backends, LevelDB's writer thread) */
+static void watch_exec_done(const px_exec *e) {
+    if (e->handler || !(e->cmd->flags & FD_CMD_WRITE) || !wcount) return;
+    if (e->script) px_watch_touch_reply(e->cmd, e->argc, e->argv, e->reply, e->len);
+    else if (e->owed == 1 || !e->reply) px_watch_touch(e->cmd, e->argc, e->argv);   /* owed: the safe side */
+    else px_watch_touch_reply(e->cmd, e->argc, e->argv, e->reply, e->len);
+}
+
+static void atomic_owed(px_conn *c, fd_pending *p, const fd_command *cmd, int argc, const resp_arg *argv) {
+    (void)c; (void)cmd; (void)argc; (void)argv;
+    if (px_srv.atomic_collect) px_atomic_count(p);
+}
+
+void px_multi_hooks(void) {
+    PX_HOOK_ADD(checked, multi_checked);
+    PX_HOOK_ADD(refused, px_multi_flag_error);
+    PX_HOOK_ADD(exec_start, watch_exec_start);
+    PX_HOOK_ADD(exec_done, watch_exec_done);
+    PX_HOOK_ADD(owed, atomic_owed);
+    PX_HOOK_ADD(held, px_atomic_hold);
+    PX_HOOK_ADD(closed, px_multi_release);
 }

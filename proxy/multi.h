@@ -105,4 +105,7 @@ int  px_atomic_hold(px_conn *c);
 /* Run the held clients' input again (the unit ended). */
 void px_atomic_resume(void);
 
+/* Register this feature's hooks (hooks.h): main.c, once at start-up. */
+void px_multi_hooks(void);
+
 #endif

@@ -10,7 +10,7 @@
 #include "backends.h"
 #include "config.h"
 #include "log.h"
-#include "slowlog.h"
+#include "hooks.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,7 +76,7 @@ static void unlink_pending(px_conn *c, fd_pending *p, size_t inserted) {
  * FD_PENDING). */
 void px_pending_drop(fd_pending *p) {
     if (p->conn) unlink_pending(p->conn, p, 0);
-    px_slowlog_free(p->slow);
+    PX_HOOK_RUN(forget, p);
     free(p);
 }
 
@@ -105,8 +105,7 @@ static void complete(fd_pending *p, const void *reply, size_t len, int failed) {
     }
     if (p->on_done) p->on_done(p, reply, len);
     if (p->tap.fn) p->tap.fn(p->tap.ud, reply, len, failed || px_reply_is_unavailable(reply, len));
-    px_slowlog_pending(p->slow, p->cmd, c != NULL, reply, len, now - p->t_sub_ns);   /* takes p->slow */
-    p->slow = NULL;
+    PX_HOOK_RUN(reply, p, reply, len, now - p->t_sub_ns);
     if (c && (c->flags & PX_CONN_CLOSE_ASAP)) {
         /* closing without sending more (output limit, out of memory): the
          * reply is dropped, not copied, and the limit is not logged again */

@@ -1,5 +1,6 @@
 /* pubsub.c — the pub/sub broker and MONITOR (see pubsub.h). Loop thread only. */
 #include "pubsub.h"
+#include "hooks.h"
 #include "backends.h"
 #include "blocking.h"
 #include "builtin.h"
@@ -455,4 +456,25 @@ void px_monitor_feed(px_conn *c, const fd_command *cmd, int argc, const resp_arg
         px_conn_touch(m);
     }
     resp_out_free(&line);
+}
+
+/* ------------------------------------------------------------ hooks (hooks.h) */
+
+static int pubsub_checked(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
+    (void)argc; (void)argv; (void)raw; (void)rawlen;
+    return c->ps && cmd && px_pubsub_denied(c, cmd) ? PX_HOOK_REFUSED : PX_HOOK_PASS;   /* RESP2 subscribed mode */
+}
+
+static void monitor_exec_done(const px_exec *e) {
+    if (!e->script && px_monitors) px_monitor_feed(e->c, e->cmd, e->argc, e->argv);
+}
+
+/* subscribers are not idle (as in Redis) */
+static int pubsub_busy(px_conn *c) { return px_pubsub_count(c) != 0; }
+
+void px_pubsub_hooks(void) {
+    PX_HOOK_ADD(checked, pubsub_checked);
+    PX_HOOK_ADD(exec_done, monitor_exec_done);
+    PX_HOOK_ADD(closed, px_pubsub_conn_closed);
+    PX_HOOK_ADD(busy, pubsub_busy);
 }

@@ -27,16 +27,7 @@
 #include <stdint.h>
 #include "server.h"
 
-void px_cmd_subscribe(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_unsubscribe(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_psubscribe(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_punsubscribe(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_ssubscribe(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_sunsubscribe(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_publish(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_spublish(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_pubsub(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_monitor(px_conn *c, int argc, resp_arg *argv);
+/* The handlers: family PROXY rows of commands.def (prototypes in commands.h). */
 
 /* c's subscriptions (channels + patterns + shard channels); 0 if none. */
 size_t px_pubsub_count(const px_conn *c);
@@ -60,5 +51,8 @@ void px_pubsub_backend_resync(struct fd_backend *b);
 
 /* INFO: distinct channels, patterns, shard channels with subscribers. */
 void px_pubsub_stats(uint64_t *channels, uint64_t *patterns, uint64_t *shard);
+
+/* Register this feature's hooks (hooks.h): main.c, once at start-up. */
+void px_pubsub_hooks(void);
 
 #endif

@@ -1,5 +1,6 @@
 /* scripting.c — the Lua engine's host (scripting.h). */
 #include "scripting.h"
+#include "hooks.h"
 #include "script.h"
 #include "builtin.h"
 #include "backends.h"
@@ -13,6 +14,10 @@
 #include <stdlib.h>
 
 #include <string.h>
+
+/* Why FUNCTION/FCALL are refused on the backends frontdoor's engine serves. */
+#define NO_FUNCTIONS "Redis functions are not implemented here (EVAL/EVALSHA scripts are; a redis or " \
+                     "redis-cluster backend runs functions)"
 
 static fd_script_engine *engine;
 static px_conn *running;          /* the client whose script runs */
@@ -38,7 +43,8 @@ static void target_call(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, r
     resp_out_init(&scratch, out->proto);
     twait w = {out, 1};
     px_tap t = {twait_tap, &w};
-    px_submit_to(target, NULL, &scratch, c->id, cmd, argc, argv, NULL, 0, &clock, &t);
+    px_call(&(px_request){.be = target, .out = &scratch, .client_id = c->id, .cmd = cmd, .argc = argc, .argv = argv,
+                          .detached = 1, .tap = &t, .clock = &clock});
     if (w.waiting) {
         int rio = ev_is_active(&c->rio);
         if (rio) ev_io_stop(px_srv.loop, &c->rio);
@@ -182,9 +188,7 @@ void px_script_run_on(px_backend *be, px_conn *c, int argc, resp_arg *argv, resp
         return;
     }
     if (!cmd || cmd->id == FD_CMD_function || cmd->id == FD_CMD_fcall || cmd->id == FD_CMD_fcall_ro) {
-        resp_add_errorf(out, "ERR '%s' is not supported by frontdoor's %s backend: Redis functions are not "
-                        "implemented here (EVAL/EVALSHA scripts are; a redis or redis-cluster backend runs functions)",
-                        cmd ? cmd->name : "function", be ? be->b.ops->name : "");
+        fd_reply_unsupported(out, cmd ? cmd->name : "function", be ? be->b.ops->name : "", NO_FUNCTIONS);
         return;
     }
     run_eval(c, be, argc, argv, out);
@@ -226,9 +230,8 @@ void px_cmd_function(px_conn *c, int argc, resp_arg *argv) {
     if (routed(c, argc, argv)) return;
     if (forwarded(c, argc, argv)) return;
     fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
-    resp_add_errorf(&c->out, "ERR '%s' is not supported by frontdoor's %s backend: Redis functions are not "
-                    "implemented here (EVAL/EVALSHA scripts are; a redis or redis-cluster backend runs functions)",
-                    cmd ? cmd->name : "function", px_srv.primary ? px_srv.primary->b.ops->name : "");
+    fd_reply_unsupported(&c->out, cmd ? cmd->name : "function", px_srv.primary ? px_srv.primary->b.ops->name : "",
+                         NO_FUNCTIONS);
 }
 
 int px_script_refuse_busy(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv) {
@@ -239,4 +242,20 @@ int px_script_refuse_busy(px_conn *c, const fd_command *cmd, int argc, resp_arg 
     }
     resp_add_error(&c->out, FD_SCRIPT_BUSY_ERR);
     return 1;
+}
+
+/* ------------------------------------------------------------ hooks (hooks.h) */
+
+static int script_received(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
+    (void)raw; (void)rawlen;
+    return px_srv.script_running && px_script_refuse_busy(c, cmd, argc, argv) ? PX_HOOK_REFUSED : PX_HOOK_PASS;
+}
+
+/* its script still runs: closed after it */
+static int script_close_defer(px_conn *c) { return c == running; }
+
+void px_scripting_hooks(void) {
+    PX_HOOK_ADD(received, script_received);
+    PX_HOOK_ADD(close_defer, script_close_defer);
+    PX_HOOK_ADD(nested, px_script_client);
 }

@@ -44,4 +44,7 @@ int  px_script_body(const resp_arg *sha, const char **body, size_t *len);
 /* Drop the engine (shutdown). */
 void px_script_shutdown(void);
 
+/* Register this feature's hooks (hooks.h): main.c, once at start-up. */
+void px_scripting_hooks(void);
+
 #endif

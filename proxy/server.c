@@ -1,14 +1,11 @@
 /* server.c — libev loop, listeners, connection I/O, end-of-turn commit and
- * flush. The only file that touches sockets. */
-#include "multi.h"
-#include "scripting.h"
+ * flush. The only file that touches client sockets (metrics.c accepts its
+ * own scrapes). Knows no feature: they join through proxy/hooks.h. */
 #include "server.h"
-#include "metrics.h"   /* issue 18 */
+#include "hooks.h"     /* every feature is reached through its hooks */
 #include "backends.h"
 #include "config.h"
 #include "log.h"
-#include "blocking.h"
-#include "pubsub.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -61,7 +58,7 @@ static void unlink_turn(px_conn *c) {
 }
 
 void px_conn_close(px_conn *c) {
-    if (c == px_script_client()) {       /* its script still runs (scripting.h): close after it */
+    if (px_hook_test_any(px_hook.close_defer, px_hook.n_close_defer, c)) {   /* in use (a script's): close after it */
         ev_io_stop(px_srv.loop, &c->rio);
         ev_io_stop(px_srv.loop, &c->wio);
         c->flags |= PX_CONN_CLOSE_ASAP;
@@ -72,10 +69,8 @@ void px_conn_close(px_conn *c) {
     ev_io_stop(px_srv.loop, &c->wio);
     close(c->fd);
     unlink_turn(c);
-    px_block_conn_closed(c);
-    px_pubsub_conn_closed(c);
+    PX_HOOK_RUN(closed, c);
     px_conn_orphan_pending(c);
-    px_multi_release(c);
     if (c->held)
         for (px_conn **pp = &px_srv.held; *pp; pp = &(*pp)->held_next)
             if (*pp == c) { *pp = c->held_next; break; }
@@ -205,7 +200,7 @@ void px_conn_check_output_limit(px_conn *c) {
 
 /* Parse and run every complete command in the read buffer. */
 static void process_input(px_conn *c) {
-    while (!c->blk && !px_atomic_hold(c) && !(c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP)) && c->rpos < c->rlen) {
+    while (!c->blk && !px_hook_test_any(px_hook.held, px_hook.n_held, c) && !(c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP)) && c->rpos < c->rlen) {
         c->parser.max_bulk = px_cfg.proto_max_bulk_len;
         c->parser.unauth = !c->authed;
         size_t consumed = 0;
@@ -331,9 +326,9 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
  * clients that got them are disconnected instead (nothing is acknowledged
  * that is not stored). */
 static void on_turn_end(struct ev_loop *loop, ev_prepare *w, int revents) {
-    px_conn *sc = px_script_client();
+    px_conn *sc = px_hook_nested_owner();
     if (sc) {
-        /* the loop runs nested inside a script (scripting.h): no commit
+        /* the loop runs nested inside a script (hooks.h): no commit
          * mid-script; send only the replies that wait for none (-BUSY) */
         for (px_conn **pp = &px_srv.turn; *pp;) {
             px_conn *c = *pp;
@@ -347,7 +342,7 @@ static void on_turn_end(struct ev_loop *loop, ev_prepare *w, int revents) {
         return;
     }
     px_srv.turns++;
-    px_block_run_resumes();              /* clients answered after blocking: their next commands */
+    PX_HOOK_RUN(turn_start);
     int st = px_backends_commit_before_flush();
     if (st != FD_OK) {
         px_srv.failed_commits++;
@@ -382,7 +377,7 @@ static void on_cron(struct ev_loop *loop, ev_timer *w, int revents) {
                 next = c->next;
                 /* blocked clients and subscribers are not idle (as in Redis) */
                 if (now - c->last_interaction > (double)px_cfg.timeout && c->wpos == c->out.len && !c->pend_head &&
-                    !c->blk && !px_pubsub_count(c)) {
+                    !c->blk && !px_hook_test_any(px_hook.busy, px_hook.n_busy, c)) {
                     px_log(PX_LOG_VERBOSE, "closing idle client %llu", (unsigned long long)c->id);
                     px_conn_close(c);
                 }
@@ -518,7 +513,6 @@ int px_server_init(char *err, size_t errlen) {
     }
     if (px_cfg.unixsocket[0] && listen_unix(px_cfg.unixsocket, err, errlen)) return -1;
     if (nlisteners == 0) { snprintf(err, errlen, "nothing to listen on (port 0 and no unixsocket)"); return -1; }
-    if (px_metrics_init(err, errlen)) return -1;       /* metrics-port (issue 18) */
 
     ev_prepare_init(&turn_watcher, on_turn_end);
     ev_prepare_start(px_srv.loop, &turn_watcher);
@@ -546,7 +540,7 @@ void px_server_shutdown(void) {
         close(listeners[i].fd);
     }
     nlisteners = 0;
-    px_metrics_shutdown();
+    PX_HOOK_RUN(shutdown);
     if (px_cfg.unixsocket[0]) unlink(px_cfg.unixsocket);
     /* replies still owed by asynchronous backends are dropped with their clients */
     px_backends_shutdown();

@@ -167,22 +167,55 @@ int  px_forward(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const cha
 #define PX_OOM_TEXT "OOM command not allowed when used memory > 'maxmemory'."
 #define PX_OOM_REPLY "-" PX_OOM_TEXT "\r\n"
 
-/* Hand a command to one backend `be` (NULL: unavailable); its reply goes to
- * `out`: c's output, or a scratch buffer (c NULL: a copy nobody reads, e.g.
- * an A/B mirror copy; then the reply is only seen by `tap`). Every request
- * is accounted to `be`. *clock (ns) is when the request started; it is
- * advanced to the last clock reading taken. Returns 1 when the reply is
- * owed (pending), 0 when it was written, 2 when a pending reply was
- * completed inside submit (in place: with c, it is the last bytes of c's
- * output; measured and logged by the completion, as an owed one). tap (may
- * be NULL) is told the reply once. */
-int  px_submit_to(struct px_backend *be, px_conn *c, resp_out *out, uint64_t client_id, fd_command *cmd,
-                  int argc, resp_arg *argv, const char *raw, size_t rawlen, uint64_t *clock, const px_tap *tap);
-/* The routing layer above the backends (proxy/ab.c): a client's command to
- * the primary, or where A/B split sends it, and a mirror copy to the
- * secondary. Same contract as px_submit_to for the client's reply. */
-int  px_route_submit(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen,
-                     uint64_t *clock);
+/* call.c: one request to one backend — the one way the proxy hands a
+ * command over (a client's command, an A/B copy, an atomic unit's part, a
+ * script's request, a blocking retry, frontdoor's own reads, the swap
+ * probe). Everything it needs travels in the request; it is read only
+ * during px_call (argv, raw and out are borrowed likewise). */
+typedef struct px_request {
+    struct px_backend *be;       /* NULL: unavailable (the reply says so) */
+    px_conn        *c;           /* the client it runs for (its turn_wrote), or NULL */
+    int             mark;        /* the reply is c's: owed at a mark in c's output, counted as c's command */
+    resp_out       *out;         /* where a reply given at once goes (c's output, or a scratch) */
+    uint64_t        client_id;   /* the backend's per-client ordering */
+    fd_command     *cmd;         /* NULL: passed through (not in the table) */
+    int             argc;
+    resp_arg       *argv;
+    const char     *raw;         /* as received (multibulk), or NULL */
+    size_t          rawlen;
+    const resp_arg *route_key;   /* a part of an atomic unit: where a cluster sends it (NULL: by its keys) */
+    int             detached;    /* nobody's output: the backend must not hold it for a commit */
+    int             blocking;    /* on a backend connection of its own (submit_blocking) */
+    int             unchecked;   /* do not consult the backend's support table */
+    int             misc;        /* counted without its command (be->misc: blocking retries) */
+    const px_tap   *tap;         /* told the reply once: at once, or when the owed reply arrives */
+    fd_pending    **handle;      /* set to the pending reply while it is owed (else NULL) */
+    uint64_t       *clock;       /* ns: in, when it started; out, the last reading. NULL: now */
+} px_request;
+
+/* Hand q over. A reply given at once is written to q->out (with c and
+ * mark: c's output) and told to the tap; an owed one goes to its mark (or
+ * nowhere) and to the tap when it arrives. Every request is accounted to
+ * q->be once. Returns 0 when the reply was written, 1 when it is owed, 2
+ * when an owed reply was completed inside submit (in place: with a mark,
+ * the last bytes of c's output; measured and logged by the completion). */
+int  px_call(const px_request *q);
+/* A reply handed to a callback: fn(ud, reply, len) exactly once, possibly
+ * before this returns (the reply is valid only during fn); proto: the
+ * reply's protocol. q->out and q->tap are px_call_reply's own. */
+typedef void (*px_reply_fn)(void *ud, const char *reply, size_t len);
+void px_call_reply(const px_request *q, int proto, px_reply_fn fn, void *ud);
+/* Run one command on the primary outside any client's pipeline: the reply
+ * (whole RESP, protocol `proto`) goes to done(arg, reply, len) — inside
+ * this call for an embedded backend, later for an asynchronous one (then
+ * *handle, if given, is the request's pending handle until done runs). A
+ * backend error status is turned into its error reply. `blocking` uses the
+ * backend's submit_blocking. c (may be NULL) is the client the reply is for
+ * (its writes must be committed before its replies go). Not mirrored;
+ * accounted without its command (be->misc), the support table not
+ * consulted (blocking retries, PUBSUB counts, SCRIPT KILL). */
+void px_call_backend(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv, const char *raw,
+                     size_t rawlen, int proto, int blocking, px_reply_fn done, void *arg, fd_pending **handle);
 /* One part of an atomic unit for a Redis backend (MULTI ... EXEC as one
  * block on the client's backend connection): route_key says where a cluster
  * sends it (NULL: anywhere); detached: its reply is dropped (the client got
@@ -217,8 +250,5 @@ int64_t px_now_ms(void);
 
 /* Reply an error from a status code, formatting "%s" with the command name. */
 void px_reply_status(resp_out *o, int status, const char *cmdname);
-
-/* info.c */
-void px_cmd_info(px_conn *c, int argc, resp_arg *argv);
 
 #endif

@@ -1,6 +1,7 @@
 /* slowlog.c — SLOWLOG, LATENCY, INFO errorstats, SWAPDB and MOVE
  * (slowlog.h says what is recorded where). */
 #include "slowlog.h"
+#include "hooks.h"
 #include "builtin.h"
 #include "config.h"
 #include "backends.h"
@@ -509,4 +510,41 @@ void px_cmd_move(px_conn *c, int argc, resp_arg *argv) {
     if (db_index(&argv[2], &db)) { resp_add_error(&c->out, "ERR value is not an integer or out of range"); return; }
     if (db != 0) { resp_add_error(&c->out, ONE_DB); return; }
     resp_add_error(&c->out, "ERR source and destination objects are the same");
+}
+
+/* ------------------------------------------------------------ hooks (hooks.h) */
+
+static void slowlog_exec_done(const px_exec *e) {
+    if (e->owed) return;                 /* logged on completion */
+    if (e->script) { px_slowlog_after(NULL, e->cmd, e->argc, e->argv, e->ns, NULL, 0); return; }
+    int is_err = e->reply && e->len && e->reply[0] == '-';
+    px_slowlog_after(e->c, e->cmd, e->argc, e->argv, e->ns, is_err ? e->reply : NULL, e->len);
+}
+
+static void slowlog_owed(px_conn *c, fd_pending *p, const fd_command *cmd, int argc, const resp_arg *argv) {
+    p->slow = px_slowlog_capture(c, cmd, argc, argv);
+}
+
+static void slowlog_reply(fd_pending *p, const char *reply, size_t len, uint64_t ns) {
+    px_slowlog_pending(p->slow, p->cmd, p->conn != NULL, reply, len, ns);   /* takes p->slow */
+    p->slow = NULL;
+}
+
+static void slowlog_forget(fd_pending *p) {
+    px_slowlog_free(p->slow);
+    p->slow = NULL;
+}
+
+/* Redis 7.0: rejected_calls, and the error in errorstats */
+static void slowlog_rejected(const fd_command *cmd, const char *reply, size_t len) {
+    if (cmd) px_rejected_calls[cmd->id]++;
+    if (len && reply[0] == '-') px_errorstat_reply(reply, len);
+}
+
+void px_slowlog_hooks(void) {
+    PX_HOOK_ADD(rejected, slowlog_rejected);
+    PX_HOOK_ADD(exec_done, slowlog_exec_done);
+    PX_HOOK_ADD(owed, slowlog_owed);
+    PX_HOOK_ADD(reply, slowlog_reply);
+    PX_HOOK_ADD(forget, slowlog_forget);
 }

@@ -75,9 +75,9 @@ void px_errorstat_reset(void);
  * rejected_calls. */
 extern uint64_t px_rejected_calls[FD_CMD_COUNT];
 
-void px_cmd_slowlog(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_latency(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_swapdb(px_conn *c, int argc, resp_arg *argv);
-void px_cmd_move(px_conn *c, int argc, resp_arg *argv);
+/* The handlers: family PROXY rows of commands.def (prototypes in commands.h). */
+
+/* Register this feature's hooks (hooks.h): main.c, once at start-up. */
+void px_slowlog_hooks(void);
 
 #endif

@@ -15,7 +15,7 @@ extern const fd_backend_ops fd_redis_backend;    /* storage/redis.c */
 extern const fd_backend_ops fd_redis_cluster_backend;   /* storage/redis_cluster.c */
 #endif
 #ifdef FRONTDOOR_WITH_MONGODB
-extern const fd_backend_ops fd_mongodb_backend;  /* storage/mongodb.c */
+extern const fd_backend_ops fd_mongodb_backend;  /* storage/mongodb/mg_backend.c */
 #endif
 
 static const fd_backend_ops *const fd_backends[] = {
@@ -91,4 +91,9 @@ char *fd_backend_coverage_markdown(void)
     }
     fclose(f);
     return buf;
+}
+
+void fd_reply_unsupported(resp_out *out, const char *name, const char *backend, const char *why) {
+    resp_add_errorf(out, "ERR '%s' is not supported by frontdoor's %s backend%s%s", name, backend,
+                    why ? ": " : "", why ? why : "");
 }

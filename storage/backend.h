@@ -1,7 +1,7 @@
 /* backend.h — the interface every storage backend implements.
  *
- * Module prefix: fd_backend_. One backend per file in storage/ (lmdb.c,
- * leveldb.c, redis.c, mongodb.c). The proxy owns the event loop and calls:
+ * Module prefix: fd_backend_. One backend per file or folder in storage/ (lmdb.c,
+ * leveldb.c, redis.c, redis_cluster.c, mongodb/). The proxy owns the event loop and calls:
  *
  *   open      once at start-up (and on a live swap);
  *   submit    for every command the command table routes to the backend,
@@ -52,7 +52,7 @@ typedef struct fd_backend_config {
     int         redis_db;       /* SELECT on connect */
     long long   backend_timeout_ms;     /* a request unanswered this long fails */
     const char *redis_cluster_seeds;    /* redis-cluster backend: "host:port[,host:port...]" */
-    /* MongoDB (storage/mongodb.c) */
+    /* MongoDB (storage/mongodb/) */
     const char *mongo_uri;      /* passed to libmongoc as is */
     const char *mongo_database;
     int         mongo_workers;  /* 0 = number of cores */
@@ -178,5 +178,9 @@ const fd_backend_ops *const *fd_backend_list(void);
  * command table and each backend's support(): Markdown into a malloc'ed
  * string the caller frees; NULL when out of memory. */
 char *fd_backend_coverage_markdown(void);
+/* The one refusal of a command a backend does not serve (support()):
+ * "-ERR '<name>' is not supported by frontdoor's <backend> backend: <why>"
+ * into out (why NULL: the sentence ends after "backend"). */
+void fd_reply_unsupported(resp_out *out, const char *name, const char *backend, const char *why);
 
 #endif

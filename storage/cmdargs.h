@@ -1,5 +1,5 @@
 /* cmdargs.h — option parsing shared by the Redis-types backends (the
- * ordered-KV layer in storage/kv/ and storage/mongodb.c), so that every
+ * ordered-KV layer in storage/kv/ and storage/mongodb/), so that every
  * backend accepts and refuses the same arguments, with the same error, in
  * the same order of checks as Redis 7.0.
  *

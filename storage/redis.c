@@ -139,7 +139,7 @@ static int rb_submit(fd_backend *fb, fd_request *r) {
         }
         name[l] = '\0';
         b->refused++;
-        resp_add_errorf(r->out, "ERR '%s' is not supported by frontdoor's redis backend: %s", name, why);
+        fd_reply_unsupported(r->out, name, "redis", why);
         return FD_OK;
     }
     rc_conn *c = &b->conns[r->client_id % (uint64_t)b->n];

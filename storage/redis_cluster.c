@@ -1260,7 +1260,7 @@ static int cl_submit(fd_backend *fb, fd_request *r) {
         }
         name[l] = '\0';
         b->refused++;
-        resp_add_errorf(r->out, "ERR '%s' is not supported by frontdoor's redis-cluster backend: %s", name, why);
+        fd_reply_unsupported(r->out, name, "redis-cluster", why);
         return FD_OK;
     }
     if (r->out->proto == 3 && b->sh.no_resp3) {

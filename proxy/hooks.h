@@ -1,0 +1,169 @@
+/* hooks.h — the points where features join the core. Module prefix: px_hook.
+ *
+ * The core (server.c, dispatch.c, pending.c, backends.c) knows no feature:
+ * it calls the functions registered here, at fixed points of a command's and
+ * a connection's life. A feature (capture, scripting, pub/sub, MULTI/WATCH,
+ * blocking commands, the slow log, metrics, ACL later) registers its hooks
+ * once, from its own px_<feature>_hooks(), which main.c calls in one list
+ * before the server starts. Nothing is registered or removed afterwards.
+ *
+ * Contract for every hook:
+ * - Hooks of one point run in registration order (main.c's list). At a
+ *   gate point (received, checked) the first hook that does not return
+ *   PX_HOOK_PASS ends the walk; at every other point all of them run, and
+ *   none may depend on another's having run first.
+ * - Arguments (argv, raw, reply) are borrowed: valid only during the call;
+ *   a hook that keeps one copies it. A hook never frees them.
+ * - A hook runs on the loop thread and must not block.
+ * - Each point holds at most PX_HOOKS_MAX hooks: registering more aborts
+ *   at start-up (a build-time list, not a runtime condition).
+ */
+#ifndef FRONTDOOR_HOOKS_H
+#define FRONTDOOR_HOOKS_H
+
+#include "server.h"
+#include "commands.h"
+
+/* What a gate hook did with the command. */
+enum {
+    PX_HOOK_PASS    = 0,   /* nothing: the core goes on */
+    PX_HOOK_TAKEN   = 1,   /* answered or kept (MULTI queue): the core stops, not a rejection */
+    PX_HOOK_REFUSED = 2,   /* answered with a refusal: counted in rejected_calls and errorstats */
+};
+
+#define PX_HOOKS_MAX 8
+
+/* One command run (px_execute, or a script's px_execute_into). */
+typedef struct px_exec {
+    px_conn          *c;        /* the client (for a script's command: the script's caller) */
+    int               script;   /* run by a script: its reply goes to the script, not c */
+    const fd_command *cmd;
+    int               argc;
+    const resp_arg   *argv;
+    int               handler;  /* served by a proxy handler (else by a backend) */
+    int               owed;     /* exec_done: px_submit_to's result (1: the reply is owed) */
+    const char       *reply;    /* exec_done: the reply when in place (NULL: unknown) */
+    size_t            len;
+    uint64_t          ns;       /* exec_done: how long it took (when not owed) */
+} px_exec;
+
+/* cmd NULL: not in the command table (received), or passed through to a
+ * Redis backend (checked). */
+typedef int        (*px_hook_gate)(px_conn *c, fd_command *cmd, int argc, resp_arg *argv,
+                                   const char *raw, size_t rawlen);
+typedef void       (*px_hook_exec)(const px_exec *e);
+typedef void       (*px_hook_reject)(const fd_command *cmd, const char *reply, size_t len);
+typedef px_handler (*px_hook_handler)(const fd_command *cmd, int argc, const resp_arg *argv);
+typedef void       (*px_hook_owed)(px_conn *c, fd_pending *p, const fd_command *cmd, int argc,
+                                   const resp_arg *argv);
+typedef void       (*px_hook_reply)(fd_pending *p, const char *reply, size_t len, uint64_t ns);
+typedef void       (*px_hook_pending)(fd_pending *p);
+typedef int        (*px_hook_test)(px_conn *c);
+typedef void       (*px_hook_conn)(px_conn *c);
+typedef px_conn   *(*px_hook_owner)(void);
+typedef void       (*px_hook_void)(void);
+typedef int        (*px_hook_route)(px_conn *c, fd_command *cmd, int argc, resp_arg *argv,
+                                    const char *raw, size_t rawlen, uint64_t *clock);
+
+typedef struct px_hooks {
+#define PX_HOOK_POINT(type, name) type name[PX_HOOKS_MAX]; int n_##name;
+    /* px_dispatch: a command as received, looked up, before the core's checks
+     * (capture, script-busy) */
+    PX_HOOK_POINT(px_hook_gate, received)
+    /* px_dispatch: a command that passed known/arity/auth, before it runs
+     * (pub/sub mode denial, MULTI queue; ACL) */
+    PX_HOOK_POINT(px_hook_gate, checked)
+    /* px_dispatch: the core refused the command (unknown, arity, NOAUTH) */
+    PX_HOOK_POINT(px_hook_conn, refused)
+    /* px_dispatch: a command was rejected (by the core or a gate); cmd
+     * NULL when unknown; reply: what the client got (an error, or not) */
+    PX_HOOK_POINT(px_hook_reject, rejected)
+    /* a proxy handler for a command the table leaves to the backend (XREAD
+     * BLOCK); the first non-NULL answer wins */
+    PX_HOOK_POINT(px_hook_handler, handler)
+    /* before a proxy handler runs a command (not called for a backend's) */
+    PX_HOOK_POINT(px_hook_exec, exec_start)
+    /* after a command ran or was submitted */
+    PX_HOOK_POINT(px_hook_exec, exec_done)
+    /* px_dispatch: after a client's command, whatever became of it */
+    PX_HOOK_POINT(px_hook_void, after)
+    /* a client's command got a pending reply (before submit) */
+    PX_HOOK_POINT(px_hook_owed, owed)
+    /* a pending reply arrived (before it is placed; p->conn may be NULL);
+     * ns: since it was dispatched */
+    PX_HOOK_POINT(px_hook_reply, reply)
+    /* a pending reply is forgotten without a reply (the backend did not take it) */
+    PX_HOOK_POINT(px_hook_pending, forget)
+    /* px_conn_close: nonzero defers the close (the connection is in use) */
+    PX_HOOK_POINT(px_hook_test, close_defer)
+    /* px_conn_close: the connection goes (before its pending replies are orphaned) */
+    PX_HOOK_POINT(px_hook_conn, closed)
+    /* nonzero: the client's input is not processed now (held) */
+    PX_HOOK_POINT(px_hook_test, held)
+    /* nonzero: an idle client is not idle (the timeout directive spares it) */
+    PX_HOOK_POINT(px_hook_test, busy)
+    /* the client whose command runs the loop nested (a script), or NULL */
+    PX_HOOK_POINT(px_hook_owner, nested)
+    /* end of a loop turn, before the commit (not in a nested turn) */
+    PX_HOOK_POINT(px_hook_void, turn_start)
+    /* the router of a client's backend command while a secondary backend
+     * is open (the A/B layer): the first registered takes it, with
+     * px_call's contract for the client's reply. No secondary, or no
+     * router: the core hands it to the primary itself. */
+    PX_HOOK_POINT(px_hook_route, route)
+    /* px_server_shutdown, once the listeners are closed */
+    PX_HOOK_POINT(px_hook_void, shutdown)
+#undef PX_HOOK_POINT
+} px_hooks;
+
+extern px_hooks px_hook;
+
+/* Start-up: more than PX_HOOKS_MAX hooks at one point (a bug): abort. */
+void px_hook_overflow(const char *point);
+
+/* Register fn at a point (its type is checked by the assignment). */
+#define PX_HOOK_ADD(point, fn) do {                                        \
+        if (px_hook.n_##point >= PX_HOOKS_MAX) px_hook_overflow(#point);   \
+        px_hook.point[px_hook.n_##point++] = (fn);                          \
+    } while (0)
+
+/* Call every hook of a point with the given arguments. */
+#define PX_HOOK_RUN(point, ...) do {                                       \
+        for (int px_i_ = 0; px_i_ < px_hook.n_##point; px_i_++)            \
+            px_hook.point[px_i_](__VA_ARGS__);                              \
+    } while (0)
+
+/* A gate point: the first result other than PX_HOOK_PASS, or PX_HOOK_PASS. */
+static inline int px_hook_gate_run(px_hook_gate *list, int n, px_conn *c, fd_command *cmd, int argc,
+                                   resp_arg *argv, const char *raw, size_t rawlen) {
+    for (int i = 0; i < n; i++) {
+        int r = list[i](c, cmd, argc, argv, raw, rawlen);
+        if (r != PX_HOOK_PASS) return r;
+    }
+    return PX_HOOK_PASS;
+}
+
+/* Any hook of a test point answers nonzero. */
+static inline int px_hook_test_any(px_hook_test *list, int n, px_conn *c) {
+    for (int i = 0; i < n; i++)
+        if (list[i](c)) return 1;
+    return 0;
+}
+
+static inline px_handler px_hook_handler_of(const fd_command *cmd, int argc, const resp_arg *argv) {
+    for (int i = 0; i < px_hook.n_handler; i++) {
+        px_handler h = px_hook.handler[i](cmd, argc, argv);
+        if (h) return h;
+    }
+    return NULL;
+}
+
+static inline px_conn *px_hook_nested_owner(void) {
+    for (int i = 0; i < px_hook.n_nested; i++) {
+        px_conn *o = px_hook.nested[i]();
+        if (o) return o;
+    }
+    return NULL;
+}
+
+#endif
