@@ -10,6 +10,7 @@
 #include "scripting.h"
 #include "capture.h"   /* capture (issue 17) */
 #include "slowlog.h"   /* SLOWLOG, LATENCY, errorstats */
+#include "acl.h"       /* ACL (issue 29) */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -226,6 +227,12 @@ void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t r
     }
     if (!c->authed && !(cmd->flags & FD_CMD_NOAUTH)) {
         resp_add_error(&c->out, "NOAUTH Authentication required.");
+        px_multi_flag_error(c);
+        goto rejected;
+    }
+    int acl_pos, acl = px_acl_check(c, cmd, argc, argv, &acl_pos);   /* ACL: becomes a before-dispatch hook */
+    if (acl != PX_ACL_OK) {
+        px_acl_reply_denied(c, &c->out, acl, cmd, argc, argv, acl_pos);
         px_multi_flag_error(c);
         goto rejected;
     }

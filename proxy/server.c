@@ -3,6 +3,7 @@
 #include "multi.h"
 #include "scripting.h"
 #include "server.h"
+#include "acl.h"
 #include "metrics.h"   /* issue 18 */
 #include "backends.h"
 #include "config.h"
@@ -139,7 +140,7 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents) {
         if (getsockname(fd, (struct sockaddr *)&ls, &ll) == 0) sockaddr_text(&ls, c->laddr, sizeof c->laddr);
         resp_parser_init(&c->parser, px_cfg.proto_max_bulk_len);
         resp_out_init(&c->out, 2);
-        c->authed = !px_cfg.requirepass[0];
+        c->authed = px_acl_default_noauth();   /* proxy/acl.h */
         c->created = c->last_interaction = ev_now(loop);
         ev_io_init(&c->rio, on_read, fd, EV_READ);
         ev_io_init(&c->wio, on_write, fd, EV_WRITE);

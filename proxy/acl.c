@@ -1,0 +1,883 @@
+/* acl.c — Redis 7.0's ACL users, rules and the ACL command (acl.h). Rules,
+ * texts and reply shapes are Redis 7.0's (src/acl.c), written anew. */
+#include "acl.h"
+#include "sha256.h"
+#include "builtin.h"
+#include "log.h"
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#define WORDS ((FD_CMD_COUNT + 63) / 64)
+enum { KEY_R = 1, KEY_W = 2 };
+enum { SEL_ALLKEYS = 1, SEL_ALLCHANNELS = 2, SEL_FUTURE = 4 };
+
+/* A pattern (keys: perm KEY_R|KEY_W; first arguments: perm = +1 allowed
+ * while the command is not, -1 refused while it is; .id its command). */
+typedef struct acl_pat { char *s; size_t len; int perm, id; } acl_pat;
+typedef struct acl_pats { acl_pat *v; int n; } acl_pats;
+
+typedef struct acl_sel {
+    int      flags;
+    uint64_t allowed[WORDS];
+    acl_pats keys, chans, fargs;
+} acl_sel;
+
+struct px_acl_user {
+    char    *name;
+    size_t   namelen;
+    int      on, nopass;
+    int      sanitize;      /* 0, 1 sanitize-payload, 2 skip-sanitize-payload (shown only) */
+    char   (*pw)[65];
+    int      npw;
+    acl_sel *sel;           /* sel[0]: the root selector */
+    int      nsel;
+    int      unrestricted;  /* root allows every command, key, channel */
+};
+
+/* The users, sorted by name (ACL USERS/LIST order). Bounded by memory
+ * only, as Redis: each is created by an administrator's command. */
+static px_acl_user **users;
+static int nusers, ucap;
+static px_acl_user *default_user;
+
+/* ------------------------------------------------------------ helpers */
+
+typedef struct sbuf { char *p; size_t len, cap; } sbuf;
+
+static void sb_add(sbuf *b, const char *s, size_t n) {
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) return;                  /* out of memory: truncated text */
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+static void sb_str(sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
+static void sb_trim(sbuf *b) { if (b->len && b->p[b->len - 1] == ' ') b->p[--b->len] = '\0'; }
+
+static char *dupn(const char *s, size_t n) {
+    char *p = malloc(n + 1);
+    if (p) { memcpy(p, s, n); p[n] = '\0'; }
+    return p;
+}
+
+static void pats_free(acl_pats *ps) {
+    for (int i = 0; i < ps->n; i++) free(ps->v[i].s);
+    free(ps->v);
+    ps->v = NULL;
+    ps->n = 0;
+}
+
+static int pats_add(acl_pats *ps, const char *s, size_t len, int perm, int id) {
+    acl_pat *v = realloc(ps->v, (size_t)(ps->n + 1) * sizeof *v);
+    if (!v) return -1;
+    ps->v = v;
+    if (!(v[ps->n].s = dupn(s, len))) return -1;
+    v[ps->n].len = len;
+    v[ps->n].perm = perm;
+    v[ps->n].id = id;
+    ps->n++;
+    return 0;
+}
+
+static void pats_del(acl_pats *ps, int i) {
+    free(ps->v[i].s);
+    memmove(&ps->v[i], &ps->v[i + 1], (size_t)(ps->n - i - 1) * sizeof ps->v[0]);
+    ps->n--;
+}
+
+static int pats_copy(acl_pats *d, const acl_pats *s) {
+    d->v = NULL;
+    d->n = 0;
+    for (int i = 0; i < s->n; i++)
+        if (pats_add(d, s->v[i].s, s->v[i].len, s->v[i].perm, s->v[i].id)) return -1;
+    return 0;
+}
+
+static void sel_free(acl_sel *s) { pats_free(&s->keys); pats_free(&s->chans); pats_free(&s->fargs); }
+
+static int sel_copy(acl_sel *d, const acl_sel *s) {
+    *d = *s;
+    return pats_copy(&d->keys, &s->keys) | pats_copy(&d->chans, &s->chans) | pats_copy(&d->fargs, &s->fargs);
+}
+
+static int get_bit(const acl_sel *s, int id) { return (s->allowed[id / 64] >> (id % 64)) & 1; }
+
+/* Allow or refuse one command: its first-argument rules go (Redis's
+ * ACLChangeSelectorPerm). */
+static void set_cmd(acl_sel *s, int id, int on) {
+    if (on) s->allowed[id / 64] |= 1ull << (id % 64);
+    else s->allowed[id / 64] &= ~(1ull << (id % 64));
+    for (int i = s->fargs.n - 1; i >= 0; i--)
+        if (s->fargs.v[i].id == id) pats_del(&s->fargs, i);
+}
+
+static int all_commands(const acl_sel *s) {
+    for (int id = 0; id < FD_CMD_COUNT; id++)
+        if (!get_bit(s, id)) return 0;
+    return 1;
+}
+
+static void set_category(acl_sel *s, int cat, int on) {
+    for (int id = 0; id < FD_CMD_COUNT; id++)
+        if (fd_command_categories(fd_command_by_id(id)) >> cat & 1) set_cmd(s, id, on);
+}
+
+static void user_refresh(px_acl_user *u) {
+    acl_sel *r = &u->sel[0];
+    u->unrestricted = (r->flags & SEL_ALLKEYS) && (r->flags & SEL_ALLCHANNELS) && all_commands(r) && !r->fargs.n;
+}
+
+static void user_free(px_acl_user *u) {
+    if (!u) return;
+    for (int i = 0; i < u->nsel; i++) sel_free(&u->sel[i]);
+    free(u->sel);
+    free(u->pw);
+    free(u->name);
+    free(u);
+}
+
+static px_acl_user *user_new(const char *name, size_t len) {
+    px_acl_user *u = calloc(1, sizeof *u);
+    if (!u || !(u->name = dupn(name, len)) || !(u->sel = calloc(1, sizeof *u->sel))) { user_free(u); return NULL; }
+    u->namelen = len;
+    u->nsel = 1;
+    return u;
+}
+
+static px_acl_user *user_dup(const px_acl_user *s) {
+    px_acl_user *u = calloc(1, sizeof *u);
+    if (!u) return NULL;
+    *u = *s;
+    u->name = dupn(s->name, s->namelen);
+    u->pw = s->npw ? malloc((size_t)s->npw * sizeof *u->pw) : NULL;
+    if (u->pw) memcpy(u->pw, s->pw, (size_t)s->npw * sizeof *u->pw);
+    u->sel = calloc((size_t)s->nsel, sizeof *u->sel);
+    int bad = !u->name || (s->npw && !u->pw) || !u->sel;
+    u->nsel = 0;
+    for (int i = 0; !bad && i < s->nsel; i++, u->nsel++) bad = sel_copy(&u->sel[i], &s->sel[i]);
+    if (bad) { user_free(u); return NULL; }
+    return u;
+}
+
+static px_acl_user *lookup(const char *name, size_t len);
+
+static int find_user(const char *name, size_t len, int *at) {
+    int lo = 0, hi = nusers;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        size_t ml = users[mid]->namelen;
+        int c = memcmp(users[mid]->name, name, ml < len ? ml : len);
+        if (!c) c = ml < len ? -1 : ml > len;
+        if (!c) { if (at) *at = mid; return 1; }
+        if (c < 0) lo = mid + 1; else hi = mid;
+    }
+    if (at) *at = lo;
+    return 0;
+}
+
+px_acl_user *px_acl_lookup(const char *name, size_t len) { px_acl_init(); return lookup(name, len); }
+
+static px_acl_user *lookup(const char *name, size_t len) {
+    int at;
+    return find_user(name, len, &at) ? users[at] : NULL;
+}
+
+static int insert_user(px_acl_user *u) {
+    int at;
+    find_user(u->name, u->namelen, &at);
+    if (nusers == ucap) {
+        int cap = ucap ? ucap * 2 : 8;
+        px_acl_user **v = realloc(users, (size_t)cap * sizeof *v);
+        if (!v) return -1;
+        users = v;
+        ucap = cap;
+    }
+    memmove(&users[at + 1], &users[at], (size_t)(nusers - at) * sizeof *users);
+    users[at] = u;
+    nusers++;
+    return 0;
+}
+
+/* A user's clients are disconnected (deleted, or its rules changed) as
+ * Redis: the current client after its reply, the others now. */
+static void kill_clients(px_acl_user *u, px_conn *current) {
+    for (px_conn *x = px_srv.clients; x; x = x->next) {
+        if (x->user != u) continue;
+        x->user = NULL;                  /* the default user, not authenticated */
+        x->authed = 0;
+        x->flags |= PX_CONN_CLOSE_AFTER_REPLY;   /* as CLIENT KILL: after what it is owed */
+        if (x->blk || x != current) x->flags |= PX_CONN_CLOSE_ASAP;
+        ev_io_stop(px_srv.loop, &x->rio);
+        px_conn_touch(x);
+    }
+}
+
+/* ------------------------------------------------------------ rules */
+
+enum { E_OK, E_NOENT, E_SYNTAX, E_ALLKEYS, E_ALLCHANNELS, E_NOPASS, E_HASH, E_NOMEM };
+static const char *const err_text[] = {
+    "OK",
+    "Unknown command or category name in ACL",
+    "Syntax error",
+    "Adding a pattern after the * pattern (or the 'allkeys' flag) is not valid and does not have any effect. "
+    "Try 'resetkeys' to start with an empty list of patterns",
+    "Adding a pattern after the * pattern (or the 'allchannels' flag) is not valid and does not have any effect. "
+    "Try 'resetchannels' to start with an empty list of channels",
+    "The password you are trying to remove from the user does not exist",
+    "The password hash must be exactly 64 characters and contain only lowercase hexadecimal characters",
+    "Out of memory",
+};
+
+static int is(const char *op, size_t len, const char *lit) { return strlen(lit) == len && !strncasecmp(op, lit, len); }
+
+/* One selector rule (keys, channels, commands). */
+static int sel_rule(acl_sel *s, const char *op, size_t len) {
+    if (is(op, len, "allkeys") || (len == 2 && !memcmp(op, "~*", 2))) {
+        s->flags |= SEL_ALLKEYS;
+        pats_free(&s->keys);
+    } else if (is(op, len, "resetkeys")) {
+        s->flags &= ~SEL_ALLKEYS;
+        pats_free(&s->keys);
+    } else if (is(op, len, "allchannels") || (len == 2 && !memcmp(op, "&*", 2))) {
+        s->flags |= SEL_ALLCHANNELS;
+        pats_free(&s->chans);
+    } else if (is(op, len, "resetchannels")) {
+        s->flags &= ~SEL_ALLCHANNELS;
+        pats_free(&s->chans);
+    } else if (is(op, len, "allcommands") || is(op, len, "+@all")) {
+        memset(s->allowed, 0xff, sizeof s->allowed);
+        s->flags |= SEL_FUTURE;
+        pats_free(&s->fargs);
+    } else if (is(op, len, "nocommands") || is(op, len, "-@all")) {
+        memset(s->allowed, 0, sizeof s->allowed);
+        s->flags &= ~SEL_FUTURE;
+        pats_free(&s->fargs);
+    } else if (op[0] == '~' || op[0] == '%') {
+        int perm = 0;
+        size_t i = 0;
+        if (op[0] == '%') {
+            for (i = 1; i < len && op[i] != '~'; i++) {
+                if (op[i] == 'R' || op[i] == 'r') perm |= KEY_R;
+                else if (op[i] == 'W' || op[i] == 'w') perm |= KEY_W;
+                else return E_SYNTAX;
+            }
+            if (!perm || i == len) return E_SYNTAX;
+        } else {
+            perm = KEY_R | KEY_W;
+        }
+        if (s->flags & SEL_ALLKEYS) return E_ALLKEYS;
+        const char *p = op + i + 1;
+        size_t pl = len - i - 1;
+        for (int k = 0; k < s->keys.n; k++)
+            if (s->keys.v[k].len == pl && !memcmp(s->keys.v[k].s, p, pl)) { s->keys.v[k].perm |= perm; return E_OK; }
+        if (pats_add(&s->keys, p, pl, perm, 0)) return E_NOMEM;
+    } else if (op[0] == '&') {
+        if (s->flags & SEL_ALLCHANNELS) return E_ALLCHANNELS;
+        for (int k = 0; k < s->chans.n; k++)
+            if (s->chans.v[k].len == len - 1 && !memcmp(s->chans.v[k].s, op + 1, len - 1)) return E_OK;
+        if (pats_add(&s->chans, op + 1, len - 1, 0, 0)) return E_NOMEM;
+    } else if ((op[0] == '+' || op[0] == '-') && len > 1) {
+        int on = op[0] == '+';
+        if (op[1] == '@') {
+            int cat = fd_category_lookup(op + 2, len - 2);
+            if (cat < 0) return E_NOENT;
+            set_category(s, cat, on);
+            return E_OK;
+        }
+        const char *bar = memchr(op + 1, '|', len - 1);
+        fd_command *cmd = fd_command_lookup(op + 1, bar ? (size_t)(bar - op - 1) : len - 1);
+        if (!cmd || cmd->id == FD_CMD_COUNT) return E_NOENT;
+        if (!bar) { set_cmd(s, cmd->id, on); return E_OK; }
+        const char *a = bar + 1;
+        size_t al = len - (size_t)(a - op);
+        if (memchr(a, '|', al)) return E_NOENT;
+        if (!al) return E_SYNTAX;
+        int want = on ? 1 : -1;
+        for (int k = s->fargs.n - 1; k >= 0; k--)   /* the opposite rule for this argument goes */
+            if (s->fargs.v[k].id == cmd->id && s->fargs.v[k].len == al && !strncasecmp(s->fargs.v[k].s, a, al))
+                pats_del(&s->fargs, k);
+        if (get_bit(s, cmd->id) != on) {            /* otherwise the command's bit says it already */
+            char low[128];
+            if (al >= sizeof low) return E_SYNTAX;
+            for (size_t k = 0; k < al; k++) low[k] = (char)((a[k] >= 'A' && a[k] <= 'Z') ? a[k] + 32 : a[k]);
+            if (pats_add(&s->fargs, low, al, want, cmd->id)) return E_NOMEM;
+        }
+    } else {
+        return E_SYNTAX;
+    }
+    return E_OK;
+}
+
+static int is_hex64(const char *h, size_t len) {
+    if (len != 64) return 0;
+    for (size_t i = 0; i < len; i++)
+        if (!((h[i] >= '0' && h[i] <= '9') || (h[i] >= 'a' && h[i] <= 'f'))) return 0;
+    return 1;
+}
+
+static int add_hash(px_acl_user *u, const char *hex) {
+    for (int i = 0; i < u->npw; i++)
+        if (!memcmp(u->pw[i], hex, 64)) return E_OK;
+    char (*v)[65] = realloc(u->pw, (size_t)(u->npw + 1) * sizeof *v);
+    if (!v) return E_NOMEM;
+    u->pw = v;
+    memcpy(v[u->npw++], hex, 65);
+    return E_OK;
+}
+
+static int del_hash(px_acl_user *u, const char *hex) {
+    for (int i = 0; i < u->npw; i++)
+        if (!memcmp(u->pw[i], hex, 64)) {
+            memmove(&u->pw[i], &u->pw[i + 1], (size_t)(u->npw - i - 1) * sizeof u->pw[0]);
+            u->npw--;
+            return E_OK;
+        }
+    return E_NOPASS;
+}
+
+static void clear_selectors(px_acl_user *u) {
+    for (int i = 1; i < u->nsel; i++) sel_free(&u->sel[i]);
+    u->nsel = 1;
+}
+
+static int user_rule(px_acl_user *u, const char *op, size_t len);
+
+/* "(rules...)": a new selector. */
+static int add_selector(px_acl_user *u, const char *body, size_t len) {
+    acl_sel s = {0};
+    int st = E_OK;
+    for (size_t i = 0; i < len && st == E_OK;) {
+        while (i < len && body[i] == ' ') i++;
+        size_t j = i;
+        while (j < len && body[j] != ' ') j++;
+        if (j > i) st = sel_rule(&s, body + i, j - i);
+        i = j;
+    }
+    if (st != E_OK) { sel_free(&s); return st; }
+    acl_sel *v = realloc(u->sel, (size_t)(u->nsel + 1) * sizeof *v);
+    if (!v) { sel_free(&s); return E_NOMEM; }
+    u->sel = v;
+    v[u->nsel++] = s;
+    return E_OK;
+}
+
+static int user_rule(px_acl_user *u, const char *op, size_t len) {
+    if (!len) return E_OK;                       /* an empty rule does nothing */
+    if (is(op, len, "on")) u->on = 1;
+    else if (is(op, len, "off")) u->on = 0;
+    else if (is(op, len, "nopass")) { u->nopass = 1; u->npw = 0; }
+    else if (is(op, len, "resetpass")) { u->nopass = 0; u->npw = 0; }
+    else if (is(op, len, "skip-sanitize-payload")) u->sanitize = 2;
+    else if (is(op, len, "sanitize-payload")) u->sanitize = 1;
+    else if (is(op, len, "clearselectors")) clear_selectors(u);
+    else if (is(op, len, "reset")) {
+        static const char *const steps[] = {"resetpass", "resetkeys", "resetchannels", "off", "sanitize-payload",
+                                            "-@all", "clearselectors"};
+        for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) user_rule(u, steps[i], strlen(steps[i]));
+    } else if (op[0] == '>' || op[0] == '<') {
+        char hex[65];
+        px_sha256_hex(op + 1, len - 1, hex);
+        if (op[0] == '<') return del_hash(u, hex);
+        u->nopass = 0;
+        return add_hash(u, hex);
+    } else if (op[0] == '#' || op[0] == '!') {
+        if (!is_hex64(op + 1, len - 1)) return E_HASH;
+        char hex[65];
+        memcpy(hex, op + 1, 64);
+        hex[64] = '\0';
+        if (op[0] == '!') return del_hash(u, hex);
+        u->nopass = 0;
+        return add_hash(u, hex);
+    } else if (op[0] == '(' && op[len - 1] == ')') {
+        return add_selector(u, op + 1, len - 2);
+    } else {
+        return sel_rule(&u->sel[0], op, len);
+    }
+    return E_OK;
+}
+
+/* Rules given as separate arguments; "(" ... ")" spread over several are
+ * joined with spaces, as Redis's ACLMergeSelectorArguments. Applied to a
+ * copy: on an error the user is unchanged and err says why (Redis's text). */
+static int apply_rules(px_acl_user *u, int n, const resp_arg *rules, char *err, size_t errlen) {
+    for (int i = 0; i < n; i++) {
+        const resp_arg *r = &rules[i];
+        int st;
+        if (r->len && r->ptr[0] == '(' && r->ptr[r->len - 1] != ')') {
+            sbuf b = {0};
+            int j = i;
+            for (; j < n; j++) {
+                if (j > i) sb_add(&b, " ", 1);
+                sb_add(&b, rules[j].ptr, rules[j].len);
+                if (rules[j].len && rules[j].ptr[rules[j].len - 1] == ')') break;
+            }
+            if (j == n) {
+                snprintf(err, errlen, "ERR Unmatched parenthesis in acl selector starting at '%.*s'.", (int)r->len, r->ptr);
+                free(b.p);
+                return -1;
+            }
+            st = b.p ? user_rule(u, b.p, b.len) : E_NOMEM;
+            if (st != E_OK) snprintf(err, errlen, "ERR Error in ACL SETUSER modifier '%s': %s", b.p ? b.p : "", err_text[st]);
+            free(b.p);
+            i = j;
+        } else {
+            st = user_rule(u, r->ptr, r->len);
+            if (st != E_OK)
+                snprintf(err, errlen, "ERR Error in ACL SETUSER modifier '%.*s': %s", (int)r->len, r->ptr, err_text[st]);
+        }
+        if (st != E_OK) return -1;
+    }
+    user_refresh(u);
+    return 0;
+}
+
+/* ------------------------------------------------------------ describe */
+
+static void describe_keys(sbuf *b, const acl_sel *s) {
+    if (s->flags & SEL_ALLKEYS) { sb_str(b, "~* "); return; }
+    for (int i = 0; i < s->keys.n; i++) {
+        int p = s->keys.v[i].perm;
+        sb_str(b, p == (KEY_R | KEY_W) ? "~" : p == KEY_R ? "%R~" : "%W~");
+        sb_add(b, s->keys.v[i].s, s->keys.v[i].len);
+        sb_add(b, " ", 1);
+    }
+}
+
+static void describe_channels(sbuf *b, const acl_sel *s, int with_reset) {
+    if (s->flags & SEL_ALLCHANNELS) { sb_str(b, "&* "); return; }
+    if (with_reset) sb_str(b, "resetchannels ");
+    for (int i = 0; i < s->chans.n; i++) {
+        sb_add(b, "&", 1);
+        sb_add(b, s->chans.v[i].s, s->chans.v[i].len);
+        sb_add(b, " ", 1);
+    }
+}
+
+/* Redis 7.0's reconstruction: +@all or -@all, the categories that fit
+ * best one after another, then single commands (in the table's order) and
+ * first arguments. */
+static void describe_commands(sbuf *b, const acl_sel *s) {
+    int additive = !(s->flags & SEL_FUTURE);
+    acl_sel fake = {0}, temp = {0};
+    sb_str(b, additive ? "-@all " : "+@all ");
+    if (!additive) memset(fake.allowed, 0xff, sizeof fake.allowed);
+    memcpy(temp.allowed, s->allowed, sizeof temp.allowed);
+    char applied[FD_CAT_COUNT] = {0};
+    for (;;) {
+        int best = -1;
+        unsigned long mindiff = (unsigned long)-1, maxsame = 0;
+        for (int k = 0; k < FD_CAT_COUNT; k++) {
+            if (applied[k]) continue;
+            unsigned long on = 0, off = 0;
+            for (int id = 0; id < FD_CMD_COUNT; id++)
+                if (fd_command_categories(fd_command_by_id(id)) >> k & 1) { if (get_bit(&temp, id)) on++; else off++; }
+            unsigned long diff = additive ? off : on, same = additive ? on : off;
+            if (same > diff && (diff < mindiff || (diff == mindiff && same > maxsame))) { best = k; mindiff = diff; maxsame = same; }
+        }
+        if (best < 0) break;
+        set_category(&fake, best, additive);
+        set_category(&temp, best, !additive);
+        sb_str(b, additive ? "+@" : "-@");
+        sb_str(b, fd_category_name(best));
+        sb_add(b, " ", 1);
+        applied[best] = 1;
+    }
+    for (int id = 0; id < FD_CMD_COUNT; id++) {
+        int ub = get_bit(s, id);
+        if (ub != get_bit(&fake, id)) {
+            sb_str(b, ub ? "+" : "-");
+            sb_str(b, fd_command_by_id(id)->name);
+            sb_add(b, " ", 1);
+        }
+        for (int i = 0; i < s->fargs.n; i++)
+            if (s->fargs.v[i].id == id) {
+                sb_str(b, s->fargs.v[i].perm > 0 ? "+" : "-");
+                sb_str(b, fd_command_by_id(id)->name);
+                sb_add(b, "|", 1);
+                sb_add(b, s->fargs.v[i].s, s->fargs.v[i].len);
+                sb_add(b, " ", 1);
+            }
+    }
+    sb_trim(b);
+}
+
+static void describe_selector(sbuf *b, const acl_sel *s) {
+    describe_keys(b, s);
+    describe_channels(b, s, 1);
+    describe_commands(b, s);
+}
+
+/* ACL LIST's line (also the aclfile's). */
+static void describe_user(sbuf *b, const px_acl_user *u) {
+    sb_str(b, "user ");
+    sb_add(b, u->name, u->namelen);
+    sb_str(b, u->on ? " on " : " off ");
+    if (u->nopass) sb_str(b, "nopass ");
+    if (u->sanitize) sb_str(b, u->sanitize == 2 ? "skip-sanitize-payload " : "sanitize-payload ");
+    for (int i = 0; i < u->npw; i++) { sb_add(b, "#", 1); sb_str(b, u->pw[i]); sb_add(b, " ", 1); }
+    describe_selector(b, &u->sel[0]);
+    for (int i = 1; i < u->nsel; i++) {
+        sb_str(b, " (");
+        describe_selector(b, &u->sel[i]);
+        sb_add(b, ")", 1);
+    }
+}
+
+/* ------------------------------------------------------------ check */
+
+static int key_ok(const acl_sel *s, const resp_arg *k, int need) {
+    for (int i = 0; i < s->keys.n; i++) {
+        const acl_pat *p = &s->keys.v[i];
+        if ((p->perm & need) == need && resp_glob_match(p->s, p->len, k->ptr, k->len, 0)) return 1;
+    }
+    return 0;
+}
+
+static int chan_ok(const acl_sel *s, const resp_arg *ch, int literal) {
+    for (int i = 0; i < s->chans.n; i++) {
+        const acl_pat *p = &s->chans.v[i];
+        if (literal ? (p->len == ch->len && !memcmp(p->s, ch->ptr, ch->len))
+                    : resp_glob_match(p->s, p->len, ch->ptr, ch->len, 0)) return 1;
+    }
+    return 0;
+}
+
+static int sel_check(const acl_sel *s, fd_command *cmd, int argc, resp_arg *argv, int *errpos) {
+    int id = cmd->id, bit = get_bit(s, id), ok = bit;
+    for (int i = 0; i < s->fargs.n; i++) {
+        const acl_pat *p = &s->fargs.v[i];
+        if (p->id == id && argc > 1 && p->len == argv[1].len && !strncasecmp(p->s, argv[1].ptr, p->len)) ok = p->perm > 0;
+    }
+    if (!ok) { *errpos = 0; return PX_ACL_DENIED_CMD; }
+    int is_chan = id == FD_CMD_publish || id == FD_CMD_spublish || id == FD_CMD_subscribe ||
+                  id == FD_CMD_ssubscribe || id == FD_CMD_psubscribe || id == FD_CMD_sunsubscribe;
+    if (!(s->flags & SEL_ALLKEYS) && !is_chan) {
+        int need = (cmd->flags & FD_CMD_WRITE) ? KEY_W : (cmd->flags & FD_CMD_READONLY) ? KEY_R : KEY_R | KEY_W;
+        int small[64], *pos = small, max = 64;
+        int n = fd_command_keys(cmd, argc, argv, pos, max);
+        if (n == max && argc > max && (pos = malloc((size_t)argc * sizeof *pos)) != NULL)
+            n = fd_command_keys(cmd, argc, argv, pos, argc);
+        else if (pos == NULL) pos = small;
+        for (int i = 0; i < n; i++)
+            if (!key_ok(s, &argv[pos[i]], need)) {
+                *errpos = pos[i];
+                if (pos != small) free(pos);
+                return PX_ACL_DENIED_KEY;
+            }
+        if (pos != small) free(pos);
+    }
+    if (!(s->flags & SEL_ALLCHANNELS) && is_chan && id != FD_CMD_sunsubscribe) {
+        int last = (id == FD_CMD_publish || id == FD_CMD_spublish) ? 1 : argc - 1;
+        for (int i = 1; i <= last && i < argc; i++)
+            if (!chan_ok(s, &argv[i], id == FD_CMD_psubscribe)) { *errpos = i; return PX_ACL_DENIED_CHANNEL; }
+    }
+    return PX_ACL_OK;
+}
+
+static int user_check(const px_acl_user *u, fd_command *cmd, int argc, resp_arg *argv, int *errpos) {
+    if (u->unrestricted || (cmd->flags & FD_CMD_NOAUTH)) return PX_ACL_OK;
+    int relevant = PX_ACL_DENIED_CMD, last = 0;
+    for (int i = 0; i < u->nsel; i++) {
+        int pos = 0, r = sel_check(&u->sel[i], cmd, argc, argv, &pos);
+        if (r == PX_ACL_OK) return PX_ACL_OK;
+        if (r > relevant || (r == relevant && pos > last)) { relevant = r; last = pos; }
+    }
+    if (errpos) *errpos = last;
+    return relevant;
+}
+
+int px_acl_check(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, int *errpos) {
+    const px_acl_user *u = c->user ? c->user : default_user;
+    if (!u || u->unrestricted) return PX_ACL_OK;        /* the hot path: one flag */
+    return user_check(u, cmd, argc, argv, errpos);
+}
+
+/* The command's name as Redis reports it: "config|get" for a container. */
+static void full_name(char *buf, size_t len, fd_command *cmd, int argc, resp_arg *argv) {
+    if ((cmd->flags & FD_CMD_CONTAINER) && argc > 1) {
+        int n = snprintf(buf, len, "%s|%.*s", cmd->name, (int)(argv[1].len > 64 ? 64 : argv[1].len), argv[1].ptr);
+        for (int i = (int)cmd->namelen; i < n && (size_t)i < len; i++)
+            if (buf[i] >= 'A' && buf[i] <= 'Z') buf[i] += 32;
+    } else {
+        snprintf(buf, len, "%s", cmd->name);
+    }
+}
+
+static void denied_text(char *buf, size_t len, int reason, fd_command *cmd, int argc, resp_arg *argv) {
+    char name[128];
+    full_name(name, sizeof name, cmd, argc, argv);
+    if (reason == PX_ACL_DENIED_KEY) snprintf(buf, len, "this user has no permissions to access one of the keys used as arguments");
+    else if (reason == PX_ACL_DENIED_CHANNEL) snprintf(buf, len, "this user has no permissions to access one of the channels used as arguments");
+    else snprintf(buf, len, "this user has no permissions to run the '%s' command", name);
+}
+
+void px_acl_reply_denied(px_conn *c, resp_out *o, int reason, fd_command *cmd, int argc, resp_arg *argv, int errpos) {
+    (void)c; (void)errpos;
+    char text[256];
+    denied_text(text, sizeof text, reason, cmd, argc, argv);
+    resp_add_errorf(o, "NOPERM %s", text);
+}
+
+/* ------------------------------------------------------------ users */
+
+void px_acl_init(void) {
+    if (default_user) return;
+    default_user = user_new("default", 7);
+    if (!default_user) { px_log(PX_LOG_WARNING, "ACL: out of memory"); abort(); }
+    static const char *const rules[] = {"on", "nopass", "~*", "&*", "+@all"};
+    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) user_rule(default_user, rules[i], strlen(rules[i]));
+    user_refresh(default_user);
+    insert_user(default_user);
+}
+
+void px_acl_set_requirepass(const char *pass) {
+    px_acl_init();
+    user_rule(default_user, "resetpass", 9);
+    if (pass && pass[0]) {
+        char hex[65];
+        px_sha256_hex(pass, strlen(pass), hex);
+        add_hash(default_user, hex);
+    } else {
+        user_rule(default_user, "nopass", 6);
+    }
+}
+
+/* requirepass is the default user's password: a change of the directive
+ * (file, CONFIG SET, reload) is applied when next looked at. */
+static char *seen_requirepass;
+static void sync_requirepass(void) {
+    px_acl_init();
+    const char *now = px_cfg.requirepass ? px_cfg.requirepass : "";
+    if (seen_requirepass && !strcmp(seen_requirepass, now)) return;
+    if (!seen_requirepass && !now[0]) { seen_requirepass = dupn("", 0); return; }
+    free(seen_requirepass);
+    seen_requirepass = dupn(now, strlen(now));
+    px_acl_set_requirepass(now);
+}
+
+px_acl_user *px_acl_default(void) { px_acl_init(); return default_user; }
+int px_acl_default_noauth(void) { sync_requirepass(); return default_user->on && default_user->nopass; }
+const char *px_acl_username(const px_acl_user *u) { return u ? u->name : "default"; }
+
+px_acl_user *px_acl_authenticate(const char *name, size_t nlen, const char *pass, size_t plen) {
+    sync_requirepass();
+    px_acl_user *u = lookup(name, nlen);
+    if (!u || !u->on) return NULL;
+    if (u->nopass) return u;
+    char hex[65];
+    px_sha256_hex(pass, plen, hex);
+    int ok = 0;
+    for (int i = 0; i < u->npw; i++) ok |= !memcmp(u->pw[i], hex, 64);   /* every one compared: no early exit */
+    return ok ? u : NULL;
+}
+
+/* Create or change a user from rules; 0, or -1 with err. Clients of a
+ * changed user are disconnected (current: after its reply). */
+static int setuser(const char *name, size_t nlen, int n, const resp_arg *rules, px_conn *current, char *err, size_t errlen) {
+    px_acl_user *old = lookup(name, nlen);
+    px_acl_user *u = old ? user_dup(old) : user_new(name, nlen);
+    if (!u) { snprintf(err, errlen, "ERR Out of memory"); return -1; }
+    if (apply_rules(u, n, rules, err, errlen)) { user_free(u); return -1; }
+    if (!old) {
+        if (insert_user(u)) { user_free(u); snprintf(err, errlen, "ERR Out of memory"); return -1; }
+        return 0;
+    }
+    /* swap the contents so that connections keep pointing at old */
+    px_acl_user tmp = *old;
+    *old = *u;
+    *u = tmp;
+    user_free(u);
+    if (old == default_user) return 0;   /* Redis does not disconnect on a changed default user */
+    (void)current;
+    return 0;
+}
+
+/* ------------------------------------------------------------ ACL command */
+
+static void add_bulk_sb(resp_out *o, sbuf *b) { resp_add_bulk(o, b->p ? b->p : "", b->len); free(b->p); b->p = NULL; b->len = b->cap = 0; }
+
+static void getuser_selector_fields(resp_out *o, const acl_sel *s) {
+    sbuf b = {0};
+    resp_add_bulk_cstr(o, "commands");
+    describe_commands(&b, s);
+    add_bulk_sb(o, &b);
+    resp_add_bulk_cstr(o, "keys");
+    describe_keys(&b, s);
+    sb_trim(&b);
+    add_bulk_sb(o, &b);
+    resp_add_bulk_cstr(o, "channels");
+    describe_channels(&b, s, 0);
+    sb_trim(&b);
+    add_bulk_sb(o, &b);
+}
+
+static void reply_getuser(resp_out *o, const px_acl_user *u) {
+    resp_add_map(o, 6);
+    resp_add_bulk_cstr(o, "flags");
+    resp_add_set(o, 1 + u->nopass + (u->sanitize != 0));
+    resp_add_bulk_cstr(o, u->on ? "on" : "off");
+    if (u->nopass) resp_add_bulk_cstr(o, "nopass");
+    if (u->sanitize) resp_add_bulk_cstr(o, u->sanitize == 2 ? "skip-sanitize-payload" : "sanitize-payload");
+    resp_add_bulk_cstr(o, "passwords");
+    resp_add_array(o, u->npw);
+    for (int i = 0; i < u->npw; i++) resp_add_bulk(o, u->pw[i], 64);
+    getuser_selector_fields(o, &u->sel[0]);
+    resp_add_bulk_cstr(o, "selectors");
+    resp_add_array(o, u->nsel - 1);
+    for (int i = 1; i < u->nsel; i++) {
+        resp_add_map(o, 3);
+        getuser_selector_fields(o, &u->sel[i]);
+    }
+}
+
+static int valid_name(const resp_arg *a) {
+    for (size_t i = 0; i < a->len; i++)
+        if (a->ptr[i] == ' ' || a->ptr[i] == '\0') return 0;   /* Redis: no spaces (and no NUL in ours) */
+    return 1;
+}
+
+/* Redis's arity error of a subcommand: 'acl|setuser', in lower case. */
+static void subcmd_arity(resp_out *o, const resp_arg *sub) {
+    char low[64];
+    size_t n = sub->len < sizeof low ? sub->len : sizeof low - 1;
+    for (size_t i = 0; i < n; i++) low[i] = (char)((sub->ptr[i] >= 'A' && sub->ptr[i] <= 'Z') ? sub->ptr[i] + 32 : sub->ptr[i]);
+    resp_add_errorf(o, "ERR wrong number of arguments for 'acl|%.*s' command", (int)n, low);
+}
+
+void px_cmd_acl(px_conn *c, int argc, resp_arg *argv) {
+    resp_out *o = &c->out;
+    resp_arg *sub = &argv[1];
+    char err[512];
+    sync_requirepass();
+#define ARITY(ok) do { if (!(ok)) { subcmd_arity(o, sub); return; } } while (0)
+    if (resp_arg_is(sub, "SETUSER")) {
+        ARITY(argc >= 3);
+        if (!valid_name(&argv[2])) { resp_add_error(o, "ERR Usernames can't contain spaces or null characters"); return; }
+        if (setuser(argv[2].ptr, argv[2].len, argc - 3, &argv[3], c, err, sizeof err)) { resp_add_error(o, err); return; }
+        resp_add_simple(o, "OK", 2);
+    } else if (resp_arg_is(sub, "GETUSER")) {
+        ARITY(argc == 3);
+        px_acl_user *u = lookup(argv[2].ptr, argv[2].len);
+        if (!u) { resp_add_null(o); return; }
+        reply_getuser(o, u);
+    } else if (resp_arg_is(sub, "DELUSER")) {
+        ARITY(argc >= 3);
+        long long n = 0;
+        for (int i = 2; i < argc; i++)
+            if (resp_arg_is(&argv[i], "default")) { resp_add_error(o, "ERR The 'default' user cannot be removed"); return; }
+        for (int i = 2; i < argc; i++) {
+            int at;
+            if (!find_user(argv[i].ptr, argv[i].len, &at)) continue;
+            px_acl_user *u = users[at];
+            memmove(&users[at], &users[at + 1], (size_t)(nusers - at - 1) * sizeof *users);
+            nusers--;
+            kill_clients(u, c);
+            user_free(u);
+            n++;
+        }
+        resp_add_int(o, n);
+    } else if (resp_arg_is(sub, "USERS")) {
+        ARITY(argc == 2);
+        resp_add_array(o, nusers);
+        for (int i = 0; i < nusers; i++) resp_add_bulk(o, users[i]->name, users[i]->namelen);
+    } else if (resp_arg_is(sub, "LIST")) {
+        ARITY(argc == 2);
+        resp_add_array(o, nusers);
+        for (int i = 0; i < nusers; i++) {
+            sbuf b = {0};
+            describe_user(&b, users[i]);
+            add_bulk_sb(o, &b);
+        }
+    } else if (resp_arg_is(sub, "WHOAMI")) {
+        ARITY(argc == 2);
+        resp_add_bulk_cstr(o, px_acl_username(c->user));
+    } else if (resp_arg_is(sub, "CAT")) {
+        ARITY(argc == 2 || argc == 3);
+        if (argc == 2) {
+            resp_add_array(o, FD_CAT_COUNT);
+            for (int k = 0; k < FD_CAT_COUNT; k++) resp_add_bulk_cstr(o, fd_category_name(k));
+            return;
+        }
+        int cat = fd_category_lookup(argv[2].ptr, argv[2].len);
+        if (cat < 0) { resp_add_errorf(o, "ERR Unknown category '%.*s'", (int)argv[2].len, argv[2].ptr); return; }
+        int n = 0;
+        for (int id = 0; id < FD_CMD_COUNT; id++) n += fd_command_categories(fd_command_by_id(id)) >> cat & 1;
+        resp_add_array(o, n);
+        for (int id = 0; id < FD_CMD_COUNT; id++)
+            if (fd_command_categories(fd_command_by_id(id)) >> cat & 1) resp_add_bulk_cstr(o, fd_command_by_id(id)->name);
+    } else if (resp_arg_is(sub, "GENPASS")) {
+        ARITY(argc == 2 || argc == 3);
+        long long bits = 256;
+        if (argc == 3 && resp_str2ll(argv[2].ptr, argv[2].len, &bits)) {
+            resp_add_error(o, "ERR value is not an integer or out of range");
+            return;
+        }
+        if (bits <= 0 || bits > 4096) {
+            resp_add_error(o, "ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096");
+            return;
+        }
+        unsigned char rnd[512];
+        size_t nb = (size_t)(bits + 7) / 8;
+        int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+        ssize_t got = fd >= 0 ? read(fd, rnd, nb) : -1;
+        if (fd >= 0) close(fd);
+        if (got != (ssize_t)nb) { resp_add_error(o, "ERR no random source"); return; }
+        char hex[1025];
+        static const char digits[] = "0123456789abcdef";
+        for (size_t i = 0; i < nb; i++) { hex[2 * i] = digits[rnd[i] >> 4]; hex[2 * i + 1] = digits[rnd[i] & 15]; }
+        resp_add_bulk(o, hex, (size_t)(bits + 3) / 4);
+    } else if (resp_arg_is(sub, "DRYRUN")) {
+        ARITY(argc >= 4);
+        px_acl_user *u = lookup(argv[2].ptr, argv[2].len);
+        if (!u) { resp_add_errorf(o, "ERR User '%.*s' not found", (int)argv[2].len, argv[2].ptr); return; }
+        fd_command *cmd = fd_command_lookup(argv[3].ptr, argv[3].len);
+        if (!cmd) { resp_add_errorf(o, "ERR Command '%.*s' not found", (int)argv[3].len, argv[3].ptr); return; }
+        int n = argc - 3;
+        if ((cmd->arity > 0 && n != cmd->arity) || n < -cmd->arity) {
+            resp_add_errorf(o, "ERR wrong number of arguments for '%s' command", cmd->name);
+            return;
+        }
+        int pos = 0, r = user_check(u, cmd, n, &argv[3], &pos);
+        if (r == PX_ACL_OK) { resp_add_simple(o, "OK", 2); return; }
+        char text[256];
+        const resp_arg *what = &argv[3 + pos];
+        int wl = (int)(what->len > 128 ? 128 : what->len);
+        if (r == PX_ACL_DENIED_KEY) snprintf(text, sizeof text, "This user has no permissions to access the '%.*s' key", wl, what->ptr);
+        else if (r == PX_ACL_DENIED_CHANNEL) snprintf(text, sizeof text, "This user has no permissions to access the '%.*s' channel", wl, what->ptr);
+        else { denied_text(text, sizeof text, r, cmd, n, &argv[3]); text[0] = 'T'; }
+        resp_add_bulk_cstr(o, text);
+    } else if (resp_arg_is(sub, "HELP")) {
+        static const char *const help[] = {
+            "CAT [<category>]", "    List all commands that belong to <category>, or all command categories",
+            "    when no category is specified.",
+            "DELUSER <username> [<username> ...]", "    Delete a list of users.",
+            "DRYRUN <username> <command> [<arg> ...]",
+            "    Returns whether the user can execute the given command without executing the command.",
+            "GETUSER <username>", "    Get the user's details.",
+            "GENPASS [<bits>]", "    Generate a secure 256-bit user password. The optional `bits` argument can",
+            "    be used to specify a different size.",
+            "LIST", "    Show users details in config file format.",
+            "USERS", "    List all the registered usernames.",
+            "SETUSER <username> [<property> [<property> ...]]", "    Create or modify a user with the specified properties.",
+            "WHOAMI", "    Return the current connection username.",
+            "HELP", "    Print this help.",
+            NULL};
+        px_reply_help(c, "ACL", help);
+    } else {
+        resp_add_errorf(o, "ERR unknown subcommand '%.*s'. Try ACL HELP.", (int)(sub->len > 128 ? 128 : sub->len), sub->ptr);
+    }
+#undef ARITY
+}
