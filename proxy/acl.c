@@ -631,6 +631,13 @@ void px_acl_reply_denied(px_conn *c, resp_out *o, int reason, fd_command *cmd, i
     resp_add_errorf(o, "NOPERM %s", text);
 }
 
+void px_acl_reply_script(px_conn *c, resp_out *o, int reason, fd_command *cmd, int argc, resp_arg *argv, int errpos) {
+    (void)c; (void)cmd; (void)argc; (void)argv; (void)errpos;
+    resp_add_error(o, reason == PX_ACL_DENIED_KEY ? "ERR The user executing the script can't access at least one of the keys mentioned in the command arguments"
+                    : reason == PX_ACL_DENIED_CHANNEL ? "ERR The user executing the script can't publish to the channel mentioned in the command"
+                    : "ERR The user executing the script can't run this command or subcommand");
+}
+
 /* ------------------------------------------------------------ users */
 
 void px_acl_init(void) {

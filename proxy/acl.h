@@ -47,4 +47,7 @@ int  px_acl_check(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, int *er
  * in ACL LOG. */
 void px_acl_reply_denied(px_conn *c, resp_out *o, int reason, fd_command *cmd, int argc, resp_arg *argv, int errpos);
 
+/* The same refusal inside a script's redis.call (Redis 7.0's script texts). */
+void px_acl_reply_script(px_conn *c, resp_out *o, int reason, fd_command *cmd, int argc, resp_arg *argv, int errpos);
+
 #endif

@@ -1,5 +1,6 @@
 /* scripting.c — the Lua engine's host (scripting.h). */
 #include "scripting.h"
+#include "acl.h"
 #include "script.h"
 #include "builtin.h"
 #include "backends.h"
@@ -54,7 +55,7 @@ static int host_call(void *ud, int argc, const resp_arg *argv, int resp, int che
     fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
     if (check_only) {
         if (!cmd) { resp_add_error(out, "ERR Invalid command passed to redis.acl_check_cmd()"); return 0; }
-        resp_add_int(out, 1);
+        resp_add_int(out, px_acl_check(c, cmd, argc, (resp_arg *)argv, NULL) == PX_ACL_OK);
         return 0;
     }
     if (!cmd) { resp_add_error(out, "ERR Unknown Redis command called from script"); return 0; }
@@ -64,6 +65,11 @@ static int host_call(void *ud, int argc, const resp_arg *argv, int resp, int che
     }
     if (cmd->flags & FD_CMD_NOSCRIPT) {
         resp_add_error(out, "ERR This Redis command is not allowed from script");
+        return 0;
+    }
+    int acl_pos, acl = px_acl_check(c, cmd, argc, (resp_arg *)argv, &acl_pos);   /* the same check as dispatch's */
+    if (acl != PX_ACL_OK) {
+        px_acl_reply_script(c, out, acl, cmd, argc, (resp_arg *)argv, acl_pos);
         return 0;
     }
     int write = (cmd->flags & FD_CMD_WRITE) != 0;

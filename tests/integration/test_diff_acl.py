@@ -119,6 +119,12 @@ def noperm_as_redis():
         d.cmd("PUBLISH", "ch1", "m")
         d.cmd("PUBLISH", "other", "m")
         d.cmd("EVAL", "return 1", "1", "zz")       # a script's keys
+        d.cmd("EVAL", "return redis.call('get', KEYS[1])", "1", "k1")
+        d.cmd("EVAL", "return redis.call('del', KEYS[1])", "1", "k1")       # redis.call: the same check
+        d.cmd("EVAL", "return redis.call('get', 'zz')", "0")
+        d.cmd("EVAL", "return redis.call('publish', 'zz', 'm')", "0")
+        d.cmd("EVAL", "return redis.pcall('set', 'r1', 'x')", "0")
+        d.cmd("EVAL", "return {redis.acl_check_cmd('get', 'k1'), redis.acl_check_cmd('del', 'k1')}", "0")
         d.cmd("MULTI")
         d.cmd("GET", "k1")
         d.cmd("DEL", "k1")
