@@ -19,7 +19,10 @@ enum { KEY_R = 1, KEY_W = 2 };
 enum { SEL_ALLKEYS = 1, SEL_ALLCHANNELS = 2, SEL_FUTURE = 4 };
 
 /* A pattern (keys: perm KEY_R|KEY_W; first arguments: perm = +1 allowed
- * while the command is not, -1 refused while it is; .id its command). */
+ * while the command is not, -1 refused while it is; +2/-2 the same set by
+ * a category for a subcommand whose categories are not its container's
+ * (fd_subcommand_categories), which descriptions leave out; .id its
+ * command). */
 typedef struct acl_pat { char *s; size_t len; int perm, id; } acl_pat;
 typedef struct acl_pats { acl_pat *v; int n; } acl_pats;
 
@@ -130,9 +133,21 @@ static int all_commands(const acl_sel *s) {
     return 1;
 }
 
+static void set_farg(acl_sel *s, int id, const char *a, size_t al, int perm) {
+    for (int k = s->fargs.n - 1; k >= 0; k--)   /* an earlier rule for this argument goes */
+        if (s->fargs.v[k].id == id && s->fargs.v[k].len == al && !strncasecmp(s->fargs.v[k].s, a, al))
+            pats_del(&s->fargs, k);
+    if (get_bit(s, id) != (perm > 0)) pats_add(&s->fargs, a, al, perm, id);   /* else the bit says it */
+}
+
 static void set_category(acl_sel *s, int cat, int on) {
     for (int id = 0; id < FD_CMD_COUNT; id++)
         if (fd_command_categories(fd_command_by_id(id)) >> cat & 1) set_cmd(s, id, on);
+    int id;
+    const char *sub;
+    uint32_t cats;
+    for (int i = 0; fd_subcommand_categories(i, &id, &sub, &cats); i++)
+        if (cats >> cat & 1) set_farg(s, id, sub, strlen(sub), on ? 2 : -2);
 }
 
 static void user_refresh(px_acl_user *u) {
@@ -305,16 +320,10 @@ static int sel_rule(acl_sel *s, const char *op, size_t len) {
         size_t al = len - (size_t)(a - op);
         if (memchr(a, '|', al)) return E_NOENT;
         if (!al) return E_SYNTAX;
-        int want = on ? 1 : -1;
-        for (int k = s->fargs.n - 1; k >= 0; k--)   /* the opposite rule for this argument goes */
-            if (s->fargs.v[k].id == cmd->id && s->fargs.v[k].len == al && !strncasecmp(s->fargs.v[k].s, a, al))
-                pats_del(&s->fargs, k);
-        if (get_bit(s, cmd->id) != on) {            /* otherwise the command's bit says it already */
-            char low[128];
-            if (al >= sizeof low) return E_SYNTAX;
-            for (size_t k = 0; k < al; k++) low[k] = (char)((a[k] >= 'A' && a[k] <= 'Z') ? a[k] + 32 : a[k]);
-            if (pats_add(&s->fargs, low, al, want, cmd->id)) return E_NOMEM;
-        }
+        char low[128];
+        if (al >= sizeof low) return E_SYNTAX;
+        for (size_t k = 0; k < al; k++) low[k] = (char)((a[k] >= 'A' && a[k] <= 'Z') ? a[k] + 32 : a[k]);
+        set_farg(s, cmd->id, low, al, on ? 1 : -1);
     } else {
         return E_SYNTAX;
     }
@@ -503,7 +512,7 @@ static void describe_commands(sbuf *b, const acl_sel *s) {
             sb_add(b, " ", 1);
         }
         for (int i = 0; i < s->fargs.n; i++)
-            if (s->fargs.v[i].id == id) {
+            if (s->fargs.v[i].id == id && (s->fargs.v[i].perm == 1 || s->fargs.v[i].perm == -1)) {
                 sb_str(b, s->fargs.v[i].perm > 0 ? "+" : "-");
                 sb_str(b, fd_command_by_id(id)->name);
                 sb_add(b, "|", 1);
@@ -712,6 +721,145 @@ static int setuser(const char *name, size_t nlen, int n, const resp_arg *rules, 
     return 0;
 }
 
+static int valid_name(const resp_arg *a) {
+    for (size_t i = 0; i < a->len; i++)
+        if (a->ptr[i] == ' ' || a->ptr[i] == '\0') return 0;   /* Redis: no spaces (and no NUL in ours) */
+    return 1;
+}
+
+static int config_users;   /* users defined by "user" lines */
+
+int px_acl_config_user(int argc, char **argv, char *err, size_t errlen) {
+    px_acl_init();
+    if (argc < 1) { snprintf(err, errlen, "'user' needs a name and rules"); return -1; }
+    resp_arg rules[argc];
+    for (int i = 1; i < argc; i++) { rules[i - 1].ptr = argv[i]; rules[i - 1].len = strlen(argv[i]); }
+    resp_arg name = {argv[0], strlen(argv[0])};
+    if (!valid_name(&name)) { snprintf(err, errlen, "Usernames can't contain spaces or null characters"); return -1; }
+    config_users++;
+    char e[512];
+    if (setuser(argv[0], strlen(argv[0]), argc - 1, rules, NULL, e, sizeof e)) {
+        snprintf(err, errlen, "%s", e + 4);          /* without "ERR " */
+        return -1;
+    }
+    return 0;
+}
+
+/* The users of the aclfile (Redis 7.0's ACLLoadFromFile): all or nothing.
+ * On success the table is replaced: the default user keeps its object (its
+ * clients stay), every other user's clients are disconnected. err gets
+ * every line's error, as Redis. */
+static int load_file(const char *path, px_conn *current, char *err, size_t errlen) {
+    FILE *f = fopen(path, "r");
+    if (!f) { snprintf(err, errlen, "Error loading ACLs, opening file '%s': %s", path, strerror(errno)); return -1; }
+    px_acl_user **nu = NULL;
+    int nn = 0, bad = 0, lineno = 0;
+    sbuf errs = {0};
+    char line[16384];
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        char *words[1024];
+        int n = 0;
+        for (char *p = strtok(line, " \t\r\n"); p && n < 1024; p = strtok(NULL, " \t\r\n")) words[n++] = p;
+        if (!n) continue;
+        char e[600];
+        e[0] = '\0';
+        if (strcmp(words[0], "user") || n < 2) {
+            snprintf(e, sizeof e, "%s:%d should start with user keyword followed by the username. ", path, lineno);
+        } else {
+            int dup = 0;
+            for (int i = 0; i < nn; i++) dup |= !strcmp(nu[i]->name, words[1]);
+            if (dup) {
+                snprintf(e, sizeof e, "WARNING: Duplicate user '%s' found on line %d. ", words[1], lineno);
+            } else {
+                px_acl_user *u = user_new(words[1], strlen(words[1]));
+                resp_arg rules[1024];
+                for (int i = 2; i < n; i++) { rules[i - 2].ptr = words[i]; rules[i - 2].len = strlen(words[i]); }
+                char e2[512];
+                px_acl_user **v = u ? realloc(nu, (size_t)(nn + 1) * sizeof *v) : NULL;
+                if (!v) { user_free(u); snprintf(e, sizeof e, "%s:%d: Out of memory. ", path, lineno); }
+                else {
+                    nu = v;
+                    nu[nn++] = u;
+                    if (apply_rules(u, n - 2, rules, e2, sizeof e2)) {
+                        const char *why = strstr(e2, "': ");
+                        snprintf(e, sizeof e, "%s:%d: %s. ", path, lineno, why ? why + 3 : e2 + 4);
+                    }
+                }
+            }
+        }
+        if (e[0]) { bad = 1; sb_str(&errs, e); }
+    }
+    fclose(f);
+    if (bad) {
+        snprintf(err, errlen, "%sWARNING: ACL errors detected, no change to the previously active ACL rules was performed",
+                 errs.p ? errs.p : "");
+        free(errs.p);
+        for (int i = 0; i < nn; i++) user_free(nu[i]);
+        free(nu);
+        return -1;
+    }
+    free(errs.p);
+    /* the old default user takes the file's default (or a new default's rules) */
+    px_acl_user *fresh = NULL;
+    for (int i = 0; i < nn; i++)
+        if (!strcmp(nu[i]->name, "default")) { fresh = nu[i]; memmove(&nu[i], &nu[i + 1], (size_t)(nn - i - 1) * sizeof *nu); nn--; break; }
+    if (!fresh) {
+        fresh = user_new("default", 7);
+        static const char *const rules[] = {"on", "nopass", "~*", "&*", "+@all"};
+        for (size_t i = 0; fresh && i < sizeof rules / sizeof rules[0]; i++) user_rule(fresh, rules[i], strlen(rules[i]));
+        if (fresh) user_refresh(fresh);
+    }
+    if (fresh) {
+        px_acl_user tmp = *default_user;
+        *default_user = *fresh;
+        *fresh = tmp;
+        user_free(fresh);
+    }
+    for (int i = 0; i < nusers; i++)
+        if (users[i] != default_user) { kill_clients(users[i], current); user_free(users[i]); }
+    nusers = 0;
+    insert_user(default_user);
+    for (int i = 0; i < nn; i++) insert_user(nu[i]);
+    free(nu);
+    return 0;
+}
+
+static int save_file(const char *path) {
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp-%d", path, (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) return -1;
+    int bad = 0;
+    for (int i = 0; i < nusers; i++) {
+        sbuf b = {0};
+        describe_user(&b, users[i]);
+        bad |= !b.p || fprintf(f, "%s\n", b.p) < 0;
+        free(b.p);
+    }
+    bad |= fflush(f) != 0 || fsync(fileno(f)) != 0;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path)) { unlink(tmp); return -1; }
+    return 0;
+}
+
+int px_acl_startup(char *err, size_t errlen) {
+    px_acl_init();
+    sync_requirepass();
+    if (!px_cfg.aclfile || !px_cfg.aclfile[0]) return 0;
+    if (config_users) {
+        snprintf(err, errlen, "Configuring frontdoor with users defined in the config file and at the same time an ACL file path is invalid");
+        return -1;
+    }
+    char e[4096];
+    if (load_file(px_cfg.aclfile, NULL, e, sizeof e)) { snprintf(err, errlen, "aclfile: %s", e); return -1; }
+    return 0;
+}
+
+static const char no_aclfile[] = "ERR This Redis instance is not configured to use an ACL file. You may want to specify "
+    "users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file "
+    "set) in order to store users in the Redis configuration.";
+
 /* ------------------------------------------------------------ ACL command */
 
 static void add_bulk_sb(resp_out *o, sbuf *b) { resp_add_bulk(o, b->p ? b->p : "", b->len); free(b->p); b->p = NULL; b->len = b->cap = 0; }
@@ -750,11 +898,6 @@ static void reply_getuser(resp_out *o, const px_acl_user *u) {
     }
 }
 
-static int valid_name(const resp_arg *a) {
-    for (size_t i = 0; i < a->len; i++)
-        if (a->ptr[i] == ' ' || a->ptr[i] == '\0') return 0;   /* Redis: no spaces (and no NUL in ours) */
-    return 1;
-}
 
 /* Redis's arity error of a subcommand: 'acl|setuser', in lower case. */
 static void subcmd_arity(resp_out *o, const resp_arg *sub) {
@@ -866,6 +1009,21 @@ void px_cmd_acl(px_conn *c, int argc, resp_arg *argv) {
         else if (r == PX_ACL_DENIED_CHANNEL) snprintf(text, sizeof text, "This user has no permissions to access the '%.*s' channel", wl, what->ptr);
         else { denied_text(text, sizeof text, r, cmd, n, &argv[3]); text[0] = 'T'; }
         resp_add_bulk_cstr(o, text);
+    } else if (resp_arg_is(sub, "SAVE")) {
+        ARITY(argc == 2);
+        if (!px_cfg.aclfile[0]) { resp_add_error(o, no_aclfile); return; }
+        if (save_file(px_cfg.aclfile)) {
+            px_log(PX_LOG_WARNING, "ACL SAVE: can't write %s: %s", px_cfg.aclfile, strerror(errno));
+            resp_add_error(o, "ERR There was an error trying to save the ACLs. Please check the server logs for more information");
+            return;
+        }
+        resp_add_simple(o, "OK", 2);
+    } else if (resp_arg_is(sub, "LOAD")) {
+        ARITY(argc == 2);
+        if (!px_cfg.aclfile[0]) { resp_add_error(o, no_aclfile); return; }
+        char e[4096];
+        if (load_file(px_cfg.aclfile, c, e, sizeof e)) { resp_add_errorf(o, "ERR %s", e); return; }
+        resp_add_simple(o, "OK", 2);
     } else if (resp_arg_is(sub, "HELP")) {
         static const char *const help[] = {
             "CAT [<category>]", "    List all commands that belong to <category>, or all command categories",

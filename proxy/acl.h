@@ -47,6 +47,13 @@ int  px_acl_check(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, int *er
  * in ACL LOG. */
 void px_acl_reply_denied(px_conn *c, resp_out *o, int reason, fd_command *cmd, int argc, resp_arg *argv, int errpos);
 
+/* A config-file "user <name> <rules...>" line (argv[0] the name); 0, or
+ * -1 with err (Redis's text of the failing rule). */
+int  px_acl_config_user(int argc, char **argv, char *err, size_t errlen);
+/* Start-up: the aclfile's users, if one is set (an error stops frontdoor,
+ * as Redis; "user" lines and an aclfile together are refused). 0 or -1. */
+int  px_acl_startup(char *err, size_t errlen);
+
 /* The same refusal inside a script's redis.call (Redis 7.0's script texts). */
 void px_acl_reply_script(px_conn *c, resp_out *o, int reason, fd_command *cmd, int argc, resp_arg *argv, int errpos);
 

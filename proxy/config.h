@@ -65,6 +65,8 @@ typedef struct px_settings {
     long long ab_stop_after;         /* mirror: stop after this many divergences (0 = never) */
     int       ab_mirror_order;       /* PX_AB_ORDER_*: when a copy on a key with primary writes in flight is sent */
     char     *requirepass;
+    char     *aclfile;               /* ACL users' file (proxy/acl.h; "" = none) */
+    long long acllog_max_len;        /* ACL LOG entries kept */
     long long maxclients;
     long long timeout;               /* seconds; 0 = never close idle clients */
     long long proto_max_bulk_len;

@@ -2,6 +2,7 @@
  * and LMDB. Usage: frontdoor [config-file] [--directive value ...] */
 #include "builtin.h"
 #include "config.h"
+#include "acl.h"
 #include "log.h"
 #include "pubsub.h"
 #include "server.h"
@@ -50,6 +51,10 @@ int main(int argc, char **argv) {
                                  px_pubsub_backend_message, px_pubsub_backend_resync};
     fd_host_set(&host);
     fd_commands_init();
+    if (px_acl_startup(err, sizeof err)) {   /* aclfile (proxy/acl.h) */
+        fprintf(stderr, "frontdoor: %s\n", err);
+        return 1;
+    }
     if (px_server_init(err, sizeof err)) {
         px_log(PX_LOG_WARNING, "%s", err);
         return 1;

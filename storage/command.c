@@ -151,3 +151,24 @@ uint32_t fd_command_categories(const fd_command *cmd) {
 #undef BIT
     return cats;
 }
+
+#define CB(c) (1u << FD_CAT_##c)
+static const struct { int id; const char *sub; uint32_t cats; } subcats[] = {
+#define ACL_ADMIN(s) {FD_CMD_acl, s, CB(ADMIN) | CB(SLOW) | CB(DANGEROUS)}
+    ACL_ADMIN("deluser"), ACL_ADMIN("dryrun"), ACL_ADMIN("getuser"), ACL_ADMIN("list"), ACL_ADMIN("load"),
+    ACL_ADMIN("log"), ACL_ADMIN("save"), ACL_ADMIN("setuser"), ACL_ADMIN("users"),
+#define CLIENT_ADMIN(s) {FD_CMD_client, s, CB(ADMIN) | CB(SLOW) | CB(DANGEROUS) | CB(CONNECTION)}
+    CLIENT_ADMIN("kill"), CLIENT_ADMIN("list"), CLIENT_ADMIN("no-evict"), CLIENT_ADMIN("pause"),
+    CLIENT_ADMIN("unpause"), CLIENT_ADMIN("unblock"),
+#undef ACL_ADMIN
+#undef CLIENT_ADMIN
+};
+#undef CB
+
+int fd_subcommand_categories(int i, int *id, const char **sub, uint32_t *cats) {
+    if (i < 0 || (size_t)i >= sizeof subcats / sizeof subcats[0]) return 0;
+    *id = subcats[i].id;
+    *sub = subcats[i].sub;
+    *cats = subcats[i].cats;
+    return 1;
+}

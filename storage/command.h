@@ -129,6 +129,12 @@ int         fd_category_lookup(const char *name, size_t len);
  * are what ACL applies to its subcommands; COMMAND INFO shows none. Pure. */
 uint32_t    fd_command_categories(const fd_command *cmd);
 
+/* A container's subcommands whose categories are not the row's (ACL
+ * SETUSER, CLIENT KILL...: @admin @dangerous): the i-th such exception, 0
+ * past the end; *id the container, *sub its lower-case name, *cats its
+ * categories. */
+int         fd_subcommand_categories(int i, int *id, const char **sub, uint32_t *cats);
+
 /* Build the name hash (idempotent; call once at start-up, before any
  * lookup — fd_command_lookup also builds it on first use). */
 void        fd_commands_init(void);
