@@ -1,5 +1,6 @@
 /* pubsub.c — the pub/sub broker and MONITOR (see pubsub.h). Loop thread only. */
 #include "pubsub.h"
+#include "slowlog.h"   /* px_arg_redacted */
 #include "backends.h"
 #include "blocking.h"
 #include "builtin.h"
@@ -444,7 +445,8 @@ void px_monitor_feed(px_conn *c, const fd_command *cmd, int argc, const resp_arg
     resp_out_raw(&line, head, (size_t)(hl < (int)sizeof head ? hl : (int)sizeof head - 1));
     for (int i = 0; i < argc; i++) {
         if (i) resp_out_raw(&line, " ", 1);
-        add_repr(&line, argv[i].ptr, argv[i].len);
+        if (px_arg_redacted(cmd, argc, argv, i)) resp_out_raw(&line, "\"(redacted)\"", 12);   /* no secret */
+        else add_repr(&line, argv[i].ptr, argv[i].len);
     }
     resp_out_raw(&line, "\r\n", 2);
     for (size_t i = 0; i < px_monitors; i++) {

@@ -80,4 +80,9 @@ void px_cmd_latency(px_conn *c, int argc, resp_arg *argv);
 void px_cmd_swapdb(px_conn *c, int argc, resp_arg *argv);
 void px_cmd_move(px_conn *c, int argc, resp_arg *argv);
 
+/* Is argument j of this call a secret Redis shows as "(redacted)" in
+ * SLOWLOG and MONITOR (AUTH's, HELLO's AUTH pair, CONFIG SET's secrets,
+ * ACL SETUSER's name and rules)? */
+int px_arg_redacted(const fd_command *cmd, int argc, const resp_arg *argv, int j);
+
 #endif

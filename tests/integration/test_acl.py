@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fdtest import Tests, start_frontdoor, check, make_tempdir, missing_prerequisite, run_frontdoor_expect_exit
@@ -140,6 +141,22 @@ def requirepass_is_the_default_users_password():
     c.cmd("CONFIG", "SET", "requirepass", "pw2")
     check(s.conn(auth=False).cmd("AUTH", "pw2") == b"+OK\r\n", "CONFIG SET requirepass: the new password")
     check(b"pw1" not in c.cmd("INFO") and b"pw2" not in c.cmd("INFO"), "no secret in INFO")
+
+
+@T.case
+def no_password_in_slowlog_or_monitor():
+    s = start_frontdoor(slowlog_log_slower_than=0)
+    m = s.conn()
+    check(m.cmd("MONITOR") == b"+OK\r\n", "MONITOR")
+    c = s.conn()
+    c.cmd("ACL", "SETUSER", "zed", "on", ">hunter2pw", "+@all", "~*")
+    c.cmd("AUTH", "zed", "hunter2pw")
+    c.cmd("HELLO", "2", "AUTH", "zed", "hunter2pw")
+    time.sleep(0.3)
+    seen = b"".join(m.read_n(3))   # ACL SETUSER, AUTH, HELLO
+    slow = c.cmd("SLOWLOG", "GET", "10")
+    check(b"hunter2pw" not in slow and b"(redacted)" in slow, "SLOWLOG redacts", slow)
+    check(b"hunter2pw" not in seen and b"(redacted)" in seen, "MONITOR redacts", seen)
 
 
 @T.case
