@@ -545,6 +545,66 @@ static void describe_user(sbuf *b, const px_acl_user *u) {
     }
 }
 
+/* ------------------------------------------------------------ ACL LOG */
+
+/* One entry (Redis 7.0's ACL LOG): a refusal like one of the 10 newest
+ * entries within 60 s counts in it. Newest first; at most acllog-max-len (trimmed as entries
+ * come and when the directive shrinks). */
+typedef struct log_entry {
+    long long count;
+    int       reason, context;      /* PX_ACL_DENIED_* or LOG_AUTH; LOG_CTX_* */
+    char     *object, *username, *cinfo;
+    uint64_t  ctime_ms;
+} log_entry;
+enum { LOG_AUTH = 3, LOG_CTX_TOPLEVEL = 0, LOG_CTX_MULTI = 1, LOG_CTX_LUA = 2 };
+static log_entry *acllog;
+static long long nlog, logcap;
+
+static void log_free(log_entry *e) { free(e->object); free(e->username); free(e->cinfo); }
+
+static void log_trim(void) {
+    long long max = px_cfg.acllog_max_len;
+    while (nlog > max) log_free(&acllog[--nlog]);
+}
+
+static uint64_t now_ms(void) { return (uint64_t)(ev_now(px_srv.loop) * 1000.0); }
+
+static void log_add(px_conn *c, int reason, int context, const char *obj, size_t olen, const char *user, size_t ulen) {
+    if (px_cfg.acllog_max_len <= 0) return;
+    char cinfo[1024] = "";
+    if (c) px_client_line(c, cinfo, sizeof cinfo);
+    uint64_t now = now_ms();
+    for (long long i = 0; i < nlog && i < 10; i++) {   /* Redis looks at the 10 newest */
+        log_entry *e = &acllog[i];
+        if (e->reason == reason && e->context == context && strlen(e->object) == olen && !memcmp(e->object, obj, olen) &&
+            strlen(e->username) == ulen && !memcmp(e->username, user, ulen) && now - e->ctime_ms < 60000) {
+            log_entry x = *e;
+            x.count++;
+            x.ctime_ms = now;
+            char *ci = dupn(cinfo, strlen(cinfo));
+            if (ci) { free(x.cinfo); x.cinfo = ci; }
+            memmove(&acllog[1], &acllog[0], (size_t)i * sizeof *acllog);   /* to the front */
+            acllog[0] = x;
+            return;
+        }
+    }
+    if (nlog == logcap) {
+        long long cap = logcap ? logcap * 2 : 16;
+        log_entry *v = realloc(acllog, (size_t)cap * sizeof *v);
+        if (!v) return;
+        acllog = v;
+        logcap = cap;
+    }
+    log_entry e = {1, reason, context, dupn(obj, olen), dupn(user, ulen), dupn(cinfo, strlen(cinfo)), now};
+    if (!e.object || !e.username || !e.cinfo) { log_free(&e); return; }
+    memmove(&acllog[1], &acllog[0], (size_t)nlog * sizeof *acllog);
+    acllog[0] = e;
+    nlog++;
+    log_trim();
+}
+
+static void log_denied(px_conn *c, int reason, int context, fd_command *cmd, int argc, resp_arg *argv, int errpos);
+
 /* ------------------------------------------------------------ check */
 
 static int key_ok(const acl_sel *s, const resp_arg *k, int need) {
@@ -634,14 +694,25 @@ static void denied_text(char *buf, size_t len, int reason, fd_command *cmd, int 
 }
 
 void px_acl_reply_denied(px_conn *c, resp_out *o, int reason, fd_command *cmd, int argc, resp_arg *argv, int errpos) {
-    (void)c; (void)errpos;
+    log_denied(c, reason, c && c->multi ? LOG_CTX_MULTI : LOG_CTX_TOPLEVEL, cmd, argc, argv, errpos);
     char text[256];
     denied_text(text, sizeof text, reason, cmd, argc, argv);
     resp_add_errorf(o, "NOPERM %s", text);
 }
 
+static void log_denied(px_conn *c, int reason, int context, fd_command *cmd, int argc, resp_arg *argv, int errpos) {
+    const char *user = px_acl_username(c ? c->user : NULL);
+    if (reason == PX_ACL_DENIED_CMD) {
+        char name[128];
+        full_name(name, sizeof name, cmd, argc, argv);
+        log_add(c, reason, context, name, strlen(name), user, strlen(user));
+    } else {
+        log_add(c, reason, context, argv[errpos].ptr, argv[errpos].len, user, strlen(user));
+    }
+}
+
 void px_acl_reply_script(px_conn *c, resp_out *o, int reason, fd_command *cmd, int argc, resp_arg *argv, int errpos) {
-    (void)c; (void)cmd; (void)argc; (void)argv; (void)errpos;
+    log_denied(c, reason, LOG_CTX_LUA, cmd, argc, argv, errpos);
     resp_add_error(o, reason == PX_ACL_DENIED_KEY ? "ERR The user executing the script can't access at least one of the keys mentioned in the command arguments"
                     : reason == PX_ACL_DENIED_CHANNEL ? "ERR The user executing the script can't publish to the channel mentioned in the command"
                     : "ERR The user executing the script can't run this command or subcommand");
@@ -688,16 +759,20 @@ px_acl_user *px_acl_default(void) { px_acl_init(); return default_user; }
 int px_acl_default_noauth(void) { sync_requirepass(); return default_user->on && default_user->nopass; }
 const char *px_acl_username(const px_acl_user *u) { return u ? u->name : "default"; }
 
-px_acl_user *px_acl_authenticate(const char *name, size_t nlen, const char *pass, size_t plen) {
+px_acl_user *px_acl_authenticate(px_conn *c, const resp_arg *cmdname, const char *name, size_t nlen, const char *pass,
+                                 size_t plen) {
     sync_requirepass();
     px_acl_user *u = lookup(name, nlen);
-    if (!u || !u->on) return NULL;
-    if (u->nopass) return u;
-    char hex[65];
-    px_sha256_hex(pass, plen, hex);
     int ok = 0;
-    for (int i = 0; i < u->npw; i++) ok |= !memcmp(u->pw[i], hex, 64);   /* every one compared: no early exit */
-    return ok ? u : NULL;
+    if (u && u->on) {
+        char hex[65];
+        px_sha256_hex(pass, plen, hex);
+        ok = u->nopass;
+        for (int i = 0; i < u->npw; i++) ok |= !memcmp(u->pw[i], hex, 64);   /* every one compared: no early exit */
+    }
+    if (ok) return u;
+    log_add(c, LOG_AUTH, c && c->multi ? LOG_CTX_MULTI : LOG_CTX_TOPLEVEL, cmdname->ptr, cmdname->len, name, nlen);
+    return NULL;
 }
 
 /* Create or change a user from rules; 0, or -1 with err. Clients of a
@@ -1024,6 +1099,38 @@ void px_cmd_acl(px_conn *c, int argc, resp_arg *argv) {
         char e[4096];
         if (load_file(px_cfg.aclfile, c, e, sizeof e)) { resp_add_errorf(o, "ERR %s", e); return; }
         resp_add_simple(o, "OK", 2);
+    } else if (resp_arg_is(sub, "LOG")) {
+        ARITY(argc == 2 || argc == 3);
+        long long count = 10;
+        if (argc == 3) {
+            if (resp_arg_is(&argv[2], "RESET")) {
+                while (nlog) log_free(&acllog[--nlog]);
+                resp_add_simple(o, "OK", 2);
+                return;
+            }
+            if (resp_str2ll(argv[2].ptr, argv[2].len, &count)) {
+                resp_add_error(o, "ERR value is not an integer or out of range");
+                return;
+            }
+            if (count < 0) count = 0;
+        }
+        log_trim();
+        static const char *const reasons[] = {"", "command", "key", "auth", "channel"};
+        static const char *const contexts[] = {"toplevel", "multi", "lua"};
+        long long n = count < nlog ? count : nlog;
+        uint64_t now = now_ms();
+        resp_add_array(o, n);
+        for (long long i = 0; i < n; i++) {
+            log_entry *e = &acllog[i];
+            resp_add_map(o, 7);
+            resp_add_bulk_cstr(o, "count");       resp_add_int(o, e->count);
+            resp_add_bulk_cstr(o, "reason");      resp_add_bulk_cstr(o, reasons[e->reason]);
+            resp_add_bulk_cstr(o, "context");     resp_add_bulk_cstr(o, contexts[e->context]);
+            resp_add_bulk_cstr(o, "object");      resp_add_bulk_cstr(o, e->object);
+            resp_add_bulk_cstr(o, "username");    resp_add_bulk_cstr(o, e->username);
+            resp_add_bulk_cstr(o, "age-seconds"); resp_add_double(o, (double)(now - e->ctime_ms) / 1000.0);
+            resp_add_bulk_cstr(o, "client-info"); resp_add_bulk_cstr(o, e->cinfo);
+        }
     } else if (resp_arg_is(sub, "HELP")) {
         static const char *const help[] = {
             "CAT [<category>]", "    List all commands that belong to <category>, or all command categories",
@@ -1035,10 +1142,13 @@ void px_cmd_acl(px_conn *c, int argc, resp_arg *argv) {
             "GENPASS [<bits>]", "    Generate a secure 256-bit user password. The optional `bits` argument can",
             "    be used to specify a different size.",
             "LIST", "    Show users details in config file format.",
+            "LOAD", "    Reload users from the ACL file.",
+            "LOG [<count> | RESET]", "    Show the ACL log entries.",
+            "SAVE", "    Save the current config to the ACL file.",
+            "SETUSER <username> <attribute> [<attribute> ...]", "    Create or modify a user with the specified attributes.",
             "USERS", "    List all the registered usernames.",
-            "SETUSER <username> [<property> [<property> ...]]", "    Create or modify a user with the specified properties.",
             "WHOAMI", "    Return the current connection username.",
-            "HELP", "    Print this help.",
+            "HELP", "    Prints this help.",
             NULL};
         px_reply_help(c, "ACL", help);
     } else {

@@ -35,8 +35,10 @@ px_acl_user *px_acl_lookup(const char *name, size_t len);
 /* The user name (NUL-terminated, owned by the user). */
 const char *px_acl_username(const px_acl_user *u);
 /* AUTH/HELLO AUTH: the user if (name, pass) authenticates an enabled user,
- * else NULL. No secret is logged. */
-px_acl_user *px_acl_authenticate(const char *name, size_t nlen, const char *pass, size_t plen);
+ * else NULL and an ACL LOG entry for c (may be NULL) naming the command as
+ * sent (cmdname). No secret is logged. */
+px_acl_user *px_acl_authenticate(px_conn *c, const resp_arg *cmdname, const char *name, size_t nlen, const char *pass,
+                                 size_t plen);
 
 /* Is c's user allowed to run cmd with these arguments (command, keys from
  * the table's key positions, channels)? PX_ACL_OK or the reason; *errpos
@@ -44,7 +46,7 @@ px_acl_user *px_acl_authenticate(const char *name, size_t nlen, const char *pass
  * always allowed. An unrestricted user costs one flag test. */
 int  px_acl_check(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, int *errpos);
 /* Append the -NOPERM error of a refusal to o (Redis 7.0's texts) and log it
- * in ACL LOG. */
+ * in ACL LOG (context: MULTI when c is in one). */
 void px_acl_reply_denied(px_conn *c, resp_out *o, int reason, fd_command *cmd, int argc, resp_arg *argv, int errpos);
 
 /* A config-file "user <name> <rules...>" line (argv[0] the name); 0, or

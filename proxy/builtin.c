@@ -55,9 +55,9 @@ void px_cmd_quit(px_conn *c, int argc, resp_arg *argv) {
 }
 
 /* The user (user, pass) authenticates (no user: default), or NULL. */
-static px_acl_user *check_password(const resp_arg *user, const resp_arg *pass) {
-    if (!user) return px_acl_authenticate("default", 7, pass->ptr, pass->len);
-    return px_acl_authenticate(user->ptr, user->len, pass->ptr, pass->len);
+static px_acl_user *check_password(px_conn *c, const resp_arg *cmdname, const resp_arg *user, const resp_arg *pass) {
+    if (!user) return px_acl_authenticate(c, cmdname, "default", 7, pass->ptr, pass->len);
+    return px_acl_authenticate(c, cmdname, user->ptr, user->len, pass->ptr, pass->len);
 }
 
 static const char wrongpass[] = "WRONGPASS invalid username-password pair or user is disabled.";
@@ -69,7 +69,7 @@ void px_cmd_auth(px_conn *c, int argc, resp_arg *argv) {
                                 "Are you sure your configuration is correct?");
         return;
     }
-    px_acl_user *u = check_password(argc == 3 ? &argv[1] : NULL, &argv[argc - 1]);
+    px_acl_user *u = check_password(c, &argv[0], argc == 3 ? &argv[1] : NULL, &argv[argc - 1]);
     if (u) {
         c->authed = 1;
         c->user = u;
@@ -116,7 +116,7 @@ void px_cmd_hello(px_conn *c, int argc, resp_arg *argv) {
         }
     }
     if (user) {
-        px_acl_user *u = check_password(user, pass);
+        px_acl_user *u = check_password(c, &argv[0], user, pass);
         if (!u) { resp_add_error(&c->out, wrongpass); return; }
         c->authed = 1;
         c->user = u;
@@ -425,7 +425,7 @@ void px_cmd_config(px_conn *c, int argc, resp_arg *argv) {
 
 /* ---------------------------------------------------------------- CLIENT */
 
-static void client_line(px_conn *x, char *buf, size_t len) {
+void px_client_line(px_conn *x, char *buf, size_t len) {
     ev_tstamp now = ev_now(px_srv.loop);
     size_t nsub[3];
     px_pubsub_client_counts(x, nsub);
@@ -461,7 +461,7 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
         else resp_add_null(&c->out);
     } else if (resp_arg_is(&*sub, "INFO")) {
         if (argc != 2) { reply_subcmd_arity(c, "client", sub); return; }
-        client_line(c, line, sizeof line);
+        px_client_line(c, line, sizeof line);
         size_t l = strlen(line);
         line[l] = '\n';
         resp_add_verbatim(&c->out, "txt", line, l + 1);
@@ -469,7 +469,7 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
         resp_out all;
         resp_out_init(&all, 2);
         for (px_conn *x = px_srv.clients; x; x = x->next) {
-            client_line(x, line, sizeof line);
+            px_client_line(x, line, sizeof line);
             resp_out_raw(&all, line, strlen(line));
             resp_out_raw(&all, "\n", 1);
         }

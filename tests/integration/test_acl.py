@@ -160,6 +160,21 @@ def no_password_in_slowlog_or_monitor():
 
 
 @T.case
+def acllog_max_len_bounds_the_log():
+    s = start_frontdoor(acllog_max_len=3)
+    c = s.conn()
+    for i in range(6):
+        c.cmd("AUTH", "nobody%d" % i, "x")
+    check(c.cmd("ACL", "LOG", "100").startswith(b"*3\r\n"), "3 entries kept")
+    check(b"nobody5" in c.cmd("ACL", "LOG", "1"), "the newest first")
+    c.cmd("CONFIG", "SET", "acllog-max-len", "1")
+    check(c.cmd("ACL", "LOG", "100").startswith(b"*1\r\n"), "shrunk with the directive")
+    c.cmd("CONFIG", "SET", "acllog-max-len", "0")
+    c.cmd("AUTH", "again", "x")
+    check(c.cmd("ACL", "LOG") == b"*0\r\n", "0: nothing kept")
+
+
+@T.case
 def user_lines_in_config():
     s = start_frontdoor(extra_args=["--user", "bob", "on", ">b0b", "~b:*", "+get", "+set"])
     c = s.conn()
