@@ -674,6 +674,11 @@ int px_acl_check(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, int *err
     return user_check(u, cmd, argc, argv, errpos);
 }
 
+int px_acl_restricted(const px_conn *c) {
+    const px_acl_user *u = c->user ? c->user : default_user;
+    return u && !u->unrestricted;
+}
+
 /* The command's name as Redis reports it: "config|get" for a container. */
 static void full_name(char *buf, size_t len, fd_command *cmd, int argc, resp_arg *argv) {
     if ((cmd->flags & FD_CMD_CONTAINER) && argc > 1) {

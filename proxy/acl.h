@@ -45,6 +45,10 @@ px_acl_user *px_acl_authenticate(px_conn *c, const resp_arg *cmdname, const char
  * (may be NULL) is the offending argument. Before AUTH commands (NA) are
  * always allowed. An unrestricted user costs one flag test. */
 int  px_acl_check(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, int *errpos);
+/* Is c's user limited in any way (not every command, key and channel)?
+ * Then scripts run in frontdoor's engine on every backend, so that their
+ * redis.call is checked (scripting.c). */
+int  px_acl_restricted(const px_conn *c);
 /* Append the -NOPERM error of a refusal to o (Redis 7.0's texts) and log it
  * in ACL LOG (context: MULTI when c is in one). */
 void px_acl_reply_denied(px_conn *c, resp_out *o, int reason, fd_command *cmd, int argc, resp_arg *argv, int errpos);

@@ -40,6 +40,9 @@ static void target_call(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, r
     twait w = {out, 1};
     px_tap t = {twait_tap, &w};
     px_submit_to(target, NULL, &scratch, c->id, cmd, argc, argv, NULL, 0, &clock, &t);
+    /* a Redis backend writes its requests at the end of a turn, which does
+     * not come while a script runs (server.c): send this one now */
+    if (w.waiting && target->b.ops->passthrough && target->b.ops->end_turn) target->b.ops->end_turn(&target->b);
     if (w.waiting) {
         int rio = ev_is_active(&c->rio);
         if (rio) ev_io_stop(px_srv.loop, &c->rio);
@@ -142,6 +145,12 @@ static int forwarded(px_conn *c, int argc, resp_arg *argv) {
         px_call_backend(c, cmd, argc, argv, c->cur_raw, c->cur_rawlen, c->out.proto, 1, kill_done, mark, NULL);
         return 1;
     }
+    /* ACL: a restricted user's script runs in frontdoor's engine, where
+     * each redis.call is checked (acl.h); the backend's Redis would run it
+     * as frontdoor's upstream user */
+    if (cmd && (cmd->id == FD_CMD_eval || cmd->id == FD_CMD_evalsha || cmd->id == FD_CMD_eval_ro ||
+                cmd->id == FD_CMD_evalsha_ro) && px_acl_restricted(c))
+        return 0;
     if (cmd) px_watch_touch_if_write(cmd, argc, argv);   /* its keys, for WATCH (multi.h) */
     px_forward(c, cmd, argc, argv, c->cur_raw, c->cur_rawlen);
     return 1;
@@ -163,7 +172,9 @@ static void run_eval(px_conn *c, px_backend *be, int argc, resp_arg *argv, resp_
     int was_atomic = c->atomic;
     c->atomic = 1;
     running = c;
-    target = be != px_srv.primary ? be : NULL;
+    /* a Redis backend as the primary is reached as a target too: its
+     * scripts run here only for a restricted ACL user (forwarded()) */
+    target = be != px_srv.primary || (be && be->b.ops->passthrough) ? be : NULL;
     px_srv.script_running = 1;
     if (fd_script_eval(e, argc, argv, out)) {
         px_log(PX_LOG_WARNING, "out of memory for a script's reply to client %llu: closing it", (unsigned long long)c->id);
