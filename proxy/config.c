@@ -105,6 +105,7 @@ static const directive directives[] = {
     {"redis-cluster-seeds", T_STR, BOFF(redis_cluster_seeds), "", 0, 0, B, NULL},
     {"redis-db", T_INT, BOFF(redis_db), "0", 0, 1000000, B, NULL},
     {"redis-password", T_STR, BOFF(redis_password), "", 0, 0, B, NULL},
+    {"redis-user", T_STR, BOFF(redis_user), "", 0, 0, B, NULL},   /* ACL user upstream (docs/acl.md) */
     {"redis-pool-size", T_INT, BOFF(redis_pool_size), "4", 1, 1024, B, NULL},
     {"requirepass", T_STR, OFF(requirepass), "", 0, 0, 0, NULL},
     {"aclfile", T_STR, OFF(aclfile), "", 0, 0, F_IMMUTABLE, NULL},                 /* acl.h */

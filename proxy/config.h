@@ -28,6 +28,7 @@ typedef struct px_backend_settings {
     long long redis_pool_size;
     long long redis_blocking_pool_size;  /* connections lent to blocked clients (BLPOP...) */
     char     *redis_password;
+    char     *redis_user;            /* AUTH user password on connect ("" = AUTH password) */
     long long redis_db;
     char     *redis_cluster_seeds;   /* redis-cluster backend: host:port[,host:port...] */
     long long backend_timeout;       /* ms: a network backend's request fails after this */

@@ -14,7 +14,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import Tests, start_frontdoor, check, make_tempdir, missing_prerequisite, run_frontdoor_expect_exit
+from fdtest import Tests, start_frontdoor, start_redis, HOST, frontdoor_is_redis, skip, check, make_tempdir, missing_prerequisite, run_frontdoor_expect_exit
 
 T = Tests(case_timeout=90)
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps")
@@ -218,6 +218,23 @@ def aclfile_round_trip():
         f.write("user dan on nopass +nosuch\n")
     rc, out = run_frontdoor_expect_exit([("aclfile", path)])
     check(rc not in (0, None) and "Unknown command or category name in ACL" in out, "a bad aclfile stops start-up", rc, out)
+
+
+@T.case
+def redis_user_upstream():
+    """redis-user: the redis backend authenticates as an ACL user of its
+    server (AUTH user password on every connection)."""
+    if frontdoor_is_redis():
+        skip("frontdoor is a redis-server stand-in")
+    r = start_redis()
+    rc = r.conn()
+    check(rc.cmd("ACL", "SETUSER", "fdproxy", "on", ">upw", "~*", "&*", "+@all") == b"+OK\r\n", "upstream user")
+    s = start_frontdoor(backend="redis", redis_address="%s:%d" % (HOST, r.port), redis_user="fdproxy",
+                        redis_password="upw")
+    c = s.conn()
+    check(c.cmd("SET", "k", "v") == b"+OK\r\n" and c.cmd("GET", "k") == b"$1\r\nv\r\n", "through the upstream user")
+    check(b" user=fdproxy " in rc.cmd("CLIENT", "LIST"), "Redis sees frontdoor as fdproxy", rc.cmd("CLIENT", "LIST"))
+    check(b"redis-user" in c.cmd("CONFIG", "GET", "redis-user"), "CONFIG GET redis-user")
 
 
 if __name__ == "__main__":
