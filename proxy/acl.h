@@ -19,7 +19,10 @@
 typedef struct px_acl_user px_acl_user;
 
 /* Why px_acl_check refused (Redis's order: the most relevant wins). */
-enum { PX_ACL_OK = 0, PX_ACL_DENIED_CMD = 1, PX_ACL_DENIED_KEY = 2, PX_ACL_DENIED_CHANNEL = 4 };
+enum { PX_ACL_OK = 0, PX_ACL_DENIED_CMD = 1, PX_ACL_DENIED_KEY = 2, PX_ACL_DENIED_CHANNEL = 4,
+       /* SORT's BY pattern / GET for a user without read access to every key
+        * (Redis 7.0's -ERR, not logged) */
+       PX_ACL_DENIED_SORT_BY = 5, PX_ACL_DENIED_SORT_GET = 6 };
 
 /* The table with the default user ("on nopass ~* &* +@all", or requirepass's
  * password). Call once at start-up; idempotent. */

@@ -216,5 +216,28 @@ def categories(raw):
     return None if info is None else info[6]
 
 
+@T.case
+def sort_patterns_as_redis():
+    """SORT's BY pattern and GET need read access to every key (Redis 7.0)."""
+    for resp3 in (False, True):
+        a = both(resp3)
+        a.cmd("ACL", "SETUSER", "s1", "on", ">pw", "~k*", "+@all")
+        a.cmd("ACL", "SETUSER", "s2", "on", ">pw", "%R~*", "+@all")
+        a.cmd("RPUSH", "k1", "3", "1", "2")
+        d = user_conn(resp3, "s1", "pw")
+        for args in (["BY", "w_*"], ["BY", "nosort"], ["GET", "#"], ["GET", "w_*"], ["LIMIT", "0", "1", "BY", "x*"],
+                     ["STORE", "k2", "BY", "x*"], ["ALPHA", "GET", "#", "BY", "x*"]):
+            d.cmd("SORT", "k1", *args)
+        d.cmd("SORT_RO", "k1", "GET", "#")
+        d.cmd("ACL", "LOG", "1", norm=log_norm)
+        e = user_conn(resp3, "s2", "pw")
+        e.cmd("SORT", "k1", "BY", "w_*", "GET", "#")
+        a.cmd("ACL", "DRYRUN", "s1", "sort", "k1", "by", "w_*")
+        a.cmd("ACL", "DELUSER", "s1", "s2")
+        a.cmd("DEL", "k1", "k2")
+        for x in (a, d, e):
+            finish(x, resp3)
+
+
 if __name__ == "__main__":
     T.main()
