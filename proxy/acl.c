@@ -23,13 +23,24 @@ enum { SEL_ALLKEYS = 1, SEL_ALLCHANNELS = 2, SEL_FUTURE = 4 };
  * a category for a subcommand whose categories are not its container's
  * (fd_subcommand_categories), which descriptions leave out; .id its
  * command). */
-typedef struct acl_pat { char *s; size_t len; int perm, id; } acl_pat;
+typedef struct acl_pat {
+    char  *s;
+    size_t len;
+    int    perm, id;
+    size_t lit;             /* bytes before the first glob character */
+    int    star_tail;       /* the pattern is those bytes and one '*' */
+} acl_pat;
 typedef struct acl_pats { acl_pat *v; int n; } acl_pats;
 
 typedef struct acl_sel {
     int      flags;
     uint64_t allowed[WORDS];
     acl_pats keys, chans, fargs;
+    /* the key patterns by the first byte of their literal prefix: those of
+     * byte b are kidx[kstart[b] .. kstart[b + 1]), those that begin with a
+     * glob character kidx[kstart[256] .. keys.n) (built by sel_index) */
+    int     *kidx;
+    int      kstart[257];
 } acl_sel;
 
 struct px_acl_user {
@@ -91,8 +102,23 @@ static int pats_add(acl_pats *ps, const char *s, size_t len, int perm, int id) {
     v[ps->n].len = len;
     v[ps->n].perm = perm;
     v[ps->n].id = id;
+    size_t lit = 0;
+    while (lit < len && !strchr("*?[\\", s[lit])) lit++;
+    v[ps->n].lit = lit;
+    v[ps->n].star_tail = lit + 1 == len && s[lit] == '*';
     ps->n++;
     return 0;
+}
+
+/* Does name match p? The literal prefix first (most patterns reject
+ * there); "prefix*" needs nothing more. */
+static inline int pat_match(const acl_pat *p, const char *name, size_t len) {
+    if (len < p->lit) return 0;
+    for (size_t i = 0; i < p->lit; i++)   /* short prefixes: no call */
+        if (p->s[i] != name[i]) return 0;
+    if (p->star_tail) return 1;
+    if (p->lit == p->len) return len == p->len;
+    return resp_glob_match(p->s, p->len, name, len, 0);
 }
 
 static void pats_del(acl_pats *ps, int i) {
@@ -109,10 +135,30 @@ static int pats_copy(acl_pats *d, const acl_pats *s) {
     return 0;
 }
 
-static void sel_free(acl_sel *s) { pats_free(&s->keys); pats_free(&s->chans); pats_free(&s->fargs); }
+static void sel_free(acl_sel *s) {
+    pats_free(&s->keys); pats_free(&s->chans); pats_free(&s->fargs);
+    free(s->kidx);
+    s->kidx = NULL;
+}
+
+/* Build the first-byte index of the key patterns (after any change). */
+static void sel_index(acl_sel *s) {
+    free(s->kidx);
+    s->kidx = s->keys.n ? malloc((size_t)s->keys.n * sizeof *s->kidx) : NULL;
+    memset(s->kstart, 0, sizeof s->kstart);
+    if (!s->kidx) return;                 /* none, or out of memory: key_ok scans them all */
+    int count[257] = {0};
+    for (int i = 0; i < s->keys.n; i++) count[s->keys.v[i].lit ? (unsigned char)s->keys.v[i].s[0] : 256]++;
+    int at = 0;
+    for (int b = 0; b < 257; b++) { s->kstart[b] = at; at += count[b]; }
+    int fill[257];
+    memcpy(fill, s->kstart, sizeof fill);
+    for (int i = 0; i < s->keys.n; i++) s->kidx[fill[s->keys.v[i].lit ? (unsigned char)s->keys.v[i].s[0] : 256]++] = i;
+}
 
 static int sel_copy(acl_sel *d, const acl_sel *s) {
     *d = *s;
+    d->kidx = NULL;                       /* rebuilt by user_refresh */
     return pats_copy(&d->keys, &s->keys) | pats_copy(&d->chans, &s->chans) | pats_copy(&d->fargs, &s->fargs);
 }
 
@@ -151,6 +197,7 @@ static void set_category(acl_sel *s, int cat, int on) {
 }
 
 static void user_refresh(px_acl_user *u) {
+    for (int i = 0; i < u->nsel; i++) sel_index(&u->sel[i]);
     acl_sel *r = &u->sel[0];
     u->unrestricted = (r->flags & SEL_ALLKEYS) && (r->flags & SEL_ALLCHANNELS) && all_commands(r) && !r->fargs.n;
 }
@@ -607,10 +654,24 @@ static void log_denied(px_conn *c, int reason, int context, fd_command *cmd, int
 
 /* ------------------------------------------------------------ check */
 
-static int key_ok(const acl_sel *s, const resp_arg *k, int need) {
-    for (int i = 0; i < s->keys.n; i++) {
-        const acl_pat *p = &s->keys.v[i];
-        if ((p->perm & need) == need && resp_glob_match(p->s, p->len, k->ptr, k->len, 0)) return 1;
+static inline int key_ok(const acl_sel *s, const resp_arg *k, int need) {
+    if (!s->kidx) {
+        for (int i = 0; i < s->keys.n; i++) {
+            const acl_pat *p = &s->keys.v[i];
+            if ((p->perm & need) == need && pat_match(p, k->ptr, k->len)) return 1;
+        }
+        return 0;
+    }
+    /* the patterns whose prefix starts with the key's first byte, then
+     * those that start with a glob character */
+    int b = k->len ? (unsigned char)k->ptr[0] : 256;
+    for (int pass = 0; pass < 2; pass++, b = 256) {
+        if (pass && !k->len) break;       /* an empty key: only the glob-first ones, done above */
+        int end = b == 256 ? s->keys.n : s->kstart[b + 1];
+        for (int j = s->kstart[b]; j < end; j++) {
+            const acl_pat *p = &s->keys.v[s->kidx[j]];
+            if ((p->perm & need) == need && pat_match(p, k->ptr, k->len)) return 1;
+        }
     }
     return 0;
 }
@@ -619,41 +680,63 @@ static int chan_ok(const acl_sel *s, const resp_arg *ch, int literal) {
     for (int i = 0; i < s->chans.n; i++) {
         const acl_pat *p = &s->chans.v[i];
         if (literal ? (p->len == ch->len && !memcmp(p->s, ch->ptr, ch->len))
-                    : resp_glob_match(p->s, p->len, ch->ptr, ch->len, 0)) return 1;
+                    : pat_match(p, ch->ptr, ch->len)) return 1;
     }
     return 0;
 }
 
+/* What the check needs of each command, computed once from the table. */
+typedef struct acl_cmdinfo {
+    unsigned char need;      /* KEY_R / KEY_W: an approximation of Redis's key specs (docs/acl.md) */
+    unsigned char chan;      /* 0, or 'p' PUBLISH/SPUBLISH, 's' (S)SUBSCRIBE, 'P' PSUBSCRIBE, 'u' SUNSUBSCRIBE */
+    short         one_key;   /* the position of its only key (fixed), or 0: fd_command_keys */
+} acl_cmdinfo;
+static acl_cmdinfo cmdinfo[FD_CMD_COUNT];
+
+static void cmdinfo_init(void) {
+    for (int id = 0; id < FD_CMD_COUNT; id++) {
+        const fd_command *c = fd_command_by_id(id);
+        acl_cmdinfo *ci = &cmdinfo[id];
+        ci->need = id == FD_CMD_sort ? KEY_R : (c->flags & FD_CMD_WRITE) ? KEY_W
+                 : (c->flags & FD_CMD_READONLY) ? KEY_R : KEY_R | KEY_W;   /* SORT reads its key */
+        ci->chan = (id == FD_CMD_publish || id == FD_CMD_spublish) ? 'p'
+                 : (id == FD_CMD_subscribe || id == FD_CMD_ssubscribe) ? 's'
+                 : id == FD_CMD_psubscribe ? 'P' : id == FD_CMD_sunsubscribe ? 'u' : 0;
+        if (c->first_key > 0 && c->last_key == c->first_key &&
+            !(c->flags & (FD_CMD_NUMKEYS1 | FD_CMD_NUMKEYS2 | FD_CMD_STREAMKEYS)))
+            ci->one_key = (short)c->first_key;
+    }
+}
+
 static int sel_check(const acl_sel *s, fd_command *cmd, int argc, resp_arg *argv, int *errpos) {
-    int id = cmd->id, bit = get_bit(s, id), ok = bit;
-    for (int i = 0; i < s->fargs.n; i++) {
+    int id = cmd->id, ok = get_bit(s, id);
+    for (int i = 0; i < s->fargs.n; i++) {   /* usually none */
         const acl_pat *p = &s->fargs.v[i];
         if (p->id == id && argc > 1 && p->len == argv[1].len && !strncasecmp(p->s, argv[1].ptr, p->len)) ok = p->perm > 0;
     }
     if (!ok) { *errpos = 0; return PX_ACL_DENIED_CMD; }
-    int is_chan = id == FD_CMD_publish || id == FD_CMD_spublish || id == FD_CMD_subscribe ||
-                  id == FD_CMD_ssubscribe || id == FD_CMD_psubscribe || id == FD_CMD_sunsubscribe;
-    if (!(s->flags & SEL_ALLKEYS) && !is_chan) {
-        /* an approximation of Redis's key specs (docs/acl.md): SORT reads its key */
-        int need = id == FD_CMD_sort ? KEY_R : (cmd->flags & FD_CMD_WRITE) ? KEY_W
-                 : (cmd->flags & FD_CMD_READONLY) ? KEY_R : KEY_R | KEY_W;
-        int small[64], *pos = small, max = 64;
-        int n = fd_command_keys(cmd, argc, argv, pos, max);
-        if (n == max && argc > max && (pos = malloc((size_t)argc * sizeof *pos)) != NULL)
-            n = fd_command_keys(cmd, argc, argv, pos, argc);
-        else if (pos == NULL) pos = small;
-        for (int i = 0; i < n; i++)
-            if (!key_ok(s, &argv[pos[i]], need)) {
-                *errpos = pos[i];
-                if (pos != small) free(pos);
-                return PX_ACL_DENIED_KEY;
+    const acl_cmdinfo *ci = &cmdinfo[id];
+    if (!(s->flags & SEL_ALLKEYS) && !ci->chan) {
+        if (ci->one_key) {                                   /* most commands: one key, no list */
+            if (ci->one_key < argc && !key_ok(s, &argv[ci->one_key], ci->need)) { *errpos = ci->one_key; return PX_ACL_DENIED_KEY; }
+        } else {
+            int small[64], *pos = small;
+            int n = fd_command_keys(cmd, argc, argv, pos, 64);
+            if (n == 64 && argc > 64) {
+                if (!(pos = malloc((size_t)argc * sizeof *pos))) { *errpos = 0; return PX_ACL_DENIED_KEY; }   /* fail closed */
+                n = fd_command_keys(cmd, argc, argv, pos, argc);
             }
-        if (pos != small) free(pos);
+            int denied = 0;
+            for (int i = 0; i < n && !denied; i++)
+                if (!key_ok(s, &argv[pos[i]], ci->need)) { *errpos = pos[i]; denied = 1; }
+            if (pos != small) free(pos);
+            if (denied) return PX_ACL_DENIED_KEY;
+        }
     }
-    if (!(s->flags & SEL_ALLCHANNELS) && is_chan && id != FD_CMD_sunsubscribe) {
-        int last = (id == FD_CMD_publish || id == FD_CMD_spublish) ? 1 : argc - 1;
+    if (!(s->flags & SEL_ALLCHANNELS) && ci->chan && ci->chan != 'u') {
+        int last = ci->chan == 'p' ? 1 : argc - 1;
         for (int i = 1; i <= last && i < argc; i++)
-            if (!chan_ok(s, &argv[i], id == FD_CMD_psubscribe)) { *errpos = i; return PX_ACL_DENIED_CHANNEL; }
+            if (!chan_ok(s, &argv[i], ci->chan == 'P')) { *errpos = i; return PX_ACL_DENIED_CHANNEL; }
     }
     return PX_ACL_OK;
 }
@@ -683,6 +766,11 @@ static int sort_needs_all_keys(int argc, resp_arg *argv, int *errpos) {
 
 static int user_check(const px_acl_user *u, fd_command *cmd, int argc, resp_arg *argv, int *errpos) {
     if (u->unrestricted || (cmd->flags & FD_CMD_NOAUTH)) return PX_ACL_OK;
+    if (u->nsel == 1 && cmd->id != FD_CMD_sort && cmd->id != FD_CMD_sort_ro) {   /* the usual case */
+        int pos = 0, r = sel_check(&u->sel[0], cmd, argc, argv, &pos);
+        if (errpos) *errpos = pos;
+        return r;
+    }
     int relevant = PX_ACL_DENIED_CMD, last = 0;
     if (cmd->id == FD_CMD_sort || cmd->id == FD_CMD_sort_ro) {
         int pos = 0, sortr = sort_needs_all_keys(argc, argv, &pos), any = 0;
@@ -774,6 +862,7 @@ void px_acl_reply_script(px_conn *c, resp_out *o, int reason, fd_command *cmd, i
 
 void px_acl_init(void) {
     if (default_user) return;
+    cmdinfo_init();
     default_user = user_new("default", 7);
     if (!default_user) { px_log(PX_LOG_WARNING, "ACL: out of memory"); abort(); }
     static const char *const rules[] = {"on", "nopass", "~*", "&*", "+@all"};
