@@ -3,6 +3,7 @@
 #include "acl.h"
 #include "sha256.h"
 #include "builtin.h"
+#include "pubsub.h"
 #include "log.h"
 #include "config.h"
 
@@ -568,6 +569,8 @@ static void describe_commands(sbuf *b, const acl_sel *s) {
             }
     }
     sb_trim(b);
+    sel_free(&fake);                      /* the subcommand rules categories set */
+    sel_free(&temp);
 }
 
 static void describe_selector(sbuf *b, const acl_sel *s) {
@@ -916,6 +919,27 @@ px_acl_user *px_acl_authenticate(px_conn *c, const resp_arg *cmdname, const char
     return NULL;
 }
 
+static int sub_denied(void *ud, int kind, const char *name, size_t len) {
+    const acl_sel *s = ud;
+    resp_arg a = {(char *)name, len};   /* only read */
+    return !chan_ok(s, &a, kind == 1);   /* a pattern must be one of the user's, literally */
+}
+
+/* Redis 7.0 (ACLKillPubsubClientsIfNeeded): after a change of u's rules,
+ * its clients subscribed to a channel or pattern its root selector no
+ * longer allows are disconnected. */
+static void kill_lost_subscribers(px_acl_user *u, px_conn *current) {
+    const acl_sel *r = &u->sel[0];
+    if (r->flags & SEL_ALLCHANNELS) return;
+    for (px_conn *x = px_srv.clients; x; x = x->next) {
+        if ((x->user ? x->user : default_user) != u || !x->ps || !px_pubsub_each(x, sub_denied, (void *)r)) continue;
+        x->flags |= PX_CONN_CLOSE_AFTER_REPLY;
+        if (x->blk || x != current) x->flags |= PX_CONN_CLOSE_ASAP;
+        ev_io_stop(px_srv.loop, &x->rio);
+        px_conn_touch(x);
+    }
+}
+
 /* Create or change a user from rules; 0, or -1 with err. Clients of a
  * changed user are disconnected (current: after its reply). */
 static int setuser(const char *name, size_t nlen, int n, const resp_arg *rules, px_conn *current, char *err, size_t errlen) {
@@ -932,8 +956,7 @@ static int setuser(const char *name, size_t nlen, int n, const resp_arg *rules, 
     *old = *u;
     *u = tmp;
     user_free(u);
-    if (old == default_user) return 0;   /* Redis does not disconnect on a changed default user */
-    (void)current;
+    kill_lost_subscribers(old, current);
     return 0;
 }
 

@@ -45,6 +45,17 @@ static size_t capmons;
 static const char *const kind_sub[PS_NKINDS] = {"subscribe", "psubscribe", "ssubscribe"};
 static const char *const kind_unsub[PS_NKINDS] = {"unsubscribe", "punsubscribe", "sunsubscribe"};
 
+int px_pubsub_each(const px_conn *c, int (*fn)(void *ud, int kind, const char *name, size_t len), void *ud) {
+    if (!c->ps) return 0;
+    for (int k = 0; k < PS_NKINDS; k++)
+        for (size_t i = 0; i < c->ps->n[k]; i++) {
+            const px_strent *e = c->ps->subs[k][i]->ch->e;
+            int r = fn(ud, k, e->name, e->len);
+            if (r) return r;
+        }
+    return 0;
+}
+
 void px_pubsub_stats(uint64_t *channels, uint64_t *patterns, uint64_t *shard) {
     *channels = names[FD_PS_CHANNEL].count;
     *patterns = names[FD_PS_PATTERN].count;

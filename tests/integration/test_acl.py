@@ -130,6 +130,24 @@ def deluser_closes_its_connections():
 
 
 @T.case
+def setuser_closes_subscribers_that_lose_a_channel():
+    """Redis 7.0: after ACL SETUSER, a client of the user subscribed to a
+    channel its rules no longer allow is disconnected; the others stay."""
+    s = start_frontdoor()
+    a = admin(s)                               # alice: &news
+    a.cmd("ACL", "SETUSER", "alice", "&sports")
+    sub1, sub2, other = s.conn(), s.conn(), s.conn()
+    for c in (sub1, sub2, other):
+        check(c.cmd("AUTH", "alice", "s3cret") == b"+OK\r\n", "AUTH")
+    sub1.cmd("SUBSCRIBE", "news")
+    sub2.cmd("SUBSCRIBE", "sports")
+    check(a.cmd("ACL", "SETUSER", "alice", "resetchannels", "&sports") == b"+OK\r\n", "news taken away")
+    check(not sub1.is_open(wait=1.0), "the news subscriber is closed")
+    check(sub2.is_open(wait=0.3), "the sports subscriber stays")
+    check(other.cmd("PING") == b"+PONG\r\n", "a client not subscribed stays")
+
+
+@T.case
 def requirepass_is_the_default_users_password():
     s = start_frontdoor(requirepass="pw1")
     c = s.conn(auth=False)
