@@ -115,6 +115,7 @@ def noperm_as_redis():
         a.cmd("ACL", "LOG", "RESET")
         a.cmd("ACL", "SETUSER", "u1", "on", ">pw", "-@all", "+get", "+set", "+mget", "+publish", "+subscribe",
               "+psubscribe", "+multi", "+exec", "+config|get", "+client|id", "+ping", "+eval",
+              "+blpop", "+lmpop", "+xread", "+zunion", "+mset",
               "~k*", "%R~r*", "&ch*")
         a.cmd("SET", "r1", "v")
         d = user_conn(resp3, "u1", "pw")
@@ -132,6 +133,15 @@ def noperm_as_redis():
         d.cmd("CLIENT", "INFO")
         d.cmd("PUBLISH", "ch1", "m")
         d.cmd("PUBLISH", "other", "m")
+        d.cmd("BLPOP", "k9", "zz", "0.01")         # blocking: every key
+        d.cmd("BLPOP", "k9", "0.01")
+        d.cmd("LMPOP", "2", "k1", "zz", "LEFT")    # NUMKEYS
+        d.cmd("ZUNION", "2", "k1", "k2")
+        d.cmd("ZUNION", "2", "k1", "zz")
+        d.cmd("XREAD", "STREAMS", "k1", "zz", "0", "0")
+        d.cmd("XREAD", "COUNT", "1", "STREAMS", "k1", "0")
+        d.cmd("MSET", "k1", "a", "zz", "b")        # every other argument
+        d.cmd("MSET", "k1", "a", "k2", "zz")
         d.cmd("EVAL", "return 1", "1", "zz")       # a script's keys
         d.cmd("EVAL", "return redis.call('get', KEYS[1])", "1", "k1")
         d.cmd("EVAL", "return redis.call('del', KEYS[1])", "1", "k1")       # redis.call: the same check
