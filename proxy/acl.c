@@ -768,7 +768,16 @@ static int sort_needs_all_keys(int argc, resp_arg *argv, int *errpos) {
 }
 
 static int user_check(const px_acl_user *u, fd_command *cmd, int argc, resp_arg *argv, int *errpos) {
-    if (u->unrestricted || (cmd->flags & FD_CMD_NOAUTH)) return PX_ACL_OK;
+    if (u->unrestricted) return PX_ACL_OK;
+    if (!cmd) {                           /* unknown to the table (a Redis backend's) */
+        if (errpos) *errpos = 0;
+        for (int i = 0; i < u->nsel; i++) {
+            int f = u->sel[i].flags;
+            if ((f & SEL_FUTURE) && (f & SEL_ALLKEYS) && (f & SEL_ALLCHANNELS)) return PX_ACL_OK;
+        }
+        return PX_ACL_DENIED_CMD;
+    }
+    if (cmd->flags & FD_CMD_NOAUTH) return PX_ACL_OK;
     if (u->nsel == 1 && cmd->id != FD_CMD_sort && cmd->id != FD_CMD_sort_ro) {   /* the usual case */
         int pos = 0, r = sel_check(&u->sel[0], cmd, argc, argv, &pos);
         if (errpos) *errpos = pos;
@@ -808,9 +817,14 @@ int px_acl_restricted(const px_conn *c) {
     return u && !u->unrestricted;
 }
 
-/* The command's name as Redis reports it: "config|get" for a container. */
+/* The command's name as Redis reports it: "config|get" for a container;
+ * a command the table does not know by its name, in lower case. */
 static void full_name(char *buf, size_t len, fd_command *cmd, int argc, resp_arg *argv) {
-    if ((cmd->flags & FD_CMD_CONTAINER) && argc > 1) {
+    if (!cmd) {
+        int n = snprintf(buf, len, "%.*s", (int)(argv[0].len > 64 ? 64 : argv[0].len), argv[0].ptr);
+        for (int i = 0; i < n && (size_t)i < len; i++)
+            if (buf[i] >= 'A' && buf[i] <= 'Z') buf[i] += 32;
+    } else if ((cmd->flags & FD_CMD_CONTAINER) && argc > 1) {
         int n = snprintf(buf, len, "%s|%.*s", cmd->name, (int)(argv[1].len > 64 ? 64 : argv[1].len), argv[1].ptr);
         for (int i = (int)cmd->namelen; i < n && (size_t)i < len; i++)
             if (buf[i] >= 'A' && buf[i] <= 'Z') buf[i] += 32;

@@ -46,7 +46,10 @@ px_acl_user *px_acl_authenticate(px_conn *c, const resp_arg *cmdname, const char
 /* Is c's user allowed to run cmd with these arguments (command, keys from
  * the table's key positions, channels)? PX_ACL_OK or the reason; *errpos
  * (may be NULL) is the offending argument. Before AUTH commands (NA) are
- * always allowed. An unrestricted user costs one flag test. */
+ * always allowed. An unrestricted user costs one flag test. cmd NULL: a
+ * command the table does not know, for a Redis backend to answer: allowed
+ * only by a selector with allcommands (+@all), allkeys and allchannels
+ * (its keys cannot be told). */
 int  px_acl_check(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, int *errpos);
 /* Is c's user limited in any way (not every command, key and channel)?
  * Then scripts run in frontdoor's engine on every backend, so that their

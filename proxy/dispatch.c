@@ -209,23 +209,19 @@ void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t r
     size_t out0 = c->out.len;                      /* a rejection's error: errorstats */
     px_srv.total_commands++;
     if (px_srv.script_running && px_script_refuse_busy(c, cmd, argc, argv)) goto rejected;
-    if (!cmd) {
-        /* a backend that is itself a Redis server answers what we don't know */
-        if (px_srv.primary && px_srv.primary->b.ops->passthrough && c->authed) {
-            if (c->multi) { px_multi_queue(c, NULL, argc, argv); return; }
-            px_forward(c, NULL, argc, argv, raw, rawlen);
-            return;
-        }
+    /* a backend that is itself a Redis server answers what we don't know */
+    int passthrough = !cmd && px_srv.primary && px_srv.primary->b.ops->passthrough && c->authed;
+    if (!cmd && !passthrough) {
         resp_add_unknown_command(&c->out, argc, argv);
         px_multi_flag_error(c);
         goto rejected;
     }
-    if ((cmd->arity > 0 && argc != cmd->arity) || (cmd->arity < 0 && argc < -cmd->arity)) {
+    if (cmd && ((cmd->arity > 0 && argc != cmd->arity) || (cmd->arity < 0 && argc < -cmd->arity))) {
         resp_add_errorf(&c->out, "ERR wrong number of arguments for '%s' command", cmd->name);
         px_multi_flag_error(c);
         goto rejected;
     }
-    if (!c->authed && !(cmd->flags & FD_CMD_NOAUTH)) {
+    if (cmd && !c->authed && !(cmd->flags & FD_CMD_NOAUTH)) {
         resp_add_error(&c->out, "NOAUTH Authentication required.");
         px_multi_flag_error(c);
         goto rejected;
@@ -235,6 +231,11 @@ void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t r
         px_acl_reply_denied(c, &c->out, acl, cmd, argc, argv, acl_pos);
         px_multi_flag_error(c);
         goto rejected;
+    }
+    if (!cmd) {                          /* passthrough */
+        if (c->multi) { px_multi_queue(c, NULL, argc, argv); return; }
+        px_forward(c, NULL, argc, argv, raw, rawlen);
+        return;
     }
     if (c->ps && px_pubsub_denied(c, cmd)) goto rejected;   /* RESP2 subscribed mode */
     if (c->multi && !(cmd->flags & FD_CMD_IN_MULTI)) {

@@ -239,6 +239,27 @@ def aclfile_round_trip():
 
 
 @T.case
+def commands_unknown_to_frontdoor_on_a_redis_backend():
+    """The redis backend answers commands frontdoor's table does not know
+    (LOLWUT): a user gets them only with allcommands, allkeys, allchannels."""
+    if frontdoor_is_redis():
+        skip("frontdoor is a redis-server stand-in")
+    s = start_frontdoor(backend="redis")
+    a = s.conn()
+    check(a.cmd("LOLWUT").startswith(b"$"), "the default user: forwarded", a.cmd("LOLWUT"))
+    a.cmd("ACL", "SETUSER", "narrow", "on", ">pw", "-@all", "+get", "~*", "&*")
+    a.cmd("ACL", "SETUSER", "wide", "on", ">pw", "+@all", "-get", "~*", "&*")
+    a.cmd("ACL", "SETUSER", "keyed", "on", ">pw", "+@all", "~k*", "&*")
+    n, w, k = s.conn(), s.conn(), s.conn()
+    n.cmd("AUTH", "narrow", "pw"); w.cmd("AUTH", "wide", "pw"); k.cmd("AUTH", "keyed", "pw")
+    check(n.cmd("LOLWUT") == b"-NOPERM this user has no permissions to run the 'lolwut' command\r\n", "narrow",
+          n.cmd("LOLWUT"))
+    check(w.cmd("lolwut").startswith(b"$"), "wide (+@all): forwarded", w.cmd("lolwut"))
+    check(k.cmd("LOLWUT").startswith(b"-NOPERM"), "key patterns: its keys cannot be told", k.cmd("LOLWUT"))
+    check(n.cmd("MULTI") .startswith(b"-NOPERM"), "narrow has no MULTI either")
+
+
+@T.case
 def redis_user_upstream():
     """redis-user: the redis backend authenticates as an ACL user of its
     server (AUTH user password on every connection)."""
