@@ -227,6 +227,35 @@ def categories(raw):
 
 
 @T.case
+def container_subcommands_as_redis():
+    """-@dangerous refuses ACL SETUSER and CLIENT KILL/LIST but not ACL
+    WHOAMI or CLIENT ID (their subcommands' own categories)."""
+    for resp3 in (False, True):
+        a = both(resp3)
+        a.cmd("ACL", "SETUSER", "op", "on", ">pw", "~*", "&*", "+@all", "-@dangerous")
+        a.cmd("ACL", "GETUSER", "op")
+        a.cmd("ACL", "SETUSER", "ro", "on", ">pw", "~*", "-@all", "+@connection", "-client|setname")
+        a.cmd("ACL", "GETUSER", "ro")
+        d = user_conn(resp3, "op", "pw")
+        d.cmd("ACL", "WHOAMI")
+        d.cmd("ACL", "SETUSER", "x")
+        d.cmd("ACL", "list")
+        d.cmd("CLIENT", "ID", norm=lambda r: r[:1])
+        d.cmd("CLIENT", "KILL", "ID", "999999")
+        d.cmd("CLIENT", "list")
+        d.cmd("KEYS", "*")
+        d.cmd("FLUSHALL")
+        e = user_conn(resp3, "ro", "pw")
+        e.cmd("CLIENT", "GETNAME")
+        e.cmd("CLIENT", "SETNAME", "n")
+        e.cmd("ECHO", "x")
+        e.cmd("GET", "x")
+        a.cmd("ACL", "DELUSER", "op", "ro")
+        for x in (a, d, e):
+            finish(x, resp3)
+
+
+@T.case
 def sort_patterns_as_redis():
     """SORT's BY pattern and GET need read access to every key (Redis 7.0)."""
     for resp3 in (False, True):
