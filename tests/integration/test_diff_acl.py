@@ -136,7 +136,7 @@ def noperm_as_redis():
         d.cmd("BLPOP", "k9", "zz", "0.01")         # blocking: every key
         d.cmd("BLPOP", "k9", "0.01")
         d.cmd("LMPOP", "2", "k1", "zz", "LEFT")    # NUMKEYS
-        d.cmd("ZUNION", "2", "k1", "k2")
+        d.cmd("ZUNION", "2", "k{t}1", "k{t}2")     # one slot (redis-cluster)
         d.cmd("ZUNION", "2", "k1", "zz")
         d.cmd("XREAD", "STREAMS", "k1", "zz", "0", "0")
         d.cmd("XREAD", "COUNT", "1", "STREAMS", "k1", "0")
@@ -270,7 +270,8 @@ def sort_patterns_as_redis():
         d.cmd("SORT_RO", "k1", "GET", "#")
         d.cmd("ACL", "LOG", "1", norm=log_norm)
         e = user_conn(resp3, "s2", "pw")
-        e.cmd("SORT", "k1", "BY", "w_*", "GET", "#")
+        if os.environ.get("FD_BACKEND") != "redis-cluster":   # a cluster refuses BY patterns itself
+            e.cmd("SORT", "k1", "BY", "w_*", "GET", "#")
         a.cmd("ACL", "DRYRUN", "s1", "sort", "k1", "by", "w_*")
         a.cmd("ACL", "DELUSER", "s1", "s2")
         a.cmd("DEL", "k1", "k2")
