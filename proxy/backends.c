@@ -161,6 +161,7 @@ px_backend *px_backend_open(const px_backend_settings *bs, const char *role, cha
         .redis_pool_size = (int)s->redis_pool_size,
         .redis_blocking_pool_size = (int)s->redis_blocking_pool_size,
         .redis_password = s->redis_password,
+        .redis_user = s->redis_user,
         .redis_db = (int)s->redis_db,
         .redis_cluster_seeds = s->redis_cluster_seeds,
         .backend_timeout_ms = s->backend_timeout,

@@ -9,6 +9,7 @@
 #include "backends.h"
 #include "config.h"
 #include "log.h"
+#include "acl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,25 +54,25 @@ void px_cmd_quit(px_conn *c, int argc, resp_arg *argv) {
     c->flags |= PX_CONN_CLOSE_AFTER_REPLY;
 }
 
-/* 1 if (user, pass) authenticates the default user. */
-static int check_password(const resp_arg *user, const resp_arg *pass) {
-    if (user && !resp_arg_is(&*user, "default")) return 0;
-    const char *want = px_cfg.requirepass;
-    if (!want[0]) return 1;          /* default user without a password: any password */
-    return pass->len == strlen(want) && memcmp(pass->ptr, want, pass->len) == 0;
+/* The user (user, pass) authenticates (no user: default), or NULL. */
+static px_acl_user *check_password(px_conn *c, const resp_arg *cmdname, const resp_arg *user, const resp_arg *pass) {
+    if (!user) return px_acl_authenticate(c, cmdname, "default", 7, pass->ptr, pass->len);
+    return px_acl_authenticate(c, cmdname, user->ptr, user->len, pass->ptr, pass->len);
 }
 
 static const char wrongpass[] = "WRONGPASS invalid username-password pair or user is disabled.";
 
 void px_cmd_auth(px_conn *c, int argc, resp_arg *argv) {
     if (argc > 3) { resp_add_error(&c->out, "ERR syntax error"); return; }
-    if (argc == 2 && !px_cfg.requirepass[0]) {
+    if (argc == 2 && px_acl_default_noauth()) {
         resp_add_error(&c->out, "ERR AUTH <password> called without any password configured for the default user. "
                                 "Are you sure your configuration is correct?");
         return;
     }
-    if (check_password(argc == 3 ? &argv[1] : NULL, &argv[argc - 1])) {
+    px_acl_user *u = check_password(c, &argv[0], argc == 3 ? &argv[1] : NULL, &argv[argc - 1]);
+    if (u) {
         c->authed = 1;
+        c->user = u;
         resp_add_simple(&c->out, "OK", 2);
     } else {
         px_log(PX_LOG_VERBOSE, "client %llu (%s): failed AUTH", (unsigned long long)c->id, c->addr);
@@ -110,8 +111,10 @@ void px_cmd_hello(px_conn *c, int argc, resp_arg *argv) {
         if (resp_arg_is(&argv[j], "AUTH") && more >= 2) {
             /* Redis 7.0 authenticates as it reads the option: a wrong password
              * is reported before a later option's syntax error */
-            if (!check_password(&argv[j + 1], &argv[j + 2])) { resp_add_error(&c->out, wrongpass); return; }
+            px_acl_user *u = check_password(c, &argv[0], &argv[j + 1], &argv[j + 2]);
+            if (!u) { resp_add_error(&c->out, wrongpass); return; }
             c->authed = 1;
+            c->user = u;
             j += 2;
         } else if (resp_arg_is(&argv[j], "SETNAME") && more >= 1) { name = &argv[j + 1]; j++; }
         else {
@@ -178,14 +181,11 @@ static void add_flags(resp_out *o, const fd_command *cmd) {
         if (cmd->flags & names[i].bit) resp_add_status(o, names[i].name);
 }
 
-/* Is cmd in the ACL category cat (no '@', any case)? The categories
- * COMMAND INFO reports: @write, @read, @fast by flag, and @<group>. */
+/* Is cmd in the ACL category cat (no '@', any case)? As COMMAND INFO
+ * reports them (a container has none: its subcommands do). */
 static int command_in_category(const fd_command *cmd, const char *cat, size_t len) {
-#define IS(lit) (len == sizeof lit - 1 && strncasecmp(cat, lit, len) == 0)
-    return (IS("write") && (cmd->flags & FD_CMD_WRITE)) || (IS("read") && (cmd->flags & FD_CMD_READONLY)) ||
-           (IS("fast") && (cmd->flags & FD_CMD_FAST)) ||
-           (strlen(cmd->group) == len && strncasecmp(cmd->group, cat, len) == 0);
-#undef IS
+    int k = fd_category_lookup(cat, len);
+    return k >= 0 && (!(cmd->flags & FD_CMD_CONTAINER) || k == FD_CAT_SLOW) && (fd_command_categories(cmd) >> k & 1);
 }
 
 /* COMMAND LIST's FILTERBY (Redis 7.0): kind 0 none, 'm' MODULE (frontdoor
@@ -208,14 +208,15 @@ static void add_command_info(resp_out *o, const fd_command *cmd) {
     resp_add_int(o, cmd->first_key);
     resp_add_int(o, cmd->last_key);
     resp_add_int(o, cmd->key_step);
-    char cat[32];
-    snprintf(cat, sizeof cat, "@%s", cmd->group);
-    int nc = 1 + ((cmd->flags & FD_CMD_WRITE) != 0) + ((cmd->flags & FD_CMD_READONLY) != 0) + ((cmd->flags & FD_CMD_FAST) != 0);
-    resp_add_set(o, nc);
-    if (cmd->flags & FD_CMD_WRITE) resp_add_status(o, "@write");
-    if (cmd->flags & FD_CMD_READONLY) resp_add_status(o, "@read");
-    resp_add_status(o, cat);
-    if (cmd->flags & FD_CMD_FAST) resp_add_status(o, "@fast");
+    uint32_t cats = fd_command_categories(cmd);
+    if (cmd->flags & FD_CMD_CONTAINER) cats &= 1u << FD_CAT_SLOW;   /* a container: @slow (Redis 7.0) */
+    resp_add_set(o, __builtin_popcount(cats));
+    for (int k = 0; k < FD_CAT_COUNT; k++)
+        if (cats >> k & 1) {
+            char cat[32];
+            snprintf(cat, sizeof cat, "@%s", fd_category_name(k));
+            resp_add_status(o, cat);
+        }
     resp_add_array(o, 0);   /* tips */
     resp_add_array(o, 0);   /* key specs (legacy positions above) */
     resp_add_array(o, 0);   /* subcommands */
@@ -425,19 +426,20 @@ void px_cmd_config(px_conn *c, int argc, resp_arg *argv) {
 
 /* ---------------------------------------------------------------- CLIENT */
 
-static void client_line(px_conn *x, char *buf, size_t len) {
+void px_client_line(px_conn *x, char *buf, size_t len) {
     ev_tstamp now = ev_now(px_srv.loop);
     size_t nsub[3];
     px_pubsub_client_counts(x, nsub);
     snprintf(buf, len,
              "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=%d sub=%zu psub=%zu ssub=%zu "
              "multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu rbp=%zu obl=%zu oll=0 omem=%zu "
-             "tot-mem=%zu events=r cmd=%s user=default redir=-1 resp=%d",
+             "tot-mem=%zu events=r cmd=%s user=%s redir=-1 resp=%d",
              (unsigned long long)x->id, x->addr, x->laddr, x->fd, x->name ? x->name : "",
              (long long)(now - x->created), (long long)(now - x->last_interaction),
              x->monitor ? "O" : x->blk ? "b" : nsub[0] + nsub[1] + nsub[2] ? "P" : "N", x->db, nsub[0], nsub[1], nsub[2],
              x->rlen - x->rpos, x->rcap - x->rlen, x->rcap, x->rlen, x->out.len - x->wpos, x->out.cap,
-             sizeof *x + x->rcap + x->out.cap, x->lastcmd ? x->lastcmd->name : "NULL", x->out.proto);
+             sizeof *x + x->rcap + x->out.cap, x->lastcmd ? x->lastcmd->name : "NULL", px_acl_username(x->user),
+             x->out.proto);
 }
 
 void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
@@ -460,7 +462,7 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
         else resp_add_null(&c->out);
     } else if (resp_arg_is(&*sub, "INFO")) {
         if (argc != 2) { reply_subcmd_arity(c, "client", sub); return; }
-        client_line(c, line, sizeof line);
+        px_client_line(c, line, sizeof line);
         size_t l = strlen(line);
         line[l] = '\n';
         resp_add_verbatim(&c->out, "txt", line, l + 1);
@@ -468,7 +470,7 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
         resp_out all;
         resp_out_init(&all, 2);
         for (px_conn *x = px_srv.clients; x; x = x->next) {
-            client_line(x, line, sizeof line);
+            px_client_line(x, line, sizeof line);
             resp_out_raw(&all, line, strlen(line));
             resp_out_raw(&all, "\n", 1);
         }
@@ -482,6 +484,7 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
         int old = argc == 3, skipme = !old, type = -1;     /* type: 'n' normal, 'p' pubsub, 'x' none here */
         long long id = 0, killed = 0;
         const resp_arg *addr = old ? &argv[2] : NULL, *laddr = NULL;
+        px_acl_user *user = NULL;
         for (int i = 2; !old && i < argc; i += 2) {
             if (i + 1 >= argc) { resp_add_error(&c->out, "ERR syntax error"); return; }
             const resp_arg *opt = &argv[i], *val = &argv[i + 1];
@@ -504,7 +507,7 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
             } else if (resp_arg_is(opt, "LADDR")) {
                 laddr = val;
             } else if (resp_arg_is(opt, "USER")) {
-                if (!resp_arg_is(val, "default")) {     /* the one user (no ACL users) */
+                if (!(user = px_acl_lookup(val->ptr, val->len))) {
                     resp_add_errorf(&c->out, "ERR No such user '%.*s'", (int)val->len, val->ptr);
                     return;
                 }
@@ -521,6 +524,7 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
             if (addr && !(strlen(x->addr) == addr->len && !memcmp(x->addr, addr->ptr, addr->len))) continue;
             if (laddr && !(strlen(x->laddr) == laddr->len && !memcmp(x->laddr, laddr->ptr, laddr->len))) continue;
             if (id && x->id != (uint64_t)id) continue;
+            if (user && (x->user ? x->user : px_acl_default()) != user) continue;
             if (type != -1) {
                 size_t nsub[3];
                 px_pubsub_client_counts(x, nsub);
@@ -608,6 +612,7 @@ void px_cmd_reset(px_conn *c, int argc, resp_arg *argv) {
     c->db = 0;
     free(c->name);
     c->name = NULL;
-    c->authed = !px_cfg.requirepass[0];
+    c->user = NULL;                      /* the default user */
+    c->authed = px_acl_default_noauth();
     resp_add_simple(&c->out, "RESET", 5);
 }

@@ -15,4 +15,7 @@ void px_reply_help(px_conn *c, const char *cmd, const char *const *lines);
 #define PX_REDIS_COMPAT_VERSION "7.0.15"
 #define PX_VERSION "0.1.0"
 
+/* x's CLIENT LIST line (no newline) into buf (truncated to len). */
+void px_client_line(px_conn *x, char *buf, size_t len);
+
 #endif

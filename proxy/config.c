@@ -5,6 +5,7 @@
 #include "config.h"
 #include "log.h"
 #include "capture.h"   /* capture (issue 17) */
+#include "acl.h"       /* "user" lines (issue 29) */
 
 #include <ctype.h>
 #include <errno.h>
@@ -104,8 +105,11 @@ static const directive directives[] = {
     {"redis-cluster-seeds", T_STR, BOFF(redis_cluster_seeds), "", 0, 0, B, NULL},
     {"redis-db", T_INT, BOFF(redis_db), "0", 0, 1000000, B, NULL},
     {"redis-password", T_STR, BOFF(redis_password), "", 0, 0, B, NULL},
+    {"redis-user", T_STR, BOFF(redis_user), "", 0, 0, B, NULL},   /* ACL user upstream (docs/acl.md) */
     {"redis-pool-size", T_INT, BOFF(redis_pool_size), "4", 1, 1024, B, NULL},
     {"requirepass", T_STR, OFF(requirepass), "", 0, 0, 0, NULL},
+    {"aclfile", T_STR, OFF(aclfile), "", 0, 0, F_IMMUTABLE, NULL},                 /* acl.h */
+    {"acllog-max-len", T_INT, OFF(acllog_max_len), "128", 0, LLONG_MAX, 0, NULL},  /* acl.h */
     {"save", T_CONST, 0, "", 0, 0, F_IMMUTABLE, NULL},
     {"slowlog-log-slower-than", T_INT, OFF(slowlog_log_slower_than), "10000", -1, LLONG_MAX, 0, NULL},  /* slowlog.h */
     {"slowlog-max-len", T_INT, OFF(slowlog_max_len), "128", 0, LONG_MAX, 0, NULL},
@@ -494,6 +498,7 @@ static int apply_words(char **words, int n, char *err, size_t errlen, int depth)
         if (n != 2) { snprintf(err, errlen, "'%s' takes one file name", words[0]); return -1; }
         return load_file_depth(words[1], err, errlen, depth + 1);
     }
+    if (!strcasecmp(words[0], "user")) return px_acl_config_user(n - 1, words + 1, err, errlen);   /* acl.h */
     if (!find(words[0])) { snprintf(err, errlen, "unknown directive '%s'", words[0]); return -1; }
     if (n < 2) { snprintf(err, errlen, "directive '%s' needs a value", words[0]); return -1; }
     char value[4096], e2[256];

@@ -28,6 +28,7 @@ typedef struct px_backend_settings {
     long long redis_pool_size;
     long long redis_blocking_pool_size;  /* connections lent to blocked clients (BLPOP...) */
     char     *redis_password;
+    char     *redis_user;            /* AUTH user password on connect ("" = AUTH password) */
     long long redis_db;
     char     *redis_cluster_seeds;   /* redis-cluster backend: host:port[,host:port...] */
     long long backend_timeout;       /* ms: a network backend's request fails after this */
@@ -65,6 +66,8 @@ typedef struct px_settings {
     long long ab_stop_after;         /* mirror: stop after this many divergences (0 = never) */
     int       ab_mirror_order;       /* PX_AB_ORDER_*: when a copy on a key with primary writes in flight is sent */
     char     *requirepass;
+    char     *aclfile;               /* ACL users' file (proxy/acl.h; "" = none) */
+    long long acllog_max_len;        /* ACL LOG entries kept */
     long long maxclients;
     long long timeout;               /* seconds; 0 = never close idle clients */
     long long proto_max_bulk_len;

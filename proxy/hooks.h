@@ -94,6 +94,9 @@ typedef struct px_hooks {
     PX_HOOK_POINT(px_hook_reply, reply)
     /* a pending reply is forgotten without a reply (the backend did not take it) */
     PX_HOOK_POINT(px_hook_pending, forget)
+    /* a client connection was accepted, before its first read (e.g. the
+     * ACL's default user decides whether it starts authenticated) */
+    PX_HOOK_POINT(px_hook_conn, opened)
     /* px_conn_close: nonzero defers the close (the connection is in use) */
     PX_HOOK_POINT(px_hook_test, close_defer)
     /* px_conn_close: the connection goes (before its pending replies are orphaned) */

@@ -1,6 +1,7 @@
 /* pubsub.c — the pub/sub broker and MONITOR (see pubsub.h). Loop thread only. */
 #include "pubsub.h"
 #include "hooks.h"
+#include "slowlog.h"   /* px_arg_redacted */
 #include "backends.h"
 #include "blocking.h"
 #include "builtin.h"
@@ -44,6 +45,17 @@ static size_t capmons;
 
 static const char *const kind_sub[PS_NKINDS] = {"subscribe", "psubscribe", "ssubscribe"};
 static const char *const kind_unsub[PS_NKINDS] = {"unsubscribe", "punsubscribe", "sunsubscribe"};
+
+int px_pubsub_each(const px_conn *c, int (*fn)(void *ud, int kind, const char *name, size_t len), void *ud) {
+    if (!c->ps) return 0;
+    for (int k = 0; k < PS_NKINDS; k++)
+        for (size_t i = 0; i < c->ps->n[k]; i++) {
+            const px_strent *e = c->ps->subs[k][i]->ch->e;
+            int r = fn(ud, k, e->name, e->len);
+            if (r) return r;
+        }
+    return 0;
+}
 
 void px_pubsub_stats(uint64_t *channels, uint64_t *patterns, uint64_t *shard) {
     *channels = names[FD_PS_CHANNEL].count;
@@ -445,7 +457,8 @@ void px_monitor_feed(px_conn *c, const fd_command *cmd, int argc, const resp_arg
     resp_out_raw(&line, head, (size_t)(hl < (int)sizeof head ? hl : (int)sizeof head - 1));
     for (int i = 0; i < argc; i++) {
         if (i) resp_out_raw(&line, " ", 1);
-        add_repr(&line, argv[i].ptr, argv[i].len);
+        if (px_arg_redacted(cmd, argc, argv, i)) resp_out_raw(&line, "\"(redacted)\"", 12);   /* no secret */
+        else add_repr(&line, argv[i].ptr, argv[i].len);
     }
     resp_out_raw(&line, "\r\n", 2);
     for (size_t i = 0; i < px_monitors; i++) {

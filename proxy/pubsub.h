@@ -37,6 +37,10 @@ void px_pubsub_client_counts(const px_conn *c, size_t n[3]);
 int  px_pubsub_denied(px_conn *c, const fd_command *cmd);
 /* Drop every subscription of c and MONITOR, sending nothing (RESET, close). */
 void px_pubsub_reset(px_conn *c);
+/* Each of c's subscriptions: fn(ud, kind (0 channel, 1 pattern, 2 shard
+ * channel), name, len) until it returns non-zero, which is returned; 0 when
+ * every one was seen. (ACL: a user's subscribers losing a channel.) */
+int  px_pubsub_each(const px_conn *c, int (*fn)(void *ud, int kind, const char *name, size_t len), void *ud);
 /* The client is closing. */
 void px_pubsub_conn_closed(px_conn *c);
 

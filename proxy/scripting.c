@@ -1,6 +1,7 @@
 /* scripting.c — the Lua engine's host (scripting.h). */
 #include "scripting.h"
 #include "hooks.h"
+#include "acl.h"
 #include "script.h"
 #include "builtin.h"
 #include "backends.h"
@@ -45,6 +46,9 @@ static void target_call(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, r
     px_tap t = {twait_tap, &w};
     px_call(&(px_request){.be = target, .out = &scratch, .client_id = c->id, .cmd = cmd, .argc = argc, .argv = argv,
                           .detached = 1, .tap = &t, .clock = &clock});
+    /* a Redis backend writes its requests at the end of a turn, which does
+     * not come while a script runs (server.c): send this one now */
+    if (w.waiting && target->b.ops->passthrough && target->b.ops->end_turn) target->b.ops->end_turn(&target->b);
     if (w.waiting) {
         int rio = ev_is_active(&c->rio);
         if (rio) ev_io_stop(px_srv.loop, &c->rio);
@@ -60,7 +64,7 @@ static int host_call(void *ud, int argc, const resp_arg *argv, int resp, int che
     fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
     if (check_only) {
         if (!cmd) { resp_add_error(out, "ERR Invalid command passed to redis.acl_check_cmd()"); return 0; }
-        resp_add_int(out, 1);
+        resp_add_int(out, px_acl_check(c, cmd, argc, (resp_arg *)argv, NULL) == PX_ACL_OK);
         return 0;
     }
     if (!cmd) { resp_add_error(out, "ERR Unknown Redis command called from script"); return 0; }
@@ -70,6 +74,11 @@ static int host_call(void *ud, int argc, const resp_arg *argv, int resp, int che
     }
     if (cmd->flags & FD_CMD_NOSCRIPT) {
         resp_add_error(out, "ERR This Redis command is not allowed from script");
+        return 0;
+    }
+    int acl_pos, acl = px_acl_check(c, cmd, argc, (resp_arg *)argv, &acl_pos);   /* the same check as dispatch's */
+    if (acl != PX_ACL_OK) {
+        px_acl_reply_script(c, out, acl, cmd, argc, (resp_arg *)argv, acl_pos);
         return 0;
     }
     int write = (cmd->flags & FD_CMD_WRITE) != 0;
@@ -142,6 +151,12 @@ static int forwarded(px_conn *c, int argc, resp_arg *argv) {
         px_call_backend(c, cmd, argc, argv, c->cur_raw, c->cur_rawlen, c->out.proto, 1, kill_done, mark, NULL);
         return 1;
     }
+    /* ACL: a restricted user's script runs in frontdoor's engine, where
+     * each redis.call is checked (acl.h); the backend's Redis would run it
+     * as frontdoor's upstream user */
+    if (cmd && (cmd->id == FD_CMD_eval || cmd->id == FD_CMD_evalsha || cmd->id == FD_CMD_eval_ro ||
+                cmd->id == FD_CMD_evalsha_ro) && px_acl_restricted(c))
+        return 0;
     if (cmd) px_watch_touch_if_write(cmd, argc, argv);   /* its keys, for WATCH (multi.h) */
     px_forward(c, cmd, argc, argv, c->cur_raw, c->cur_rawlen);
     return 1;
@@ -163,7 +178,9 @@ static void run_eval(px_conn *c, px_backend *be, int argc, resp_arg *argv, resp_
     int was_atomic = c->atomic;
     c->atomic = 1;
     running = c;
-    target = be != px_srv.primary ? be : NULL;
+    /* a Redis backend as the primary is reached as a target too: its
+     * scripts run here only for a restricted ACL user (forwarded()) */
+    target = be != px_srv.primary || (be && be->b.ops->passthrough) ? be : NULL;
     px_srv.script_running = 1;
     if (fd_script_eval(e, argc, argv, out)) {
         px_log(PX_LOG_WARNING, "out of memory for a script's reply to client %llu: closing it", (unsigned long long)c->id);

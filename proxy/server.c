@@ -134,7 +134,7 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents) {
         if (getsockname(fd, (struct sockaddr *)&ls, &ll) == 0) sockaddr_text(&ls, c->laddr, sizeof c->laddr);
         resp_parser_init(&c->parser, px_cfg.proto_max_bulk_len);
         resp_out_init(&c->out, 2);
-        c->authed = !px_cfg.requirepass[0];
+        c->authed = !px_cfg.requirepass[0];   /* a hook may decide otherwise (ACL) */
         c->created = c->last_interaction = ev_now(loop);
         ev_io_init(&c->rio, on_read, fd, EV_READ);
         ev_io_init(&c->wio, on_write, fd, EV_WRITE);
@@ -144,6 +144,7 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents) {
         if (c->next) c->next->prev = c;
         px_srv.clients = c;
         px_srv.nclients++;
+        PX_HOOK_RUN(opened, c);
     }
 }
 

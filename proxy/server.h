@@ -40,6 +40,7 @@ typedef struct px_conn {
     size_t     wpos, safe;
     /* session */
     int        authed;
+    struct px_acl_user *user;            /* proxy/acl.h: NULL = default */
     int        db;
     char      *name;
     char       addr[64], laddr[64];

@@ -34,10 +34,11 @@ static long long slow_len, slow_next_id;
 static int slowlog_on(void) { return px_cfg.slowlog_log_slower_than >= 0 && px_cfg.slowlog_max_len > 0; }
 
 /* Redis hides these arguments: AUTH's, HELLO's AUTH pair, CONFIG SET's
- * secrets. */
-static int redacted(const fd_command *cmd, int argc, const resp_arg *argv, int j) {
+ * secrets, ACL SETUSER's name and rules. */
+int px_arg_redacted(const fd_command *cmd, int argc, const resp_arg *argv, int j) {
     if (!cmd) return 0;
     if (cmd->id == FD_CMD_auth) return j >= 1;
+    if (cmd->id == FD_CMD_acl) return argc >= 3 && j >= 2 && resp_arg_is(&argv[1], "SETUSER");
     if (cmd->id == FD_CMD_hello) {
         for (int i = 2; i + 2 < argc; i++)
             if (resp_arg_is(&argv[i], "AUTH")) { if (j == i + 1 || j == i + 2) return 1; }
@@ -61,7 +62,7 @@ static size_t kept_arg(const fd_command *cmd, int argc, const resp_arg *argv, in
     if (n != argc && j == n - 1) {
         head = tail;
         hn = (size_t)snprintf(tail, sizeof tail, "... (%d more arguments)", argc - n + 1);
-    } else if (redacted(cmd, argc, argv, j)) {
+    } else if (px_arg_redacted(cmd, argc, argv, j)) {
         head = "(redacted)";
         hn = 10;
     } else if (hn > SLOW_MAX_STRING) {

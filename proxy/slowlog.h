@@ -80,4 +80,9 @@ extern uint64_t px_rejected_calls[FD_CMD_COUNT];
 /* Register this feature's hooks (hooks.h): main.c, once at start-up. */
 void px_slowlog_hooks(void);
 
+/* Is argument j of this call a secret Redis shows as "(redacted)" in
+ * SLOWLOG and MONITOR (AUTH's, HELLO's AUTH pair, CONFIG SET's secrets,
+ * ACL SETUSER's name and rules)? */
+int px_arg_redacted(const fd_command *cmd, int argc, const resp_arg *argv, int j);
+
 #endif

@@ -49,6 +49,7 @@ typedef struct fd_backend_config {
     const char *redis_address;  /* "host:port" or a unix socket path */
     int         redis_pool_size;        /* backend connections */
     const char *redis_password; /* AUTH on connect ("" = none) */
+    const char *redis_user;     /* with redis_password: AUTH user password ("" = the default user) */
     int         redis_db;       /* SELECT on connect */
     long long   backend_timeout_ms;     /* a request unanswered this long fails */
     const char *redis_cluster_seeds;    /* redis-cluster backend: "host:port[,host:port...]" */

@@ -21,6 +21,13 @@
 #define AM  FD_CMD_IN_MULTI
 #define SK  FD_CMD_STREAMKEYS
 #define TC  FD_CMD_TOUCH_CHANGED
+#define C_ADM FD_CMD_CAT_ADMIN
+#define C_DNG FD_CMD_CAT_DANGEROUS
+#define C_KSP FD_CMD_CAT_KEYSPACE
+#define C_BLK FD_CMD_CAT_BLOCKING
+#define C_CON FD_CMD_CAT_CONNECTION
+#define C_SRT FD_CMD_CAT_SORT
+#define SUB   FD_CMD_CONTAINER
 
 static fd_command table[FD_CMD_COUNT] = {
 #define CMD(id_, ar, fl, f, l, s, fam, impl, cl, grp, since_, summ, syn) \
@@ -103,4 +110,65 @@ int fd_command_keys(const fd_command *cmd, int argc, const resp_arg *argv, int *
         for (long long i = 0; i < k && at + 1 + i < argc && n < max; i++) pos[n++] = (int)(at + 1 + i);
     }
     return n;
+}
+
+static const char *const category_names[FD_CAT_COUNT] = {
+    "keyspace", "read", "write", "set", "sortedset", "list", "hash", "string", "bitmap", "hyperloglog",
+    "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking", "dangerous", "connection",
+    "transaction", "scripting",
+};
+
+const char *fd_category_name(int cat) { return cat >= 0 && cat < FD_CAT_COUNT ? category_names[cat] : NULL; }
+
+int fd_category_lookup(const char *name, size_t len) {
+    for (int i = 0; i < FD_CAT_COUNT; i++)
+        if (strlen(category_names[i]) == len && !strncasecmp(category_names[i], name, len)) return i;
+    return -1;
+}
+
+uint32_t fd_command_categories(const fd_command *cmd) {
+    static const struct { const char *group; int cat; } groups[] = {
+        {"generic", FD_CAT_KEYSPACE}, {"string", FD_CAT_STRING}, {"bitmap", FD_CAT_BITMAP},
+        {"hyperloglog", FD_CAT_HYPERLOGLOG}, {"list", FD_CAT_LIST}, {"hash", FD_CAT_HASH},
+        {"set", FD_CAT_SET}, {"sorted-set", FD_CAT_SORTEDSET}, {"geo", FD_CAT_GEO},
+        {"stream", FD_CAT_STREAM}, {"pubsub", FD_CAT_PUBSUB}, {"connection", FD_CAT_CONNECTION},
+        {"transactions", FD_CAT_TRANSACTION}, {"scripting", FD_CAT_SCRIPTING},
+    };
+#define BIT(c) (1u << (c))
+    uint32_t f = cmd->flags, cats = 0;
+    if (f & FD_CMD_WRITE) cats |= BIT(FD_CAT_WRITE);
+    if (f & FD_CMD_READONLY) cats |= BIT(FD_CAT_READ);
+    cats |= (f & FD_CMD_FAST) ? BIT(FD_CAT_FAST) : BIT(FD_CAT_SLOW);
+    if (f & (FD_CMD_ADMIN | FD_CMD_CAT_ADMIN)) cats |= BIT(FD_CAT_ADMIN);
+    if (f & (FD_CMD_ADMIN | FD_CMD_CAT_DANGEROUS)) cats |= BIT(FD_CAT_DANGEROUS);
+    if (f & FD_CMD_CAT_KEYSPACE) cats |= BIT(FD_CAT_KEYSPACE);
+    if (f & FD_CMD_CAT_BLOCKING) cats |= BIT(FD_CAT_BLOCKING);
+    if (f & FD_CMD_CAT_CONNECTION) cats |= BIT(FD_CAT_CONNECTION);
+    if (f & FD_CMD_CAT_SORT) cats |= BIT(FD_CAT_LIST) | BIT(FD_CAT_SET) | BIT(FD_CAT_SORTEDSET);
+    else
+        for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
+            if (!strcmp(cmd->group, groups[i].group)) cats |= BIT(groups[i].cat);
+#undef BIT
+    return cats;
+}
+
+#define CB(c) (1u << FD_CAT_##c)
+static const struct { int id; const char *sub; uint32_t cats; } subcats[] = {
+#define ACL_ADMIN(s) {FD_CMD_acl, s, CB(ADMIN) | CB(SLOW) | CB(DANGEROUS)}
+    ACL_ADMIN("deluser"), ACL_ADMIN("dryrun"), ACL_ADMIN("getuser"), ACL_ADMIN("list"), ACL_ADMIN("load"),
+    ACL_ADMIN("log"), ACL_ADMIN("save"), ACL_ADMIN("setuser"), ACL_ADMIN("users"),
+#define CLIENT_ADMIN(s) {FD_CMD_client, s, CB(ADMIN) | CB(SLOW) | CB(DANGEROUS) | CB(CONNECTION)}
+    CLIENT_ADMIN("kill"), CLIENT_ADMIN("list"), CLIENT_ADMIN("no-evict"), CLIENT_ADMIN("pause"),
+    CLIENT_ADMIN("unpause"), CLIENT_ADMIN("unblock"),
+#undef ACL_ADMIN
+#undef CLIENT_ADMIN
+};
+#undef CB
+
+int fd_subcommand_categories(int i, int *id, const char **sub, uint32_t *cats) {
+    if (i < 0 || (size_t)i >= sizeof subcats / sizeof subcats[0]) return 0;
+    *id = subcats[i].id;
+    *sub = subcats[i].sub;
+    *cats = subcats[i].cats;
+    return 1;
 }

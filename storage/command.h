@@ -48,6 +48,24 @@ enum {
      * of every key (a superset of Redis's). Exception: SET with GET, whose
      * null reply only says the key was absent (flagged for NX/XX). */
     FD_CMD_TOUCH_CHANGED = 1 << 15,
+    /* ACL categories Redis 7.0 gives beyond those derived from the row
+     * (commands.def's header; fd_command_categories) */
+    FD_CMD_CAT_ADMIN      = 1 << 16,
+    FD_CMD_CAT_DANGEROUS  = 1 << 17,
+    FD_CMD_CAT_KEYSPACE   = 1 << 18,
+    FD_CMD_CAT_BLOCKING   = 1 << 19,
+    FD_CMD_CAT_CONNECTION = 1 << 20,
+    FD_CMD_CAT_SORT       = 1 << 21,   /* @list @set @sortedset, not the group's */
+    FD_CMD_CONTAINER      = 1 << 22,   /* subcommands carry the categories (COMMAND INFO: none) */
+};
+
+/* Redis 7.0's ACL categories, in its order (ACL CAT, COMMAND INFO). */
+enum fd_acl_category {
+    FD_CAT_KEYSPACE, FD_CAT_READ, FD_CAT_WRITE, FD_CAT_SET, FD_CAT_SORTEDSET, FD_CAT_LIST,
+    FD_CAT_HASH, FD_CAT_STRING, FD_CAT_BITMAP, FD_CAT_HYPERLOGLOG, FD_CAT_GEO, FD_CAT_STREAM,
+    FD_CAT_PUBSUB, FD_CAT_ADMIN, FD_CAT_FAST, FD_CAT_SLOW, FD_CAT_BLOCKING, FD_CAT_DANGEROUS,
+    FD_CAT_CONNECTION, FD_CAT_TRANSACTION, FD_CAT_SCRIPTING,
+    FD_CAT_COUNT
 };
 
 /* Who serves a command. */
@@ -101,6 +119,21 @@ typedef struct fd_command {
      * calls and latency are the proxy's records (proxy/backends.h) */
     uint64_t    ab_compared, ab_mismatches;
 } fd_command;
+
+/* The name of category cat (0 <= cat < FD_CAT_COUNT), without '@'. */
+const char *fd_category_name(int cat);
+/* The category of a name (no '@', any case), or -1. */
+int         fd_category_lookup(const char *name, size_t len);
+/* cmd's ACL categories, a bit (1u << FD_CAT_*) each: derived from the row
+ * and its C_* tokens (commands.def's header). For a container (SUB) these
+ * are what ACL applies to its subcommands; COMMAND INFO shows none. Pure. */
+uint32_t    fd_command_categories(const fd_command *cmd);
+
+/* A container's subcommands whose categories are not the row's (ACL
+ * SETUSER, CLIENT KILL...: @admin @dangerous): the i-th such exception, 0
+ * past the end; *id the container, *sub its lower-case name, *cats its
+ * categories. */
+int         fd_subcommand_categories(int i, int *id, const char **sub, uint32_t *cats);
 
 /* Build the name hash (idempotent; call once at start-up, before any
  * lookup — fd_command_lookup also builds it on first use). */

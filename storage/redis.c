@@ -100,13 +100,14 @@ static int rb_open(fd_backend *fb, const fd_backend_config *cfg, char *err, size
     b->sh.loop = cfg->loop;
     b->sh.label = "redis";
     b->sh.password = cfg->redis_password && cfg->redis_password[0] ? strdup(cfg->redis_password) : NULL;
+    b->sh.user = cfg->redis_user && cfg->redis_user[0] ? strdup(cfg->redis_user) : NULL;
     b->sh.db = cfg->redis_db;
     b->sh.timeout_ms = cfg->backend_timeout_ms > 0 ? cfg->backend_timeout_ms : 1000;
     b->sh.blocking_max = cfg->redis_blocking_pool_size;
     b->fb = fb;
     b->n = cfg->redis_pool_size > 0 ? cfg->redis_pool_size : 4;
     b->conns = calloc((size_t)b->n, sizeof *b->conns);
-    if (!b->conns) { free(b->sh.password); free(b); snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }
+    if (!b->conns) { free(b->sh.password); free(b->sh.user); free(b); snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }
     fb->state = b;
     rc_shared_init(&b->sh);
     /* a backend that is not reachable yet is not fatal: clients get errors
@@ -123,6 +124,7 @@ static void rb_close(fd_backend *fb) {
     rc_shared_close(&b->sh);
     free(b->conns);
     free(b->sh.password);
+    free(b->sh.user);
     free(b);
     fb->state = NULL;
 }

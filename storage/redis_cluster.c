@@ -1343,6 +1343,7 @@ static int cl_open(fd_backend *fb, const fd_backend_config *cfg, char *err, size
     b->sh.loop = cfg->loop;
     b->sh.label = "redis-cluster";
     b->sh.password = cfg->redis_password && cfg->redis_password[0] ? strdup(cfg->redis_password) : NULL;
+    b->sh.user = cfg->redis_user && cfg->redis_user[0] ? strdup(cfg->redis_user) : NULL;
     b->sh.db = 0;       /* a cluster has database 0 only */
     b->sh.timeout_ms = cfg->backend_timeout_ms > 0 ? cfg->backend_timeout_ms : 1000;
     b->pool = cfg->redis_pool_size > 0 ? cfg->redis_pool_size : 4;
@@ -1398,6 +1399,7 @@ static void cl_close(fd_backend *fb) {
     }
     free(b->masters);
     free(b->sh.password);
+    free(b->sh.user);
     free(b->seeds);
     free(b);
     fb->state = NULL;

@@ -366,8 +366,10 @@ static void conn_connect(rc_conn *c) {
     ev_io_set(&c->wio, c->fd, EV_WRITE);
     /* the handshake goes first; commands queue behind it */
     if (sh->password && sh->password[0]) {
-        resp_arg av[2] = { { "AUTH", 4 }, { sh->password, strlen(sh->password) } };
-        if (queue_internal(c, K_AUTH, 2, av)) { set_err(c, "out of memory"); conn_fail(c); return; }
+        resp_arg av[3] = { { "AUTH", 4 }, { sh->user, sh->user ? strlen(sh->user) : 0 },
+                           { sh->password, strlen(sh->password) } };
+        if (!sh->user) av[1] = av[2];      /* AUTH password: the default user */
+        if (queue_internal(c, K_AUTH, sh->user ? 3 : 2, av)) { set_err(c, "out of memory"); conn_fail(c); return; }
     }
     if (sh->db) {
         char dbs[24];

@@ -63,6 +63,7 @@ typedef struct rc_shared {
     struct ev_loop *loop;
     const char *label;           /* "redis", "redis-cluster": in logs and error texts */
     char       *password;        /* AUTH on connect (NULL = none); owned by the caller */
+    char       *user;            /* AUTH user password when set (NULL = the default user); owned by the caller */
     int         db;              /* SELECT on connect when not 0 */
     int64_t     timeout_ms;
     /* state */
