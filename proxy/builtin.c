@@ -8,6 +8,7 @@
 #include "cmddocs.h"
 #include "backends.h"
 #include "config.h"
+#include "tls.h"
 #include "log.h"
 
 #include <stdio.h>
@@ -356,6 +357,12 @@ void px_cmd_config(px_conn *c, int argc, resp_arg *argv) {
         /* a backend's settings apply by reopening it (a live swap); turning
          * A/B off goes first, so the secondary's store can become the primary
          * in the same call */
+        /* tls-*: a new context for new connections, as Redis 7.0 (proxy/tls.h) */
+        if ((groups & (1 << PX_CFG_TLS)) && px_tls_configure(err, sizeof err)) {
+            px_log(PX_LOG_WARNING, "Failed to configure TLS: %s", err);
+            resp_add_errorf(&c->out, "ERR CONFIG SET failed (possibly related to argument '%s') - Unable to update TLS configuration. Check server logs.", name);
+            goto rollback;
+        }
         int ab = (groups & (1 << PX_CFG_AB)) != 0, ab_first = ab && px_cfg.ab_mode == PX_AB_OFF;
         if (ab_first && px_backends_ab_apply(err, sizeof err)) {
             resp_add_errorf(&c->out, "ERR CONFIG SET failed: A/B setup unchanged - %s", err);

@@ -22,6 +22,7 @@ enum {
     F_IMMUTABLE = 1,   /* not at runtime (CONFIG SET); a reload keeps the running value */
     F_BACKEND   = 2,   /* in px_backend_settings: has an "ab-" twin for the secondary */
     F_AB        = 4,   /* an A/B directive: changing it reconfigures A/B */
+    F_TLS       = 8,   /* a client TLS directive: changing it rebuilds the SSL_CTX (proxy/tls.h) */
 };
 
 typedef struct directive {
@@ -43,6 +44,7 @@ static const char *const ab_by_names[] = {"key", "client", NULL};            /* 
 static const char *const ab_log_names[] = {"count", "reply", "diff", NULL};   /* = PX_AB_LOG_* */
 static const char *const yesno_names[] = {"no", "yes", NULL};
 static const char *const ab_order_names[] = {"dispatch", "primary", NULL};   /* = PX_AB_ORDER_* */
+static const char *const tls_auth_names[] = {"no", "yes", "optional", NULL}; /* = PX_TLS_AUTH_* */
 
 #define OFF(f) offsetof(px_settings, f)
 #define BOFF(f) offsetof(px_backend_settings, f)
@@ -111,6 +113,23 @@ static const directive directives[] = {
     {"slowlog-max-len", T_INT, OFF(slowlog_max_len), "128", 0, LONG_MAX, 0, NULL},
     {"tcp-backlog", T_INT, OFF(tcp_backlog), "511", 0, INT_MAX, F_IMMUTABLE, NULL},
     {"timeout", T_INT, OFF(timeout), "0", 0, INT_MAX, 0, NULL},
+    /* TLS for clients (proxy/tls.h, docs/tls.md): Redis 7.0's directives; a
+     * change to any of them builds a new SSL_CTX for new connections (F_TLS) */
+    {"tls-auth-clients", T_ENUM, OFF(tls_auth_clients), "yes", 0, 0, F_TLS, tls_auth_names},
+    {"tls-ca-cert-dir", T_STR, OFF(tls_ca_cert_dir), "", 0, 0, F_TLS, NULL},
+    {"tls-ca-cert-file", T_STR, OFF(tls_ca_cert_file), "", 0, 0, F_TLS, NULL},
+    {"tls-cert-file", T_STR, OFF(tls_cert_file), "", 0, 0, F_TLS, NULL},
+    {"tls-ciphers", T_STR, OFF(tls_ciphers), "", 0, 0, F_TLS, NULL},
+    {"tls-ciphersuites", T_STR, OFF(tls_ciphersuites), "", 0, 0, F_TLS, NULL},
+    {"tls-handshake-timeout", T_INT, OFF(tls_handshake_timeout), "10000", 1, 3600000, 0, NULL},   /* ms; frontdoor's own */
+    {"tls-key-file", T_STR, OFF(tls_key_file), "", 0, 0, F_TLS, NULL},
+    {"tls-key-file-pass", T_STR, OFF(tls_key_file_pass), "", 0, 0, F_TLS, NULL},
+    {"tls-port", T_INT, OFF(tls_port), "0", 0, 65535, F_IMMUTABLE, NULL},
+    {"tls-prefer-server-ciphers", T_ENUM, OFF(tls_prefer_server_ciphers), "no", 0, 0, F_TLS, yesno_names},
+    {"tls-protocols", T_STR, OFF(tls_protocols), "", 0, 0, F_TLS, NULL},
+    {"tls-session-cache-size", T_INT, OFF(tls_session_cache_size), "20480", 0, INT_MAX, F_TLS, NULL},
+    {"tls-session-cache-timeout", T_INT, OFF(tls_session_cache_timeout), "300", 0, INT_MAX, F_TLS, NULL},
+    {"tls-session-caching", T_ENUM, OFF(tls_session_caching), "yes", 0, 0, F_TLS, yesno_names},
     {"unixsocket", T_STR, OFF(unixsocket), "", 0, 0, F_IMMUTABLE, NULL},
     {"unixsocketperm", T_OCTAL, OFF(unixsocketperm), "0", 0, 0777, F_IMMUTABLE, NULL},
 };
@@ -300,6 +319,7 @@ int px_config_group(const char *name) {
     if (!e) return -1;
     if (e->ab || (e->d->flags & F_AB)) return PX_CFG_AB;
     if (e->d->flags & F_BACKEND) return PX_CFG_PRIMARY;
+    if (e->d->flags & F_TLS) return PX_CFG_TLS;
     return PX_CFG_OTHER;
 }
 

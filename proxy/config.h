@@ -87,7 +87,19 @@ typedef struct px_settings {
     long long slowlog_max_len;
     long long latency_monitor_threshold; /* ms; 0 = off */
     int       capture_hash;          /* 1 = keys and values hashed */
+    /* TLS for clients (proxy/tls.h) */
+    long long tls_port;              /* 0 = no TLS listener */
+    char     *tls_cert_file, *tls_key_file, *tls_key_file_pass;
+    char     *tls_ca_cert_file, *tls_ca_cert_dir;
+    int       tls_auth_clients;      /* PX_TLS_AUTH_*: no, yes, optional */
+    char     *tls_protocols;         /* "" = TLSv1.2 TLSv1.3 */
+    char     *tls_ciphers, *tls_ciphersuites;   /* "" = OpenSSL's defaults */
+    int       tls_prefer_server_ciphers;
+    int       tls_session_caching;
+    long long tls_session_cache_size, tls_session_cache_timeout;   /* entries, seconds */
+    long long tls_handshake_timeout; /* ms a client has to finish its handshake */
 } px_settings;
+enum { PX_TLS_AUTH_NO = 0, PX_TLS_AUTH_YES = 1, PX_TLS_AUTH_OPTIONAL = 2 };
 
 extern px_settings px_cfg;
 
@@ -118,9 +130,10 @@ void px_config_get_reply(resp_out *o, int npat, resp_arg *pats);
 int px_config_format(const char *name, char *buf, size_t buflen);
 
 /* Which running part a directive belongs to: changing a PX_CFG_PRIMARY one
- * at runtime reopens the primary backend, a PX_CFG_AB one the A/B setup.
+ * at runtime reopens the primary backend, a PX_CFG_AB one the A/B setup,
+ * a PX_CFG_TLS one rebuilds the clients' TLS context (proxy/tls.h).
  * -1 if unknown. */
-enum { PX_CFG_OTHER = 0, PX_CFG_PRIMARY = 1, PX_CFG_AB = 2 };
+enum { PX_CFG_OTHER = 0, PX_CFG_PRIMARY = 1, PX_CFG_AB = 2, PX_CFG_TLS = 3 };
 int px_config_group(const char *name);
 
 /* Deep copies of the settings (strings duplicated), for rollback. */

@@ -148,10 +148,13 @@ class ReplyTimeout(Exception):
 class Conn:
     """A raw RESP connection. read() returns the exact bytes of one reply."""
 
-    def __init__(self, port, timeout=5.0, host=HOST, connect_timeout=5.0):
+    def __init__(self, port, timeout=5.0, host=HOST, connect_timeout=5.0, tls=None):
+        """tls: an ssl.SSLContext: the connection is TLS (handshake here)."""
         self.port = port
         self.timeout = timeout
         self.sock = socket.create_connection((host, port), timeout=connect_timeout)
+        if tls is not None:
+            self.sock = tls.wrap_socket(self.sock, server_hostname=host if tls.check_hostname else None)
         self.sock.settimeout(timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = bytearray()
