@@ -32,41 +32,22 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fdtest import (Tests, Conn, ConnClosed, start_frontdoor, check, eq, skip, free_port, frontdoor_is_redis,
-                    make_tempdir, HOST, REDIS_CLI, REPO, run, missing_prerequisite, Server)
+                    HOST, REDIS_CLI, REPO, run, missing_prerequisite, Server, tls_pki, tls_cert)
 
 T = Tests()
-_PKI = {}
-
-
-def sh(*argv, cwd):
-    r = subprocess.run(list(argv), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    if r.returncode:
-        raise RuntimeError("%s: %s" % (" ".join(argv), r.stdout.decode(errors="replace")))
 
 
 def pki():
-    """The certificates, made once per process."""
-    if _PKI:
-        return _PKI
-    if not shutil.which("openssl"):
-        missing_prerequisite("the openssl CLI")
-    d = make_tempdir("fdtest-tls-")
-    with open(os.path.join(d, "ext"), "w") as f:
-        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
-    for ca in ("ca", "ca2"):
-        sh("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca + ".key", "-out", ca + ".crt",
-           "-days", "3", "-subj", "/CN=fdtest-" + ca, cwd=d)
-
-    def leaf(name, ca, cn, ext=True):
-        sh("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", name + ".key", "-out", name + ".csr",
-           "-subj", "/CN=" + cn, cwd=d)
-        sh("openssl", "x509", "-req", "-in", name + ".csr", "-CA", ca + ".crt", "-CAkey", ca + ".key",
-           "-CAcreateserial", "-out", name + ".crt", "-days", "3", *(["-extfile", "ext"] if ext else []), cwd=d)
-
-    leaf("server", "ca", "localhost")
-    leaf("server2", "ca", "localhost")       # the reloaded certificate (same CA, another key)
-    leaf("client", "ca", "client", ext=False)
-    leaf("other", "ca2", "other", ext=False)  # a client of another CA
+    """fdtest.tls_pki()'s CA, server and client, and (made once) a second
+    server certificate, an expired client certificate, a second CA and a
+    client of it."""
+    p = tls_pki()
+    d = p["dir"]
+    if "expired.crt" in p:
+        return p
+    tls_cert(d, "server2", "ca", cn="localhost")   # the reloaded certificate (same CA, another key)
+    tls_cert(d, "ca2", cn="fdtest-ca2")
+    tls_cert(d, "other", "ca2", san=False)          # a client of another CA
     # an expired client certificate: `openssl ca` takes explicit dates
     os.makedirs(os.path.join(d, "db"), exist_ok=True)
     open(os.path.join(d, "db", "index.txt"), "w").close()
@@ -75,16 +56,16 @@ def pki():
                 "default_md=sha256\npolicy=p\n[p]\ncommonName=supplied\n")
     with open(os.path.join(d, "db", "serial"), "w") as f:
         f.write("1000\n")
-    sh("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "expired.key", "-out", "expired.csr",
-       "-subj", "/CN=expired", cwd=d)
-    sh("openssl", "ca", "-batch", "-config", "ca.cnf", "-cert", "ca.crt", "-keyfile", "ca.key",
-       "-in", "expired.csr", "-out", "expired.crt", "-startdate", "20200101000000Z",
-       "-enddate", "20200102000000Z", "-notext", cwd=d)
-    _PKI.update({k: os.path.join(d, k) for k in (
-        "ca.crt", "ca2.crt", "server.crt", "server.key", "server2.crt", "server2.key", "client.crt",
-        "client.key", "other.crt", "other.key", "expired.crt", "expired.key")})
-    _PKI["dir"] = d
-    return _PKI
+    for argv in (["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "expired.key", "-out",
+                  "expired.csr", "-subj", "/CN=expired"],
+                 ["openssl", "ca", "-batch", "-config", "ca.cnf", "-cert", "ca.crt", "-keyfile", "ca.key",
+                  "-in", "expired.csr", "-out", "expired.crt", "-startdate", "20200101000000Z",
+                  "-enddate", "20200102000000Z", "-notext"]):
+        r = subprocess.run(argv, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        check(r.returncode == 0, r.stdout.decode(errors="replace"))
+    p.update({k: os.path.join(d, k) for k in (
+        "ca2.crt", "server2.crt", "server2.key", "other.crt", "other.key", "expired.crt", "expired.key")})
+    return p
 
 
 def need():
