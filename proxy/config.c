@@ -107,6 +107,12 @@ static const directive directives[] = {
     {"redis-db", T_INT, BOFF(redis_db), "0", 0, 1000000, B, NULL},
     {"redis-password", T_STR, BOFF(redis_password), "", 0, 0, B, NULL},
     {"redis-pool-size", T_INT, BOFF(redis_pool_size), "4", 1, 1024, B, NULL},
+    /* TLS to Redis / Redis Cluster (storage/redis_conn.h rc_shared_tls, docs/tls.md) */
+    {"redis-tls", T_ENUM, BOFF(redis_tls), "no", 0, 0, B, yesno_names},
+    {"redis-tls-ca-cert-file", T_STR, BOFF(redis_tls_ca_cert_file), "", 0, 0, B, NULL},
+    {"redis-tls-cert-file", T_STR, BOFF(redis_tls_cert_file), "", 0, 0, B, NULL},
+    {"redis-tls-key-file", T_STR, BOFF(redis_tls_key_file), "", 0, 0, B, NULL},
+    {"redis-tls-sni", T_STR, BOFF(redis_tls_sni), "", 0, 0, B, NULL},
     {"requirepass", T_STR, OFF(requirepass), "", 0, 0, 0, NULL},
     {"save", T_CONST, 0, "", 0, 0, F_IMMUTABLE, NULL},
     {"slowlog-log-slower-than", T_INT, OFF(slowlog_log_slower_than), "10000", -1, LLONG_MAX, 0, NULL},  /* slowlog.h */

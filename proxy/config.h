@@ -30,6 +30,9 @@ typedef struct px_backend_settings {
     char     *redis_password;
     long long redis_db;
     char     *redis_cluster_seeds;   /* redis-cluster backend: host:port[,host:port...] */
+    int       redis_tls;             /* TLS to the Redis servers (docs/tls.md) */
+    char     *redis_tls_ca_cert_file, *redis_tls_cert_file, *redis_tls_key_file;
+    char     *redis_tls_sni;         /* SNI and the certificate's expected name ("" = not checked) */
     long long backend_timeout;       /* ms: a network backend's request fails after this */
     char     *mongo_uri;             /* mongodb backend */
     char     *mongo_database;

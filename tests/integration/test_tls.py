@@ -21,6 +21,13 @@ CA): nothing is committed.
     Redis's error and the running context is kept.
 (h) a missing certificate at start-up is a clear start-up error.
 (i) ioredis tls:{} (tests/apps/node_modules) when node is present.
+(j) the redis backend over TLS (redis-tls, a real redis-server with
+    --tls-port and tls-auth-clients yes: frontdoor's client certificate):
+    commands, a pipeline and a big value go through; the ab- twins exist.
+(k) a backend whose certificate is expired, untrusted or of another name
+    (redis-tls-sni), or a plain connection to its TLS port: clients get
+    "-ERR backend unavailable (... certificate ...)" quickly, never a hang,
+    and the log says why.
 """
 import os
 import shutil
@@ -31,7 +38,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import (Tests, Conn, ConnClosed, start_frontdoor, check, eq, skip, free_port, frontdoor_is_redis,
+from fdtest import (start_redis, Tests, Conn, ConnClosed, start_frontdoor, check, eq, skip, free_port, frontdoor_is_redis,
                     HOST, REDIS_CLI, REPO, run, missing_prerequisite, Server, tls_pki, tls_cert)
 
 T = Tests()
@@ -333,6 +340,70 @@ def ioredis_tls():
                                                               p["client.key"])
     rc, out = run(["node", "-e", js], timeout=30)
     eq((rc, out.strip()), (0, "ok 500"))
+
+
+def tls_redis(cert="server"):
+    """A redis-server with a TLS port (client certificates required);
+    returns (server, tls_port)."""
+    p = pki()
+    tport = free_port()
+    r = start_redis(tls_port=tport, tls_cert_file=p[cert + ".crt"], tls_key_file=p[cert + ".key"],
+                    tls_ca_cert_file=p["ca.crt"], tls_auth_clients="yes")
+    return r, tport
+
+
+@T.case
+def redis_backend_over_tls():
+    p = need()
+    r, rport = tls_redis()
+    s = start_frontdoor(backend="redis", redis_address="%s:%d" % (HOST, rport), redis_tls="yes",
+                        redis_tls_ca_cert_file=p["ca.crt"], redis_tls_cert_file=p["client.crt"],
+                        redis_tls_key_file=p["client.key"], redis_tls_sni="localhost")
+    with Conn(s.port) as c, r.conn() as direct:
+        eq(c.cmd("SET", "k", "v"), b"+OK\r\n")
+        eq(direct.cmd("GET", "k"), b"$1\r\nv\r\n")      # it reached the TLS redis-server
+        c.send_many([("INCR", "n")] * 2000)
+        for i in range(2000):
+            eq(c.read(), b":%d\r\n" % (i + 1))
+        big = os.urandom(2 * 1024 * 1024)
+        eq(c.cmd("SET", "big", big), b"+OK\r\n")
+        eq(c.cmd("GET", "big"), b"$%d\r\n%s\r\n" % (len(big), big))
+        eq(c.cmd("CONFIG", "GET", "ab-redis-tls"), b"*2\r\n$12\r\nab-redis-tls\r\n$2\r\nno\r\n")
+
+
+@T.case
+def redis_backend_bad_certificates():
+    p = need()
+    r, rport = tls_redis()
+    rx, xport = tls_redis(cert="expired")
+    base = dict(backend="redis", redis_tls="yes", redis_tls_cert_file=p["client.crt"],
+                redis_tls_key_file=p["client.key"], backend_timeout=2000)
+    cases = [
+        ("expired", dict(redis_address="%s:%d" % (HOST, xport), redis_tls_ca_cert_file=p["ca.crt"]),
+         "certificate has expired"),
+        ("untrusted", dict(redis_address="%s:%d" % (HOST, rport), redis_tls_ca_cert_file=p["ca2.crt"]),
+         "certificate"),
+        ("wrong name", dict(redis_address="%s:%d" % (HOST, rport), redis_tls_ca_cert_file=p["ca.crt"],
+                            redis_tls_sni="db.example.com"), "hostname mismatch"),
+    ]
+    for what, d, text in cases:
+        kw = dict(base)
+        kw.update(d)
+        s = start_frontdoor(**kw)
+        with Conn(s.port) as c:
+            t0 = time.monotonic()
+            got = c.cmd("GET", "k")
+            check(time.monotonic() - t0 < 3, what + ": took too long")
+            check(got.startswith(b"-ERR backend unavailable (redis ") and text.encode() in got, what, got)
+        check(text in s.log(), what + ": not logged")
+        s.stop()
+    # plain to the TLS port: refused, not hung
+    s = start_frontdoor(backend="redis", redis_address="%s:%d" % (HOST, rport), backend_timeout=1000)
+    with Conn(s.port) as c:
+        t0 = time.monotonic()
+        got = c.cmd("GET", "k")
+        check(got.startswith(b"-ERR backend unavailable"), got)
+        check(time.monotonic() - t0 < 3, "plain to a TLS port hung")
 
 
 if __name__ == "__main__":
