@@ -28,6 +28,10 @@ CA): nothing is committed.
     (redis-tls-sni), or a plain connection to its TLS port: clients get
     "-ERR backend unavailable (... certificate ...)" quickly, never a hang,
     and the log says why.
+(l) the mongodb backend through a TLS terminator (Python ssl in front of
+    the emulator, tests/mongo/server.py): mongo-uri with tls=true and
+    tlsCAFile, and a client certificate (tlsCertificateKeyFile) the
+    terminator requires; a URI trusting another CA gets an error reply.
 """
 import os
 import shutil
@@ -38,7 +42,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import (start_redis, Tests, Conn, ConnClosed, start_frontdoor, check, eq, skip, free_port, frontdoor_is_redis,
+from fdtest import (start_redis, need_mongodb, start_mongo_frontdoor, shared_mongo, Tests, Conn, ConnClosed, start_frontdoor, check, eq, skip, free_port, frontdoor_is_redis,
                     HOST, REDIS_CLI, REPO, run, missing_prerequisite, Server, tls_pki, tls_cert)
 
 T = Tests()
@@ -404,6 +408,93 @@ def redis_backend_bad_certificates():
         got = c.cmd("GET", "k")
         check(got.startswith(b"-ERR backend unavailable"), got)
         check(time.monotonic() - t0 < 3, "plain to a TLS port hung")
+
+
+class TlsTerminator:
+    """TLS on a loopback port in front of a plain one (a thread per
+    connection, bytes relayed both ways): client certificates required."""
+
+    def __init__(self, backend_port):
+        import threading
+        p = pki()
+        self.ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=p["ca.crt"])
+        self.ctx.load_cert_chain(p["server.crt"], p["server.key"])
+        self.ctx.verify_mode = ssl.CERT_REQUIRED
+        self.backend_port = backend_port
+        self.lsock = socket.socket()
+        self.lsock.bind((HOST, 0))
+        self.lsock.listen(64)
+        self.port = self.lsock.getsockname()[1]
+        self.handshakes = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        import threading
+        while True:
+            try:
+                raw, _ = self.lsock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(raw,), daemon=True).start()
+
+    def _serve(self, raw):
+        import threading
+        try:
+            t = self.ctx.wrap_socket(raw, server_side=True)
+        except (ssl.SSLError, OSError):
+            raw.close()
+            return
+        self.handshakes += 1
+        b = socket.create_connection((HOST, self.backend_port))
+
+        def pump(src, dst):
+            try:
+                while True:
+                    data = src.recv(65536)
+                    if not data:
+                        break
+                    dst.sendall(data)
+            except OSError:
+                pass
+            for x in (src, dst):
+                try:
+                    x.close()
+                except OSError:
+                    pass
+        threading.Thread(target=pump, args=(b, t), daemon=True).start()
+        pump(t, b)
+
+    def close(self):
+        self.lsock.close()
+
+
+@T.case
+def mongodb_backend_over_tls():
+    need()
+    need_mongodb()
+    p = pki()
+    # libmongoc reads the client certificate and its key from one PEM file
+    both = os.path.join(p["dir"], "client-both.pem")
+    with open(both, "w") as f:
+        f.write(open(p["client.crt"]).read() + open(p["client.key"]).read())
+    term = TlsTerminator(shared_mongo().port)
+    try:
+        uri = "mongodb://%s:%d/?tls=true&tlsCAFile=%s&tlsCertificateKeyFile=%s" % (HOST, term.port, p["ca.crt"], both)
+        s = start_mongo_frontdoor(uri)
+        with Conn(s.port, timeout=30) as c:
+            eq(c.cmd("SET", "k", "v"), b"+OK\r\n")
+            eq(c.cmd("GET", "k"), b"$1\r\nv\r\n")
+            eq(c.cmd("HSET", "h", "a", "1"), b":1\r\n")
+        check(term.handshakes > 0, "nothing went through the terminator")
+        s.stop()
+        uri = "mongodb://%s:%d/?tls=true&tlsCAFile=%s&tlsCertificateKeyFile=%s" % (HOST, term.port, p["ca2.crt"], both)
+        s = start_mongo_frontdoor(uri, backend_timeout=2000)
+        with Conn(s.port, timeout=30) as c:
+            got = c.cmd("GET", "k")
+            check(got.startswith(b"-ERR backend unavailable (mongodb") and b"certificate" in got,
+                  "a server of another CA was trusted", got)
+    finally:
+        term.close()
 
 
 if __name__ == "__main__":
