@@ -38,7 +38,7 @@ start_cluster(), and points each such frontdoor at it, flushed, unless
 redis_cluster_seeds is given). FD_TLS=1 gives every frontdoor started
 without a tls_port a TLS listener too (tls_pki()'s certificates,
 tls-auth-clients optional), and its conn() — so Diff and diff_pair — speaks
-TLS to it; Conn(port) stays plain.
+TLS to it, as does Conn(port) for that TLS port (plain for the plain one).
 """
 
 import atexit
@@ -152,7 +152,10 @@ class Conn:
     """A raw RESP connection. read() returns the exact bytes of one reply."""
 
     def __init__(self, port, timeout=5.0, host=HOST, connect_timeout=5.0, tls=None):
-        """tls: an ssl.SSLContext: the connection is TLS (handshake here)."""
+        """tls: an ssl.SSLContext: the connection is TLS (handshake here);
+        a port that FD_TLS gave a frontdoor (start_frontdoor) is TLS too."""
+        if tls is None and port in _tls_ports:
+            tls = tls_client_context()
         self.port = port
         self.timeout = timeout
         self.sock = socket.create_connection((host, port), timeout=connect_timeout)
@@ -676,6 +679,7 @@ def start_frontdoor(datadir=None, extra_args=None, wait=True, keep=False, **dire
     if os.environ.get("FD_TLS") == "1" and "tls_port" not in directives and not frontdoor_is_redis():
         p = tls_pki()
         tls_port = directives["tls_port"] = free_port()
+        _tls_ports.add(tls_port)
         directives.update(tls_cert_file=p["server.crt"], tls_key_file=p["server.key"],
                           tls_ca_cert_file=p["ca.crt"], tls_auth_clients="optional")
     s = Server("frontdoor", _directive_list(directives), datadir=datadir,
@@ -1227,6 +1231,7 @@ class Tests:
 # --------------------------------------------------------------- TLS
 
 _tls = {}
+_tls_ports = set()     # frontdoor TLS ports given by FD_TLS: Conn(port) speaks TLS to them
 
 
 def tls_cert(d, name, ca=None, cn=None, san=True, days=3):
