@@ -65,6 +65,7 @@ typedef struct px_settings {
     double    ab_mirror_sample;      /* mirror: share of keys mirrored (by key hash; keyless: all) */
     int       ab_mismatch_log;       /* PX_AB_LOG_*: count only, keep both replies, or with the key's diff */
     long long metrics_port;          /* Prometheus endpoint (proxy/metrics.h); 0 = off */
+    int       metrics_tls;           /* the endpoint speaks TLS (the clients' context, proxy/tls.h) */
     long long ab_stop_after;         /* mirror: stop after this many divergences (0 = never) */
     int       ab_mirror_order;       /* PX_AB_ORDER_*: when a copy on a key with primary writes in flight is sent */
     char     *requirepass;

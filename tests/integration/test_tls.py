@@ -497,5 +497,49 @@ def mongodb_backend_over_tls():
         term.close()
 
 
+@T.case
+def metrics_over_tls():
+    p = need()
+    import urllib.request
+    mport = free_port()
+    s, tport = start_tls(metrics_port=mport, metrics_tls="yes")
+    with tls_conn(tport) as c:
+        eq(c.cmd("SET", "m", "1"), b"+OK\r\n")
+    ctx_ok = ctx()
+    ctx_ok.check_hostname = False       # the certificate names localhost, the URL 127.0.0.1 is fine too
+    with urllib.request.urlopen("https://127.0.0.1:%d/metrics" % mport, context=ctx_ok, timeout=10) as r:
+        body = r.read().decode()
+    check("frontdoor_" in body, body[:300])
+    # tls-auth-clients yes: no client certificate, no page
+    try:
+        urllib.request.urlopen("https://127.0.0.1:%d/metrics" % mport, context=ctx(cert=None), timeout=5).read()
+        check(False, "the page was served without a client certificate")
+    except (OSError, ssl.SSLError):
+        pass
+    # plain HTTP to the TLS endpoint: no page
+    raw = socket.create_connection((HOST, mport), timeout=5)
+    raw.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+    got = b""
+    try:
+        while True:
+            b = raw.recv(4096)
+            if not b:
+                break
+            got += b
+    except (ConnectionResetError, socket.timeout):
+        pass
+    raw.close()
+    check(b"frontdoor_" not in got, got[:200])
+    with tls_conn(tport) as c:                  # the server lives on
+        eq(c.cmd("GET", "m"), b"$1\r\n1\r\n")
+    s = Server("frontdoor", [("metrics-port", free_port()), ("metrics-tls", "yes")])
+    try:
+        s.start()
+        check(False, "metrics-tls started without a certificate")
+    except RuntimeError as e:
+        s.expected_exit = True
+        check("metrics-tls yes needs tls-cert-file" in str(e), str(e)[-400:])
+
+
 if __name__ == "__main__":
     T.main()
