@@ -541,5 +541,48 @@ def metrics_over_tls():
         check("metrics-tls yes needs tls-cert-file" in str(e), str(e)[-400:])
 
 
+def resumed(port):
+    c = ctx()
+    with Conn(port, tls=c) as a:
+        eq(a.cmd("PING"), b"+PONG\r\n")      # TLS 1.3 tickets come after the handshake
+        sess = a.sock.session
+    raw = socket.create_connection((HOST, port), timeout=5)
+    b = c.wrap_socket(raw, server_hostname=HOST, session=sess)
+    try:
+        return b.session_reused
+    finally:
+        b.close()
+
+
+@T.case
+def session_caching():
+    need()
+    s, tport = start_tls()
+    check(resumed(tport), "tls-session-caching yes: the session was not resumed")
+    s.stop()
+    s, tport = start_tls(tls_session_caching="no")
+    check(not resumed(tport), "tls-session-caching no: a session was resumed")
+
+
+@T.case
+def protocols():
+    need()
+    s, tport = start_tls(tls_protocols="TLSv1.3")
+    c12 = ctx()
+    c12.maximum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        Conn(tport, tls=c12).close()
+        check(False, "a TLS 1.2 client was accepted with tls-protocols TLSv1.3")
+    except (ssl.SSLError, ConnectionResetError):
+        pass
+    with tls_conn(tport) as c:
+        eq(c.sock.version(), "TLSv1.3")
+        r = c.cmd("CONFIG", "SET", "tls-protocols", "TLSv9")
+        check(r.startswith(b"-ERR CONFIG SET failed (possibly related to argument 'tls-protocols') - Unable to update TLS"), r)
+        eq(c.cmd("CONFIG", "SET", "tls-protocols", "TLSv1.2 TLSv1.3"), b"+OK\r\n")
+    Conn(tport, tls=c12).close()      # now accepted
+    check("Invalid tls-protocols" in s.log(), "the reason is logged")
+
+
 if __name__ == "__main__":
     T.main()
