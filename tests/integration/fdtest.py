@@ -716,7 +716,10 @@ class Cluster:
     free loopback ports (client and bus), created with
     redis-cli --cluster create ... --cluster-yes."""
 
-    def __init__(self, masters=3, replicas=0, node_timeout=2000, keep=False):
+    def __init__(self, masters=3, replicas=0, node_timeout=2000, keep=False, node_directives=None):
+        """node_directives: a function returning more (name, value) pairs
+        for each node (called once per node: e.g. its own tls-port)."""
+        self.node_directives = node_directives
         self.nmasters = masters
         self.replicas = replicas
         self.node_timeout = node_timeout
@@ -731,7 +734,8 @@ class Cluster:
         for _ in range(self.nmasters * (1 + self.replicas)):
             s = Server("redis", [("cluster-enabled", "yes"), ("cluster-config-file", "nodes.conf"),
                                  ("cluster-node-timeout", self.node_timeout),
-                                 ("cluster-port", free_port()), ("enable-debug-command", "yes")])
+                                 ("cluster-port", free_port()), ("enable-debug-command", "yes")]
+                       + (list(self.node_directives()) if self.node_directives else []))
             s.keep = self.keep
             self.nodes.append(s)
             s.start()

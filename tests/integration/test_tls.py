@@ -42,7 +42,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import (start_redis, need_mongodb, start_mongo_frontdoor, shared_mongo, Tests, Conn, ConnClosed, start_frontdoor, check, eq, skip, free_port, frontdoor_is_redis,
+from fdtest import (parse, start_redis, Cluster, redis_cluster_support, wait_cluster_map, need_mongodb, start_mongo_frontdoor, shared_mongo, Tests, Conn, ConnClosed, start_frontdoor, check, eq, skip, free_port, frontdoor_is_redis,
                     HOST, REDIS_CLI, REPO, run, missing_prerequisite, Server, tls_pki, tls_cert)
 
 T = Tests()
@@ -582,6 +582,36 @@ def protocols():
         eq(c.cmd("CONFIG", "SET", "tls-protocols", "TLSv1.2 TLSv1.3"), b"+OK\r\n")
     Conn(tport, tls=c12).close()      # now accepted
     check("Invalid tls-protocols" in s.log(), "the reason is logged")
+
+
+@T.case
+def redis_cluster_over_tls():
+    p = need()
+    why = redis_cluster_support()
+    if why:
+        missing_prerequisite("no local Redis Cluster: " + why)
+    tports = []
+
+    def node_tls():
+        tports.append(free_port())
+        return [("tls-port", tports[-1]), ("tls-cluster", "yes"), ("tls-cert-file", p["server.crt"]),
+                ("tls-key-file", p["server.key"]), ("tls-ca-cert-file", p["ca.crt"]),
+                ("tls-auth-clients", "yes")]
+    cl = Cluster(3, 0, 2000, node_directives=node_tls).start()
+    s = start_frontdoor(backend="redis-cluster", redis_cluster_seeds="%s:%d" % (HOST, tports[0]),
+                        redis_tls="yes", redis_tls_ca_cert_file=p["ca.crt"], redis_tls_cert_file=p["client.crt"],
+                        redis_tls_key_file=p["client.key"], redis_tls_sni="localhost")
+    wait_cluster_map(s)
+    with Conn(s.port) as c:
+        for i in range(60):
+            eq(c.cmd("SET", "key:%d" % i, "v%d" % i), b"+OK\r\n")
+        for i in range(60):
+            eq(c.cmd("GET", "key:%d" % i), b"$%d\r\nv%d\r\n" % (len("v%d" % i), i))
+    used = 0
+    for n in cl.masters():
+        with Conn(n.port) as d:
+            used += parse(d.cmd("DBSIZE")) > 0
+    eq(used, 3)
 
 
 if __name__ == "__main__":
