@@ -8,6 +8,7 @@
 #include "cmddocs.h"
 #include "backends.h"
 #include "config.h"
+#include "tls.h"
 #include "log.h"
 #include "acl.h"
 
@@ -334,7 +335,7 @@ void px_cmd_config(px_conn *c, int argc, resp_arg *argv) {
         /* every name is checked before any is set; a bad value stops at that
          * pair and what was set is rolled back, as Redis 7 does */
         char name[128], value[4096], err[512], val[4096];
-        int groups = 0;
+        int groups = 0, tls_rebuilt = 0;
         for (int i = 2; i < argc; i += 2) {
             snprintf(name, sizeof name, "%.*s", (int)argv[i].len, argv[i].ptr);
             if (px_config_format(name, val, sizeof val) < 0) {
@@ -358,6 +359,13 @@ void px_cmd_config(px_conn *c, int argc, resp_arg *argv) {
         /* a backend's settings apply by reopening it (a live swap); turning
          * A/B off goes first, so the secondary's store can become the primary
          * in the same call */
+        /* tls-*: a new context for new connections, as Redis 7.0 (proxy/tls.h) */
+        if ((groups & (1 << PX_CFG_TLS)) && (tls_rebuilt = 1) && px_tls_configure(err, sizeof err)) {
+            tls_rebuilt = 0;        /* the running context was kept */
+            px_log(PX_LOG_WARNING, "Failed to configure TLS: %s", err);
+            resp_add_errorf(&c->out, "ERR CONFIG SET failed (possibly related to argument '%s') - Unable to update TLS configuration. Check server logs.", name);
+            goto rollback;
+        }
         int ab = (groups & (1 << PX_CFG_AB)) != 0, ab_first = ab && px_cfg.ab_mode == PX_AB_OFF;
         if (ab_first && px_backends_ab_apply(err, sizeof err)) {
             resp_add_errorf(&c->out, "ERR CONFIG SET failed: A/B setup unchanged - %s", err);
@@ -399,6 +407,8 @@ void px_cmd_config(px_conn *c, int argc, resp_arg *argv) {
         px_cfg = old;
         if (px_backends_swap(0, NULL, err, sizeof err) < 0 || px_backends_ab_apply(err, sizeof err))
             px_log(PX_LOG_WARNING, "CONFIG SET rollback: %s", err);
+        /* a TLS context built from the undone values goes too */
+        if (tls_rebuilt && px_tls_configure(err, sizeof err)) px_log(PX_LOG_WARNING, "CONFIG SET rollback: %s", err);
         return;
     } else if (resp_arg_is(&*sub, "REWRITE")) {
         if (argc != 2) { reply_subcmd_arity(c, "config", sub); return; }

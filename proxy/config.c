@@ -23,6 +23,7 @@ enum {
     F_IMMUTABLE = 1,   /* not at runtime (CONFIG SET); a reload keeps the running value */
     F_BACKEND   = 2,   /* in px_backend_settings: has an "ab-" twin for the secondary */
     F_AB        = 4,   /* an A/B directive: changing it reconfigures A/B */
+    F_TLS       = 8,   /* a client TLS directive: changing it rebuilds the SSL_CTX (proxy/tls.h) */
 };
 
 typedef struct directive {
@@ -44,6 +45,7 @@ static const char *const ab_by_names[] = {"key", "client", NULL};            /* 
 static const char *const ab_log_names[] = {"count", "reply", "diff", NULL};   /* = PX_AB_LOG_* */
 static const char *const yesno_names[] = {"no", "yes", NULL};
 static const char *const ab_order_names[] = {"dispatch", "primary", NULL};   /* = PX_AB_ORDER_* */
+static const char *const tls_auth_names[] = {"no", "yes", "optional", NULL}; /* = PX_TLS_AUTH_* */
 
 #define OFF(f) offsetof(px_settings, f)
 #define BOFF(f) offsetof(px_backend_settings, f)
@@ -88,6 +90,7 @@ static const directive directives[] = {
     {"logfile", T_STR, OFF(logfile), "", 0, 0, F_IMMUTABLE, NULL},
     {"loglevel", T_ENUM, OFF(loglevel), "notice", 0, 0, 0, loglevel_names},
     {"maxclients", T_INT, OFF(maxclients), "10000", 1, 1000000, 0, NULL},
+    {"metrics-tls", T_ENUM, OFF(metrics_tls), "no", 0, 0, F_IMMUTABLE, yesno_names},          /* issue 28: the endpoint over TLS */
     {"metrics-port", T_INT, OFF(metrics_port), "0", 0, 65535, F_IMMUTABLE, NULL},          /* issue 18: 0 = off */
     {"mongo-big-threshold", T_INT, BOFF(mongo_big_threshold), "1000", 1, 1LL << 30, B, NULL},   /* storage/mongodb/mg_big.c */
     {"mongo-database", T_STR, BOFF(mongo_database), "frontdoor", 0, 0, B, NULL},
@@ -107,6 +110,12 @@ static const directive directives[] = {
     {"redis-password", T_STR, BOFF(redis_password), "", 0, 0, B, NULL},
     {"redis-user", T_STR, BOFF(redis_user), "", 0, 0, B, NULL},   /* ACL user upstream (docs/acl.md) */
     {"redis-pool-size", T_INT, BOFF(redis_pool_size), "4", 1, 1024, B, NULL},
+    /* TLS to Redis / Redis Cluster (storage/redis_conn.h rc_shared_tls, docs/tls.md) */
+    {"redis-tls", T_ENUM, BOFF(redis_tls), "no", 0, 0, B, yesno_names},
+    {"redis-tls-ca-cert-file", T_STR, BOFF(redis_tls_ca_cert_file), "", 0, 0, B, NULL},
+    {"redis-tls-cert-file", T_STR, BOFF(redis_tls_cert_file), "", 0, 0, B, NULL},
+    {"redis-tls-key-file", T_STR, BOFF(redis_tls_key_file), "", 0, 0, B, NULL},
+    {"redis-tls-sni", T_STR, BOFF(redis_tls_sni), "", 0, 0, B, NULL},
     {"requirepass", T_STR, OFF(requirepass), "", 0, 0, 0, NULL},
     {"aclfile", T_STR, OFF(aclfile), "", 0, 0, F_IMMUTABLE, NULL},                 /* acl.h */
     {"acllog-max-len", T_INT, OFF(acllog_max_len), "128", 0, LLONG_MAX, 0, NULL},  /* acl.h */
@@ -115,6 +124,23 @@ static const directive directives[] = {
     {"slowlog-max-len", T_INT, OFF(slowlog_max_len), "128", 0, LONG_MAX, 0, NULL},
     {"tcp-backlog", T_INT, OFF(tcp_backlog), "511", 0, INT_MAX, F_IMMUTABLE, NULL},
     {"timeout", T_INT, OFF(timeout), "0", 0, INT_MAX, 0, NULL},
+    /* TLS for clients (proxy/tls.h, docs/tls.md): Redis 7.0's directives; a
+     * change to any of them builds a new SSL_CTX for new connections (F_TLS) */
+    {"tls-auth-clients", T_ENUM, OFF(tls_auth_clients), "yes", 0, 0, F_TLS, tls_auth_names},
+    {"tls-ca-cert-dir", T_STR, OFF(tls_ca_cert_dir), "", 0, 0, F_TLS, NULL},
+    {"tls-ca-cert-file", T_STR, OFF(tls_ca_cert_file), "", 0, 0, F_TLS, NULL},
+    {"tls-cert-file", T_STR, OFF(tls_cert_file), "", 0, 0, F_TLS, NULL},
+    {"tls-ciphers", T_STR, OFF(tls_ciphers), "", 0, 0, F_TLS, NULL},
+    {"tls-ciphersuites", T_STR, OFF(tls_ciphersuites), "", 0, 0, F_TLS, NULL},
+    {"tls-handshake-timeout", T_INT, OFF(tls_handshake_timeout), "10000", 1, 3600000, 0, NULL},   /* ms; frontdoor's own */
+    {"tls-key-file", T_STR, OFF(tls_key_file), "", 0, 0, F_TLS, NULL},
+    {"tls-key-file-pass", T_STR, OFF(tls_key_file_pass), "", 0, 0, F_TLS, NULL},
+    {"tls-port", T_INT, OFF(tls_port), "0", 0, 65535, F_IMMUTABLE, NULL},
+    {"tls-prefer-server-ciphers", T_ENUM, OFF(tls_prefer_server_ciphers), "no", 0, 0, F_TLS, yesno_names},
+    {"tls-protocols", T_STR, OFF(tls_protocols), "", 0, 0, F_TLS, NULL},
+    {"tls-session-cache-size", T_INT, OFF(tls_session_cache_size), "20480", 0, INT_MAX, F_TLS, NULL},
+    {"tls-session-cache-timeout", T_INT, OFF(tls_session_cache_timeout), "300", 0, INT_MAX, F_TLS, NULL},
+    {"tls-session-caching", T_ENUM, OFF(tls_session_caching), "yes", 0, 0, F_TLS, yesno_names},
     {"unixsocket", T_STR, OFF(unixsocket), "", 0, 0, F_IMMUTABLE, NULL},
     {"unixsocketperm", T_OCTAL, OFF(unixsocketperm), "0", 0, 0777, F_IMMUTABLE, NULL},
 };
@@ -304,6 +330,7 @@ int px_config_group(const char *name) {
     if (!e) return -1;
     if (e->ab || (e->d->flags & F_AB)) return PX_CFG_AB;
     if (e->d->flags & F_BACKEND) return PX_CFG_PRIMARY;
+    if (e->d->flags & F_TLS) return PX_CFG_TLS;
     return PX_CFG_OTHER;
 }
 

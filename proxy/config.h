@@ -31,6 +31,9 @@ typedef struct px_backend_settings {
     char     *redis_user;            /* AUTH user password on connect ("" = AUTH password) */
     long long redis_db;
     char     *redis_cluster_seeds;   /* redis-cluster backend: host:port[,host:port...] */
+    int       redis_tls;             /* TLS to the Redis servers (docs/tls.md) */
+    char     *redis_tls_ca_cert_file, *redis_tls_cert_file, *redis_tls_key_file;
+    char     *redis_tls_sni;         /* SNI and the certificate's expected name ("" = not checked) */
     long long backend_timeout;       /* ms: a network backend's request fails after this */
     char     *mongo_uri;             /* mongodb backend */
     char     *mongo_database;
@@ -63,6 +66,7 @@ typedef struct px_settings {
     double    ab_mirror_sample;      /* mirror: share of keys mirrored (by key hash; keyless: all) */
     int       ab_mismatch_log;       /* PX_AB_LOG_*: count only, keep both replies, or with the key's diff */
     long long metrics_port;          /* Prometheus endpoint (proxy/metrics.h); 0 = off */
+    int       metrics_tls;           /* the endpoint speaks TLS (the clients' context, proxy/tls.h) */
     long long ab_stop_after;         /* mirror: stop after this many divergences (0 = never) */
     int       ab_mirror_order;       /* PX_AB_ORDER_*: when a copy on a key with primary writes in flight is sent */
     char     *requirepass;
@@ -90,7 +94,19 @@ typedef struct px_settings {
     long long slowlog_max_len;
     long long latency_monitor_threshold; /* ms; 0 = off */
     int       capture_hash;          /* 1 = keys and values hashed */
+    /* TLS for clients (proxy/tls.h) */
+    long long tls_port;              /* 0 = no TLS listener */
+    char     *tls_cert_file, *tls_key_file, *tls_key_file_pass;
+    char     *tls_ca_cert_file, *tls_ca_cert_dir;
+    int       tls_auth_clients;      /* PX_TLS_AUTH_*: no, yes, optional */
+    char     *tls_protocols;         /* "" = TLSv1.2 TLSv1.3 */
+    char     *tls_ciphers, *tls_ciphersuites;   /* "" = OpenSSL's defaults */
+    int       tls_prefer_server_ciphers;
+    int       tls_session_caching;
+    long long tls_session_cache_size, tls_session_cache_timeout;   /* entries, seconds */
+    long long tls_handshake_timeout; /* ms a client has to finish its handshake */
 } px_settings;
+enum { PX_TLS_AUTH_NO = 0, PX_TLS_AUTH_YES = 1, PX_TLS_AUTH_OPTIONAL = 2 };
 
 extern px_settings px_cfg;
 
@@ -121,9 +137,10 @@ void px_config_get_reply(resp_out *o, int npat, resp_arg *pats);
 int px_config_format(const char *name, char *buf, size_t buflen);
 
 /* Which running part a directive belongs to: changing a PX_CFG_PRIMARY one
- * at runtime reopens the primary backend, a PX_CFG_AB one the A/B setup.
+ * at runtime reopens the primary backend, a PX_CFG_AB one the A/B setup,
+ * a PX_CFG_TLS one rebuilds the clients' TLS context (proxy/tls.h).
  * -1 if unknown. */
-enum { PX_CFG_OTHER = 0, PX_CFG_PRIMARY = 1, PX_CFG_AB = 2 };
+enum { PX_CFG_OTHER = 0, PX_CFG_PRIMARY = 1, PX_CFG_AB = 2, PX_CFG_TLS = 3 };
 int px_config_group(const char *name);
 
 /* Deep copies of the settings (strings duplicated), for rollback. */

@@ -2,6 +2,7 @@
  * metrics.h). */
 #include "metrics.h"
 #include "hooks.h"
+#include "tls.h"
 #include "ab.h"
 #include "config.h"
 #include "log.h"
@@ -174,6 +175,7 @@ void px_metrics_latencystats(resp_out *o) {
 
 typedef struct mconn {
     ev_io    io;
+    px_tls_conn *tls;        /* metrics-tls yes: the page is served over TLS */
     char     req[REQ_MAX];
     size_t   rl;
     resp_out resp;
@@ -183,6 +185,7 @@ typedef struct mconn {
 
 static void mconn_close(struct ev_loop *loop, mconn *m) {
     ev_io_stop(loop, &m->io);
+    px_tls_free(m->tls);
     close(m->io.fd);
     resp_out_free(&m->resp);
     free(m);
@@ -196,11 +199,35 @@ static void respond(mconn *m, const char *status, const char *ctype, const char 
     if (blen) resp_out_raw(&m->resp, body, blen);
 }
 
+/* Wait for the socket to be readable (events EV_READ) or writable. */
+static void mconn_wait(struct ev_loop *loop, mconn *m, int events) {
+    if (m->io.events == events) return;
+    ev_io_stop(loop, &m->io);
+    ev_io_set(&m->io, m->io.fd, events);
+    ev_io_start(loop, &m->io);
+}
+
 static void on_mconn(struct ev_loop *loop, ev_io *w, int revents) {
     mconn *m = (mconn *)w;
     (void)revents;
+    if (m->tls && !px_tls_established(m->tls)) {
+        int rc = px_tls_handshake(m->tls);
+        if (rc == PX_TLS_WANT_READ || rc == PX_TLS_WANT_WRITE) {
+            mconn_wait(loop, m, rc == PX_TLS_WANT_READ ? EV_READ : EV_WRITE);
+            return;
+        }
+        if (rc != PX_TLS_OK) { mconn_close(loop, m); return; }
+        mconn_wait(loop, m, EV_READ);
+    }
     if (!m->writing) {
-        ssize_t r = read(w->fd, m->req + m->rl, sizeof m->req - 1 - m->rl);
+        ssize_t r;
+        if (m->tls) {
+            r = px_tls_read(m->tls, m->req + m->rl, sizeof m->req - 1 - m->rl);
+            if (r == PX_TLS_WANT_READ || r == PX_TLS_WANT_WRITE) return;
+            if (r < 0) { mconn_close(loop, m); return; }
+        } else {
+            r = read(w->fd, m->req + m->rl, sizeof m->req - 1 - m->rl);
+        }
         if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) { mconn_close(loop, m); return; }
         if (r < 0) return;
         m->rl += (size_t)r;
@@ -227,6 +254,16 @@ static void on_mconn(struct ev_loop *loop, ev_io *w, int revents) {
         return;
     }
     while (m->off < m->resp.len) {
+        if (m->tls) {
+            ssize_t k = px_tls_write(m->tls, m->resp.data + m->off, m->resp.len - m->off);
+            if (k == PX_TLS_WANT_READ || k == PX_TLS_WANT_WRITE) {
+                mconn_wait(loop, m, k == PX_TLS_WANT_READ ? EV_READ : EV_WRITE);
+                return;
+            }
+            if (k <= 0) break;
+            m->off += (size_t)k;
+            continue;
+        }
         ssize_t k = write(w->fd, m->resp.data + m->off, m->resp.len - m->off);
         if (k < 0 && (errno == EAGAIN || errno == EINTR)) return;
         if (k <= 0) break;
@@ -243,6 +280,7 @@ static void on_maccept(struct ev_loop *loop, ev_io *w, int revents) {
         fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
         mconn *m = calloc(1, sizeof *m);
         if (!m) { close(fd); continue; }
+        if (px_cfg.metrics_tls && !(m->tls = px_tls_new(fd))) { free(m); close(fd); continue; }
         resp_out_init(&m->resp, 2);
         ev_io_init(&m->io, on_mconn, fd, EV_READ);
         ev_io_start(loop, &m->io);
@@ -278,12 +316,16 @@ static int listen_on(const char *host, char *err, size_t errlen) {
 
 int px_metrics_init(char *err, size_t errlen) {
     if (px_cfg.metrics_port <= 0) return 0;
+    if (px_cfg.metrics_tls && !px_tls_ready()) {
+        snprintf(err, errlen, "metrics-tls yes needs tls-cert-file and tls-key-file (the clients' TLS setup)");
+        return -1;
+    }
     char binds[1024];
     snprintf(binds, sizeof binds, "%s", px_cfg.bind);
     char *save = NULL;
     for (char *h = strtok_r(binds, " ", &save); h; h = strtok_r(NULL, " ", &save))
         if (listen_on(h, err, errlen)) return -1;
-    px_log(PX_LOG_NOTICE, "metrics on port %lld (GET /metrics)", px_cfg.metrics_port);
+    px_log(PX_LOG_NOTICE, "metrics on port %lld (GET /metrics%s)", px_cfg.metrics_port, px_cfg.metrics_tls ? ", TLS" : "");
     return 0;
 }
 

@@ -6,6 +6,7 @@
 #include "backends.h"
 #include "config.h"
 #include "log.h"
+#include "tls.h"       /* the connections' transport: plain or TLS */
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -42,6 +43,7 @@ int64_t px_now_ms(void) { return (int64_t)(ev_now(px_srv.loop) * 1000.0); }
 
 static void on_read(struct ev_loop *loop, ev_io *w, int revents);
 static void on_write(struct ev_loop *loop, ev_io *w, int revents);
+static char px_tls_listener_tag;         /* listener ev_io.data: accepts TLS clients */
 
 void px_conn_touch(px_conn *c) {
     if (c->in_turn) return;
@@ -67,6 +69,7 @@ void px_conn_close(px_conn *c) {
     }
     ev_io_stop(px_srv.loop, &c->rio);
     ev_io_stop(px_srv.loop, &c->wio);
+    px_tls_free(c->tls);
     close(c->fd);
     unlink_turn(c);
     PX_HOOK_RUN(closed, c);
@@ -103,6 +106,66 @@ static void sockaddr_text(const struct sockaddr_storage *ss, char *buf, size_t l
     snprintf(buf, len, "%s:%d", host, port);
 }
 
+/* ---------------------------------------------------- transport seam
+ * A connection's bytes go through conn_recv/conn_send: plain read/write, or
+ * TLS (proxy/tls.h). Both return > 0 bytes, 0 at the peer's EOF (recv), or
+ * -1 with errno: EAGAIN when the socket must become ready first (a TLS read
+ * that needs the socket writable starts the write watcher itself). */
+static ssize_t conn_recv(px_conn *c, void *buf, size_t len) {
+    if (!c->tls) return read(c->fd, buf, len);
+    ssize_t n = px_tls_read(c->tls, buf, len);
+    if (n > 0) return n;
+    switch (n) {
+    case PX_TLS_WANT_WRITE:
+        c->tls_read_wants_write = 1;
+        ev_io_start(px_srv.loop, &c->wio);
+        /* fall through */
+    case PX_TLS_WANT_READ: errno = EAGAIN; return -1;
+    case PX_TLS_CLOSED: return 0;
+    default:
+        px_log(PX_LOG_VERBOSE, "client %llu TLS read error: %s", (unsigned long long)c->id, px_tls_error(c->tls));
+        errno = EPROTO;
+        return -1;
+    }
+}
+
+static ssize_t conn_send(px_conn *c, const void *buf, size_t len) {
+    if (!c->tls) return write(c->fd, buf, len);
+    ssize_t n = px_tls_write(c->tls, buf, len);
+    if (n > 0) return n;
+    /* WANT_READ (renegotiation, refused by the context) is retried on the
+     * next write event like WANT_WRITE */
+    if (n == PX_TLS_WANT_READ || n == PX_TLS_WANT_WRITE) { errno = EAGAIN; return -1; }
+    if (n == PX_TLS_ERROR)
+        px_log(PX_LOG_VERBOSE, "client %llu TLS write error: %s", (unsigned long long)c->id, px_tls_error(c->tls));
+    errno = EPIPE;
+    return -1;
+}
+
+/* Decrypted bytes wait inside OpenSSL: no socket event will come for them,
+ * so the read callback is queued again in this loop iteration. */
+static void conn_recheck_pending(px_conn *c) {
+    if (c->tls && ev_is_active(&c->rio) && px_tls_established(c->tls) && px_tls_pending(c->tls))
+        ev_feed_event(px_srv.loop, &c->rio, EV_READ);
+}
+
+/* Advance a TLS handshake from a socket event; never blocks. A failed one
+ * (plain text, bad or missing client certificate, ...) closes the client. */
+static void conn_handshake(px_conn *c) {
+    int rc = px_tls_handshake(c->tls);
+    if (rc == PX_TLS_WANT_WRITE) { ev_io_start(px_srv.loop, &c->wio); return; }
+    ev_io_stop(px_srv.loop, &c->wio);
+    if (rc == PX_TLS_WANT_READ) return;
+    if (rc != PX_TLS_OK) {
+        px_log(PX_LOG_VERBOSE, "Error accepting a client connection: %s (addr=%s)", px_tls_error(c->tls), c->addr);
+        px_conn_close(c);
+        return;
+    }
+    c->last_interaction = ev_now(px_srv.loop);
+    /* the client's first command may have come with the handshake's last flight */
+    ev_feed_event(px_srv.loop, &c->rio, EV_READ);
+}
+
 static void on_accept(struct ev_loop *loop, ev_io *w, int revents) {
     for (int i = 0; i < 256; i++) {
         struct sockaddr_storage ss;
@@ -126,6 +189,12 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents) {
         px_conn *c = calloc(1, sizeof *c);
         if (!c) { close(fd); continue; }
         c->fd = fd;
+        if (w->data == &px_tls_listener_tag && !(c->tls = px_tls_new(fd))) {
+            px_log(PX_LOG_WARNING, "accept: no TLS state for a new client (out of memory)");
+            close(fd);
+            free(c);
+            continue;
+        }
         c->id = ++px_srv.next_id;
         if (ss.ss_family == AF_UNIX) c->flags |= PX_CONN_UNIX;
         sockaddr_text(&ss, c->addr, sizeof c->addr);
@@ -151,7 +220,7 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents) {
 /* Send out.data[wpos..safe). Returns -1 if the connection was closed. */
 static int conn_write(px_conn *c) {
     while (c->wpos < c->safe) {
-        ssize_t n = write(c->fd, c->out.data + c->wpos, c->safe - c->wpos);
+        ssize_t n = conn_send(c, c->out.data + c->wpos, c->safe - c->wpos);
         if (n < 0) {
             if (errno == EINTR) continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) break;
@@ -187,6 +256,13 @@ static int conn_write(px_conn *c) {
 
 static void on_write(struct ev_loop *loop, ev_io *w, int revents) {
     px_conn *c = w->data;
+    if (c->tls && !px_tls_established(c->tls)) { conn_handshake(c); return; }
+    if (c->tls_read_wants_write) {
+        c->tls_read_wants_write = 0;
+        if (c->wpos >= c->safe) ev_io_stop(loop, &c->wio);
+        if (ev_is_active(&c->rio)) ev_feed_event(loop, &c->rio, EV_READ);
+        if (c->wpos >= c->safe) return;
+    }
     conn_write(c);
 }
 
@@ -240,12 +316,14 @@ static void process_input(px_conn *c) {
 
 void px_conn_resume(px_conn *c) {
     if (!c->blk && c->rpos < c->rlen) process_input(c);
+    conn_recheck_pending(c);
     px_conn_touch(c);
 }
 void px_conn_process_input(px_conn *c) { process_input(c); }
 
 static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
     px_conn *c = w->data;
+    if (c->tls && !px_tls_established(c->tls)) { conn_handshake(c); return; }
     /* Room for the next read. A big bulk in progress grows the buffer by
      * doubling what has arrived (capped at what the bulk still needs), never
      * straight to the size its header announces: memory follows the bytes
@@ -274,7 +352,7 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
         c->rbuf = nb;
         c->rcap = ncap;
     }
-    ssize_t n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
+    ssize_t n = conn_recv(c, c->rbuf + c->rlen, c->rcap - c->rlen);
     if (n <= 0 && shared) { c->rbuf = NULL; c->rcap = 0; }
     if (n <= 0) {
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
@@ -318,6 +396,7 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
         px_conn_touch(c);
     }
     if (c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP)) ev_io_stop(loop, &c->rio);
+    conn_recheck_pending(c);
 }
 
 /* -------------------------------------------------------- end of a turn */
@@ -373,6 +452,15 @@ static void on_cron(struct ev_loop *loop, ev_timer *w, int revents) {
     static ev_tstamp last_clients;
     if (now - last_clients >= 1.0) {
         last_clients = now;
+        for (px_conn *c = px_srv.clients, *next; c; c = next) {
+            next = c->next;
+            /* a stalled TLS handshake holds only its own slot, this long */
+            if (c->tls && !px_tls_established(c->tls) &&
+                (now - c->created) * 1000.0 > (double)px_cfg.tls_handshake_timeout) {
+                px_log(PX_LOG_VERBOSE, "closing client %llu (%s): TLS handshake timeout", (unsigned long long)c->id, c->addr);
+                px_conn_close(c);
+            }
+        }
         if (px_cfg.timeout > 0) {
             for (px_conn *c = px_srv.clients, *next; c; c = next) {
                 next = c->next;
@@ -431,21 +519,22 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents) {
 
 /* ------------------------------------------------------------ listeners */
 
-static int add_listener(int fd, char *err, size_t errlen) {
+static int add_listener(int fd, int tls, char *err, size_t errlen) {
     if (nlisteners == MAX_LISTENERS) { snprintf(err, errlen, "too many listeners"); close(fd); return -1; }
     ev_io_init(&listeners[nlisteners], on_accept, fd, EV_READ);
+    listeners[nlisteners].data = tls ? &px_tls_listener_tag : NULL;
     ev_io_start(px_srv.loop, &listeners[nlisteners]);
     nlisteners++;
     return 0;
 }
 
-static int listen_tcp(const char *host, char *err, size_t errlen) {
+static int listen_tcp(const char *host, long long portnum, int tls, char *err, size_t errlen) {
     struct addrinfo hints = {0}, *res, *ai;
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST;
     char port[16];
-    snprintf(port, sizeof port, "%lld", px_cfg.port);
+    snprintf(port, sizeof port, "%lld", portnum);
     const char *h = host;
     int ipv6_opt = 0;
     if (h[0] == '-') { h++; ipv6_opt = 1; }  /* "-::1": optional, as redis */
@@ -461,11 +550,11 @@ static int listen_tcp(const char *host, char *err, size_t errlen) {
             int e = errno;
             close(fd);
             if (ipv6_opt) continue;
-            snprintf(err, errlen, "can't listen on %s:%lld: %s", host, px_cfg.port, strerror(e));
+            snprintf(err, errlen, "can't listen on %s:%lld: %s", host, portnum, strerror(e));
             freeaddrinfo(res);
             return -1;
         }
-        if (add_listener(fd, err, errlen)) { freeaddrinfo(res); return -1; }
+        if (add_listener(fd, tls, err, errlen)) { freeaddrinfo(res); return -1; }
     }
     freeaddrinfo(res);
     return 0;
@@ -484,7 +573,7 @@ static int listen_unix(const char *path, char *err, size_t errlen) {
         return -1;
     }
     if (px_cfg.unixsocketperm) chmod(path, (mode_t)px_cfg.unixsocketperm);
-    return add_listener(fd, err, errlen);
+    return add_listener(fd, 0, err, errlen);
 }
 
 int px_server_init(char *err, size_t errlen) {
@@ -507,13 +596,14 @@ int px_server_init(char *err, size_t errlen) {
     /* bind: one or more addresses separated by spaces, as redis.conf */
     char binds[1024];
     snprintf(binds, sizeof binds, "%s", px_cfg.bind);
-    if (px_cfg.port > 0) {
-        char *save = NULL;
-        for (char *h = strtok_r(binds, " ", &save); h; h = strtok_r(NULL, " ", &save))
-            if (listen_tcp(h, err, errlen)) return -1;
+    if (px_tls_configure(err, errlen)) return -1;      /* tls-* directives (proxy/tls.h) */
+    char *save = NULL;
+    for (char *h = strtok_r(binds, " ", &save); h; h = strtok_r(NULL, " ", &save)) {
+        if (px_cfg.port > 0 && listen_tcp(h, px_cfg.port, 0, err, errlen)) return -1;
+        if (px_cfg.tls_port > 0 && listen_tcp(h, px_cfg.tls_port, 1, err, errlen)) return -1;
     }
     if (px_cfg.unixsocket[0] && listen_unix(px_cfg.unixsocket, err, errlen)) return -1;
-    if (nlisteners == 0) { snprintf(err, errlen, "nothing to listen on (port 0 and no unixsocket)"); return -1; }
+    if (nlisteners == 0) { snprintf(err, errlen, "nothing to listen on (port 0, tls-port 0 and no unixsocket)"); return -1; }
 
     ev_prepare_init(&turn_watcher, on_turn_end);
     ev_prepare_start(px_srv.loop, &turn_watcher);
@@ -542,6 +632,7 @@ void px_server_shutdown(void) {
     }
     nlisteners = 0;
     PX_HOOK_RUN(shutdown);
+    px_tls_shutdown();
     if (px_cfg.unixsocket[0]) unlink(px_cfg.unixsocket);
     /* replies still owed by asynchronous backends are dropped with their clients */
     px_backends_shutdown();

@@ -28,6 +28,10 @@ enum {
 
 typedef struct px_conn {
     int        fd;
+    /* transport: NULL = plain socket I/O; else TLS (proxy/tls.h), reads and
+     * writes go through it (server.c conn_recv/conn_send) */
+    struct px_tls_conn *tls;
+    int        tls_read_wants_write;     /* a TLS read waits for the socket to be writable */
     uint64_t   id;
     int        flags;
     ev_io      rio, wio;

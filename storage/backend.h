@@ -53,6 +53,8 @@ typedef struct fd_backend_config {
     int         redis_db;       /* SELECT on connect */
     long long   backend_timeout_ms;     /* a request unanswered this long fails */
     const char *redis_cluster_seeds;    /* redis-cluster backend: "host:port[,host:port...]" */
+    int         redis_tls;              /* TLS to the servers (storage/redis_conn.h rc_shared_tls) */
+    const char *redis_tls_ca_cert_file, *redis_tls_cert_file, *redis_tls_key_file, *redis_tls_sni;
     /* MongoDB (storage/mongodb/) */
     const char *mongo_uri;      /* passed to libmongoc as is */
     const char *mongo_database;

@@ -108,6 +108,11 @@ static int rb_open(fd_backend *fb, const fd_backend_config *cfg, char *err, size
     b->n = cfg->redis_pool_size > 0 ? cfg->redis_pool_size : 4;
     b->conns = calloc((size_t)b->n, sizeof *b->conns);
     if (!b->conns) { free(b->sh.password); free(b->sh.user); free(b); snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }
+    if (cfg->redis_tls && rc_shared_tls(&b->sh, cfg->redis_tls_ca_cert_file, cfg->redis_tls_cert_file,
+                                        cfg->redis_tls_key_file, cfg->redis_tls_sni, err, errlen)) {
+        free(b->conns); free(b->sh.password); free(b->sh.user); free(b);
+        return FD_E_INTERNAL;
+    }
     fb->state = b;
     rc_shared_init(&b->sh);
     /* a backend that is not reachable yet is not fatal: clients get errors

@@ -1355,6 +1355,13 @@ static int cl_open(fd_backend *fb, const fd_backend_config *cfg, char *err, size
     fb->state = b;
     if (!b->seeds) { cl_close(fb); snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }
     rc_shared_init(&b->sh);
+    /* TLS to every node (a cluster with tls-cluster yes announces its TLS
+     * ports: MOVED/ASK and CLUSTER SLOTS name them) */
+    if (cfg->redis_tls && rc_shared_tls(&b->sh, cfg->redis_tls_ca_cert_file, cfg->redis_tls_cert_file,
+                                        cfg->redis_tls_key_file, cfg->redis_tls_sni, err, errlen)) {
+        cl_close(fb);
+        return FD_E_INTERNAL;
+    }
     /* every seed is resolved now (host names allowed: this is start-up) */
     char *list = strdup(b->seeds), *save = NULL;
     if (!list) { cl_close(fb); snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }

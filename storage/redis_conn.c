@@ -18,6 +18,9 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include "clock.h"
 #include "redis_conn.h"
@@ -149,6 +152,13 @@ static void set_err(rc_conn *c, const char *fmt, ...) {
 }
 
 static void close_socket(rc_conn *c) {
+    if (c->ssl) {
+        if (c->tls_done) SSL_shutdown(c->ssl);   /* best effort, never waits */
+        SSL_free(c->ssl);
+        ERR_clear_error();
+        c->ssl = NULL;
+        c->tls_done = 0;
+    }
     if (c->fd >= 0) {
         ev_io_stop(c->sh->loop, &c->rio);
         ev_io_stop(c->sh->loop, &c->wio);
@@ -203,14 +213,91 @@ static void conn_fail(rc_conn *c) {
 
 /* ------------------------------------------------------------ writing */
 
+/* ------------------------------------------------------------ TLS */
+
+/* The text of a failed TLS call (ret) into c->lasterr; 0 = it only waits
+ * for the socket (*want_write: to be writable). */
+static int tls_failed(rc_conn *c, int ret, const char *what, int *want_write) {
+    int e = SSL_get_error(c->ssl, ret);
+    if (e == SSL_ERROR_WANT_READ) { *want_write = 0; return 0; }
+    if (e == SSL_ERROR_WANT_WRITE) { *want_write = 1; return 0; }
+    char why[200] = "connection closed";
+    unsigned long q = ERR_get_error();
+    if (q) ERR_error_string_n(q, why, sizeof why);
+    else if (e == SSL_ERROR_SYSCALL && errno) snprintf(why, sizeof why, "%s", strerror(errno));
+    ERR_clear_error();
+    long vr = SSL_get_verify_result(c->ssl);
+    if (vr != X509_V_OK) set_err(c, "%s: %s (certificate: %s)", what, why, X509_verify_cert_error_string(vr));
+    else set_err(c, "%s: %s", what, why);
+    return -1;
+}
+
+/* The socket I/O: plain, or through the connection's SSL. > 0 bytes, 0 at
+ * EOF (recv), -1 with errno (EAGAIN: wait; EPROTO: c->lasterr is set). */
+static ssize_t sock_recv(rc_conn *c, void *buf, size_t len) {
+    if (!c->ssl) return read(c->fd, buf, len);
+    ERR_clear_error();
+    errno = 0;
+    int n = SSL_read(c->ssl, buf, (int)(len > (1u << 30) ? (1u << 30) : len));
+    if (n > 0) return n;
+    int ww;
+    if (SSL_get_error(c->ssl, n) == SSL_ERROR_ZERO_RETURN) return 0;
+    if (!tls_failed(c, n, "TLS read", &ww)) {
+        if (ww && !c->wio_on) { ev_io_start(c->sh->loop, &c->wio); c->wio_on = 1; }
+        errno = EAGAIN;
+        return -1;
+    }
+    errno = EPROTO;
+    return -1;
+}
+
+static ssize_t sock_send(rc_conn *c, const void *buf, size_t len) {
+    if (!c->ssl) return write(c->fd, buf, len);
+    ERR_clear_error();
+    errno = 0;
+    int n = SSL_write(c->ssl, buf, (int)(len > (1u << 30) ? (1u << 30) : len));
+    if (n > 0) return n;
+    int ww;
+    if (!tls_failed(c, n, "TLS write", &ww)) { errno = EAGAIN; return -1; }
+    errno = EPROTO;
+    return -1;
+}
+
+int rc_shared_tls(rc_shared *sh, const char *ca_file, const char *cert_file, const char *key_file,
+                  const char *sni, char *err, size_t errlen) {
+    ERR_clear_error();
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    char why[200];
+    if (!ctx) { snprintf(err, errlen, "TLS: out of memory"); return -1; }
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+#ifdef SSL_OP_IGNORE_UNEXPECTED_EOF
+    SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+#endif
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    int ok = ca_file && ca_file[0] ? SSL_CTX_load_verify_locations(ctx, ca_file, NULL) : SSL_CTX_set_default_verify_paths(ctx);
+    if (ok <= 0) goto bad;
+    if (cert_file && cert_file[0] && SSL_CTX_use_certificate_chain_file(ctx, cert_file) <= 0) goto bad;
+    if (key_file && key_file[0] && SSL_CTX_use_PrivateKey_file(ctx, key_file, SSL_FILETYPE_PEM) <= 0) goto bad;
+    sh->tls_ctx = ctx;
+    sh->tls_sni = sni && sni[0] ? strdup(sni) : NULL;
+    return 0;
+bad:
+    ERR_error_string_n(ERR_get_error(), why, sizeof why);
+    ERR_clear_error();
+    snprintf(err, errlen, "TLS to %s: cannot load the CA, certificate or key: %s", sh->label, why);
+    SSL_CTX_free(ctx);
+    return -1;
+}
+
 /* Write obuf[opos..olen). Returns -1 if the connection failed. */
 static int conn_write(rc_conn *c) {
     while (c->opos < c->olen) {
-        ssize_t n = write(c->fd, c->obuf + c->opos, c->olen - c->opos);
+        ssize_t n = sock_send(c, c->obuf + c->opos, c->olen - c->opos);
         if (n < 0) {
             if (errno == EINTR) continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-            set_err(c, "%s", strerror(errno));
+            if (errno != EPROTO) set_err(c, "%s", strerror(errno));
             conn_fail(c);
             return -1;
         }
@@ -227,15 +314,53 @@ static int conn_write(rc_conn *c) {
     return 0;
 }
 
-static void on_connected(rc_conn *c) {
-    int err = 0;
-    socklen_t el = sizeof err;
-    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0) err = errno;
-    if (err) {
-        set_err(c, "%s", strerror(err));
-        conn_fail(c);
-        return;
+/* Advance the TLS handshake (the connection stays RC_CONNECTING, under its
+ * connect deadline). 1 when done, 0 when it waits, -1 when it failed. */
+static int tls_handshake(rc_conn *c) {
+    rc_shared *sh = c->sh;
+    if (!c->ssl) {
+        SSL *s = SSL_new(sh->tls_ctx);
+        if (!s || !SSL_set_fd(s, c->fd)) { if (s) SSL_free(s); set_err(c, "TLS: out of memory"); conn_fail(c); return -1; }
+        c->ssl = s;
+        if (sh->tls_sni) {
+            SSL_set_tlsext_host_name(s, sh->tls_sni);
+            SSL_set_hostflags(s, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+            SSL_set1_host(s, sh->tls_sni);
+        }
+        SSL_set_connect_state(s);
     }
+    ERR_clear_error();
+    errno = 0;
+    int r = SSL_do_handshake(c->ssl);
+    if (r == 1) {
+        c->tls_done = 1;
+        if (c->wio_on) { ev_io_stop(sh->loop, &c->wio); c->wio_on = 0; }
+        ev_io_stop(sh->loop, &c->rio);
+        return 1;
+    }
+    int ww;
+    if (tls_failed(c, r, "TLS handshake failed", &ww)) {
+        conn_fail(c);          /* logs the reason (once as a warning, then verbose) */
+        return -1;
+    }
+    if (ww && !c->wio_on) { ev_io_start(sh->loop, &c->wio); c->wio_on = 1; }
+    if (!ww && c->wio_on) { ev_io_stop(sh->loop, &c->wio); c->wio_on = 0; }
+    if (!ww) ev_io_start(sh->loop, &c->rio);
+    return 0;
+}
+
+static void on_connected(rc_conn *c) {
+    if (!c->ssl) {
+        int err = 0;
+        socklen_t el = sizeof err;
+        if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0) err = errno;
+        if (err) {
+            set_err(c, "%s", strerror(err));
+            conn_fail(c);
+            return;
+        }
+    }
+    if (c->sh->tls_ctx && !c->tls_done && tls_handshake(c) <= 0) return;
     c->state = RC_UP;
     c->connects++;
     if (c->ever_up) c->reconnects++;
@@ -254,6 +379,8 @@ static void on_write(struct ev_loop *loop, ev_io *w, int revents) {
         return;
     }
     conn_write(c);
+    /* a TLS read that waited for the socket to be writable */
+    if (c->ssl && c->state == RC_UP && ev_is_active(&c->rio)) ev_feed_event(loop, &c->rio, EV_READ);
 }
 
 /* ------------------------------------------------------------ reading */
@@ -295,6 +422,7 @@ static int handle_reply(rc_conn *c, const char *data, size_t len) {
 
 static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
     rc_conn *c = w->data;
+    if (c->state == RC_CONNECTING) { on_connected(c); return; }   /* a TLS handshake waiting to read */
     for (int round = 0; round < RC_READS_PER_EVENT; round++) {
         if (c->icap - c->ilen < RC_READ_CHUNK) {
             if (c->ipos > 0 && c->ipos >= c->ilen / 2) {
@@ -312,12 +440,12 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
             }
         }
         size_t room = c->icap - c->ilen;
-        ssize_t n = read(c->fd, c->ibuf + c->ilen, room);
+        ssize_t n = sock_recv(c, c->ibuf + c->ilen, room);
         if (n == 0) { set_err(c, "connection closed by the server"); conn_fail(c); return; }
         if (n < 0) {
             if (errno == EINTR) continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-            set_err(c, "%s", strerror(errno));
+            if (errno != EPROTO) set_err(c, "%s", strerror(errno));
             conn_fail(c);
             return;
         }
@@ -340,8 +468,10 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
             c->ipos = c->ilen = 0;
             if (c->icap > RC_BUF_SHRINK) { free(c->ibuf); c->ibuf = NULL; c->icap = 0; }
         }
-        if ((size_t)n < room) break;
+        /* a TLS read returns one record: go on while OpenSSL holds more */
+        if ((size_t)n < room && !(c->ssl && SSL_has_pending(c->ssl))) break;
     }
+    if (c->ssl && c->state == RC_UP && SSL_has_pending(c->ssl)) ev_feed_event(loop, &c->rio, EV_READ);
 }
 
 /* ------------------------------------------------------------ connecting */
@@ -486,6 +616,10 @@ void rc_shared_close(rc_shared *sh) {
     ev_timer_stop(sh->loop, &sh->tick);
     free(sh->no_resp3);
     sh->no_resp3 = NULL;
+    if (sh->tls_ctx) SSL_CTX_free(sh->tls_ctx);
+    sh->tls_ctx = NULL;
+    free(sh->tls_sni);
+    sh->tls_sni = NULL;
 }
 
 void rc_conn_init(rc_conn *c, rc_shared *sh, rc_addr *a, int idx) {

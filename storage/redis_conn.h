@@ -79,7 +79,21 @@ typedef struct rc_shared {
     rc_conn    *zombies;         /* to destroy outside their callbacks (rc_flush) */
     struct rc_blocking *blocking; /* in flight */
     uint64_t    blocking_total, blocking_refused;
+    /* TLS to the servers (rc_shared_tls; NULL = plain): an SSL_CTX */
+    void       *tls_ctx;
+    char       *tls_sni;         /* sent as SNI and checked as the certificate's name (NULL = not checked) */
 } rc_shared;
+
+/* TLS for every connection of sh (call before the first connect): the
+ * servers' certificates must chain to ca_file (NULL/"": the system's CAs);
+ * cert_file/key_file: a client certificate (NULL/"": none); sni: sent as
+ * SNI and verified as the certificate's host name (NULL/"": neither). The
+ * TLS handshake is part of the connect (sh->timeout_ms bounds both); a
+ * failed one (untrusted, expired, wrong name) fails the connection with
+ * "TLS handshake failed: ... certificate ..." in the unavailable error.
+ * -1 with err when the files cannot be loaded. rc_shared_close frees it. */
+int  rc_shared_tls(rc_shared *sh, const char *ca_file, const char *cert_file, const char *key_file,
+                   const char *sni, char *err, size_t errlen);
 
 enum { RC_DOWN, RC_CONNECTING, RC_UP };
 
@@ -95,6 +109,8 @@ struct rc_conn {
     rc_addr   *addr;
     int        idx;             /* for logs */
     int        fd;
+    void      *ssl;             /* SSL * when sh->tls_ctx (NULL until the TCP connect is done) */
+    int        tls_done;        /* its handshake is done */
     int        state;
     int        proto;           /* protocol in effect after the last queued command */
     int        ever_up;

@@ -4,7 +4,7 @@
 #   bash tests/setup-debian.sh --test   also what the test suite and bench use
 set -euo pipefail
 
-pkgs=(cmake make gcc pkg-config libev-dev liblmdb-dev libleveldb-dev libmongoc-dev liblua5.1-0-dev lua-cjson-dev lua-bitop-dev libhiredis-dev)
+pkgs=(cmake make gcc pkg-config libev-dev liblmdb-dev libleveldb-dev libmongoc-dev liblua5.1-0-dev lua-cjson-dev lua-bitop-dev libhiredis-dev libssl-dev)
 if [ "${1:-}" = "--test" ]; then
   # redis-server: the differential oracle; redis-tools: redis-benchmark/redis-cli;
   # clang + libclang-rt: the parser's libFuzzer target

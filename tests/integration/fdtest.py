@@ -35,7 +35,10 @@ MongoDB emulator, tests/mongo/server.py, per test process and gives each
 such frontdoor its own mongo-database on it, unless mongo_uri is given;
 FD_BACKEND=redis-cluster starts one 3-master Redis Cluster per test process,
 start_cluster(), and points each such frontdoor at it, flushed, unless
-redis_cluster_seeds is given).
+redis_cluster_seeds is given). FD_TLS=1 gives every frontdoor started
+without a tls_port a TLS listener too (tls_pki()'s certificates,
+tls-auth-clients optional), and its conn() — so Diff and diff_pair — speaks
+TLS to it, as does Conn(port) for that TLS port (plain for the plain one).
 """
 
 import atexit
@@ -148,10 +151,16 @@ class ReplyTimeout(Exception):
 class Conn:
     """A raw RESP connection. read() returns the exact bytes of one reply."""
 
-    def __init__(self, port, timeout=5.0, host=HOST, connect_timeout=5.0):
+    def __init__(self, port, timeout=5.0, host=HOST, connect_timeout=5.0, tls=None):
+        """tls: an ssl.SSLContext: the connection is TLS (handshake here);
+        a port that FD_TLS gave a frontdoor (start_frontdoor) is TLS too."""
+        if tls is None and port in _tls_ports:
+            tls = tls_client_context()
         self.port = port
         self.timeout = timeout
         self.sock = socket.create_connection((host, port), timeout=connect_timeout)
+        if tls is not None:
+            self.sock = tls.wrap_socket(self.sock, server_hostname=host if tls.check_hostname else None)
         self.sock.settimeout(timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = bytearray()
@@ -555,7 +564,8 @@ class Server:
         raise AssertionError("no %s for pid %d" % (field, self.pid))
 
     def conn(self, timeout=5.0, auth=True):
-        c = Conn(self.port, timeout=timeout)
+        tport = getattr(self, "tls_port", None)
+        c = Conn(tport, timeout=timeout, tls=tls_client_context()) if tport else Conn(self.port, timeout=timeout)
         if auth and self.password:
             r = c.cmd("AUTH", self.password)
             if r != b"+OK\r\n":
@@ -665,10 +675,18 @@ def start_frontdoor(datadir=None, extra_args=None, wait=True, keep=False, **dire
         cluster = shared_cluster()
         cluster.flushall()
         directives["redis_cluster_seeds"] = cluster.seeds
+    tls_port = None
+    if os.environ.get("FD_TLS") == "1" and "tls_port" not in directives and not frontdoor_is_redis():
+        p = tls_pki()
+        tls_port = directives["tls_port"] = free_port()
+        _tls_ports.add(tls_port)
+        directives.update(tls_cert_file=p["server.crt"], tls_key_file=p["server.key"],
+                          tls_ca_cert_file=p["ca.crt"], tls_auth_clients="optional")
     s = Server("frontdoor", _directive_list(directives), datadir=datadir,
                extra_args=extra_args)
     s.keep = keep
     s.backing = backing
+    s.tls_port = tls_port
     s.start(wait=wait)
     if cluster is not None and wait:
         wait_cluster_map(s)
@@ -698,7 +716,10 @@ class Cluster:
     free loopback ports (client and bus), created with
     redis-cli --cluster create ... --cluster-yes."""
 
-    def __init__(self, masters=3, replicas=0, node_timeout=2000, keep=False):
+    def __init__(self, masters=3, replicas=0, node_timeout=2000, keep=False, node_directives=None):
+        """node_directives: a function returning more (name, value) pairs
+        for each node (called once per node: e.g. its own tls-port)."""
+        self.node_directives = node_directives
         self.nmasters = masters
         self.replicas = replicas
         self.node_timeout = node_timeout
@@ -713,7 +734,8 @@ class Cluster:
         for _ in range(self.nmasters * (1 + self.replicas)):
             s = Server("redis", [("cluster-enabled", "yes"), ("cluster-config-file", "nodes.conf"),
                                  ("cluster-node-timeout", self.node_timeout),
-                                 ("cluster-port", free_port()), ("enable-debug-command", "yes")])
+                                 ("cluster-port", free_port()), ("enable-debug-command", "yes")]
+                       + (list(self.node_directives()) if self.node_directives else []))
             s.keep = self.keep
             self.nodes.append(s)
             s.start()
@@ -1209,6 +1231,63 @@ class Tests:
 
 
 # --------------------------------------------------------------- misc helpers
+
+# --------------------------------------------------------------- TLS
+
+_tls = {}
+_tls_ports = set()     # frontdoor TLS ports given by FD_TLS: Conn(port) speaks TLS to them
+
+
+def tls_cert(d, name, ca=None, cn=None, san=True, days=3):
+    """openssl CLI: <name>.key and <name>.crt in d, signed by <ca> (its .crt
+    and .key in d), or a self-signed CA when ca is None; san: valid for
+    localhost and 127.0.0.1."""
+    def sh(*argv):
+        r = subprocess.run(list(argv), cwd=d, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        if r.returncode:
+            raise RuntimeError("%s: %s" % (" ".join(argv), r.stdout.decode(errors="replace")))
+    cn = cn or name
+    if ca is None:
+        sh("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", name + ".key",
+           "-out", name + ".crt", "-days", str(days), "-subj", "/CN=" + cn)
+        return
+    sh("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", name + ".key", "-out", name + ".csr",
+       "-subj", "/CN=" + cn)
+    ext = []
+    if san:
+        with open(os.path.join(d, "san.ext"), "w") as f:
+            f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+        ext = ["-extfile", "san.ext"]
+    sh("openssl", "x509", "-req", "-in", name + ".csr", "-CA", ca + ".crt", "-CAkey", ca + ".key",
+       "-CAcreateserial", "-out", name + ".crt", "-days", str(days), *ext)
+
+
+def tls_pki():
+    """A CA, a server certificate (localhost, 127.0.0.1) and a client one,
+    made once per process in a temp dir (never committed): {"dir", "ca.crt",
+    "server.crt", "server.key", "client.crt", "client.key"}."""
+    if not _tls:
+        if not shutil.which("openssl"):
+            missing_prerequisite("the openssl CLI")
+        d = make_tempdir("fdtest-pki-")
+        tls_cert(d, "ca", cn="fdtest-ca")
+        tls_cert(d, "server", "ca", cn="localhost")
+        tls_cert(d, "client", "ca", san=False)
+        _tls.update({k: os.path.join(d, k) for k in
+                     ("ca.crt", "ca.key", "server.crt", "server.key", "client.crt", "client.key")})
+        _tls["dir"] = d
+    return _tls
+
+
+def tls_client_context(cert=True):
+    """An ssl.SSLContext trusting tls_pki()'s CA, with its client certificate."""
+    import ssl
+    p = tls_pki()
+    c = ssl.create_default_context(cafile=p["ca.crt"])
+    if cert:
+        c.load_cert_chain(p["client.crt"], p["client.key"])
+    return c
+
 
 def run(argv, timeout=60, input=None, env=None):
     """subprocess.run with a hard timeout; returns (rc, stdout+stderr text)."""

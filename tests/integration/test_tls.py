@@ -1,0 +1,618 @@
+#!/usr/bin/python3
+"""TLS for clients (tls-port, proxy/tls.h, docs/tls.md), with real clients.
+
+Certificates are made by this test with the openssl CLI in a temp dir (a CA,
+the server, a client, an expired client, a client and a server of another
+CA): nothing is committed.
+
+(a) redis-cli --tls and redis-py ssl=True with a client certificate; port 0
+    is TLS only; tls-port alongside port serves both.
+(b) tls-auth-clients yes refuses a client without a certificate, with a
+    certificate of another CA, with an expired certificate; optional
+    accepts no certificate but refuses a bad one; no accepts anyone.
+(c) a client that trusts another CA refuses frontdoor's certificate.
+(d) plain RESP sent to the TLS port is dropped; the server lives on.
+(e) a client that stops mid-handshake (silent TCP, or half a ClientHello)
+    does not delay others, and is closed after tls-handshake-timeout.
+(f) big pipelines and big values (decrypted bytes left inside OpenSSL
+    after a read, SSL_pending, are processed without a new socket event).
+(g) CONFIG SET tls-cert-file/tls-key-file: new connections get the new
+    certificate, the open one keeps working; a bad file is refused with
+    Redis's error and the running context is kept.
+(h) a missing certificate at start-up is a clear start-up error.
+(i) ioredis tls:{} (tests/apps/node_modules) when node is present.
+(j) the redis backend over TLS (redis-tls, a real redis-server with
+    --tls-port and tls-auth-clients yes: frontdoor's client certificate):
+    commands, a pipeline and a big value go through; the ab- twins exist.
+(k) a backend whose certificate is expired, untrusted or of another name
+    (redis-tls-sni), or a plain connection to its TLS port: clients get
+    "-ERR backend unavailable (... certificate ...)" quickly, never a hang,
+    and the log says why.
+(l) the mongodb backend through a TLS terminator (Python ssl in front of
+    the emulator, tests/mongo/server.py): mongo-uri with tls=true and
+    tlsCAFile, and a client certificate (tlsCertificateKeyFile) the
+    terminator requires; a URI trusting another CA gets an error reply.
+"""
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fdtest import (parse, start_redis, Cluster, redis_cluster_support, wait_cluster_map, need_mongodb, start_mongo_frontdoor, shared_mongo, Tests, Conn, ConnClosed, start_frontdoor, check, eq, skip, free_port, frontdoor_is_redis,
+                    HOST, REDIS_CLI, REPO, run, missing_prerequisite, Server, tls_pki, tls_cert)
+
+T = Tests()
+
+
+def pki():
+    """fdtest.tls_pki()'s CA, server and client, and (made once) a second
+    server certificate, an expired client certificate, a second CA and a
+    client of it."""
+    p = tls_pki()
+    d = p["dir"]
+    if "expired.crt" in p:
+        return p
+    tls_cert(d, "server2", "ca", cn="localhost")   # the reloaded certificate (same CA, another key)
+    tls_cert(d, "ca2", cn="fdtest-ca2")
+    tls_cert(d, "other", "ca2", san=False)          # a client of another CA
+    # an expired client certificate: `openssl ca` takes explicit dates
+    os.makedirs(os.path.join(d, "db"), exist_ok=True)
+    open(os.path.join(d, "db", "index.txt"), "w").close()
+    with open(os.path.join(d, "ca.cnf"), "w") as f:
+        f.write("[ca]\ndefault_ca=c\n[c]\ndatabase=db/index.txt\nnew_certs_dir=db\nserial=db/serial\n"
+                "default_md=sha256\npolicy=p\n[p]\ncommonName=supplied\n")
+    with open(os.path.join(d, "db", "serial"), "w") as f:
+        f.write("1000\n")
+    for argv in (["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "expired.key", "-out",
+                  "expired.csr", "-subj", "/CN=expired"],
+                 ["openssl", "ca", "-batch", "-config", "ca.cnf", "-cert", "ca.crt", "-keyfile", "ca.key",
+                  "-in", "expired.csr", "-out", "expired.crt", "-startdate", "20200101000000Z",
+                  "-enddate", "20200102000000Z", "-notext"]):
+        r = subprocess.run(argv, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        check(r.returncode == 0, r.stdout.decode(errors="replace"))
+    p.update({k: os.path.join(d, k) for k in (
+        "ca2.crt", "server2.crt", "server2.key", "other.crt", "other.key", "expired.crt", "expired.key")})
+    return p
+
+
+def need():
+    if frontdoor_is_redis():
+        skip("the binary under test is redis-server (its TLS is tested upstream)")
+    return pki()
+
+
+def start_tls(tls_only=False, **kw):
+    """frontdoor with a TLS listener (and the plain port unless tls_only);
+    returns (server, tls_port)."""
+    p = pki()
+    tport = free_port()
+    d = dict(tls_port=tport, tls_cert_file=p["server.crt"], tls_key_file=p["server.key"],
+             tls_ca_cert_file=p["ca.crt"])
+    d.update(kw)
+    if tls_only:
+        # TLS only: the harness waits on the plain port, so wait here
+        d["port"] = 0
+        s = start_frontdoor(wait=False, **d)
+        s.port = None
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                with tls_conn(tport) as c:
+                    eq(c.cmd("PING"), b"+PONG\r\n")
+                break
+            except (OSError, ConnClosed):
+                if time.monotonic() > deadline or s.proc.poll() is not None:
+                    raise RuntimeError("frontdoor did not answer on tls-port:\n" + s.log()[-3000:])
+                time.sleep(0.1)
+        return s, tport
+    return start_frontdoor(**d), tport
+
+
+def ctx(cert="client", ca="ca.crt", verify=True):
+    p = pki()
+    c = ssl.create_default_context(cafile=p[ca])
+    if not verify:
+        c.check_hostname = False
+        c.verify_mode = ssl.CERT_NONE
+    if cert:
+        c.load_cert_chain(p[cert + ".crt"], p[cert + ".key"])
+    return c
+
+
+def tls_conn(port, **kw):
+    return Conn(port, tls=ctx(**kw))
+
+
+def refused(port, **kw):
+    """True when the server refuses this client: the handshake fails, or (TLS
+    1.3: the client's certificate is checked after the client's Finished)
+    the first command gets no reply but a closed connection."""
+    try:
+        with tls_conn(port, **kw) as c:
+            c.sock.settimeout(3)
+            c.cmd("PING")
+        return False
+    except (ssl.SSLError, ConnClosed, ConnectionResetError, BrokenPipeError):
+        return True
+
+
+def cli(port, *args, cert=True, ca="ca.crt"):
+    p = pki()
+    a = [REDIS_CLI, "-h", HOST, "-p", str(port), "--tls", "--cacert", p[ca]]
+    if cert:
+        a += ["--cert", p["client.crt"], "--key", p["client.key"]]
+    return run(a + list(args), timeout=20)
+
+
+@T.case
+def redis_cli_and_redis_py_tls_only():
+    need()
+    s, tport = start_tls(tls_only=True)
+    rc, out = cli(tport, "SET", "k", "v")
+    eq((rc, out.strip()), (0, "OK"))
+    rc, out = cli(tport, "GET", "k")
+    eq((rc, out.strip()), (0, "v"))
+    import redis
+    p = pki()
+    r = redis.Redis(host=HOST, port=tport, ssl=True, ssl_ca_certs=p["ca.crt"], ssl_certfile=p["client.crt"],
+                    ssl_keyfile=p["client.key"], socket_timeout=5)
+    eq(r.get("k"), b"v")
+    r.hset("h", mapping={"a": "1", "b": "2"})
+    eq(r.hgetall("h"), {b"a": b"1", b"b": b"2"})
+    r.close()
+
+
+@T.case
+def plain_and_tls_side_by_side():
+    need()
+    s, tport = start_tls()
+    with Conn(s.port) as plain, tls_conn(tport) as t:
+        eq(plain.cmd("SET", "x", "1"), b"+OK\r\n")
+        eq(t.cmd("GET", "x"), b"$1\r\n1\r\n")
+        eq(t.cmd("CONFIG", "GET", "tls-port")[-8:].strip(b"\r\n").split(b"\r\n")[-1], str(tport).encode())
+
+
+@T.case
+def client_auth_yes_optional_no():
+    need()
+    s, tport = start_tls()              # tls-auth-clients yes (the default, as Redis)
+    check(not refused(tport), "a client with a certificate of the CA is served")
+    check(refused(tport, cert=None), "no client certificate: refused")
+    check(refused(tport, cert="other"), "a certificate of another CA: refused")
+    check(refused(tport, cert="expired"), "an expired certificate: refused")
+    with Conn(s.port) as c:
+        eq(c.cmd("PING"), b"+PONG\r\n")
+    s.stop()
+    s, tport = start_tls(tls_auth_clients="optional")
+    check(not refused(tport, cert=None), "optional: no certificate is fine")
+    check(not refused(tport), "optional: a good certificate is fine")
+    check(refused(tport, cert="other"), "optional: a certificate of another CA is still refused")
+    s.stop()
+    s, tport = start_tls(tls_auth_clients="no", tls_ca_cert_file="")
+    check(not refused(tport, cert=None), "no: anyone")
+
+
+@T.case
+def client_refuses_untrusted_server():
+    need()
+    s, tport = start_tls()
+    try:
+        tls_conn(tport, ca="ca2.crt").close()
+        check(False, "a client trusting another CA accepted frontdoor's certificate")
+    except ssl.SSLCertVerificationError:
+        pass
+    rc, out = cli(tport, "PING", ca="ca2.crt")
+    check(rc != 0 or "PONG" not in out, "redis-cli trusting another CA: " + out)
+
+
+@T.case
+def plain_resp_to_tls_port():
+    need()
+    s, tport = start_tls()
+    raw = socket.create_connection((HOST, tport), timeout=5)
+    raw.sendall(b"*1\r\n$4\r\nPING\r\n")
+    got = b""
+    try:
+        while True:
+            b = raw.recv(4096)
+            if not b:
+                break
+            got += b
+    except (ConnectionResetError, socket.timeout):
+        pass
+    raw.close()
+    check(b"PONG" not in got, "plain RESP got a reply on the TLS port: %r" % got)
+    with tls_conn(tport) as c:
+        eq(c.cmd("PING"), b"+PONG\r\n")
+
+
+@T.case
+def stalled_handshakes_do_not_block_others():
+    need()
+    s, tport = start_tls(tls_handshake_timeout=1500)
+    silent = [socket.create_connection((HOST, tport), timeout=5) for _ in range(5)]
+    # half a ClientHello: a TLS record header announcing more than is sent
+    half = socket.create_connection((HOST, tport), timeout=5)
+    half.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"\x00" * 20)
+    t0 = time.monotonic()
+    with tls_conn(tport) as c:
+        for i in range(50):
+            eq(c.cmd("INCR", "n"), (":%d\r\n" % (i + 1)).encode())
+    check(time.monotonic() - t0 < 3, "other clients waited for the stalled handshakes")
+    # after tls-handshake-timeout the stalled ones are closed
+    for sock in silent + [half]:
+        sock.settimeout(6)
+        try:
+            eq(sock.recv(100), b"")
+        except ConnectionResetError:
+            pass
+        sock.close()
+    check(time.monotonic() - t0 >= 1.0, "closed before the timeout")
+    with tls_conn(tport) as c:
+        eq(c.cmd("GET", "n"), b"$2\r\n50\r\n")
+
+
+@T.case
+def big_pipelines_and_values():
+    need()
+    s, tport = start_tls()
+    with tls_conn(tport) as c:
+        n = 3000
+        c.send_many([("SET", "k%d" % i, "v" * (i % 97)) for i in range(n)])
+        for i in range(n):
+            eq(c.read(), b"+OK\r\n")
+        big = os.urandom(3 * 1024 * 1024 + 7)
+        eq(c.cmd("SET", "big", big), b"+OK\r\n")
+        # one write holding many small commands: they arrive in a few TLS
+        # records, whose decrypted bytes outlast one read
+        c.send_many([("GET", "k%d" % i) for i in range(n)])
+        for i in range(n):
+            v = b"v" * (i % 97)
+            eq(c.read(), b"$%d\r\n%s\r\n" % (len(v), v))
+        r = c.cmd("GET", "big")
+        eq(r, b"$%d\r\n%s\r\n" % (len(big), big))
+        eq(c.cmd("STRLEN", "big"), b":%d\r\n" % len(big))
+
+
+@T.case
+def config_set_reloads_certificate():
+    need()
+    p = pki()
+    s, tport = start_tls()
+    old = tls_conn(tport)
+    eq(old.cmd("SET", "a", "1"), b"+OK\r\n")
+    eq(old.cmd("CONFIG", "SET", "tls-cert-file", p["server2.crt"], "tls-key-file", p["server2.key"]), b"+OK\r\n")
+    with open(p["server2.crt"], "rb") as f:
+        want = ssl.PEM_cert_to_DER_cert(f.read().decode())
+    with tls_conn(tport) as c:
+        eq(c.sock.getpeercert(binary_form=True), want)
+        eq(c.cmd("GET", "a"), b"$1\r\n1\r\n")
+    eq(old.cmd("GET", "a"), b"$1\r\n1\r\n")    # the open connection keeps its session
+    r = old.cmd("CONFIG", "SET", "tls-cert-file", os.path.join(p["dir"], "nonexistent.crt"))
+    check(r.startswith(b"-ERR CONFIG SET failed (possibly related to argument 'tls-cert-file') - "
+                       b"Unable to update TLS configuration"), r)
+    check("Failed to load certificate" in s.log(), "the reason is logged")
+    with open(p["server2.crt"], "rb") as f:
+        eq(old.cmd("CONFIG", "GET", "tls-cert-file"),
+           b"*2\r\n$13\r\ntls-cert-file\r\n$%d\r\n%s\r\n" % (len(p["server2.crt"]), p["server2.crt"].encode()))
+    with tls_conn(tport) as c:
+        eq(c.sock.getpeercert(binary_form=True), want)
+    old.close()
+
+
+@T.case
+def startup_errors():
+    need()
+    p = pki()
+    s = Server("frontdoor", [("tls-port", free_port()), ("tls-key-file", p["server.key"]),
+                             ("tls-cert-file", os.path.join(p["dir"], "missing.crt")),
+                             ("tls-ca-cert-file", p["ca.crt"])])
+    try:
+        s.start()
+        check(False, "started with a missing certificate")
+    except RuntimeError as e:
+        s.expected_exit = True
+        check("Failed to load certificate" in str(e), str(e)[-500:])
+    s = Server("frontdoor", [("tls-port", free_port()), ("tls-cert-file", p["server.crt"]),
+                             ("tls-key-file", p["server.key"])])
+    try:
+        s.start()
+        check(False, "started with tls-auth-clients yes and no CA")
+    except RuntimeError as e:
+        s.expected_exit = True
+        check("tls-ca-cert-file or tls-ca-cert-dir" in str(e), str(e)[-500:])
+
+
+@T.case
+def ioredis_tls():
+    need()
+    p = pki()
+    mods = os.path.join(REPO, "tests", "apps", "node_modules", "ioredis")
+    if not shutil.which("node") or not os.path.isdir(mods):
+        missing_prerequisite("node and tests/apps/node_modules/ioredis (symlink it, tests/integration/README.md)")
+    s, tport = start_tls(tls_only=True)
+    js = ("const Redis=require(%r);const fs=require('fs');"
+          "const r=new Redis({host:'127.0.0.1',port:%d,tls:{ca:fs.readFileSync(%r),cert:fs.readFileSync(%r),"
+          "key:fs.readFileSync(%r),servername:'localhost'},maxRetriesPerRequest:1});"
+          "(async()=>{await r.set('io','ok');const p=r.pipeline();for(let i=0;i<500;i++)p.incr('c');"
+          "await p.exec();console.log(await r.get('io'),await r.get('c'));r.disconnect();})()"
+          ".catch(e=>{console.error(e);process.exit(1)});") % (mods, tport, p["ca.crt"], p["client.crt"],
+                                                              p["client.key"])
+    rc, out = run(["node", "-e", js], timeout=30)
+    eq((rc, out.strip()), (0, "ok 500"))
+
+
+def tls_redis(cert="server"):
+    """A redis-server with a TLS port (client certificates required);
+    returns (server, tls_port)."""
+    p = pki()
+    tport = free_port()
+    r = start_redis(tls_port=tport, tls_cert_file=p[cert + ".crt"], tls_key_file=p[cert + ".key"],
+                    tls_ca_cert_file=p["ca.crt"], tls_auth_clients="yes")
+    return r, tport
+
+
+@T.case
+def redis_backend_over_tls():
+    p = need()
+    r, rport = tls_redis()
+    s = start_frontdoor(backend="redis", redis_address="%s:%d" % (HOST, rport), redis_tls="yes",
+                        redis_tls_ca_cert_file=p["ca.crt"], redis_tls_cert_file=p["client.crt"],
+                        redis_tls_key_file=p["client.key"], redis_tls_sni="localhost")
+    with Conn(s.port) as c, r.conn() as direct:
+        eq(c.cmd("SET", "k", "v"), b"+OK\r\n")
+        eq(direct.cmd("GET", "k"), b"$1\r\nv\r\n")      # it reached the TLS redis-server
+        c.send_many([("INCR", "n")] * 2000)
+        for i in range(2000):
+            eq(c.read(), b":%d\r\n" % (i + 1))
+        big = os.urandom(2 * 1024 * 1024)
+        eq(c.cmd("SET", "big", big), b"+OK\r\n")
+        eq(c.cmd("GET", "big"), b"$%d\r\n%s\r\n" % (len(big), big))
+        eq(c.cmd("CONFIG", "GET", "ab-redis-tls"), b"*2\r\n$12\r\nab-redis-tls\r\n$2\r\nno\r\n")
+
+
+@T.case
+def redis_backend_bad_certificates():
+    p = need()
+    r, rport = tls_redis()
+    rx, xport = tls_redis(cert="expired")
+    base = dict(backend="redis", redis_tls="yes", redis_tls_cert_file=p["client.crt"],
+                redis_tls_key_file=p["client.key"], backend_timeout=2000)
+    cases = [
+        ("expired", dict(redis_address="%s:%d" % (HOST, xport), redis_tls_ca_cert_file=p["ca.crt"]),
+         "certificate has expired"),
+        ("untrusted", dict(redis_address="%s:%d" % (HOST, rport), redis_tls_ca_cert_file=p["ca2.crt"]),
+         "certificate"),
+        ("wrong name", dict(redis_address="%s:%d" % (HOST, rport), redis_tls_ca_cert_file=p["ca.crt"],
+                            redis_tls_sni="db.example.com"), "hostname mismatch"),
+    ]
+    for what, d, text in cases:
+        kw = dict(base)
+        kw.update(d)
+        s = start_frontdoor(**kw)
+        with Conn(s.port) as c:
+            t0 = time.monotonic()
+            got = c.cmd("GET", "k")
+            check(time.monotonic() - t0 < 3, what + ": took too long")
+            check(got.startswith(b"-ERR backend unavailable (redis ") and text.encode() in got, what, got)
+        check(text in s.log(), what + ": not logged")
+        s.stop()
+    # plain to the TLS port: refused, not hung
+    s = start_frontdoor(backend="redis", redis_address="%s:%d" % (HOST, rport), backend_timeout=1000)
+    with Conn(s.port) as c:
+        t0 = time.monotonic()
+        got = c.cmd("GET", "k")
+        check(got.startswith(b"-ERR backend unavailable"), got)
+        check(time.monotonic() - t0 < 3, "plain to a TLS port hung")
+
+
+class TlsTerminator:
+    """TLS on a loopback port in front of a plain one (a thread per
+    connection, bytes relayed both ways): client certificates required."""
+
+    def __init__(self, backend_port):
+        import threading
+        p = pki()
+        self.ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=p["ca.crt"])
+        self.ctx.load_cert_chain(p["server.crt"], p["server.key"])
+        self.ctx.verify_mode = ssl.CERT_REQUIRED
+        self.backend_port = backend_port
+        self.lsock = socket.socket()
+        self.lsock.bind((HOST, 0))
+        self.lsock.listen(64)
+        self.port = self.lsock.getsockname()[1]
+        self.handshakes = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        import threading
+        while True:
+            try:
+                raw, _ = self.lsock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(raw,), daemon=True).start()
+
+    def _serve(self, raw):
+        import threading
+        try:
+            t = self.ctx.wrap_socket(raw, server_side=True)
+        except (ssl.SSLError, OSError):
+            raw.close()
+            return
+        self.handshakes += 1
+        b = socket.create_connection((HOST, self.backend_port))
+
+        def pump(src, dst):
+            try:
+                while True:
+                    data = src.recv(65536)
+                    if not data:
+                        break
+                    dst.sendall(data)
+            except OSError:
+                pass
+            for x in (src, dst):
+                try:
+                    x.close()
+                except OSError:
+                    pass
+        threading.Thread(target=pump, args=(b, t), daemon=True).start()
+        pump(t, b)
+
+    def close(self):
+        self.lsock.close()
+
+
+@T.case
+def mongodb_backend_over_tls():
+    need()
+    need_mongodb()
+    p = pki()
+    # libmongoc reads the client certificate and its key from one PEM file
+    both = os.path.join(p["dir"], "client-both.pem")
+    with open(both, "w") as f:
+        f.write(open(p["client.crt"]).read() + open(p["client.key"]).read())
+    term = TlsTerminator(shared_mongo().port)
+    try:
+        uri = "mongodb://%s:%d/?tls=true&tlsCAFile=%s&tlsCertificateKeyFile=%s" % (HOST, term.port, p["ca.crt"], both)
+        s = start_mongo_frontdoor(uri)
+        with Conn(s.port, timeout=30) as c:
+            eq(c.cmd("SET", "k", "v"), b"+OK\r\n")
+            eq(c.cmd("GET", "k"), b"$1\r\nv\r\n")
+            eq(c.cmd("HSET", "h", "a", "1"), b":1\r\n")
+        check(term.handshakes > 0, "nothing went through the terminator")
+        s.stop()
+        uri = "mongodb://%s:%d/?tls=true&tlsCAFile=%s&tlsCertificateKeyFile=%s" % (HOST, term.port, p["ca2.crt"], both)
+        s = start_mongo_frontdoor(uri, backend_timeout=2000)
+        with Conn(s.port, timeout=30) as c:
+            got = c.cmd("GET", "k")
+            check(got.startswith(b"-ERR backend unavailable (mongodb") and b"certificate" in got,
+                  "a server of another CA was trusted", got)
+    finally:
+        term.close()
+
+
+@T.case
+def metrics_over_tls():
+    p = need()
+    import urllib.request
+    mport = free_port()
+    s, tport = start_tls(metrics_port=mport, metrics_tls="yes")
+    with tls_conn(tport) as c:
+        eq(c.cmd("SET", "m", "1"), b"+OK\r\n")
+    ctx_ok = ctx()
+    ctx_ok.check_hostname = False       # the certificate names localhost, the URL 127.0.0.1 is fine too
+    with urllib.request.urlopen("https://127.0.0.1:%d/metrics" % mport, context=ctx_ok, timeout=10) as r:
+        body = r.read().decode()
+    check("frontdoor_" in body, body[:300])
+    # tls-auth-clients yes: no client certificate, no page
+    try:
+        urllib.request.urlopen("https://127.0.0.1:%d/metrics" % mport, context=ctx(cert=None), timeout=5).read()
+        check(False, "the page was served without a client certificate")
+    except (OSError, ssl.SSLError):
+        pass
+    # plain HTTP to the TLS endpoint: no page
+    raw = socket.create_connection((HOST, mport), timeout=5)
+    raw.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+    got = b""
+    try:
+        while True:
+            b = raw.recv(4096)
+            if not b:
+                break
+            got += b
+    except (ConnectionResetError, socket.timeout):
+        pass
+    raw.close()
+    check(b"frontdoor_" not in got, got[:200])
+    with tls_conn(tport) as c:                  # the server lives on
+        eq(c.cmd("GET", "m"), b"$1\r\n1\r\n")
+    s = Server("frontdoor", [("metrics-port", free_port()), ("metrics-tls", "yes")])
+    try:
+        s.start()
+        check(False, "metrics-tls started without a certificate")
+    except RuntimeError as e:
+        s.expected_exit = True
+        check("metrics-tls yes needs tls-cert-file" in str(e), str(e)[-400:])
+
+
+def resumed(port):
+    c = ctx()
+    with Conn(port, tls=c) as a:
+        eq(a.cmd("PING"), b"+PONG\r\n")      # TLS 1.3 tickets come after the handshake
+        sess = a.sock.session
+    raw = socket.create_connection((HOST, port), timeout=5)
+    b = c.wrap_socket(raw, server_hostname=HOST, session=sess)
+    try:
+        return b.session_reused
+    finally:
+        b.close()
+
+
+@T.case
+def session_caching():
+    need()
+    s, tport = start_tls()
+    check(resumed(tport), "tls-session-caching yes: the session was not resumed")
+    s.stop()
+    s, tport = start_tls(tls_session_caching="no")
+    check(not resumed(tport), "tls-session-caching no: a session was resumed")
+
+
+@T.case
+def protocols():
+    need()
+    s, tport = start_tls(tls_protocols="TLSv1.3")
+    c12 = ctx()
+    c12.maximum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        Conn(tport, tls=c12).close()
+        check(False, "a TLS 1.2 client was accepted with tls-protocols TLSv1.3")
+    except (ssl.SSLError, ConnectionResetError):
+        pass
+    with tls_conn(tport) as c:
+        eq(c.sock.version(), "TLSv1.3")
+        r = c.cmd("CONFIG", "SET", "tls-protocols", "TLSv9")
+        check(r.startswith(b"-ERR CONFIG SET failed (possibly related to argument 'tls-protocols') - Unable to update TLS"), r)
+        eq(c.cmd("CONFIG", "SET", "tls-protocols", "TLSv1.2 TLSv1.3"), b"+OK\r\n")
+    Conn(tport, tls=c12).close()      # now accepted
+    check("Invalid tls-protocols" in s.log(), "the reason is logged")
+
+
+@T.case
+def redis_cluster_over_tls():
+    p = need()
+    why = redis_cluster_support()
+    if why:
+        missing_prerequisite("no local Redis Cluster: " + why)
+    tports = []
+
+    def node_tls():
+        tports.append(free_port())
+        return [("tls-port", tports[-1]), ("tls-cluster", "yes"), ("tls-cert-file", p["server.crt"]),
+                ("tls-key-file", p["server.key"]), ("tls-ca-cert-file", p["ca.crt"]),
+                ("tls-auth-clients", "yes")]
+    cl = Cluster(3, 0, 2000, node_directives=node_tls).start()
+    s = start_frontdoor(backend="redis-cluster", redis_cluster_seeds="%s:%d" % (HOST, tports[0]),
+                        redis_tls="yes", redis_tls_ca_cert_file=p["ca.crt"], redis_tls_cert_file=p["client.crt"],
+                        redis_tls_key_file=p["client.key"], redis_tls_sni="localhost")
+    wait_cluster_map(s)
+    with Conn(s.port) as c:
+        for i in range(60):
+            eq(c.cmd("SET", "key:%d" % i, "v%d" % i), b"+OK\r\n")
+        for i in range(60):
+            eq(c.cmd("GET", "key:%d" % i), b"$%d\r\nv%d\r\n" % (len("v%d" % i), i))
+    used = 0
+    for n in cl.masters():
+        with Conn(n.port) as d:
+            used += parse(d.cmd("DBSIZE")) > 0
+    eq(used, 3)
+
+
+if __name__ == "__main__":
+    T.main()
