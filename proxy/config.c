@@ -83,7 +83,7 @@ static const directive directives[] = {
     {"leveldb-compression", T_ENUM, BOFF(leveldb_compression), "snappy", 0, 0, B, compression_names},
     {"leveldb-max-open-files", T_INT, BOFF(leveldb_max_open_files), "1000", 64, 1000000, B, NULL},
     {"leveldb-write-buffer-size", T_MEM, BOFF(leveldb_write_buffer_size), "64mb", 64 * 1024, GB, B, NULL},
-    {"lmdb-map-size", T_MEM, BOFF(lmdb_map_size), "1gb", 1024 * 1024, 1LL << 46, B, NULL},
+    {"lmdb-map-size", T_MEM, BOFF(lmdb_map_size), "4gb", 1024 * 1024, 1LL << 46, B, NULL},
     {"logfile", T_STR, OFF(logfile), "", 0, 0, F_IMMUTABLE, NULL},
     {"loglevel", T_ENUM, OFF(loglevel), "notice", 0, 0, 0, loglevel_names},
     {"maxclients", T_INT, OFF(maxclients), "10000", 1, 1000000, 0, NULL},

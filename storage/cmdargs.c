@@ -441,3 +441,35 @@ int fd_parse_copy_opts(const resp_arg *argv, int argc, int *replace, resp_out *o
     }
     return FD_OK;
 }
+
+/* ---- HRANDFIELD / ZRANDMEMBER */
+
+int fd_parse_rand_count(const resp_arg *argv, int argc, const char *with, int *has_count,
+                        long long *count, int *withopt, resp_out *out, int *replied)
+{
+    *replied = 0;
+    *has_count = 0;
+    *withopt = 0;
+    *count = 1;
+    if (argc < 3) return FD_OK;
+    long long l;
+    if (resp_str2ll(argv[2].ptr, argv[2].len, &l) != 0) return FD_E_NOTINT;
+    if (l < -LLONG_MAX) {
+        if (resp_add_errorf(out, "ERR value is out of range, value must between %lld and %lld",
+                            -LLONG_MAX, LLONG_MAX)) return FD_E_NOMEM;
+        *replied = 1;
+        return FD_OK;
+    }
+    if (argc > 4 || (argc == 4 && !resp_arg_is(&argv[3], with))) return FD_E_SYNTAX;
+    if (argc == 4) {
+        *withopt = 1;
+        if (l < -LLONG_MAX / 2 || l > LLONG_MAX / 2) {
+            if (resp_add_error(out, "ERR value is out of range")) return FD_E_NOMEM;
+            *replied = 1;
+            return FD_OK;
+        }
+    }
+    *has_count = 1;
+    *count = l;
+    return FD_OK;
+}

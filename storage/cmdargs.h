@@ -110,6 +110,16 @@ typedef struct fd_lpos {
  * FD_E_NOTINT or FD_E_SYNTAX. */
 int fd_parse_lpos(const resp_arg *argv, int argc, fd_lpos *o, resp_out *out, int *replied);
 
+/* ---- HRANDFIELD / ZRANDMEMBER key [count [with]] (t_hash.c, t_zset.c),
+ * before the key lookup; with is "withvalues" or "withscores". Errors in
+ * Redis 7.0's order: count outside -LONG_MAX..LONG_MAX ("ERR value is out
+ * of range, value must between ..."), then the syntax, then, with the
+ * option, |count| > LONG_MAX/2 ("ERR value is out of range"). FD_OK with
+ * *replied 0 (*has_count, *count, *with) or 1 after writing the error;
+ * FD_E_NOTINT, FD_E_SYNTAX or FD_E_NOMEM. */
+int fd_parse_rand_count(const resp_arg *argv, int argc, const char *with, int *has_count,
+                        long long *count, int *withopt, resp_out *out, int *replied);
+
 /* ---- sorted sets (t_zset.c) */
 
 /* A score argument (Redis's string2d: strtod over the whole argument, no
