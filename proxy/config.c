@@ -97,6 +97,7 @@ static const directive directives[] = {
     {"mongo-wtimeout", T_INT, BOFF(mongo_wtimeout), "0", 0, 3600000, B, NULL},
     {"pidfile", T_STR, OFF(pidfile), "", 0, 0, F_IMMUTABLE, NULL},
     {"port", T_INT, OFF(port), "6380", 0, 65535, F_IMMUTABLE, NULL},
+    {"max-reply-bytes", T_MEM, OFF(max_reply_bytes), "1gb", 1024 * 1024, LLONG_MAX, 0, NULL},
     {"proto-max-bulk-len", T_MEM, OFF(proto_max_bulk_len), "512mb", 1024 * 1024, LLONG_MAX, 0, NULL},
     {"pubsub-output-buffer-limit", T_MEM, OFF(pubsub_output_buffer_limit), "32mb", 0, LLONG_MAX, 0, NULL},
     {"redis-address", T_STR, BOFF(redis_address), "127.0.0.1:6379", 0, 0, B, NULL},

@@ -3,6 +3,7 @@
 #include "server.h"
 #include "backends.h"
 #include "config.h"
+#include "../storage/cmdargs.h"
 #include "log.h"
 #include "blocking.h"
 #include "pubsub.h"
@@ -57,6 +58,19 @@ int px_submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_id, 
                                      cmd->name, be->b.ops->name, why);
             else resp_add_unknown_command(out, argc, argv);   /* a bug: test_command_coverage */
             if (c) px_cmdstat_add(&px_cmd_proxy[cmd->id], 0, 1);   /* refused by the proxy: its record */
+            if (tap) tap->fn(tap->ud, out->data + before, out->len - before, 0);
+            return 0;
+        }
+    }
+    if (cmd && px_cfg.max_reply_bytes > 0) {
+        /* a count-driven reply past max-reply-bytes is refused before any
+         * backend builds it (a Redis backend would build it and die) */
+        long long need = fd_reply_floor(cmd->id, argc, argv);
+        if (need > px_cfg.max_reply_bytes) {
+            size_t before = out->len;
+            resp_add_errorf(out, "ERR the reply would exceed max-reply-bytes (%lld bytes): at least %lld bytes",
+                            px_cfg.max_reply_bytes, need);
+            if (c) px_cmdstat_add(&px_cmd_proxy[cmd->id], 0, 1);
             if (tap) tap->fn(tap->ud, out->data + before, out->len - before, 0);
             return 0;
         }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 #include "cmdargs.h"
+#include "command.h"
 
 
 /* ---------------------------------------------------------------- SET / GETEX */
@@ -472,4 +473,24 @@ int fd_parse_rand_count(const resp_arg *argv, int argc, const char *with, int *h
     *has_count = 1;
     *count = l;
     return FD_OK;
+}
+
+/* ---- reply bounds */
+
+long long fd_reply_floor(int cmd_id, int argc, const resp_arg *argv)
+{
+    const char *with;
+    switch (cmd_id) {
+    case FD_CMD_hrandfield:  with = "withvalues"; break;
+    case FD_CMD_zrandmember: with = "withscores"; break;
+    case FD_CMD_srandmember: with = NULL; break;
+    default: return 0;
+    }
+    if (argc < 3 || argc > (with ? 4 : 3)) return 0;
+    long long l;
+    if (resp_str2ll(argv[2].ptr, argv[2].len, &l) != 0 || l >= 0 || l < -LLONG_MAX) return 0;
+    int withopt = argc == 4;
+    if (withopt && (!resp_arg_is(&argv[3], with) || l < -LLONG_MAX / 2)) return 0;
+    long long per = withopt ? 10 : 6;
+    return -l > LLONG_MAX / per ? LLONG_MAX : -l * per;
 }

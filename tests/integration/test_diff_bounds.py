@@ -71,5 +71,47 @@ def bounds_setbit_last_bit():
 
 T.add("bounds_setbit_last_bit", bounds_setbit_last_bit)
 
+
+def bounds_max_reply_bytes_counts():
+    """Negative counts whose reply would be |count| elements: refused before
+    any backend builds it (redis-server 7.0 builds it and dies, so these go
+    to frontdoor only), also on a missing key and inside a script; the
+    connection and the backend stay up. Below the bound, a normal reply."""
+    d = diff_pair(False)
+    fd = d.fd
+    d.cmd("HSET", "h", "a", "1", "b", "2")
+    d.cmd("SADD", "s", "a")
+    d.cmd("ZADD", "z", "1", "a")
+    want = b"-ERR the reply would exceed max-reply-bytes (1073741824 bytes): at least "
+    for args, floor in ((("HRANDFIELD", "h", BIG), 6), (("HRANDFIELD", "h", "-4611686018427387903", "WITHVALUES"), 10),
+                        (("SRANDMEMBER", "s", BIG), 6), (("ZRANDMEMBER", "z", BIG), 6),
+                        (("ZRANDMEMBER", "z", "-4611686018427387903", "WITHSCORES"), 10),
+                        (("HRANDFIELD", "nokey", BIG), 6), (("SRANDMEMBER", "str", BIG), 6)):
+        r = fd.cmd(*args)
+        exp = want + str(min(floor * -int(args[2]), 2**63 - 1)).encode() + b" bytes\r\n"
+        check(r == exp, "%r: %r, expected %r" % (args, r, exp))
+    if BACKEND not in ("redis", "redis-cluster"):
+        # (the Redis backends run EVAL in Redis, out of frontdoor's reach)
+        r = fd.cmd("EVAL", "return redis.call('HRANDFIELD', KEYS[1], ARGV[1])", "1", "h", BIG)
+        check(r.startswith(b"-ERR the reply would exceed max-reply-bytes"), "inside a script: %r" % r)
+        r = fd.cmd("EVAL", "return redis.pcall('SRANDMEMBER', KEYS[1], ARGV[1])", "1", "s", BIG)
+        check(r.startswith(b"-ERR the reply would exceed max-reply-bytes"), "pcall in a script: %r" % r)
+    # the bound is the directive's: 1mb lets 100000 elements through, not 200000
+    check(fd.cmd("CONFIG", "SET", "max-reply-bytes", "1mb") == b"+OK\r\n", "CONFIG SET max-reply-bytes")
+    try:
+        r = fd.cmd("SRANDMEMBER", "s", "-200000")
+        check(r == b"-ERR the reply would exceed max-reply-bytes (1048576 bytes): at least 1200000 bytes\r\n", repr(r[:120]))
+        r = fd.cmd("SRANDMEMBER", "s", "-100000")
+        check(r.startswith(b"*100000\r\n$1\r\na\r\n"), "under the bound: %r" % r[:40])
+    finally:
+        fd.cmd("CONFIG", "SET", "max-reply-bytes", "1gb")
+    d.cmd("PING")
+    d.cmd("HRANDFIELD", "h", "-2", "WITHVALUES", norm=lambda x: len(x))
+    if d.mismatches:
+        raise AssertionError(d.report())
+
+
+T.add("bounds_max_reply_bytes_counts", bounds_max_reply_bytes_counts)
+
 if __name__ == "__main__":
     T.main()
