@@ -9,7 +9,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import Tests, diff_pair, check
+from fdtest import Tests, diff_pair, check, start_frontdoor
 
 T = Tests(case_timeout=300)
 BACKEND = os.environ.get("FD_BACKEND", "lmdb")
@@ -112,6 +112,42 @@ def bounds_max_reply_bytes_counts():
 
 
 T.add("bounds_max_reply_bytes_counts", bounds_max_reply_bytes_counts)
+
+
+def _rss_mb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    raise AssertionError("no VmRSS")
+
+
+def bounds_lua_memory():
+    """The Lua heap is bounded (FD_SCRIPT_LUA_MAX_MEMORY, 512 MB): a 600 MB
+    string fails with Lua's "not enough memory" and the connection stays;
+    a 100 MB string works; after either, frontdoor's RSS is back near where
+    it was (full GC + malloc_trim). Was: 2 GB RSS kept after the script."""
+    if BACKEND in ("redis", "redis-cluster"):
+        return      # EVAL runs in Redis there
+    s = start_frontdoor()
+    try:
+        c = s.conn(timeout=120.0)
+        check(c.cmd("PING") == b"+PONG\r\n", "up")
+        base = _rss_mb(s.pid)
+        r = c.cmd("EVAL", "return string.rep('x', 600*1024*1024)", "0")
+        check(r.startswith(b"-ERR Error running script") and b"not enough memory" in r, "600 MB: %r" % r[:200])
+        after = _rss_mb(s.pid)
+        check(after < base + 64, "RSS after the refused script: %.0f MB (before %.0f MB)" % (after, base))
+        r = c.cmd("EVAL", "local s = string.rep('x', 100*1024*1024) return #s", "0")
+        check(r == b":104857600\r\n", "100 MB: %r" % r[:200])
+        after = _rss_mb(s.pid)
+        check(after < base + 64, "RSS after the 100 MB script: %.0f MB (before %.0f MB)" % (after, base))
+        check(c.cmd("EVAL", "return 1", "0") == b":1\r\n", "the engine still works")
+    finally:
+        s.stop()
+
+
+T.add("bounds_lua_memory", bounds_lua_memory)
 
 if __name__ == "__main__":
     T.main()
