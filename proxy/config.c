@@ -72,7 +72,7 @@ static const directive directives[] = {
     {"capture-hash", T_ENUM, OFF(capture_hash), "no", 0, 0, 0, yesno_names},
     {"capture-max-size", T_MEM, OFF(capture_max_size), "1gb", 0, LLONG_MAX, 0, NULL},
     {"capture-sample", T_DOUBLE, OFF(capture_sample), "1", 0, 1, 0, NULL},
-    {"client-output-buffer-limit", T_MEM, OFF(client_output_buffer_limit), "512mb", 0, LLONG_MAX, 0, NULL},
+    {"client-output-buffer-limit", T_MEM, OFF(client_output_buffer_limit), "2gb", 0, LLONG_MAX, 0, NULL},
     {"client-query-buffer-limit", T_MEM, OFF(client_query_buffer_limit), "1gb", 1024 * 1024, LLONG_MAX, 0, NULL},
     {"databases", T_CONST, 0, "1", 0, 0, F_IMMUTABLE, NULL},
     {"dir", T_STR, BOFF(dir), "./frontdoor-data", 0, 0, B, NULL},

@@ -68,8 +68,7 @@ int px_submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_id, 
         long long need = fd_reply_floor(cmd->id, argc, argv);
         if (need > px_cfg.max_reply_bytes) {
             size_t before = out->len;
-            resp_add_errorf(out, "ERR the reply would exceed max-reply-bytes (%lld bytes): at least %lld bytes",
-                            px_cfg.max_reply_bytes, need);
+            fd_add_reply_too_big(out, px_cfg.max_reply_bytes, need);
             if (c) px_cmdstat_add(&px_cmd_proxy[cmd->id], 0, 1);
             if (tap) tap->fn(tap->ud, out->data + before, out->len - before, 0);
             return 0;
@@ -91,7 +90,17 @@ int px_submit_to(px_backend *be, px_conn *c, resp_out *out, uint64_t client_id, 
         if (capture_hook && !c) { r.pending->on_done = capture_hook; r.pending->ud = capture_ud; }
     }
     size_t before = out->len;
+    /* max-reply-bytes: the reply may not grow out past before + the bound
+     * (resp.h; an asynchronous backend carries it to its own buffer) */
+    size_t limit0 = out->limit;
+    if (!limit0 && px_cfg.max_reply_bytes > 0) out->limit = before + (size_t)px_cfg.max_reply_bytes;
     int st = be->b.ops->submit(&be->b, &r);
+    out->limit = limit0;
+    if (out->over) {
+        out->over = 0;
+        out->len = before;
+        st = fd_add_reply_too_big(out, px_cfg.max_reply_bytes, 0) ? FD_E_NOMEM : FD_OK;
+    }
     if (r.is_write && c) c->turn_wrote = 1;
     if (st == FD_PENDING && r.pending) {
         fd_pending *p = r.pending;
@@ -277,7 +286,15 @@ int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
     if (h) {
         c->cur_raw = raw;
         c->cur_rawlen = rawlen;
+        /* max-reply-bytes for a proxy-served reply (a script's, KEYS ...) */
+        if (px_cfg.max_reply_bytes > 0) c->out.limit = out0 + (size_t)px_cfg.max_reply_bytes;
         h(c, argc, argv);
+        c->out.limit = 0;
+        if (c->out.over) {
+            c->out.over = 0;
+            c->out.len = out0;
+            fd_add_reply_too_big(&c->out, px_cfg.max_reply_bytes, 0);
+        }
         t1 = fd_mono_ns();
         is_err = c->out.len > out0 && c->out.data[out0] == '-';
         px_cmdstat_add(&px_cmd_proxy[cmd->id], t1 - t0, is_err);

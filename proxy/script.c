@@ -1367,6 +1367,7 @@ static int run_script(fd_script_engine *e, script_entry *s, const resp_arg *keys
     } else {
         lua_to_reply(e, L, out);
     }
+    if (out->over) e->oom = 0;   /* past max-reply-bytes: the caller refuses it (resp.h) */
 
     lua_sethook(L, NULL, 0, 0);
     lua_settop(L, 0);

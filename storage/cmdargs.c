@@ -494,3 +494,11 @@ long long fd_reply_floor(int cmd_id, int argc, const resp_arg *argv)
     long long per = withopt ? 10 : 6;
     return -l > LLONG_MAX / per ? LLONG_MAX : -l * per;
 }
+
+int fd_add_reply_too_big(resp_out *out, long long max, long long need)
+{
+    if (need > 0)
+        return resp_add_errorf(out, "ERR the reply would exceed max-reply-bytes (%lld bytes): at least %lld bytes",
+                               max, need);
+    return resp_add_errorf(out, "ERR the reply would exceed max-reply-bytes (%lld bytes)", max);
+}

@@ -133,6 +133,11 @@ int fd_parse_rand_count(const resp_arg *argv, int argc, const char *with, int *h
  * allocation: a switch on cmd_id, then one integer parse. */
 long long fd_reply_floor(int cmd_id, int argc, const resp_arg *argv);
 
+/* The refusal of a reply past max-reply-bytes max: "-ERR the reply would
+ * exceed max-reply-bytes (<max> bytes)", then ": at least <need> bytes"
+ * when need > 0. 0, or -1 out of memory. */
+int fd_add_reply_too_big(resp_out *out, long long max, long long need);
+
 /* ---- sorted sets (t_zset.c) */
 
 /* A score argument (Redis's string2d: strtod over the whole argument, no
