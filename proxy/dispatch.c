@@ -286,10 +286,11 @@ int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
     if (h) {
         c->cur_raw = raw;
         c->cur_rawlen = rawlen;
-        /* max-reply-bytes for a proxy-served reply (a script's, KEYS ...) */
-        if (px_cfg.max_reply_bytes > 0) c->out.limit = out0 + (size_t)px_cfg.max_reply_bytes;
+        /* max-reply-bytes for a proxy-served reply (a script's, EXEC's, ...) */
+        size_t limit0 = c->out.limit;      /* set by an enclosing command: kept */
+        if (!limit0 && px_cfg.max_reply_bytes > 0) c->out.limit = out0 + (size_t)px_cfg.max_reply_bytes;
         h(c, argc, argv);
-        c->out.limit = 0;
+        c->out.limit = limit0;
         if (c->out.over) {
             c->out.over = 0;
             c->out.len = out0;
