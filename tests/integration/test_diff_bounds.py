@@ -9,7 +9,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import Tests, diff_pair, check, start_frontdoor
+from fdtest import Tests, diff_pair, check, start_frontdoor, is_sanitized, frontdoor_bin, skip
 
 T = Tests(case_timeout=300)
 BACKEND = os.environ.get("FD_BACKEND", "lmdb")
@@ -54,6 +54,10 @@ def bounds_setbit_last_bit():
     """SETBIT at the last bit of a 512 MB string, then again on the 512 MB
     value (a rewrite: LMDB needs room for both copies, lmdb-map-size's
     default allows it). Was: the connection closed."""
+    if BACKEND in ("lmdb", "") and is_sanitized(frontdoor_bin()):
+        # liblmdb keeps a 1 MB page list after a 512 MB value is freed (also
+        # with the old 1gb map): LeakSanitizer reports it at exit
+        skip("sanitized build on LMDB: liblmdb's 1 MB midl after a 512 MB value (see the report)")
     d = diff_pair(False, timeout=120.0)
     if BACKEND == "mongodb":
         r = d.fd.cmd("SETBIT", "bits", "4294967295", "1")
@@ -137,6 +141,8 @@ def bounds_lua_memory():
     it was (full GC + malloc_trim). Was: 2 GB RSS kept after the script."""
     if BACKEND in ("redis", "redis-cluster"):
         return      # EVAL runs in Redis there
+    # (a sanitizer's allocator keeps freed memory: RSS is not measured there)
+    rss = not is_sanitized(frontdoor_bin())
     s = start_frontdoor()
     try:
         c = s.conn(timeout=120.0)
@@ -145,11 +151,11 @@ def bounds_lua_memory():
         r = c.cmd("EVAL", "return string.rep('x', 600*1024*1024)", "0")
         check(r.startswith(b"-ERR Error running script") and b"not enough memory" in r, "600 MB: %r" % r[:200])
         after = _rss_mb(s.pid)
-        check(after < base + 64, "RSS after the refused script: %.0f MB (before %.0f MB)" % (after, base))
+        check(not rss or after < base + 64, "RSS after the refused script: %.0f MB (before %.0f MB)" % (after, base))
         r = c.cmd("EVAL", "local s = string.rep('x', 100*1024*1024) return #s", "0")
         check(r == b":104857600\r\n", "100 MB: %r" % r[:200])
         after = _rss_mb(s.pid)
-        check(after < base + 64, "RSS after the 100 MB script: %.0f MB (before %.0f MB)" % (after, base))
+        check(not rss or after < base + 64, "RSS after the 100 MB script: %.0f MB (before %.0f MB)" % (after, base))
         check(c.cmd("EVAL", "return 1", "0") == b":1\r\n", "the engine still works")
     finally:
         s.stop()
