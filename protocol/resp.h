@@ -113,6 +113,13 @@ typedef struct resp_out {
     char  *data;
     size_t len, cap;
     int    proto;     /* 2 or 3 (HELLO) */
+    /* max-reply-bytes (docs/bounds.md): when limit is not 0, growing the
+     * buffer's allocation past limit bytes fails (-1, as out of memory)
+     * and sets over. The check is on the growth path only (no cost while
+     * the buffer has room); the caller that set limit rewinds the reply
+     * and clears both. resp_out_init zeroes them. */
+    size_t limit;
+    int    over;
 } resp_out;
 
 void resp_out_init(resp_out *o, int proto);

@@ -19,6 +19,8 @@ void resp_out_init(resp_out *o, int proto) {
     o->data = NULL;
     o->len = o->cap = 0;
     o->proto = proto == 3 ? 3 : 2;
+    o->limit = 0;
+    o->over = 0;
 }
 
 void resp_out_free(resp_out *o) {
@@ -31,8 +33,10 @@ int resp_out_reserve(resp_out *o, size_t extra) {
     if (o->cap - o->len >= extra) return 0;
     if (extra > (size_t)-1 / 2 - o->len) return -1;
     size_t need = o->len + extra;
+    if (o->limit && need > o->limit) { o->over = 1; return -1; }
     size_t cap = o->cap ? o->cap : 64;
     while (cap < need) cap *= 2;
+    if (o->limit && cap > o->limit) cap = o->limit;     /* need <= limit: still enough */
     char *nd = realloc(o->data, cap);
     if (!nd) return -1;
     o->data = nd;

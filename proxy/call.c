@@ -5,6 +5,7 @@
 #include "server.h"
 #include "hooks.h"
 #include "backends.h"
+#include "../storage/cmdargs.h"   /* fd_reply_floor, fd_add_reply_too_big */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,17 @@ int px_call(const px_request *q) {
             return 0;
         }
     }
+    if (cmd && px_cfg.max_reply_bytes > 0) {
+        /* a count-driven reply past max-reply-bytes is refused before any
+         * backend builds it (a Redis backend would build it and die) */
+        long long need = fd_reply_floor(cmd->id, q->argc, q->argv);
+        if (need > px_cfg.max_reply_bytes) {
+            fd_add_reply_too_big(out, px_cfg.max_reply_bytes, need);
+            if (mc) px_cmdstat_add(&px_cmd_proxy[cmd->id], 0, 1);
+            tell(q, before, 0);
+            return 0;
+        }
+    }
     fd_request r = {
         .cmd = cmd, .argc = q->argc, .argv = q->argv, .out = out,
         .now_ms = px_now_ms(), .is_write = cmd ? (cmd->flags & FD_CMD_WRITE) != 0 : 1,
@@ -72,7 +84,17 @@ int px_call(const px_request *q) {
         be->inflight++;
         if (mc) PX_HOOK_RUN(owed, mc, r.pending, cmd, q->argc, q->argv);
     }
+    /* max-reply-bytes: the reply may not grow out past before + the bound
+     * (resp.h; an asynchronous backend carries it to its own buffer) */
+    size_t limit0 = out->limit;
+    if (!limit0 && px_cfg.max_reply_bytes > 0) out->limit = before + (size_t)px_cfg.max_reply_bytes;
     int st = q->blocking ? be->b.ops->submit_blocking(&be->b, &r) : be->b.ops->submit(&be->b, &r);
+    out->limit = limit0;
+    if (out->over) {
+        out->over = 0;
+        out->len = before;
+        st = fd_add_reply_too_big(out, px_cfg.max_reply_bytes, 0) ? FD_E_NOMEM : FD_OK;
+    }
     if (r.is_write && q->c) q->c->turn_wrote = 1;
     if (st == FD_PENDING && r.pending) {
         fd_pending *p = r.pending;

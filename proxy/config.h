@@ -75,6 +75,7 @@ typedef struct px_settings {
     long long maxclients;
     long long timeout;               /* seconds; 0 = never close idle clients */
     long long proto_max_bulk_len;
+    long long max_reply_bytes;      /* max-reply-bytes: a reply known to exceed it is refused (cmdargs.h fd_reply_floor) */
     long long client_query_buffer_limit;
     long long client_output_buffer_limit;
     long long pubsub_output_buffer_limit;  /* a subscriber's unsent messages (0 = no limit) */

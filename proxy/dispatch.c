@@ -5,6 +5,7 @@
 #include "hooks.h"     /* every feature is reached through its hooks */
 #include "backends.h"
 #include "config.h"
+#include "../storage/cmdargs.h"
 #include "log.h"
 
 #include <stdio.h>
@@ -171,7 +172,16 @@ int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
         PX_HOOK_RUN(exec_start, &e);
         c->cur_raw = raw;
         c->cur_rawlen = rawlen;
+        /* max-reply-bytes for a proxy-served reply (a script's, EXEC's, ...) */
+        size_t limit0 = c->out.limit;      /* set by an enclosing command: kept */
+        if (!limit0 && px_cfg.max_reply_bytes > 0) c->out.limit = out0 + (size_t)px_cfg.max_reply_bytes;
         h(c, argc, argv);
+        c->out.limit = limit0;
+        if (c->out.over) {
+            c->out.over = 0;
+            c->out.len = out0;
+            fd_add_reply_too_big(&c->out, px_cfg.max_reply_bytes, 0);
+        }
         t1 = fd_mono_ns();
         int is_err = c->out.len > out0 && c->out.data[out0] == '-';
         px_cmdstat_add(&px_cmd_proxy[cmd->id], t1 - t0, is_err);

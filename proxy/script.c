@@ -17,6 +17,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
+#include <malloc.h>
 
 #include <ctype.h>
 #include <limits.h>
@@ -72,6 +73,8 @@ struct fd_script_engine {
     int       resp;        /* redis.setresp */
     char      sha[41];
     uint64_t  start_us;
+
+    size_t    lua_used, lua_peak;   /* the Lua heap's bytes now, and the most since the last trim */
 
     resp_out  callbuf;     /* a redis.call reply, reused */
     resp_arg *argv;        /* redis.call arguments, reused */
@@ -945,9 +948,54 @@ static void open_lib(lua_State *L, const char *global, lua_CFunction open, const
     lua_settop(L, top);
 }
 
+/* Lua's allocator (lua_Alloc): realloc that counts the heap's bytes and
+ * refuses to grow it past FD_SCRIPT_LUA_MAX_MEMORY (Lua then raises "not
+ * enough memory"). Freeing and shrinking never fail, as Lua requires. */
+static void *lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+    fd_script_engine *e = ud;
+    if (nsize == 0) {
+        free(ptr);
+        e->lua_used -= ptr ? osize : 0;
+        return NULL;
+    }
+    size_t old = ptr ? osize : 0;
+    if (nsize > old && e->lua_used - old + nsize > FD_SCRIPT_LUA_MAX_MEMORY) return NULL;
+    void *p = realloc(ptr, nsize);
+    if (!p) return NULL;
+    e->lua_used = e->lua_used - old + nsize;
+    if (e->lua_used > e->lua_peak) e->lua_peak = e->lua_used;
+    return p;
+}
+
+/* After a script: a heap that grew past FD_SCRIPT_TRIM_AT is collected in
+ * full and the freed memory returned to the system; a redis.call buffer
+ * grown past it is dropped. */
+static void after_script(fd_script_engine *e) {
+    int trim = 0;
+    if (e->lua_peak > FD_SCRIPT_TRIM_AT) {
+        lua_gc(e->L, LUA_GCCOLLECT, 0);
+        e->lua_peak = e->lua_used;
+        trim = 1;
+    }
+    if (e->callbuf.cap > FD_SCRIPT_TRIM_AT) {
+        int proto = e->callbuf.proto;
+        resp_out_free(&e->callbuf);
+        resp_out_init(&e->callbuf, proto);
+        trim = 1;
+    }
+    if (trim) malloc_trim(0);
+}
+
+/* As luaL_newstate's: an error outside any pcall (a bug) is reported. */
+static int lua_panic(lua_State *L) {
+    fprintf(stderr, "PANIC: unprotected error in call to Lua API (%s)\n", lua_tostring(L, -1));
+    return 0;
+}
+
 static int setup_state(fd_script_engine *e) {
-    lua_State *L = luaL_newstate();
+    lua_State *L = lua_newstate(lua_alloc, e);
     if (!L) return -1;
+    lua_atpanic(L, lua_panic);
     e->L = L;
 
     open_lib(L, NULL, luaopen_base, "");
@@ -1319,9 +1367,11 @@ static int run_script(fd_script_engine *e, script_entry *s, const resp_arg *keys
     } else {
         lua_to_reply(e, L, out);
     }
+    if (out->over) e->oom = 0;   /* past max-reply-bytes: the caller refuses it (resp.h) */
 
     lua_sethook(L, NULL, 0, 0);
     lua_settop(L, 0);
+    after_script(e);
     e->running = e->busy = e->killed = 0;
     e->flags = 0;
     e->sha[0] = '\0';

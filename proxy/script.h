@@ -117,6 +117,14 @@ typedef struct fd_script_host {
 
 #define FD_SCRIPT_HOOK_STEPS 100000   /* Lua instructions between busy checks, as Redis */
 
+/* The Lua heap's bound (docs/bounds.md): an allocation that would take the
+ * state past it fails, and the script gets Lua's "not enough memory" error
+ * (ERR Error running script <sha>, not enough memory). After a script whose
+ * heap passed FD_SCRIPT_TRIM_AT, the state is fully collected and the freed
+ * memory is handed back to the system (malloc_trim). */
+#define FD_SCRIPT_LUA_MAX_MEMORY (512ull << 20)
+#define FD_SCRIPT_TRIM_AT        (64ull << 20)
+
 /* A new engine (Lua state, libraries, protected globals, empty cache) using
  * `host` (copied). NULL when memory is short or Lua fails to start. */
 fd_script_engine *fd_script_new(const fd_script_host *host);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 #include "cmdargs.h"
+#include "command.h"
 
 
 /* ---------------------------------------------------------------- SET / GETEX */
@@ -445,4 +446,64 @@ int fd_parse_copy_opts(const resp_arg *argv, int argc, int *replace, resp_out *o
         return resp_add_error(out, "ERR source and destination objects are the same") ? FD_E_NOMEM : FD_OK;
     }
     return FD_OK;
+}
+
+/* ---- HRANDFIELD / ZRANDMEMBER */
+
+int fd_parse_rand_count(const resp_arg *argv, int argc, const char *with, int *has_count,
+                        long long *count, int *withopt, resp_out *out, int *replied)
+{
+    *replied = 0;
+    *has_count = 0;
+    *withopt = 0;
+    *count = 1;
+    if (argc < 3) return FD_OK;
+    long long l;
+    if (resp_str2ll(argv[2].ptr, argv[2].len, &l) != 0) return FD_E_NOTINT;
+    if (l < -LLONG_MAX) {
+        if (resp_add_errorf(out, "ERR value is out of range, value must between %lld and %lld",
+                            -LLONG_MAX, LLONG_MAX)) return FD_E_NOMEM;
+        *replied = 1;
+        return FD_OK;
+    }
+    if (argc > 4 || (argc == 4 && !resp_arg_is(&argv[3], with))) return FD_E_SYNTAX;
+    if (argc == 4) {
+        *withopt = 1;
+        if (l < -LLONG_MAX / 2 || l > LLONG_MAX / 2) {
+            if (resp_add_error(out, "ERR value is out of range")) return FD_E_NOMEM;
+            *replied = 1;
+            return FD_OK;
+        }
+    }
+    *has_count = 1;
+    *count = l;
+    return FD_OK;
+}
+
+/* ---- reply bounds */
+
+long long fd_reply_floor(int cmd_id, int argc, const resp_arg *argv)
+{
+    const char *with;
+    switch (cmd_id) {
+    case FD_CMD_hrandfield:  with = "withvalues"; break;
+    case FD_CMD_zrandmember: with = "withscores"; break;
+    case FD_CMD_srandmember: with = NULL; break;
+    default: return 0;
+    }
+    if (argc < 3 || argc > (with ? 4 : 3)) return 0;
+    long long l;
+    if (resp_str2ll(argv[2].ptr, argv[2].len, &l) != 0 || l >= 0 || l < -LLONG_MAX) return 0;
+    int withopt = argc == 4;
+    if (withopt && (!resp_arg_is(&argv[3], with) || l < -LLONG_MAX / 2)) return 0;
+    long long per = withopt ? 10 : 6;
+    return -l > LLONG_MAX / per ? LLONG_MAX : -l * per;
+}
+
+int fd_add_reply_too_big(resp_out *out, long long max, long long need)
+{
+    if (need > 0)
+        return resp_add_errorf(out, "ERR the reply would exceed max-reply-bytes (%lld bytes): at least %lld bytes",
+                               max, need);
+    return resp_add_errorf(out, "ERR the reply would exceed max-reply-bytes (%lld bytes)", max);
 }

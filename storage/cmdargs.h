@@ -111,6 +111,34 @@ typedef struct fd_lpos {
  * FD_E_NOTINT or FD_E_SYNTAX. */
 int fd_parse_lpos(const resp_arg *argv, int argc, fd_lpos *o, resp_out *out, int *replied);
 
+/* ---- HRANDFIELD / ZRANDMEMBER key [count [with]] (t_hash.c, t_zset.c),
+ * before the key lookup; with is "withvalues" or "withscores". Errors in
+ * Redis 7.0's order: count outside -LONG_MAX..LONG_MAX ("ERR value is out
+ * of range, value must between ..."), then the syntax, then, with the
+ * option, |count| > LONG_MAX/2 ("ERR value is out of range"). FD_OK with
+ * *replied 0 (*has_count, *count, *with) or 1 after writing the error;
+ * FD_E_NOTINT, FD_E_SYNTAX or FD_E_NOMEM. */
+int fd_parse_rand_count(const resp_arg *argv, int argc, const char *with, int *has_count,
+                        long long *count, int *withopt, resp_out *out, int *replied);
+
+/* ---- reply bounds (max-reply-bytes, docs/bounds.md)
+ *
+ * The least number of bytes the reply of the command cmd_id (FD_CMD_*)
+ * would take, from its arguments alone, before any key is read: the
+ * count-driven replies whose size the data do not bound. HRANDFIELD,
+ * SRANDMEMBER and ZRANDMEMBER with a negative count return |count|
+ * elements (repeats allowed) whatever the collection's size: at least 6
+ * bytes each ("$0\r\n\r\n"), 10 with WITHVALUES / WITHSCORES (a value's
+ * least is 4 bytes: a RESP3 double ",0\r\n"). 0 for every other command,
+ * and for arguments Redis itself refuses (its error comes first). O(1), no
+ * allocation: a switch on cmd_id, then one integer parse. */
+long long fd_reply_floor(int cmd_id, int argc, const resp_arg *argv);
+
+/* The refusal of a reply past max-reply-bytes max: "-ERR the reply would
+ * exceed max-reply-bytes (<max> bytes)", then ": at least <need> bytes"
+ * when need > 0. 0, or -1 out of memory. */
+int fd_add_reply_too_big(resp_out *out, long long max, long long need);
+
 /* ---- sorted sets (t_zset.c) */
 
 /* A score argument (Redis's string2d: strtod over the whole argument, no

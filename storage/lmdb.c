@@ -54,7 +54,7 @@
 #include "host.h"
 
 #define LM_MAX_DEPTH 4
-#define LM_DEFAULT_MAP (1ULL << 30)
+#define LM_DEFAULT_MAP (4ULL << 30)
 #define LM_WRITEMAP_MAX 50            /* % of the map: above it, no WRITEMAP */
 #define LM_HEADROOM    (32ULL << 20)  /* preallocated beyond the high-water mark */
 

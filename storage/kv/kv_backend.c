@@ -174,6 +174,12 @@ static int submit_one(fd_backend *b, fd_request *r)
     int async = d->hold && r->is_write && !b->writes_inline;
     uint64_t stamp0 = async ? d->stamp(st->txn) : 0;
     int s = h(&c);
+    if (r->out->over && !r->is_write) {
+        /* the reply passed max-reply-bytes (resp.h): a read changed
+         * nothing; the caller writes the refusal */
+        r->out->len = mark;
+        s = FD_OK;
+    }
     if (nested) {
         /* only this command is at stake: the turn's transaction is intact */
         if (!kv_is_storage_error(s) && (c.d_keys || c.d_expires || st->t_dirty)) {

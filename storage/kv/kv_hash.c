@@ -430,15 +430,11 @@ static int hrand_emit(void *arg, const char *f, size_t fl, const char *v, size_t
 
 int kv_cmd_hrandfield(kv_ctx *c)
 {
-    long long count = 0;
-    int withvalues = 0, hascount = c->argc >= 3;
-    if (c->argc > 4 || (c->argc == 4 && !resp_arg_is(&c->argv[3], "withvalues"))) return FD_E_SYNTAX;
-    withvalues = c->argc == 4;
-    if (hascount && resp_str2ll(c->argv[2].ptr, c->argv[2].len, &count) != 0) return FD_E_NOTINT;
-    if (hascount && count == LLONG_MIN) {
-        FD_OUT(resp_add_error(c->out, "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"));
-        return FD_OK;
-    }
+    long long count;
+    int withvalues, hascount, replied;
+    FD_TRY(fd_parse_rand_count(c->argv, c->argc, "withvalues", &hascount, &count, &withvalues,
+                               c->out, &replied));
+    if (replied) return FD_OK;
     kv_key k; kv_meta m;
     FD_TRY(hash_lookup(c, &k, &m));
     if (!m.live) {

@@ -136,7 +136,7 @@ int kv_cmd_zrandmember(kv_ctx *c)
 {
     int has_count, withscores, replied;
     long long count;
-    FD_TRY(fd_zrandmember_parse(c->argv, c->argc, &has_count, &count, &withscores, c->out, &replied));
+    FD_TRY(fd_parse_rand_count(c->argv, c->argc, "withscores", &has_count, &count, &withscores, c->out, &replied));
     if (replied) return FD_OK;
     kv_zref r;
     FD_TRY(kv_zref_load(c, &r, &c->argv[1]));

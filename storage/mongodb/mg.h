@@ -246,7 +246,11 @@ int mg_lookup_many(mg_ctx *c, int first, int step, mg_meta *metas, int n, int wa
 int mg_write_doc(mg_ctx *c, const resp_arg *key, const bson_t *doc);
 /* Replace key's document by every field of src but its _id (COPY, RENAME). */
 int mg_write_doc_copy(mg_ctx *c, const resp_arg *key, const bson_t *src);
-/* Replace with a string whose value is a then b (expire 0 = none). */
+/* Replace with a string whose value is a then b (expire 0 = none). A value
+ * of more than MG_DOC_MAX bytes cannot be a MongoDB document: MG_E_MONGO
+ * with c->err "value of N bytes exceeds MongoDB's 16 MB document limit"
+ * (code 10334, mongod's BSONObjectTooLarge), before anything is sent. */
+#define MG_DOC_MAX (16u << 20)
 int mg_write_string(mg_ctx *c, const resp_arg *key, int64_t expire,
                     const char *a, size_t al, const char *b2, size_t bl);
 int mg_delete(mg_ctx *c, const resp_arg *key);    /* and a big collection's members (mg_big.c) */

@@ -119,6 +119,15 @@ static void execute(mg_backend *b, mongoc_client_t *cl, mongoc_collection_t *col
     size_t mark = r->out.len;
     int s = r->fn(&c);
     if (c.bcoll) mongoc_collection_destroy(c.bcoll);
+    if (r->out.over) {
+        /* past max-reply-bytes: the refusal replaces the reply (a write
+         * made is kept, as any write whose reply is lost) */
+        r->out.over = 0;
+        r->out.len = mark;
+        long long max = (long long)r->out.limit;
+        r->out.limit = 0;
+        s = fd_add_reply_too_big(&r->out, max, 0) ? FD_E_NOMEM : FD_OK;
+    }
     if (s == MG_E_MONGO) {
         r->out.len = mark;
         if (err_unavailable(&c.err)) reply_unavailable(&r->out, c.err.message);
@@ -456,6 +465,8 @@ static int mg_submit(fd_backend *be, fd_request *req)
     r->deadline_us = fd_mono_us() + b->cfg.backend_timeout_ms * 1000;
     r->p = req->pending;
     resp_out_init(&r->out, r->proto);
+    /* max-reply-bytes (resp.h): the bound left in the client's buffer */
+    r->out.limit = req->out->limit > req->out->len ? req->out->limit - req->out->len : 0;
 
     /* the workers this command's keys hash to */
     const fd_command *cmd = req->cmd;

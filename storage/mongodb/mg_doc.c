@@ -206,6 +206,11 @@ int mg_key_live(mg_ctx *c, const resp_arg *key, int *live)
 int mg_write_string(mg_ctx *c, const resp_arg *key, int64_t expire,
                            const char *a, size_t al, const char *b2, size_t bl)
 {
+    if (al + bl > MG_DOC_MAX) {
+        bson_set_error(&c->err, MONGOC_ERROR_SERVER, 10334,
+                       "value of %zu bytes exceeds MongoDB's 16 MB document limit", al + bl);
+        return MG_E_MONGO;
+    }
     bson_t d = BSON_INITIALIZER;
     bson_append_utf8(&d, "type", -1, "string", -1);
     if (bl) {

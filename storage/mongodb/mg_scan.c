@@ -148,15 +148,11 @@ int mg_cmd_zscan(mg_ctx *c) { return subscan_generic(c, MG_T_ZSET); }
 
 int mg_cmd_hrandfield(mg_ctx *c)
 {
-    long long count = 0;
-    int hascount = c->argc >= 3;
-    if (c->argc > 4 || (c->argc == 4 && !resp_arg_is(&c->argv[3], "withvalues"))) return FD_E_SYNTAX;
-    int withvalues = c->argc == 4;
-    if (hascount && resp_str2ll(c->argv[2].ptr, c->argv[2].len, &count) != 0) return FD_E_NOTINT;
-    if (hascount && count == LLONG_MIN) {
-        FD_OUT(resp_add_error(c->out, ERR_LONG_RANGE));
-        return FD_OK;
-    }
+    long long count;
+    int withvalues, hascount, replied;
+    FD_TRY(fd_parse_rand_count(c->argv, c->argc, "withvalues", &hascount, &count, &withvalues,
+                               c->out, &replied));
+    if (replied) return FD_OK;
     mg_meta m; mg_hash h;
     FD_TRY(mg_hash_load(c, &c->argv[1], &m, &h));
     if (!m.live) HASH_DONE((hascount ? resp_add_array(c->out, 0) : resp_add_null(c->out)) ? FD_E_NOMEM : FD_OK);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mg.h"
+#include "../cmdargs.h"
 #include "../value/zsetops.h"
 #include "../clock.h"
 
@@ -125,7 +126,7 @@ int mg_cmd_zrandmember(mg_ctx *c)
 {
     int has_count, withscores, replied;
     long long count;
-    FD_TRY(fd_zrandmember_parse(c->argv, c->argc, &has_count, &count, &withscores, c->out, &replied));
+    FD_TRY(fd_parse_rand_count(c->argv, c->argc, "withscores", &has_count, &count, &withscores, c->out, &replied));
     if (replied) return FD_OK;
     mg_meta m; mg_zset Z;
     FD_TRY(mg_zset_load(c, &c->argv[1], &m, &Z));

@@ -299,38 +299,6 @@ int fd_parse_zrangestore(const resp_arg *argv, int argc, struct fd_zrange *z, re
 
 /* ---------------------------------------------------------------- ZRANDMEMBER */
 
-#define FD_LONG_MAX 9223372036854775807LL
-
-int fd_zrandmember_parse(const resp_arg *argv, int argc, int *has_count, long long *count,
-                         int *withscores, resp_out *out, int *replied)
-{
-    *replied = 0;
-    *has_count = 0;
-    *withscores = 0;
-    *count = 1;
-    if (argc < 3) return FD_OK;
-    long long l;
-    if (resp_str2ll(argv[2].ptr, argv[2].len, &l) != 0) return FD_E_NOTINT;
-    if (l < -FD_LONG_MAX) {
-        if (resp_add_errorf(out, "ERR value is out of range, value must between %lld and %lld",
-                            -FD_LONG_MAX, FD_LONG_MAX)) return FD_E_NOMEM;
-        *replied = 1;
-        return FD_OK;
-    }
-    if (argc > 4 || (argc == 4 && !resp_arg_is(&argv[3], "withscores"))) return FD_E_SYNTAX;
-    if (argc == 4) {
-        *withscores = 1;
-        if (l < -FD_LONG_MAX / 2 || l > FD_LONG_MAX / 2) {
-            if (resp_add_error(out, "ERR value is out of range")) return FD_E_NOMEM;
-            *replied = 1;
-            return FD_OK;
-        }
-    }
-    *has_count = 1;
-    *count = l;
-    return FD_OK;
-}
-
 static uint64_t xs(uint64_t *s)
 {
     uint64_t x = *s ? *s : 0x9e3779b97f4a7c15ULL;

@@ -88,12 +88,7 @@ int fd_parse_zrangestore(const resp_arg *argv, int argc, struct fd_zrange *z, re
 
 /* ---------------------------------------------------------------- ZRANDMEMBER */
 
-/* ZRANDMEMBER key [count [WITHSCORES]], before the key lookup: *has_count,
- * *count, *withscores. Errors in Redis's order (count range -LONG_MAX..
- * LONG_MAX, then the syntax, then |count| <= LONG_MAX/2 with WITHSCORES).
- * FD_OK with *replied 0 or 1, FD_E_NOTINT, FD_E_SYNTAX. */
-int fd_zrandmember_parse(const resp_arg *argv, int argc, int *has_count, long long *count,
-                         int *withscores, resp_out *out, int *replied);
+/* (the arguments: fd_parse_rand_count, cmdargs.h) */
 /* The reply for an existing sorted set of n >= 1 elements (a in Redis's
  * order): one bulk without a count, else the array (negative count:
  * repeats allowed; positive: distinct; count >= n: the whole set, highest
