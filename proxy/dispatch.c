@@ -57,7 +57,7 @@ void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp
         px_cmdstat_add(&px_cmd_proxy[cmd->id], e.ns, 0);
         e.reply = out->data + out0;
         e.len = out->len - out0;
-        PX_HOOK_RUN(exec_done, &e);
+        px_hook_exec_done(&e);
         return;
     }
     px_backend *be = px_srv.primary;
@@ -96,15 +96,15 @@ void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp
      * clients on its keys are served once the script has run */
     e.reply = out->data + out0;
     e.len = out->len - out0;
-    PX_HOOK_RUN(exec_done, &e);
+    px_hook_exec_done(&e);
 }
 
 /* A client's backend command: to the router (hooks.h: route) while there
  * is a secondary backend, else straight to the primary. */
 static int route(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen,
                  uint64_t *clock) {
-    if (__builtin_expect(px_srv.secondary != NULL, 0) && px_hook.n_route)
-        return px_hook.route[0](c, cmd, argc, argv, raw, rawlen, clock);
+    if (__builtin_expect(px_srv.secondary != NULL, 0) && px_hook.on_route)
+        return px_hook.route[__builtin_ctz(px_hook.on_route)](c, cmd, argc, argv, raw, rawlen, clock);
     return px_call(&(px_request){.be = px_srv.primary, .c = c, .mark = 1, .out = &c->out, .client_id = c->id,
                                  .cmd = cmd, .argc = argc, .argv = argv, .raw = raw, .rawlen = rawlen,
                                  .clock = clock});
@@ -119,13 +119,13 @@ void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t r
     fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
     size_t out0 = c->out.len;                      /* a rejection's error: errorstats */
     px_srv.total_commands++;
-    int g = px_hook_gate_run(px_hook.received, px_hook.n_received, c, cmd, argc, argv, raw, rawlen);
+    int g = PX_HOOK_GATE(received, c, cmd, argc, argv, raw, rawlen);
     if (g == PX_HOOK_REFUSED) goto rejected;
     if (g == PX_HOOK_TAKEN) return;
     if (!cmd) {
         /* a backend that is itself a Redis server answers what we don't know */
         if (px_srv.primary && px_srv.primary->b.ops->passthrough && c->authed) {
-            g = px_hook_gate_run(px_hook.checked, px_hook.n_checked, c, NULL, argc, argv, raw, rawlen);
+            g = PX_HOOK_GATE(checked, c, NULL, argc, argv, raw, rawlen);
             if (g == PX_HOOK_REFUSED) goto rejected;
             if (g == PX_HOOK_TAKEN) return;
             px_forward(c, NULL, argc, argv, raw, rawlen);
@@ -142,7 +142,7 @@ void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t r
         resp_add_error(&c->out, "NOAUTH Authentication required.");
         goto refused;
     }
-    g = px_hook_gate_run(px_hook.checked, px_hook.n_checked, c, cmd, argc, argv, raw, rawlen);
+    g = PX_HOOK_GATE(checked, c, cmd, argc, argv, raw, rawlen);
     if (g == PX_HOOK_REFUSED) goto rejected;
     if (g == PX_HOOK_TAKEN) return;
     px_execute(c, cmd, argc, argv, raw, rawlen);
@@ -184,6 +184,6 @@ int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
         e.len = c->out.len - out0;
     }
     e.ns = t1 - t0;
-    PX_HOOK_RUN(exec_done, &e);
+    px_hook_exec_done(&e);
     return e.owed != 0;                  /* owed: measured on completion */
 }
