@@ -21,6 +21,7 @@
 
 static fd_script_engine *engine;
 static px_conn *running;          /* the client whose script runs */
+static void script_arm(int on);    /* its hooks, armed while a script runs */
 static px_backend *target;        /* redis.call's backend when not the primary (an A/B side) */
 
 typedef struct twait { resp_out *out; int waiting; } twait;
@@ -165,6 +166,7 @@ static void run_eval(px_conn *c, px_backend *be, int argc, resp_arg *argv, resp_
     running = c;
     target = be != px_srv.primary ? be : NULL;
     px_srv.script_running = 1;
+    script_arm(1);
     if (fd_script_eval(e, argc, argv, out)) {
         px_log(PX_LOG_WARNING, "out of memory for a script's reply to client %llu: closing it", (unsigned long long)c->id);
         c->flags |= PX_CONN_CLOSE_ASAP;
@@ -172,6 +174,7 @@ static void run_eval(px_conn *c, px_backend *be, int argc, resp_arg *argv, resp_
     running = NULL;
     target = NULL;
     px_srv.script_running = 0;
+    script_arm(0);
     c->atomic = was_atomic;
     if (hold) {
         px_srv.atomic_owner = NULL;
@@ -254,8 +257,15 @@ static int script_received(px_conn *c, fd_command *cmd, int argc, resp_arg *argv
 /* its script still runs: closed after it */
 static int script_close_defer(px_conn *c) { return c == running; }
 
+static void script_arm(int on) {
+    px_hook_arm(received, script_received, on);
+    px_hook_arm(close_defer, script_close_defer, on);
+    px_hook_arm(nested, px_script_client, on);
+}
+
+/* all three armed only while a script runs (run_eval) */
 void px_scripting_hooks(void) {
-    PX_HOOK_ADD(received, script_received);
-    PX_HOOK_ADD(close_defer, script_close_defer);
-    PX_HOOK_ADD(nested, px_script_client);
+    PX_HOOK_ADD_IDLE(received, script_received);
+    PX_HOOK_ADD_IDLE(close_defer, script_close_defer);
+    PX_HOOK_ADD_IDLE(nested, px_script_client);
 }
