@@ -96,8 +96,9 @@ int px_call(const px_request *q) {
     int is_err = out->len > before && out->data[before] == '-';
     px_backend_record(be, mc ? PX_REC_CLIENT : PX_REC_OWN, rec, te - ts, is_err);   /* the one record update */
     if (be->b.ops->async) px_hist_add(&be->wait_live, te - ts);
-    tell(q, before, st == FD_E_UNAVAILABLE || st == FD_E_TIMEOUT ||
-                    px_reply_is_unavailable(out->data + before, out->len - before));
+    if (q->tap)                              /* the failure test only for a tap */
+        tell(q, before, st == FD_E_UNAVAILABLE || st == FD_E_TIMEOUT ||
+                        px_reply_is_unavailable(out->data + before, out->len - before));
     return 0;
 }
 
@@ -132,7 +133,7 @@ void px_call_reply(const px_request *q, int proto, px_reply_fn fn, void *ud) {
 void px_call_backend(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv, const char *raw,
                      size_t rawlen, int proto, int blocking, px_reply_fn done, void *arg, fd_pending **handle) {
     px_call_reply(&(px_request){.be = px_srv.primary, .c = c, .client_id = c ? c->id : 0, .cmd = (fd_command *)cmd,
-                                .argc = argc, .argv = argv, .raw = raw, .rawlen = rawlen, .blocking = blocking,
+                                .argc = argc, .argv = argv, .raw = raw, .rawlen = rawlen, .blocking = blocking != 0,
                                 .unchecked = 1, .misc = 1, .handle = handle},
                   proto, done, arg);
 }

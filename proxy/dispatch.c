@@ -18,7 +18,7 @@ int px_forward_unit(px_conn *c, px_backend *be, int argc, resp_arg *argv, const 
     int owed = px_call(&(px_request){
         .be = be ? be : px_srv.primary, .c = detached ? NULL : c, .mark = !detached,
         .out = detached ? &scratch : &c->out, .client_id = c->id, .argc = argc, .argv = argv,
-        .raw = raw, .rawlen = rawlen, .route_key = route_key, .detached = detached, .tap = tap,
+        .raw = raw, .rawlen = rawlen, .route_key = route_key, .detached = detached != 0, .tap = tap,
     });
     if (detached) resp_out_free(&scratch);
     return owed;
@@ -163,12 +163,16 @@ int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
     size_t out0 = c->out.len;
     px_handler h = px_handler_of(cmd);
     if (!h && (cmd->flags & FD_CMD_STREAMKEYS)) h = px_hook_handler_of(cmd, argc, argv);  /* XREAD BLOCK */
-    px_exec e = {.c = c, .cmd = cmd, .argc = argc, .argv = argv, .handler = h != NULL};
+    int owed = 0;
     /* exec_start/exec_done (hooks.h): e.g. WATCH touches a proxy-served
      * write's keys as it is dispatched, a backend command's right after its
-     * submit, before any other client runs */
+     * submit, before any other client runs; the event is built only when a
+     * hook will see it */
     if (h) {
-        PX_HOOK_RUN(exec_start, &e);
+        if (PX_HOOK_ARMED(exec_start)) {
+            px_exec e = {.c = c, .cmd = cmd, .argc = argc, .argv = argv, .handler = 1};
+            PX_HOOK_RUN(exec_start, &e);
+        }
         c->cur_raw = raw;
         c->cur_rawlen = rawlen;
         h(c, argc, argv);
@@ -177,13 +181,14 @@ int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
         px_cmdstat_add(&px_cmd_proxy[cmd->id], t1 - t0, is_err);
     } else {
         t1 = t0;
-        e.owed = route(c, cmd, argc, argv, raw, rawlen, &t1);   /* recorded there */
+        owed = route(c, cmd, argc, argv, raw, rawlen, &t1);   /* recorded there */
     }
-    if (c->out.len >= out0) {
-        e.reply = c->out.data + out0;
-        e.len = c->out.len - out0;
+    const char *reply = c->out.len >= out0 ? c->out.data + out0 : NULL;
+    size_t len = reply ? c->out.len - out0 : 0;
+    if (px_hook_exec_due(owed, t1 - t0, reply, len)) {
+        px_exec e = {.c = c, .cmd = cmd, .argc = argc, .argv = argv, .handler = h != NULL, .owed = owed,
+                     .reply = reply, .len = len, .ns = t1 - t0};
+        px_hook_exec_done(&e);
     }
-    e.ns = t1 - t0;
-    px_hook_exec_done(&e);
-    return e.owed != 0;                  /* owed: measured on completion */
+    return owed != 0;                    /* owed: measured on completion */
 }

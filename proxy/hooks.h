@@ -210,13 +210,23 @@ static inline px_conn *px_hook_nested_owner(void) {
     return NULL;
 }
 
+/* exec_slow is due: not owed, and slow (px_hook.slow_ns) or an error reply. */
+static inline int px_hook_slow_due(int owed, uint64_t ns, const char *reply, size_t len) {
+    return PX_HOOK_ARMED(exec_slow) && !owed &&
+           __builtin_expect(ns >= px_hook.slow_ns || (len && reply[0] == '-'), 0);
+}
+
+/* A hook will see this command's exec_done/exec_slow (else the caller need
+ * not even build the px_exec). */
+static inline int px_hook_exec_due(int owed, uint64_t ns, const char *reply, size_t len) {
+    return PX_HOOK_ARMED(exec_done) || px_hook_slow_due(owed, ns, reply, len);
+}
+
 /* exec_done, then exec_slow when the command (not owed) was slow or failed:
  * the threshold test is here, inline, so a fast success calls nothing. */
 static inline void px_hook_exec_done(const px_exec *e) {
     PX_HOOK_RUN(exec_done, e);
-    if (PX_HOOK_ARMED(exec_slow) && !e->owed &&
-        __builtin_expect(e->ns >= px_hook.slow_ns || (e->len && e->reply[0] == '-'), 0))
-        PX_HOOK_RUN(exec_slow, e);
+    if (px_hook_slow_due(e->owed, e->ns, e->reply, e->len)) PX_HOOK_RUN(exec_slow, e);
 }
 
 #endif
