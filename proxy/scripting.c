@@ -99,6 +99,7 @@ static void host_busy(void *ud, long long elapsed_ms, int first_call) {
     px_atomic_resume();
     ev_run(px_srv.loop, EVRUN_NOWAIT);
     px_srv.atomic_owner = owner;
+    if (owner) px_atomic_arm();
     if (rio && !(c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP))) ev_io_start(px_srv.loop, &c->rio);
 }
 
@@ -160,7 +161,10 @@ static void run_eval(px_conn *c, px_backend *be, int argc, resp_arg *argv, resp_
     }
     fd_script_set_busy_threshold(e, px_cfg.busy_reply_threshold);
     int hold = be && be->b.ops->async && !px_srv.atomic_owner;
-    if (hold) px_srv.atomic_owner = c;
+    if (hold) {
+        px_srv.atomic_owner = c;
+        px_atomic_arm();
+    }
     int was_atomic = c->atomic;
     c->atomic = 1;
     running = c;
