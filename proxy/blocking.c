@@ -120,6 +120,18 @@ static int parse_timeout(px_conn *c, const resp_arg *a, int64_t *deadline) {
     return 0;
 }
 
+static void block_exec_done(const px_exec *e);
+
+/* The hooks on every command and turn are armed only while some client
+ * waits on a key (keys.count; ready keys are among them) or a resume is
+ * due: otherwise they would find nothing to do. */
+static void blk_arm(void) {
+    int waiting = keys.count != 0;
+    px_hook_arm(exec_done, block_exec_done, waiting);
+    px_hook_arm(after, px_block_after_command, waiting);
+    px_hook_arm(turn_start, px_block_run_resumes, waiting || nresumes);
+}
+
 static void resume_later(px_conn *c) {
     if (nresumes == capresumes) {
         size_t n = capresumes ? capresumes * 2 : 16;
@@ -129,6 +141,7 @@ static void resume_later(px_conn *c) {
         capresumes = n;
     }
     resumes[nresumes++] = c;
+    blk_arm();
 }
 
 void px_block_run_resumes(void) {
@@ -138,6 +151,7 @@ void px_block_run_resumes(void) {
         if (c) px_conn_resume(c);            /* may add more: the loop sees them */
     }
     nresumes = 0;
+    blk_arm();
 }
 
 /* ------------------------------------------------------------ the table */
@@ -145,6 +159,7 @@ void px_block_run_resumes(void) {
 static void maybe_free_key(bkey *k) {
     if (k->head || k->busy || k->in_ready || k->in_service) return;
     px_strmap_del(&keys, k->e);
+    if (!keys.count) blk_arm();
 }
 
 static void make_ready(bkey *k) {
@@ -196,6 +211,7 @@ static int blk_register(px_blk *b) {
         int created;
         px_strent *e = px_strmap_add(&keys, a->ptr, a->len, sizeof(bkey), &created);
         if (!e) return -1;
+        if (created && keys.count == 1) blk_arm();
         bkey *k = px_strmap_data(e);
         k->e = e;
         int dup = 0;
@@ -902,8 +918,8 @@ static void block_exec_done(const px_exec *e) {
 
 void px_blocking_hooks(void) {
     PX_HOOK_ADD(handler, px_block_stream_handler);
-    PX_HOOK_ADD(exec_done, block_exec_done);
-    PX_HOOK_ADD(after, px_block_after_command);
-    PX_HOOK_ADD(turn_start, px_block_run_resumes);   /* clients answered after blocking: their next commands */
+    PX_HOOK_ADD_IDLE(exec_done, block_exec_done);       /* these three: blk_arm */
+    PX_HOOK_ADD_IDLE(after, px_block_after_command);
+    PX_HOOK_ADD_IDLE(turn_start, px_block_run_resumes);   /* clients answered after blocking: their next commands */
     PX_HOOK_ADD(closed, px_block_conn_closed);
 }

@@ -405,6 +405,7 @@ void px_cmd_config(px_conn *c, int argc, resp_arg *argv) {
          * (no-ops for what did not change) */
         px_settings_free(&px_cfg);
         px_cfg = old;
+        px_slowlog_apply();                  /* its thresholds too */
         if (px_backends_swap(0, NULL, err, sizeof err) < 0 || px_backends_ab_apply(err, sizeof err))
             px_log(PX_LOG_WARNING, "CONFIG SET rollback: %s", err);
         /* a TLS context built from the undone values goes too */

@@ -27,18 +27,20 @@ static inline void tell(const px_request *q, size_t before, int failed) {
     if (q->tap) q->tap->fn(q->tap->ud, q->out->data ? q->out->data + before : "", q->out->len - before, failed);
 }
 
+/* A command's name for an error's text (computed there, not on a success's way). */
+static inline const char *cmd_name(const fd_command *cmd) { return cmd ? cmd->name : ""; }
+
 int px_call(const px_request *q) {
     px_backend *be = q->be;
     px_conn *mc = q->mark ? q->c : NULL;      /* the client whose output gets the reply */
     resp_out *out = q->out;
     fd_command *cmd = q->cmd;
-    const char *name = cmd ? cmd->name : "";
     uint64_t own_clock, *clock = q->clock;
     if (!clock) { own_clock = fd_mono_ns(); clock = &own_clock; }
     size_t before = out->len;
     if (q->handle) *q->handle = NULL;
     if (!be || (q->blocking && !be->b.ops->submit_blocking)) {
-        px_reply_status(out, FD_E_UNAVAILABLE, name);
+        px_reply_status(out, FD_E_UNAVAILABLE, cmd_name(cmd));
         if (mc && cmd) px_cmdstat_add(&px_cmd_proxy[cmd->id], 0, 1);
         tell(q, before, 1);
         return 0;
@@ -74,7 +76,7 @@ int px_call(const px_request *q) {
     uint64_t ts = *clock;
     if (be->b.ops->async && (r.is_write ? !be->b.writes_inline : !be->b.ops->async_writes)) {
         if (!(r.pending = px_pending_push(mc, (fd_command *)rec, ts))) {
-            px_reply_status(out, FD_E_NOMEM, name);
+            px_reply_status(out, FD_E_NOMEM, cmd_name(cmd));
             tell(q, before, 1);
             return 0;
         }
@@ -113,13 +115,14 @@ int px_call(const px_request *q) {
         px_pending_drop(r.pending);
     }
     if (st == FD_PENDING) st = FD_E_INTERNAL;
-    if (st != FD_OK) px_reply_status(out, st, name);
+    if (st != FD_OK) px_reply_status(out, st, cmd_name(cmd));
     uint64_t te = *clock = fd_mono_ns();
     int is_err = out->len > before && out->data[before] == '-';
     px_backend_record(be, mc ? PX_REC_CLIENT : PX_REC_OWN, rec, te - ts, is_err);   /* the one record update */
     if (be->b.ops->async) px_hist_add(&be->wait_live, te - ts);
-    tell(q, before, st == FD_E_UNAVAILABLE || st == FD_E_TIMEOUT ||
-                    px_reply_is_unavailable(out->data + before, out->len - before));
+    if (q->tap)                              /* the failure test only for a tap */
+        tell(q, before, st == FD_E_UNAVAILABLE || st == FD_E_TIMEOUT ||
+                        px_reply_is_unavailable(out->data + before, out->len - before));
     return 0;
 }
 
@@ -154,7 +157,7 @@ void px_call_reply(const px_request *q, int proto, px_reply_fn fn, void *ud) {
 void px_call_backend(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv, const char *raw,
                      size_t rawlen, int proto, int blocking, px_reply_fn done, void *arg, fd_pending **handle) {
     px_call_reply(&(px_request){.be = px_srv.primary, .c = c, .client_id = c ? c->id : 0, .cmd = (fd_command *)cmd,
-                                .argc = argc, .argv = argv, .raw = raw, .rawlen = rawlen, .blocking = blocking,
+                                .argc = argc, .argv = argv, .raw = raw, .rawlen = rawlen, .blocking = blocking != 0,
                                 .unchecked = 1, .misc = 1, .handle = handle},
                   proto, done, arg);
 }

@@ -20,6 +20,7 @@
 
 #define CAP_BUF (256 * 1024)
 
+static int capture_received(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen);
 int px_capture_armed;
 
 static struct {
@@ -53,6 +54,7 @@ static void close_file(const char *why) {
     close(cap.fd);
     cap.fd = -1;
     px_capture_armed = 0;
+    px_hook_arm(received, capture_received, 0);
     if (cap.timer_on && px_srv.loop) {
         ev_ref(px_srv.loop);          /* it was unref'ed when started (libev: ref before stopping) */
         ev_timer_stop(px_srv.loop, &cap.flush);
@@ -275,6 +277,7 @@ int px_capture_apply(char *err, size_t errlen) {
     memcpy(hdr + 8, &wall, 8);
     put(hdr, sizeof hdr);
     px_capture_armed = 1;
+    px_hook_arm(received, capture_received, 1);   /* its hook runs only while capturing */
     px_log(PX_LOG_NOTICE, "capture started: %s (max %lld bytes, sample %.3f, hash %s)", want,
            px_cfg.capture_max_size, px_cfg.capture_sample, px_cfg.capture_hash ? "yes" : "no");
     return 0;
@@ -329,4 +332,7 @@ static int capture_received(px_conn *c, fd_command *cmd, int argc, resp_arg *arg
     return PX_HOOK_PASS;
 }
 
-void px_capture_hooks(void) { PX_HOOK_ADD(received, capture_received); }
+void px_capture_hooks(void) {
+    PX_HOOK_ADD_IDLE(received, capture_received);   /* armed while a capture runs */
+    if (px_capture_armed) px_hook_arm(received, capture_received, 1);   /* started by the config file */
+}

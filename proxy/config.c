@@ -6,6 +6,7 @@
 #include "log.h"
 #include "capture.h"   /* capture (issue 17) */
 #include "acl.h"       /* "user" lines (issue 29) */
+#include "slowlog.h"   /* the slow log's inline threshold */
 
 #include <ctype.h>
 #include <errno.h>
@@ -316,6 +317,8 @@ int px_config_set(const char *name, const char *value, int runtime, char *err, s
     if (runtime && (e->d->flags & F_IMMUTABLE)) { snprintf(err, errlen, "can't set immutable config"); return -1; }
     int rc = set_value(e, &px_cfg, value, err, errlen);
     if (!rc && !strncasecmp(name, "capture-", 8)) rc = px_capture_apply(err, errlen);   /* capture (issue 17) */
+    if (!rc && (!strncasecmp(name, "slowlog-", 8) || !strncasecmp(name, "latency-monitor-", 16)))
+        px_slowlog_apply();                      /* the core's inline threshold (hooks.h: exec_slow) */
     return rc;
 }
 
@@ -580,6 +583,7 @@ int px_config_reload(char *err, size_t errlen) {
         snprintf(err, errlen, "%s", e2);
         px_settings_free(&px_cfg);
         px_cfg = old;
+        px_slowlog_apply();
         return -1;
     }
     /* what cannot change while running keeps its running value */
@@ -595,6 +599,7 @@ int px_config_reload(char *err, size_t errlen) {
         }
     }
     px_settings_free(&old);
+    px_slowlog_apply();                          /* defaults came back without px_config_set */
     return 0;
 }
 

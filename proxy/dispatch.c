@@ -19,7 +19,7 @@ int px_forward_unit(px_conn *c, px_backend *be, int argc, resp_arg *argv, const 
     int owed = px_call(&(px_request){
         .be = be ? be : px_srv.primary, .c = detached ? NULL : c, .mark = !detached,
         .out = detached ? &scratch : &c->out, .client_id = c->id, .argc = argc, .argv = argv,
-        .raw = raw, .rawlen = rawlen, .route_key = route_key, .detached = detached, .tap = tap,
+        .raw = raw, .rawlen = rawlen, .route_key = route_key, .detached = detached != 0, .tap = tap,
     });
     if (detached) resp_out_free(&scratch);
     return owed;
@@ -58,7 +58,7 @@ void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp
         px_cmdstat_add(&px_cmd_proxy[cmd->id], e.ns, 0);
         e.reply = out->data + out0;
         e.len = out->len - out0;
-        PX_HOOK_RUN(exec_done, &e);
+        px_hook_exec_done(&e);
         return;
     }
     px_backend *be = px_srv.primary;
@@ -97,15 +97,15 @@ void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp
      * clients on its keys are served once the script has run */
     e.reply = out->data + out0;
     e.len = out->len - out0;
-    PX_HOOK_RUN(exec_done, &e);
+    px_hook_exec_done(&e);
 }
 
 /* A client's backend command: to the router (hooks.h: route) while there
  * is a secondary backend, else straight to the primary. */
 static int route(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen,
                  uint64_t *clock) {
-    if (__builtin_expect(px_srv.secondary != NULL, 0) && px_hook.n_route)
-        return px_hook.route[0](c, cmd, argc, argv, raw, rawlen, clock);
+    if (__builtin_expect(px_srv.secondary != NULL, 0) && px_hook.on_route)
+        return px_hook.route[__builtin_ctz(px_hook.on_route)](c, cmd, argc, argv, raw, rawlen, clock);
     return px_call(&(px_request){.be = px_srv.primary, .c = c, .mark = 1, .out = &c->out, .client_id = c->id,
                                  .cmd = cmd, .argc = argc, .argv = argv, .raw = raw, .rawlen = rawlen,
                                  .clock = clock});
@@ -120,13 +120,13 @@ void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t r
     fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
     size_t out0 = c->out.len;                      /* a rejection's error: errorstats */
     px_srv.total_commands++;
-    int g = px_hook_gate_run(px_hook.received, px_hook.n_received, c, cmd, argc, argv, raw, rawlen);
+    int g = PX_HOOK_GATE(received, c, cmd, argc, argv, raw, rawlen);
     if (g == PX_HOOK_REFUSED) goto rejected;
     if (g == PX_HOOK_TAKEN) return;
     if (!cmd) {
         /* a backend that is itself a Redis server answers what we don't know */
         if (px_srv.primary && px_srv.primary->b.ops->passthrough && c->authed) {
-            g = px_hook_gate_run(px_hook.checked, px_hook.n_checked, c, NULL, argc, argv, raw, rawlen);
+            g = PX_HOOK_GATE(checked, c, NULL, argc, argv, raw, rawlen);
             if (g == PX_HOOK_REFUSED) goto rejected;
             if (g == PX_HOOK_TAKEN) return;
             px_forward(c, NULL, argc, argv, raw, rawlen);
@@ -143,7 +143,7 @@ void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t r
         resp_add_error(&c->out, "NOAUTH Authentication required.");
         goto refused;
     }
-    g = px_hook_gate_run(px_hook.checked, px_hook.n_checked, c, cmd, argc, argv, raw, rawlen);
+    g = PX_HOOK_GATE(checked, c, cmd, argc, argv, raw, rawlen);
     if (g == PX_HOOK_REFUSED) goto rejected;
     if (g == PX_HOOK_TAKEN) return;
     px_execute(c, cmd, argc, argv, raw, rawlen);
@@ -164,12 +164,16 @@ int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
     size_t out0 = c->out.len;
     px_handler h = px_handler_of(cmd);
     if (!h && (cmd->flags & FD_CMD_STREAMKEYS)) h = px_hook_handler_of(cmd, argc, argv);  /* XREAD BLOCK */
-    px_exec e = {.c = c, .cmd = cmd, .argc = argc, .argv = argv, .handler = h != NULL};
+    int owed = 0;
     /* exec_start/exec_done (hooks.h): e.g. WATCH touches a proxy-served
      * write's keys as it is dispatched, a backend command's right after its
-     * submit, before any other client runs */
+     * submit, before any other client runs; the event is built only when a
+     * hook will see it */
     if (h) {
-        PX_HOOK_RUN(exec_start, &e);
+        if (PX_HOOK_ARMED(exec_start)) {
+            px_exec e = {.c = c, .cmd = cmd, .argc = argc, .argv = argv, .handler = 1};
+            PX_HOOK_RUN(exec_start, &e);
+        }
         c->cur_raw = raw;
         c->cur_rawlen = rawlen;
         /* max-reply-bytes for a proxy-served reply (a script's, EXEC's, ...) */
@@ -187,13 +191,14 @@ int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
         px_cmdstat_add(&px_cmd_proxy[cmd->id], t1 - t0, is_err);
     } else {
         t1 = t0;
-        e.owed = route(c, cmd, argc, argv, raw, rawlen, &t1);   /* recorded there */
+        owed = route(c, cmd, argc, argv, raw, rawlen, &t1);   /* recorded there */
     }
-    if (c->out.len >= out0) {
-        e.reply = c->out.data + out0;
-        e.len = c->out.len - out0;
+    const char *reply = c->out.len >= out0 ? c->out.data + out0 : NULL;
+    size_t len = reply ? c->out.len - out0 : 0;
+    if (px_hook_exec_due(owed, t1 - t0, reply, len)) {
+        px_exec e = {.c = c, .cmd = cmd, .argc = argc, .argv = argv, .handler = h != NULL, .owed = owed,
+                     .reply = reply, .len = len, .ns = t1 - t0};
+        px_hook_exec_done(&e);
     }
-    e.ns = t1 - t0;
-    PX_HOOK_RUN(exec_done, &e);
-    return e.owed != 0;                  /* owed: measured on completion */
+    return owed != 0;                    /* owed: measured on completion */
 }

@@ -147,6 +147,9 @@ typedef struct wentry {
 #define WBUCKETS 4096
 static wentry *wtable[WBUCKETS];
 #define wcount px_srv.watched_keys   /* entries: 0 = nothing to do on writes */
+static void watch_arm(int on);             /* WATCH's hooks: armed while wcount > 0 */
+static void multi_count(int d);            /* clients in MULTI: the queue's gate armed while > 0 */
+static size_t nwait;                       /* clients with c->watch_wait */
 
 static unsigned whash(const char *p, size_t n) {
     unsigned h = 2166136261u;
@@ -165,7 +168,7 @@ static wentry *wfind(const char *k, size_t n, int create) {
     e->len = n;
     e->next = wtable[h];
     wtable[h] = e;
-    wcount++;
+    if (wcount++ == 0) watch_arm(1);
     return e;
 }
 
@@ -178,7 +181,7 @@ static void wremove(wentry *e, px_watched *w) {
         if (*pp == e) { *pp = e->next; break; }
     free(e->ws);
     free(e);
-    wcount--;
+    if (--wcount == 0) watch_arm(0);
 }
 
 static void unwatch_all(px_conn *c) {
@@ -317,6 +320,7 @@ static void watch_batch_done(watch_batch *b) {
     px_pending_reply(b->mark, "+OK\r\n", 5);
     free(b);
     if (!c) return;            /* the client went away meanwhile */
+    if (c->watch_wait) nwait--;
     c->watch_wait = 0;
     if (c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP)) return;
     if (rio) ev_io_start(px_srv.loop, &c->rio);
@@ -366,7 +370,9 @@ static void watch_ask_all(px_conn *c, px_watched *upto, int n) {
     if (--b->left > 0) {
         b->rio = ev_is_active(&c->rio);
         if (b->rio) ev_io_stop(px_srv.loop, &c->rio);
+        if (!c->watch_wait) nwait++;
         c->watch_wait = 1;     /* px_atomic_hold keeps its later commands */
+        px_atomic_arm();
         return;
     }
     if (b->mark) px_pending_reply(b->mark, "+OK\r\n", 5);
@@ -422,6 +428,7 @@ void px_cmd_multi(px_conn *c, int argc, resp_arg *argv) {
     if (c->multi) { resp_add_error(&c->out, "ERR MULTI calls can not be nested"); return; }
     c->multi = calloc(1, sizeof *c->multi);
     if (!c->multi) { resp_add_error(&c->out, PX_OOM_TEXT); return; }
+    multi_count(1);
     c->multi->group = -1;
     resp_add_status(&c->out, "OK");
 }
@@ -433,6 +440,11 @@ void px_cmd_discard(px_conn *c, int argc, resp_arg *argv) {
 }
 
 void px_multi_release(px_conn *c) {
+    if (c->watch_wait) {               /* closed while its WATCH waited (input held: no other way here) */
+        c->watch_wait = 0;
+        nwait--;
+    }
+    if (c->multi) multi_count(-1);
     multi_free(c->multi);
     c->multi = NULL;
     unwatch_all(c);
@@ -462,6 +474,7 @@ void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
         return;
     }
     c->multi = NULL;               /* the queued commands run, not queue again */
+    multi_count(-1);
     unwatch_all(c);
     /* where it runs, and in mirror mode the unit the A/B layer compares
      * (proxy/ab.h): the queued commands as the layer sees them */
@@ -508,6 +521,7 @@ void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
 
 void px_atomic_begin(px_conn *c) {
     px_srv.atomic_owner = c;
+    px_atomic_arm();
     px_srv.atomic_collect = 1;      /* atomic_left is 0, or counts c's retained A/B unit (px_atomic_retain) */
 }
 
@@ -533,6 +547,7 @@ void px_atomic_count(fd_pending *p) {
 
 void px_atomic_retain(px_conn *c) {
     if (!px_srv.atomic_owner) px_srv.atomic_owner = c;
+    px_atomic_arm();
     px_srv.atomic_left++;
 }
 
@@ -540,9 +555,15 @@ void px_atomic_release(void) {
     if (px_srv.atomic_left > 0 && --px_srv.atomic_left == 0 && !px_srv.atomic_collect) atomic_finish();
 }
 
+void px_atomic_arm(void) { px_hook_arm(held, px_atomic_hold, 1); }
+
 int px_atomic_hold(px_conn *c) {
     if (c->watch_wait) return 1;           /* its WATCH waits for the backend (its reads are off) */
-    if (!px_srv.atomic_owner || px_srv.atomic_owner == c) return 0;
+    if (!px_srv.atomic_owner) {
+        if (!nwait) px_hook_arm(held, px_atomic_hold, 0);   /* nothing to hold: idle until px_atomic_arm */
+        return 0;
+    }
+    if (px_srv.atomic_owner == c) return 0;
     if (px_script_busy_now()) return 0;    /* px_dispatch answers -BUSY */
     if (!c->held) {
         c->held = 1;
@@ -604,12 +625,26 @@ static void atomic_owed(px_conn *c, fd_pending *p, const fd_command *cmd, int ar
     if (px_srv.atomic_collect) px_atomic_count(p);
 }
 
+static void watch_arm(int on) {
+    px_hook_arm(exec_start, watch_exec_start, on);
+    px_hook_arm(exec_done, watch_exec_done, on);
+}
+
+static size_t nmulti;
+
+static void multi_count(int d) {
+    if (d > 0 ? nmulti++ == 0 : --nmulti == 0) {
+        px_hook_arm(checked, multi_checked, d > 0);
+        px_hook_arm(refused, px_multi_flag_error, d > 0);
+    }
+}
+
 void px_multi_hooks(void) {
-    PX_HOOK_ADD(checked, multi_checked);
-    PX_HOOK_ADD(refused, px_multi_flag_error);
-    PX_HOOK_ADD(exec_start, watch_exec_start);
-    PX_HOOK_ADD(exec_done, watch_exec_done);
+    PX_HOOK_ADD_IDLE(checked, multi_checked);         /* armed while a client is in MULTI */
+    PX_HOOK_ADD_IDLE(refused, px_multi_flag_error);   /* as checked */
+    PX_HOOK_ADD_IDLE(exec_start, watch_exec_start);   /* both armed while a key is watched */
+    PX_HOOK_ADD_IDLE(exec_done, watch_exec_done);
     PX_HOOK_ADD(owed, atomic_owed);
-    PX_HOOK_ADD(held, px_atomic_hold);
+    PX_HOOK_ADD_IDLE(held, px_atomic_hold);   /* armed by px_atomic_arm, idles itself when nothing is held */
     PX_HOOK_ADD(closed, px_multi_release);
 }

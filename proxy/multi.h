@@ -102,6 +102,9 @@ void px_atomic_release(void);
 /* In process_input: 1 if c must wait (it was put on the held list, or its
  * WATCH waits for the backend's answers). */
 int  px_atomic_hold(px_conn *c);
+/* Arm px_atomic_hold (hooks.h: held): call after making px_srv.atomic_owner
+ * non-NULL. It idles itself once no unit and no WATCH holds anyone. */
+void px_atomic_arm(void);
 /* Run the held clients' input again (the unit ended). */
 void px_atomic_resume(void);
 

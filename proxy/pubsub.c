@@ -41,6 +41,14 @@ struct px_ps {
 static px_strmap names[PS_NKINDS];
 uint64_t px_monitors;
 static px_conn **mons;           /* the MONITOR clients (px_monitors of them) */
+static size_t nps;               /* clients with c->ps: pub/sub's hooks are armed while nonzero */
+static void monitor_exec_done(const px_exec *e);
+static int pubsub_checked(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen);
+static int pubsub_busy(px_conn *c);
+static void ps_arm(int on) {
+    px_hook_arm(checked, pubsub_checked, on);
+    px_hook_arm(busy, pubsub_busy, on);
+}
 static size_t capmons;
 
 static const char *const kind_sub[PS_NKINDS] = {"subscribe", "psubscribe", "ssubscribe"};
@@ -182,7 +190,10 @@ static ps_sub *find_sub(px_conn *c, int kind, const char *name, size_t len, size
 
 /* 1 added, 0 already there, -1 out of memory. */
 static int add_sub(px_conn *c, int kind, const char *name, size_t len) {
-    if (!c->ps && !(c->ps = calloc(1, sizeof *c->ps))) return -1;
+    if (!c->ps) {
+        if (!(c->ps = calloc(1, sizeof *c->ps))) return -1;
+        if (nps++ == 0) ps_arm(1);
+    }
     if (find_sub(c, kind, name, len, NULL)) return 0;
     struct px_ps *ps = c->ps;
     if (ps->n[kind] == ps->cap[kind]) {
@@ -290,6 +301,7 @@ void px_pubsub_reset(px_conn *c) {
         c->monitor = 0;
         for (size_t i = 0; i < px_monitors; i++)
             if (mons[i] == c) { mons[i] = mons[--px_monitors]; break; }
+        if (!px_monitors) px_hook_arm(exec_done, monitor_exec_done, 0);
     }
     if (!c->ps) return;
     for (int k = 0; k < PS_NKINDS; k++) {
@@ -298,6 +310,7 @@ void px_pubsub_reset(px_conn *c) {
     }
     free(c->ps);
     c->ps = NULL;
+    if (--nps == 0) ps_arm(0);
 }
 
 void px_pubsub_conn_closed(px_conn *c) { px_pubsub_reset(c); }
@@ -419,6 +432,7 @@ void px_cmd_monitor(px_conn *c, int argc, resp_arg *argv) {
         }
         mons[px_monitors++] = c;
         c->monitor = 1;
+        px_hook_arm(exec_done, monitor_exec_done, 1);   /* fed only while a monitor exists */
     }
     resp_add_simple(&c->out, "OK", 2);
 }
@@ -486,8 +500,8 @@ static void monitor_exec_done(const px_exec *e) {
 static int pubsub_busy(px_conn *c) { return px_pubsub_count(c) != 0; }
 
 void px_pubsub_hooks(void) {
-    PX_HOOK_ADD(checked, pubsub_checked);
-    PX_HOOK_ADD(exec_done, monitor_exec_done);
+    PX_HOOK_ADD_IDLE(checked, pubsub_checked);     /* armed while a client has subscriptions (c->ps) */
+    PX_HOOK_ADD_IDLE(exec_done, monitor_exec_done);   /* armed while a monitor exists */
     PX_HOOK_ADD(closed, px_pubsub_conn_closed);
-    PX_HOOK_ADD(busy, pubsub_busy);
+    PX_HOOK_ADD_IDLE(busy, pubsub_busy);           /* as checked */
 }

@@ -22,6 +22,7 @@
 
 static fd_script_engine *engine;
 static px_conn *running;          /* the client whose script runs */
+static void script_arm(int on);    /* its hooks, armed while a script runs */
 static px_backend *target;        /* redis.call's backend when not the primary (an A/B side) */
 
 typedef struct twait { resp_out *out; int waiting; } twait;
@@ -107,6 +108,7 @@ static void host_busy(void *ud, long long elapsed_ms, int first_call) {
     px_atomic_resume();
     ev_run(px_srv.loop, EVRUN_NOWAIT);
     px_srv.atomic_owner = owner;
+    if (owner) px_atomic_arm();
     if (rio && !(c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP))) ev_io_start(px_srv.loop, &c->rio);
 }
 
@@ -174,7 +176,10 @@ static void run_eval(px_conn *c, px_backend *be, int argc, resp_arg *argv, resp_
     }
     fd_script_set_busy_threshold(e, px_cfg.busy_reply_threshold);
     int hold = be && be->b.ops->async && !px_srv.atomic_owner;
-    if (hold) px_srv.atomic_owner = c;
+    if (hold) {
+        px_srv.atomic_owner = c;
+        px_atomic_arm();
+    }
     int was_atomic = c->atomic;
     c->atomic = 1;
     running = c;
@@ -182,6 +187,7 @@ static void run_eval(px_conn *c, px_backend *be, int argc, resp_arg *argv, resp_
      * scripts run here only for a restricted ACL user (forwarded()) */
     target = be != px_srv.primary || (be && be->b.ops->passthrough) ? be : NULL;
     px_srv.script_running = 1;
+    script_arm(1);
     if (fd_script_eval(e, argc, argv, out)) {
         px_log(PX_LOG_WARNING, "out of memory for a script's reply to client %llu: closing it", (unsigned long long)c->id);
         c->flags |= PX_CONN_CLOSE_ASAP;
@@ -189,6 +195,7 @@ static void run_eval(px_conn *c, px_backend *be, int argc, resp_arg *argv, resp_
     running = NULL;
     target = NULL;
     px_srv.script_running = 0;
+    script_arm(0);
     c->atomic = was_atomic;
     if (hold) {
         px_srv.atomic_owner = NULL;
@@ -271,8 +278,15 @@ static int script_received(px_conn *c, fd_command *cmd, int argc, resp_arg *argv
 /* its script still runs: closed after it */
 static int script_close_defer(px_conn *c) { return c == running; }
 
+static void script_arm(int on) {
+    px_hook_arm(received, script_received, on);
+    px_hook_arm(close_defer, script_close_defer, on);
+    px_hook_arm(nested, px_script_client, on);
+}
+
+/* all three armed only while a script runs (run_eval) */
 void px_scripting_hooks(void) {
-    PX_HOOK_ADD(received, script_received);
-    PX_HOOK_ADD(close_defer, script_close_defer);
-    PX_HOOK_ADD(nested, px_script_client);
+    PX_HOOK_ADD_IDLE(received, script_received);
+    PX_HOOK_ADD_IDLE(close_defer, script_close_defer);
+    PX_HOOK_ADD_IDLE(nested, px_script_client);
 }

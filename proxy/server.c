@@ -60,7 +60,7 @@ static void unlink_turn(px_conn *c) {
 }
 
 void px_conn_close(px_conn *c) {
-    if (px_hook_test_any(px_hook.close_defer, px_hook.n_close_defer, c)) {   /* in use (a script's): close after it */
+    if (PX_HOOK_TEST(close_defer, c)) {   /* in use (a script's): close after it */
         ev_io_stop(px_srv.loop, &c->rio);
         ev_io_stop(px_srv.loop, &c->wio);
         c->flags |= PX_CONN_CLOSE_ASAP;
@@ -277,7 +277,7 @@ void px_conn_check_output_limit(px_conn *c) {
 
 /* Parse and run every complete command in the read buffer. */
 static void process_input(px_conn *c) {
-    while (!c->blk && !px_hook_test_any(px_hook.held, px_hook.n_held, c) && !(c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP)) && c->rpos < c->rlen) {
+    while (!c->blk && !PX_HOOK_TEST(held, c) && !(c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP)) && c->rpos < c->rlen) {
         c->parser.max_bulk = px_cfg.proto_max_bulk_len;
         c->parser.unauth = !c->authed;
         size_t consumed = 0;
@@ -466,7 +466,7 @@ static void on_cron(struct ev_loop *loop, ev_timer *w, int revents) {
                 next = c->next;
                 /* blocked clients and subscribers are not idle (as in Redis) */
                 if (now - c->last_interaction > (double)px_cfg.timeout && c->wpos == c->out.len && !c->pend_head &&
-                    !c->blk && !px_hook_test_any(px_hook.busy, px_hook.n_busy, c)) {
+                    !c->blk && !PX_HOOK_TEST(busy, c)) {
                     px_log(PX_LOG_VERBOSE, "closing idle client %llu", (unsigned long long)c->id);
                     px_conn_close(c);
                 }

@@ -180,7 +180,11 @@ int  px_forward(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const cha
 typedef struct px_request {
     struct px_backend *be;       /* NULL: unavailable (the reply says so) */
     px_conn        *c;           /* the client it runs for (its turn_wrote), or NULL */
-    int             mark;        /* the reply is c's: owed at a mark in c's output, counted as c's command */
+    unsigned        mark : 1;    /* the reply is c's: owed at a mark in c's output, counted as c's command */
+    unsigned        detached : 1;   /* nobody's output: the backend must not hold it for a commit */
+    unsigned        blocking : 1;   /* on a backend connection of its own (submit_blocking) */
+    unsigned        unchecked : 1;  /* do not consult the backend's support table */
+    unsigned        misc : 1;    /* counted without its command (be->misc: blocking retries) */
     resp_out       *out;         /* where a reply given at once goes (c's output, or a scratch) */
     uint64_t        client_id;   /* the backend's per-client ordering */
     fd_command     *cmd;         /* NULL: passed through (not in the table) */
@@ -189,10 +193,6 @@ typedef struct px_request {
     const char     *raw;         /* as received (multibulk), or NULL */
     size_t          rawlen;
     const resp_arg *route_key;   /* a part of an atomic unit: where a cluster sends it (NULL: by its keys) */
-    int             detached;    /* nobody's output: the backend must not hold it for a commit */
-    int             blocking;    /* on a backend connection of its own (submit_blocking) */
-    int             unchecked;   /* do not consult the backend's support table */
-    int             misc;        /* counted without its command (be->misc: blocking retries) */
     const px_tap   *tap;         /* told the reply once: at once, or when the owed reply arrives */
     fd_pending    **handle;      /* set to the pending reply while it is owed (else NULL) */
     uint64_t       *clock;       /* ns: in, when it started; out, the last reading. NULL: now */

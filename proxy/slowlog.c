@@ -542,9 +542,19 @@ static void slowlog_rejected(const fd_command *cmd, const char *reply, size_t le
     if (len && reply[0] == '-') px_errorstat_reply(reply, len);
 }
 
+void px_slowlog_apply(void) {
+    uint64_t t = UINT64_MAX;                 /* off: errors only (errorstats) */
+    if (slowlog_on()) t = (uint64_t)px_cfg.slowlog_log_slower_than * 1000;
+    if (px_cfg.latency_monitor_threshold > 0 && (uint64_t)px_cfg.latency_monitor_threshold <= UINT64_MAX / 1000000 &&
+        (uint64_t)px_cfg.latency_monitor_threshold * 1000000 < t)
+        t = (uint64_t)px_cfg.latency_monitor_threshold * 1000000;
+    px_hook.slow_ns = t;
+}
+
 void px_slowlog_hooks(void) {
+    px_slowlog_apply();
     PX_HOOK_ADD(rejected, slowlog_rejected);
-    PX_HOOK_ADD(exec_done, slowlog_exec_done);
+    PX_HOOK_ADD(exec_slow, slowlog_exec_done);   /* the core tests slow_ns inline */
     PX_HOOK_ADD(owed, slowlog_owed);
     PX_HOOK_ADD(reply, slowlog_reply);
     PX_HOOK_ADD(forget, slowlog_forget);

@@ -6,8 +6,9 @@
  * hand, from dispatch until the reply is in the client's buffer (the span
  * commandstats' usec counts). Where:
  *   - proxy/dispatch.c px_execute: a command answered at once (proxy
- *     handler or synchronous backend): px_slowlog_after() — inline, a few
- *     compares unless the command was slow or failed;
+ *     handler or synchronous backend): the core's exec_slow hook point
+ *     (hooks.h) calls in only when it took px_hook.slow_ns or more (kept
+ *     by px_slowlog_apply) or failed, then px_slowlog_after();
  *   - px_submit_to: an asynchronous backend's request gets a copy of its
  *     arguments (px_slowlog_capture, only while the slow log is on), and
  *     proxy/pending.c's completion calls px_slowlog_pending();
@@ -40,6 +41,9 @@
  * them, with its client's address and name. Owned by whoever holds it. */
 typedef struct px_slowargs px_slowargs;
 
+/* The slow log's and the latency monitor's thresholds changed (start-up,
+ * CONFIG SET): px_hook.slow_ns, the least duration worth a call. */
+void px_slowlog_apply(void);
 /* The slow part of px_slowlog_after: always safe to call. */
 void px_slowlog_slow(px_conn *c, const fd_command *cmd, int argc, const resp_arg *argv,
                      uint64_t ns, const char *err, size_t errlen);

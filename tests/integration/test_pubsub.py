@@ -155,6 +155,33 @@ def monitor_sees_commands():
 
 
 @T.case
+def hooks_rearm_after_last_user_left():
+    """MONITOR's feed and RESP2 subscribed mode are hooks armed only while
+    a monitor / a subscriber exists (proxy/hooks.h): the last one leaving
+    idles them, the next one must arm them again."""
+    f = start_frontdoor()                              # its own: nobody else's monitor or subscriber
+
+    def others_gone():                                 # the closed ones processed (this INFO's is the one left)
+        with f.conn() as i:
+            return info_fields(parse(i.cmd("INFO", "clients"))).get("connected_clients") == "1"
+
+    for round_ in range(2):
+        with f.conn() as m, f.conn() as c:
+            eq(m.cmd("MONITOR"), b"+OK\r\n")
+            c.cmd("SET", "rearm:k", str(round_))
+            line = m.read()
+            check(line.endswith(b' "SET" "rearm:k" "%d"\r\n' % round_), (round_, line))
+        wait_until(others_gone, timeout=5, what="the monitor gone")
+        with f.conn() as s:
+            eq(s.cmd("SUBSCRIBE", "rearm"), b"*3\r\n$9\r\nsubscribe\r\n$5\r\nrearm\r\n:1\r\n")
+            r = s.cmd("GET", "rearm:k")
+            check(r.startswith(b"-ERR Can't execute 'get'"), (round_, r))
+            eq(s.cmd("RESET"), b"+RESET\r\n")                # its subscriptions gone: GET runs
+            eq(s.cmd("GET", "rearm:k"), b"$1\r\n%d\r\n" % round_)
+        wait_until(others_gone, timeout=5, what="the subscriber gone")
+
+
+@T.case
 def resp3_push_mixed_with_replies():
     f = shared_frontdoor()
     with f.conn() as s, f.conn() as p:

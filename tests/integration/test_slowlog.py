@@ -18,6 +18,8 @@ deterministic.
     arity errors: the same section as redis-server's; rejected_calls and
     failed_calls of commandstats as Redis 7.0 counts them.
 (e) the redis backend (asynchronous completion): entries and errorstats.
+(f) the threshold the core tests inline follows CONFIG SET and a failed
+    CONFIG SET's rollback.
 """
 import os
 import sys
@@ -114,6 +116,32 @@ def every_command_logged_with_its_shape():
         c.call("CONFIG", "SET", "slowlog-log-slower-than", "-1")
         c.call("SLOWLOG", "RESET")
         c.call("PING")
+        eq(c.call("SLOWLOG", "LEN"), 0, "off")
+
+
+@T.case
+def threshold_follows_config_set_and_rollback():
+    """The core tests the threshold inline (proxy/hooks.h exec_slow,
+    px_hook.slow_ns): it must follow CONFIG SET, and a CONFIG SET that
+    fails and rolls back."""
+    need()
+    fd = start_frontdoor(durability="nosync")          # the default threshold (10 ms)
+    with fd.conn() as c:
+        c.call("SET", "k", "v")
+        c.call("SLOWLOG", "RESET")
+        c.call("GET", "k")
+        eq([x[3] for x in entries(c)], [], "a fast GET under the default threshold")
+        eq(c.call("CONFIG", "SET", "slowlog-log-slower-than", "0"), "OK")
+        c.call("GET", "k")
+        eq(entries(c)[0][3], [b"GET", b"k"], "logged once the threshold is 0")
+        r = c.cmd("CONFIG", "SET", "slowlog-log-slower-than", "-1", "maxclients", "notanumber")
+        check(r.startswith(b"-ERR CONFIG SET failed"), r)
+        eq(c.call("CONFIG", "GET", "slowlog-log-slower-than"), [b"slowlog-log-slower-than", b"0"], "rolled back")
+        c.call("GET", "k")
+        eq(entries(c)[0][3], [b"GET", b"k"], "still logged after the rollback")
+        eq(c.call("CONFIG", "SET", "slowlog-log-slower-than", "-1"), "OK")
+        c.call("SLOWLOG", "RESET")
+        c.call("GET", "k")
         eq(c.call("SLOWLOG", "LEN"), 0, "off")
 
 
