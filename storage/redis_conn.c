@@ -170,6 +170,7 @@ static void close_socket(rc_conn *c) {
     c->proto = 2;
     c->olen = c->opos = 0;
     c->ilen = c->ipos = 0;
+    c->client_id = 0;
     resp_scanner_init(&c->sc);
     if (c->ocap > RC_BUF_SHRINK) { free(c->obuf); c->obuf = NULL; c->ocap = 0; }
     if (c->icap > RC_BUF_SHRINK) { free(c->ibuf); c->ibuf = NULL; c->icap = 0; }
@@ -194,7 +195,7 @@ static void fail_queue(rc_conn *c) {
  * reason in c->lasterr, and schedule a reconnect with backoff. */
 static void conn_fail(rc_conn *c) {
     rc_shared *sh = c->sh;
-    if (!c->addr->warned) {
+    if (!c->addr->warned && !c->stopped) {   /* a stopped one ends as meant (a drained wait) */
         fd_log(FD_LOG_WARNING, "%s backend %s unavailable: %s (retrying)", sh->label, c->addr->name, c->lasterr);
         c->addr->warned = 1;
     } else {
@@ -747,18 +748,24 @@ const char *rc_refusal(int argc, const resp_arg *argv) {
 
 /* ------------------------------------------------------------ blocking commands */
 
+/* What a blocking command takes from its key when served: what a pop
+ * served to a client that already left must give back (rc_blocking_cancel). */
+enum { RB_NONE, RB_LPOP, RB_RPOP, RB_LMPOP, RB_ZPOP, RB_ZMPOP };
+
 typedef struct rc_blocking {
     rc_shared  *sh;
     rc_conn    *c;
-    fd_pending *p;
+    fd_pending *p;               /* NULL once cancelled: the connection drains */
     int         cancelled;
+    int         pops;            /* RB_* */
+    int         right;           /* RB_LMPOP: the RIGHT end */
     struct rc_blocking *next;
 } rc_blocking;
 
 #define RC_BLOCKING_IDLE_MAX 8
 
-static void blocking_unlink(rc_shared *sh, rc_blocking *x) {
-    for (rc_blocking **pp = &sh->blocking; *pp; pp = &(*pp)->next)
+static void blocking_unlink(rc_blocking **list, rc_blocking *x) {
+    for (rc_blocking **pp = list; *pp; pp = &(*pp)->next)
         if (*pp == x) { *pp = x->next; return; }
 }
 
@@ -778,18 +785,33 @@ static void blocking_return(rc_shared *sh, rc_conn *c, int sound) {
     sh->zombies = c;
 }
 
+static void give_back(rc_shared *sh, rc_blocking *x, const char *reply, size_t len);
+
 static void blocking_reply(void *ctx, const char *reply, size_t len, int local) {
     rc_blocking *x = ctx;
     rc_shared *sh = x->sh;
-    blocking_unlink(sh, x);
-    if (!x->cancelled) blocking_return(sh, x->c, !local);
+    if (x->cancelled) {
+        /* a drained connection (rc_blocking_cancel): the server served the
+         * wait before it saw the close; what it popped goes back */
+        blocking_unlink(&sh->draining, x);
+        if (!local) give_back(sh, x, reply, len);
+        sh->blocking_used++;                 /* blocking_return counts it back */
+        blocking_return(sh, x->c, !local);
+        free(x);
+        return;
+    }
+    blocking_unlink(&sh->blocking, x);
+    blocking_return(sh, x->c, !local);
     fd_pending_reply(x->p, reply, len);
     free(x);
 }
 
-int rc_blocking_submit(rc_shared *sh, rc_addr *a, struct fd_request *r) {
+/* A connection to a for a blocking command (counted in blocking_used), or
+ * NULL with *err: the pool is full (refused) or out of memory. */
+static rc_conn *blocking_take(rc_shared *sh, rc_addr *a, int *full) {
     int max = sh->blocking_max > 0 ? sh->blocking_max : 64;
     rc_conn *c = NULL;
+    *full = 0;
     for (rc_conn **pp = &sh->blocking_idle; *pp; pp = &(*pp)->pool_next) {
         if ((*pp)->addr == a && (*pp)->state == RC_UP) {
             c = *pp;
@@ -800,10 +822,8 @@ int rc_blocking_submit(rc_shared *sh, rc_addr *a, struct fd_request *r) {
     }
     if (!c) {
         if (sh->blocking_used >= max) {
-            sh->blocking_refused++;
-            resp_add_errorf(r->out, "ERR frontdoor's %s backend has no free connection for a blocking command "
-                                    "(redis-blocking-pool-size %d in use)", sh->label, max);
-            return FD_OK;
+            *full = 1;
+            return NULL;
         }
         if (sh->blocking_idle && sh->blocking_used + sh->blocking_nidle >= max) {
             /* make room: an idle one (to another server) goes */
@@ -814,12 +834,55 @@ int rc_blocking_submit(rc_shared *sh, rc_addr *a, struct fd_request *r) {
             sh->zombies = old;
         }
         c = calloc(1, sizeof *c);
-        if (!c) return FD_E_NOMEM;
+        if (!c) return NULL;
         rc_conn_init(c, sh, a, -1);
     }
     sh->blocking_used++;
+    return c;
+}
+
+/* What r's command pops from its key when served (RB_*), and for BLMPOP
+ * from which end. */
+static int blocking_pops(const struct fd_request *r, int *right) {
+    const resp_arg *a = &r->argv[0];
+    *right = 0;
+    if (resp_arg_is(a, "blpop")) return RB_LPOP;
+    if (resp_arg_is(a, "brpop")) return RB_RPOP;
+    if (resp_arg_is(a, "bzpopmin") || resp_arg_is(a, "bzpopmax")) return RB_ZPOP;
+    if (resp_arg_is(a, "bzmpop")) return RB_ZMPOP;
+    if (resp_arg_is(a, "blmpop")) {
+        for (int i = 3; i < r->argc; i++)
+            if (resp_arg_is(&r->argv[i], "right")) *right = 1;
+        return RB_LMPOP;
+    }
+    return RB_NONE;   /* BLMOVE/BRPOPLPUSH move, XREAD reads, XREADGROUP keeps a PEL */
+}
+
+static void got_client_id(void *ctx, const char *reply, size_t len, int local) {
+    rc_conn *c = ctx;
+    long long id;
+    if (local) c->client_id = 0;                  /* the connection failed: asked again on the next one */
+    else c->client_id = len > 3 && reply[0] == ':' && !resp_str2ll(reply + 1, len - 3, &id) && id > 0 ? id : -1;
+}
+
+int rc_blocking_submit(rc_shared *sh, rc_addr *a, struct fd_request *r) {
+    int full;
+    rc_conn *c = blocking_take(sh, a, &full);
+    if (!c && full) {
+        sh->blocking_refused++;
+        resp_add_errorf(r->out, "ERR frontdoor's %s backend has no free connection for a blocking command "
+                                "(redis-blocking-pool-size %d in use)", sh->label,
+                        sh->blocking_max > 0 ? sh->blocking_max : 64);
+        return FD_OK;
+    }
+    if (!c) return FD_E_NOMEM;
     rc_blocking *x = calloc(1, sizeof *x);
     int proto = r->out->proto == 3 ? 3 : 2;
+    if (!c->client_id) {     /* what rc_blocking_cancel unblocks it by; asked once per connection */
+        resp_arg av[2] = { { "CLIENT", 6 }, { "ID", 2 } };
+        c->client_id = -1;
+        if (rc_send(c, 0, NULL, 0, 2, av, got_client_id, c)) c->client_id = 0;
+    }
     if (!x || rc_send_ex(c, proto, r->raw, r->rawlen, r->argc, r->argv, blocking_reply, x, -1)) {
         char msg[512];
         size_t ml = rc_unavailable(c, msg, sizeof msg);
@@ -831,27 +894,163 @@ int rc_blocking_submit(rc_shared *sh, rc_addr *a, struct fd_request *r) {
     x->sh = sh;
     x->c = c;
     x->p = r->pending;
+    x->pops = blocking_pops(r, &x->right);
     x->next = sh->blocking;
     sh->blocking = x;
     sh->blocking_total++;
     return FD_PENDING;
 }
 
-void rc_blocking_cancel(rc_shared *sh, fd_pending *p) {
-    for (rc_blocking *x = sh->blocking; x; x = x->next) {
-        if (x->p != p) continue;
-        rc_conn *c = x->c;
-        x->cancelled = 1;
-        sh->blocking_used--;
-        snprintf(c->lasterr, sizeof c->lasterr, "the blocked client went away");
-        rc_conn_destroy(c);      /* completes x (blocking_reply frees it) */
-        free(c);
-        return;
+/* The client of a wait left. The server may already have served the wait
+ * (a push on another connection in the same event-loop round as our
+ * close): closing the connection would drop the popped element with the
+ * reply redis-server had not yet written. So a pop whose connection's
+ * CLIENT ID is known is ended by CLIENT UNBLOCK from another connection
+ * and its connection is read until it answers: a null (unblocked), or
+ * what was popped, which is pushed back where it came from (give_back) —
+ * nothing a client's push acknowledged is lost. RC_DRAIN_MS bounds the
+ * wait; past it, or without the id, or for a command that pops nothing
+ * (BLMOVE moves, XREAD reads, XREADGROUP leaves a PEL), the connection is
+ * closed as before. */
+#define RC_DRAIN_MS 2000
+
+static void unblock_done(void *ctx, const char *reply, size_t len, int local) {
+    rc_conn *c = ctx;
+    (void)reply; (void)len;
+    blocking_return(c->sh, c, !local);
+}
+
+static void blocking_cancel(rc_shared *sh, rc_blocking *x, int drain) {
+    rc_conn *c = x->c;
+    fd_pending *p = x->p;
+    static const char gone[] = "-ERR the blocked client went away\r\n";
+    blocking_unlink(&sh->blocking, x);
+    x->cancelled = 1;
+    x->p = NULL;
+    sh->blocking_used--;
+    int drained = 0;
+    if (drain && c->state == RC_UP && c->client_id > 0 && x->pops != RB_NONE && c->qcount == 1) {
+        int full;
+        rc_conn *u = blocking_take(sh, c->addr, &full);
+        char id[24];
+        int idl = snprintf(id, sizeof id, "%lld", c->client_id);
+        resp_arg av[3] = { { "CLIENT", 6 }, { "UNBLOCK", 7 }, { id, (size_t)idl } };
+        if (u && !rc_send(u, 2, NULL, 0, 3, av, unblock_done, u)) {
+            c->q[c->qhead].deadline = fd_mono_ms() + RC_DRAIN_MS;   /* on_tick ends it */
+            x->next = sh->draining;
+            sh->draining = x;
+            drained = 1;
+        } else if (u) {
+            blocking_return(sh, u, 0);
+        }
     }
+    if (!drained) {
+        c->stopped = 1;          /* no reconnect: it ends with this wait */
+        ev_timer_stop(sh->loop, &c->retry);
+        snprintf(c->lasterr, sizeof c->lasterr, "the blocked client went away");
+        rc_conn_destroy(c);      /* fails x's slot: blocking_reply frees x, c goes to the zombies */
+    }
+    fd_pending_reply(p, gone, sizeof gone - 1);
+}
+
+void rc_blocking_cancel(rc_shared *sh, fd_pending *p) {
+    for (rc_blocking *x = sh->blocking; x; x = x->next)
+        if (x->p == p) { blocking_cancel(sh, x, 1); return; }
+}
+
+/* ---- giving back what a drained wait popped */
+
+/* The next RESP element at *q: its type byte, its count/length (-1: null)
+ * and, for a bulk or simple value, its text. 0, or -1 when malformed. */
+static int next_elem(const char **q, const char *end, char *type, long long *n, const char **s, size_t *sl) {
+    const char *p = *q;
+    if (p >= end) return -1;
+    *type = *p++;
+    const char *eol = memchr(p, '\r', (size_t)(end - p));
+    if (!eol || eol + 1 >= end) return -1;
+    *s = p;
+    *sl = (size_t)(eol - p);
+    *n = 0;
+    if (*type == '*' || *type == '$' || *type == '%' || *type == '~') {
+        if (resp_str2ll(p, (size_t)(eol - p), n)) return -1;
+    }
+    p = eol + 2;
+    if (*type == '$' && *n >= 0) {
+        if ((size_t)(end - p) < (size_t)*n + 2) return -1;
+        *s = p;
+        *sl = (size_t)*n;
+        p += *n + 2;
+    }
+    *q = p;
+    return 0;
+}
+
+/* One string value (bulk, simple, double or integer) into *a. */
+static int next_str(const char **q, const char *end, resp_arg *a) {
+    char t; long long n; const char *s; size_t sl;
+    if (next_elem(q, end, &t, &n, &s, &sl)) return -1;
+    if (t != '$' && t != '+' && t != ',' && t != ':') return -1;
+    if (t == '$' && n < 0) return -1;
+    a->ptr = (char *)s;      /* read only: rc_send copies it */
+    a->len = sl;
+    return 0;
+}
+
+static void give_back_done(void *ctx, const char *reply, size_t len, int local) {
+    rc_conn *c = ctx;
+    if (local || (len && reply[0] == '-'))
+        fd_log(FD_LOG_WARNING, "%s backend: giving back an element popped for a client that left failed: %.*s",
+               c->sh->label, (int)(len > 200 ? 200 : len), reply);
+    blocking_return(c->sh, c, !local);
+}
+
+static void give_back(rc_shared *sh, rc_blocking *x, const char *reply, size_t len) {
+    const char *q = reply, *end = reply + len;
+    char t; long long n; const char *s; size_t sl;
+    if (next_elem(&q, end, &t, &n, &s, &sl) || t != '*' || n < 2) return;   /* a timeout's null, an error */
+    resp_arg key;
+    if (next_str(&q, end, &key)) return;
+    resp_arg *argv = NULL;
+    int argc = 0;
+    if (x->pops == RB_LPOP || x->pops == RB_RPOP) {
+        if (!(argv = calloc(3, sizeof *argv)) || next_str(&q, end, &argv[2])) goto out;
+        argv[0] = x->pops == RB_LPOP ? (resp_arg){ "LPUSH", 5 } : (resp_arg){ "RPUSH", 5 };
+        argc = 3;
+    } else if (x->pops == RB_ZPOP) {           /* key member score */
+        if (!(argv = calloc(4, sizeof *argv)) || next_str(&q, end, &argv[3]) || next_str(&q, end, &argv[2])) goto out;
+        argv[0] = (resp_arg){ "ZADD", 4 };
+        argc = 4;
+    } else {                                   /* key [elements] / key [[member score] ...] */
+        if (next_elem(&q, end, &t, &n, &s, &sl) || t != '*' || n < 1 || n > (long long)(len / 2)) return;
+        int zs = x->pops == RB_ZMPOP;
+        if (!(argv = calloc((size_t)(zs ? 2 * n : n) + 2, sizeof *argv))) return;
+        argv[0] = zs ? (resp_arg){ "ZADD", 4 } : x->right ? (resp_arg){ "RPUSH", 5 } : (resp_arg){ "LPUSH", 5 };
+        for (long long i = 0; i < n; i++) {
+            if (zs) {
+                long long m; char tt;
+                if (next_elem(&q, end, &tt, &m, &s, &sl) || tt != '*' || m != 2 ||
+                    next_str(&q, end, &argv[2 + 2 * i + 1]) || next_str(&q, end, &argv[2 + 2 * i])) goto out;
+            } else if (next_str(&q, end, &argv[2 + (n - 1 - i)])) {   /* the first popped goes back last: at the end */
+                goto out;
+            }
+        }
+        argc = (int)(zs ? 2 * n : n) + 2;
+    }
+    argv[1] = key;
+    int full;
+    rc_conn *c = blocking_take(sh, x->c->addr, &full);
+    if (!c || rc_send(c, 2, NULL, 0, argc, argv, give_back_done, c)) {
+        fd_log(FD_LOG_WARNING, "%s backend: could not give back what was popped for a client that left (key %.*s)",
+               sh->label, (int)(key.len > 100 ? 100 : key.len), key.ptr);
+        if (c) blocking_return(sh, c, 0);
+    }
+out:
+    free(argv);
 }
 
 static void blocking_close_all(rc_shared *sh) {
-    while (sh->blocking) rc_blocking_cancel(sh, sh->blocking->p);
+    while (sh->blocking) blocking_cancel(sh, sh->blocking, 0);
+    while (sh->draining) rc_conn_destroy(sh->draining->c);   /* blocking_reply: a zombie, x freed */
     while (sh->blocking_idle) {
         rc_conn *c = sh->blocking_idle;
         sh->blocking_idle = c->pool_next;

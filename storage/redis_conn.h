@@ -78,6 +78,7 @@ typedef struct rc_shared {
     int         blocking_nidle;
     rc_conn    *zombies;         /* to destroy outside their callbacks (rc_flush) */
     struct rc_blocking *blocking; /* in flight */
+    struct rc_blocking *draining; /* cancelled, read until closed (rc_blocking_cancel) */
     uint64_t    blocking_total, blocking_refused;
     /* TLS to the servers (rc_shared_tls; NULL = plain): an SSL_CTX */
     void       *tls_ctx;
@@ -133,6 +134,7 @@ struct rc_conn {
     char       lasterr[160];
     /* statistics */
     uint64_t   failed, connects, reconnects, timeouts;
+    long long  client_id;       /* the server's CLIENT ID of a blocking connection (0: not known yet) */
     void      *user;            /* the owner's */
     /* a relay connection (rc_relay_init): every '*' or '>' reply is a pub/sub
      * event for `push`, never the answer to a request */

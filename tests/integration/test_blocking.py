@@ -300,6 +300,51 @@ def many_waiters_many_pushes():
 
 
 @T.case
+def element_popped_for_a_client_that_left_goes_back():
+    """The redis backends: a waiter leaves while the server is busy, and a
+    push reaches the server before the waiter's close does: redis-server
+    serves the wait first. frontdoor drains the lent connection and gives
+    the element back (storage/redis_conn.c rc_blocking_cancel), so the
+    acknowledged push is not lost. Fails when the connection is closed
+    outright (the element popped into a dead socket)."""
+    if BACKEND != "redis":
+        skip("the lent connections are the redis backends'; a redis-server of its own is paused here")
+    rs = start_redis(enable_debug_command="yes")
+    f = start_frontdoor(backend="redis", redis_address="127.0.0.1:%d" % rs.port)
+    cases = [(("BLPOP", "gb:l", "0"), ("RPUSH", "gb:l", "a", "b", "c"), ("LRANGE", "gb:l", "0", "-1"),
+              b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"),
+             (("BRPOP", "gb:r", "0"), ("RPUSH", "gb:r", "a", "b", "c"), ("LRANGE", "gb:r", "0", "-1"),
+              b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"),
+             (("BLMPOP", "0", "1", "gb:m", "RIGHT", "COUNT", "2"), ("RPUSH", "gb:m", "a", "b", "c"),
+              ("LRANGE", "gb:m", "0", "-1"), b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"),
+             (("BZPOPMIN", "gb:z", "0"), ("ZADD", "gb:z", "1", "a", "2.5", "b"),
+              ("ZRANGE", "gb:z", "0", "-1", "WITHSCORES"),
+              b"*4\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$3\r\n2.5\r\n"),
+             (("BZMPOP", "0", "1", "gb:zm", "MAX", "COUNT", "5"), ("ZADD", "gb:zm", "1", "a", "2", "b"),
+              ("ZRANGE", "gb:zm", "0", "-1", "WITHSCORES"),
+              b"*4\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$1\r\n2\r\n")]
+    with rs.conn() as direct, f.conn() as p:
+        for proto in (2, 3):
+            for wait, push, read, want in cases:
+                gone = f.conn()
+                if proto == 3:
+                    gone.cmd("HELLO", "3")
+                gone.send(*wait)
+                wait_blocked(f, 1)
+                direct.send("DEBUG", "SLEEP", "0.3")        # the server reads nothing for 0.3 s
+                time.sleep(0.05)
+                p.send(*push)                               # queued at the server first...
+                time.sleep(0.05)
+                gone.close()                                # ...then the waiter's close
+                wait_until(lambda: blocked_clients(f) == 0, timeout=5, what="the waiter gone")
+                check(p.read(timeout=5).startswith(b":"), "the push acknowledged")
+                eq(direct.read(timeout=5), b"+OK\r\n")
+                wait_until(lambda: p.cmd(*read) == want, timeout=3,
+                           what="%s: what was popped for the client that left is back (RESP%d)" % (wait[0], proto))
+                p.cmd("DEL", wait[3] if wait[0] in ("BLMPOP", "BZMPOP") else wait[1])
+
+
+@T.case
 def remote_pool_is_bounded():
     if not REMOTE:
         skip("the lent-connection pool is the redis backends'")
