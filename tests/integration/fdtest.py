@@ -1025,6 +1025,22 @@ def missing_prerequisite(why):
     skip("missing prerequisite: " + why)
 
 
+APPS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "apps")
+
+
+def need_node(module=None):
+    """The path of node, with tests/apps/node_modules (and module in it)
+    installed (tests/setup-debian.sh --test runs npm ci there; a worktree
+    symlinks it: tests/integration/README.md), or missing_prerequisite."""
+    nodejs = shutil.which("node")
+    if not nodejs:
+        missing_prerequisite("node (nodejs)")
+    mods = os.path.join(APPS_DIR, "node_modules", *( [module] if module else []))
+    if not os.path.isdir(mods):
+        missing_prerequisite("%s (tests/setup-debian.sh --test runs npm ci in tests/apps)" % os.path.relpath(mods, APPS_DIR))
+    return nodejs
+
+
 def check(cond, msg="check failed", *info):
     if not cond:
         raise AssertionError(msg + ("".join("\n  " + _show(i) for i in info)))

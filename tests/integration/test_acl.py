@@ -8,13 +8,12 @@ proxy/acl.c, docs/acl.md."""
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import Tests, start_frontdoor, start_redis, HOST, frontdoor_is_redis, skip, check, make_tempdir, missing_prerequisite, run_frontdoor_expect_exit
+from fdtest import Tests, start_frontdoor, start_redis, HOST, frontdoor_is_redis, skip, check, make_tempdir, run_frontdoor_expect_exit, need_node
 
 T = Tests(case_timeout=90)
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps")
@@ -79,11 +78,7 @@ const [kind, port] = process.argv.slice(1);
 
 
 def node_client(kind):
-    nodejs = shutil.which("node")
-    if not nodejs:
-        missing_prerequisite("node (nodejs)")
-    if not os.path.isdir(os.path.join(APPS, "node_modules")):
-        missing_prerequisite("tests/apps/node_modules (symlink it: tests/integration/README.md)")
+    nodejs = need_node()
     s = start_frontdoor()
     admin(s)
     p = subprocess.run([nodejs, "-e", NODE, kind, str(s.port)], cwd=APPS, capture_output=True, timeout=60)

@@ -21,13 +21,12 @@ bug; none does today).
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import Tests, start_frontdoor, check, eq, known_bug, missing_prerequisite, shared_cluster, HOST
+from fdtest import Tests, start_frontdoor, check, eq, known_bug, missing_prerequisite, shared_cluster, HOST, need_node
 
 T = Tests(case_timeout=120)
 BACKEND = os.environ.get("FD_BACKEND", "lmdb")
@@ -292,11 +291,7 @@ def node(case, known=None, direct=False):
     """direct: the case also gets the port of the redis-server behind
     frontdoor (redis/redis-cluster) as its third argument."""
     def fn():
-        nodejs = shutil.which("node")
-        if not nodejs:
-            missing_prerequisite("node (nodejs)")
-        if not os.path.isdir(os.path.join(APPS, "node_modules")):
-            missing_prerequisite("tests/apps/node_modules (tests/setup-debian.sh --test runs npm ci there)")
+        nodejs = need_node()
         s = server()
         args = [nodejs, os.path.join(APPS, "apps.js"), case, str(s.port)]
         if direct and backing_port(s):

@@ -34,7 +34,6 @@ CA): nothing is committed.
     terminator requires; a URI trusting another CA gets an error reply.
 """
 import os
-import shutil
 import socket
 import ssl
 import subprocess
@@ -43,7 +42,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fdtest import (parse, start_redis, Cluster, redis_cluster_support, wait_cluster_map, need_mongodb, start_mongo_frontdoor, shared_mongo, Tests, Conn, ConnClosed, start_frontdoor, check, eq, skip, free_port, frontdoor_is_redis,
-                    HOST, REDIS_CLI, REPO, run, missing_prerequisite, Server, tls_pki, tls_cert)
+                    HOST, REDIS_CLI, run, missing_prerequisite, Server, tls_pki, tls_cert, need_node, APPS_DIR)
 
 T = Tests()
 
@@ -140,6 +139,24 @@ def refused(port, **kw):
         return True
 
 
+def plain_bytes_to(port, data):
+    """Send data in the clear to a TLS port; all it answers until it closes
+    (or 5 s pass)."""
+    raw = socket.create_connection((HOST, port), timeout=5)
+    raw.sendall(data)
+    got = b""
+    try:
+        while True:
+            b = raw.recv(4096)
+            if not b:
+                break
+            got += b
+    except (ConnectionResetError, socket.timeout):
+        pass
+    raw.close()
+    return got
+
+
 def cli(port, *args, cert=True, ca="ca.crt"):
     p = pki()
     a = [REDIS_CLI, "-h", HOST, "-p", str(port), "--tls", "--cacert", p[ca]]
@@ -213,18 +230,7 @@ def client_refuses_untrusted_server():
 def plain_resp_to_tls_port():
     need()
     s, tport = start_tls()
-    raw = socket.create_connection((HOST, tport), timeout=5)
-    raw.sendall(b"*1\r\n$4\r\nPING\r\n")
-    got = b""
-    try:
-        while True:
-            b = raw.recv(4096)
-            if not b:
-                break
-            got += b
-    except (ConnectionResetError, socket.timeout):
-        pass
-    raw.close()
+    got = plain_bytes_to(tport, b"*1\r\n$4\r\nPING\r\n")
     check(b"PONG" not in got, "plain RESP got a reply on the TLS port: %r" % got)
     with tls_conn(tport) as c:
         eq(c.cmd("PING"), b"+PONG\r\n")
@@ -331,9 +337,8 @@ def startup_errors():
 def ioredis_tls():
     need()
     p = pki()
-    mods = os.path.join(REPO, "tests", "apps", "node_modules", "ioredis")
-    if not shutil.which("node") or not os.path.isdir(mods):
-        missing_prerequisite("node and tests/apps/node_modules/ioredis (symlink it, tests/integration/README.md)")
+    mods = os.path.join(APPS_DIR, "node_modules", "ioredis")
+    need_node("ioredis")
     s, tport = start_tls(tls_only=True)
     js = ("const Redis=require(%r);const fs=require('fs');"
           "const r=new Redis({host:'127.0.0.1',port:%d,tls:{ca:fs.readFileSync(%r),cert:fs.readFileSync(%r),"
@@ -517,18 +522,7 @@ def metrics_over_tls():
     except (OSError, ssl.SSLError):
         pass
     # plain HTTP to the TLS endpoint: no page
-    raw = socket.create_connection((HOST, mport), timeout=5)
-    raw.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
-    got = b""
-    try:
-        while True:
-            b = raw.recv(4096)
-            if not b:
-                break
-            got += b
-    except (ConnectionResetError, socket.timeout):
-        pass
-    raw.close()
+    got = plain_bytes_to(mport, b"GET /metrics HTTP/1.0\r\n\r\n")
     check(b"frontdoor_" not in got, got[:200])
     with tls_conn(tport) as c:                  # the server lives on
         eq(c.cmd("GET", "m"), b"$1\r\n1\r\n")
