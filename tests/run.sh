@@ -8,6 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tests/setup-debian.sh --test
 jobs=$(nproc)
+# ctest runs 3 tests at once: most of a test's time is waiting (servers
+# starting, timeouts, sleeps), and each has its own ports and temp dirs;
+# the ones that measure time or load both cores are RUN_SERIAL
+# (tests/CMakeLists.txt). 2 cores: 13.5 min serial, 6 min so.
+ctest_jobs=${FD_CTEST_JOBS:-3}
 # the setup above installed every prerequisite: a test that finds one missing
 # (module, server, backend not built in) fails instead of skipping
 export FD_REQUIRE_PREREQS=1
@@ -16,7 +21,7 @@ echo "== build (RelWithDebInfo)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
 echo "== tests"
-ctest --test-dir build --output-on-failure
+ctest --test-dir build --output-on-failure -j"$ctest_jobs"
 
 if command -v clang >/dev/null; then
   echo "== fuzz the RESP parser (libFuzzer, 30 s)"
@@ -51,6 +56,6 @@ echo "== tests under sanitizers"
 # The harness stops sanitized servers with SIGTERM, not SIGKILL, so that
 # LeakSanitizer's exit-time report is seen (fdtest.stop_sanitized).
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure \
+  ctest --test-dir build-asan --output-on-failure -j"$ctest_jobs" \
     -E '^integration\.(leveldb|redis|redis-cluster|mongodb-big)\.|^integration\.mongodb\.test_(tools|server)$|test_bench$|^integration\.test_crash$|^fuzz\.cmd\.(leveldb|redis|redis-cluster|mongodb)$'
 
