@@ -14,8 +14,12 @@
 
 int px_forward_unit(px_conn *c, px_backend *be, int argc, resp_arg *argv, const char *raw, size_t rawlen,
                     const resp_arg *route_key, int detached, const px_tap *tap) {
+    /* a keyless unit still goes to one place, whatever its parts' own
+     * routes would be (a cluster: slot 0's master, for every part) */
+    static const resp_arg keyless = {"", 0};
     resp_out scratch;
     if (detached) resp_out_init(&scratch, c->out.proto);
+    if (!route_key) route_key = &keyless;
     int owed = px_call(&(px_request){
         .be = be ? be : px_srv.primary, .c = detached ? NULL : c, .mark = !detached,
         .out = detached ? &scratch : &c->out, .client_id = c->id, .argc = argc, .argv = argv,

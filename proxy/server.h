@@ -223,7 +223,7 @@ void px_call_backend(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv
                      size_t rawlen, int proto, int blocking, px_reply_fn done, void *arg, fd_pending **handle);
 /* One part of an atomic unit for a Redis backend (MULTI ... EXEC as one
  * block on the client's backend connection): route_key says where a cluster
- * sends it (NULL: anywhere); detached: its reply is dropped (the client got
+ * sends it (NULL: a keyless unit, all its parts to slot 0's master); detached: its reply is dropped (the client got
  * +QUEUED already), else it is the client's; tap (may be NULL) is told it.
  * be: the backend (NULL: the primary; the A/B layer sends a unit's copy to
  * the secondary). Returns 1 when owed. */
