@@ -164,7 +164,7 @@ static int forwarded(px_conn *c, int argc, resp_arg *argv) {
     return 1;
 }
 
-/* Run EVAL & co. in frontdoor's engine against `be` (the primary, or an A/B
+/* Run EVAL & co. (and FCALL, FCALL_RO) in frontdoor's engine against `be` (the primary, or an A/B
  * side: then redis.call goes to it, scripting.h px_script_run_on); the reply
  * into out. On an asynchronous backend every other client is held meanwhile. */
 static void run_eval(px_conn *c, px_backend *be, int argc, resp_arg *argv, resp_out *out) {
@@ -188,7 +188,9 @@ static void run_eval(px_conn *c, px_backend *be, int argc, resp_arg *argv, resp_
     target = be != px_srv.primary || (be && be->b.ops->passthrough) ? be : NULL;
     px_srv.script_running = 1;
     script_arm(1);
-    if (fd_script_eval(e, argc, argv, out)) {
+    fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
+    int fcall = cmd && (cmd->id == FD_CMD_fcall || cmd->id == FD_CMD_fcall_ro);
+    if (fcall ? fd_script_fcall(e, argc, argv, out) : fd_script_eval(e, argc, argv, out)) {
         px_log(PX_LOG_WARNING, "out of memory for a script's reply to client %llu: closing it", (unsigned long long)c->id);
         c->flags |= PX_CONN_CLOSE_ASAP;
     }
@@ -211,7 +213,7 @@ void px_script_run_on(px_backend *be, px_conn *c, int argc, resp_arg *argv, resp
         else fd_script_script_cmd(e, argc, argv, out);
         return;
     }
-    if (!cmd || cmd->id == FD_CMD_function || cmd->id == FD_CMD_fcall || cmd->id == FD_CMD_fcall_ro) {
+    if (!cmd || cmd->id == FD_CMD_function) {
         fd_reply_unsupported(out, cmd ? cmd->name : "function", be ? be->b.ops->name : "", NO_FUNCTIONS);
         return;
     }
@@ -247,15 +249,27 @@ void px_cmd_script(px_conn *c, int argc, resp_arg *argv) {
     fd_script_script_cmd(e, argc, argv, &c->out);
 }
 
-/* FUNCTION / FCALL / FCALL_RO: Redis functions run where they live — on a
- * Redis backend. frontdoor's own engine runs EVAL scripts only (functions
- * would need the FUNCTION library store: not built). */
+/* FUNCTION / FCALL / FCALL_RO: on a Redis backend, forwarded (a cluster
+ * sends FUNCTION to every master, FCALL by its keys: storage/redis_cluster.c);
+ * elsewhere served by frontdoor's engine (script.h, functions). Under A/B
+ * the FUNCTION command itself is refused (the two sides' library sets would
+ * be one more thing to keep equal); FCALL runs here against the side. */
 void px_cmd_function(px_conn *c, int argc, resp_arg *argv) {
+    fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
+    if (cmd && cmd->id == FD_CMD_function && argc == 2 && resp_arg_is(&argv[1], "help")) {
+        px_reply_help(c, "FUNCTION", fd_script_function_help_lines);
+        return;
+    }
     if (routed(c, argc, argv)) return;
     if (forwarded(c, argc, argv)) return;
-    fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
-    fd_reply_unsupported(&c->out, cmd ? cmd->name : "function", px_srv.primary ? px_srv.primary->b.ops->name : "",
-                         NO_FUNCTIONS);
+    if (cmd && cmd->id == FD_CMD_function) {
+        fd_script_engine *e = get_engine();
+        if (!e) { resp_add_error(&c->out, "ERR the Lua engine could not start (out of memory)"); return; }
+        int changed = 0;
+        if (fd_script_function_cmd(e, argc, argv, &c->out, &changed) < 0) c->flags |= PX_CONN_CLOSE_ASAP;
+        return;
+    }
+    run_eval(c, px_srv.primary, argc, argv, &c->out);
 }
 
 int px_script_refuse_busy(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv) {
@@ -264,7 +278,13 @@ int px_script_refuse_busy(px_conn *c, const fd_command *cmd, int argc, resp_arg 
         fd_script_kill(engine, &c->out);
         return 1;
     }
-    resp_add_error(&c->out, FD_SCRIPT_BUSY_ERR);
+    if (cmd && cmd->id == FD_CMD_function && argc == 2 &&
+        (resp_arg_is(&argv[1], "kill") || resp_arg_is(&argv[1], "stats"))) {
+        int changed;
+        fd_script_function_cmd(engine, argc, argv, &c->out, &changed);
+        return 1;
+    }
+    resp_add_error(&c->out, (fd_script_flags(engine) & FD_SCRIPT_F_FUNCTION) ? FD_SCRIPT_BUSY_FN_ERR : FD_SCRIPT_BUSY_ERR);
     return 1;
 }
 
