@@ -13,6 +13,7 @@
 #include "commands.h"
 
 #include <stdlib.h>
+#include "storage/value/rdb.h"
 
 #include <string.h>
 
@@ -117,10 +118,45 @@ static void host_log(void *ud, int level, const char *msg, size_t len) {
     px_log(level, "%.*s", (int)len, msg);
 }
 
+/* The FUNCTION libraries in the primary's store (fd_backend_ops.aux_get/
+ * aux_put, record "functions"): FUNCTION DUMP's payload, saved after every
+ * change, loaded when the engine starts. A backend without the ops (the
+ * Redis ones keep their own; mongodb: not built) keeps them in memory only. */
+#define FUNCTIONS_RECORD "functions"
+
+static void functions_load(fd_script_engine *e) {
+    px_backend *be = px_srv.primary;
+    if (!be || !be->b.ops->aux_get) return;
+    char *v = NULL, err[256];
+    size_t vl = 0;
+    int s = be->b.ops->aux_get(&be->b, FUNCTIONS_RECORD, &v, &vl);
+    if (s == FD_OK && fd_script_functions_restore(e, v, vl, err, sizeof err) < 0)
+        px_log(PX_LOG_WARNING, "the stored FUNCTION libraries could not be loaded: %s", err);
+    else if (s != FD_OK && s != FD_NOTFOUND)
+        px_log(PX_LOG_WARNING, "the stored FUNCTION libraries could not be read: %s", fd_strerror(s));
+    free(v);
+}
+
+/* After FUNCTION LOAD/DELETE/FLUSH/RESTORE changed the libraries. FD_OK or
+ * the store's error (the client gets it instead of the command's reply). */
+static int functions_save(fd_script_engine *e) {
+    px_backend *be = px_srv.primary;
+    if (!be || !be->b.ops->aux_put) return FD_OK;
+    fd_rdb_buf b = {0};
+    size_t libs;
+    fd_script_function_count(e, &libs);
+    int s = FD_E_NOMEM;
+    if (!libs) s = be->b.ops->aux_put(&be->b, FUNCTIONS_RECORD, NULL, 0);
+    else if (fd_script_functions_dump(e, &b) == 0) s = be->b.ops->aux_put(&be->b, FUNCTIONS_RECORD, b.p, b.len);
+    fd_rdb_buf_free(&b);
+    return s;
+}
+
 static fd_script_engine *get_engine(void) {
     if (!engine) {
         fd_script_host h = {.call = host_call, .busy = host_busy, .log = host_log};
         engine = fd_script_new(&h);
+        if (engine) functions_load(engine);
     }
     return engine;
 }
@@ -266,7 +302,13 @@ void px_cmd_function(px_conn *c, int argc, resp_arg *argv) {
         fd_script_engine *e = get_engine();
         if (!e) { resp_add_error(&c->out, "ERR the Lua engine could not start (out of memory)"); return; }
         int changed = 0;
+        size_t mark = c->out.len;
         if (fd_script_function_cmd(e, argc, argv, &c->out, &changed) < 0) c->flags |= PX_CONN_CLOSE_ASAP;
+        int s = changed ? functions_save(e) : FD_OK;
+        if (s != FD_OK) {   /* in memory but not stored: say so rather than +OK */
+            c->out.len = mark;
+            px_reply_status(&c->out, s, "function");
+        }
         return;
     }
     run_eval(c, px_srv.primary, argc, argv, &c->out);

@@ -21,7 +21,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import Tests, check, diff_pair, shared_pair, skip
+from fdtest import Tests, check, diff_pair, shared_pair, skip, start_frontdoor
 
 T = Tests(case_timeout=60)
 CLUSTER = os.environ.get("FD_BACKEND") == "redis-cluster"
@@ -284,6 +284,45 @@ def payload_crosses_both_ways():
     finally:
         for c in (a, b):
             c.cmd("FUNCTION", "FLUSH")
+
+
+@T.case
+def libraries_survive_restart_and_flushall():
+    """lmdb, leveldb: the libraries are kept in the store (a reserved record
+    no Redis type shows): they survive FLUSHALL and a restart, and FUNCTION
+    FLUSH / DELETE are stored too. The other backends keep them elsewhere
+    (a Redis backend: its server; mongodb: memory only, docs/functions.md)."""
+    backend = os.environ.get("FD_BACKEND", "lmdb")
+    if backend not in ("lmdb", "leveldb"):
+        skip("libraries are stored by the lmdb and leveldb backends")
+    fd = start_frontdoor()
+    c = fd.conn()
+    check(c.cmd("FUNCTION", "LOAD", LIB_CALLS) == b"$5\r\ncalls\r\n", "load calls")
+    check(c.cmd("FUNCTION", "LOAD", LIB) == b"$5\r\nmylib\r\n", "load mylib")
+    c.cmd("FCALL", "setk", "1", "k", "v")
+    check(c.cmd("FLUSHALL") == b"+OK\r\n", "flushall")
+    check(c.cmd("DBSIZE") == b":0\r\n", "the libraries are no key", c.cmd("DBSIZE"))
+    check(c.cmd("SCAN", "0") == b"*2\r\n$1\r\n0\r\n*0\r\n", "SCAN shows nothing", c.cmd("SCAN", "0"))
+    check(c.cmd("RANDOMKEY") == b"$-1\r\n", "RANDOMKEY shows nothing")
+    dump = c.cmd("FUNCTION", "DUMP")
+    c.close()
+    fd.restart()
+    c = fd.conn()
+    check(c.cmd("FCALL", "ver", "0") == b"$6\r\n7.0.15\r\n", "a library survives a restart", c.cmd("FCALL", "ver", "0"))
+    check(c.cmd("FUNCTION", "DUMP") == dump, "the same libraries after the restart")
+    check(c.cmd("FUNCTION", "DELETE", "calls") == b"+OK\r\n", "delete calls")
+    c.close()
+    fd.restart()
+    c = fd.conn()
+    check(c.cmd("FCALL", "ver", "0") == b"-ERR Function not found\r\n", "DELETE is stored")
+    check(c.cmd("FCALL", "setk", "1", "k", "w") == b"+OK\r\n", "mylib is still there")
+    check(c.cmd("FUNCTION", "FLUSH") == b"+OK\r\n", "flush")
+    c.close()
+    fd.restart()
+    c = fd.conn()
+    check(c.cmd("FUNCTION", "LIST") == b"*0\r\n", "FUNCTION FLUSH is stored", c.cmd("FUNCTION", "LIST"))
+    check(c.cmd("GET", "k") == b"$1\r\nw\r\n", "the data are there")
+    c.close()
 
 
 @T.case
