@@ -108,7 +108,8 @@ struct fd_script_engine {
     uint64_t   load_start_us;
     const fn_entry *fn;
     int        fn_argc;
-    const resp_arg *fn_argv;
+    const resp_arg *fn_argv;      /* the FCALL's arguments: valid until the loop runs (busy) */
+    resp_out   fn_cmd;            /* ... copied as RESP bulks when the run turns busy (FUNCTION STATS) */
 
     resp_out  callbuf;     /* a redis.call reply, reused */
     resp_arg *argv;        /* redis.call arguments, reused */
@@ -1022,6 +1023,11 @@ static void after_script(fd_script_engine *e) {
         resp_out_init(&e->callbuf, proto);
         trim = 1;
     }
+    if (e->fn_cmd.cap > FD_SCRIPT_TRIM_AT) {   /* a busy FCALL's big arguments */
+        resp_out_free(&e->fn_cmd);
+        resp_out_init(&e->fn_cmd, 2);
+        trim = 1;
+    }
     if (trim) malloc_trim(0);
 }
 
@@ -1349,6 +1355,9 @@ static void count_hook(lua_State *L, lua_Debug *ar) {
         int first = !e->busy;
         if (first) {
             e->busy = 1;
+            /* the loop runs from now on: the FCALL's argv may be overwritten */
+            e->fn_cmd.len = 0;
+            for (int i = 0; e->fn && i < e->fn_argc; i++) resp_add_bulk(&e->fn_cmd, e->fn_argv[i].ptr, e->fn_argv[i].len);
             host_log(e, FD_SCRIPT_LOG_WARNING,
                      "Slow script detected: still in execution after %lld milliseconds. "
                      "You can try killing the script using the SCRIPT KILL command.", elapsed);
@@ -2126,8 +2135,9 @@ static int function_stats(fd_script_engine *e, resp_out *out) {
     } else {
         bad |= resp_add_map(out, 3) < 0;
         bad |= resp_add_bulk_cstr(out, "name") < 0 || resp_add_bulk_cstr(out, e->fn ? e->fn->name : e->sha) < 0;
-        bad |= resp_add_bulk_cstr(out, "command") < 0 || resp_add_array(out, e->fn ? e->fn_argc : 0) < 0;
-        for (int i = 0; e->fn && i < e->fn_argc; i++) bad |= resp_add_bulk(out, e->fn_argv[i].ptr, e->fn_argv[i].len) < 0;
+        int snap = e->fn && e->busy;   /* only asked while busy: from another client */
+        bad |= resp_add_bulk_cstr(out, "command") < 0 || resp_add_array(out, snap ? e->fn_argc : 0) < 0;
+        if (snap) bad |= resp_out_raw(out, e->fn_cmd.data, e->fn_cmd.len) < 0;
         bad |= resp_add_bulk_cstr(out, "duration_ms") < 0 ||
                resp_add_int(out, (long long)((mono_us() - e->start_us) / 1000u)) < 0;
     }
@@ -2230,6 +2240,7 @@ fd_script_engine *fd_script_new(const fd_script_host *host) {
     e->threshold_ms = 5000;
     e->rand48 = 0x1234ABCD330EULL;
     resp_out_init(&e->callbuf, 2);
+    resp_out_init(&e->fn_cmd, 2);
     if (setup_state(e) < 0) { fd_script_free(e); return NULL; }
     return e;
 }
@@ -2240,6 +2251,7 @@ void fd_script_free(fd_script_engine *e) {
     if (e->L) lua_close(e->L);
     cache_clear(e);
     resp_out_free(&e->callbuf);
+    resp_out_free(&e->fn_cmd);
     free(e->argv);
     free(e);
 }

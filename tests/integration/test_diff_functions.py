@@ -286,6 +286,57 @@ def payload_crosses_both_ways():
             c.cmd("FUNCTION", "FLUSH")
 
 
+LIB_SPIN = """#!lua name=spin
+redis.register_function{function_name='spin', callback=function() local i = 0 while true do i = i + 1 end end,
+  flags={'no-writes'}}
+redis.register_function('spinw', function(keys) redis.call('set', keys[1], 'x') local i = 0 while true do i = i + 1 end end)
+"""
+
+
+def busy_side(srv, wrote):
+    """On one server: a function spins past busy-reply-threshold; what another
+    client gets (-BUSY, FUNCTION STATS, SCRIPT KILL, FUNCTION KILL), and the
+    spinning client's reply. A function that wrote is UNKILLABLE: it is then
+    left to SHUTDOWN NOSAVE... so only the no-writes one is killed."""
+    a, b = srv.conn(timeout=10), srv.conn(timeout=10)
+    out = []
+    try:
+        b.cmd("CONFIG", "SET", "busy-reply-threshold", "100")
+        b.cmd("FUNCTION", "FLUSH")
+        b.cmd("FUNCTION", "LOAD", LIB_SPIN)
+        a.send("FCALL", "spin", "0")
+        import time
+        time.sleep(0.5)
+        out.append(b.cmd("GET", "x"))
+        stats = b.cmd("FUNCTION", "STATS")
+        # the duration varies: keep the shape and the name/command
+        out.append(stats.split(b"duration_ms")[0])
+        out.append(b.cmd("SCRIPT", "KILL"))
+        out.append(b.cmd("FUNCTION", "KILL"))
+        out.append(a.read())
+        out.append(a.cmd("PING"))
+        out.append(b.cmd("FUNCTION", "KILL"))
+        a.send("EVAL", "local i = 0 while true do i = i + 1 end", "0")
+        time.sleep(0.5)
+        out.append(b.cmd("FUNCTION", "KILL"))
+        out.append(b.cmd("SCRIPT", "KILL"))
+        out.append(a.read())
+    finally:
+        b.cmd("CONFIG", "SET", "busy-reply-threshold", "5000")
+        b.cmd("FUNCTION", "FLUSH")
+    return out
+
+
+@T.case
+def busy_function_kill_as_redis():
+    """-BUSY names FUNCTION KILL while a function runs; FUNCTION STATS answers
+    while busy; SCRIPT KILL does not stop a function nor FUNCTION KILL an
+    EVAL script; FUNCTION KILL stops a function that did not write."""
+    ref, fd = shared_pair()
+    r, f = busy_side(ref, False), busy_side(fd, False)
+    check(r == f, "busy replies differ:\n  redis: %r\n  fd:    %r" % (r, f))
+
+
 @T.case
 def libraries_survive_restart_and_flushall():
     """lmdb, leveldb: the libraries are kept in the store (a reserved record
