@@ -120,17 +120,26 @@ static void host_log(void *ud, int level, const char *msg, size_t len) {
 
 /* The FUNCTION libraries in the primary's store (fd_backend_ops.aux_get/
  * aux_put, record "functions"): FUNCTION DUMP's payload, saved after every
- * change, loaded when the engine starts. A backend without the ops (the
- * Redis ones keep their own; mongodb: not built) keeps them in memory only. */
+ * change, loaded when the engine starts. The Redis backends have no such
+ * ops: their servers keep the libraries. */
 #define FUNCTIONS_RECORD "functions"
+
+/* 1 while the store could not tell its libraries yet (mongodb: the server
+ * has not answered since the start): loading is tried again at each use,
+ * and FUNCTION, FCALL and FCALL_RO answer "backend unavailable" meanwhile
+ * (a function not found yet would be a wrong answer; saving would
+ * overwrite the stored libraries). */
+static int functions_unknown;
 
 static void functions_load(fd_script_engine *e) {
     px_backend *be = px_srv.primary;
+    functions_unknown = 0;
     if (!be || !be->b.ops->aux_get) return;
     char *v = NULL, err[256];
     size_t vl = 0;
     int s = be->b.ops->aux_get(&be->b, FUNCTIONS_RECORD, &v, &vl);
-    if (s == FD_OK && fd_script_functions_restore(e, v, vl, err, sizeof err) < 0)
+    if (s == FD_E_UNAVAILABLE) functions_unknown = 1;
+    else if (s == FD_OK && fd_script_functions_restore(e, v, vl, err, sizeof err) < 0)
         px_log(PX_LOG_WARNING, "the stored FUNCTION libraries could not be loaded: %s", err);
     else if (s != FD_OK && s != FD_NOTFOUND)
         px_log(PX_LOG_WARNING, "the stored FUNCTION libraries could not be read: %s", fd_strerror(s));
@@ -157,6 +166,8 @@ static fd_script_engine *get_engine(void) {
         fd_script_host h = {.call = host_call, .busy = host_busy, .log = host_log};
         engine = fd_script_new(&h);
         if (engine) functions_load(engine);
+    } else if (functions_unknown && !fd_script_running(engine)) {
+        functions_load(engine);
     }
     return engine;
 }
@@ -298,9 +309,13 @@ void px_cmd_function(px_conn *c, int argc, resp_arg *argv) {
     }
     if (routed(c, argc, argv)) return;
     if (forwarded(c, argc, argv)) return;
+    fd_script_engine *e = get_engine();
+    if (!e) { resp_add_error(&c->out, "ERR the Lua engine could not start (out of memory)"); return; }
+    if (functions_unknown) {   /* the libraries are not known yet: no answer rather than a wrong one */
+        px_reply_status(&c->out, FD_E_UNAVAILABLE, cmd ? cmd->name : "function");
+        return;
+    }
     if (cmd && cmd->id == FD_CMD_function) {
-        fd_script_engine *e = get_engine();
-        if (!e) { resp_add_error(&c->out, "ERR the Lua engine could not start (out of memory)"); return; }
         int changed = 0;
         size_t mark = c->out.len;
         if (fd_script_function_cmd(e, argc, argv, &c->out, &changed) < 0) c->flags |= PX_CONN_CLOSE_ASAP;
