@@ -188,13 +188,14 @@ void px_script_shutdown(void) {
 static void kill_done(void *arg, const char *reply, size_t len) { px_pending_reply(arg, reply, len); }
 
 /* Scripts run where the backend is: a Redis server runs its own. SCRIPT KILL
- * goes on a connection of its own (lent as for a blocking command): on the
+ * and FUNCTION KILL go on a connection of their own (lent as for a blocking command): on the
  * pooled one it would queue behind the busy script it is meant to stop. */
 static int forwarded(px_conn *c, int argc, resp_arg *argv) {
     px_backend *be = px_srv.primary;
     if (!be || !be->b.ops->passthrough) return 0;
     fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
-    if (cmd && cmd->id == FD_CMD_script && argc == 2 && resp_arg_is(&argv[1], "kill") && be->b.ops->submit_blocking) {
+    if (cmd && (cmd->id == FD_CMD_script || cmd->id == FD_CMD_function) && argc == 2 && resp_arg_is(&argv[1], "kill") &&
+        be->b.ops->submit_blocking) {
         fd_pending *mark = px_pending_push(c, cmd, fd_mono_ns());
         if (!mark) { px_reply_status(&c->out, FD_E_NOMEM, cmd->name); return 1; }
         px_call_backend(c, cmd, argc, argv, c->cur_raw, c->cur_rawlen, c->out.proto, 1, kill_done, mark, NULL);
