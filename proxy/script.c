@@ -1424,6 +1424,14 @@ static int run_script(fd_script_engine *e, script_entry *s, const fn_entry *fn, 
 
     int err;
     if (fn) {
+        /* a function has no KEYS/ARGV globals (7.0: nonexistent), whatever an EVAL left */
+        lua_pushlightuserdata(L, &K_REAL_G);
+        lua_rawget(L, LUA_REGISTRYINDEX);
+        lua_pushnil(L);
+        lua_setfield(L, -2, "KEYS");
+        lua_pushnil(L);
+        lua_setfield(L, -2, "ARGV");
+        lua_pop(L, 1);
         for (int t = 0; t < 2; t++) {
             const resp_arg *v = t ? args : keys;
             int n = t ? nargs : nkeys;

@@ -50,6 +50,7 @@ redis.register_function('nested', function() return redis.call('fcall', 'ver', 0
 redis.register_function('evalit', function() return redis.call('eval', 'return 1', 0) end)
 redis.register_function('types', function() return {1, 'two', 3.9, true, false, {err='E x'}} end)
 redis.register_function('resp3', function(keys) redis.setresp(3); return redis.call('hgetall', keys[1]) end)
+redis.register_function('globalkeys', function() return KEYS end)
 """
 LIB_NOWRITE = """#!lua name=nowrite
 redis.register_function{function_name='tries', callback=function(keys) return redis.call('set', keys[1], 'x') end,
@@ -171,6 +172,8 @@ def load_call_steps(d):
     d.cmd("FCALL_RO", "writes_ro", "1", "k")
     d.cmd("FCALL", "tries", "1", "k")
     d.cmd("FCALL", "nested", "0")
+    d.cmd("EVAL", "return KEYS[1]", "1", "{t}a")                    # then a function sees no KEYS global
+    d.cmd("FCALL", "globalkeys", "1", "{t}a")
     d.cmd("FCALL", "evalit", "0")
     if not CLUSTER:                                                 # a cluster refuses no-cluster (as Redis Cluster)
         d.cmd("FCALL", "allflags", "0")
