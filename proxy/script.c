@@ -13,6 +13,8 @@
  */
 #include "proxy/script.h"
 #include "proxy/sha1.h"
+#include "storage/status.h"
+#include "storage/value/rdb.h"
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -47,6 +49,29 @@ static char K_REAL_G;      /* the real globals table */
 static char K_ERRH;        /* the error handler */
 static char K_TOSTRING;    /* the original tostring */
 static char K_STRMT_PROXY; /* proxy of the string metatable */
+static char K_LIBAPI;      /* the globals seen while a library loads (redis.register_function, log) */
+
+/* A library's function (FUNCTION LOAD): its callback is kept in the Lua
+ * registry (ref); name and description owned. */
+typedef struct fn_entry {
+    struct fn_entry *next;        /* in its library, registration order */
+    struct lib_entry *lib;
+    char    *name, *desc;         /* desc NULL: none */
+    size_t   desclen;
+    unsigned flags;               /* FD_SCRIPT_F_NO_WRITES | ALLOW_OOM | ... */
+    int      ref;
+} fn_entry;
+
+/* A library: its name and code (as given to FUNCTION LOAD, shebang
+ * included: FUNCTION LIST WITHCODE, DUMP), owned. */
+typedef struct lib_entry {
+    struct lib_entry *next;       /* load order */
+    char     *name;
+    char     *code;
+    size_t    codelen;
+    fn_entry *fns;
+    size_t    nfns;
+} lib_entry;
 
 typedef struct script_entry {
     struct script_entry *next;
@@ -76,10 +101,25 @@ struct fd_script_engine {
 
     size_t    lua_used, lua_peak;   /* the Lua heap's bytes now, and the most since the last trim */
 
+    /* functions: the libraries (FUNCTION LOAD), the one being loaded
+     * (redis.register_function's target) and the function running */
+    lib_entry *libs, *loading;
+    size_t     nlibs, nfns;
+    uint64_t   load_start_us;
+    const fn_entry *fn;
+    int        fn_argc;
+    const resp_arg *fn_argv;      /* the FCALL's arguments: valid until the loop runs (busy) */
+    resp_out   fn_cmd;            /* ... copied as RESP bulks when the run turns busy (FUNCTION STATS) */
+
     resp_out  callbuf;     /* a redis.call reply, reused */
     resp_arg *argv;        /* redis.call arguments, reused */
     int       argv_cap;
 };
+
+static void lib_free(lua_State *L, lib_entry *l);
+static void count_libs(fd_script_engine *e);
+static int function_load(fd_script_engine *e, const char *code, size_t len, int replace, const char **name, char *err,
+                         size_t errsz);
 
 /* ------------------------------------------------------------ utilities */
 
@@ -983,6 +1023,11 @@ static void after_script(fd_script_engine *e) {
         resp_out_init(&e->callbuf, proto);
         trim = 1;
     }
+    if (e->fn_cmd.cap > FD_SCRIPT_TRIM_AT) {   /* a busy FCALL's big arguments */
+        resp_out_free(&e->fn_cmd);
+        resp_out_init(&e->fn_cmd, 2);
+        trim = 1;
+    }
     if (trim) malloc_trim(0);
 }
 
@@ -991,6 +1036,8 @@ static int lua_panic(lua_State *L) {
     fprintf(stderr, "PANIC: unprotected error in call to Lua API (%s)\n", lua_tostring(L, -1));
     return 0;
 }
+
+static int l_register_function(lua_State *L);
 
 static int setup_state(fd_script_engine *e) {
     lua_State *L = lua_newstate(lua_alloc, e);
@@ -1111,6 +1158,33 @@ static int setup_state(fd_script_engine *e) {
     } else {
         lua_settop(L, gproxy);
     }
+
+    /* the globals a library sees while it loads (7.0's library API):
+     * redis.register_function, redis.log, LOG_*, REDIS_VERSION(_NUM) and
+     * nothing else (any other name is a nonexistent global) */
+    lua_newtable(L);
+    lua_newtable(L);
+    set_cfunc(L, "register_function", l_register_function, e);
+    set_cfunc(L, "log", l_log, e);
+    set_num(L, "LOG_DEBUG", FD_SCRIPT_LOG_DEBUG);
+    set_num(L, "LOG_VERBOSE", FD_SCRIPT_LOG_VERBOSE);
+    set_num(L, "LOG_NOTICE", FD_SCRIPT_LOG_NOTICE);
+    set_num(L, "LOG_WARNING", FD_SCRIPT_LOG_WARNING);
+    set_num(L, "REDIS_VERSION_NUM", COMPAT_VERSION_NUM);
+    lua_pushliteral(L, "REDIS_VERSION");
+    lua_pushliteral(L, COMPAT_VERSION);
+    lua_rawset(L, -3);
+    for (int i = 0; i < 2; i++) {          /* the redis table, then the api table */
+        lua_newtable(L);
+        lua_pushcfunction(L, l_nonexistent_global);
+        lua_setfield(L, -2, "__index");
+        lua_setmetatable(L, -2);
+        if (i == 0) lua_setfield(L, -2, "redis");
+    }
+    protect_top(L, real_of_map, proxy_of_map);
+    lua_pushlightuserdata(L, &K_LIBAPI);
+    lua_insert(L, -2);
+    lua_rawset(L, LUA_REGISTRYINDEX);
 
     lua_pushvalue(L, gproxy);
     lua_replace(L, LUA_GLOBALSINDEX);
@@ -1281,6 +1355,9 @@ static void count_hook(lua_State *L, lua_Debug *ar) {
         int first = !e->busy;
         if (first) {
             e->busy = 1;
+            /* the loop runs from now on: the FCALL's argv may be overwritten */
+            e->fn_cmd.len = 0;
+            for (int i = 0; e->fn && i < e->fn_argc; i++) resp_add_bulk(&e->fn_cmd, e->fn_argv[i].ptr, e->fn_argv[i].len);
             host_log(e, FD_SCRIPT_LOG_WARNING,
                      "Slow script detected: still in execution after %lld milliseconds. "
                      "You can try killing the script using the SCRIPT KILL command.", elapsed);
@@ -1309,12 +1386,15 @@ static void set_array_global(lua_State *L, const char *name, const resp_arg *v, 
     lua_pop(L, 1);
 }
 
-static int run_script(fd_script_engine *e, script_entry *s, const resp_arg *keys, int nkeys,
+/* Run the cached script s (EVAL: KEYS and ARGV globals) or, s NULL, the
+ * function fn (FCALL: called with the keys and args tables). */
+static int run_script(fd_script_engine *e, script_entry *s, const fn_entry *fn, const resp_arg *keys, int nkeys,
                       const resp_arg *args, int nargs, int ro, resp_out *out) {
     lua_State *L = e->L;
-    if ((s->flags & FD_SCRIPT_F_SHEBANG) && !(s->flags & FD_SCRIPT_F_NO_WRITES) && ro)
+    unsigned sflags = fn ? fn->flags | FD_SCRIPT_F_SHEBANG | FD_SCRIPT_F_FUNCTION : s->flags;
+    if ((sflags & FD_SCRIPT_F_SHEBANG) && !(sflags & FD_SCRIPT_F_NO_WRITES) && ro)
         return resp_add_error(out, "ERR Can not execute a script with write flag using *_ro command.");
-    unsigned flags = s->flags;
+    unsigned flags = sflags;
     if (ro) flags |= FD_SCRIPT_F_NO_WRITES;
     if (!(flags & FD_SCRIPT_F_SHEBANG)) flags &= FD_SCRIPT_F_NO_WRITES | FD_SCRIPT_F_SHEBANG; /* compat mode */
     if (e->host.prepare && e->host.prepare(e->host.ud, flags, out) != 0) return 0;
@@ -1322,23 +1402,51 @@ static int run_script(fd_script_engine *e, script_entry *s, const resp_arg *keys
     lua_settop(L, 0);
     lua_pushlightuserdata(L, &K_ERRH);
     lua_rawget(L, LUA_REGISTRYINDEX);
-    char name[43] = "f_";
-    memcpy(name + 2, s->sha, 41);
-    lua_getfield(L, LUA_REGISTRYINDEX, name);
+    if (fn) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, fn->ref);
+    } else {
+        char name[43] = "f_";
+        memcpy(name + 2, s->sha, 41);
+        lua_getfield(L, LUA_REGISTRYINDEX, name);
+    }
 
     e->running = 1;
     e->busy = e->killed = e->inuse = 0;
     e->flags = flags;
     e->resp = 2;
-    memcpy(e->sha, s->sha, 41);
+    if (fn) e->sha[0] = '\0';
+    else memcpy(e->sha, s->sha, 41);
+    e->fn = fn;
+    const char *label = fn ? fn->name : e->sha;   /* the errors' "script: <name>" */
     e->start_us = mono_us();
     hook_engine = e;
     if (e->threshold_ms > 0) lua_sethook(L, count_hook, LUA_MASKCOUNT, FD_SCRIPT_HOOK_STEPS);
 
-    set_array_global(L, "KEYS", keys, nkeys);
-    set_array_global(L, "ARGV", args, nargs);
-
-    int err = lua_pcall(L, 0, 1, 1);
+    int err;
+    if (fn) {
+        /* a function has no KEYS/ARGV globals (7.0: nonexistent), whatever an EVAL left */
+        lua_pushlightuserdata(L, &K_REAL_G);
+        lua_rawget(L, LUA_REGISTRYINDEX);
+        lua_pushnil(L);
+        lua_setfield(L, -2, "KEYS");
+        lua_pushnil(L);
+        lua_setfield(L, -2, "ARGV");
+        lua_pop(L, 1);
+        for (int t = 0; t < 2; t++) {
+            const resp_arg *v = t ? args : keys;
+            int n = t ? nargs : nkeys;
+            lua_createtable(L, n, 0);
+            for (int j = 0; j < n; j++) {
+                lua_pushlstring(L, v[j].ptr, v[j].len);
+                lua_rawseti(L, -2, j + 1);
+            }
+        }
+        err = lua_pcall(L, 2, 1, 1);
+    } else {
+        set_array_global(L, "KEYS", keys, nkeys);
+        set_array_global(L, "ARGV", args, nargs);
+        err = lua_pcall(L, 0, 1, 1);
+    }
 
     if (++e->gc_count == 50) {
         lua_gc(L, LUA_GCSTEP, 50);
@@ -1348,7 +1456,7 @@ static int run_script(fd_script_engine *e, script_entry *s, const resp_arg *keys
     if (err) {
         if (!lua_istable(L, -1)) {
             const char *msg = lua_isstring(L, -1) ? lua_tostring(L, -1) : "execution failure";
-            e->oom |= resp_add_errorf(out, "ERR Error running script %s, %.100s", e->sha, msg) < 0;
+            e->oom |= resp_add_errorf(out, "ERR Error running script %s, %.100s", label, msg) < 0;
         } else {
             const char *msg = "", *src = NULL, *line = NULL;
             lua_getfield(L, -1, "err");
@@ -1358,7 +1466,7 @@ static int run_script(fd_script_engine *e, script_entry *s, const resp_arg *keys
             lua_getfield(L, -3, "line");
             if (lua_isstring(L, -1)) line = lua_tostring(L, -1);
             if (line && src)
-                e->oom |= resp_add_errorf(out, "-%s script: %s, on %s:%s.", msg, e->sha, src, line) < 0;
+                e->oom |= resp_add_errorf(out, "-%s script: %s, on %s:%s.", msg, label, src, line) < 0;
             else
                 e->oom |= resp_add_errorf(out, "-%s", msg) < 0;
             lua_pop(L, 3);
@@ -1375,6 +1483,7 @@ static int run_script(fd_script_engine *e, script_entry *s, const resp_arg *keys
     e->running = e->busy = e->killed = 0;
     e->flags = 0;
     e->sha[0] = '\0';
+    e->fn = NULL;
     hook_engine = NULL;
     return 0;
 }
@@ -1410,16 +1519,20 @@ int fd_script_eval(fd_script_engine *e, int argc, const resp_arg *argv, resp_out
         s = create_function(e, argv[1].ptr, argv[1].len, sha, out);
         if (!s) return e->oom ? -1 : 0;
     }
-    run_script(e, s, argv + 3, (int)numkeys, argv + 3 + numkeys, argc - 3 - (int)numkeys, ro, out);
+    run_script(e, s, NULL, argv + 3, (int)numkeys, argv + 3 + numkeys, argc - 3 - (int)numkeys, ro, out);
     return e->oom ? -1 : 0;
 }
 
-int fd_script_kill(fd_script_engine *e, resp_out *out) {
+int fd_script_kill(fd_script_engine *e, resp_out *out) { return fd_script_kill_from(e, 1, out); }
+
+int fd_script_kill_from(fd_script_engine *e, int is_eval, resp_out *out) {
     if (!e->running) return resp_add_error(out, "NOTBUSY No scripts in execution right now.");
     if (e->flags & FD_SCRIPT_F_WROTE)
         return resp_add_error(out, "UNKILLABLE Sorry the script already executed write commands against the "
                                    "dataset. You can either wait the script termination or kill the server in "
                                    "a hard way using the SHUTDOWN NOSAVE command.");
+    if (is_eval && e->fn) return resp_add_error(out, FD_SCRIPT_BUSY_FN_ERR);
+    if (!is_eval && !e->fn) return resp_add_error(out, FD_SCRIPT_BUSY_ERR);
     e->killed = 1;
     return resp_add_status(out, "OK");
 }
@@ -1442,11 +1555,28 @@ const char *const fd_script_help_lines[] = {
     NULL,
 };
 
+/* SCRIPT FLUSH: a new Lua state and an empty script cache; the function
+ * libraries are kept (7.0 keeps them in an interpreter of their own): their
+ * code is run again in the new state. */
 static int reset_state(fd_script_engine *e) {
+    lib_entry *libs = e->libs;
+    e->libs = NULL;
     lua_close(e->L);
     e->L = NULL;
     cache_clear(e);
-    return setup_state(e);
+    for (lib_entry *l = libs; l; l = l->next)
+        for (fn_entry *f = l->fns; f; f = f->next) f->ref = LUA_NOREF;
+    int rc = setup_state(e);
+    for (lib_entry *l = libs, *nl; l; l = nl) {
+        nl = l->next;
+        char err[256];
+        const char *name;
+        if (rc == 0 && function_load(e, l->code, l->codelen, 0, &name, err, sizeof err) < 0)
+            host_log(e, FD_SCRIPT_LOG_WARNING, "library %s could not be loaded again after SCRIPT FLUSH: %s", l->name, err);
+        lib_free(NULL, l);
+    }
+    count_libs(e);
+    return rc;
 }
 
 int fd_script_script_cmd(fd_script_engine *e, int argc, const resp_arg *argv, resp_out *out) {
@@ -1502,6 +1632,613 @@ int fd_script_script_cmd(fd_script_engine *e, int argc, const resp_arg *argv, re
     return resp_add_error(out, "ERR SCRIPT HELP is answered by the caller");
 }
 
+/* ------------------------------------------------------ functions */
+
+/* Library and function names: [A-Za-z0-9_]+ (7.0's functionsVerifyName). */
+static int valid_name(const char *p, size_t n) {
+    if (!n) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)p[i]) && p[i] != '_') return 0;
+    return 1;
+}
+
+/* 7.0 says "Library names" for function names too */
+#define ERR_BAD_NAME "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long"
+
+static const struct { unsigned flag; const char *name; } fn_flags[] = {
+    {FD_SCRIPT_F_NO_WRITES, "no-writes"},     {FD_SCRIPT_F_ALLOW_OOM, "allow-oom"},
+    {FD_SCRIPT_F_ALLOW_STALE, "allow-stale"}, {FD_SCRIPT_F_NO_CLUSTER, "no-cluster"},
+    {FD_SCRIPT_F_CROSS_SLOT, "allow-cross-slot-keys"},
+};
+
+static void lib_free(lua_State *L, lib_entry *l) {
+    if (!l) return;
+    for (fn_entry *f = l->fns, *nf; f; f = nf) {
+        nf = f->next;
+        if (L) luaL_unref(L, LUA_REGISTRYINDEX, f->ref);
+        free(f->name);
+        free(f->desc);
+        free(f);
+    }
+    free(l->name);
+    free(l->code);
+    free(l);
+}
+
+static void libs_free(lua_State *L, lib_entry *l) {
+    for (lib_entry *nl; l; l = nl) { nl = l->next; lib_free(L, l); }
+}
+
+/* function names are case-insensitive (7.0's functions dict) */
+static fn_entry *fn_in_lib(const lib_entry *l, const char *name, size_t n) {
+    for (fn_entry *f = l->fns; f; f = f->next)
+        if (strlen(f->name) == n && strncasecmp(f->name, name, n) == 0) return f;
+    return NULL;
+}
+
+static fn_entry *fn_find_in(lib_entry *libs, const char *name, size_t n) {
+    for (lib_entry *l = libs; l; l = l->next) {
+        fn_entry *f = fn_in_lib(l, name, n);
+        if (f) return f;
+    }
+    return NULL;
+}
+
+static lib_entry *lib_find(lib_entry *libs, const char *name, size_t n) {
+    for (lib_entry *l = libs; l; l = l->next)
+        if (strlen(l->name) == n && memcmp(l->name, name, n) == 0) return l;
+    return NULL;
+}
+
+static void count_libs(fd_script_engine *e) {
+    e->nlibs = e->nfns = 0;
+    for (lib_entry *l = e->libs; l; l = l->next) { e->nlibs++; e->nfns += l->nfns; }
+}
+
+/* redis.register_function's error: an {err=...} table, no position (7.0's luaPushError at load) */
+static int reg_error(lua_State *L, const char *msg) {
+    push_error(L, msg, 0);
+    return lua_error(L);
+}
+
+/* redis.register_function(name, callback) or ({function_name=, callback=, description=, flags={...}}) */
+static int l_register_function(lua_State *L) {
+    fd_script_engine *e = engine_of(L);
+    lib_entry *lib = e->loading;
+    if (!lib) return reg_error(L, "redis.register_function can only be called on FUNCTION LOAD command");
+    int argc = lua_gettop(L);
+    if (argc < 1 || argc > 2) return reg_error(L, "wrong number of arguments to redis.register_function");
+    const char *name = NULL, *desc = NULL;
+    size_t namelen = 0, desclen = 0;
+    unsigned flags = 0;
+    int cb = 0;                               /* stack index of the callback */
+    if (argc == 2) {
+        if (lua_type(L, 1) != LUA_TSTRING && lua_type(L, 1) != LUA_TNUMBER)
+            return reg_error(L, "first argument to redis.register_function must be a string");
+        name = lua_tolstring(L, 1, &namelen);
+        if (!lua_isfunction(L, 2)) return reg_error(L, "second argument to redis.register_function must be a function");
+        cb = 2;
+    } else {
+        if (!lua_istable(L, 1))
+            return reg_error(L, "calling redis.register_function with a single argument is only applicable to Lua "
+                                "table (representing named arguments).");
+        lua_settop(L, 4);                     /* slots 2..4: name, description, callback */
+        lua_pushnil(L);
+        while (lua_next(L, 1)) {
+            if (lua_type(L, -2) != LUA_TSTRING && lua_type(L, -2) != LUA_TNUMBER)
+                return reg_error(L, "named argument key given to redis.register_function is not a string");
+            lua_pushvalue(L, -2);
+            const char *key = lua_tostring(L, -1);
+            lua_pop(L, 1);
+            int vt = lua_type(L, -1);
+            if (!strcasecmp(key, "function_name")) {
+                if (vt != LUA_TSTRING && vt != LUA_TNUMBER)
+                    return reg_error(L, "function_name argument given to redis.register_function must be a string");
+                lua_pushvalue(L, -1);
+                lua_replace(L, 2);            /* keep it alive on the stack */
+                name = lua_tolstring(L, 2, &namelen);
+            } else if (!strcasecmp(key, "description")) {
+                if (vt != LUA_TSTRING && vt != LUA_TNUMBER)
+                    return reg_error(L, "description argument given to redis.register_function must be a string");
+                lua_pushvalue(L, -1);
+                lua_replace(L, 3);
+                desc = lua_tolstring(L, 3, &desclen);
+            } else if (!strcasecmp(key, "callback")) {
+                if (vt != LUA_TFUNCTION)
+                    return reg_error(L, "callback argument given to redis.register_function must be a function");
+                lua_pushvalue(L, -1);
+                lua_replace(L, 4);
+                cb = 4;
+            } else if (!strcasecmp(key, "flags")) {
+                if (vt != LUA_TTABLE)
+                    return reg_error(L, "flags argument to redis.register_function must be a table representing "
+                                        "function flags");
+                for (int j = 1;; j++) {
+                    lua_rawgeti(L, -1, j);
+                    if (lua_isnil(L, -1)) { lua_pop(L, 1); break; }
+                    if (!lua_isstring(L, -1)) return reg_error(L, "unknown flag given");
+                    const char *fs = lua_tostring(L, -1);
+                    int found = 0;
+                    for (size_t k = 0; k < sizeof fn_flags / sizeof fn_flags[0]; k++)
+                        if (!strcasecmp(fs, fn_flags[k].name)) { flags |= fn_flags[k].flag; found = 1; }
+                    lua_pop(L, 1);
+                    if (!found) return reg_error(L, "unknown flag given");
+                }
+            } else {
+                return reg_error(L, "unknown argument given to redis.register_function");
+            }
+            lua_pop(L, 1);
+        }
+        if (!name) return reg_error(L, "redis.register_function must get a function name argument");
+        if (!cb) return reg_error(L, "redis.register_function must get a callback argument");
+    }
+    if (!valid_name(name, namelen)) return reg_error(L, ERR_BAD_NAME);
+    fn_entry **tail = &lib->fns;
+    for (fn_entry *f = lib->fns; f; f = f->next) {
+        if (strlen(f->name) == namelen && memcmp(f->name, name, namelen) == 0)   /* case-sensitive here (7.0) */
+            return reg_error(L, "Function already exists in the library");
+        tail = &f->next;
+    }
+    fn_entry *f = calloc(1, sizeof *f);
+    if (f) f->name = strndup(name, namelen);
+    if (f && desc) {
+        f->desc = malloc(desclen + 1);
+        if (f->desc) { memcpy(f->desc, desc, desclen); f->desc[desclen] = '\0'; f->desclen = desclen; }
+    }
+    if (!f || !f->name || (desc && !f->desc)) {
+        if (f) { free(f->name); free(f->desc); free(f); }
+        return reg_error(L, "out of memory");
+    }
+    f->flags = flags;
+    f->lib = lib;
+    lua_pushvalue(L, cb);
+    f->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    *tail = f;
+    lib->nfns++;
+    return 0;
+}
+
+/* FUNCTION LOAD's time bound while the library's code runs (7.0: 500 ms) */
+#define FD_SCRIPT_LOAD_TIMEOUT_US 500000u
+
+static void load_hook(lua_State *L, lua_Debug *ar) {
+    (void)ar;
+    fd_script_engine *e = hook_engine;
+    if (!e || mono_us() - e->load_start_us <= FD_SCRIPT_LOAD_TIMEOUT_US) return;
+    lua_sethook(L, load_hook, LUA_MASKLINE, 0);
+    push_error(L, "FUNCTION LOAD timeout", 0);
+    lua_error(L);
+}
+
+/* The globals' read-through target: the library API while a library loads,
+ * the real globals otherwise (7.0 swaps its globals' __index the same way). */
+static void globals_index(lua_State *L, int libapi) {
+    if (!lua_getmetatable(L, LUA_GLOBALSINDEX)) return;
+    lua_pushliteral(L, "__index");
+    lua_pushlightuserdata(L, libapi ? (void *)&K_LIBAPI : (void *)&K_REAL_G);
+    lua_rawget(L, LUA_REGISTRYINDEX);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+}
+
+/* Parse the "#!<engine> name=<lib>" line, compile and run the code,
+ * collecting its functions into a new library (not linked). NULL with the
+ * error's text (without "ERR ") in err. */
+static lib_entry *lib_create(fd_script_engine *e, const char *code, size_t len, int replace, char *err, size_t errsz) {
+    lua_State *L = e->L;
+    if (len < 2 || code[0] != '#' || code[1] != '!') { snprintf(err, errsz, "Missing library metadata"); return NULL; }
+    const char *nl = memchr(code, '\n', len);
+    if (!nl) { snprintf(err, errsz, "Invalid library metadata"); return NULL; }
+    const char *p = code, *end = nl, *eng = NULL, *name = NULL;
+    size_t englen = 0, namelen = 0;
+    int part = 0;
+    while (p < end) {
+        while (p < end && isspace((unsigned char)*p)) p++;
+        if (p >= end) break;
+        const char *w = p;
+        while (p < end && !isspace((unsigned char)*p)) p++;
+        size_t wl = (size_t)(p - w);
+        if (part++ == 0) { eng = w + 2; englen = wl - 2; continue; }
+        if (wl >= 5 && strncasecmp(w, "name=", 5) == 0) {
+            if (name) { snprintf(err, errsz, "Invalid metadata value, name argument was given multiple times"); return NULL; }
+            name = w + 5;
+            namelen = wl - 5;
+            continue;
+        }
+        snprintf(err, errsz, "Invalid metadata value given: %.*s", (int)(wl > 200 ? 200 : wl), w);
+        return NULL;
+    }
+    if (!part) { snprintf(err, errsz, "Invalid library metadata"); return NULL; }
+    if (!name) { snprintf(err, errsz, "Library name was not given"); return NULL; }
+    if (englen != 3 || strncasecmp(eng, "lua", 3) != 0) {
+        snprintf(err, errsz, "Engine '%.*s' not found", (int)(englen > 200 ? 200 : englen), eng);
+        return NULL;
+    }
+    if (!valid_name(name, namelen)) { snprintf(err, errsz, ERR_BAD_NAME); return NULL; }
+    if (!replace && lib_find(e->libs, name, namelen)) {   /* before the code runs, as 7.0 */
+        snprintf(err, errsz, "Library '%.*s' already exists", (int)namelen, name);
+        return NULL;
+    }
+
+    lib_entry *lib = calloc(1, sizeof *lib);
+    if (lib) lib->name = strndup(name, namelen);
+    if (lib) lib->code = malloc(len ? len : 1);
+    if (!lib || !lib->name || !lib->code) {
+        lib_free(L, lib);
+        snprintf(err, errsz, "out of memory");
+        return NULL;
+    }
+    memcpy(lib->code, code, len);
+    lib->codelen = len;
+
+    /* the code after the metadata line (its '\n' kept: line numbers stay) */
+    globals_index(L, 1);
+    int rc = luaL_loadbuffer(L, nl, len - (size_t)(nl - code), "@user_function");
+    if (rc) {
+        const char *m = lua_tostring(L, -1);
+        snprintf(err, errsz, "Error compiling function: %s", m ? m : "");
+        lua_settop(L, 0);
+        globals_index(L, 0);
+        lib_free(L, lib);
+        return NULL;
+    }
+    e->loading = lib;
+    e->load_start_us = mono_us();
+    hook_engine = e;
+    lua_sethook(L, load_hook, LUA_MASKCOUNT, FD_SCRIPT_HOOK_STEPS);
+    rc = lua_pcall(L, 0, 0, 0);
+    lua_sethook(L, NULL, 0, 0);
+    hook_engine = NULL;
+    e->loading = NULL;
+    globals_index(L, 0);
+    if (rc) {
+        const char *m = "";
+        int prefix = 1;
+        if (lua_istable(L, -1)) {
+            lua_getfield(L, -1, "err");
+            if (lua_isstring(L, -1)) m = lua_tostring(L, -1);
+            prefix = 0;
+        } else if (lua_isstring(L, -1)) {
+            m = lua_tostring(L, -1);
+        }
+        snprintf(err, errsz, "Error registering functions: %s%s", prefix ? "ERR " : "", m);
+        lua_settop(L, 0);
+        lib_free(L, lib);
+        return NULL;
+    }
+    lua_settop(L, 0);
+    if (!lib->fns) {
+        snprintf(err, errsz, "No functions registered");
+        lib_free(L, lib);
+        return NULL;
+    }
+    return lib;
+}
+
+/* Add lib to libs (at the end): its functions must not exist in another
+ * library (skip: a library about to be replaced). 0, or -1 with err. */
+static int lib_link(lib_entry **libs, lib_entry *lib, const lib_entry *skip, char *err, size_t errsz) {
+    for (lib_entry *l = *libs; l; l = l->next) {
+        if (l == skip) continue;
+        for (fn_entry *f = lib->fns; f; f = f->next)
+            if (fn_in_lib(l, f->name, strlen(f->name))) {
+                snprintf(err, errsz, "Function %s already exists", f->name);
+                return -1;
+            }
+    }
+    lib_entry **tail = libs;
+    while (*tail) tail = &(*tail)->next;
+    lib->next = NULL;
+    *tail = lib;
+    return 0;
+}
+
+static void lib_unlink(lib_entry **libs, lib_entry *lib) {
+    for (lib_entry **pp = libs; *pp; pp = &(*pp)->next)
+        if (*pp == lib) { *pp = lib->next; lib->next = NULL; return; }
+}
+
+/* FUNCTION LOAD's core: 0 with *name set to the library's (owned by the
+ * engine), or -1 with err. */
+static int function_load(fd_script_engine *e, const char *code, size_t len, int replace, const char **name, char *err,
+                         size_t errsz) {
+    lib_entry *lib = lib_create(e, code, len, replace, err, errsz);
+    if (!lib) return -1;
+    lib_entry *old = lib_find(e->libs, lib->name, strlen(lib->name));
+    if (old && !replace) {
+        snprintf(err, errsz, "Library '%s' already exists", lib->name);
+        lib_free(e->L, lib);
+        return -1;
+    }
+    if (lib_link(&e->libs, lib, old, err, errsz) < 0) { lib_free(e->L, lib); return -1; }
+    if (old) { lib_unlink(&e->libs, old); lib_free(e->L, old); }
+    count_libs(e);
+    *name = lib->name;
+    return 0;
+}
+
+int fd_script_functions_dump(const fd_script_engine *e, fd_rdb_buf *out) {
+    for (const lib_entry *l = e->libs; l; l = l->next)
+        if (fd_rdb_function_add(out, l->code, l->codelen) != FD_OK) return -1;
+    return fd_rdb_footer(out) == FD_OK ? 0 : -1;
+}
+
+typedef struct restore_ctx { fd_script_engine *e; lib_entry *libs; char *err; size_t errsz; } restore_ctx;
+
+static int restore_one(void *ud, const char *code, size_t len) {
+    restore_ctx *r = ud;
+    lib_entry *lib = lib_create(r->e, code, len, 1, r->err, r->errsz);
+    if (!lib) return 2;
+    if (lib_find(r->libs, lib->name, strlen(lib->name))) {
+        snprintf(r->err, r->errsz, "Library '%s' already exists", lib->name);
+        lib_free(r->e->L, lib);
+        return 2;
+    }
+    if (lib_link(&r->libs, lib, NULL, r->err, r->errsz) < 0) { lib_free(r->e->L, lib); return 2; }
+    return 0;
+}
+
+/* FUNCTION RESTORE's core; policy 0 APPEND, 1 REPLACE, 2 FLUSH. 0, or -1 with err. */
+static int function_restore(fd_script_engine *e, const char *p, size_t len, int policy, char *err, size_t errsz) {
+    if (fd_rdb_verify(p, len) < 0) { snprintf(err, errsz, "DUMP payload version or checksum are wrong"); return -1; }
+    restore_ctx r = {e, NULL, err, errsz};
+    int rc = fd_rdb_functions_load(p, len, restore_one, &r);
+    if (rc) {
+        if (rc == 1) snprintf(err, errsz, "given type is not a function");
+        else if (rc != 2) snprintf(err, errsz, "failed loading the given functions payload");
+        libs_free(e->L, r.libs);
+        return -1;
+    }
+    if (policy == 2) {
+        libs_free(e->L, e->libs);
+        e->libs = r.libs;
+        count_libs(e);
+        return 0;
+    }
+    /* join: every restored library checked against the current ones first */
+    for (lib_entry *n = r.libs; n; n = n->next) {
+        lib_entry *old = lib_find(e->libs, n->name, strlen(n->name));
+        if (old && policy == 0) {
+            snprintf(err, errsz, "Library %s already exists", n->name);
+            libs_free(e->L, r.libs);
+            return -1;
+        }
+        for (lib_entry *l = e->libs; l; l = l->next) {
+            if (lib_find(r.libs, l->name, strlen(l->name))) continue;   /* replaced */
+            for (fn_entry *f = n->fns; f; f = f->next)
+                if (fn_in_lib(l, f->name, strlen(f->name))) {
+                    snprintf(err, errsz, "Function %s already exists", f->name);
+                    libs_free(e->L, r.libs);
+                    return -1;
+                }
+        }
+    }
+    for (lib_entry *n = r.libs, *nn; n; n = nn) {
+        nn = n->next;
+        lib_entry *old = lib_find(e->libs, n->name, strlen(n->name));
+        if (old) { lib_unlink(&e->libs, old); lib_free(e->L, old); }
+        lib_entry **tail = &e->libs;
+        while (*tail) tail = &(*tail)->next;
+        n->next = NULL;
+        *tail = n;
+    }
+    count_libs(e);
+    return 0;
+}
+
+int fd_script_functions_restore(fd_script_engine *e, const void *p, size_t len, char *err, size_t errsz) {
+    if (e->running) { snprintf(err, errsz, "a script runs"); return -1; }
+    return function_restore(e, p, len, 2, err, errsz);
+}
+
+size_t fd_script_function_count(const fd_script_engine *e, size_t *libraries) {
+    if (libraries) *libraries = e->nlibs;
+    return e->nfns;
+}
+
+int fd_script_fcall(fd_script_engine *e, int argc, const resp_arg *argv, resp_out *out) {
+    e->oom = 0;
+    if (e->running) return resp_add_error(out, FD_SCRIPT_BUSY_ERR);
+    int ro = argis(&argv[0], "fcall_ro");
+    fn_entry *fn = fn_find_in(e->libs, argv[1].ptr, argv[1].len);
+    if (!fn) return resp_add_error(out, "ERR Function not found");
+    long long numkeys;
+    if (resp_str2ll(argv[2].ptr, argv[2].len, &numkeys) < 0) return resp_add_error(out, "ERR Bad number of keys provided");
+    if (numkeys > argc - 3) return resp_add_error(out, "ERR Number of keys can't be greater than number of args");
+    if (numkeys < 0) return resp_add_error(out, "ERR Number of keys can't be negative");
+    e->fn_argc = argc;
+    e->fn_argv = argv;
+    run_script(e, NULL, fn, argv + 3, (int)numkeys, argv + 3 + numkeys, argc - 3 - (int)numkeys, ro, out);
+    e->fn_argc = 0;
+    e->fn_argv = NULL;
+    return e->oom ? -1 : 0;
+}
+
+const char *const fd_script_function_help_lines[] = {
+    "LOAD [REPLACE] <FUNCTION CODE>",
+    "    Create a new library with the given library name and code.",
+    "DELETE <LIBRARY NAME>",
+    "    Delete the given library.",
+    "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+    "    Return general information on all the libraries:",
+    "    * Library name",
+    "    * The engine used to run the Library",
+    "    * Library description",
+    "    * Functions list",
+    "    * Library code (if WITHCODE is given)",
+    "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
+    "STATS",
+    "    Return information about the current function running:",
+    "    * Function name",
+    "    * Command used to run the function",
+    "    * Duration in MS that the function is running",
+    "    If no function is running, return nil",
+    "    In addition, returns a list of available engines.",
+    "KILL",
+    "    Kill the current running function.",
+    "FLUSH [ASYNC|SYNC]",
+    "    Delete all the libraries.",
+    "    When called without the optional mode argument, the behavior is determined by the",
+    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+    "    * ASYNC: Asynchronously flush the libraries.",
+    "    * SYNC: Synchronously flush the libraries.",
+    "DUMP",
+    "    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command",
+    "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
+    "    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
+    "    control how to handle existing libraries (default APPEND):",
+    "    * FLUSH: delete all existing libraries.",
+    "    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
+    "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
+    "      libraries with the new libraries (notice that even on this option there is a chance of failure",
+    "      in case of functions name collision with another library).",
+    "HELP",
+    "    Prints this help.",
+    NULL,
+};
+
+static int list_libs(fd_script_engine *e, int argc, const resp_arg *argv, resp_out *out) {
+    int withcode = 0;
+    const resp_arg *pat = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (!withcode && argis(&argv[i], "withcode")) { withcode = 1; continue; }
+        if (!pat && argis(&argv[i], "libraryname")) {
+            if (i >= argc - 1) return resp_add_error(out, "ERR library name argument was not given");
+            pat = &argv[++i];
+            continue;
+        }
+        return resp_add_errorf(out, "ERR Unknown argument %.*s", (int)(argv[i].len > 200 ? 200 : argv[i].len), argv[i].ptr);
+    }
+    size_t n = 0;
+    for (lib_entry *l = e->libs; l; l = l->next)
+        if (!pat || resp_glob_match(pat->ptr, pat->len, l->name, strlen(l->name), 1)) n++;
+    int bad = resp_add_array(out, (long long)n) < 0;
+    for (lib_entry *l = e->libs; l && !bad; l = l->next) {
+        if (pat && !resp_glob_match(pat->ptr, pat->len, l->name, strlen(l->name), 1)) continue;
+        bad |= resp_add_map(out, withcode ? 4 : 3) < 0;
+        bad |= resp_add_bulk_cstr(out, "library_name") < 0 || resp_add_bulk_cstr(out, l->name) < 0;
+        bad |= resp_add_bulk_cstr(out, "engine") < 0 || resp_add_bulk_cstr(out, "LUA") < 0;
+        bad |= resp_add_bulk_cstr(out, "functions") < 0 || resp_add_array(out, (long long)l->nfns) < 0;
+        for (fn_entry *f = l->fns; f && !bad; f = f->next) {
+            bad |= resp_add_map(out, 3) < 0;
+            bad |= resp_add_bulk_cstr(out, "name") < 0 || resp_add_bulk_cstr(out, f->name) < 0;
+            bad |= resp_add_bulk_cstr(out, "description") < 0;
+            bad |= (f->desc ? resp_add_bulk(out, f->desc, f->desclen) : resp_add_null(out)) < 0;
+            bad |= resp_add_bulk_cstr(out, "flags") < 0;
+            int nf = 0;
+            for (size_t k = 0; k < sizeof fn_flags / sizeof fn_flags[0]; k++) nf += (f->flags & fn_flags[k].flag) != 0;
+            bad |= resp_add_set(out, nf) < 0;
+            for (size_t k = 0; k < sizeof fn_flags / sizeof fn_flags[0]; k++)
+                if (f->flags & fn_flags[k].flag) bad |= resp_add_status(out, fn_flags[k].name) < 0;   /* 7.0: +flag */
+        }
+        if (withcode) bad |= resp_add_bulk_cstr(out, "library_code") < 0 || resp_add_bulk(out, l->code, l->codelen) < 0;
+    }
+    return bad ? -1 : 0;
+}
+
+static int function_stats(fd_script_engine *e, resp_out *out) {
+    int bad = resp_add_map(out, 2) < 0 || resp_add_bulk_cstr(out, "running_script") < 0;
+    if (!e->running) {
+        bad |= resp_add_null(out) < 0;
+    } else {
+        bad |= resp_add_map(out, 3) < 0;
+        bad |= resp_add_bulk_cstr(out, "name") < 0 || resp_add_bulk_cstr(out, e->fn ? e->fn->name : e->sha) < 0;
+        int snap = e->fn && e->busy;   /* only asked while busy: from another client */
+        bad |= resp_add_bulk_cstr(out, "command") < 0 || resp_add_array(out, snap ? e->fn_argc : 0) < 0;
+        if (snap) bad |= resp_out_raw(out, e->fn_cmd.data, e->fn_cmd.len) < 0;
+        bad |= resp_add_bulk_cstr(out, "duration_ms") < 0 ||
+               resp_add_int(out, (long long)((mono_us() - e->start_us) / 1000u)) < 0;
+    }
+    bad |= resp_add_bulk_cstr(out, "engines") < 0 || resp_add_map(out, 1) < 0 || resp_add_bulk_cstr(out, "LUA") < 0;
+    bad |= resp_add_map(out, 2) < 0 || resp_add_bulk_cstr(out, "libraries_count") < 0 ||
+           resp_add_int(out, (long long)e->nlibs) < 0 || resp_add_bulk_cstr(out, "functions_count") < 0 ||
+           resp_add_int(out, (long long)e->nfns) < 0;
+    return bad ? -1 : 0;
+}
+
+int fd_script_function_cmd(fd_script_engine *e, int argc, const resp_arg *argv, resp_out *out, int *changed) {
+    char err[512];
+    *changed = 0;
+    e->oom = 0;
+    const resp_arg *sub = &argv[1];
+    static const struct { const char *name; int arity; } subs[] = {
+        {"load", -3}, {"list", -2}, {"dump", 2}, {"restore", -3}, {"delete", 3},
+        {"flush", -2}, {"kill", 2}, {"stats", 2}, {"help", 2},
+    };
+    int known = -1;
+    for (int i = 0; i < (int)(sizeof subs / sizeof subs[0]); i++)
+        if (argis(sub, subs[i].name)) known = i;
+    if (known < 0)
+        return resp_add_errorf(out, "ERR unknown subcommand '%.*s'. Try FUNCTION HELP.",
+                               (int)(sub->len > 128 ? 128 : sub->len), sub->ptr);
+    int ar = subs[known].arity;
+    if ((ar > 0 && argc != ar) || (ar < 0 && argc < -ar))
+        return resp_add_errorf(out, "ERR wrong number of arguments for 'function|%s' command", subs[known].name);
+    if (e->running && known != 6 && known != 7) return resp_add_error(out, FD_SCRIPT_BUSY_ERR);
+    switch (known) {
+    case 0: {   /* LOAD [REPLACE] code */
+        int replace = 0, pos = 2;
+        while (pos < argc - 1) {
+            const resp_arg *a = &argv[pos++];
+            if (argis(a, "replace")) { replace = 1; continue; }
+            return resp_add_errorf(out, "ERR Unknown option given: %.*s", (int)(a->len > 200 ? 200 : a->len), a->ptr);
+        }
+        if (pos >= argc) return resp_add_error(out, "ERR Function code is missing");
+        const char *name;
+        if (function_load(e, argv[pos].ptr, argv[pos].len, replace, &name, err, sizeof err) < 0)
+            return resp_add_errorf(out, "ERR %s", err);
+        *changed = 1;
+        return resp_add_bulk_cstr(out, name);
+    }
+    case 1: return list_libs(e, argc, argv, out);
+    case 2: {   /* DUMP */
+        fd_rdb_buf b = {0};
+        int rc = fd_script_functions_dump(e, &b) < 0 ? -1 : resp_add_bulk(out, b.p, b.len);
+        fd_rdb_buf_free(&b);
+        return rc < 0 ? -1 : 0;
+    }
+    case 3: {   /* RESTORE payload [FLUSH|APPEND|REPLACE] */
+        if (argc > 4)
+            return resp_add_errorf(out, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try FUNCTION HELP.",
+                                   (int)sub->len, sub->ptr);
+        int policy = 0;
+        if (argc == 4) {
+            if (argis(&argv[3], "flush")) policy = 2;
+            else if (argis(&argv[3], "append")) policy = 0;
+            else if (argis(&argv[3], "replace")) policy = 1;
+            else return resp_add_error(out, "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.");
+        }
+        if (function_restore(e, argv[2].ptr, argv[2].len, policy, err, sizeof err) < 0)
+            return resp_add_errorf(out, "ERR %s", err);
+        *changed = 1;
+        return resp_add_status(out, "OK");
+    }
+    case 4: {   /* DELETE */
+        lib_entry *l = lib_find(e->libs, argv[2].ptr, argv[2].len);
+        if (!l) return resp_add_error(out, "ERR Library not found");
+        lib_unlink(&e->libs, l);
+        lib_free(e->L, l);
+        count_libs(e);
+        *changed = 1;
+        return resp_add_status(out, "OK");
+    }
+    case 5:     /* FLUSH [ASYNC|SYNC] */
+        if (argc > 3)
+            return resp_add_errorf(out, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try FUNCTION HELP.",
+                                   (int)sub->len, sub->ptr);
+        if (argc == 3 && !argis(&argv[2], "sync") && !argis(&argv[2], "async"))
+            return resp_add_error(out, "ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
+        libs_free(e->L, e->libs);
+        e->libs = NULL;
+        count_libs(e);
+        *changed = 1;
+        return resp_add_status(out, "OK");
+    case 6: return fd_script_kill_from(e, 0, out);
+    case 7: return function_stats(e, out);
+    default: return resp_add_error(out, "ERR FUNCTION HELP is answered by the caller");
+    }
+}
+
 /* ------------------------------------------------------ lifecycle */
 
 fd_script_engine *fd_script_new(const fd_script_host *host) {
@@ -1511,15 +2248,18 @@ fd_script_engine *fd_script_new(const fd_script_host *host) {
     e->threshold_ms = 5000;
     e->rand48 = 0x1234ABCD330EULL;
     resp_out_init(&e->callbuf, 2);
+    resp_out_init(&e->fn_cmd, 2);
     if (setup_state(e) < 0) { fd_script_free(e); return NULL; }
     return e;
 }
 
 void fd_script_free(fd_script_engine *e) {
     if (!e) return;
+    libs_free(NULL, e->libs);
     if (e->L) lua_close(e->L);
     cache_clear(e);
     resp_out_free(&e->callbuf);
+    resp_out_free(&e->fn_cmd);
     free(e->argv);
     free(e);
 }

@@ -63,12 +63,17 @@ enum { FD_SCRIPT_LOG_DEBUG = 0, FD_SCRIPT_LOG_VERBOSE, FD_SCRIPT_LOG_NOTICE, FD_
 #define FD_SCRIPT_F_NO_CLUSTER  0x08u  /* shebang flags=no-cluster */
 #define FD_SCRIPT_F_SHEBANG     0x10u  /* the script has a "#!lua" line (else 7.0's EVAL compat mode) */
 #define FD_SCRIPT_F_WROTE       0x20u  /* a write command succeeded: SCRIPT KILL answers UNKILLABLE */
+#define FD_SCRIPT_F_CROSS_SLOT  0x40u  /* function flag allow-cross-slot-keys */
+#define FD_SCRIPT_F_FUNCTION    0x80u  /* the run is a function's (FCALL, FCALL_RO) */
 
 /* Return value bits of fd_script_host.call */
 #define FD_SCRIPT_CALL_WRITE    0x01   /* the command was a write (marks the run FD_SCRIPT_F_WROTE) */
 
 /* The -BUSY error the host sends other clients while fd_script_busy() is true. */
 #define FD_SCRIPT_BUSY_ERR "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+
+/* ... and while a function (FCALL) runs */
+#define FD_SCRIPT_BUSY_FN_ERR "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
 
 typedef struct fd_script_host {
     void *ud;   /* passed back to every callback */
@@ -157,6 +162,49 @@ extern const char *const fd_script_help_lines[];
  * "ERR Script killed by user with SCRIPT KILL..." (the error cannot be
  * caught by pcall). Appends one reply; returns as fd_script_script_cmd. */
 int fd_script_kill(fd_script_engine *e, resp_out *out);
+
+/* FUNCTION KILL (is_eval 0) or SCRIPT KILL (1): as fd_script_kill, and a
+ * KILL of the other kind answers -BUSY (7.0: SCRIPT KILL does not stop a
+ * function, FUNCTION KILL does not stop an EVAL script). */
+int fd_script_kill_from(fd_script_engine *e, int is_eval, resp_out *out);
+
+/* ------------------------------------------------------------ functions
+ *
+ * Redis 7.0 functions in the same engine and Lua state as EVAL scripts:
+ * libraries ("#!lua name=<lib>" then code that calls
+ * redis.register_function) run once at FUNCTION LOAD, with globals that
+ * hold only redis.register_function, redis.log, LOG_* and REDIS_VERSION(_NUM) (7.0's
+ * library API; 500 ms bound: "FUNCTION LOAD timeout"); each registered
+ * callback is kept in the Lua registry and FCALL calls it with (keys, args)
+ * as 7.0 does, under the same busy hook, SCRIPT/FUNCTION KILL, heap bound
+ * and host.call policy as EVAL (the function's flags are the run's
+ * FD_SCRIPT_F_*; FCALL_RO adds NO_WRITES). Function names are
+ * case-insensitive, library names are not. The libraries survive SCRIPT
+ * FLUSH (their code is run again in the new Lua state). Errors and reply
+ * shapes are 7.0.15's (functions.c, function_lua.c). */
+
+/* FCALL / FCALL_RO (argc >= 3, checked by the caller): one reply appended.
+ * Returns as fd_script_eval. */
+int fd_script_fcall(fd_script_engine *e, int argc, const resp_arg *argv, resp_out *out);
+
+/* FUNCTION LOAD|LIST|DUMP|RESTORE|DELETE|FLUSH|KILL|STATS (argv[0] =
+ * "FUNCTION", argc >= 2). One reply appended; *changed = 1 when the set of
+ * libraries changed (the host then saves fd_script_functions_dump). While a
+ * script runs only KILL and STATS answer (others: -BUSY). HELP is the
+ * caller's (fd_script_function_help_lines). Returns 0, -1 if out could not grow. */
+int fd_script_function_cmd(fd_script_engine *e, int argc, const resp_arg *argv, resp_out *out, int *changed);
+extern const char *const fd_script_function_help_lines[];
+
+/* FUNCTION DUMP's payload (storage/value/rdb.h: one 0xF5 record per
+ * library, in load order, then the footer) appended to out: byte-identical
+ * to redis-server's for the same libraries in the same order. 0, -1 out of memory. */
+struct fd_rdb_buf;
+int fd_script_functions_dump(const fd_script_engine *e, struct fd_rdb_buf *out);
+/* Replace every library by the payload's (FUNCTION RESTORE ... FLUSH): the
+ * libraries saved in the store, at start. 0, or -1 with a text in err. */
+int fd_script_functions_restore(fd_script_engine *e, const void *p, size_t len, char *err, size_t errsz);
+/* Functions and (*libraries) libraries loaded. */
+size_t fd_script_function_count(const fd_script_engine *e, size_t *libraries);
 
 /* 1 while fd_script_eval runs a script (from inside host callbacks). */
 int fd_script_running(const fd_script_engine *e);

@@ -13,6 +13,7 @@
 #include "commands.h"
 
 #include <stdlib.h>
+#include "storage/value/rdb.h"
 
 #include <string.h>
 
@@ -117,10 +118,56 @@ static void host_log(void *ud, int level, const char *msg, size_t len) {
     px_log(level, "%.*s", (int)len, msg);
 }
 
+/* The FUNCTION libraries in the primary's store (fd_backend_ops.aux_get/
+ * aux_put, record "functions"): FUNCTION DUMP's payload, saved after every
+ * change, loaded when the engine starts. The Redis backends have no such
+ * ops: their servers keep the libraries. */
+#define FUNCTIONS_RECORD "functions"
+
+/* 1 while the store could not tell its libraries yet (mongodb: the server
+ * has not answered since the start): loading is tried again at each use,
+ * and FUNCTION, FCALL and FCALL_RO answer "backend unavailable" meanwhile
+ * (a function not found yet would be a wrong answer; saving would
+ * overwrite the stored libraries). */
+static int functions_unknown;
+
+static void functions_load(fd_script_engine *e) {
+    px_backend *be = px_srv.primary;
+    functions_unknown = 0;
+    if (!be || !be->b.ops->aux_get) return;
+    char *v = NULL, err[256];
+    size_t vl = 0;
+    int s = be->b.ops->aux_get(&be->b, FUNCTIONS_RECORD, &v, &vl);
+    if (s == FD_E_UNAVAILABLE) functions_unknown = 1;
+    else if (s == FD_OK && fd_script_functions_restore(e, v, vl, err, sizeof err) < 0)
+        px_log(PX_LOG_WARNING, "the stored FUNCTION libraries could not be loaded: %s", err);
+    else if (s != FD_OK && s != FD_NOTFOUND)
+        px_log(PX_LOG_WARNING, "the stored FUNCTION libraries could not be read: %s", fd_strerror(s));
+    free(v);
+}
+
+/* After FUNCTION LOAD/DELETE/FLUSH/RESTORE changed the libraries. FD_OK or
+ * the store's error (the client gets it instead of the command's reply). */
+static int functions_save(fd_script_engine *e) {
+    px_backend *be = px_srv.primary;
+    if (!be || !be->b.ops->aux_put) return FD_OK;
+    fd_rdb_buf b = {0};
+    size_t libs;
+    fd_script_function_count(e, &libs);
+    int s = FD_E_NOMEM;
+    if (!libs) s = be->b.ops->aux_put(&be->b, FUNCTIONS_RECORD, NULL, 0);
+    else if (fd_script_functions_dump(e, &b) == 0) s = be->b.ops->aux_put(&be->b, FUNCTIONS_RECORD, b.p, b.len);
+    fd_rdb_buf_free(&b);
+    return s;
+}
+
 static fd_script_engine *get_engine(void) {
     if (!engine) {
         fd_script_host h = {.call = host_call, .busy = host_busy, .log = host_log};
         engine = fd_script_new(&h);
+        if (engine) functions_load(engine);
+    } else if (functions_unknown && !fd_script_running(engine)) {
+        functions_load(engine);
     }
     return engine;
 }
@@ -141,13 +188,14 @@ void px_script_shutdown(void) {
 static void kill_done(void *arg, const char *reply, size_t len) { px_pending_reply(arg, reply, len); }
 
 /* Scripts run where the backend is: a Redis server runs its own. SCRIPT KILL
- * goes on a connection of its own (lent as for a blocking command): on the
+ * and FUNCTION KILL go on a connection of their own (lent as for a blocking command): on the
  * pooled one it would queue behind the busy script it is meant to stop. */
 static int forwarded(px_conn *c, int argc, resp_arg *argv) {
     px_backend *be = px_srv.primary;
     if (!be || !be->b.ops->passthrough) return 0;
     fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
-    if (cmd && cmd->id == FD_CMD_script && argc == 2 && resp_arg_is(&argv[1], "kill") && be->b.ops->submit_blocking) {
+    if (cmd && (cmd->id == FD_CMD_script || cmd->id == FD_CMD_function) && argc == 2 && resp_arg_is(&argv[1], "kill") &&
+        be->b.ops->submit_blocking) {
         fd_pending *mark = px_pending_push(c, cmd, fd_mono_ns());
         if (!mark) { px_reply_status(&c->out, FD_E_NOMEM, cmd->name); return 1; }
         px_call_backend(c, cmd, argc, argv, c->cur_raw, c->cur_rawlen, c->out.proto, 1, kill_done, mark, NULL);
@@ -164,7 +212,7 @@ static int forwarded(px_conn *c, int argc, resp_arg *argv) {
     return 1;
 }
 
-/* Run EVAL & co. in frontdoor's engine against `be` (the primary, or an A/B
+/* Run EVAL & co. (and FCALL, FCALL_RO) in frontdoor's engine against `be` (the primary, or an A/B
  * side: then redis.call goes to it, scripting.h px_script_run_on); the reply
  * into out. On an asynchronous backend every other client is held meanwhile. */
 static void run_eval(px_conn *c, px_backend *be, int argc, resp_arg *argv, resp_out *out) {
@@ -188,7 +236,9 @@ static void run_eval(px_conn *c, px_backend *be, int argc, resp_arg *argv, resp_
     target = be != px_srv.primary || (be && be->b.ops->passthrough) ? be : NULL;
     px_srv.script_running = 1;
     script_arm(1);
-    if (fd_script_eval(e, argc, argv, out)) {
+    fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
+    int fcall = cmd && (cmd->id == FD_CMD_fcall || cmd->id == FD_CMD_fcall_ro);
+    if (fcall ? fd_script_fcall(e, argc, argv, out) : fd_script_eval(e, argc, argv, out)) {
         px_log(PX_LOG_WARNING, "out of memory for a script's reply to client %llu: closing it", (unsigned long long)c->id);
         c->flags |= PX_CONN_CLOSE_ASAP;
     }
@@ -211,7 +261,7 @@ void px_script_run_on(px_backend *be, px_conn *c, int argc, resp_arg *argv, resp
         else fd_script_script_cmd(e, argc, argv, out);
         return;
     }
-    if (!cmd || cmd->id == FD_CMD_function || cmd->id == FD_CMD_fcall || cmd->id == FD_CMD_fcall_ro) {
+    if (!cmd || cmd->id == FD_CMD_function) {
         fd_reply_unsupported(out, cmd ? cmd->name : "function", be ? be->b.ops->name : "", NO_FUNCTIONS);
         return;
     }
@@ -247,15 +297,37 @@ void px_cmd_script(px_conn *c, int argc, resp_arg *argv) {
     fd_script_script_cmd(e, argc, argv, &c->out);
 }
 
-/* FUNCTION / FCALL / FCALL_RO: Redis functions run where they live — on a
- * Redis backend. frontdoor's own engine runs EVAL scripts only (functions
- * would need the FUNCTION library store: not built). */
+/* FUNCTION / FCALL / FCALL_RO: on a Redis backend, forwarded (a cluster
+ * sends FUNCTION to every master, FCALL by its keys: storage/redis_cluster.c);
+ * elsewhere served by frontdoor's engine (script.h, functions). Under A/B
+ * the FUNCTION command itself is refused (the two sides' library sets would
+ * be one more thing to keep equal); FCALL runs here against the side. */
 void px_cmd_function(px_conn *c, int argc, resp_arg *argv) {
+    fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
+    if (cmd && cmd->id == FD_CMD_function && argc == 2 && resp_arg_is(&argv[1], "help")) {
+        px_reply_help(c, "FUNCTION", fd_script_function_help_lines);
+        return;
+    }
     if (routed(c, argc, argv)) return;
     if (forwarded(c, argc, argv)) return;
-    fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
-    fd_reply_unsupported(&c->out, cmd ? cmd->name : "function", px_srv.primary ? px_srv.primary->b.ops->name : "",
-                         NO_FUNCTIONS);
+    fd_script_engine *e = get_engine();
+    if (!e) { resp_add_error(&c->out, "ERR the Lua engine could not start (out of memory)"); return; }
+    if (functions_unknown) {   /* the libraries are not known yet: no answer rather than a wrong one */
+        px_reply_status(&c->out, FD_E_UNAVAILABLE, cmd ? cmd->name : "function");
+        return;
+    }
+    if (cmd && cmd->id == FD_CMD_function) {
+        int changed = 0;
+        size_t mark = c->out.len;
+        if (fd_script_function_cmd(e, argc, argv, &c->out, &changed) < 0) c->flags |= PX_CONN_CLOSE_ASAP;
+        int s = changed ? functions_save(e) : FD_OK;
+        if (s != FD_OK) {   /* in memory but not stored: say so rather than +OK */
+            c->out.len = mark;
+            px_reply_status(&c->out, s, "function");
+        }
+        return;
+    }
+    run_eval(c, px_srv.primary, argc, argv, &c->out);
 }
 
 int px_script_refuse_busy(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv) {
@@ -264,7 +336,13 @@ int px_script_refuse_busy(px_conn *c, const fd_command *cmd, int argc, resp_arg 
         fd_script_kill(engine, &c->out);
         return 1;
     }
-    resp_add_error(&c->out, FD_SCRIPT_BUSY_ERR);
+    if (cmd && cmd->id == FD_CMD_function && argc == 2 &&
+        (resp_arg_is(&argv[1], "kill") || resp_arg_is(&argv[1], "stats"))) {
+        int changed;
+        fd_script_function_cmd(engine, argc, argv, &c->out, &changed);
+        return 1;
+    }
+    resp_add_error(&c->out, (fd_script_flags(engine) & FD_SCRIPT_F_FUNCTION) ? FD_SCRIPT_BUSY_FN_ERR : FD_SCRIPT_BUSY_ERR);
     return 1;
 }
 

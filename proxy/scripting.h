@@ -1,5 +1,9 @@
-/* scripting.h — EVAL/EVALSHA/EVAL_RO/EVALSHA_RO and SCRIPT: the proxy's host
- * for the Lua engine (script.h). Module prefix: px_script_.
+/* scripting.h — EVAL/EVALSHA/EVAL_RO/EVALSHA_RO, SCRIPT, and FUNCTION/FCALL/
+ * FCALL_RO (docs/functions.md): the proxy's host for the Lua engine
+ * (script.h). Module prefix: px_script_. The FUNCTION libraries are saved in
+ * the primary's store (fd_backend_ops.aux_put, record "functions") after
+ * every change and loaded when the engine starts (aux_get); the Redis
+ * backends have no such ops (their servers keep the libraries).
  *
  * Where a script runs:
  *   - redis, redis-cluster: on the Redis server itself — the command is

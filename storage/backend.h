@@ -155,7 +155,20 @@ typedef struct fd_backend_ops {
     /* Optional: the group a key belongs to where keys of one atomic unit
      * must share it (a cluster's hash slot); NULL when any keys may. */
     int (*key_group)(fd_backend *b, const resp_arg *key);
+    /* Optional: frontdoor's own records kept in the store beside the data
+     * (the FUNCTION libraries, proxy/scripting.c), under a name of at most
+     * FD_AUX_NAME_MAX bytes: never seen by the Redis types (SCAN, KEYS,
+     * DBSIZE, RANDOMKEY) and kept by FLUSHALL/FLUSHDB. Loop thread only.
+     *   aux_get: FD_OK with a malloc'd copy in *v (the caller frees it),
+     *     FD_NOTFOUND, or FD_E_*.
+     *   aux_put: vl 0 deletes the record. Written in the current turn's
+     *     transaction, committed with it (before the turn's replies leave).
+     *     FD_OK or FD_E_*. */
+    int (*aux_get)(fd_backend *b, const char *name, char **v, size_t *vl);
+    int (*aux_put)(fd_backend *b, const char *name, const void *v, size_t vl);
 } fd_backend_ops;
+
+#define FD_AUX_NAME_MAX 64
 
 enum { FD_PS_CHANNEL = 0, FD_PS_PATTERN = 1, FD_PS_SHARD = 2 };
 

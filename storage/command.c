@@ -160,8 +160,11 @@ static const struct { int id; const char *sub; uint32_t cats; } subcats[] = {
 #define CLIENT_ADMIN(s) {FD_CMD_client, s, CB(ADMIN) | CB(SLOW) | CB(DANGEROUS) | CB(CONNECTION)}
     CLIENT_ADMIN("kill"), CLIENT_ADMIN("list"), CLIENT_ADMIN("no-evict"), CLIENT_ADMIN("pause"),
     CLIENT_ADMIN("unpause"), CLIENT_ADMIN("unblock"),
+#define FUNCTION_WRITE(s) {FD_CMD_function, s, CB(WRITE) | CB(SLOW) | CB(SCRIPTING)}
+    FUNCTION_WRITE("load"), FUNCTION_WRITE("delete"), FUNCTION_WRITE("flush"), FUNCTION_WRITE("restore"),
 #undef ACL_ADMIN
 #undef CLIENT_ADMIN
+#undef FUNCTION_WRITE
 };
 #undef CB
 

@@ -1270,9 +1270,16 @@ static int cl_submit(fd_backend *fb, fd_request *r) {
     }
     if (r->route_key)       /* a part of a MULTI/EXEC block: where its keys live */
         return submit_single(b, r, key_slot(r->route_key->ptr, r->route_key->len), NULL);
-    /* SCRIPT LOAD/FLUSH reach every master: an EVALSHA goes to its keys' one */
+    /* SCRIPT LOAD/FLUSH reach every master: an EVALSHA goes to its keys' one.
+     * FUNCTION LOAD/DELETE/FLUSH/RESTORE likewise (what Redis Cluster clients
+     * do: every master holds the libraries; an FCALL goes to its keys' one);
+     * LIST/DUMP/STATS/KILL ask one master. */
     if (r->cmd && r->cmd->id == FD_CMD_script && r->argc >= 2 &&
         (resp_arg_is(&a[1], "load") || resp_arg_is(&a[1], "flush")))
+        return submit_fanout(b, r, M_FLUSH);
+    if (r->cmd && r->cmd->id == FD_CMD_function && r->argc >= 2 &&
+        (resp_arg_is(&a[1], "load") || resp_arg_is(&a[1], "delete") || resp_arg_is(&a[1], "flush") ||
+         resp_arg_is(&a[1], "restore")))
         return submit_fanout(b, r, M_FLUSH);
     int split_step = 0, merge = M_SUM;
     switch (r->cmd ? r->cmd->cluster : FD_CL_KEYED) {

@@ -87,8 +87,10 @@ typedef struct kv_driver {
 /* ================================================================ encoding
  *
  * One byte of prefix separates the record families; the order is
- * 'C' < 'E' < 'G' < 'M' < 'S', so SCAN/KEYS walk only the 'M' range.
+ * 'A' < 'C' < 'E' < 'G' < 'M' < 'S', so SCAN/KEYS walk only the 'M' range.
  *
+ *   'A' name                       -> frontdoor's own record      fd_backend_ops.aux_get/aux_put
+ *                                                                 (the FUNCTION libraries), kept by FLUSHDB
  *   'C' name                       -> counter (8 bytes BE)        format, keys, expires, version
  *   'E' expire_ms(8 BE) enc        -> ""                          expiry index
  *   'G' version(8 BE)              -> subkey prefix to reclaim    garbage queue (O(1) DEL)
@@ -126,6 +128,7 @@ enum { KV_T_NONE = 0, KV_T_STRING = 1, KV_T_LIST = 2, KV_T_HASH = 3, KV_T_SET = 
 #define KV_F_TYPEMASK   0x0f
 #define KV_F_LONGKEY    0x10   /* the full key follows the expiry */
 
+#define KV_PFX_AUX      'A'
 #define KV_PFX_COUNTER  'C'
 #define KV_PFX_EXPIRE   'E'
 #define KV_PFX_GARBAGE  'G'
@@ -301,6 +304,9 @@ void kv_backend_cron(fd_backend *b, int64_t now_ms);
 /* support(): the kv family serves every DATA command it has a handler for. */
 const char *kv_backend_support(const struct fd_command *cmd);
 void kv_backend_keyspace(fd_backend *b, uint64_t *keys, uint64_t *expires);
+/* fd_backend_ops.aux_get / aux_put: 'A' records (see the encoding above). */
+int  kv_backend_aux_get(fd_backend *b, const char *name, char **v, size_t *vl);
+int  kv_backend_aux_put(fd_backend *b, const char *name, const void *v, size_t vl);
 /* Append the layer's INFO lines (kv_keys, kv_expires, ...). */
 void kv_backend_info(kv_store *st, resp_out *lines);
 

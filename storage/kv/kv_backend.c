@@ -326,3 +326,57 @@ void kv_backend_info(kv_store *st, resp_out *lines)
                      (unsigned long long)st->version);
     if (n > 0) resp_out_raw(lines, buf, (size_t)n);
 }
+
+/* ---------------------------------------------------------------- frontdoor's own records */
+
+static int aux_key(uint8_t *k, const char *name, size_t *kl)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > FD_AUX_NAME_MAX) return FD_E_INTERNAL;
+    k[0] = KV_PFX_AUX;
+    memcpy(k + 1, name, n);
+    *kl = n + 1;
+    return FD_OK;
+}
+
+int kv_backend_aux_get(fd_backend *b, const char *name, char **v, size_t *vl)
+{
+    kv_store *st = b->state;
+    const kv_driver *d = st->drv;
+    uint8_t k[1 + FD_AUX_NAME_MAX];
+    size_t kl;
+    int s = aux_key(k, name, &kl);
+    if (s != FD_OK) return s;
+    void *txn = st->txn;
+    int own = !txn;
+    if (own && (s = d->begin(st->db, NULL, &txn)) != FD_OK) return s;
+    const void *p;
+    size_t n;
+    s = d->get(txn, k, kl, &p, &n);
+    if (s == FD_OK) {
+        *v = malloc(n ? n : 1);
+        if (!*v) s = FD_E_NOMEM;
+        else {
+            memcpy(*v, p, n);
+            *vl = n;
+        }
+    }
+    if (own) d->abort(txn);
+    return s;
+}
+
+int kv_backend_aux_put(fd_backend *b, const char *name, const void *v, size_t vl)
+{
+    kv_store *st = b->state;
+    const kv_driver *d = st->drv;
+    uint8_t k[1 + FD_AUX_NAME_MAX];
+    size_t kl;
+    int s = aux_key(k, name, &kl);
+    if (s != FD_OK) return s;
+    if (!st->txn && (s = begin_turn(st)) != FD_OK) return s;
+    s = vl ? d->put(st->txn, k, kl, v, vl) : d->del(st->txn, k, kl);
+    if (s == FD_NOTFOUND) s = FD_OK;
+    /* not a client's held reply: the commit stores it before it returns */
+    if (s == FD_OK && d->hold) s = d->hold(st->txn, NULL, NULL, 0);
+    return s;
+}

@@ -397,7 +397,44 @@ int kv_cmd_flushdb(kv_ctx *c)
     if (c->argc > 2 || (c->argc == 2 && !resp_arg_is(&c->argv[1], "async") && !resp_arg_is(&c->argv[1], "sync")))
         return FD_E_SYNTAX;
     kv_store *st = c->st;
-    FD_TRY(c->drv->clear(c->txn));
+    /* frontdoor's own records ('A': the FUNCTION libraries) survive it, as
+     * Redis's functions survive FLUSHALL: copied out, put back */
+    size_t n = 0, cap = 0;
+    char *keep = NULL;
+    kv_iter *it;
+    int s = c->drv->iter_open(c->txn, &it);
+    if (s != FD_OK) return s;
+    const uint8_t pfx = KV_PFX_AUX;
+    for (s = c->drv->seek(it, &pfx, 1); s == FD_OK; s = c->drv->next(it)) {
+        const void *k, *v;
+        size_t kl, vl;
+        if ((s = c->drv->cur(it, &k, &kl, &v, &vl)) != FD_OK) break;
+        if (!kl || ((const uint8_t *)k)[0] != KV_PFX_AUX) break;
+        size_t need = n + 2 * sizeof(size_t) + kl + vl;
+        if (need > cap) {
+            char *nk = realloc(keep, need * 2);
+            if (!nk) { s = FD_E_NOMEM; break; }
+            keep = nk;
+            cap = need * 2;
+        }
+        memcpy(keep + n, &kl, sizeof kl);
+        memcpy(keep + n + sizeof kl, &vl, sizeof vl);
+        memcpy(keep + n + 2 * sizeof kl, k, kl);
+        memcpy(keep + n + 2 * sizeof kl + kl, v, vl);
+        n = need;
+    }
+    c->drv->iter_close(it);
+    if (s != FD_OK && s != FD_NOTFOUND) { free(keep); return s; }
+    s = c->drv->clear(c->txn);
+    for (size_t off = 0; s == FD_OK && off < n;) {
+        size_t kl, vl;
+        memcpy(&kl, keep + off, sizeof kl);
+        memcpy(&vl, keep + off + sizeof kl, sizeof vl);
+        s = c->drv->put(c->txn, keep + off + 2 * sizeof kl, kl, keep + off + 2 * sizeof kl + kl, vl);
+        off += 2 * sizeof kl + kl + vl;
+    }
+    free(keep);
+    FD_TRY(s);
     c->d_keys = -(int64_t)(st->keys + (uint64_t)st->t_keys);
     c->d_expires = -(int64_t)(st->expires + (uint64_t)st->t_expires);
     st->t_dirty = 1;     /* the counter records were wiped too: rewrite them */

@@ -50,6 +50,8 @@
 #define MG_COLL        "db0"
 #define MG_STREAM_COLL "db0_stream"   /* stream sub-records (mg_stream.c) */
 #define MG_BIG_COLL    "db0_big"      /* members of big collections (mg_big.c) */
+#define MG_AUX_COLL    "frontdoor_aux" /* frontdoor's own records (aux_get/aux_put: the FUNCTION
+                                          libraries): {_id: name, v: binary}; FLUSHDB leaves it */
 #define MG_SCANS       8            /* SCAN iterations remembered */
 #define MG_E_MONGO     (FD_STATUS_COUNT + 1)   /* a driver error: its text is in ctx->err */
 #define MG_E_STOP      (FD_STATUS_COUNT + 2)   /* an mg_big_scan callback: enough (not an error) */
@@ -134,6 +136,13 @@ struct mg_backend {
     atomic_llong    keys, expires;
     char            server_version[64];
     int             server_emulator;     /* -1 unknown */
+    /* frontdoor's own record (one: FD_AUX_NAME "functions"), under amu: read
+     * by the admin thread once the server answers (aux_loaded), cached;
+     * aux_put updates the cache and leaves the write to the admin thread
+     * (aux_dirty; the latest value wins, retried until stored) */
+    int             aux_loaded, aux_dirty;
+    char           *aux_val;             /* NULL: no record */
+    size_t          aux_len;
     /* SCAN: the sorted key list of iterations in progress, by next cursor */
     pthread_mutex_t smu;
     struct mg_scan { uint64_t next; mg_keyent *v; size_t n; int64_t born_us; } scans[MG_SCANS];

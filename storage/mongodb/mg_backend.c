@@ -298,14 +298,136 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* The admin thread: TTL index, server identity, key counts for INFO. */
+/* ---------------------------------------------------------------- frontdoor's own record */
+
+#define MG_AUX_NAME "functions"   /* the one record (proxy/scripting.c) */
+
+/* Admin thread: read the record once, then store the cache when it changed.
+ * Returns 0, or -1 when the server did not answer (retried at the next tick). */
+static int aux_sync(mongoc_client_t *cl, mg_backend *b, bson_error_t *err)
+{
+    mongoc_collection_t *ac = mongoc_client_get_collection(cl, b->dbname, MG_AUX_COLL);
+    if (!ac) return -1;
+    int rc = 0;
+    bson_t q = BSON_INITIALIZER;
+    bson_append_utf8(&q, "_id", -1, MG_AUX_NAME, -1);
+    pthread_mutex_lock(&b->amu);
+    int loaded = b->aux_loaded;
+    pthread_mutex_unlock(&b->amu);
+    if (!loaded) {
+        mongoc_cursor_t *cur = mongoc_collection_find_with_opts(ac, &q, NULL, NULL);
+        const bson_t *doc;
+        char *val = NULL;
+        size_t len = 0;
+        int found = 0;
+        if (mongoc_cursor_next(cur, &doc)) {
+            bson_iter_t it;
+            if (bson_iter_init_find(&it, doc, "v") && BSON_ITER_HOLDS_BINARY(&it)) {
+                bson_subtype_t st;
+                uint32_t bl;
+                const uint8_t *bp;
+                bson_iter_binary(&it, &st, &bl, &bp);
+                if ((val = malloc(bl ? bl : 1))) { memcpy(val, bp, bl); len = bl; found = 1; }
+            }
+        }
+        if (mongoc_cursor_error(cur, err)) rc = -1;
+        mongoc_cursor_destroy(cur);
+        if (rc == 0) {
+            pthread_mutex_lock(&b->amu);
+            b->aux_val = found ? val : NULL;
+            b->aux_len = len;
+            b->aux_loaded = 1;
+            pthread_mutex_unlock(&b->amu);
+        } else {
+            free(val);
+        }
+    }
+    pthread_mutex_lock(&b->amu);
+    int dirty = rc == 0 && b->aux_dirty;
+    char *val = NULL;
+    size_t len = b->aux_len;
+    if (dirty && b->aux_val && (val = malloc(len ? len : 1))) memcpy(val, b->aux_val, len);
+    int absent = !b->aux_val;
+    b->aux_dirty = 0;               /* set again by a later aux_put */
+    pthread_mutex_unlock(&b->amu);
+    if (dirty && (val || absent)) {
+        bool ok;
+        if (absent) {
+            ok = mongoc_collection_delete_one(ac, &q, NULL, NULL, err);
+        } else {
+            bson_t u = BSON_INITIALIZER, set, opts = BSON_INITIALIZER;
+            bson_append_document_begin(&u, "$set", -1, &set);
+            bson_append_binary(&set, "v", -1, BSON_SUBTYPE_BINARY, (const uint8_t *)val, (uint32_t)len);
+            bson_append_document_end(&u, &set);
+            bson_append_bool(&opts, "upsert", -1, true);
+            mongoc_write_concern_append(b->wc, &opts);
+            ok = mongoc_collection_update_one(ac, &q, &u, &opts, NULL, err);
+            bson_destroy(&u);
+            bson_destroy(&opts);
+        }
+        if (!ok) {                  /* retried at the next tick */
+            pthread_mutex_lock(&b->amu);
+            b->aux_dirty = 1;
+            pthread_mutex_unlock(&b->amu);
+            rc = -1;
+        }
+    } else if (dirty) {             /* no memory for the copy: later */
+        pthread_mutex_lock(&b->amu);
+        b->aux_dirty = 1;
+        pthread_mutex_unlock(&b->amu);
+    }
+    free(val);
+    bson_destroy(&q);
+    mongoc_collection_destroy(ac);
+    return rc;
+}
+
+static int mg_aux_get(fd_backend *be, const char *name, char **v, size_t *vl)
+{
+    mg_backend *b = be->state;
+    if (strcmp(name, MG_AUX_NAME) != 0) return FD_E_INTERNAL;
+    int s = FD_OK;
+    pthread_mutex_lock(&b->amu);
+    if (!b->aux_loaded) s = FD_E_UNAVAILABLE;
+    else if (!b->aux_val) s = FD_NOTFOUND;
+    else if (!(*v = malloc(b->aux_len ? b->aux_len : 1))) s = FD_E_NOMEM;
+    else { memcpy(*v, b->aux_val, b->aux_len); *vl = b->aux_len; }
+    pthread_mutex_unlock(&b->amu);
+    return s;
+}
+
+static int mg_aux_put(fd_backend *be, const char *name, const void *v, size_t vl)
+{
+    mg_backend *b = be->state;
+    if (strcmp(name, MG_AUX_NAME) != 0) return FD_E_INTERNAL;
+    char *copy = NULL;
+    if (vl && !(copy = malloc(vl))) return FD_E_NOMEM;
+    if (vl) memcpy(copy, v, vl);
+    int s = FD_OK;
+    pthread_mutex_lock(&b->amu);
+    if (!b->aux_loaded) {
+        s = FD_E_UNAVAILABLE;
+        free(copy);
+    } else {
+        free(b->aux_val);
+        b->aux_val = copy;
+        b->aux_len = vl;
+        b->aux_dirty = 1;
+        pthread_cond_signal(&b->acv);
+    }
+    pthread_mutex_unlock(&b->amu);
+    return s;
+}
+
+/* The admin thread: TTL index, server identity, key counts for INFO,
+ * frontdoor's own record (aux_sync). */
 static void *admin_main(void *arg)
 {
     mg_backend *b = arg;
     mongoc_client_t *cl = mongoc_client_pool_pop(b->pool);
     mongoc_collection_t *coll = mongoc_client_get_collection(cl, b->dbname, MG_COLL);
     int64_t next_count = 0;
-    int logged_down = 0;
+    int logged_down = 0, logged_aux = 0, aux_failed = 0;
     while (!atomic_load(&b->stop)) {
         bson_error_t err;
         if (!atomic_load(&b->indexes_ok)) {
@@ -332,6 +454,12 @@ static void *admin_main(void *arg)
                 logged_down = 1;
             }
         }
+        aux_failed = atomic_load(&b->indexes_ok) && aux_sync(cl, b, &err) < 0;
+        if (aux_failed && !logged_aux) {
+            fd_log(FD_LOG_WARNING, "mongodb: the FUNCTION libraries could not be read or stored yet (%s); retrying",
+                   err.message);
+            logged_aux = 1;
+        }
         int64_t now = fd_mono_us();
         if (atomic_load(&b->indexes_ok) && now >= next_count) {
             bson_t q = BSON_INITIALIZER, x;
@@ -346,13 +474,17 @@ static void *admin_main(void *arg)
             next_count = now + 5000000;
         }
         pthread_mutex_lock(&b->amu);
-        if (!atomic_load(&b->stop)) {
+        if (!atomic_load(&b->stop) && (!b->aux_dirty || aux_failed)) {   /* aux_put wakes it */
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
             ts.tv_sec += 1;
             pthread_cond_timedwait(&b->acv, &b->amu, &ts);
         }
         pthread_mutex_unlock(&b->amu);
+    }
+    if (atomic_load(&b->indexes_ok)) {   /* a last change not stored yet */
+        bson_error_t err;
+        aux_sync(cl, b, &err);
     }
     mongoc_collection_destroy(coll);
     mongoc_client_pool_push(b->pool, cl);
@@ -597,6 +729,7 @@ static void mg_close(fd_backend *be)
     if (b->uri) mongoc_uri_destroy(b->uri);
     if (b->wc) mongoc_write_concern_destroy(b->wc);
     free(b->w);
+    free(b->aux_val);
     free(b->uri_str);
     free(b->dbname);
     pthread_mutex_destroy(&b->cmu);
@@ -743,4 +876,6 @@ const fd_backend_ops fd_mongodb_backend = {
     .keyspace = mg_keyspace,
     .info     = mg_info,
     .support  = mg_support,
+    .aux_get  = mg_aux_get,
+    .aux_put  = mg_aux_put,
 };

@@ -1060,3 +1060,36 @@ int fd_restore_prepare(const resp_arg *argv, const fd_restore_opts *o, long long
     *expired = *ttl && *ttl <= now_ms;
     return FD_OK;
 }
+
+/* ---------------------------------------------------------------- FUNCTION DUMP / RESTORE */
+
+int fd_rdb_function_add(fd_rdb_buf *out, const char *code, size_t len)
+{
+    return put1(out, 0xF5) || put_str(out, code, len) ? FD_E_NOMEM : FD_OK;
+}
+
+int fd_rdb_footer(fd_rdb_buf *out)
+{
+    unsigned char f[8];
+    le(f, FD_RDB_VERSION, 2);
+    if (put(out, f, 2)) return FD_E_NOMEM;
+    le(f, fd_crc64(0, out->p, out->len), 8);
+    return put(out, f, 8) ? FD_E_NOMEM : FD_OK;
+}
+
+int fd_rdb_functions_load(const void *p, size_t len, fd_rdb_function_fn fn, void *ctx)
+{
+    if (len < 10) return -1;
+    rd r = { (const unsigned char *)p, (const unsigned char *)p + len - 10, 0 };
+    while (r.p < r.end) {
+        const unsigned char *t;
+        if (rd_bytes(&r, 1, &t)) return -1;
+        if (t[0] != 0xF5) return 1;
+        rstr s;
+        if (rd_str(&r, &s)) return -1;
+        int rc = fn(ctx, s.p, s.n);
+        rstr_free(&s);
+        if (rc) return rc;
+    }
+    return 0;
+}

@@ -119,4 +119,23 @@ int fd_restore_prepare(const resp_arg *argv, const fd_restore_opts *o, long long
                        fd_rdb_item_fn fn, void *ctx, int *type, long long *ttl, int *expired,
                        resp_out *out, int *replied);
 
+/* ---------------------------------------------------------------- FUNCTION DUMP / RESTORE */
+
+/* A FUNCTION DUMP payload as redis-server 7.0 writes it: for each library
+ * its code (shebang included) as RDB_OPCODE_FUNCTION2 (0xF5) + an RDB
+ * string (LZF past 20 bytes as rdbSaveRawString), then the footer (version,
+ * CRC-64). fd_rdb_function_add appends one library; fd_rdb_footer closes
+ * the payload. FD_OK or FD_E_NOMEM. */
+int fd_rdb_function_add(fd_rdb_buf *out, const char *code, size_t len);
+int fd_rdb_footer(fd_rdb_buf *out);
+
+/* FUNCTION RESTORE's reading of a payload already checked by fd_rdb_verify:
+ * fn(ctx, code, len) for each library's code in order (code valid during the
+ * call only). 0; 1 "given type is not a function" (another opcode, e.g. the
+ * 7.0-rc RDB_OPCODE_FUNCTION, which frontdoor does not read); -1 corrupt or
+ * truncated ("failed loading the given functions payload"); FD_E_NOMEM; or
+ * fn's non-zero return. */
+typedef int (*fd_rdb_function_fn)(void *ctx, const char *code, size_t len);
+int fd_rdb_functions_load(const void *p, size_t len, fd_rdb_function_fn fn, void *ctx);
+
 #endif
