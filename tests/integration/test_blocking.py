@@ -28,7 +28,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fdtest import (Tests, shared_frontdoor, Diff, Conn, start_frontdoor, start_redis, parse, check, eq, skip,
-                    info_fields, wait_until, encode)
+                    info_fields, wait_until, encode, shared_cluster, frontdoor_is_redis)
 
 T = Tests(case_timeout=60)
 BACKEND = os.environ.get("FD_BACKEND", "lmdb")
@@ -39,8 +39,24 @@ def blocked_clients(f):
         return int(info_fields(parse(c.cmd("INFO", "clients")))["blocked_clients"])
 
 
+def backend_blocked_clients(f):
+    """The redis backends: how many clients the servers behind f count
+    blocked (None on the others)."""
+    if getattr(f, "backing", None):
+        servers = [f.backing]
+    elif BACKEND == "redis-cluster" and not frontdoor_is_redis():
+        servers = shared_cluster().masters()
+    else:
+        return None
+    return sum(blocked_clients(s) for s in servers)
+
+
 def wait_blocked(f, n):
+    """frontdoor counts n blocked clients; on the redis backends the servers
+    behind it too (a wait frontdoor sent may not have reached its server yet)."""
     wait_until(lambda: blocked_clients(f) >= n, timeout=5, what="%d blocked clients" % n)
+    if backend_blocked_clients(f) is not None:
+        wait_until(lambda: backend_blocked_clients(f) >= n, timeout=5, what="%d blocked at the backend" % n)
 
 
 def redis_client(f):
