@@ -45,6 +45,7 @@ static const char *const ab_mode_names[] = {"off", "split", "mirror", NULL};  /*
 static const char *const ab_by_names[] = {"key", "client", NULL};            /* = PX_AB_BY_* */
 static const char *const ab_log_names[] = {"count", "reply", "diff", NULL};   /* = PX_AB_LOG_* */
 static const char *const yesno_names[] = {"no", "yes", NULL};
+static const char *const affinity_names[] = {"key", "client", NULL};   /* = FD_REDIS_AFFINITY_* */
 static const char *const ab_order_names[] = {"dispatch", "primary", NULL};   /* = PX_AB_ORDER_* */
 static const char *const tls_auth_names[] = {"no", "yes", "optional", NULL}; /* = PX_TLS_AUTH_* */
 
@@ -112,6 +113,7 @@ static const directive directives[] = {
     {"redis-password", T_STR, BOFF(redis_password), "", 0, 0, B, NULL},
     {"redis-user", T_STR, BOFF(redis_user), "", 0, 0, B, NULL},   /* ACL user upstream (docs/acl.md) */
     {"redis-pool-size", T_INT, BOFF(redis_pool_size), "4", 1, 1024, B, NULL},
+    {"redis-pool-affinity", T_ENUM, BOFF(redis_pool_affinity), "key", 0, 0, B, affinity_names},   /* storage/redis.c */
     /* TLS to Redis / Redis Cluster (storage/redis_conn.h rc_shared_tls, docs/tls.md) */
     {"redis-tls", T_ENUM, BOFF(redis_tls), "no", 0, 0, B, yesno_names},
     {"redis-tls-ca-cert-file", T_STR, BOFF(redis_tls_ca_cert_file), "", 0, 0, B, NULL},

@@ -26,6 +26,7 @@ typedef struct px_backend_settings {
     long long leveldb_max_open_files;
     char     *redis_address;         /* redis backend: host:port or unix socket path */
     long long redis_pool_size;
+    int       redis_pool_affinity;   /* FD_REDIS_AFFINITY_KEY or _CLIENT (storage/backend.h) */
     long long redis_blocking_pool_size;  /* connections lent to blocked clients (BLPOP...) */
     char     *redis_password;
     char     *redis_user;            /* AUTH user password on connect ("" = AUTH password) */
