@@ -93,6 +93,7 @@ static const directive directives[] = {
     {"loglevel", T_ENUM, OFF(loglevel), "notice", 0, 0, 0, loglevel_names},
     {"maxclients", T_INT, OFF(maxclients), "10000", 1, 1000000, 0, NULL},
     {"metrics-tls", T_ENUM, OFF(metrics_tls), "no", 0, 0, F_IMMUTABLE, yesno_names},          /* issue 28: the endpoint over TLS */
+    {"migrate-state-file", T_STR, OFF(migrate_state_file), "", 0, 0, 0, NULL},   /* proxy/migrate.h; "" = <dir>.migrate-state */
     {"metrics-port", T_INT, OFF(metrics_port), "0", 0, 65535, F_IMMUTABLE, NULL},          /* issue 18: 0 = off */
     {"mongo-big-threshold", T_INT, BOFF(mongo_big_threshold), "1000", 1, 1LL << 30, B, NULL},   /* storage/mongodb/mg_big.c */
     {"mongo-database", T_STR, BOFF(mongo_database), "frontdoor", 0, 0, B, NULL},
