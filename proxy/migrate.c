@@ -9,6 +9,7 @@
 #include "builtin.h"
 #include "config.h"
 #include "log.h"
+#include "multi.h"
 #include "strmap.h"
 #include "../storage/value/rdb.h"
 
@@ -31,8 +32,10 @@
 #define MG_TTL_SLACK_MS 2000    /* VERIFY: TTLs closer than this are the same */
 #define MG_UNAVAILABLE "-ERR backend unavailable"
 
-enum { MG_IDLE, MG_BACKFILL, MG_PAUSED, MG_WAITING, MG_SYNCED, MG_DONE, MG_ABORTED };
-static const char *const stage_names[] = {"idle", "backfill", "paused", "waiting", "synced", "done", "aborted"};
+#define MG_CUTOVER_MS 5000     /* the cutover's drain: clients held at most this long, then it gives up */
+
+enum { MG_IDLE, MG_BACKFILL, MG_PAUSED, MG_WAITING, MG_SYNCED, MG_CUTOVER, MG_DONE, MG_ABORTED };
+static const char *const stage_names[] = {"idle", "backfill", "paused", "waiting", "synced", "cutover", "done", "aborted"};
 
 /* A key queued (owned bytes). */
 typedef struct mg_key { char *p; size_t n; } mg_key;
@@ -148,6 +151,14 @@ static struct {
     uint64_t  rate_last_copied;
     int64_t   rate_last_ms;
     mg_samples fails;
+    /* CUTOVER */
+    struct {
+        int          phase;              /* 0 none, 1 draining (clients held), 2 the swap's probe in flight */
+        int64_t      deadline_ms;
+        fd_pending  *owed;               /* the CUTOVER reply */
+        px_settings  old;                /* px_cfg before the switch (for a rollback) */
+        px_backend_settings target;      /* the new primary's settings */
+    } co;
     /* VERIFY */
     struct {
         int       running, phase, scan_inflight, scan_done, inflight;
@@ -692,6 +703,91 @@ static void vf_pump(void) {
     in = 0;
 }
 
+/* ---------------------------------------------------------------- CUTOVER */
+
+/* The cutover ends: clients released, the reply sent. ok: the secondary is
+ * the primary now; else why not (everything as it was). */
+static void co_end(int ok, const char *why) {
+    char msg[400];
+    int n = ok ? snprintf(msg, sizeof msg, "+OK\r\n") : snprintf(msg, sizeof msg, "-ERR cutover not done: %s\r\n", why);
+    fd_pending *owed = mg.co.owed;
+    mg.co.owed = NULL;
+    mg.co.phase = 0;
+    px_atomic_release();
+    if (owed) fd_pending_reply(owed, msg, (size_t)n);
+    px_settings_free(&mg.co.old);
+    px_settings tmp = {0};
+    tmp.be = mg.co.target;
+    px_settings_free(&tmp);
+    memset(&mg.co.target, 0, sizeof mg.co.target);
+    if (ok) set_stage(MG_DONE, "cutover done: the secondary is the primary, the old one drained and closed");
+    else { mg.stage = MG_CUTOVER; set_stage(MG_SYNCED, why); }
+}
+
+/* Drained: every request the old primary had is answered and every copy is
+ * in on the secondary. Switch as CONFIG SET ab-mode off backend ... would. */
+static void co_switch(void) {
+    char err[600];
+    px_settings_copy(&mg.co.old, &px_cfg);
+    px_backend_settings_assign(&mg.co.target, &px_cfg.ab);
+    px_cfg.ab_mode = PX_AB_OFF;
+    if (px_backends_ab_apply(err, sizeof err)) goto rollback;      /* closes the secondary (an embedded folder is freed) */
+    px_backend_settings_assign(&px_cfg.be, &mg.co.target);
+    int rc = px_backends_swap(0, NULL, err, sizeof err);
+    if (rc < 0) goto rollback;
+    if (rc == 1) { mg.co.phase = 2; return; }                      /* a network backend answers its probe first: tick() */
+    co_end(1, NULL);
+    return;
+rollback:
+    px_log(PX_LOG_WARNING, "migrate: cutover failed, back to the mirror: %s", err);
+    px_settings_free(&px_cfg);
+    px_settings_copy(&px_cfg, &mg.co.old);
+    if (px_backends_swap(0, NULL, err, sizeof err) < 0 || px_backends_ab_apply(err, sizeof err))
+        px_log(PX_LOG_WARNING, "migrate: cutover rollback: %s", err);
+    co_end(0, err);
+}
+
+static void co_tick(int64_t ms) {
+    if (mg.co.phase == 1) {
+        px_ab_counts a;
+        px_ab_counters(&a);
+        int drained = px_srv.primary && !px_srv.primary->inflight && !a.queued && !mg.inflight && !mg.queue.count &&
+                      (!px_srv.secondary || !px_srv.secondary->inflight);
+        if (drained) co_switch();
+        else if (ms > mg.co.deadline_ms) co_end(0, "the old primary or the mirror did not drain in time");
+    } else if (mg.co.phase == 2) {
+        if (px_srv.primary && px_backend_settings_equal(&px_srv.primary->own.be, &mg.co.target)) co_end(1, NULL);
+        else if (!px_backend_settings_equal(&px_cfg.be, &mg.co.target)) {
+            /* the probe failed: the swap put px_cfg.be back; the mirror too */
+            char err[600];
+            px_settings_free(&px_cfg);
+            px_settings_copy(&px_cfg, &mg.co.old);
+            if (px_backends_ab_apply(err, sizeof err)) px_log(PX_LOG_WARNING, "migrate: cutover rollback: %s", err);
+            co_end(0, "the new primary did not answer its probe (the log says why)");
+        }
+    }
+}
+
+/* FRONTDOOR MIGRATE CUTOVER [FORCE]: hold every other client, wait until
+ * nothing is in flight on the old primary or to the secondary, switch, release. */
+static void cutover_cmd(px_conn *c, int force) {
+    resp_out *o = &c->out;
+    if (mg.stage != MG_SYNCED) { resp_add_errorf(o, "ERR the backfill is not done (stage %s)", stage_names[mg.stage]); return; }
+    if (mg.failed && !force) {
+        resp_add_errorf(o, "ERR %llu keys could not be copied (FRONTDOOR MIGRATE STATUS); CUTOVER FORCE switches anyway",
+                        (unsigned long long)mg.failed);
+        return;
+    }
+    mg.co.owed = px_pending_push(c, NULL, 0);
+    if (!mg.co.owed) { resp_add_error(o, "ERR out of memory"); return; }
+    set_stage(MG_CUTOVER, "clients held until the old primary and the mirror are drained");
+    px_atomic_retain(c);                                   /* the other clients' input waits */
+    mg.co.phase = 1;
+    mg.co.deadline_ms = now_ms() + MG_CUTOVER_MS;
+    timer_on();
+    co_tick(now_ms());
+}
+
 /* ----------------------------------------------------------- timer, probe */
 
 static void on_probe(void *ud, const char *r, size_t len) {
@@ -733,7 +829,8 @@ static void tick(struct ev_loop *loop, ev_timer *w, int revents) {
     }
     pump();
     vf_pump();
-    if (!px_migrate_running() && !mg.vf.running) timer_off();
+    if (mg.co.phase) co_tick(ms);
+    if (!px_migrate_running() && !mg.vf.running && !mg.co.phase) timer_off();
 }
 
 /* ----------------------------------------------------- the A/B layer's calls */
@@ -933,10 +1030,13 @@ void px_migrate_cmd(px_conn *c, int argc, resp_arg *argv) {
         resp_add_simple(o, "OK", 2);
     } else if (resp_arg_is(sub, "ABORT") && argc == 3) {
         if (!px_migrate_running()) { resp_add_error(o, "ERR no migration is under way"); return; }
+        if (mg.co.phase) { resp_add_error(o, "ERR a cutover is under way"); return; }
         set_stage(MG_ABORTED, "aborted by FRONTDOOR MIGRATE ABORT (the secondary keeps what was copied)");
         reset_run();
         mg.stage = MG_ABORTED;
         resp_add_simple(o, "OK", 2);
+    } else if (resp_arg_is(sub, "CUTOVER") && (argc == 3 || (argc == 4 && resp_arg_is(&argv[3], "FORCE")))) {
+        cutover_cmd(c, argc == 4);
     } else if (resp_arg_is(sub, "VERIFY") && argc == 3) {
         if (px_cfg.ab_mode == PX_AB_OFF || !px_srv.secondary) { resp_add_error(o, "ERR FRONTDOOR MIGRATE VERIFY needs an A/B secondary"); return; }
         if (!mg.vf.running) verify_start();
@@ -951,6 +1051,8 @@ void px_migrate_cmd(px_conn *c, int argc, resp_arg *argv) {
             "    [stage, waiting, keys_copied, keys_total, bytes_copied, keys_failed, keys_recopied, cursor, rate, failed [[key, why]...]].",
             "PAUSE | RESUME | RATE <keys/s> | ABORT",
             "    Pause or resume the backfill (the mirror goes on), change its rate, or stop it.",
+            "CUTOVER [FORCE]",
+            "    Once synced: hold the other clients, drain the old primary and the mirror, make the secondary the primary (A/B off), release; FORCE: despite failed keys.",
             "VERIFY | VERIFY STATUS",
             "    Compare every key on both sides by a digest of its value and its TTL; the result: differ, missing, extra and the keys.",
             NULL,

@@ -22,7 +22,9 @@
  * (px_migrate_lost) queues its key for a copy again.
  *
  * Commands (FRONTDOOR MIGRATE ...): START [RATE n] [BATCH n], STATUS,
- * PAUSE, RESUME, ABORT, VERIFY, CUTOVER [FORCE], HELP. INFO migrate,
+ * PAUSE, RESUME, RATE n, ABORT, VERIFY [STATUS], CUTOVER [FORCE] (other
+ * clients held until the old primary and the mirror are drained, then the
+ * switch CONFIG SET ab-mode off backend ... would make), HELP. INFO migrate,
  * the metrics endpoint (px_migrate_metrics), the log (a line per stage),
  * and the state file (migrate-state-file) that resumes a backfill after a
  * restart. */

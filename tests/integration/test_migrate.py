@@ -9,6 +9,8 @@
 (b) writes racing the copy of the same keys (a slow RATE, a writer on those
     keys all along): the secondary ends with the application's values
     (fails without the dirty-key rule: the copy's older value overwrites).
+(b2) CUTOVER under load (lmdb->redis, redis->lmdb): four writers go on through it,
+    none sees an error, every acknowledged write is on the new primary.
 (c) VERIFY finds what differs: a key changed, deleted and added behind
     frontdoor's back on the secondary's redis-server.
 (d) a value the destination cannot hold (MongoDB's 16 MB document limit) is
@@ -249,6 +251,60 @@ def writes_racing_the_copy_win():
         got = snapshot(c, keys)
         for k, w, g in zip(keys, want, got):
             eq(g, w, "%s %s on the secondary" % k[:2])
+
+
+def cutover_case(prim, sec):
+    def case():
+        """CUTOVER under load: writers keep going (INCR, RPUSH) through it and see no error; afterwards
+        the secondary is the primary, A/B is off, every acknowledged write is there, the stage is done."""
+        need_frontdoor()
+        fd, pairs, servers = start_pair(prim, sec)
+        with fd.conn() as c:
+            load(c, 100)
+            mirror_on(c, pairs)
+            eq(c.call("FRONTDOOR", "MIGRATE", "START"), "OK")
+            synced(c)
+            check(c.cmd("FRONTDOOR", "MIGRATE", "CUTOVER", "NOW").startswith(b"-ERR syntax error"))
+            stop = threading.Event()
+            acked, errors = [0] * 4, []
+
+            def writer(w_id):
+                with fd.conn() as w:
+                    while not stop.is_set():
+                        w.send_many([("INCR", "cnt:%d" % w_id), ("RPUSH", "lst:%d" % w_id, "x")])
+                        r = [parse(x) for x in w.read_n(2, timeout=10)]
+                        if any(isinstance(x, Exception) or isinstance(x, bytes) and x.startswith(b"ERR") for x in r) \
+                                or not all(isinstance(x, int) for x in r):
+                            errors.append(r)
+                        else:
+                            acked[w_id] += 1
+            ts = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
+            for t in ts:
+                t.start()
+            try:
+                time.sleep(0.3)
+                eq(c.call("FRONTDOOR", "MIGRATE", "CUTOVER"), "OK")
+                time.sleep(0.3)
+            finally:
+                stop.set()
+                for t in ts:
+                    t.join()
+            eq(errors, [], "no client saw an error")
+            eq(info(c)["migrate_stage"], "done")
+            eq(info(c, "backends")["backend_primary"], sec)
+            eq(c.call("CONFIG", "GET", "ab-mode"), [b"ab-mode", b"off"])
+            eq(c.call("CONFIG", "GET", "backend"), [b"backend", sec.encode()])
+            for i in range(4):
+                eq(c.call("GET", "cnt:%d" % i), str(acked[i]).encode(), "every INCR of writer %d" % i)
+                eq(c.call("LLEN", "lst:%d" % i), acked[i], "every RPUSH of writer %d" % i)
+            eq(c.call("GET", "k:0"), b"v0", "the backfilled data")
+            check("migrate: done: cutover done" in fd.log(), "logged")
+    case.__name__ = "cutover_%s_to_%s_under_load" % (prim, sec)
+    T.add(case.__name__, case, timeout=60)
+
+
+for _p, _s in (("lmdb", "redis"), ("redis", "lmdb")):
+    cutover_case(_p, _s)
 
 
 @T.case(timeout=60)
