@@ -30,6 +30,7 @@
 #define MG_REQUEUE_MAX 100000   /* keys queued for a copy again; beyond: the backfill starts over */
 #define MG_SAMPLES 16           /* failed / differing / missing / extra keys kept for STATUS */
 #define MG_TTL_SLACK_MS 2000    /* VERIFY: TTLs closer than this are the same */
+#define MG_SAVE_MS 100          /* the state file is rewritten at most this often between batches */
 #define MG_UNAVAILABLE "-ERR backend unavailable"
 
 #define MG_CUTOVER_MS 5000     /* the cutover's drain: clients held at most this long, then it gives up */
@@ -142,6 +143,7 @@ static struct {
     int       pumping, repump;
     ev_timer  timer;
     int64_t   probe_at_ms;
+    int64_t   saved_ms;                  /* the state file's last rewrite between batches */
     int       probe_inflight;
     char      waiting_why[200];
     /* counters */
@@ -491,7 +493,8 @@ static void pump(void) {
         if (mg.queue.count || mg.inflight || mg.scan_inflight) break;
         /* every key of the batches so far is copied: the cursor is safe to resume from */
         if (!mg.scan_done) {
-            state_save();
+            int64_t ms = now_ms();
+            if (ms - mg.saved_ms >= MG_SAVE_MS) { state_save(); mg.saved_ms = ms; }   /* an older cursor is safe too */
             mg.scan_inflight = 1;
             char count[24];
             int cl = snprintf(count, sizeof count, "%lld", mg.batch);
@@ -503,7 +506,7 @@ static void pump(void) {
             mg.rescan = 0;
             mg.scan_done = 0;
             strcpy(mg.cursor, "0");
-            px_log(PX_LOG_NOTICE, "migrate: copies were lost beyond the requeue bound: scanning again");
+            if (mg.stage == MG_SYNCED) set_stage(MG_BACKFILL, "copies were lost beyond the requeue bound: scanning again");
             continue;
         }
         if (mg.stage == MG_BACKFILL) {

@@ -436,7 +436,7 @@ def resumes_after_a_restart():
     with open(state) as f:
         line = f.read().split()
     eq(line[:3], ["frontdoor-migrate", "1", "backfill"], "the state file")
-    check(line[3] != "0" and int(line[6]) >= 100, "a cursor and a count", line)
+    check(line[3] != "0" and int(line[6]) >= 50, "a cursor and a count", line)
     fd = start_frontdoor(**kw)
     with fd.conn() as c:
         wait_until(lambda: info(c)["migrate_stage"] in ("backfill", "synced"), what="resumed")
