@@ -833,7 +833,10 @@ static void tick(struct ev_loop *loop, ev_timer *w, int revents) {
     pump();
     vf_pump();
     if (mg.co.phase) co_tick(ms);
-    if (!px_migrate_running() && !mg.vf.running && !mg.co.phase) timer_off();
+    /* idle: synced with nothing to copy, paused, over (a lost copy, RESUME, VERIFY, CUTOVER start it again) */
+    int busy = mg.stage == MG_BACKFILL || mg.stage == MG_WAITING ||
+               (mg.stage == MG_SYNCED && (mg.queue.count || mg.inflight || mg.rescan));
+    if (!busy && !mg.vf.running && !mg.co.phase) timer_off();
 }
 
 /* ----------------------------------------------------- the A/B layer's calls */
@@ -858,6 +861,7 @@ void px_migrate_lost_key(const char *key, size_t len) {
     if (!px_migrate_running()) return;
     mg.lost++;
     if (mg.queue.count >= MG_REQUEUE_MAX || q_push(&mg.queue, key, len, 0)) mg.rescan = 1;
+    timer_on();                                        /* the next tick copies it */
     px_strent *e = px_strmap_get(&mg.copying, key, len);
     if (e) (*(mg_copy **)px_strmap_data(e))->dirty = 1;
 }
@@ -866,7 +870,13 @@ void px_migrate_lost(const fd_command *cmd, int argc, const resp_arg *argv) {
     if (!px_migrate_running()) return;
     int pos[16];
     int n = cmd ? fd_command_keys(cmd, argc, argv, pos, 16) : 0;
-    if (n <= 0 || n > 16) { mg.lost++; mg.rescan = 1; px_strmap_each(&mg.copying, touch_all, NULL); return; }
+    if (n <= 0 || n > 16) {
+        mg.lost++;
+        mg.rescan = 1;
+        px_strmap_each(&mg.copying, touch_all, NULL);
+        timer_on();
+        return;
+    }
     for (int i = 0; i < n; i++) px_migrate_lost_key(argv[pos[i]].ptr, argv[pos[i]].len);
 }
 

@@ -377,6 +377,18 @@ def destination_down_waits_and_resumes():
         eq((v["differ"], v["missing"], v["extra"]), (b"0", b"0", b"0"), "nothing lost: %r" % v)
         log = fd.log()
         check("migrate: waiting" in log and "resumed" in log, "a log line per stage", log[-2000:])
+        # synced, and the destination goes away again: the mirrored writes it missed are copied again
+        lost = int(info(c)["migrate_copies_lost"])
+        os.kill(r.proc.pid, signal.SIGSTOP)
+        for i in range(3, 400, 41):
+            c.call("APPEND", "k:%d" % (i - i % 5), "-again")
+        time.sleep(0.8)                          # past ab-backend-timeout: the copies fail
+        os.kill(r.proc.pid, signal.SIGCONT)
+        wait_until(lambda: int(info(c)["migrate_copies_lost"]) > lost, timeout=10, what="lost copies counted")
+        wait_until(lambda: info(c)["migrate_stage"] == "synced" and info(c)["migrate_queue"] == "0" and
+                   info(c)["migrate_inflight"] == "0", timeout=20, what="copied again")
+        v = verify(c)
+        eq((v["differ"], v["missing"], v["extra"]), (b"0", b"0", b"0"), "nothing lost after synced: %r" % v)
 
 
 @T.case(timeout=60)
