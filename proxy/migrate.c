@@ -88,7 +88,6 @@ typedef struct mg_copy {
     uint64_t gen;               /* the migration it belongs to (a stale one's replies are dropped) */
     int      dirty;             /* a write's copy touched the key meanwhile: copy it again */
     int      wait;              /* replies outstanding (DUMP, PTTL) */
-    int      rounds;
     char    *payload;           /* the DUMP (NULL: the key is gone) */
     size_t   plen;
     long long pttl;
@@ -321,12 +320,8 @@ static void on_restore(void *ud, const char *r, size_t len) {
         /* a write's copy reached the secondary while the copy was under way: the
          * value may be older than it; read it again */
         mg.recopied++;
-        cp->dirty = 0;
-        cp->rounds++;
-        char *key = malloc(kn ? kn : 1);
-        if (key) memcpy(key, k, kn);
+        if (q_push(&mg.queue, k, kn, 0)) mg.rescan = 1;   /* again, behind the queue (and the throttle) */
         copy_end(cp);
-        if (key) { copy_start(key, kn); free(key); }
     } else {
         mg.copied++;
         mg.bytes += cp->plen + kn;
@@ -579,7 +574,7 @@ static void vf_verdict(mg_check *k) {
         vf_end(k);
         return;
     }
-    if (!k->recheck) {                   /* a write may be on its way: look again once the queue is through */
+    if (!k->recheck && mg.vf.recheck.count < MG_REQUEUE_MAX) {   /* a write may be on its way: look again later */
         char *pk = malloc(k->klen + 1);          /* its phase, then the key */
         if (pk) {
             pk[0] = (char)('0' + k->phase);
