@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "config.h"
 #include "log.h"
+#include "migrate.h"   /* issue 30: the backfill's dirty keys */
 #include "multi.h"
 #include "scripting.h"
 #include "sha1.h"
@@ -226,6 +227,7 @@ static size_t text_add(char *text, size_t o, int argc, const resp_arg *argv) {
  * owed to c. */
 static int side_submit(px_backend *be, px_conn *c, int detached, uint64_t client, resp_out *out, fd_command *cmd,
                        int argc, resp_arg *argv, const char *raw, size_t rawlen, uint64_t *clock, const px_tap *tap) {
+    if (detached && be && be == px_srv.secondary && may_write(cmd)) px_migrate_touch(cmd, argc, argv);
     if (cmd && be && c && is_script(cmd) && !be->b.ops->passthrough) {
         size_t before = out->len;
         px_script_run_on(be, c, argc, argv, out);
@@ -508,9 +510,12 @@ static px_ab_pair *px_ab_begin(px_conn *c, fd_command *cmd, int argc, resp_arg *
     if (px_cfg.ab_mode != PX_AB_MIRROR || !px_srv.secondary || !cmd || ab.stopped_at_ms) return NULL;
     int w = may_write(cmd);
     int calib = !w && ab.calib_left > 0 && (!is_script(cmd) || cmd->id == FD_CMD_eval_ro || cmd->id == FD_CMD_evalsha_ro);
-    if (!calib && !mirror_wanted(w, first_key_arg(cmd, argc, argv))) return NULL;
+    if (!calib && !mirror_wanted(w, first_key_arg(cmd, argc, argv))) {
+        if (w) px_migrate_lost(cmd, argc, argv);   /* dropped (a full queue): a migration copies its keys again */
+        return NULL;
+    }
     px_ab_pair *p = pair_new(c, cmd, AB_ONE);
-    if (!p) { ab.dropped++; return NULL; }
+    if (!p) { ab.dropped++; if (w) px_migrate_lost(cmd, argc, argv); return NULL; }
     if (calib) {
         p->calib = 1;
         ab.calib_left--;
@@ -664,8 +669,22 @@ static void compare_unit(px_ab_pair *p) {
     mismatch(p, which);
 }
 
+/* A migration runs and a write's copy did not reach the secondary (it
+ * failed, or the secondary was unavailable): its keys are copied again. */
+static void migrate_lost(px_ab_pair *p) {
+    static const char unavail[] = "-ERR backend unavailable";
+    if (p->calib || !px_migrate_running() || !may_write(p->cmd)) return;
+    if (!p->failed[1] && !(p->rep[1] && p->len[1] >= sizeof unavail - 1 && !memcmp(p->rep[1], unavail, sizeof unavail - 1)))
+        return;
+    int keyed = 0;
+    for (int i = 0; i < p->nref; i++)
+        if (p->ref[i].write && p->ref[i].e) { px_migrate_lost_key(p->ref[i].e->name, p->ref[i].e->len); keyed = 1; }
+    if (!keyed) px_migrate_lost(NULL, 0, NULL);
+}
+
 static void maybe_finish(px_ab_pair *p) {
     if (p->hold || !p->have[0] || !p->have[1]) return;
+    migrate_lost(p);
     track_end(p);
     if (p->kind == AB_EXEC) compare_unit(p);
     else compare_one(p);
@@ -887,6 +906,11 @@ static int ab_route(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const
 
 int px_ab_routes(void) { return px_cfg.ab_mode != PX_AB_OFF && px_srv.secondary != NULL; }
 
+int px_ab_key_writes_inflight(const char *key, size_t len) {
+    px_strent *e = px_strmap_get(&ab.keys, key, len);
+    return (e && ((ab_key *)px_strmap_data(e))->wr_inflight) || ab.all.wr_inflight;
+}
+
 /* ------------------------------------------------------------------ units */
 
 px_backend *px_ab_exec_begin(px_conn *c, int n, const px_unit_cmd *q) {
@@ -905,7 +929,10 @@ px_backend *px_ab_exec_begin(px_conn *c, int n, const px_unit_cmd *q) {
         if (split_to_secondary(c, key)) ab.unit_be = px_srv.secondary;
         return ab.unit_be;
     }
-    if (!n || !mirror_wanted(w, key)) return ab.unit_be;
+    if (!n || !mirror_wanted(w, key)) {
+        for (int i = 0; w && i < n; i++) px_migrate_lost(q[i].cmd, q[i].argc, q[i].argv);
+        return ab.unit_be;
+    }
     px_ab_pair *p = pair_new(c, fd_command_lookup("exec", 4), AB_EXEC);
     if (p && (!(p->cmds = calloc((size_t)n, sizeof *p->cmds)) || !(p->el = calloc((size_t)n, sizeof *p->el)))) {
         pair_free(p);
@@ -964,6 +991,8 @@ const px_tap *px_ab_exec_tap(void) {
  * outbox sends nothing else until then (outbox.unit). */
 static void send_unit(px_ab_pair *p, px_conn *c, int deferred) {
     px_backend *sec = px_srv.secondary;
+    for (int i = 0; i < p->nel; i++)                 /* a write's copy issued: a migration's copy of its keys is dirty */
+        if (p->el[i].remote && may_write(p->cmds[i].cmd)) px_migrate_touch(p->cmds[i].cmd, p->cmds[i].argc, p->cmds[i].argv);
     if (!sec) { sec_in(p); p->failed[1] = p->have[1] = 1; return; }
     int nremote = 0;
     const resp_arg *rk = NULL;
@@ -1288,6 +1317,8 @@ void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv) {
         report(c);
     } else if (resp_arg_is(&argv[1], "REPORT") && argc == 3 && resp_arg_is(&argv[2], "JSON")) {
         px_ab_report_json(c);                                    /* issue 18 (ab_report.c) */
+    } else if (resp_arg_is(&argv[1], "MIGRATE")) {               /* issue 30 (migrate.c) */
+        px_migrate_cmd(c, argc, argv);
     } else if (resp_arg_is(&argv[1], "CAPTURE")) {               /* capture (issue 17) */
         px_capture_cmd(c, argc, argv);
     } else if (resp_arg_is(&argv[1], "HELP") && argc == 2) {
@@ -1302,6 +1333,8 @@ void px_cmd_frontdoor(px_conn *c, int argc, resp_arg *argv) {
             "    Ask the next <n> mirrored reads of the primary twice (not of the secondary) and count the mismatches as noise per command (a new measurement; 0 ends the running one and keeps it); afterwards a command noisier than 1% has its mismatches counted as noisy, not as divergences.",
             "AB RESET",
             "    Forget divergences and races, zero the A/B counters (INFO ab), resume a mirror stopped by ab-stop-after.",
+            "MIGRATE START [RATE <keys/s>] [BATCH <n>]|STATUS|PAUSE|RESUME|RATE <keys/s>|ABORT|VERIFY [STATUS]|CUTOVER [FORCE]|HELP",
+            "    Online migration to the A/B secondary: backfill every key while the mirror applies new writes, verify, cut over (docs/migration.md).",
             "CAPTURE START [<path>]|STOP|STATUS",
             "    Record every command clients send into <path> for fdload --replay (capture-* directives).",
             "REPORT",

@@ -77,6 +77,10 @@ void px_ab_exec_local(int i, const char *reply, size_t len);
 const px_tap *px_ab_exec_tap(void);
 void px_ab_exec_end(px_conn *c);
 
+/* 1 when a mirrored write naming key (or a keyless write) is in flight on
+ * either side (the race tracking's count; migrate.c). */
+int px_ab_key_writes_inflight(const char *key, size_t len);
+
 /* The A/B counters (INFO ab's), for the metrics endpoint. */
 typedef struct px_ab_counts {
     uint64_t mirrored, compared, divergences, races, dropped, secondary_errors, queued, split_secondary, sampled_out;

@@ -159,6 +159,7 @@ px_backend *px_backend_open(const px_backend_settings *bs, const char *role, cha
         .loop = px_srv.loop,
         .redis_address = s->redis_address,
         .redis_pool_size = (int)s->redis_pool_size,
+        .redis_pool_affinity = s->redis_pool_affinity,
         .redis_blocking_pool_size = (int)s->redis_blocking_pool_size,
         .redis_password = s->redis_password,
         .redis_user = s->redis_user,

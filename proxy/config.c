@@ -45,6 +45,7 @@ static const char *const ab_mode_names[] = {"off", "split", "mirror", NULL};  /*
 static const char *const ab_by_names[] = {"key", "client", NULL};            /* = PX_AB_BY_* */
 static const char *const ab_log_names[] = {"count", "reply", "diff", NULL};   /* = PX_AB_LOG_* */
 static const char *const yesno_names[] = {"no", "yes", NULL};
+static const char *const affinity_names[] = {"key", "client", NULL};   /* = FD_REDIS_AFFINITY_* */
 static const char *const ab_order_names[] = {"dispatch", "primary", NULL};   /* = PX_AB_ORDER_* */
 static const char *const tls_auth_names[] = {"no", "yes", "optional", NULL}; /* = PX_TLS_AUTH_* */
 
@@ -92,6 +93,7 @@ static const directive directives[] = {
     {"loglevel", T_ENUM, OFF(loglevel), "notice", 0, 0, 0, loglevel_names},
     {"maxclients", T_INT, OFF(maxclients), "10000", 1, 1000000, 0, NULL},
     {"metrics-tls", T_ENUM, OFF(metrics_tls), "no", 0, 0, F_IMMUTABLE, yesno_names},          /* issue 28: the endpoint over TLS */
+    {"migrate-state-file", T_STR, OFF(migrate_state_file), "", 0, 0, 0, NULL},   /* proxy/migrate.h; "" = <dir>.migrate-state */
     {"metrics-port", T_INT, OFF(metrics_port), "0", 0, 65535, F_IMMUTABLE, NULL},          /* issue 18: 0 = off */
     {"mongo-big-threshold", T_INT, BOFF(mongo_big_threshold), "1000", 1, 1LL << 30, B, NULL},   /* storage/mongodb/mg_big.c */
     {"mongo-database", T_STR, BOFF(mongo_database), "frontdoor", 0, 0, B, NULL},
@@ -112,6 +114,7 @@ static const directive directives[] = {
     {"redis-password", T_STR, BOFF(redis_password), "", 0, 0, B, NULL},
     {"redis-user", T_STR, BOFF(redis_user), "", 0, 0, B, NULL},   /* ACL user upstream (docs/acl.md) */
     {"redis-pool-size", T_INT, BOFF(redis_pool_size), "4", 1, 1024, B, NULL},
+    {"redis-pool-affinity", T_ENUM, BOFF(redis_pool_affinity), "key", 0, 0, B, affinity_names},   /* storage/redis.c */
     /* TLS to Redis / Redis Cluster (storage/redis_conn.h rc_shared_tls, docs/tls.md) */
     {"redis-tls", T_ENUM, BOFF(redis_tls), "no", 0, 0, B, yesno_names},
     {"redis-tls-ca-cert-file", T_STR, BOFF(redis_tls_ca_cert_file), "", 0, 0, B, NULL},

@@ -26,6 +26,7 @@ typedef struct px_backend_settings {
     long long leveldb_max_open_files;
     char     *redis_address;         /* redis backend: host:port or unix socket path */
     long long redis_pool_size;
+    int       redis_pool_affinity;   /* FD_REDIS_AFFINITY_KEY or _CLIENT (storage/backend.h) */
     long long redis_blocking_pool_size;  /* connections lent to blocked clients (BLPOP...) */
     char     *redis_password;
     char     *redis_user;            /* AUTH user password on connect ("" = AUTH password) */
@@ -65,6 +66,7 @@ typedef struct px_settings {
     int       ab_mirror_reads;       /* mirror: 0 = writes only */
     double    ab_mirror_sample;      /* mirror: share of keys mirrored (by key hash; keyless: all) */
     int       ab_mismatch_log;       /* PX_AB_LOG_*: count only, keep both replies, or with the key's diff */
+    char     *migrate_state_file;    /* FRONTDOOR MIGRATE's progress ("" = <dir>.migrate-state; proxy/migrate.h) */
     long long metrics_port;          /* Prometheus endpoint (proxy/metrics.h); 0 = off */
     int       metrics_tls;           /* the endpoint speaks TLS (the clients' context, proxy/tls.h) */
     long long ab_stop_after;         /* mirror: stop after this many divergences (0 = never) */

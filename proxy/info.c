@@ -7,6 +7,7 @@
 #include "blocking.h"
 #include "pubsub.h"
 #include "ab.h"
+#include "migrate.h"
 #include "backends.h"
 #include "config.h"
 #include "metrics.h"
@@ -166,6 +167,10 @@ void px_cmd_info(px_conn *c, int argc, resp_arg *argv) {
     if (wants(argc, argv, "ab", 1)) {
         SECTION("AB");
         px_ab_info(&o);
+    }
+    if (wants(argc, argv, "migrate", 1)) {      /* issue 30 */
+        SECTION("Migrate");
+        px_migrate_info(&o);
     }
     if (wants(argc, argv, "commandstats", 0)) {
         SECTION("Commandstats");

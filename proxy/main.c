@@ -8,6 +8,7 @@
 #include "hooks.h"
 #include "log.h"
 #include "metrics.h"
+#include "migrate.h"
 #include "multi.h"
 #include "pubsub.h"
 #include "blocking.h"
@@ -85,6 +86,7 @@ int main(int argc, char **argv) {
     px_log(PX_LOG_NOTICE, "frontdoor %s ready: backend %s (durability %s), data in %s, listening on %s:%lld%s%s",
            PX_VERSION, px_cfg.be.backend, px_cfg.be.durability ? "sync" : "nosync", px_cfg.be.dir,
            px_cfg.bind, px_cfg.port, px_cfg.unixsocket[0] ? " and " : "", px_cfg.unixsocket);
+    px_migrate_init();                        /* a backfill under way before a restart resumes (issue 30) */
     px_server_run();
     px_server_shutdown();
     if (px_cfg.pidfile[0]) unlink(px_cfg.pidfile);

@@ -4,6 +4,7 @@
 #include "hooks.h"
 #include "tls.h"
 #include "ab.h"
+#include "migrate.h"
 #include "config.h"
 #include "log.h"
 #include "server.h"
@@ -152,6 +153,7 @@ void px_metrics_render(resp_out *o) {
     out(o, "frontdoor_metrics_scrapes_total %llu\n", (unsigned long long)scrapes);
     head(o, "frontdoor_ab_stopped", "gauge", "A/B: 1 when mirroring stopped after ab-stop-after divergences.");
     out(o, "frontdoor_ab_stopped %d\n", a.stopped);
+    px_migrate_metrics(o, head, out);            /* issue 30 */
 }
 
 void px_metrics_latencystats(resp_out *o) {

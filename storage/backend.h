@@ -48,6 +48,8 @@ typedef struct fd_backend_config {
     struct ev_loop *loop;       /* the proxy's libev loop: attach watchers here (loop thread only) */
     const char *redis_address;  /* "host:port" or a unix socket path */
     int         redis_pool_size;        /* backend connections */
+    int         redis_pool_affinity;    /* redis backend: FD_REDIS_AFFINITY_KEY (a command goes to its first
+                                         * key's connection) or _CLIENT (to its client's): storage/redis.c */
     const char *redis_password; /* AUTH on connect ("" = none) */
     const char *redis_user;     /* with redis_password: AUTH user password ("" = the default user) */
     int         redis_db;       /* SELECT on connect */
@@ -68,6 +70,7 @@ typedef struct fd_backend_config {
     int         redis_blocking_pool_size;
 } fd_backend_config;
 enum { FD_LEVELDB_SNAPPY = 0, FD_LEVELDB_NONE = 1 };   /* leveldb_compression */
+enum { FD_REDIS_AFFINITY_KEY = 0, FD_REDIS_AFFINITY_CLIENT = 1 };   /* redis_pool_affinity */
 enum { FD_MONGO_J_AUTO = 0, FD_MONGO_J_YES = 1, FD_MONGO_J_NO = 2 };   /* mongo_j; auto: j:true when durability sync */
 
 

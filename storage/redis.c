@@ -13,9 +13,24 @@
  * Nothing is re-encoded in either direction.
  *
  * Data path.
- *   - A pool of `redis-pool-size` connections. Each client is pinned to one
- *     (client id % pool size), so its commands reach Redis in its order; many
- *     clients share a connection.
+ *   - A pool of `redis-pool-size` connections, shared by the clients.
+ *     `redis-pool-affinity key` (the default): a command goes to the
+ *     connection of its first key (a hash of the key modulo the pool size),
+ *     so every command on one key reaches Redis over one connection, in the
+ *     order frontdoor submitted it, and Redis's replies on that key come back
+ *     in the order it ran them (an A/B mirror then sees the primary's true
+ *     per-key order: docs/ab-testing.md "Order"). A client's own order comes
+ *     first: while a client still has a request in flight on connection c,
+ *     its next command follows it to c whatever its key (so a pipeline that
+ *     mixes keys keeps its order; only those commands may leave their key's
+ *     connection). A keyless command goes to the client's connection while
+ *     it has one in flight, else to client id % pool size. Each client's
+ *     last (connection, request sequence) is kept in a small open-addressing
+ *     table (rb_client) that holds at most the clients with a request in
+ *     flight plus the idle ones not yet purged; it is rebuilt, without the
+ *     idle ones, when half full: O(1) per command, no allocation but its
+ *     growth. `redis-pool-affinity client`: each client is pinned to one
+ *     connection (client id % pool size), as before issue 30.
  *   - submit() appends the command's bytes as received (fd_request.raw; an
  *     inline command is encoded as a multibulk from argv) to the connection's
  *     output buffer and records the request at the tail of the connection's
@@ -72,6 +87,14 @@
 #include "backend.h"
 #include "redis_conn.h"
 #include "host.h"
+#include "value/rdb.h"
+
+/* A client's latest request: on conns[conn], sequence seq (rc_last_seq). */
+typedef struct rb_client {
+    uint64_t id;                /* 0: an empty slot */
+    int      conn;
+    uint64_t seq;
+} rb_client;
 
 typedef struct rb_backend {
     rc_shared  sh;
@@ -79,6 +102,9 @@ typedef struct rb_backend {
     int        n;
     rc_conn   *conns;
     rc_conn   *relay;           /* pub/sub: one connection subscribed to every local name */
+    int        by_key;          /* redis-pool-affinity key */
+    rb_client *cl;              /* key affinity: clients' latest requests (capacity clcap, a power of two) */
+    size_t     clcap, clused;
     fd_backend *fb;
     /* statistics */
     uint64_t   forwarded, refused, failed;   /* failed: refused at submit (the connections count the rest) */
@@ -106,6 +132,7 @@ static int rb_open(fd_backend *fb, const fd_backend_config *cfg, char *err, size
     b->sh.blocking_max = cfg->redis_blocking_pool_size;
     b->fb = fb;
     b->n = cfg->redis_pool_size > 0 ? cfg->redis_pool_size : 4;
+    b->by_key = cfg->redis_pool_affinity == FD_REDIS_AFFINITY_KEY && b->n > 1;
     b->conns = calloc((size_t)b->n, sizeof *b->conns);
     if (!b->conns) { free(b->sh.password); free(b->sh.user); free(b); snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }
     if (cfg->redis_tls && rc_shared_tls(&b->sh, cfg->redis_tls_ca_cert_file, cfg->redis_tls_cert_file,
@@ -128,10 +155,70 @@ static void rb_close(fd_backend *fb) {
     if (b->relay) { rc_conn_destroy(b->relay); free(b->relay); }
     rc_shared_close(&b->sh);
     free(b->conns);
+    free(b->cl);
     free(b->sh.password);
     free(b->sh.user);
     free(b);
     fb->state = NULL;
+}
+
+static size_t cl_home(const rb_backend *b, uint64_t id) {
+    uint64_t h = id * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h >> 17) & (b->clcap - 1);
+}
+
+/* The slot of client id (or the empty slot where it would go); NULL when
+ * the table has none yet. */
+static rb_client *cl_find(rb_backend *b, uint64_t id) {
+    if (!b->clcap) return NULL;
+    for (size_t i = cl_home(b, id);; i = (i + 1) & (b->clcap - 1))
+        if (b->cl[i].id == id || !b->cl[i].id) return &b->cl[i];
+}
+
+/* Room for one more client: when half full, rebuild without the clients
+ * that have nothing in flight (doubling while still a quarter full). -1 out
+ * of memory. */
+static int cl_reserve(rb_backend *b) {
+    if (b->clcap && (b->clused + 1) * 2 <= b->clcap) return 0;
+    size_t live = 0;
+    for (size_t i = 0; i < b->clcap; i++)
+        if (b->cl[i].id && rc_seq_pending(&b->conns[b->cl[i].conn], b->cl[i].seq)) live++;
+    size_t cap = 64;
+    while ((live + 1) * 4 > cap) cap *= 2;
+    rb_client *nc = calloc(cap, sizeof *nc), *old = b->cl;
+    if (!nc) return -1;
+    size_t oldcap = b->clcap;
+    b->cl = nc;
+    b->clcap = cap;
+    b->clused = 0;
+    for (size_t i = 0; i < oldcap; i++)
+        if (old[i].id && rc_seq_pending(&b->conns[old[i].conn], old[i].seq)) {
+            *cl_find(b, old[i].id) = old[i];
+            b->clused++;
+        }
+    free(old);
+    return 0;
+}
+
+/* The connection for r (the header's "Data path"); *slot: the client's
+ * record to update once sent (NULL: none kept). */
+static int rb_pick(rb_backend *b, const fd_request *r, rb_client **slot) {
+    *slot = NULL;
+    int home = (int)(r->client_id % (uint64_t)b->n);
+    if (!b->by_key) return home;
+    int pos[1], k = -1;
+    if (r->cmd && fd_command_keys(r->cmd, r->argc, r->argv, pos, 1) >= 1)
+        k = (int)(fd_crc64(0, r->argv[pos[0]].ptr, r->argv[pos[0]].len) % (uint64_t)b->n);
+    if (!r->client_id) return k >= 0 ? k : home;          /* frontdoor's own request: no order to keep */
+    rb_client *e = cl_find(b, r->client_id);
+    if (e && e->id && rc_seq_pending(&b->conns[e->conn], e->seq)) { *slot = e; return e->conn; }
+    if (!e || !e->id) {
+        if (cl_reserve(b)) return home;                  /* out of memory: nothing recorded, the client's
+                                                          * connection keeps its order as before */
+        e = cl_find(b, r->client_id);
+    }
+    *slot = e;
+    return k >= 0 ? k : home;
 }
 
 static int rb_submit(fd_backend *fb, fd_request *r) {
@@ -149,7 +236,9 @@ static int rb_submit(fd_backend *fb, fd_request *r) {
         fd_reply_unsupported(r->out, name, "redis", why);
         return FD_OK;
     }
-    rc_conn *c = &b->conns[r->client_id % (uint64_t)b->n];
+    rb_client *rec;
+    int ci = rb_pick(b, r, &rec);
+    rc_conn *c = &b->conns[ci];
     if (c->state == RC_DOWN) {
         char msg[512];
         size_t ml = rc_unavailable(c, msg, sizeof msg);
@@ -164,6 +253,11 @@ static int rb_submit(fd_backend *fb, fd_request *r) {
         return FD_OK;
     }
     if (rc_send(c, proto, r->raw, r->rawlen, r->argc, r->argv, rb_reply, r->pending)) return FD_E_NOMEM;
+    if (rec) {
+        if (!rec->id) { rec->id = r->client_id; b->clused++; }
+        rec->conn = ci;
+        rec->seq = rc_last_seq(c);
+    }
     b->forwarded++;
     return FD_PENDING;
 }
@@ -219,6 +313,7 @@ static void rb_info(fd_backend *fb, resp_out *o) {
     int n = snprintf(line, sizeof line,
                      "redis_backend_address:%s\r\n"
                      "redis_backend_pool_size:%d\r\n"
+                     "redis_backend_pool_affinity:%s\r\n"
                      "redis_backend_connections_up:%d\r\n"
                      "redis_backend_inflight:%llu\r\n"
                      "redis_backend_forwarded:%llu\r\n"
@@ -228,7 +323,7 @@ static void rb_info(fd_backend *fb, resp_out *o) {
                      "redis_backend_reconnects:%llu\r\n"
                      "redis_backend_timeouts:%llu\r\n"
                      "redis_backend_timeout_ms:%lld\r\n",
-                     b->addr.name, b->n, up, (unsigned long long)inflight, (unsigned long long)b->forwarded,
+                     b->addr.name, b->n, b->by_key ? "key" : "client", up, (unsigned long long)inflight, (unsigned long long)b->forwarded,
                      (unsigned long long)b->refused, (unsigned long long)failed,
                      (unsigned long long)connects, (unsigned long long)reconnects,
                      (unsigned long long)timeouts, (long long)b->sh.timeout_ms);

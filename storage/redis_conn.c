@@ -97,6 +97,7 @@ static int q_push(rc_conn *c, rc_reply_fn fn, void *ctx, int kind, int64_t deadl
     s->kind = kind;
     s->deadline = deadline;
     c->qcount++;
+    c->qpushed++;
     if (fn) c->qclients++;
     return 0;
 }
@@ -105,6 +106,7 @@ static rc_slot q_pop(rc_conn *c) {
     rc_slot s = c->q[c->qhead];
     c->qhead = (c->qhead + 1) & (c->qcap - 1);
     c->qcount--;
+    c->qpopped++;
     if (s.fn) c->qclients--;
     return s;
 }

@@ -131,6 +131,9 @@ struct rc_conn {
     rc_slot   *q;               /* in-flight FIFO: ring of qcap (power of two) */
     size_t     qhead, qcount, qcap;
     size_t     qclients;        /* slots with a callback */
+    uint64_t   qpushed, qpopped; /* slots ever queued / completed (monotonic, never reset): a
+                                  * request queued when qpushed became n is done once qpopped >= n
+                                  * (the redis backend's key-affine routing, storage/redis.c) */
     char       lasterr[160];
     /* statistics */
     uint64_t   failed, connects, reconnects, timeouts;
@@ -211,5 +214,9 @@ const char *rc_support(const struct fd_command *cmd);
 
 /* Requests waiting for a reply (callbacks only). */
 static inline size_t rc_inflight(const rc_conn *c) { return c->qclients; }
+/* The sequence number of the request rc_send last queued on c (see qpushed),
+ * and whether the request of sequence seq is still waiting for its reply. */
+static inline uint64_t rc_last_seq(const rc_conn *c) { return c->qpushed; }
+static inline int rc_seq_pending(const rc_conn *c, uint64_t seq) { return c->qpopped < seq; }
 
 #endif
