@@ -7,6 +7,7 @@
 #include "log.h"
 #include "strmap.h"
 #include "../protocol/resp_scan.h"
+#include "../storage/value/zsetops.h"
 
 #include <limits.h>
 #include <math.h>
@@ -780,6 +781,17 @@ static void block_command(px_conn *c, int argc, resp_arg *argv, int kind, int tp
                 resp_add_error(&c->out, "ERR syntax error");
                 return;
             }
+    }
+    if (kind == K_LMPOP || kind == K_ZMPOP) {
+        /* Redis 7.0 reads numkeys, the end and COUNT before the timeout
+         * (lmpopGenericCommand, zmpopGenericCommand): their errors first,
+         * and never a node's -MOVED for a count that names no key */
+        long long nk, count;
+        int where, replied;
+        int s = fd_mpop_parse(argv, argc, 2, kind == K_ZMPOP, &nk, &where, &count, &c->out, &replied);
+        if (s == FD_E_SYNTAX) resp_add_error(&c->out, "ERR syntax error");
+        else if (s != FD_OK) resp_add_error(&c->out, PX_OOM_TEXT);
+        if (s != FD_OK || replied) return;
     }
     int64_t deadline = 0;                          /* streams: known from the storage's marker */
     if (tpos >= 0 && parse_timeout(c, &argv[tpos], &deadline)) return;

@@ -437,7 +437,16 @@ def differential(proto):
                      ("BLMPOP", "0", "1", "{d}l", "LEFT", "COUNT", "0"),
                      ("BZMPOP", "0", "1", "{d}z", "MIN"), ("BZMPOP", "0.01", "1", "{d}m", "MAX", "COUNT", "3"),
                      ("BLMPOP", "0.0001", "1", "{d}m", "LEFT"), ("BZMPOP", "0.0001", "1", "{d}m", "MIN"),
-                     ("BLMPOP", "inf", "1", "{d}m", "LEFT"), ("BZMPOP", "nan", "1", "{d}m", "MIN")):
+                     ("BLMPOP", "inf", "1", "{d}m", "LEFT"), ("BZMPOP", "nan", "1", "{d}m", "MIN"),
+                     # issue 25: numkeys, the end and COUNT are checked before the
+                     # timeout (a count naming no key never reaches a cluster node)
+                     ("BLMPOP", "-1", "0", "{d}m", "LEFT"), ("BLMPOP", "x", "1.5", "{d}m", "LEFT"),
+                     ("BZMPOP", "x", "0", "{d}m", "MIN"), ("BZMPOP", "-1", "-1", "{d}m", "MIN"),
+                     ("BLMPOP", "0.01", "+1", "{d}m", "LEFT"), ("BZMPOP", "0.01", "4294967297", "{d}m", "MIN"),
+                     ("BLMPOP", "-1", "4294967297", "{d}m", "LEFT"), ("BZMPOP", "-1", "1", "{d}m", "LEFT"),
+                     ("BLMPOP", "x", "1", "{d}m", "LEFT", "COUNT", "0"), ("BLMPOP", "x", "1", "{d}m", "LEFT", "extra"),
+                     ("BZMPOP", "-1", "1", "{d}m", "MIN", "COUNT", "1", "COUNT", "2"),
+                     ("BZMPOP", "x", "1", "{d}m", "MAX", "COUNT", "2")):
             d.cmd(*args)
     d.finish()
 
