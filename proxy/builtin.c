@@ -7,6 +7,7 @@
 #include "multi.h"
 #include "cmddocs.h"
 #include "backends.h"
+#include "../storage/cmdargs.h"
 #include "config.h"
 #include "tls.h"
 #include "log.h"
@@ -149,10 +150,8 @@ void px_cmd_hello(px_conn *c, int argc, resp_arg *argv) {
 
 void px_cmd_select(px_conn *c, int argc, resp_arg *argv) {
     long long db;
-    if (resp_str2ll(argv[1].ptr, argv[1].len, &db) || db < -2147483648LL || db > 2147483647LL) {
-        resp_add_error(&c->out, "ERR value is not an integer or out of range");
-        return;
-    }
+    const char *e = fd_arg_int_error(&argv[1], &db);
+    if (e) { resp_add_error(&c->out, e); return; }
     if (db != 0) { resp_add_error(&c->out, "ERR DB index is out of range"); return; }
     c->db = 0;
     resp_add_simple(&c->out, "OK", 2);

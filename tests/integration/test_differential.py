@@ -370,6 +370,11 @@ scripted("ping_echo_select", [
     ("ECHO", "hi"), ("ECHO", ""), ("ECHO", b"\x00\xff"), ("ECHO",), ("ECHO", "a", "b"),
     ("SELECT", "0"), ("SELECT", "1"), ("SELECT", "-1"), ("SELECT", "abc"), ("SELECT", "16"),
     ("SELECT",), ("SELECT", "0", "1"), ("SET", "x", "1"), ("SELECT", "0"), ("GET", "x"),
+    # issue 25: an index past int is Redis's range error (getIntFromObjectOrReply)
+    ("SELECT", "4294967296"), ("SELECT", "-2147483649"), ("SELECT", "2147483647"),
+    ("MOVE", "x", "4294967296"), ("MOVE", "x", "-2147483649"), ("MOVE", "x", "y"),
+    ("SWAPDB", "0", "4294967296"), ("SWAPDB", "x", "0"),
+    ("COPY", "x", "y", "DB", "4294967296"), ("COPY", "x", "y", "DB", "z"),
 ])
 
 def _long_key_steps():
