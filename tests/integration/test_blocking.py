@@ -641,6 +641,34 @@ def stream_differential(proto):
 
 
 @T.case
+def served_move_touches_watch():
+    """issue 27: the push a served BLMOVE/BRPOPLPUSH makes into its
+    destination touches a WATCH on it (and the pushed key's), as Redis 7.0;
+    a chain of moves touches every key along it. redis-server and frontdoor
+    run the same steps; EXEC aborts on both."""
+    ref = start_redis()
+    for block, watched, push in (
+            (("BLMOVE", "{w}src", "{w}dst", "LEFT", "RIGHT", "0"), "{w}dst", ("RPUSH", "{w}src", "x")),
+            (("BRPOPLPUSH", "{w}src", "{w}dst", "0"), "{w}dst", ("RPUSH", "{w}src", "x")),
+            (("BLMOVE", "{w}src", "{w}dst", "RIGHT", "LEFT", "0"), "{w}src", ("LPUSH", "{w}src", "x")),
+            (("BZMPOP", "0", "1", "{w}z", "MIN"), "{w}z", ("ZADD", "{w}z", "1", "a"))):
+        got = []
+        for srv, f in ((ref, None), (shared_frontdoor(), shared_frontdoor())):
+            with srv.conn() as a, srv.conn() as p, srv.conn() as w:
+                p.cmd("DEL", "{w}src", "{w}dst", "{w}z")
+                eq(w.cmd("WATCH", watched), b"+OK\r\n")
+                a.send(*block)
+                if f:
+                    wait_blocked(f, 1)
+                else:
+                    time.sleep(0.1)
+                p.cmd(*push)
+                got.append((a.read(), w.cmd("MULTI"), w.cmd("PING"), w.cmd("EXEC")))
+        if got[0] != got[1] or got[0][3] != b"*-1\r\n":
+            raise AssertionError("%r watching %s: redis-server %r, frontdoor %r" % (block, watched, got[0], got[1]))
+
+
+@T.case
 def differential_resp2():
     differential(2)
 
