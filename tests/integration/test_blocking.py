@@ -668,6 +668,61 @@ def served_move_touches_watch():
             raise AssertionError("%r watching %s: redis-server %r, frontdoor %r" % (block, watched, got[0], got[1]))
 
 
+# issue 27: several clients blocked in BLMPOP/BZMPOP (and the single-key
+# pops beside them): Redis serves every waiter of one ready key, first
+# blocked first and from that key, before the next ready key (in the order
+# they became ready)
+ORDER = [
+    ([("BLMPOP", "0", "2", "{o}k1", "{o}k2", "LEFT", "COUNT", "5"), ("BLMPOP", "0", "1", "{o}k2", "LEFT"),
+      ("BLMPOP", "0", "2", "{o}k1", "{o}k2", "RIGHT")],
+     [("MULTI",), ("RPUSH", "{o}k2", "a", "b"), ("RPUSH", "{o}k1", "c"), ("EXEC",)]),
+    ([("BLMPOP", "0", "2", "{o}k1", "{o}k2", "LEFT"), ("BLMPOP", "0", "2", "{o}k2", "{o}k1", "LEFT"),
+      ("BLMPOP", "0", "1", "{o}k1", "LEFT")],
+     [("MULTI",), ("RPUSH", "{o}k2", "a", "b"), ("RPUSH", "{o}k1", "c", "d"), ("EXEC",)]),
+    ([("BZMPOP", "0", "2", "{o}z1", "{o}z2", "MIN"), ("BZMPOP", "0", "2", "{o}z2", "{o}z1", "MAX", "COUNT", "2"),
+      ("BZMPOP", "0", "1", "{o}z1", "MIN")],
+     [("MULTI",), ("ZADD", "{o}z2", "1", "a", "2", "b", "3", "c"), ("ZADD", "{o}z1", "1", "x"), ("EXEC",)]),
+    ([("BLMPOP", "0", "2", "{o}k1", "{o}k2", "LEFT"), ("BLPOP", "{o}k2", "{o}k1", "0"),
+      ("BLMPOP", "0", "2", "{o}k2", "{o}k1", "RIGHT", "COUNT", "3")],
+     [("EVAL", "redis.call('rpush', KEYS[1], 'a', 'b') redis.call('rpush', KEYS[2], 'c') return 1",
+       "2", "{o}k1", "{o}k2")]),
+]
+
+
+def read_or_blocked(c):
+    try:
+        return c.read(0.5)
+    except Exception:
+        return "blocked"
+
+
+@T.case
+def several_waiters_served_in_redis_order():
+    ref = start_redis()
+    for blocks, pushes in ORDER:
+        got = []
+        for srv, f in ((ref, None), (shared_frontdoor(), shared_frontdoor())):
+            cs = [srv.conn() for _ in blocks]
+            with srv.conn() as p:
+                p.cmd("DEL", "{o}k1", "{o}k2", "{o}z1", "{o}z2")
+                for i, (c, b) in enumerate(zip(cs, blocks)):
+                    c.send(*b)
+                    if f:
+                        wait_blocked(f, i + 1)
+                    else:
+                        time.sleep(0.05)
+                for x in pushes:
+                    p.cmd(*x)
+                time.sleep(0.2)
+                got.append([read_or_blocked(c) for c in cs])
+                p.cmd("RPUSH", "{o}k1", "z", "z", "z")        # the one left waiting goes
+                p.cmd("ZADD", "{o}z1", "9", "z")
+            for c in cs:
+                c.close()
+        if got[0] != got[1]:
+            raise AssertionError("%r then %r: redis-server %r, frontdoor %r" % (blocks, pushes, got[0], got[1]))
+
+
 @T.case
 def differential_resp2():
     differential(2)
