@@ -211,8 +211,20 @@ static void touch_every(int flush) {
         for (wentry *e = wtable[h]; e; e = e->next) touch_entry(e, flush);
 }
 
+/* Writes that change nothing whatever the data, by their arguments alone
+ * (Redis 7.0 does not signal them): SMOVE from a set to itself (t_set.c),
+ * BITFIELD with no SET or INCRBY (its read-only path, bitops.c). */
+static int unchanged_by_args(const fd_command *cmd, int argc, const resp_arg *argv) {
+    if (cmd->id == FD_CMD_smove)
+        return argc == 4 && argv[1].len == argv[2].len && !memcmp(argv[1].ptr, argv[2].ptr, argv[1].len);
+    if (cmd->id != FD_CMD_bitfield) return 0;
+    for (int i = 2; i < argc; i++)
+        if (resp_arg_is(&argv[i], "set") || resp_arg_is(&argv[i], "incrby")) return 0;
+    return 1;
+}
+
 void px_watch_touch(const fd_command *cmd, int argc, const resp_arg *argv) {
-    if (!wcount) return;
+    if (!wcount || unchanged_by_args(cmd, argc, argv)) return;
     if (cmd->id == FD_CMD_flushdb || cmd->id == FD_CMD_flushall) { touch_every(1); return; }
     int pos[64], *pp = pos;
     if (argc > 64 && !(pp = malloc((size_t)argc * sizeof *pp))) { touch_every(0); return; }
