@@ -668,6 +668,34 @@ def served_move_touches_watch():
             raise AssertionError("%r watching %s: redis-server %r, frontdoor %r" % (block, watched, got[0], got[1]))
 
 
+@T.case
+def woken_by_sort_and_georadius_store():
+    """A waiter on the destination of SORT ... STORE or GEORADIUS ...
+    STOREDIST is woken by it, as in Redis 7.0 (their store keys are keys:
+    fd_command_keys, COMMAND GETKEYS)."""
+    ref = start_redis()
+    for block, writes in (
+            (("BLPOP", "{s}dst", "0"), [("RPUSH", "{s}l", "3", "1", "2"), ("SORT", "{s}l", "STORE", "{s}dst")]),
+            (("BZPOPMIN", "{s}gd", "0"), [("GEOADD", "{s}g", "13.361389", "38.115556", "a"),
+                                          ("GEORADIUS", "{s}g", "15", "37", "200", "km", "STOREDIST", "{s}gd")])):
+        got = []
+        for srv, f in ((ref, None), (shared_frontdoor(), shared_frontdoor())):
+            with srv.conn() as a, srv.conn() as p:
+                p.cmd("DEL", "{s}l", "{s}dst", "{s}g", "{s}gd")
+                a.send(*block)
+                if f:
+                    wait_blocked(f, 1)
+                else:
+                    time.sleep(0.1)
+                for w in writes:
+                    p.cmd(*w)
+                got.append(read_or_blocked(a))
+                p.cmd("RPUSH", "{s}dst", "z")
+                p.cmd("ZADD", "{s}gd", "1", "z")
+        if got[0] != got[1] or got[0] == "blocked":
+            raise AssertionError("%r: redis-server %r, frontdoor %r" % (block, got[0], got[1]))
+
+
 # issue 27: several clients blocked in BLMPOP/BZMPOP (and the single-key
 # pops beside them): Redis serves every waiter of one ready key, first
 # blocked first and from that key, before the next ready key (in the order
