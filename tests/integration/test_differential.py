@@ -374,7 +374,7 @@ scripted("ping_echo_select", [
     ("SELECT", "4294967296"), ("SELECT", "-2147483649"), ("SELECT", "2147483647"),
     ("MOVE", "x", "4294967296"), ("MOVE", "x", "-2147483649"), ("MOVE", "x", "y"),
     ("SWAPDB", "0", "4294967296"), ("SWAPDB", "x", "0"),
-    ("COPY", "x", "y", "DB", "4294967296"), ("COPY", "x", "y", "DB", "z"),
+    ("COPY", "{p}x", "{p}y", "DB", "4294967296"), ("COPY", "{p}x", "{p}y", "DB", "z"),
 ])
 
 def _long_key_steps():
