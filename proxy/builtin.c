@@ -246,7 +246,9 @@ static void add_command_docs(resp_out *o, const fd_command *cmd) {
 
 /* COMMAND GETKEYS command [arg...]: the keys fd_command_keys finds in the
  * call, with Redis 7.0's errors in its order (arity of GETKEYS, unknown
- * command, keyless command, the call's arity). A count of keys (NUMKEYS)
+ * command, keyless command, the call's arity; for a container, HELP has no
+ * key and a call without the key is short, but an unknown subcommand is not
+ * seen: the table has one row per container). A count of keys (NUMKEYS)
  * below 1 or past the arguments gives no key at all, as Redis's getkeys
  * procedures; no key is an error but for EVAL*'s and FCALL*'s (Redis's
  * NO_MANDATORY_KEYS), which answer an empty array. */
@@ -260,7 +262,14 @@ static void command_getkeys(px_conn *c, int argc, resp_arg *argv) {
         return;
     }
     int n = argc - 2;
-    if ((cmd->arity > 0 && cmd->arity != n) || n < -cmd->arity) {
+    /* a container's row stands for its subcommands: HELP has no key, a
+     * call that stops before the key is short (the subcommand's arity) */
+    if ((cmd->flags & FD_CMD_CONTAINER) && n >= 2 && resp_arg_is(&argv[3], "help")) {
+        resp_add_error(&c->out, "ERR The command has no key arguments");
+        return;
+    }
+    if ((cmd->arity > 0 && cmd->arity != n) || n < -cmd->arity ||
+        ((cmd->flags & FD_CMD_CONTAINER) && cmd->first_key > 0 && n <= cmd->first_key)) {
         resp_add_error(&c->out, "ERR Invalid number of arguments specified for command");
         return;
     }

@@ -82,6 +82,8 @@ GETKEYS = [
     ("xread", "streams", "a"), ("xread", "streams", "a", "b"), ("xread", "streams", "a", "b", "c"),
     ("xreadgroup", "group", "g", "c", "streams", "s", ">"), ("bitop", "and", "d", "a", "b"),
     ("object", "encoding", "k"), ("xgroup", "create", "k", "g", "0"),
+    ("object", "encoding"), ("xinfo", "stream"), ("object", "help"), ("xgroup", "HELP", "x"),
+    ("memory", "usage", "k", "samples", "5"), ("xinfo", "stream", "k", "full"),
     # SORT: the last STORE's key; LIMIT skips 2, GET and BY 1, the key itself is read as an option
     ("sort", "a", "store", "d"), ("SORT", "a", "STORE", "d"), ("sort", "a", "store"),
     ("sort", "a", "get", "store", "d"), ("sort", "a", "store", "limit", "x", "y", "d"),
