@@ -7,6 +7,7 @@
 #include "log.h"
 #include "strmap.h"
 #include "../protocol/resp_scan.h"
+#include "../storage/value/zsetops.h"
 
 #include <limits.h>
 #include <math.h>
@@ -169,6 +170,18 @@ static void make_ready(bkey *k) {
     if (ready_tail) ready_tail->ready_next = k;
     else ready_head = k;
     ready_tail = k;
+}
+
+/* k goes on serving its next waiter before any other ready key, as Redis
+ * 7.0 serves every client blocked on one ready key (while it has elements)
+ * before the next key (serveClientsBlockedOn*Key); keys signalled meanwhile
+ * wait behind. */
+static void make_ready_first(bkey *k) {
+    if (k->in_ready) return;
+    k->in_ready = 1;
+    k->ready_next = ready_head;
+    ready_head = k;
+    if (!ready_tail) ready_tail = k;
 }
 
 /* k was written: tried now, or again after the try in flight. */
@@ -487,15 +500,17 @@ static void wake_end(bkey *k, bnode *next, int go_on) {
     } else if (go_on && next) {
         k->has_resume = 1;
         k->resume = next;
-        make_ready(k);
+        make_ready_first(k);
     }
     k->busy = 0;
     maybe_free_key(k);
 }
 
-/* A stream waiter that was tried on another key meanwhile: its keys are
- * looked at again. */
-static void stream_recheck(px_blk *b, bkey *except) {
+/* A waiter that was in a try on another key when one of its keys was
+ * ready (serve_key passed it by, marking it dirty): its other keys are
+ * looked at again, so that the next waiters there are served (b itself,
+ * when still waiting, or after it). */
+static void recheck_keys(px_blk *b, bkey *except) {
     if (!b->dirty) return;
     b->dirty = 0;
     for (int i = 0; i < b->nnodes; i++)
@@ -684,6 +699,7 @@ static void on_try(void *arg, const char *reply, size_t len) {
         bnode *next = node_after(b, k);
         int stream = IS_STREAM(b->kind) || (next && IS_STREAM(next->b->kind));
         if (served) {
+            recheck_keys(b, k);
             finish_served(b, &(resp_arg){ k->e->name, k->e->len }, reply, len);
         } else if (b->kind == K_XGROUP && err && len >= 9 && !memcmp(reply, "-NOGROUP ", 9)) {
             static const resp_arg ex = { (char *)"exists", 6 };
@@ -708,8 +724,8 @@ static void on_try(void *arg, const char *reply, size_t len) {
             finish_unblocked(b);
         } else if (b->timed_out) {
             finish_null(b, 1);
-        } else if (IS_STREAM(b->kind)) {
-            stream_recheck(b, k);
+        } else {
+            recheck_keys(b, k);
         }
         wake_end(k, next, served || stream);
         k = NULL;
@@ -780,6 +796,17 @@ static void block_command(px_conn *c, int argc, resp_arg *argv, int kind, int tp
                 resp_add_error(&c->out, "ERR syntax error");
                 return;
             }
+    }
+    if (kind == K_LMPOP || kind == K_ZMPOP) {
+        /* Redis 7.0 reads numkeys, the end and COUNT before the timeout
+         * (lmpopGenericCommand, zmpopGenericCommand): their errors first,
+         * and never a node's -MOVED for a count that names no key */
+        long long nk, count;
+        int where, replied;
+        int s = fd_mpop_parse(argv, argc, 2, kind == K_ZMPOP, &nk, &where, &count, &c->out, &replied);
+        if (s == FD_E_SYNTAX) resp_add_error(&c->out, "ERR syntax error");
+        else if (s != FD_OK) resp_add_error(&c->out, PX_OOM_TEXT);
+        if (s != FD_OK || replied) return;
     }
     int64_t deadline = 0;                          /* streams: known from the storage's marker */
     if (tpos >= 0 && parse_timeout(c, &argv[tpos], &deadline)) return;

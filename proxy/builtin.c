@@ -7,6 +7,7 @@
 #include "multi.h"
 #include "cmddocs.h"
 #include "backends.h"
+#include "../storage/cmdargs.h"
 #include "config.h"
 #include "tls.h"
 #include "log.h"
@@ -149,10 +150,8 @@ void px_cmd_hello(px_conn *c, int argc, resp_arg *argv) {
 
 void px_cmd_select(px_conn *c, int argc, resp_arg *argv) {
     long long db;
-    if (resp_str2ll(argv[1].ptr, argv[1].len, &db) || db < -2147483648LL || db > 2147483647LL) {
-        resp_add_error(&c->out, "ERR value is not an integer or out of range");
-        return;
-    }
+    const char *e = fd_arg_int_error(&argv[1], &db);
+    if (e) { resp_add_error(&c->out, e); return; }
     if (db != 0) { resp_add_error(&c->out, "ERR DB index is out of range"); return; }
     c->db = 0;
     resp_add_simple(&c->out, "OK", 2);
@@ -245,6 +244,54 @@ static void add_command_docs(resp_out *o, const fd_command *cmd) {
     }
 }
 
+/* COMMAND GETKEYS command [arg...]: the keys fd_command_keys finds in the
+ * call, with Redis 7.0's errors in its order (arity of GETKEYS, unknown
+ * command, keyless command, the call's arity; for a container, HELP has no
+ * key and a call without the key is short, but an unknown subcommand is not
+ * seen: the table has one row per container). A count of keys (NUMKEYS)
+ * below 1 or past the arguments gives no key at all, as Redis's getkeys
+ * procedures; no key is an error but for EVAL*'s and FCALL*'s (Redis's
+ * NO_MANDATORY_KEYS), which answer an empty array. */
+static void command_getkeys(px_conn *c, int argc, resp_arg *argv) {
+    if (argc < 4) { resp_add_error(&c->out, "ERR wrong number of arguments for 'command|getkeys' command"); return; }
+    const fd_command *cmd = fd_command_lookup(argv[2].ptr, argv[2].len);
+    if (!cmd) { resp_add_error(&c->out, "ERR Invalid command specified"); return; }
+    uint32_t counted = FD_CMD_NUMKEYS1 | FD_CMD_NUMKEYS2;
+    if (cmd->first_key <= 0 && !(cmd->flags & (counted | FD_CMD_STREAMKEYS)) && cmd->id != FD_CMD_sort) {
+        resp_add_error(&c->out, "ERR The command has no key arguments");
+        return;
+    }
+    int n = argc - 2;
+    /* a container's row stands for its subcommands: HELP has no key, a
+     * call that stops before the key is short (the subcommand's arity) */
+    if ((cmd->flags & FD_CMD_CONTAINER) && n >= 2 && resp_arg_is(&argv[3], "help")) {
+        resp_add_error(&c->out, "ERR The command has no key arguments");
+        return;
+    }
+    if ((cmd->arity > 0 && cmd->arity != n) || n < -cmd->arity ||
+        ((cmd->flags & FD_CMD_CONTAINER) && cmd->first_key > 0 && n <= cmd->first_key)) {
+        resp_add_error(&c->out, "ERR Invalid number of arguments specified for command");
+        return;
+    }
+    int *pos = malloc((size_t)n * sizeof *pos), k = 0;
+    if (!pos) { px_reply_status(&c->out, FD_E_OOM, "command"); return; }
+    k = fd_command_keys(cmd, n, argv + 2, pos, n);
+    if (cmd->flags & counted) {
+        int at = (cmd->flags & FD_CMD_NUMKEYS1) ? 1 : 2;
+        long long want;
+        if (resp_str2ll(argv[2 + at].ptr, argv[2 + at].len, &want) || want < 1 || want > n - at - 1) k = 0;
+    }
+    int optional = cmd->id == FD_CMD_eval || cmd->id == FD_CMD_evalsha || cmd->id == FD_CMD_eval_ro ||
+                   cmd->id == FD_CMD_evalsha_ro || cmd->id == FD_CMD_fcall || cmd->id == FD_CMD_fcall_ro;
+    if (!k && !optional)
+        resp_add_error(&c->out, "ERR Invalid arguments specified for command");
+    else {
+        resp_add_array(&c->out, k);
+        for (int i = 0; i < k; i++) resp_add_bulk(&c->out, argv[2 + pos[i]].ptr, argv[2 + pos[i]].len);
+    }
+    free(pos);
+}
+
 void px_cmd_command(px_conn *c, int argc, resp_arg *argv) {
     size_t n;
     fd_command *t = fd_commands_table(&n);
@@ -308,11 +355,14 @@ void px_cmd_command(px_conn *c, int argc, resp_arg *argv) {
                 else shown++;
             }
         }
+    } else if (resp_arg_is(&*sub, "GETKEYS")) {
+        command_getkeys(c, argc, argv);
     } else if (resp_arg_is(&*sub, "HELP")) {
         static const char *const help[] = {
             "(no subcommand)", "    Return details about all commands.",
             "COUNT", "    Return the total number of commands.",
             "DOCS [<command-name> ...]", "    Return documentation details about commands.",
+            "GETKEYS <full-command>", "    Return the keys from a full Redis command.",
             "INFO [<command-name> ...]", "    Return details about the given commands, or all of them.",
             "LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]",
             "    Return a list of all commands, or those the filter selects.",

@@ -211,13 +211,25 @@ static void touch_every(int flush) {
         for (wentry *e = wtable[h]; e; e = e->next) touch_entry(e, flush);
 }
 
+/* Writes that change nothing whatever the data, by their arguments alone
+ * (Redis 7.0 does not signal them): SMOVE from a set to itself (t_set.c),
+ * BITFIELD with no SET or INCRBY (its read-only path, bitops.c). */
+static int unchanged_by_args(const fd_command *cmd, int argc, const resp_arg *argv) {
+    if (cmd->id == FD_CMD_smove)
+        return argc == 4 && argv[1].len == argv[2].len && !memcmp(argv[1].ptr, argv[2].ptr, argv[1].len);
+    if (cmd->id != FD_CMD_bitfield) return 0;
+    for (int i = 2; i < argc; i++)
+        if (resp_arg_is(&argv[i], "set") || resp_arg_is(&argv[i], "incrby")) return 0;
+    return 1;
+}
+
 void px_watch_touch(const fd_command *cmd, int argc, const resp_arg *argv) {
-    if (!wcount) return;
+    if (!wcount || unchanged_by_args(cmd, argc, argv)) return;
     if (cmd->id == FD_CMD_flushdb || cmd->id == FD_CMD_flushall) { touch_every(1); return; }
     int pos[64], *pp = pos;
     if (argc > 64 && !(pp = malloc((size_t)argc * sizeof *pp))) { touch_every(0); return; }
     int n = fd_command_keys(cmd, argc, argv, pp, argc > 64 ? argc : 64);
-    for (int i = 0; i < n; i++) {
+    for (int i = cmd->id == FD_CMD_sort; i < n; i++) {       /* SORT writes its STORE key only */
         wentry *e = wfind(argv[pp[i]].ptr, argv[pp[i]].len, 0);
         if (e) touch_entry(e, 0);
     }
@@ -249,9 +261,21 @@ static int reply_is_nothing(const char *r, size_t len) {
     return 0;
 }
 
+/* SORT touches its STORE key only (the sorted key is read): an empty result
+ * deletes the destination, which changes it only if it existed (Redis 7.0's
+ * sortCommandGeneric), hence the flush rule for a :0 reply. */
+static void touch_sort_store(int argc, const resp_arg *argv, const char *reply, size_t len) {
+    int pos[2];
+    int n = fd_command_keys(fd_command_by_id(FD_CMD_sort), argc, argv, pos, 2);
+    if (n < 2) return;
+    wentry *e = wfind(argv[pos[1]].ptr, argv[pos[1]].len, 0);
+    if (e) touch_entry(e, len == 4 && !memcmp(reply, ":0\r\n", 4));
+}
+
 void px_watch_touch_reply(const fd_command *cmd, int argc, const resp_arg *argv, const char *reply, size_t len) {
     if (!wcount || !(cmd->flags & FD_CMD_WRITE)) return;
     if (len && reply[0] == '-' && error_before_change(reply, len)) return;
+    if (cmd->id == FD_CMD_sort && (!len || reply[0] != '-')) { touch_sort_store(argc, argv, reply, len); return; }
     if ((cmd->flags & FD_CMD_TOUCH_CHANGED) && reply_is_nothing(reply, len)) {
         /* SET ... GET answers the old value: null when the key was absent,
          * set or not (only NX/XX make the null mean "not set") */

@@ -5,6 +5,7 @@
 #include "builtin.h"
 #include "config.h"
 #include "backends.h"
+#include "../storage/cmdargs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -508,7 +509,8 @@ void px_cmd_swapdb(px_conn *c, int argc, resp_arg *argv) {
 
 void px_cmd_move(px_conn *c, int argc, resp_arg *argv) {
     long long db;
-    if (db_index(&argv[2], &db)) { resp_add_error(&c->out, "ERR value is not an integer or out of range"); return; }
+    const char *e = fd_arg_int_error(&argv[2], &db);
+    if (e) { resp_add_error(&c->out, e); return; }
     if (db != 0) { resp_add_error(&c->out, ONE_DB); return; }
     resp_add_error(&c->out, "ERR source and destination objects are the same");
 }

@@ -417,6 +417,14 @@ int fd_zrange_empty(const fd_zrange *z)
     return 0;
 }
 
+const char *fd_arg_int_error(const resp_arg *a, long long *v)
+{
+    if (resp_str2ll(a->ptr, a->len, v) != 0) return "ERR value is not an integer or out of range";
+    if (*v < INT32_MIN || *v > INT32_MAX)
+        return "ERR value is out of range, value must between -2147483648 and 2147483647";
+    return NULL;
+}
+
 int fd_parse_copy_opts(const resp_arg *argv, int argc, int *replace, resp_out *out, int *replied)
 {
     *replace = 0;
@@ -426,12 +434,9 @@ int fd_parse_copy_opts(const resp_arg *argv, int argc, int *replace, resp_out *o
             *replace = 1;
         } else if (resp_arg_is(&argv[j], "db") && j + 1 < argc) {
             long long db;
-            const char *e = NULL;
             if (resp_str2ll(argv[j + 1].ptr, argv[j + 1].len, &db) != 0) return FD_E_NOTINT;
-            if (db < INT32_MIN || db > INT32_MAX)
-                e = "ERR value is out of range, value must between -2147483648 and 2147483647";
-            else if (db != 0)
-                e = "ERR DB index is out of range";
+            const char *e = fd_arg_int_error(&argv[j + 1], &db);
+            if (!e && db != 0) e = "ERR DB index is out of range";
             if (e) {
                 *replied = 1;
                 return resp_add_error(out, e) ? FD_E_NOMEM : FD_OK;

@@ -17,6 +17,11 @@
 /* An integer argument (string2ll rules): FD_OK, or FD_E_NOTINT. */
 int fd_arg_ll(const resp_arg *a, long long *v);
 
+/* Redis's getIntFromObjectOrReply without a message (a DB index: SELECT,
+ * MOVE, COPY ... DB): NULL with *v, or the error text ("value is not an
+ * integer or out of range", or the int range's). */
+const char *fd_arg_int_error(const resp_arg *a, long long *v);
+
 /* ---- SET / GETEX (Redis's parseExtendedStringArgumentsOrReply) */
 
 enum {

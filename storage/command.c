@@ -85,6 +85,28 @@ int fd_command_keys(const fd_command *cmd, int argc, const resp_arg *argv, int *
         int step = cmd->key_step > 0 ? cmd->key_step : 1;
         for (int i = cmd->first_key; i <= last && i < argc && n < max; i += step) pos[n++] = i;
     }
+    if (cmd->id == FD_CMD_sort) {              /* as Redis's sortGetKeys: the last STORE's key */
+        int store = 0;
+        for (int i = 2; i < argc; i++) {          /* LIMIT skips 2, GET and BY 1; the store key itself */
+            if (resp_arg_is(&argv[i], "limit")) i += 2;   /* is read as an option too, as Redis does */
+            else if (resp_arg_is(&argv[i], "store") && i + 1 < argc) store = i + 1;
+            else if (resp_arg_is(&argv[i], "get") || resp_arg_is(&argv[i], "by")) i++;
+        }
+        if (store && n < max) pos[n++] = store;
+        return n;
+    }
+    if (cmd->id == FD_CMD_georadius || cmd->id == FD_CMD_georadiusbymember) {
+        /* Redis 7.0's key specs: the key after the first STORE, then the
+         * one after the first STOREDIST, searched from the options on */
+        static const char *const kw[] = {"store", "storedist"};
+        for (int k = 0; k < 2; k++)
+            for (int i = cmd->id == FD_CMD_georadius ? 6 : 5; i < argc - 1; i++)
+                if (resp_arg_is(&argv[i], kw[k])) {
+                    if (n < max) pos[n++] = i + 1;
+                    break;
+                }
+        return n;
+    }
     if (cmd->flags & FD_CMD_STREAMKEYS) {      /* as Redis's xreadGetKeys */
         int sp = -1;
         for (int i = 1; i < argc; i++) {
@@ -95,7 +117,7 @@ int fd_command_keys(const fd_command *cmd, int argc, const resp_arg *argv, int *
             else break;
         }
         int num = sp < 0 ? 0 : argc - sp - 1;
-        if (num == 0 || num % 2) return n;
+        if (num == 0) return n;                  /* an odd count: the first half (Redis's key spec) */
         for (int i = 0; i < num / 2 && n < max; i++) pos[n++] = sp + 1 + i;
         return n;
     }

@@ -149,6 +149,9 @@ fd_command *fd_command_by_id(int id);
  * pos, in order (Redis's first/last/step; last -1 = the last argument).
  * With FD_CMD_NUMKEYS*, the counted keys follow (a count that is not a
  * non-negative integer counts none; the command's handler reports it).
+ * SORT adds the key of its last STORE (Redis's sortGetKeys), GEORADIUS and
+ * GEORADIUSBYMEMBER those of their first STORE and first STOREDIST (their
+ * key specs).
  * Returns how many; keyless commands have none. */
 int fd_command_keys(const fd_command *cmd, int argc, const resp_arg *argv, int *pos, int max);
 

@@ -438,6 +438,11 @@ int  mg_big_scan(mg_ctx *c, const char *lo, size_t lol, const char *hi, size_t h
 /* Delete the sub-documents (db0_stream) of the stream whose key document
  * m was read (DEL/UNLINK, after the key document went): FD_OK or MG_E_MONGO. */
 int  mg_stream_drop(mg_ctx *c, const mg_meta *m);
+/* COPY of a stream: its sub-documents copied under a fresh version, then the
+ * key document dst (src's fields, expiry included, with the new version),
+ * so that the copy shares nothing with the source. FD_OK, FD_E_CORRUPT,
+ * FD_E_NOMEM or MG_E_MONGO. */
+int  mg_stream_copy(mg_ctx *c, const resp_arg *dst, const bson_t *src);
 
 /* ================================================================ keys (mg_keys.c) */
 

@@ -134,7 +134,7 @@ int mg_cmd_copy(mg_ctx *c)
     int s = mg_key_live(c, da, &exists);
     if (s != FD_OK) { mg_meta_free(&sm); return s; }
     if (exists && !replace) { mg_meta_free(&sm); FD_OUT(resp_add_int(c->out, 0)); return FD_OK; }
-    s = mg_write_doc_copy(c, da, sm.doc);
+    s = sm.type == MG_T_STREAM ? mg_stream_copy(c, da, sm.doc) : mg_write_doc_copy(c, da, sm.doc);
     mg_meta_free(&sm);
     FD_TRY(s);
     FD_OUT(resp_add_int(c->out, 1));

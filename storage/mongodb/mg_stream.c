@@ -305,6 +305,44 @@ int mg_stream_drop(mg_ctx *c, const mg_meta *m)
     return ok ? FD_OK : mg_fail(c);
 }
 
+typedef struct copy_to { mg_sh *sh; mg_sk *to; } copy_to;
+
+static int copy_one(void *arg, const uint8_t *sub, size_t sl, const void *v, size_t vl)
+{
+    copy_to *t = arg;
+    return sio_put(t->sh, t->to, sub, sl, v, vl);     /* FD_OK is FD_SW_NEXT */
+}
+
+int mg_stream_copy(mg_ctx *c, const resp_arg *dst, const bson_t *src)
+{
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, src, "sv") || !BSON_ITER_HOLDS_INT64(&it)) return FD_E_CORRUPT;
+    mg_sk from = { .sv = bson_iter_int64(&it) }, *to = NULL;
+    set_hex(&from);
+    mg_sh sh = { c, mongoc_client_get_collection(c->client, c->b->dbname, MG_STREAM_COLL), NULL };
+    if (!sh.sc) return FD_E_NOMEM;
+    int s = sio_create(&sh, dst, (void **)&to);
+    if (s == FD_OK) {
+        copy_to t = { &sh, to };
+        s = sio_walk(&sh, &from, NULL, 0, NULL, 0, 0, copy_one, &t);
+    }
+    if (s == FD_OK) {              /* the key document last: the copy exists once it is whole */
+        bson_t d = BSON_INITIALIZER;
+        if (bson_iter_init(&it, src))
+            while (bson_iter_next(&it)) {
+                const char *k = bson_iter_key(&it);
+                if (!strcmp(k, "sv")) bson_append_int64(&d, "sv", -1, to->sv);
+                else if (strcmp(k, "_id")) bson_append_iter(&d, NULL, 0, &it);
+            }
+        s = mg_write_doc(c, dst, &d);
+        bson_destroy(&d);
+    }
+    free(to);
+    free(sh.got);
+    mongoc_collection_destroy(sh.sc);
+    return s;
+}
+
 static const fd_stream_io mg_stream_io = {
     .open = sio_open, .create = sio_create, .save = sio_save,
     .get = sio_get, .put = sio_put, .del = sio_del, .walk = sio_walk, .close = sio_close,

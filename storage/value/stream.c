@@ -1877,21 +1877,16 @@ int fd_stream_xgroup(fd_stream_call *c)
     sgroup g;
     int have_group = 0, st = FD_OK;
     const resp_arg *key = &c->argv[2], *gname = &c->argv[3];
-    if (which == 0 && c->argc <= 8) {
-        for (int i = 5; i < c->argc;) {
-            if (resp_arg_is(&c->argv[i], "mkstream")) { mkstream = 1; i++; }
-            else if (resp_arg_is(&c->argv[i], "entriesread") && i + 1 < c->argc) {
-                if (arg_ll(&c->argv[i + 1], &entries_read) != 0) return FD_E_NOTINT;
-                if (entries_read < 0 && entries_read != INVALID_READ)
-                    return err(c, "ERR value for ENTRIESREAD must be positive or -1");
-                i += 2;
-            } else return subcmd_syntax_err(c, "XGROUP");
-        }
-    } else if (which == 1 && c->argc == 7) {
-        if (!resp_arg_is(&c->argv[5], "entriesread")) return subcmd_syntax_err(c, "XGROUP");
-        if (arg_ll(&c->argv[6], &entries_read) != 0) return FD_E_NOTINT;
-        if (entries_read < 0 && entries_read != INVALID_READ)
-            return err(c, "ERR value for ENTRIESREAD must be positive or -1");
+    /* CREATE's and SETID's options come first, whatever the key (Redis 7.0's
+     * xgroupCommand: before the lookup, the key's type and existence) */
+    for (int i = 5; (which == 0 || which == 1) && i < c->argc;) {
+        if (which == 0 && resp_arg_is(&c->argv[i], "mkstream")) { mkstream = 1; i++; }
+        else if (resp_arg_is(&c->argv[i], "entriesread") && i + 1 < c->argc) {
+            if (arg_ll(&c->argv[i + 1], &entries_read) != 0) return FD_E_NOTINT;
+            if (entries_read < 0 && entries_read != INVALID_READ)
+                return err(c, "ERR value for ENTRIESREAD must be positive or -1");
+            i += 2;
+        } else return subcmd_syntax_err(c, "XGROUP");
     }
     FD_TRY(s_open(c, key, &s));
     if (!mkstream) {

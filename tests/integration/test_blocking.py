@@ -498,7 +498,16 @@ def differential(proto):
                      ("BLMPOP", "0", "1", "{d}l", "LEFT", "COUNT", "0"),
                      ("BZMPOP", "0", "1", "{d}z", "MIN"), ("BZMPOP", "0.01", "1", "{d}m", "MAX", "COUNT", "3"),
                      ("BLMPOP", "0.0001", "1", "{d}m", "LEFT"), ("BZMPOP", "0.0001", "1", "{d}m", "MIN"),
-                     ("BLMPOP", "inf", "1", "{d}m", "LEFT"), ("BZMPOP", "nan", "1", "{d}m", "MIN")):
+                     ("BLMPOP", "inf", "1", "{d}m", "LEFT"), ("BZMPOP", "nan", "1", "{d}m", "MIN"),
+                     # issue 25: numkeys, the end and COUNT are checked before the
+                     # timeout (a count naming no key never reaches a cluster node)
+                     ("BLMPOP", "-1", "0", "{d}m", "LEFT"), ("BLMPOP", "x", "1.5", "{d}m", "LEFT"),
+                     ("BZMPOP", "x", "0", "{d}m", "MIN"), ("BZMPOP", "-1", "-1", "{d}m", "MIN"),
+                     ("BLMPOP", "0.01", "+1", "{d}m", "LEFT"), ("BZMPOP", "0.01", "4294967297", "{d}m", "MIN"),
+                     ("BLMPOP", "-1", "4294967297", "{d}m", "LEFT"), ("BZMPOP", "-1", "1", "{d}m", "LEFT"),
+                     ("BLMPOP", "x", "1", "{d}m", "LEFT", "COUNT", "0"), ("BLMPOP", "x", "1", "{d}m", "LEFT", "extra"),
+                     ("BZMPOP", "-1", "1", "{d}m", "MIN", "COUNT", "1", "COUNT", "2"),
+                     ("BZMPOP", "x", "1", "{d}m", "MAX", "COUNT", "2")):
             d.cmd(*args)
     d.finish()
 
@@ -690,6 +699,117 @@ def stream_differential(proto):
         a, b = d.ref.read(timeout=3), d.fd.read(timeout=3)
         d._compare("wake-up of %s" % args[0], mask(a), mask(b))
     d.finish()
+
+
+@T.case
+def served_move_touches_watch():
+    """issue 27: the push a served BLMOVE/BRPOPLPUSH makes into its
+    destination touches a WATCH on it (and the pushed key's), as Redis 7.0;
+    a chain of moves touches every key along it. redis-server and frontdoor
+    run the same steps; EXEC aborts on both."""
+    ref = start_redis()
+    for block, watched, push in (
+            (("BLMOVE", "{w}src", "{w}dst", "LEFT", "RIGHT", "0"), "{w}dst", ("RPUSH", "{w}src", "x")),
+            (("BRPOPLPUSH", "{w}src", "{w}dst", "0"), "{w}dst", ("RPUSH", "{w}src", "x")),
+            (("BLMOVE", "{w}src", "{w}dst", "RIGHT", "LEFT", "0"), "{w}src", ("LPUSH", "{w}src", "x")),
+            (("BZMPOP", "0", "1", "{w}z", "MIN"), "{w}z", ("ZADD", "{w}z", "1", "a"))):
+        got = []
+        for srv, f in ((ref, None), (shared_frontdoor(), shared_frontdoor())):
+            with srv.conn() as a, srv.conn() as p, srv.conn() as w:
+                p.cmd("DEL", "{w}src", "{w}dst", "{w}z")
+                eq(w.cmd("WATCH", watched), b"+OK\r\n")
+                a.send(*block)
+                if f:
+                    wait_blocked(f, 1)
+                else:
+                    time.sleep(0.1)
+                p.cmd(*push)
+                got.append((a.read(), w.cmd("MULTI"), w.cmd("PING"), w.cmd("EXEC")))
+        if got[0] != got[1] or got[0][3] != b"*-1\r\n":
+            raise AssertionError("%r watching %s: redis-server %r, frontdoor %r" % (block, watched, got[0], got[1]))
+
+
+@T.case
+def woken_by_sort_and_georadius_store():
+    """A waiter on the destination of SORT ... STORE or GEORADIUS ...
+    STOREDIST is woken by it, as in Redis 7.0 (their store keys are keys:
+    fd_command_keys, COMMAND GETKEYS)."""
+    ref = start_redis()
+    for block, writes in (
+            (("BLPOP", "{s}dst", "0"), [("RPUSH", "{s}l", "3", "1", "2"), ("SORT", "{s}l", "STORE", "{s}dst")]),
+            (("BZPOPMIN", "{s}gd", "0"), [("GEOADD", "{s}g", "13.361389", "38.115556", "a"),
+                                          ("GEORADIUS", "{s}g", "15", "37", "200", "km", "STOREDIST", "{s}gd")])):
+        got = []
+        for srv, f in ((ref, None), (shared_frontdoor(), shared_frontdoor())):
+            with srv.conn() as a, srv.conn() as p:
+                p.cmd("DEL", "{s}l", "{s}dst", "{s}g", "{s}gd")
+                a.send(*block)
+                if f:
+                    wait_blocked(f, 1)
+                else:
+                    time.sleep(0.1)
+                for w in writes:
+                    p.cmd(*w)
+                got.append(read_or_blocked(a))
+                p.cmd("RPUSH", "{s}dst", "z")
+                p.cmd("ZADD", "{s}gd", "1", "z")
+        if got[0] != got[1] or got[0] == "blocked":
+            raise AssertionError("%r: redis-server %r, frontdoor %r" % (block, got[0], got[1]))
+
+
+# issue 27: several clients blocked in BLMPOP/BZMPOP (and the single-key
+# pops beside them): Redis serves every waiter of one ready key, first
+# blocked first and from that key, before the next ready key (in the order
+# they became ready)
+ORDER = [
+    ([("BLMPOP", "0", "2", "{o}k1", "{o}k2", "LEFT", "COUNT", "5"), ("BLMPOP", "0", "1", "{o}k2", "LEFT"),
+      ("BLMPOP", "0", "2", "{o}k1", "{o}k2", "RIGHT")],
+     [("MULTI",), ("RPUSH", "{o}k2", "a", "b"), ("RPUSH", "{o}k1", "c"), ("EXEC",)]),
+    ([("BLMPOP", "0", "2", "{o}k1", "{o}k2", "LEFT"), ("BLMPOP", "0", "2", "{o}k2", "{o}k1", "LEFT"),
+      ("BLMPOP", "0", "1", "{o}k1", "LEFT")],
+     [("MULTI",), ("RPUSH", "{o}k2", "a", "b"), ("RPUSH", "{o}k1", "c", "d"), ("EXEC",)]),
+    ([("BZMPOP", "0", "2", "{o}z1", "{o}z2", "MIN"), ("BZMPOP", "0", "2", "{o}z2", "{o}z1", "MAX", "COUNT", "2"),
+      ("BZMPOP", "0", "1", "{o}z1", "MIN")],
+     [("MULTI",), ("ZADD", "{o}z2", "1", "a", "2", "b", "3", "c"), ("ZADD", "{o}z1", "1", "x"), ("EXEC",)]),
+    ([("BLMPOP", "0", "2", "{o}k1", "{o}k2", "LEFT"), ("BLPOP", "{o}k2", "{o}k1", "0"),
+      ("BLMPOP", "0", "2", "{o}k2", "{o}k1", "RIGHT", "COUNT", "3")],
+     [("EVAL", "redis.call('rpush', KEYS[1], 'a', 'b') redis.call('rpush', KEYS[2], 'c') return 1",
+       "2", "{o}k1", "{o}k2")]),
+]
+
+
+def read_or_blocked(c):
+    try:
+        return c.read(0.5)
+    except Exception:
+        return "blocked"
+
+
+@T.case
+def several_waiters_served_in_redis_order():
+    ref = start_redis()
+    for blocks, pushes in ORDER:
+        got = []
+        for srv, f in ((ref, None), (shared_frontdoor(), shared_frontdoor())):
+            cs = [srv.conn() for _ in blocks]
+            with srv.conn() as p:
+                p.cmd("DEL", "{o}k1", "{o}k2", "{o}z1", "{o}z2")
+                for i, (c, b) in enumerate(zip(cs, blocks)):
+                    c.send(*b)
+                    if f:
+                        wait_blocked(f, i + 1)
+                    else:
+                        time.sleep(0.05)
+                for x in pushes:
+                    p.cmd(*x)
+                time.sleep(0.2)
+                got.append([read_or_blocked(c) for c in cs])
+                p.cmd("RPUSH", "{o}k1", "z", "z", "z")        # the one left waiting goes
+                p.cmd("ZADD", "{o}z1", "9", "z")
+            for c in cs:
+                c.close()
+        if got[0] != got[1]:
+            raise AssertionError("%r then %r: redis-server %r, frontdoor %r" % (blocks, pushes, got[0], got[1]))
 
 
 @T.case

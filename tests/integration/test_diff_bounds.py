@@ -47,6 +47,9 @@ scripted("bounds_rand_count_ranges", [
     ("ZRANDMEMBER", "z", BIG, "WITHSCORES"), ("ZRANDMEMBER", "z", LMIN), ("ZRANDMEMBER", "z", LMIN, "WITHSCORES"),
     ("ZRANDMEMBER", "nokey", BIG, "WITHSCORES"), ("ZRANDMEMBER", "str", BIG, "WITHSCORES"),
     ("ZRANDMEMBER", "z", "x", "WITHSCORESX"), ("ZRANDMEMBER", "z", "5", "WITHSCORESX"),
+    # issue 25: a count that is no number comes first, whatever follows it or the key
+    ("HRANDFIELD", "nokey", "x", "y"), ("HRANDFIELD", "str", "x", "y"), ("HRANDFIELD", "h", "x", "y", "z"),
+    ("ZRANDMEMBER", "nokey", "x", "y"), ("ZRANDMEMBER", "str", "x", "y"),
 ])
 
 

@@ -15,6 +15,9 @@ differently), so that number alone is normalised.
 
 Each pass uses commands of its own (a histogram counts for the whole life
 of the shared servers).
+
+COMMAND GETKEYS: the keys of a call as Redis 7.0 finds them (SORT's STORE,
+GEORADIUS's STORE/STOREDIST, counted keys), its errors in its order.
 """
 import os
 import re
@@ -64,6 +67,43 @@ def latency_histogram_as_redis():
     for resp3 in (False, True):
         d = diff_pair(resp3)
         latency_histogram_steps(d, resp3)
+        if d.mismatches:
+            raise AssertionError(("RESP3: " if resp3 else "RESP2: ") + d.report())
+
+
+# COMMAND GETKEYS (proxy/builtin.c, storage/command.c fd_command_keys): the
+# keys as Redis 7.0 finds them, its errors in its order
+GETKEYS = [
+    (), ("get",), ("nosuch", "a"), ("ping", "x"), ("get", "a", "b"), ("config", "get", "x"),
+    ("get", "a"), ("GET", "a"), ("del", "a", "b", "c"), ("mset", "a", "1", "b"), ("mset", "a", "1", "b", "2"),
+    ("eval", "s", "0"), ("eval", "s", "1", "k"), ("eval", "s", "2", "k"), ("fcall", "f", "-1", "k"),
+    ("zunionstore", "d", "0", "a"), ("zunionstore", "d", "x", "a"), ("zunionstore", "d", "1", "a"),
+    ("blmpop", "0", "2", "a", "b", "left"), ("lmpop", "1", "a", "left"), ("sintercard", "2", "a", "b"),
+    ("xread", "streams", "a"), ("xread", "streams", "a", "b"), ("xread", "streams", "a", "b", "c"),
+    ("xreadgroup", "group", "g", "c", "streams", "s", ">"), ("bitop", "and", "d", "a", "b"),
+    ("object", "encoding", "k"), ("xgroup", "create", "k", "g", "0"),
+    ("object", "encoding"), ("xinfo", "stream"), ("object", "help"), ("xgroup", "HELP", "x"),
+    ("memory", "usage", "k", "samples", "5"), ("xinfo", "stream", "k", "full"),
+    # SORT: the last STORE's key; LIMIT skips 2, GET and BY 1, the key itself is read as an option
+    ("sort", "a", "store", "d"), ("SORT", "a", "STORE", "d"), ("sort", "a", "store"),
+    ("sort", "a", "get", "store", "d"), ("sort", "a", "store", "limit", "x", "y", "d"),
+    ("sort", "a", "by", "store", "store", "d"), ("sort", "a", "store", "d", "store", "e"),
+    ("sort", "a", "limit", "0", "1", "store", "d", "asc"), ("sort_ro", "a", "store", "d"),
+    ("georadius", "k", "0", "0", "1", "m", "store", "d"),
+    ("georadius", "k", "0", "0", "1", "m", "store", "d", "storedist", "e"),
+    ("georadiusbymember", "k", "m", "1", "m", "storedist", "d"),
+    ("georadius", "k", "0", "0", "1", "m", "store", "d", "store", "e"), ("georadius", "k", "0", "0", "1", "m", "store"),
+    ("georadius", "k", "0", "0", "1", "store", "d"), ("georadiusbymember", "k", "m", "1", "store", "d"),
+]
+
+
+@T.case
+def command_getkeys_as_redis():
+    for resp3 in (False, True):
+        d = diff_pair(resp3)
+        for call in GETKEYS:
+            d.cmd("COMMAND", "GETKEYS", *call)
+        d.cmd("command", "getkeys", "sort", "a", "store", "d")
         if d.mismatches:
             raise AssertionError(("RESP3: " if resp3 else "RESP2: ") + d.report())
 

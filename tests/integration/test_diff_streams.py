@@ -285,6 +285,36 @@ def xread_block_with_data_ready():
             eq(c.cmd("XREADGROUP", "GROUP", "g", "x", "BLOCK", "10", "STREAMS", "{x}s1", ">"), b"*-1\r\n")
 
 
+# issue 27: consecutive approximate trims with LIMIT remove whole nodes as
+# Redis does (100 entries a node), also after deletions inside the nodes
+scripted("xtrim_limit_consecutive",
+         [("XADD", "{x}tl", "%d-1" % i, "f", "v") for i in range(1, 251)]
+         + [("XDEL", "{x}tl", "%d-1" % i) for i in range(1, 250, 3)]
+         + [("XTRIM", "{x}tl", "MAXLEN", "~", "10", "LIMIT", "50"), ("XLEN", "{x}tl"),
+            ("XTRIM", "{x}tl", "MAXLEN", "~", "10", "LIMIT", "100"), ("XLEN", "{x}tl"),
+            ("XTRIM", "{x}tl", "MINID", "~", "200", "LIMIT", "1"), ("XLEN", "{x}tl"),
+            ("XTRIM", "{x}tl", "MAXLEN", "=", "10", "LIMIT", "0"), ("XLEN", "{x}tl")]
+         + [("XADD", "{x}tl", "MAXLEN", "~", "30", "LIMIT", "20", "%d-1" % i, "f%d" % (i % 3), "v")
+            for i in range(300, 420)]
+         + [("XLEN", "{x}tl"), ("XINFO", "STREAM", "{x}tl"), ("XRANGE", "{x}tl", "-", "+", "COUNT", "3"),
+            ("XTRIM", "{x}tl", "MINID", "~", "400", "LIMIT", "100"), ("XRANGE", "{x}tl", "-", "+", "COUNT", "2"),
+            ("DEL", "{x}tl")], protos=(2,))
+
+# issue 27: COPY of a stream keeps its groups: last-delivered id,
+# entries-read, consumers and their PEL (delivery times: near)
+scripted("copy_stream_with_groups", fill("{x}cs", 5) + [
+    ("XGROUP", "CREATE", "{x}cs", "g1", "0"), ("XGROUP", "CREATE", "{x}cs", "g2", "$", "ENTRIESREAD", "3"),
+    ("XREADGROUP", "GROUP", "g1", "alice", "COUNT", "2", "STREAMS", "{x}cs", ">"),
+    ("XREADGROUP", "GROUP", "g1", "bob", "COUNT", "1", "STREAMS", "{x}cs", ">"),
+    ("XGROUP", "CREATECONSUMER", "{x}cs", "g2", "carol"), ("XACK", "{x}cs", "g1", "1-0"),
+    ("COPY", "{x}cs", "{x}cd"), ("~", "XINFO", "STREAM", "{x}cd", "FULL"), ("~", "XINFO", "GROUPS", "{x}cd"),
+    ("~", "XINFO", "CONSUMERS", "{x}cd", "g1"), ("XPENDING", "{x}cd", "g1"),
+    ("XREADGROUP", "GROUP", "g1", "alice", "STREAMS", "{x}cd", ">"), ("XPENDING", "{x}cd", "g1"),
+    ("XPENDING", "{x}cs", "g1"), ("~", "XINFO", "GROUPS", "{x}cs"),
+    ("SET", "{x}cd2", "x"), ("COPY", "{x}cs", "{x}cd2"), ("COPY", "{x}cs", "{x}cd2", "REPLACE"),
+    ("~", "XINFO", "STREAM", "{x}cd2", "FULL"), ("DEL", "{x}cs", "{x}cd", "{x}cd2"),
+])
+
 # ------------------------------------------------------------ groups
 
 scripted("xgroup_subcommands", fill("s", 4) + [
@@ -312,6 +342,15 @@ scripted("xgroup_subcommands", fill("s", 4) + [
     ("XGROUP", "DESTROY", "s", "g", "x"), ("XGROUP", "CREATECONSUMER", "s", "g"), ("XGROUP", "SETID", "s", "g1", "0", "x"),
     ("XGROUP", "SETID", "s", "g1", "0", "ENTRIESREAD", "1", "x"),
     ("SET", "str", "v"), ("XGROUP", "CREATE", "str", "g", "0"), ("XGROUP", "CREATE", "str", "g", "0", "MKSTREAM"),
+    # issue 25: CREATE's and SETID's options are checked before the key
+    ("XGROUP", "SETID", "nokey9", "g", "0", "xx"), ("XGROUP", "SETID", "nokey9", "g", "0", "ENTRIESREAD"),
+    ("XGROUP", "SETID", "nokey9", "g", "0", "ENTRIESREAD", "x"), ("XGROUP", "SETID", "nokey9", "g", "0", "ENTRIESREAD", "-5"),
+    ("XGROUP", "SETID", "nokey9", "g", "0", "MKSTREAM"), ("XGROUP", "SETID", "nokey9", "g", "0", "ENTRIESREAD", "1", "ENTRIESREAD", "2"),
+    ("XGROUP", "CREATE", "nokey9", "g", "$", "xx"), ("XGROUP", "CREATE", "nokey9", "g", "$", "ENTRIESREAD", "-3"),
+    ("XGROUP", "CREATE", "nokey9", "g", "$", "MKSTREAM", "MKSTREAM", "MKSTREAM", "MKSTREAM"),
+    ("XGROUP", "CREATE", "str", "g", "$", "xx"), ("XGROUP", "SETID", "str", "g", "0", "xx"),
+    ("XGROUP", "SETID", "str", "g", "0", "ENTRIESREAD", "3"), ("XGROUP", "SETID", "nokey9", "g"),
+    ("XGROUP", "SETID", "s", "g1", "0", "ENTRIESREAD", "1", "ENTRIESREAD", "2"), ("XINFO", "GROUPS", "s"),
     ("XINFO", "HELP"), ("XINFO", "HELP", "x"), ("XINFO", "FOO", "x"), ("XINFO",), ("XINFO", "STREAM"),
     ("XINFO", "GROUPS", "s", "x"), ("XINFO", "CONSUMERS", "s"), ("XINFO", "CONSUMERS", "s", "nog"),
     ("XINFO", "STREAM", "nokey9"), ("XINFO", "STREAM", "str"), ("XINFO", "GROUPS", "nokey9"),

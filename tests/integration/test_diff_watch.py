@@ -178,6 +178,18 @@ NOOPS = [
     ("xdel_none", X, ("XDEL", "{t}k", "9-9")),
     ("xtrim_none", X, ("XTRIM", "{t}k", "MAXLEN", "10")),
     ("xadd_nomkstream_missing", [], ("XADD", "{t}k", "NOMKSTREAM", "*", "f", "v")),
+    # no change by their arguments alone (t_set.c, bitops.c)
+    ("smove_same_set", S, ("SMOVE", "{t}k", "{t}k", "a")),
+    ("smove_same_set_absent_member", S, ("SMOVE", "{t}k", "{t}k", "x")),
+    ("bitfield_get_only", [("BITFIELD", "{t}k", "SET", "u8", "0", "1")],
+     ("BITFIELD", "{t}k", "GET", "u8", "0", "OVERFLOW", "SAT", "GET", "i4", "3")),
+    ("bitfield_get_missing", [], ("BITFIELD", "{t}k", "GET", "u8", "0")),
+    # SORT reads its key and writes only the STORE key; an empty result over
+    # a missing destination changes nothing (Redis's sortGetKeys, sortCommandGeneric)
+    ("sort_watched_key", L, ("SORT", "{t}k", "ALPHA")),
+    ("sort_watched_key_store_elsewhere", L, ("SORT", "{t}k", "ALPHA", "STORE", "{t}o")),
+    ("sort_store_empty_missing_dest", [], ("SORT", "{t}s", "STORE", "{t}k")),
+    ("sort_store_empty_by_missing_dest", [("RPUSH", "{t}s", "1")], ("SORT", "{t}s", "LIMIT", "5", "1", "STORE", "{t}k")),
     ("xack_none", XG, ("XACK", "{t}k", "g", "1-1")),
     ("xgroup_destroy_missing", X, ("XGROUP", "DESTROY", "{t}k", "g")),
     ("xclaim_none", XG, ("XCLAIM", "{t}k", "g", "c", "0", "1-1")),
@@ -222,6 +234,11 @@ CHANGES = [
     ("incrby_zero", [("SET", "{t}k", "1")], ("INCRBY", "{t}k", "0")),
     ("zadd_score_update", Z, ("ZADD", "{t}k", "2", "a")),         # :0, yet changed
     ("sinterstore_empty_over_existing", ST, ("SINTERSTORE", "{t}k", "{t}x")),
+    ("bitfield_set_new_value", [("BITFIELD", "{t}k", "SET", "u8", "0", "1")], ("BITFIELD", "{t}k", "SET", "u8", "0", "2")),
+    ("bitfield_incrby_creates", [], ("BITFIELD", "{t}k", "GET", "u8", "0", "INCRBY", "u8", "0", "1")),
+    ("sort_store_into_watched", [("RPUSH", "{t}s", "2", "1")], ("SORT", "{t}s", "STORE", "{t}k")),
+    ("sort_store_last_of_two", [("RPUSH", "{t}s", "1")], ("SORT", "{t}s", "STORE", "{t}o", "STORE", "{t}k")),
+    ("sort_store_empty_over_existing", ST, ("SORT", "{t}x", "STORE", "{t}k")),
 ]
 
 

@@ -370,6 +370,11 @@ scripted("ping_echo_select", [
     ("ECHO", "hi"), ("ECHO", ""), ("ECHO", b"\x00\xff"), ("ECHO",), ("ECHO", "a", "b"),
     ("SELECT", "0"), ("SELECT", "1"), ("SELECT", "-1"), ("SELECT", "abc"), ("SELECT", "16"),
     ("SELECT",), ("SELECT", "0", "1"), ("SET", "x", "1"), ("SELECT", "0"), ("GET", "x"),
+    # issue 25: an index past int is Redis's range error (getIntFromObjectOrReply)
+    ("SELECT", "4294967296"), ("SELECT", "-2147483649"), ("SELECT", "2147483647"),
+    ("MOVE", "x", "4294967296"), ("MOVE", "x", "-2147483649"), ("MOVE", "x", "y"),
+    ("SWAPDB", "0", "4294967296"), ("SWAPDB", "x", "0"),
+    ("COPY", "{p}x", "{p}y", "DB", "4294967296"), ("COPY", "{p}x", "{p}y", "DB", "z"),
 ])
 
 def _long_key_steps():
@@ -786,6 +791,29 @@ def random_replies_are_members():
                 eq(fields.get(f), v, "HRANDFIELD h %d: value of %r" % (n, f))
             if n > 0:
                 eq(len(set(f for f, _ in pairs)), len(pairs), "HRANDFIELD h %d: distinct" % n)
+        # issue 27: ZRANDMEMBER with a positive count below a small set's
+        # size gives distinct members (scores theirs); at or above the size,
+        # the whole set as redis-server answers it (score order)
+        c.cmd("ZADD", "zs", "1", "a", "2", "b", "3", "c", "4", "d")
+        zs = {b"a": b"1", b"b": b"2", b"c": b"3", b"d": b"4"}
+        for n in (1, 2, 3) * 20:
+            got = parse(c.cmd("ZRANDMEMBER", "zs", n))
+            eq(len(got), n, "ZRANDMEMBER zs %d: count" % n)
+            eq(len(set(got)), n, "ZRANDMEMBER zs %d: distinct" % n)
+            check(set(got) <= set(zs), "ZRANDMEMBER zs %d: members only" % n, got)
+            got = parse(c.cmd("ZRANDMEMBER", "zs", n, "WITHSCORES"))
+            pairs = list(zip(got[0::2], got[1::2]))
+            eq(len(set(m for m, _ in pairs)), n, "ZRANDMEMBER zs %d WITHSCORES: distinct" % n)
+            for m, sc in pairs:
+                eq(zs.get(m), sc, "ZRANDMEMBER zs %d WITHSCORES: score of %r" % (n, m))
+        with ref.conn() as r:
+            r.cmd("DEL", "zs")
+            r.cmd("ZADD", "zs", "1", "a", "2", "b", "3", "c", "4", "d")
+            for args in (("4",), ("9",), ("4", "WITHSCORES"), ("100", "WITHSCORES")):
+                eq(c.cmd("ZRANDMEMBER", "zs", *args), r.cmd("ZRANDMEMBER", "zs", *args),
+                   "ZRANDMEMBER zs %s: the whole set as redis-server" % " ".join(args))
+            r.cmd("DEL", "zs")
+        c.cmd("DEL", "zs")
         c.cmd("ZADD", "z", *[x for i in range(25) for x in (i, b"z%02d" % i)])
         keys = set(parse(c.cmd("RANDOMKEY")) for _ in range(40))
         eq(keys, {b"h", b"z"}, "RANDOMKEY: the keys there are (both, over 40 calls)")
