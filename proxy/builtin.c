@@ -166,6 +166,30 @@ void px_cmd_time(px_conn *c, int argc, resp_arg *argv) {
     resp_add_bulk_ll(&c->out, (long long)tv.tv_usec);
 }
 
+/* WAIT numreplicas timeout: frontdoor is a server without replicas, on every
+ * backend (the client's writes are acknowledged by no replica: a Redis
+ * backend's own replicas are not the client's to wait for). Redis 7.0's
+ * argument checks and errors; the answer is :0 at once. Divergence: a Redis
+ * without replicas asked for numreplicas > 0 outside MULTI sleeps for the
+ * timeout (forever for 0) before its :0; frontdoor does not block. */
+void px_cmd_wait(px_conn *c, int argc, resp_arg *argv) {
+    long long n, ms;
+    (void)argc;
+    if (resp_str2ll(argv[1].ptr, argv[1].len, &n)) {
+        resp_add_error(&c->out, "ERR value is not an integer or out of range");
+        return;
+    }
+    if (resp_str2ll(argv[2].ptr, argv[2].len, &ms)) {
+        resp_add_error(&c->out, "ERR timeout is not an integer or out of range");
+        return;
+    }
+    if (ms < 0) {
+        resp_add_error(&c->out, "ERR timeout is negative");
+        return;
+    }
+    resp_add_int(&c->out, 0);
+}
+
 void px_cmd_lastsave(px_conn *c, int argc, resp_arg *argv) { resp_add_int(&c->out, (long long)px_srv.start_time); }
 
 /* ---------------------------------------------------------------- COMMAND */
@@ -441,15 +465,18 @@ void px_client_line(px_conn *x, char *buf, size_t len) {
     ev_tstamp now = ev_now(px_srv.loop);
     size_t nsub[3];
     px_pubsub_client_counts(x, nsub);
+    int queued = px_multi_queued(x);
     snprintf(buf, len,
              "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=%d sub=%zu psub=%zu ssub=%zu "
-             "multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu rbp=%zu obl=%zu oll=0 omem=%zu "
-             "tot-mem=%zu events=r cmd=%s user=%s redir=-1 resp=%d",
+             "multi=%d qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu rbp=%zu obl=%zu oll=0 omem=%zu "
+             "tot-mem=%zu events=r cmd=%s%s%s user=%s redir=-1 resp=%d",
              (unsigned long long)x->id, x->addr, x->laddr, x->fd, x->name ? x->name : "",
              (long long)(now - x->created), (long long)(now - x->last_interaction),
-             x->monitor ? "O" : x->blk ? "b" : nsub[0] + nsub[1] + nsub[2] ? "P" : "N", x->db, nsub[0], nsub[1], nsub[2],
+             x->monitor ? "O" : x->blk ? "b" : nsub[0] + nsub[1] + nsub[2] ? "P" : queued >= 0 ? "x" : "N", x->db, nsub[0],
+             nsub[1], nsub[2], queued,
              x->rlen - x->rpos, x->rcap - x->rlen, x->rcap, x->rlen, x->out.len - x->wpos, x->out.cap,
-             sizeof *x + x->rcap + x->out.cap, x->lastcmd ? x->lastcmd->name : "NULL", px_acl_username(x->user),
+             sizeof *x + x->rcap + x->out.cap, x->lastcmd ? x->lastcmd->name : "NULL", x->lastsub[0] ? "|" : "",
+             x->lastsub, px_acl_username(x->user),
              x->out.proto);
 }
 
@@ -480,7 +507,9 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
     } else if (resp_arg_is(&*sub, "LIST")) {
         resp_out all;
         resp_out_init(&all, 2);
-        for (px_conn *x = px_srv.clients; x; x = x->next) {
+        px_conn *x = px_srv.clients;             /* newest first: listed from the oldest, as Redis */
+        while (x && x->next) x = x->next;
+        for (; x; x = x->prev) {
             px_client_line(x, line, sizeof line);
             resp_out_raw(&all, line, strlen(line));
             resp_out_raw(&all, "\n", 1);
