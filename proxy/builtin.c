@@ -12,14 +12,19 @@
 #include "log.h"
 #include "acl.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/time.h>
 
+/* sub: a known subcommand (short): named in lower case, as Redis's fullname */
 static void reply_subcmd_arity(px_conn *c, const char *cmd, resp_arg *sub) {
-    resp_add_errorf(&c->out, "ERR wrong number of arguments for '%s|%.*s' command", cmd, (int)sub->len, sub->ptr);
+    char low[32];
+    size_t n = sub->len < sizeof low ? sub->len : sizeof low - 1;
+    for (size_t i = 0; i < n; i++) low[i] = (char)tolower((unsigned char)sub->ptr[i]);
+    resp_add_errorf(&c->out, "ERR wrong number of arguments for '%s|%.*s' command", cmd, (int)n, low);
 }
 
 static void reply_unknown_subcmd(px_conn *c, const char *cmd, resp_arg *sub) {
@@ -603,6 +608,25 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
         for (px_conn *x = px_srv.clients; x; x = x->next)
             if (x->id == (uint64_t)id) { done = px_block_unblock(x, how); break; }
         resp_add_int(&c->out, done);
+    } else if (resp_arg_is(sub, "GETREDIR")) {
+        /* no client tracks (CLIENT TRACKING is not served yet): Redis's
+         * answers for a client not in tracking mode */
+        if (argc != 2) { reply_subcmd_arity(c, "client", sub); return; }
+        resp_add_int(&c->out, -1);
+    } else if (resp_arg_is(sub, "TRACKINGINFO")) {
+        if (argc != 2) { reply_subcmd_arity(c, "client", sub); return; }
+        resp_add_map(&c->out, 3);
+        resp_add_bulk_cstr(&c->out, "flags");
+        resp_add_set(&c->out, 1);
+        resp_add_bulk_cstr(&c->out, "off");
+        resp_add_bulk_cstr(&c->out, "redirect");
+        resp_add_int(&c->out, -1);
+        resp_add_bulk_cstr(&c->out, "prefixes");
+        resp_add_array(&c->out, 0);
+    } else if (resp_arg_is(sub, "CACHING")) {
+        if (argc != 3) { reply_subcmd_arity(c, "client", sub); return; }
+        resp_add_error(&c->out, "ERR CLIENT CACHING can be called only when the client is in tracking mode with "
+                                "OPTIN or OPTOUT mode enabled");
     } else if (resp_arg_is(sub, "NO-EVICT") || resp_arg_is(sub, "NO-TOUCH")) {
         /* accepted: frontdoor evicts nothing and keeps no LRU/LFU clock */
         if (argc != 3) { reply_subcmd_arity(c, "client", sub); return; }
@@ -613,6 +637,8 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
         resp_add_simple(&c->out, "OK", 2);
     } else if (resp_arg_is(&*sub, "HELP")) {
         static const char *const help[] = {
+            "CACHING (YES|NO)", "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+            "GETREDIR", "    Return the client ID we are redirecting to when tracking is enabled.",
             "GETNAME", "    Return the name of the current connection.",
             "ID", "    Return the ID of the current connection.",
             "INFO", "    Return information about the current client connection.",
@@ -633,6 +659,7 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
             "NO-EVICT (ON|OFF)", "    Protect current client connection from eviction (accepted: frontdoor evicts nothing).",
             "NO-TOUCH (ON|OFF)", "    Will not touch LRU/LFU stats when this mode is on (accepted: no such stats).",
             "SETNAME <name>", "    Assign the name <name> to the current connection.",
+            "TRACKINGINFO", "    Report tracking status for the current connection (off: CLIENT TRACKING is not served).",
             "UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.",
             "HELP", "    Print this help.", NULL};
         px_reply_help(c, "CLIENT", help);

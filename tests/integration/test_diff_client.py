@@ -142,6 +142,21 @@ object_freq_steps = [
 ]
 diff_case(T, "object_freq_as_redis_without_lfu", object_freq_steps)
 
+# Client-side caching's read-only subcommands, for a client not tracking
+# (CLIENT TRACKING itself is not served yet: docs in README)
+tracking_off_steps = [
+    ("CLIENT", "GETREDIR"),
+    ("CLIENT", "GETREDIR", "x"),
+    ("CLIENT", "TRACKINGINFO"),
+    ("CLIENT", "TRACKINGINFO", "x"),
+    ("CLIENT", "CACHING", "YES"),
+    ("CLIENT", "CACHING", "no"),
+    ("CLIENT", "CACHING", "maybe"),
+    ("CLIENT", "CACHING"),
+    ("CLIENT", "CACHING", "YES", "x"),
+]
+diff_case(T, "tracking_subcommands_when_not_tracking", tracking_off_steps)
+
 client_info_steps = [
     ("CLIENT", "SETNAME", "ci-a"),
     info_step("CLIENT", "INFO"),
