@@ -485,6 +485,22 @@ void px_client_line(px_conn *x, char *buf, size_t len) {
              x->out.proto);
 }
 
+/* Redis's client types (CLIENT LIST TYPE, CLIENT KILL TYPE): 'n' normal,
+ * 'p' pubsub (subscribed to something), 'x' replica or master (frontdoor has
+ * no replication links: no client is one); -1 for a name Redis rejects */
+static int client_type_by_name(const resp_arg *a) {
+    if (resp_arg_is(a, "normal")) return 'n';
+    if (resp_arg_is(a, "pubsub")) return 'p';
+    if (resp_arg_is(a, "slave") || resp_arg_is(a, "replica") || resp_arg_is(a, "master")) return 'x';
+    return -1;
+}
+
+static int client_type(px_conn *x) {
+    size_t nsub[3];
+    px_pubsub_client_counts(x, nsub);
+    return nsub[0] + nsub[1] + nsub[2] ? 'p' : 'n';
+}
+
 void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
     resp_arg *sub = &argv[1];
     char line[1024];
@@ -510,14 +526,48 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
         line[l] = '\n';
         resp_add_verbatim(&c->out, "txt", line, l + 1);
     } else if (resp_arg_is(&*sub, "LIST")) {
+        /* CLIENT LIST [TYPE type] | [ID id...] (Redis 7.0): every client
+         * oldest first, those of a type, or the given ids in argument order */
+        int type = -1;
+        if (argc == 4 && resp_arg_is(&argv[2], "TYPE")) {
+            if ((type = client_type_by_name(&argv[3])) < 0) {
+                resp_add_errorf(&c->out, "ERR Unknown client type '%.*s'", (int)argv[3].len, argv[3].ptr);
+                return;
+            }
+        } else if (argc > 3 && resp_arg_is(&argv[2], "ID")) {
+            long long id;
+            for (int j = 3; j < argc; j++)
+                if (resp_str2ll(argv[j].ptr, argv[j].len, &id)) {
+                    resp_add_error(&c->out, "ERR Invalid client ID");
+                    return;
+                }
+        } else if (argc != 2) {
+            resp_add_error(&c->out, "ERR syntax error");
+            return;
+        }
         resp_out all;
         resp_out_init(&all, 2);
-        px_conn *x = px_srv.clients;             /* newest first: listed from the oldest, as Redis */
-        while (x && x->next) x = x->next;
-        for (; x; x = x->prev) {
-            px_client_line(x, line, sizeof line);
-            resp_out_raw(&all, line, strlen(line));
-            resp_out_raw(&all, "\n", 1);
+        if (argc > 3 && type < 0) {
+            for (int j = 3; j < argc; j++) {
+                long long id = 0;
+                resp_str2ll(argv[j].ptr, argv[j].len, &id);
+                for (px_conn *x = px_srv.clients; x; x = x->next)
+                    if (x->id == (uint64_t)id) {
+                        px_client_line(x, line, sizeof line);
+                        resp_out_raw(&all, line, strlen(line));
+                        resp_out_raw(&all, "\n", 1);
+                        break;
+                    }
+            }
+        } else {
+            px_conn *x = px_srv.clients;         /* newest first: listed from the oldest, as Redis */
+            while (x && x->next) x = x->next;
+            for (; x; x = x->prev) {
+                if (type >= 0 && client_type(x) != type) continue;
+                px_client_line(x, line, sizeof line);
+                resp_out_raw(&all, line, strlen(line));
+                resp_out_raw(&all, "\n", 1);
+            }
         }
         resp_add_verbatim(&c->out, "txt", all.data ? all.data : "", all.len);
         resp_out_free(&all);
@@ -526,7 +576,7 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
          * such client"), or CLIENT KILL <filter> <value> ... with the filters
          * ID, ADDR, LADDR, TYPE, USER, SKIPME (yes by default): every
          * matching client, counted, as Redis 7.0 */
-        int old = argc == 3, skipme = !old, type = -1;     /* type: 'n' normal, 'p' pubsub, 'x' none here */
+        int old = argc == 3, skipme = !old, type = -1;     /* client_type's */
         long long id = 0, killed = 0;
         const resp_arg *addr = old ? &argv[2] : NULL, *laddr = NULL;
         px_acl_user *user = NULL;
@@ -539,11 +589,7 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
                     return;
                 }
             } else if (resp_arg_is(opt, "TYPE")) {
-                if (resp_arg_is(val, "normal")) type = 'n';
-                else if (resp_arg_is(val, "pubsub")) type = 'p';
-                else if (resp_arg_is(val, "slave") || resp_arg_is(val, "replica") || resp_arg_is(val, "master"))
-                    type = 'x';     /* frontdoor has no replication links */
-                else {
+                if ((type = client_type_by_name(val)) < 0) {
                     resp_add_errorf(&c->out, "ERR Unknown client type '%.*s'", (int)val->len, val->ptr);
                     return;
                 }
@@ -570,11 +616,7 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
             if (laddr && !(strlen(x->laddr) == laddr->len && !memcmp(x->laddr, laddr->ptr, laddr->len))) continue;
             if (id && x->id != (uint64_t)id) continue;
             if (user && (x->user ? x->user : px_acl_default()) != user) continue;
-            if (type != -1) {
-                size_t nsub[3];
-                px_pubsub_client_counts(x, nsub);
-                if (type != (nsub[0] + nsub[1] + nsub[2] ? 'p' : 'n')) continue;
-            }
+            if (type != -1 && client_type(x) != type) continue;
             if (x == c && skipme) continue;
             x->flags |= PX_CONN_CLOSE_AFTER_REPLY;    /* the caller: after this reply */
             if (x->blk) x->flags |= PX_CONN_CLOSE_ASAP;   /* its blocked reply would never come */
@@ -655,7 +697,8 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
             "      Kill connections authenticated by <username>.",
             "    * SKIPME (YES|NO)",
             "      Skip killing current connection (default: yes).",
-            "LIST", "    Return information about client connections.",
+            "LIST [options ...]", "    Return information about client connections. Options:",
+            "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)", "      Return clients of specified type.",
             "NO-EVICT (ON|OFF)", "    Protect current client connection from eviction (accepted: frontdoor evicts nothing).",
             "NO-TOUCH (ON|OFF)", "    Will not touch LRU/LFU stats when this mode is on (accepted: no such stats).",
             "SETNAME <name>", "    Assign the name <name> to the current connection.",

@@ -12,6 +12,8 @@ MULTI, refused in a script. (numreplicas > 0 outside MULTI: Redis sleeps for
 the timeout first, frontdoor answers at once; docs/compatibility.md. The
 reply is the same, only its timing differs, so that case is compared too.)
 
+CLIENT LIST TYPE t / ID id...: Redis 7.0's filters and errors.
+
 CLIENT INFO / CLIENT LIST: the fields Redis 7.0 prints, in its order; the
 values that depend on the server's memory, sockets and clock (id addr laddr
 fd age idle qbuf qbuf-free argv-mem multi-mem rbs rbp obl omem tot-mem) are
@@ -156,6 +158,37 @@ tracking_off_steps = [
     ("CLIENT", "CACHING", "YES", "x"),
 ]
 diff_case(T, "tracking_subcommands_when_not_tracking", tracking_off_steps)
+
+def list_by_ids(two):
+    """CLIENT LIST ID <B's id> <A's id> <none> <B's id>: each server's own
+    ids; the lines in argument order, repeats kept, missing ids skipped."""
+    d = two.a
+    raws = []
+    for ca, cb in ((d.ref, two.b.ref), (d.fd, two.b.fd)):
+        ida = ca.cmd("CLIENT", "ID")[1:-2]
+        idb = cb.cmd("CLIENT", "ID")[1:-2]
+        raws.append(ca.cmd("CLIENT", "LIST", "ID", idb, ida, "987654", idb))
+    d._compare("CLIENT LIST ID b a none b", raws[0], raws[1],
+               same=lambda a, b: masked(payload(a)) == masked(payload(b)))
+
+
+client_list_filter_steps = [
+    ("CLIENT", "SETNAME", "la"),
+    ("@B", "CLIENT", "SETNAME", "lb"),
+    list_by_ids,
+    ("CLIENT", "LIST", "ID"),
+    ("CLIENT", "LIST", "ID", "x"),
+    ("CLIENT", "LIST", "ID", "1", "1.5"),
+    ("CLIENT", "LIST", "ID", "987654"),
+    ("CLIENT", "LIST", "TYPE", "master"),
+    ("CLIENT", "LIST", "TYPE", "replica"),
+    ("CLIENT", "LIST", "TYPE", "pubsub"),
+    ("CLIENT", "LIST", "TYPE", "foo"),
+    ("CLIENT", "LIST", "TYPE", "normal", "x"),
+    ("CLIENT", "LIST", "foo"),
+    lambda two: two.a.cmd("CLIENT", "LIST", "TYPE", "NORMAL", norm=lambda raw: masked(payload(raw))),
+]
+diff_case(T, "client_list_type_and_id_as_redis", client_list_filter_steps)
 
 client_info_steps = [
     ("CLIENT", "SETNAME", "ci-a"),
