@@ -190,6 +190,19 @@ client_list_filter_steps = [
 ]
 diff_case(T, "client_list_type_and_id_as_redis", client_list_filter_steps)
 
+def tracking_info_fields(two):
+    """INFO's client-side caching fields, in Redis's sections, with Redis's
+    values when no client tracks (0)."""
+    for sect, fields in (("clients", ("tracking_clients",)),
+                         ("stats", ("tracking_total_keys", "tracking_total_items", "tracking_total_prefixes"))):
+        for c, who in ((two.a.ref, "redis"), (two.a.fd, "frontdoor")):
+            text = payload(c.cmd("INFO", sect))
+            for f in fields:
+                check((b"\r\n%s:0\r\n" % f.encode()) in text, "%s INFO %s: %s:0" % (who, sect, f), text)
+
+
+diff_case(T, "info_tracking_fields", [tracking_info_fields])
+
 client_info_steps = [
     ("CLIENT", "SETNAME", "ci-a"),
     info_step("CLIENT", "INFO"),
