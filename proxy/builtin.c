@@ -13,14 +13,19 @@
 #include "log.h"
 #include "acl.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/time.h>
 
+/* sub: a known subcommand (short): named in lower case, as Redis's fullname */
 static void reply_subcmd_arity(px_conn *c, const char *cmd, resp_arg *sub) {
-    resp_add_errorf(&c->out, "ERR wrong number of arguments for '%s|%.*s' command", cmd, (int)sub->len, sub->ptr);
+    char low[32];
+    size_t n = sub->len < sizeof low ? sub->len : sizeof low - 1;
+    for (size_t i = 0; i < n; i++) low[i] = (char)tolower((unsigned char)sub->ptr[i]);
+    resp_add_errorf(&c->out, "ERR wrong number of arguments for '%s|%.*s' command", cmd, (int)n, low);
 }
 
 static void reply_unknown_subcmd(px_conn *c, const char *cmd, resp_arg *sub) {
@@ -163,6 +168,30 @@ void px_cmd_time(px_conn *c, int argc, resp_arg *argv) {
     resp_add_array(&c->out, 2);
     resp_add_bulk_ll(&c->out, (long long)tv.tv_sec);
     resp_add_bulk_ll(&c->out, (long long)tv.tv_usec);
+}
+
+/* WAIT numreplicas timeout: frontdoor is a server without replicas, on every
+ * backend (the client's writes are acknowledged by no replica: a Redis
+ * backend's own replicas are not the client's to wait for). Redis 7.0's
+ * argument checks and errors; the answer is :0 at once. Divergence: a Redis
+ * without replicas asked for numreplicas > 0 outside MULTI sleeps for the
+ * timeout (forever for 0) before its :0; frontdoor does not block. */
+void px_cmd_wait(px_conn *c, int argc, resp_arg *argv) {
+    long long n, ms;
+    (void)argc;
+    if (resp_str2ll(argv[1].ptr, argv[1].len, &n)) {
+        resp_add_error(&c->out, "ERR value is not an integer or out of range");
+        return;
+    }
+    if (resp_str2ll(argv[2].ptr, argv[2].len, &ms)) {
+        resp_add_error(&c->out, "ERR timeout is not an integer or out of range");
+        return;
+    }
+    if (ms < 0) {
+        resp_add_error(&c->out, "ERR timeout is negative");
+        return;
+    }
+    resp_add_int(&c->out, 0);
 }
 
 void px_cmd_lastsave(px_conn *c, int argc, resp_arg *argv) { resp_add_int(&c->out, (long long)px_srv.start_time); }
@@ -491,16 +520,35 @@ void px_client_line(px_conn *x, char *buf, size_t len) {
     ev_tstamp now = ev_now(px_srv.loop);
     size_t nsub[3];
     px_pubsub_client_counts(x, nsub);
+    int queued = px_multi_queued(x);
     snprintf(buf, len,
              "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=%d sub=%zu psub=%zu ssub=%zu "
-             "multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu rbp=%zu obl=%zu oll=0 omem=%zu "
-             "tot-mem=%zu events=r cmd=%s user=%s redir=-1 resp=%d",
+             "multi=%d qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu rbp=%zu obl=%zu oll=0 omem=%zu "
+             "tot-mem=%zu events=r cmd=%s%s%s user=%s redir=-1 resp=%d",
              (unsigned long long)x->id, x->addr, x->laddr, x->fd, x->name ? x->name : "",
              (long long)(now - x->created), (long long)(now - x->last_interaction),
-             x->monitor ? "O" : x->blk ? "b" : nsub[0] + nsub[1] + nsub[2] ? "P" : "N", x->db, nsub[0], nsub[1], nsub[2],
+             x->monitor ? "O" : x->blk ? "b" : nsub[0] + nsub[1] + nsub[2] ? "P" : queued >= 0 ? "x" : "N", x->db, nsub[0],
+             nsub[1], nsub[2], queued,
              x->rlen - x->rpos, x->rcap - x->rlen, x->rcap, x->rlen, x->out.len - x->wpos, x->out.cap,
-             sizeof *x + x->rcap + x->out.cap, x->lastcmd ? x->lastcmd->name : "NULL", px_acl_username(x->user),
+             sizeof *x + x->rcap + x->out.cap, x->lastcmd ? x->lastcmd->name : "NULL", x->lastsub[0] ? "|" : "",
+             x->lastsub, px_acl_username(x->user),
              x->out.proto);
+}
+
+/* Redis's client types (CLIENT LIST TYPE, CLIENT KILL TYPE): 'n' normal,
+ * 'p' pubsub (subscribed to something), 'x' replica or master (frontdoor has
+ * no replication links: no client is one); -1 for a name Redis rejects */
+static int client_type_by_name(const resp_arg *a) {
+    if (resp_arg_is(a, "normal")) return 'n';
+    if (resp_arg_is(a, "pubsub")) return 'p';
+    if (resp_arg_is(a, "slave") || resp_arg_is(a, "replica") || resp_arg_is(a, "master")) return 'x';
+    return -1;
+}
+
+static int client_type(px_conn *x) {
+    size_t nsub[3];
+    px_pubsub_client_counts(x, nsub);
+    return nsub[0] + nsub[1] + nsub[2] ? 'p' : 'n';
 }
 
 void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
@@ -528,12 +576,48 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
         line[l] = '\n';
         resp_add_verbatim(&c->out, "txt", line, l + 1);
     } else if (resp_arg_is(&*sub, "LIST")) {
+        /* CLIENT LIST [TYPE type] | [ID id...] (Redis 7.0): every client
+         * oldest first, those of a type, or the given ids in argument order */
+        int type = -1;
+        if (argc == 4 && resp_arg_is(&argv[2], "TYPE")) {
+            if ((type = client_type_by_name(&argv[3])) < 0) {
+                resp_add_errorf(&c->out, "ERR Unknown client type '%.*s'", (int)argv[3].len, argv[3].ptr);
+                return;
+            }
+        } else if (argc > 3 && resp_arg_is(&argv[2], "ID")) {
+            long long id;
+            for (int j = 3; j < argc; j++)
+                if (resp_str2ll(argv[j].ptr, argv[j].len, &id)) {
+                    resp_add_error(&c->out, "ERR Invalid client ID");
+                    return;
+                }
+        } else if (argc != 2) {
+            resp_add_error(&c->out, "ERR syntax error");
+            return;
+        }
         resp_out all;
         resp_out_init(&all, 2);
-        for (px_conn *x = px_srv.clients; x; x = x->next) {
-            px_client_line(x, line, sizeof line);
-            resp_out_raw(&all, line, strlen(line));
-            resp_out_raw(&all, "\n", 1);
+        if (argc > 3 && type < 0) {
+            for (int j = 3; j < argc; j++) {
+                long long id = 0;
+                resp_str2ll(argv[j].ptr, argv[j].len, &id);
+                for (px_conn *x = px_srv.clients; x; x = x->next)
+                    if (x->id == (uint64_t)id) {
+                        px_client_line(x, line, sizeof line);
+                        resp_out_raw(&all, line, strlen(line));
+                        resp_out_raw(&all, "\n", 1);
+                        break;
+                    }
+            }
+        } else {
+            px_conn *x = px_srv.clients;         /* newest first: listed from the oldest, as Redis */
+            while (x && x->next) x = x->next;
+            for (; x; x = x->prev) {
+                if (type >= 0 && client_type(x) != type) continue;
+                px_client_line(x, line, sizeof line);
+                resp_out_raw(&all, line, strlen(line));
+                resp_out_raw(&all, "\n", 1);
+            }
         }
         resp_add_verbatim(&c->out, "txt", all.data ? all.data : "", all.len);
         resp_out_free(&all);
@@ -542,7 +626,7 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
          * such client"), or CLIENT KILL <filter> <value> ... with the filters
          * ID, ADDR, LADDR, TYPE, USER, SKIPME (yes by default): every
          * matching client, counted, as Redis 7.0 */
-        int old = argc == 3, skipme = !old, type = -1;     /* type: 'n' normal, 'p' pubsub, 'x' none here */
+        int old = argc == 3, skipme = !old, type = -1;     /* client_type's */
         long long id = 0, killed = 0;
         const resp_arg *addr = old ? &argv[2] : NULL, *laddr = NULL;
         px_acl_user *user = NULL;
@@ -555,11 +639,7 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
                     return;
                 }
             } else if (resp_arg_is(opt, "TYPE")) {
-                if (resp_arg_is(val, "normal")) type = 'n';
-                else if (resp_arg_is(val, "pubsub")) type = 'p';
-                else if (resp_arg_is(val, "slave") || resp_arg_is(val, "replica") || resp_arg_is(val, "master"))
-                    type = 'x';     /* frontdoor has no replication links */
-                else {
+                if ((type = client_type_by_name(val)) < 0) {
                     resp_add_errorf(&c->out, "ERR Unknown client type '%.*s'", (int)val->len, val->ptr);
                     return;
                 }
@@ -586,11 +666,7 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
             if (laddr && !(strlen(x->laddr) == laddr->len && !memcmp(x->laddr, laddr->ptr, laddr->len))) continue;
             if (id && x->id != (uint64_t)id) continue;
             if (user && (x->user ? x->user : px_acl_default()) != user) continue;
-            if (type != -1) {
-                size_t nsub[3];
-                px_pubsub_client_counts(x, nsub);
-                if (type != (nsub[0] + nsub[1] + nsub[2] ? 'p' : 'n')) continue;
-            }
+            if (type != -1 && client_type(x) != type) continue;
             if (x == c && skipme) continue;
             x->flags |= PX_CONN_CLOSE_AFTER_REPLY;    /* the caller: after this reply */
             if (x->blk) x->flags |= PX_CONN_CLOSE_ASAP;   /* its blocked reply would never come */
@@ -624,6 +700,25 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
         for (px_conn *x = px_srv.clients; x; x = x->next)
             if (x->id == (uint64_t)id) { done = px_block_unblock(x, how); break; }
         resp_add_int(&c->out, done);
+    } else if (resp_arg_is(sub, "GETREDIR")) {
+        /* no client tracks (CLIENT TRACKING is not served yet): Redis's
+         * answers for a client not in tracking mode */
+        if (argc != 2) { reply_subcmd_arity(c, "client", sub); return; }
+        resp_add_int(&c->out, -1);
+    } else if (resp_arg_is(sub, "TRACKINGINFO")) {
+        if (argc != 2) { reply_subcmd_arity(c, "client", sub); return; }
+        resp_add_map(&c->out, 3);
+        resp_add_bulk_cstr(&c->out, "flags");
+        resp_add_set(&c->out, 1);
+        resp_add_bulk_cstr(&c->out, "off");
+        resp_add_bulk_cstr(&c->out, "redirect");
+        resp_add_int(&c->out, -1);
+        resp_add_bulk_cstr(&c->out, "prefixes");
+        resp_add_array(&c->out, 0);
+    } else if (resp_arg_is(sub, "CACHING")) {
+        if (argc != 3) { reply_subcmd_arity(c, "client", sub); return; }
+        resp_add_error(&c->out, "ERR CLIENT CACHING can be called only when the client is in tracking mode with "
+                                "OPTIN or OPTOUT mode enabled");
     } else if (resp_arg_is(sub, "NO-EVICT") || resp_arg_is(sub, "NO-TOUCH")) {
         /* accepted: frontdoor evicts nothing and keeps no LRU/LFU clock */
         if (argc != 3) { reply_subcmd_arity(c, "client", sub); return; }
@@ -634,6 +729,8 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
         resp_add_simple(&c->out, "OK", 2);
     } else if (resp_arg_is(&*sub, "HELP")) {
         static const char *const help[] = {
+            "CACHING (YES|NO)", "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+            "GETREDIR", "    Return the client ID we are redirecting to when tracking is enabled.",
             "GETNAME", "    Return the name of the current connection.",
             "ID", "    Return the ID of the current connection.",
             "INFO", "    Return information about the current client connection.",
@@ -650,10 +747,12 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
             "      Kill connections authenticated by <username>.",
             "    * SKIPME (YES|NO)",
             "      Skip killing current connection (default: yes).",
-            "LIST", "    Return information about client connections.",
+            "LIST [options ...]", "    Return information about client connections. Options:",
+            "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)", "      Return clients of specified type.",
             "NO-EVICT (ON|OFF)", "    Protect current client connection from eviction (accepted: frontdoor evicts nothing).",
             "NO-TOUCH (ON|OFF)", "    Will not touch LRU/LFU stats when this mode is on (accepted: no such stats).",
             "SETNAME <name>", "    Assign the name <name> to the current connection.",
+            "TRACKINGINFO", "    Report tracking status for the current connection (off: CLIENT TRACKING is not served).",
             "UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.",
             "HELP", "    Print this help.", NULL};
         px_reply_help(c, "CLIENT", help);

@@ -8,6 +8,7 @@
 #include "../storage/cmdargs.h"
 #include "log.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,8 +40,19 @@ static void capture_reply(void *ud, const char *reply, size_t len, int failed) {
     cp->waiting = 0;
 }
 
-void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp_out *out) {
+/* CLIENT LIST's cmd= (server.h: lastcmd, lastsub): as Redis's c->lastcmd,
+ * the command received as looked up (NULL: unknown), whatever follows —
+ * refused, queued in MULTI, run; not EXEC's or a script's inner commands */
+static void note_lastcmd(px_conn *c, const fd_command *cmd, int argc, const resp_arg *argv) {
     c->lastcmd = cmd;
+    c->lastsub[0] = 0;
+    if (cmd && (cmd->flags & FD_CMD_CONTAINER) && argc > 1 && argv[1].len < sizeof c->lastsub) {
+        for (size_t i = 0; i < argv[1].len; i++) c->lastsub[i] = (char)tolower((unsigned char)argv[1].ptr[i]);
+        c->lastsub[argv[1].len] = 0;
+    }
+}
+
+void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp_out *out) {
     uint64_t t0 = fd_mono_ns();
     px_handler h = px_handler_of(cmd);
     px_exec e = {.c = c, .script = 1, .cmd = cmd, .argc = argc, .argv = argv, .handler = h != NULL};
@@ -123,6 +135,7 @@ int px_forward(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
 void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
     fd_command *cmd = fd_command_lookup(argv[0].ptr, argv[0].len);
     size_t out0 = c->out.len;                      /* a rejection's error: errorstats */
+    note_lastcmd(c, cmd, argc, argv);
     px_srv.total_commands++;
     int g = PX_HOOK_GATE(received, c, cmd, argc, argv, raw, rawlen);
     if (g == PX_HOOK_REFUSED) goto rejected;
@@ -163,7 +176,6 @@ rejected:                                /* e.g. Redis 7.0's rejected_calls, and
  * the record is updated once — here for a proxy handler, by px_call
  * (or the pending reply's completion) for a backend. */
 int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
-    c->lastcmd = cmd;
     uint64_t t0 = fd_mono_ns(), t1;
     size_t out0 = c->out.len;
     px_handler h = px_handler_of(cmd);

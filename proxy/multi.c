@@ -37,6 +37,13 @@ static void multi_free(px_multi *m) {
     free(m);
 }
 
+/* the client whose EXEC runs its queue here, and the queue's length (Redis
+ * keeps the client in MULTI until EXEC ends: CLIENT LIST's flags=x multi=n) */
+static const px_conn *exec_conn;
+static int exec_n;
+
+int px_multi_queued(const px_conn *c) { return c->multi ? c->multi->n : c == exec_conn ? exec_n : -1; }
+
 resp_arg *px_cmd_copy(int argc, const resp_arg *argv, char **raw, size_t *rawlen) {
     size_t need = 32;
     for (int i = 0; i < argc; i++) need += argv[i].len + 24;
@@ -527,6 +534,8 @@ void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
     resp_add_array(&c->out, m->n);
     if (async) px_atomic_begin(c);
     c->atomic = 1;
+    exec_conn = c;
+    exec_n = m->n;
     for (int i = 0; i < m->n; i++) {
         px_qcmd *q = &m->q[i];
         size_t before = c->out.len;
@@ -536,6 +545,7 @@ void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
         px_ab_exec_local(i, c->out.data + before, c->out.len - before);
     }
     c->atomic = 0;
+    exec_conn = NULL;
     px_ab_exec_end(c);             /* the secondary's copy, inside the primary's unit */
     if (async) px_atomic_end();
     multi_free(m);

@@ -56,6 +56,9 @@ void px_multi_queue(px_conn *c, fd_command *cmd, int argc, resp_arg *argv);
 /* A command of a client in MULTI was refused by the central checks: EXEC
  * will answer -EXECABORT. No-op outside MULTI. */
 void px_multi_flag_error(px_conn *c);
+/* The number of commands c has queued since MULTI, -1 when not in MULTI
+ * (CLIENT LIST's multi=): during its EXEC, the count still, as Redis. */
+int  px_multi_queued(const px_conn *c);
 /* The client is closing (or RESET): drop its queue and its watches. */
 void px_multi_release(px_conn *c);
 

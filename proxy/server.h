@@ -49,7 +49,12 @@ typedef struct px_conn {
     char      *name;
     char       addr[64], laddr[64];
     ev_tstamp  created, last_interaction;
+    /* the last command run at top level (not EXEC's or a script's inner
+     * ones, as Redis's c->lastcmd) and, for a container, its subcommand as
+     * received, lower-cased ("" if none or longer than fits): CLIENT LIST's
+     * cmd=parent|sub */
     const fd_command *lastcmd;
+    char       lastsub[32];
     /* lists: all connections; connections touched in this turn */
     struct px_conn *prev, *next;
     struct px_conn *turn_next;
