@@ -1594,12 +1594,12 @@ def shared_pair():
 
 def diff_pair(resp3=False, flush=True, servers=None, timeout=5.0):
     """A Diff over new connections to servers (a (redis-server, frontdoor)
-    pair; default shared_pair(); frontdoor's connection with `timeout`):
+    pair; default shared_pair(); both connections with `timeout`):
     FLUSHDB on both first (unless flush=False), then HELLO 3 on both if resp3
     (each must reply with a map). The caller owns the Diff and its
     connections."""
     ref, fd = servers or shared_pair()
-    d = Diff(ref.conn(), fd.conn(timeout=timeout))
+    d = Diff(ref.conn(timeout=timeout), fd.conn(timeout=timeout))
     if flush:
         d.cmd("FLUSHDB")
     if resp3:
