@@ -1622,14 +1622,16 @@ class Probe:
               % (what, self.worst, max_latency))
 
 
-def settled_rss_kb(server, timeout=5.0, interval=0.2):
-    """The server's VmRSS once it stops moving (two samples `interval`
-    apart within 1 %, or the last sample after `timeout`)."""
+def settled_rss_kb(server, timeout=5.0, interval=0.2, field="VmRSS"):
+    """The server's VmRSS (or another /proc/PID/status field: RssAnon, its
+    own memory without the file pages it maps, e.g. LMDB's data file) once
+    it stops moving (two samples `interval` apart within 1 %, or the last
+    sample after `timeout`)."""
     deadline = time.monotonic() + timeout
-    prev = server.rss_kb()
+    prev = server.proc_status_kb(field)
     while time.monotonic() < deadline:
         time.sleep(interval)
-        cur = server.rss_kb()
+        cur = server.proc_status_kb(field)
         if abs(cur - prev) <= prev // 100:
             return cur
         prev = cur

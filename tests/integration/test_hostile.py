@@ -202,7 +202,10 @@ def drop_while_subscribed(fd, admin, rnd):
         subs.append(c)
     payload = "m" * 1024
     reps = admin.pipe(b"".join(encode("PUBLISH", "ch:%d" % rnd, payload) for _ in range(500)), 500)
-    eq(reps[-1], b":4\r\n", "the last message reached the 4 subscribers")
+    # on the redis backends the count is the server's: one relay connection
+    # (docs/pubsub.md)
+    want = 1 if os.environ.get("FD_BACKEND") in ("redis", "redis-cluster") else 4
+    eq(reps[-1], b":%d\r\n" % want, "the last message reached the 4 subscribers")
     for c in subs:
         c.close()
 
@@ -254,7 +257,8 @@ def hostile_rounds_leave_nothing_behind():
         wait_until(lambda: clients_info(admin).get("connected_clients") == "2", timeout=5,
                    what="the probe connected")
         try:
-            hostile_round(fd, admin, 0)                 # warm-up
+            hostile_round(fd, admin, -1)                # warm-up: two rounds
+            hostile_round(fd, admin, 0)
             base = settled_rss_kb(fd)
             rss = [base]
             for rnd in range(1, rounds + 1):
