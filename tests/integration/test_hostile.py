@@ -27,7 +27,7 @@ import socket
 import threading
 import time
 
-from fdtest import (Tests, Conn, Probe, start_frontdoor, check, eq, wait_until, encode,
+from fdtest import (Tests, Conn, ConnClosed, Probe, start_frontdoor, check, eq, wait_until, encode,
                     parse, info_fields, settled_rss_kb, HOST)
 
 T = Tests(case_timeout=120)
@@ -40,12 +40,16 @@ class Admin:
     """Checks on a fresh connection each time: one kept open would itself be
     closed by the 2 s idle timeout while a scenario runs."""
 
-    def __init__(self, port):
-        self.port = port
+    def __init__(self, fd):
+        self.fd, self.port = fd, fd.port
 
     def cmd(self, *args):
         with Conn(self.port, timeout=20) as c:
-            return c.cmd(*args)
+            try:
+                return c.cmd(*args)
+            except ConnClosed as e:
+                raise AssertionError("%s: connection closed, after %r\n  frontdoor log: %s"
+                                     % (args[0], e.partial, self.fd.log()[-1500:]))
 
     def pipe(self, data, n):
         with Conn(self.port, timeout=20) as c:
@@ -248,10 +252,10 @@ def hostile_round(fd, admin, rnd):
 
 @T.case
 def hostile_rounds_leave_nothing_behind():
-    fd = start_frontdoor(timeout=TIMEOUT, maxclients=MAXCLIENTS,
+    fd = start_frontdoor(timeout=TIMEOUT, maxclients=MAXCLIENTS, loglevel=os.environ.get("FD_LOGLEVEL"),
                          client_query_buffer_limit=1 << 20)
     rounds = int(os.environ.get("FD_HOSTILE_ROUNDS", "3"))
-    admin = Admin(fd.port)
+    admin = Admin(fd)
     if True:
         probe = Probe(fd.port).start()
         wait_until(lambda: clients_info(admin).get("connected_clients") == "2", timeout=5,
@@ -268,7 +272,10 @@ def hostile_rounds_leave_nothing_behind():
                       % (rnd, flooded, rss[-1], base))
         finally:
             probe.stop()
-        probe.check_ok("hostile rounds", max_latency=1.5)
+        # a script is atomic: the EVAL of 2000 INCRs holds every client for
+        # its run, seconds on the MongoDB emulator (Python)
+        bound = 10.0 if os.environ.get("FD_BACKEND") == "mongodb" else 1.5
+        probe.check_ok("hostile rounds", max_latency=bound)
         print("      probe: %d rounds, worst %.1f ms" % (probe.rounds, probe.worst * 1000))
         check(rss[-1] <= base * 1.10,
               "RSS %d kB after %d hostile rounds is more than 10 %% over its baseline %d kB "
