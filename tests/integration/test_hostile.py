@@ -23,7 +23,6 @@ FD_BACKEND.
 
 import errno
 import os
-import select
 import socket
 import threading
 import time
