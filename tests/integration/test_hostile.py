@@ -28,7 +28,7 @@ import threading
 import time
 
 from fdtest import (Tests, Conn, ConnClosed, Probe, start_frontdoor, check, eq, wait_until, encode,
-                    parse, info_fields, settled_rss_kb, HOST)
+                    parse, info_fields, settled_rss_kb, HOST, skip)
 
 T = Tests(case_timeout=120)
 
@@ -289,6 +289,37 @@ def hostile_rounds_leave_nothing_behind():
               "RSS %d kB after %d hostile rounds is more than 10 %% over its baseline %d kB "
               "(per round: %s)" % (rss[-1], rounds, base, rss))
         check(fd.alive(), "frontdoor alive")
+
+
+@T.case
+def one_commands_error_closes_nobody():
+    """A command's error in a turn that also writes is that command's reply,
+    not a failed commit: DUMP of a stream on the embedded backends answered
+    "stored data is corrupt" as a storage failure, the turn's commit failed
+    and every client whose write it held was closed (cmdfuzz, leveldb seed
+    604235377: MULTI; HMSET; DUMP stream; EXEC)."""
+    if os.environ.get("FD_BACKEND", "lmdb") not in ("lmdb", "leveldb"):
+        skip("DUMP of a stream works on the network backends")
+    fd = start_frontdoor()
+    a = Conn(fd.port)
+    eq(a.cmd("XADD", "st", "1-1", "f", "v"), b"$3\r\n1-1\r\n", "XADD")
+    dump_err = a.cmd("DUMP", "st")
+    check(dump_err.startswith(b"-ERR "), "DUMP of a stream is an error here: %r" % dump_err)
+    # a write and the DUMP in one pipeline (one turn, one commit)
+    a.send_raw(encode("SET", "w1", "1") + encode("DUMP", "st") + encode("GET", "w1"))
+    reps = a.read_n(3)
+    eq(reps, [b"+OK\r\n", dump_err, b"$1\r\n1\r\n"], "pipelined SET, DUMP, GET")
+    # inside a transaction with a write (the fuzzer's shape)
+    eq(a.cmd("MULTI"), b"+OK\r\n", "MULTI")
+    eq(a.cmd("SET", "w2", "2"), b"+QUEUED\r\n", "queued SET")
+    eq(a.cmd("DUMP", "st"), b"+QUEUED\r\n", "queued DUMP")
+    eq(a.cmd("EXEC"), b"*2\r\n+OK\r\n" + dump_err, "EXEC")
+    b = Conn(fd.port)
+    eq(b.cmd("MGET", "w1", "w2"), b"*2\r\n$1\r\n1\r\n$1\r\n2\r\n", "both writes committed")
+    eq(a.cmd("PING"), b"+PONG\r\n", "the client is still connected")
+    eq(int(info_fields(parse(b.cmd("INFO", "persistence"))).get("failed_commits", "-1")), 0, "no failed commit")
+    check("commit failed" not in fd.log(), "no commit failure in the log")
+    fd.stop()
 
 
 if __name__ == "__main__":
