@@ -133,6 +133,9 @@ void px_backend_cmd(const px_backend *be, int id, px_hist *out, uint64_t *errors
 
 /* Open the backend described by bs (copied), as `role`. NULL with err. */
 px_backend *px_backend_open(const px_backend_settings *bs, const char *role, char *err, size_t errlen);
+/* Close be (NULL: nothing) and free it; then, on glibc, give the heap's free
+ * pages back to the system (malloc_trim): a swap or A/B off is when a
+ * backend's traffic leaves holes in the heap. */
 void        px_backend_close(px_backend *be);
 /* Account for one answered request without a command id at hand (blocking
  * retries): into be->misc (is_error: the reply was an error). */

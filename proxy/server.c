@@ -464,9 +464,11 @@ static void on_cron(struct ev_loop *loop, ev_timer *w, int revents) {
         if (px_cfg.timeout > 0) {
             for (px_conn *c = px_srv.clients, *next; c; c = next) {
                 next = c->next;
-                /* blocked clients and subscribers are not idle (as in Redis) */
+                /* blocked clients and subscribers are not idle (as in Redis),
+                 * nor one held behind another's atomic unit: it sent a
+                 * command that waits (Redis would not run its cron then) */
                 if (now - c->last_interaction > (double)px_cfg.timeout && c->wpos == c->out.len && !c->pend_head &&
-                    !c->blk && !PX_HOOK_TEST(busy, c)) {
+                    !c->blk && !c->held && !PX_HOOK_TEST(busy, c)) {
                     px_log(PX_LOG_VERBOSE, "closing idle client %llu", (unsigned long long)c->id);
                     px_conn_close(c);
                 }

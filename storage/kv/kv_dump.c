@@ -88,6 +88,13 @@ int kv_cmd_dump(kv_ctx *c)
         if (s == FD_OK) s = kv_zset_walk(c, &r, -INFINITY, 0, INFINITY, 0, add_zent, &l);
         break;
     }
+    case KV_T_STREAM:
+        /* no stream payload here: a plain error, not a storage failure
+         * (FD_E_CORRUPT would break the turn's write transaction and close
+         * every client whose write it held) */
+        kv_list_free(&l);
+        FD_OUT(resp_add_error(c->out, "ERR DUMP of a stream is not supported by this backend"));
+        return FD_OK;
     default:
         s = FD_E_CORRUPT;
     }

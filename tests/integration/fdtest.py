@@ -1694,3 +1694,75 @@ def diff_pipelined(cmds):
     def step(two):
         two.a.pipeline(cmds)
     return step
+
+
+# --------------------------------------------------------------- hostile load helpers
+
+class Probe:
+    """A well-behaved client on its own thread while something hostile runs:
+    every `interval` s it SETs a fresh value on its own key and GETs it back,
+    and records errors (a wrong reply, a dropped connection) and the worst
+    round-trip. start() / stop(); then .errors, .rounds, .worst (seconds)."""
+
+    def __init__(self, port, key="probe:key", interval=0.02, timeout=5.0):
+        import threading
+        self.port, self.key, self.interval, self.timeout = port, key, interval, timeout
+        self.errors, self.rounds, self.worst = [], 0, 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        try:
+            c = Conn(self.port, timeout=self.timeout)
+        except OSError as e:
+            self.errors.append("probe connect: %r" % (e,))
+            return
+        with c:
+            while not self._stop.is_set():
+                v = b"%d" % self.rounds
+                t0 = time.monotonic()
+                try:
+                    c.send_raw(encode("SET", self.key, v) + encode("GET", self.key))
+                    got = c.read_n(2)
+                except Exception as e:       # noqa: BLE001 - recorded, reported by check_ok
+                    self.errors.append("round %d: %r" % (self.rounds, e))
+                    return
+                self.worst = max(self.worst, time.monotonic() - t0)
+                want = [b"+OK\r\n", b"$%d\r\n%s\r\n" % (len(v), v)]
+                if got != want:
+                    self.errors.append("round %d: %r != %r" % (self.rounds, got, want))
+                self.rounds += 1
+                self._stop.wait(self.interval)
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(self.timeout + 5)
+
+    def check_ok(self, what, max_latency=1.0, min_rounds=5):
+        """Fail unless every round was right, there were some, and the
+        worst round trip stayed under max_latency seconds."""
+        check(not self.errors, "%s: the well-behaved client saw errors" % what, self.errors[:5])
+        check(self.rounds >= min_rounds, "%s: the well-behaved client ran only %d rounds"
+              % (what, self.rounds))
+        check(self.worst <= max_latency, "%s: the well-behaved client waited %.3f s (bound %.1f s)"
+              % (what, self.worst, max_latency))
+
+
+def settled_rss_kb(server, timeout=5.0, interval=0.2, field="VmRSS"):
+    """The server's VmRSS (or another /proc/PID/status field: RssAnon, its
+    own memory without the file pages it maps, e.g. LMDB's data file) once
+    it stops moving (two samples `interval` apart within 1 %, or the last
+    sample after `timeout`)."""
+    deadline = time.monotonic() + timeout
+    prev = server.proc_status_kb(field)
+    while time.monotonic() < deadline:
+        time.sleep(interval)
+        cur = server.proc_status_kb(field)
+        if abs(cur - prev) <= prev // 100:
+            return cur
+        prev = cur
+    return prev
