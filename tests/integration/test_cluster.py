@@ -582,8 +582,10 @@ def first_commands_wait_for_the_map():
 def refused_commands_name_the_backend():
     ref, cluster, fd = shared()
     with fd.conn() as c:
-        eq(c.cmd("WAIT", "1", "0"),
-           b"-ERR 'wait' is not supported by frontdoor's redis-cluster backend: it would block a shared backend connection\r\n")
+        eq(c.cmd("COPY", "a", "b", "DB", "1"),
+           b"-ERR 'copy' is not supported by frontdoor's redis-cluster backend: its DB option would name the backend "
+           b"server's databases (frontdoor exposes one, redis-db there)\r\n")
+        eq(c.cmd("WAIT", "1", "0"), b":0\r\n")    # frontdoor answers as a server without replicas (README)
         eq(c.cmd("PING"), b"+PONG\r\n")
 
 

@@ -371,7 +371,9 @@ def shared_connection_breakers_refused():
         # (blocking pops and XREAD/XREADGROUP BLOCK on a lent connection,
         # (P)SUBSCRIBE, MONITOR, RESET: test_blocking.py, test_pubsub.py;
         # MULTI/EXEC/WATCH are served too: proxy/multi.c)
-        for cmd, why in [(("WAIT", "1", "0"), "it would block a shared backend connection")]:
+        # (WAIT: frontdoor answers it as a server without replicas, README)
+        for cmd, why in [(("COPY", "a", "b", "DB", "1"), "its DB option would name the backend server's "
+                                                          "databases (frontdoor exposes one, redis-db there)")]:
             eq(c.cmd(*cmd), ("-ERR '%s' is not supported by frontdoor's redis backend: %s\r\n"
                              % (cmd[0].lower(), why)).encode(), " ".join(cmd))
         # still usable, and XREAD without BLOCK is forwarded
