@@ -151,11 +151,7 @@ px_backend *px_backend_open(const px_backend_settings *bs, const char *role, cha
     fd_backend_config bc = {
         .dir = s->dir,
         .sync = s->durability,
-        .lmdb_map_size = (uint64_t)s->lmdb_map_size,
-        .leveldb_block_cache_size = (uint64_t)s->leveldb_block_cache_size,
-        .leveldb_write_buffer_size = (uint64_t)s->leveldb_write_buffer_size,
-        .leveldb_compression = s->leveldb_compression,
-        .leveldb_max_open_files = (int)s->leveldb_max_open_files,
+        .options = px_backend_options(s, ops->options),
         .loop = px_srv.loop,
         .redis_address = s->redis_address,
         .redis_pool_size = (int)s->redis_pool_size,

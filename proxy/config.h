@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include "../protocol/resp.h"
+#include "../storage/option.h"
 
 /* Everything that says how to open one backend. The running setup has two:
  * px_cfg.be (the primary, directives "backend", "dir", "redis-address", ...)
@@ -19,11 +20,6 @@ typedef struct px_backend_settings {
     char     *backend;               /* "" = none (the secondary's default) */
     char     *dir;
     int       durability;            /* 1 = sync, 0 = nosync */
-    long long lmdb_map_size;
-    long long leveldb_block_cache_size;
-    long long leveldb_write_buffer_size;
-    int       leveldb_compression;   /* 0 snappy, 1 none (FD_LEVELDB_*) */
-    long long leveldb_max_open_files;
     char     *redis_address;         /* redis backend: host:port or unix socket path */
     long long redis_pool_size;
     long long redis_blocking_pool_size;  /* connections lent to blocked clients (BLPOP...) */
@@ -42,7 +38,14 @@ typedef struct px_backend_settings {
     int       mongo_j;               /* FD_MONGO_J_*: auto, yes, no */
     long long mongo_wtimeout;
     long long mongo_big_threshold;   /* members beyond which a collection is one document per member */
+    /* the registered backends' own settings (storage/option.h), one struct
+     * per option set, laid out by config.c: px_backend_options() */
+    _Alignas(16) unsigned char options[FD_OPTION_SETS_MAX][FD_OPTION_SET_BYTES];
 } px_backend_settings;
+
+/* The settings struct of `set` (a backend's ops->options) in bs, as the
+ * backend's open() takes it; NULL when set is NULL or not registered. */
+const void *px_backend_options(const px_backend_settings *bs, const fd_option_set *set);
 
 enum { PX_AB_OFF = 0, PX_AB_SPLIT = 1, PX_AB_MIRROR = 2 };      /* ab_mode */
 enum { PX_AB_BY_KEY = 0, PX_AB_BY_CLIENT = 1 };                 /* ab_split_by */

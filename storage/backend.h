@@ -28,6 +28,7 @@
 #include "host.h"
 #include "command.h"
 #include "clock.h"
+#include "option.h"
 
 struct ev_loop;
 
@@ -37,12 +38,8 @@ struct ev_loop;
 typedef struct fd_backend_config {
     const char *dir;            /* data folder (embedded backends) */
     int         sync;           /* durability: 1 = sync (fsync per group commit), 0 = nosync */
-    uint64_t    lmdb_map_size;  /* bytes */
-    /* LevelDB (0 = the backend's default for each) */
-    uint64_t    leveldb_block_cache_size;   /* bytes of the LRU block cache */
-    uint64_t    leveldb_write_buffer_size;  /* bytes of memtable before a flush to L0 */
-    int         leveldb_compression;        /* FD_LEVELDB_SNAPPY (0) or FD_LEVELDB_NONE */
-    int         leveldb_max_open_files;
+    const void *options;        /* the backend's own settings struct (ops->options: storage/option.h),
+                                 * NULL = every row at its zero value (the backend's defaults) */
     long long   max_bulk;       /* proto-max-bulk-len: largest string value allowed */
     /* network backends */
     struct ev_loop *loop;       /* the proxy's libev loop: attach watchers here (loop thread only) */
@@ -67,7 +64,6 @@ typedef struct fd_backend_config {
      * at most this many at once over every server (0 = the default, 64) */
     int         redis_blocking_pool_size;
 } fd_backend_config;
-enum { FD_LEVELDB_SNAPPY = 0, FD_LEVELDB_NONE = 1 };   /* leveldb_compression */
 enum { FD_MONGO_J_AUTO = 0, FD_MONGO_J_YES = 1, FD_MONGO_J_NO = 2 };   /* mongo_j; auto: j:true when durability sync */
 
 
@@ -106,6 +102,8 @@ typedef struct fd_backend_ops {
                                                          * handle (r->pending); reads are answered in submit */
     int         passthrough;                            /* takes commands the table does not know (r->cmd NULL), e.g. a Redis server */
     int         embedded;                               /* keeps its data in `dir` (one process at a time: the folder is locked) */
+    const fd_option_set *options;                       /* its settings' rows (option.h), NULL = none of its own;
+                                                         * open() gets the struct in cfg->options */
     /* 0 or FD_E_*; on failure err gets a human-readable reason. */
     int  (*open)(fd_backend *b, const fd_backend_config *cfg, char *err, size_t errlen);
     void (*close)(fd_backend *b);

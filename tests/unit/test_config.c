@@ -2,6 +2,7 @@
  * comments, errors naming directive and line), --name value, CONFIG GET. */
 #include "test.h"
 #include "proxy/config.h"
+#include "storage/lmdb_settings.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -26,8 +27,10 @@ int main(void) {
     CHECK(px_cfg.proto_max_bulk_len == 512LL * 1024 * 1024);
 
     /* units as Redis's memtoll */
-    CHECK(px_config_set("lmdb-map-size", "2gb", 0, err, sizeof err) == 0 && px_cfg.be.lmdb_map_size == 2LL << 30);
-    CHECK(px_config_set("lmdb-map-size", "3m", 0, err, sizeof err) == 0 && px_cfg.be.lmdb_map_size == 3000000);
+    const fd_lmdb_settings *lms = px_backend_options(&px_cfg.be, &fd_lmdb_options);   /* the backend's own struct */
+    CHECK(lms && lms->map_size == 4LL << 30);
+    CHECK(px_config_set("lmdb-map-size", "2gb", 0, err, sizeof err) == 0 && lms->map_size == 2LL << 30);
+    CHECK(px_config_set("lmdb-map-size", "3m", 0, err, sizeof err) == 0 && lms->map_size == 3000000);
     CHECK(px_config_set("lmdb-map-size", "12xb", 0, err, sizeof err) == -1);
     CHECK(px_config_set("port", "70000", 0, err, sizeof err) == -1 && strstr(err, "between"));
     CHECK(px_config_set("port", "abc", 0, err, sizeof err) == -1);
