@@ -26,6 +26,7 @@ enum {
     F_BACKEND   = 2,   /* in px_backend_settings: has an "ab-" twin for the secondary */
     F_AB        = 4,   /* an A/B directive: changing it reconfigures A/B */
     F_TLS       = 8,   /* a client TLS directive: changing it rebuilds the SSL_CTX (proxy/tls.h) */
+    F_SECRET    = 16,  /* a credential: px_config_secret */
 };
 
 typedef struct directive {
@@ -40,7 +41,6 @@ typedef struct directive {
 
 static const char *const durability_names[] = {"nosync", "sync", NULL};
 static const char *const loglevel_names[] = {"debug", "verbose", "notice", "warning", NULL};
-static const char *const mongo_j_names[] = {"auto", "yes", "no", NULL};      /* = FD_MONGO_J_* */
 static const char *const ab_mode_names[] = {"off", "split", "mirror", NULL};  /* = PX_AB_* */
 static const char *const ab_by_names[] = {"key", "client", NULL};            /* = PX_AB_BY_* */
 static const char *const ab_log_names[] = {"count", "reply", "diff", NULL};   /* = PX_AB_LOG_* */
@@ -90,32 +90,12 @@ static const directive directives[] = {
     {"maxclients", T_INT, OFF(maxclients), "10000", 1, 1000000, 0, NULL},
     {"metrics-tls", T_ENUM, OFF(metrics_tls), "no", 0, 0, F_IMMUTABLE, yesno_names},          /* issue 28: the endpoint over TLS */
     {"metrics-port", T_INT, OFF(metrics_port), "0", 0, 65535, F_IMMUTABLE, NULL},          /* issue 18: 0 = off */
-    {"mongo-big-threshold", T_INT, BOFF(mongo_big_threshold), "1000", 1, 1LL << 30, B, NULL},   /* storage/mongodb/mg_big.c */
-    {"mongo-database", T_STR, BOFF(mongo_database), "frontdoor", 0, 0, B, NULL},
-    {"mongo-j", T_ENUM, BOFF(mongo_j), "auto", 0, 0, B, mongo_j_names},
-    {"mongo-uri", T_STR, BOFF(mongo_uri), "mongodb://127.0.0.1:27017", 0, 0, B, NULL},
-    {"mongo-w", T_STR, BOFF(mongo_w), "", 0, 0, B, NULL},
-    {"mongo-workers", T_INT, BOFF(mongo_workers), "0", 0, 1024, B, NULL},
-    {"mongo-wtimeout", T_INT, BOFF(mongo_wtimeout), "0", 0, 3600000, B, NULL},
     {"pidfile", T_STR, OFF(pidfile), "", 0, 0, F_IMMUTABLE, NULL},
     {"port", T_INT, OFF(port), "6380", 0, 65535, F_IMMUTABLE, NULL},
     {"max-reply-bytes", T_MEM, OFF(max_reply_bytes), "1gb", 1024 * 1024, LLONG_MAX, 0, NULL},
     {"proto-max-bulk-len", T_MEM, OFF(proto_max_bulk_len), "512mb", 1024 * 1024, LLONG_MAX, 0, NULL},
     {"pubsub-output-buffer-limit", T_MEM, OFF(pubsub_output_buffer_limit), "32mb", 0, LLONG_MAX, 0, NULL},
-    {"redis-address", T_STR, BOFF(redis_address), "127.0.0.1:6379", 0, 0, B, NULL},
-    {"redis-blocking-pool-size", T_INT, BOFF(redis_blocking_pool_size), "64", 1, 100000, B, NULL},
-    {"redis-cluster-seeds", T_STR, BOFF(redis_cluster_seeds), "", 0, 0, B, NULL},
-    {"redis-db", T_INT, BOFF(redis_db), "0", 0, 1000000, B, NULL},
-    {"redis-password", T_STR, BOFF(redis_password), "", 0, 0, B, NULL},
-    {"redis-user", T_STR, BOFF(redis_user), "", 0, 0, B, NULL},   /* ACL user upstream (docs/acl.md) */
-    {"redis-pool-size", T_INT, BOFF(redis_pool_size), "4", 1, 1024, B, NULL},
-    /* TLS to Redis / Redis Cluster (storage/redis_conn.h rc_shared_tls, docs/tls.md) */
-    {"redis-tls", T_ENUM, BOFF(redis_tls), "no", 0, 0, B, yesno_names},
-    {"redis-tls-ca-cert-file", T_STR, BOFF(redis_tls_ca_cert_file), "", 0, 0, B, NULL},
-    {"redis-tls-cert-file", T_STR, BOFF(redis_tls_cert_file), "", 0, 0, B, NULL},
-    {"redis-tls-key-file", T_STR, BOFF(redis_tls_key_file), "", 0, 0, B, NULL},
-    {"redis-tls-sni", T_STR, BOFF(redis_tls_sni), "", 0, 0, B, NULL},
-    {"requirepass", T_STR, OFF(requirepass), "", 0, 0, 0, NULL},
+    {"requirepass", T_STR, OFF(requirepass), "", 0, 0, F_SECRET, NULL},
     {"aclfile", T_STR, OFF(aclfile), "", 0, 0, F_IMMUTABLE, NULL},                 /* acl.h */
     {"acllog-max-len", T_INT, OFF(acllog_max_len), "128", 0, LLONG_MAX, 0, NULL},  /* acl.h */
     {"save", T_CONST, 0, "", 0, 0, F_IMMUTABLE, NULL},
@@ -172,7 +152,8 @@ static void build_backend_rows(void) {
         for (size_t i = 0; i < set->nrows; i++) {
             const fd_option *o = &set->rows[i];
             backend_rows[nbackend_rows++] = (directive){o->name, types[o->type], base + o->off, o->def,
-                                                        o->min, o->max, F_BACKEND, o->enums};
+                                                        o->min, o->max,
+                                                        F_BACKEND | (o->flags & FD_OPT_SECRET ? F_SECRET : 0), o->enums};
         }
     }
 }
@@ -358,6 +339,14 @@ int px_config_set(const char *name, const char *value, int runtime, char *err, s
     if (!rc && (!strncasecmp(name, "slowlog-", 8) || !strncasecmp(name, "latency-monitor-", 16)))
         px_slowlog_apply();                      /* the core's inline threshold (hooks.h: exec_slow) */
     return rc;
+}
+
+int px_config_secret(const char *name, size_t len) {
+    build_entries();
+    for (size_t i = 0; i < nentries; i++)
+        if ((entries[i].d->flags & F_SECRET) && strlen(entries[i].name) == len && !strncasecmp(entries[i].name, name, len))
+            return 1;
+    return 0;
 }
 
 int px_config_format(const char *name, char *buf, size_t buflen) {

@@ -43,28 +43,8 @@ typedef struct fd_backend_config {
     long long   max_bulk;       /* proto-max-bulk-len: largest string value allowed */
     /* network backends */
     struct ev_loop *loop;       /* the proxy's libev loop: attach watchers here (loop thread only) */
-    const char *redis_address;  /* "host:port" or a unix socket path */
-    int         redis_pool_size;        /* backend connections */
-    const char *redis_password; /* AUTH on connect ("" = none) */
-    const char *redis_user;     /* with redis_password: AUTH user password ("" = the default user) */
-    int         redis_db;       /* SELECT on connect */
     long long   backend_timeout_ms;     /* a request unanswered this long fails */
-    const char *redis_cluster_seeds;    /* redis-cluster backend: "host:port[,host:port...]" */
-    int         redis_tls;              /* TLS to the servers (storage/redis_conn.h rc_shared_tls) */
-    const char *redis_tls_ca_cert_file, *redis_tls_cert_file, *redis_tls_key_file, *redis_tls_sni;
-    /* MongoDB (storage/mongodb/) */
-    const char *mongo_uri;      /* passed to libmongoc as is */
-    const char *mongo_database;
-    int         mongo_workers;  /* 0 = number of cores */
-    const char *mongo_w;        /* write concern w: "" (URI/server default), a number, "majority" or a tag */
-    int         mongo_j;        /* FD_MONGO_J_* */
-    long long   mongo_wtimeout_ms;      /* 0 = none */
-    long long   mongo_big_threshold;    /* a collection of more members: one document each (0 = 1000) */
-    /* redis/redis-cluster: connections lent to blocked clients (BLPOP...),
-     * at most this many at once over every server (0 = the default, 64) */
-    int         redis_blocking_pool_size;
 } fd_backend_config;
-enum { FD_MONGO_J_AUTO = 0, FD_MONGO_J_YES = 1, FD_MONGO_J_NO = 2 };   /* mongo_j; auto: j:true when durability sync */
 
 
 /* One command handed to a backend.

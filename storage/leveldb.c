@@ -2101,10 +2101,10 @@ static void leveldb_backend_info(fd_backend *b, resp_out *lines)
 static const char *const ld_compression_names[] = {"snappy", "none", NULL};   /* = FD_LEVELDB_* */
 #define LDO(f) offsetof(fd_leveldb_settings, f)
 static const fd_option ld_rows[] = {
-    {"leveldb-block-cache-size", FD_OPT_MEM, LDO(block_cache_size), "64mb", 1024 * 1024, 1LL << 40, NULL},
-    {"leveldb-compression", FD_OPT_ENUM, LDO(compression), "snappy", 0, 0, ld_compression_names},
-    {"leveldb-max-open-files", FD_OPT_INT, LDO(max_open_files), "1000", 64, 1000000, NULL},
-    {"leveldb-write-buffer-size", FD_OPT_MEM, LDO(write_buffer_size), "64mb", 64 * 1024, 1024LL * 1024 * 1024, NULL},
+    {"leveldb-block-cache-size", FD_OPT_MEM, LDO(block_cache_size), "64mb", 1024 * 1024, 1LL << 40, NULL, 0},
+    {"leveldb-compression", FD_OPT_ENUM, LDO(compression), "snappy", 0, 0, ld_compression_names, 0},
+    {"leveldb-max-open-files", FD_OPT_INT, LDO(max_open_files), "1000", 64, 1000000, NULL, 0},
+    {"leveldb-write-buffer-size", FD_OPT_MEM, LDO(write_buffer_size), "64mb", 64 * 1024, 1024LL * 1024 * 1024, NULL, 0},
 };
 const fd_option_set fd_leveldb_options = FD_OPTION_SET("leveldb", ld_rows, fd_leveldb_settings);
 _Static_assert(sizeof(fd_leveldb_settings) <= FD_OPTION_SET_BYTES, "leveldb settings fit a set");

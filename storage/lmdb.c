@@ -500,7 +500,7 @@ static void lmdb_info(fd_backend *b, resp_out *lines)
 
 /* lmdb's directives (option.h) */
 static const fd_option lm_rows[] = {
-    {"lmdb-map-size", FD_OPT_MEM, offsetof(fd_lmdb_settings, map_size), "4gb", 1024 * 1024, 1LL << 46, NULL},
+    {"lmdb-map-size", FD_OPT_MEM, offsetof(fd_lmdb_settings, map_size), "4gb", 1024 * 1024, 1LL << 46, NULL, 0},
 };
 const fd_option_set fd_lmdb_options = FD_OPTION_SET("lmdb", lm_rows, fd_lmdb_settings);
 _Static_assert(sizeof(fd_lmdb_settings) <= FD_OPTION_SET_BYTES, "lmdb settings fit a set");

@@ -31,7 +31,10 @@ typedef struct fd_option {
     const char         *def;      /* default, as text */
     long long           min, max; /* INT/MEM bounds, inclusive */
     const char *const  *enums;    /* ENUM: names, index = stored value */
+    int                 flags;    /* FD_OPT_SECRET: a credential, hidden where Redis hides
+                                   * CONFIG SET's secrets (the slow log) */
 } fd_option;
+enum { FD_OPT_SECRET = 1 };
 
 typedef struct fd_option_set {
     const char      *name;        /* for messages ("lmdb", "redis") */
