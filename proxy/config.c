@@ -195,6 +195,8 @@ static void build_entries(void) {
     for (size_t i = 0; i < NDIRECTIVES; i++) add_entries(&directives[i]);
     for (size_t i = 0; i < nbackend_rows; i++) add_entries(&backend_rows[i]);
     qsort(entries, nentries, sizeof entries[0], entry_cmp);
+    for (size_t i = 1; i < nentries; i++)        /* a backend's row may not shadow another row */
+        if (!strcasecmp(entries[i - 1].name, entries[i].name)) px_fatal("directive '%s' is defined twice", entries[i].name);
 }
 
 static const entry *find(const char *name) {
