@@ -18,7 +18,7 @@
  *    waits, nothing polls the store.
  *  - redis, redis-cluster: the server waits. The command goes as received
  *    to the backend's submit_blocking (a connection of its own from a
- *    bounded pool, redis-blocking-pool-size; storage/backend.h).
+ *    bounded pool, redis-blocking-pool-size; storage/redis_settings.h).
  * While its command blocks, a client's later commands are not read (as in
  * Redis); they run once it is answered. Timeouts: Redis's parsing and
  * errors; the timeout reply is a null array. CLIENT UNBLOCK, a client that

@@ -7,6 +7,7 @@
 #include "capture.h"   /* capture (issue 17) */
 #include "acl.h"       /* "user" lines (issue 29) */
 #include "slowlog.h"   /* the slow log's inline threshold */
+#include "../storage/backend.h"   /* the registered backends' option rows */
 
 #include <ctype.h>
 #include <errno.h>
@@ -25,6 +26,7 @@ enum {
     F_BACKEND   = 2,   /* in px_backend_settings: has an "ab-" twin for the secondary */
     F_AB        = 4,   /* an A/B directive: changing it reconfigures A/B */
     F_TLS       = 8,   /* a client TLS directive: changing it rebuilds the SSL_CTX (proxy/tls.h) */
+    F_SECRET    = 16,  /* a credential: px_config_secret */
 };
 
 typedef struct directive {
@@ -39,13 +41,10 @@ typedef struct directive {
 
 static const char *const durability_names[] = {"nosync", "sync", NULL};
 static const char *const loglevel_names[] = {"debug", "verbose", "notice", "warning", NULL};
-static const char *const compression_names[] = {"snappy", "none", NULL};   /* = FD_LEVELDB_* */
-static const char *const mongo_j_names[] = {"auto", "yes", "no", NULL};      /* = FD_MONGO_J_* */
 static const char *const ab_mode_names[] = {"off", "split", "mirror", NULL};  /* = PX_AB_* */
 static const char *const ab_by_names[] = {"key", "client", NULL};            /* = PX_AB_BY_* */
 static const char *const ab_log_names[] = {"count", "reply", "diff", NULL};   /* = PX_AB_LOG_* */
 static const char *const yesno_names[] = {"no", "yes", NULL};
-static const char *const affinity_names[] = {"key", "client", NULL};   /* = FD_REDIS_AFFINITY_* */
 static const char *const ab_order_names[] = {"dispatch", "primary", NULL};   /* = PX_AB_ORDER_* */
 static const char *const tls_auth_names[] = {"no", "yes", "optional", NULL}; /* = PX_TLS_AUTH_* */
 
@@ -54,7 +53,9 @@ static const char *const tls_auth_names[] = {"no", "yes", "optional", NULL}; /* 
 #define B F_BACKEND
 #define GB (1024LL * 1024 * 1024)
 /* Every F_BACKEND row also exists as "ab-<name>" for the A/B secondary
- * ("backend" as "ab-secondary"); CONFIG GET * lists all names sorted. */
+ * ("backend" as "ab-secondary"); CONFIG GET * lists all names sorted. The
+ * backends' own rows (storage/option.h) join as F_BACKEND rows when the
+ * entries are built (backend_rows). */
 static const directive directives[] = {
     {"ab-log-file", T_STR, OFF(ab_log_file), "", 0, 0, F_AB, NULL},
     {"ab-mirror-order", T_ENUM, OFF(ab_mirror_order), "primary", 0, 0, 0, ab_order_names},   /* proxy/ab.h */
@@ -84,44 +85,18 @@ static const directive directives[] = {
     {"durability", T_ENUM, BOFF(durability), "sync", 0, 0, B, durability_names},
     {"hz", T_INT, OFF(hz), "10", 1, 500, 0, NULL},
     {"latency-monitor-threshold", T_INT, OFF(latency_monitor_threshold), "0", 0, LLONG_MAX, 0, NULL},  /* slowlog.h */
-    {"leveldb-block-cache-size", T_MEM, BOFF(leveldb_block_cache_size), "64mb", 1024 * 1024, 1LL << 40, B, NULL},
-    {"leveldb-compression", T_ENUM, BOFF(leveldb_compression), "snappy", 0, 0, B, compression_names},
-    {"leveldb-max-open-files", T_INT, BOFF(leveldb_max_open_files), "1000", 64, 1000000, B, NULL},
-    {"leveldb-write-buffer-size", T_MEM, BOFF(leveldb_write_buffer_size), "64mb", 64 * 1024, GB, B, NULL},
-    {"lmdb-map-size", T_MEM, BOFF(lmdb_map_size), "4gb", 1024 * 1024, 1LL << 46, B, NULL},
     {"logfile", T_STR, OFF(logfile), "", 0, 0, F_IMMUTABLE, NULL},
     {"loglevel", T_ENUM, OFF(loglevel), "notice", 0, 0, 0, loglevel_names},
     {"maxclients", T_INT, OFF(maxclients), "10000", 1, 1000000, 0, NULL},
     {"metrics-tls", T_ENUM, OFF(metrics_tls), "no", 0, 0, F_IMMUTABLE, yesno_names},          /* issue 28: the endpoint over TLS */
     {"migrate-state-file", T_STR, OFF(migrate_state_file), "", 0, 0, 0, NULL},   /* proxy/migrate.h; "" = <dir>.migrate-state */
     {"metrics-port", T_INT, OFF(metrics_port), "0", 0, 65535, F_IMMUTABLE, NULL},          /* issue 18: 0 = off */
-    {"mongo-big-threshold", T_INT, BOFF(mongo_big_threshold), "1000", 1, 1LL << 30, B, NULL},   /* storage/mongodb/mg_big.c */
-    {"mongo-database", T_STR, BOFF(mongo_database), "frontdoor", 0, 0, B, NULL},
-    {"mongo-j", T_ENUM, BOFF(mongo_j), "auto", 0, 0, B, mongo_j_names},
-    {"mongo-uri", T_STR, BOFF(mongo_uri), "mongodb://127.0.0.1:27017", 0, 0, B, NULL},
-    {"mongo-w", T_STR, BOFF(mongo_w), "", 0, 0, B, NULL},
-    {"mongo-workers", T_INT, BOFF(mongo_workers), "0", 0, 1024, B, NULL},
-    {"mongo-wtimeout", T_INT, BOFF(mongo_wtimeout), "0", 0, 3600000, B, NULL},
     {"pidfile", T_STR, OFF(pidfile), "", 0, 0, F_IMMUTABLE, NULL},
     {"port", T_INT, OFF(port), "6380", 0, 65535, F_IMMUTABLE, NULL},
     {"max-reply-bytes", T_MEM, OFF(max_reply_bytes), "1gb", 1024 * 1024, LLONG_MAX, 0, NULL},
     {"proto-max-bulk-len", T_MEM, OFF(proto_max_bulk_len), "512mb", 1024 * 1024, LLONG_MAX, 0, NULL},
     {"pubsub-output-buffer-limit", T_MEM, OFF(pubsub_output_buffer_limit), "32mb", 0, LLONG_MAX, 0, NULL},
-    {"redis-address", T_STR, BOFF(redis_address), "127.0.0.1:6379", 0, 0, B, NULL},
-    {"redis-blocking-pool-size", T_INT, BOFF(redis_blocking_pool_size), "64", 1, 100000, B, NULL},
-    {"redis-cluster-seeds", T_STR, BOFF(redis_cluster_seeds), "", 0, 0, B, NULL},
-    {"redis-db", T_INT, BOFF(redis_db), "0", 0, 1000000, B, NULL},
-    {"redis-password", T_STR, BOFF(redis_password), "", 0, 0, B, NULL},
-    {"redis-user", T_STR, BOFF(redis_user), "", 0, 0, B, NULL},   /* ACL user upstream (docs/acl.md) */
-    {"redis-pool-size", T_INT, BOFF(redis_pool_size), "4", 1, 1024, B, NULL},
-    {"redis-pool-affinity", T_ENUM, BOFF(redis_pool_affinity), "key", 0, 0, B, affinity_names},   /* storage/redis.c */
-    /* TLS to Redis / Redis Cluster (storage/redis_conn.h rc_shared_tls, docs/tls.md) */
-    {"redis-tls", T_ENUM, BOFF(redis_tls), "no", 0, 0, B, yesno_names},
-    {"redis-tls-ca-cert-file", T_STR, BOFF(redis_tls_ca_cert_file), "", 0, 0, B, NULL},
-    {"redis-tls-cert-file", T_STR, BOFF(redis_tls_cert_file), "", 0, 0, B, NULL},
-    {"redis-tls-key-file", T_STR, BOFF(redis_tls_key_file), "", 0, 0, B, NULL},
-    {"redis-tls-sni", T_STR, BOFF(redis_tls_sni), "", 0, 0, B, NULL},
-    {"requirepass", T_STR, OFF(requirepass), "", 0, 0, 0, NULL},
+    {"requirepass", T_STR, OFF(requirepass), "", 0, 0, F_SECRET, NULL},
     {"aclfile", T_STR, OFF(aclfile), "", 0, 0, F_IMMUTABLE, NULL},                 /* acl.h */
     {"acllog-max-len", T_INT, OFF(acllog_max_len), "128", 0, LLONG_MAX, 0, NULL},  /* acl.h */
     {"save", T_CONST, 0, "", 0, 0, F_IMMUTABLE, NULL},
@@ -151,34 +126,78 @@ static const directive directives[] = {
 };
 #define NDIRECTIVES (sizeof(directives) / sizeof(directives[0]))
 
+/* The registered backends' rows, as directives into px_backend_settings.options
+ * (set k at options[k]); each option set once, however many backends share it. */
+static directive backend_rows[FD_OPTION_ROWS_MAX];
+static size_t nbackend_rows;
+static const fd_option_set *option_sets[FD_OPTION_SETS_MAX];
+static size_t noption_sets;
+#define NENTRIES_MAX (2 * (NDIRECTIVES + FD_OPTION_ROWS_MAX))
+
+static int set_index(const fd_option_set *set) {
+    for (size_t k = 0; k < noption_sets; k++)
+        if (option_sets[k] == set) return (int)k;
+    return -1;
+}
+
+static void build_backend_rows(void) {
+    static const enum ctype types[] = {[FD_OPT_INT] = T_INT, [FD_OPT_MEM] = T_MEM, [FD_OPT_STR] = T_STR, [FD_OPT_ENUM] = T_ENUM};
+    for (const fd_backend_ops *const *b = fd_backend_list(); *b; b++) {
+        const fd_option_set *set = (*b)->options;
+        if (!set || set_index(set) >= 0) continue;
+        if (noption_sets == FD_OPTION_SETS_MAX || set->size > FD_OPTION_SET_BYTES
+            || nbackend_rows + set->nrows > FD_OPTION_ROWS_MAX)
+            px_fatal("backend option set '%s' exceeds the bounds of storage/option.h", set->name);
+        size_t base = offsetof(px_backend_settings, options) + noption_sets * FD_OPTION_SET_BYTES;
+        option_sets[noption_sets++] = set;
+        for (size_t i = 0; i < set->nrows; i++) {
+            const fd_option *o = &set->rows[i];
+            backend_rows[nbackend_rows++] = (directive){o->name, types[o->type], base + o->off, o->def,
+                                                        o->min, o->max,
+                                                        F_BACKEND | (o->flags & FD_OPT_SECRET ? F_SECRET : 0), o->enums};
+        }
+    }
+}
+
+const void *px_backend_options(const px_backend_settings *bs, const fd_option_set *set) {
+    int k = set ? set_index(set) : -1;
+    return k < 0 ? NULL : bs->options[k];
+}
+
 /* A name as the user sees it: a row, for the primary or the A/B twin. */
 typedef struct entry {
     char             name[48];
     const directive *d;
     int              ab;          /* the "ab-" twin of an F_BACKEND row */
 } entry;
-static entry entries[2 * NDIRECTIVES];
+static entry entries[NENTRIES_MAX];
 static size_t nentries;
 
 static int entry_cmp(const void *a, const void *b) {
     return strcmp(((const entry *)a)->name, ((const entry *)b)->name);
 }
 
+static void add_entries(const directive *d) {
+    entry *e = &entries[nentries++];
+    snprintf(e->name, sizeof e->name, "%s", d->name);
+    e->d = d;
+    if (d->flags & F_BACKEND) {
+        e = &entries[nentries++];
+        if (!strcmp(d->name, "backend")) snprintf(e->name, sizeof e->name, "ab-secondary");
+        else snprintf(e->name, sizeof e->name, "ab-%s", d->name);
+        e->d = d;
+        e->ab = 1;
+    }
+}
+
 static void build_entries(void) {
     if (nentries) return;
-    for (size_t i = 0; i < NDIRECTIVES; i++) {
-        entry *e = &entries[nentries++];
-        snprintf(e->name, sizeof e->name, "%s", directives[i].name);
-        e->d = &directives[i];
-        if (directives[i].flags & F_BACKEND) {
-            e = &entries[nentries++];
-            if (!strcmp(directives[i].name, "backend")) snprintf(e->name, sizeof e->name, "ab-secondary");
-            else snprintf(e->name, sizeof e->name, "ab-%s", directives[i].name);
-            e->d = &directives[i];
-            e->ab = 1;
-        }
-    }
+    build_backend_rows();
+    for (size_t i = 0; i < NDIRECTIVES; i++) add_entries(&directives[i]);
+    for (size_t i = 0; i < nbackend_rows; i++) add_entries(&backend_rows[i]);
     qsort(entries, nentries, sizeof entries[0], entry_cmp);
+    for (size_t i = 1; i < nentries; i++)        /* a backend's row may not shadow another row */
+        if (!strcasecmp(entries[i - 1].name, entries[i].name)) px_fatal("directive '%s' is defined twice", entries[i].name);
 }
 
 static const entry *find(const char *name) {
@@ -325,6 +344,14 @@ int px_config_set(const char *name, const char *value, int runtime, char *err, s
     return rc;
 }
 
+int px_config_secret(const char *name, size_t len) {
+    build_entries();
+    for (size_t i = 0; i < nentries; i++)
+        if ((entries[i].d->flags & F_SECRET) && strlen(entries[i].name) == len && !strncasecmp(entries[i].name, name, len))
+            return 1;
+    return 0;
+}
+
 int px_config_format(const char *name, char *buf, size_t buflen) {
     const entry *e = find(name);
     if (!e) return -1;
@@ -343,7 +370,7 @@ int px_config_group(const char *name) {
 
 void px_config_get_reply(resp_out *o, int npat, resp_arg *pats) {
     build_entries();
-    const entry *hit[2 * NDIRECTIVES];
+    const entry *hit[NENTRIES_MAX];
     size_t n = 0;
     for (size_t i = 0; i < nentries; i++)
         for (int p = 0; p < npat; p++)
@@ -644,7 +671,7 @@ int px_config_rewrite(char *err, size_t errlen) {
     snprintf(tmp, sizeof tmp, "%s.tmp-%d", px_cfg.config_file, (int)getpid());
     FILE *out = fopen(tmp, "w");
     if (!out) { fclose(in); snprintf(err, errlen, "Rewriting config file: %s", strerror(errno)); return -1; }
-    char written[2 * NDIRECTIVES] = {0};
+    char written[NENTRIES_MAX] = {0};
     char line[8192], name[64], buf[8400];
     while (fgets(line, sizeof line, in)) {
         line_directive(line, name, sizeof name);

@@ -9,9 +9,10 @@
 
 #include <stddef.h>
 #include "../protocol/resp.h"
+#include "../storage/option.h"
 
 /* Everything that says how to open one backend. The running setup has two:
- * px_cfg.be (the primary, directives "backend", "dir", "redis-address", ...)
+ * px_cfg.be (the primary, directives "backend", "dir", and the rows each backend registers: storage/option.h)
  * and px_cfg.ab (the A/B secondary: the same directives prefixed "ab-", and
  * "ab-secondary" for its backend name). Changing a group at runtime reopens
  * that backend (proxy/backends.c). */
@@ -19,31 +20,15 @@ typedef struct px_backend_settings {
     char     *backend;               /* "" = none (the secondary's default) */
     char     *dir;
     int       durability;            /* 1 = sync, 0 = nosync */
-    long long lmdb_map_size;
-    long long leveldb_block_cache_size;
-    long long leveldb_write_buffer_size;
-    int       leveldb_compression;   /* 0 snappy, 1 none (FD_LEVELDB_*) */
-    long long leveldb_max_open_files;
-    char     *redis_address;         /* redis backend: host:port or unix socket path */
-    long long redis_pool_size;
-    int       redis_pool_affinity;   /* FD_REDIS_AFFINITY_KEY or _CLIENT (storage/backend.h) */
-    long long redis_blocking_pool_size;  /* connections lent to blocked clients (BLPOP...) */
-    char     *redis_password;
-    char     *redis_user;            /* AUTH user password on connect ("" = AUTH password) */
-    long long redis_db;
-    char     *redis_cluster_seeds;   /* redis-cluster backend: host:port[,host:port...] */
-    int       redis_tls;             /* TLS to the Redis servers (docs/tls.md) */
-    char     *redis_tls_ca_cert_file, *redis_tls_cert_file, *redis_tls_key_file;
-    char     *redis_tls_sni;         /* SNI and the certificate's expected name ("" = not checked) */
     long long backend_timeout;       /* ms: a network backend's request fails after this */
-    char     *mongo_uri;             /* mongodb backend */
-    char     *mongo_database;
-    long long mongo_workers;         /* 0 = number of cores */
-    char     *mongo_w;
-    int       mongo_j;               /* FD_MONGO_J_*: auto, yes, no */
-    long long mongo_wtimeout;
-    long long mongo_big_threshold;   /* members beyond which a collection is one document per member */
+    /* the registered backends' own settings (storage/option.h), one struct
+     * per option set, laid out by config.c: px_backend_options() */
+    _Alignas(16) unsigned char options[FD_OPTION_SETS_MAX][FD_OPTION_SET_BYTES];
 } px_backend_settings;
+
+/* The settings struct of `set` (a backend's ops->options) in bs, as the
+ * backend's open() takes it; NULL when set is NULL or not registered. */
+const void *px_backend_options(const px_backend_settings *bs, const fd_option_set *set);
 
 enum { PX_AB_OFF = 0, PX_AB_SPLIT = 1, PX_AB_MIRROR = 2 };      /* ab_mode */
 enum { PX_AB_BY_KEY = 0, PX_AB_BY_CLIENT = 1 };                 /* ab_split_by */
@@ -138,6 +123,10 @@ void px_config_get_reply(resp_out *o, int npat, resp_arg *pats);
 
 /* Current value of a directive as text (into buf). -1 if unknown. */
 int px_config_format(const char *name, char *buf, size_t buflen);
+/* 1 when the directive name[0..len) (any case, "ab-" twins included) is a
+ * credential (requirepass, a backend row with FD_OPT_SECRET): the slow log
+ * hides its CONFIG SET value as Redis does. */
+int px_config_secret(const char *name, size_t len);
 
 /* Which running part a directive belongs to: changing a PX_CFG_PRIMARY one
  * at runtime reopens the primary backend, a PX_CFG_AB one the A/B setup,

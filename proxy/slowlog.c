@@ -46,11 +46,7 @@ int px_arg_redacted(const fd_command *cmd, int argc, const resp_arg *argv, int j
         return 0;
     }
     if (cmd->id == FD_CMD_config && argc >= 4 && j >= 3 && j % 2 == 1 && resp_arg_is(&argv[1], "SET")) {
-        const resp_arg *n = &argv[j - 1];
-        static const char *const secret[] = {"requirepass", "redis-password", "ab-redis-password",
-                                             "mongo-uri", "ab-mongo-uri", NULL};
-        for (int s = 0; secret[s]; s++)
-            if (n->len == strlen(secret[s]) && resp_arg_is(n, secret[s])) return 1;
+        return px_config_secret(argv[j - 1].ptr, argv[j - 1].len);   /* requirepass, a backend's credentials */
     }
     return 0;
 }

@@ -28,6 +28,7 @@
 #include "host.h"
 #include "command.h"
 #include "clock.h"
+#include "option.h"
 
 struct ev_loop;
 
@@ -37,41 +38,13 @@ struct ev_loop;
 typedef struct fd_backend_config {
     const char *dir;            /* data folder (embedded backends) */
     int         sync;           /* durability: 1 = sync (fsync per group commit), 0 = nosync */
-    uint64_t    lmdb_map_size;  /* bytes */
-    /* LevelDB (0 = the backend's default for each) */
-    uint64_t    leveldb_block_cache_size;   /* bytes of the LRU block cache */
-    uint64_t    leveldb_write_buffer_size;  /* bytes of memtable before a flush to L0 */
-    int         leveldb_compression;        /* FD_LEVELDB_SNAPPY (0) or FD_LEVELDB_NONE */
-    int         leveldb_max_open_files;
+    const void *options;        /* the backend's own settings struct (ops->options: storage/option.h),
+                                 * NULL = every row at its zero value (the backend's defaults) */
     long long   max_bulk;       /* proto-max-bulk-len: largest string value allowed */
     /* network backends */
     struct ev_loop *loop;       /* the proxy's libev loop: attach watchers here (loop thread only) */
-    const char *redis_address;  /* "host:port" or a unix socket path */
-    int         redis_pool_size;        /* backend connections */
-    int         redis_pool_affinity;    /* redis backend: FD_REDIS_AFFINITY_KEY (a command goes to its first
-                                         * key's connection) or _CLIENT (to its client's): storage/redis.c */
-    const char *redis_password; /* AUTH on connect ("" = none) */
-    const char *redis_user;     /* with redis_password: AUTH user password ("" = the default user) */
-    int         redis_db;       /* SELECT on connect */
     long long   backend_timeout_ms;     /* a request unanswered this long fails */
-    const char *redis_cluster_seeds;    /* redis-cluster backend: "host:port[,host:port...]" */
-    int         redis_tls;              /* TLS to the servers (storage/redis_conn.h rc_shared_tls) */
-    const char *redis_tls_ca_cert_file, *redis_tls_cert_file, *redis_tls_key_file, *redis_tls_sni;
-    /* MongoDB (storage/mongodb/) */
-    const char *mongo_uri;      /* passed to libmongoc as is */
-    const char *mongo_database;
-    int         mongo_workers;  /* 0 = number of cores */
-    const char *mongo_w;        /* write concern w: "" (URI/server default), a number, "majority" or a tag */
-    int         mongo_j;        /* FD_MONGO_J_* */
-    long long   mongo_wtimeout_ms;      /* 0 = none */
-    long long   mongo_big_threshold;    /* a collection of more members: one document each (0 = 1000) */
-    /* redis/redis-cluster: connections lent to blocked clients (BLPOP...),
-     * at most this many at once over every server (0 = the default, 64) */
-    int         redis_blocking_pool_size;
 } fd_backend_config;
-enum { FD_LEVELDB_SNAPPY = 0, FD_LEVELDB_NONE = 1 };   /* leveldb_compression */
-enum { FD_REDIS_AFFINITY_KEY = 0, FD_REDIS_AFFINITY_CLIENT = 1 };   /* redis_pool_affinity */
-enum { FD_MONGO_J_AUTO = 0, FD_MONGO_J_YES = 1, FD_MONGO_J_NO = 2 };   /* mongo_j; auto: j:true when durability sync */
 
 
 /* One command handed to a backend.
@@ -109,6 +82,8 @@ typedef struct fd_backend_ops {
                                                          * handle (r->pending); reads are answered in submit */
     int         passthrough;                            /* takes commands the table does not know (r->cmd NULL), e.g. a Redis server */
     int         embedded;                               /* keeps its data in `dir` (one process at a time: the folder is locked) */
+    const fd_option_set *options;                       /* its settings' rows (option.h), NULL = none of its own;
+                                                         * open() gets the struct in cfg->options */
     /* 0 or FD_E_*; on failure err gets a human-readable reason. */
     int  (*open)(fd_backend *b, const fd_backend_config *cfg, char *err, size_t errlen);
     void (*close)(fd_backend *b);

@@ -47,6 +47,7 @@
 #include "kv/kv.h"
 #include "kv/kv_overlay.h"
 #include "datadir.h"
+#include "leveldb_settings.h"
 
 #define LD_DEFAULT_CACHE  (64ULL << 20)
 #define LD_DEFAULT_WBUF   (64ULL << 20)
@@ -1888,11 +1889,13 @@ static int leveldb_backend_open(fd_backend *b, const fd_backend_config *cfg, cha
     pthread_cond_init(&db->dcv, NULL);
 
     db->sync = cfg->sync;
-    db->cache_size = cfg->leveldb_block_cache_size ? cfg->leveldb_block_cache_size : LD_DEFAULT_CACHE;
-    db->wbuf_size = cfg->leveldb_write_buffer_size ? cfg->leveldb_write_buffer_size : LD_DEFAULT_WBUF;
+    static const fd_leveldb_settings none;
+    const fd_leveldb_settings *ls = cfg->options ? cfg->options : &none;
+    db->cache_size = ls->block_cache_size ? (uint64_t)ls->block_cache_size : LD_DEFAULT_CACHE;
+    db->wbuf_size = ls->write_buffer_size ? (uint64_t)ls->write_buffer_size : LD_DEFAULT_WBUF;
     db->rc_budget = db->cache_size / 2 > LD_RC_MIN ? (size_t)(db->cache_size / 2) : LD_RC_MIN;
-    db->compression = cfg->leveldb_compression;
-    db->max_files = cfg->leveldb_max_open_files > 0 ? cfg->leveldb_max_open_files : LD_DEFAULT_FILES;
+    db->compression = ls->compression;
+    db->max_files = ls->max_open_files > 0 ? (int)ls->max_open_files : LD_DEFAULT_FILES;
     db->dir = strdup(dir);
     db->opts = leveldb_options_create();
     db->cache = leveldb_cache_create_lru((size_t)db->cache_size);
@@ -2094,8 +2097,21 @@ static void leveldb_backend_info(fd_backend *b, resp_out *lines)
     kv_backend_info(&lb->st, lines);
 }
 
+/* leveldb's directives (option.h) */
+static const char *const ld_compression_names[] = {"snappy", "none", NULL};   /* = FD_LEVELDB_* */
+#define LDO(f) offsetof(fd_leveldb_settings, f)
+static const fd_option ld_rows[] = {
+    {"leveldb-block-cache-size", FD_OPT_MEM, LDO(block_cache_size), "64mb", 1024 * 1024, 1LL << 40, NULL, 0},
+    {"leveldb-compression", FD_OPT_ENUM, LDO(compression), "snappy", 0, 0, ld_compression_names, 0},
+    {"leveldb-max-open-files", FD_OPT_INT, LDO(max_open_files), "1000", 64, 1000000, NULL, 0},
+    {"leveldb-write-buffer-size", FD_OPT_MEM, LDO(write_buffer_size), "64mb", 64 * 1024, 1024LL * 1024 * 1024, NULL, 0},
+};
+const fd_option_set fd_leveldb_options = FD_OPTION_SET("leveldb", ld_rows, fd_leveldb_settings);
+_Static_assert(sizeof(fd_leveldb_settings) <= FD_OPTION_SET_BYTES, "leveldb settings fit a set");
+
 const fd_backend_ops fd_leveldb_backend = {
     .name     = "leveldb",
+    .options  = &fd_leveldb_options,
     .open     = leveldb_backend_open,
     .close    = leveldb_backend_close,
     .submit   = kv_backend_submit,

@@ -8,7 +8,7 @@
  * OS crash may lose the last commits (LMDB: and may damage the file if the
  * filesystem reorders writes). With sync, each commit (one per event-loop
  * turn that wrote) fsyncs before any reply of that turn is released.
- * The map size is cfg->lmdb_map_size; a put that does not fit fails with
+ * The map size is lmdb-map-size (fd_lmdb_settings); a put that does not fit fails with
  * MDB_MAP_FULL, reported as FD_E_OOM.
  *
  * WRITEMAP in nosync mode. Without MDB_WRITEMAP a commit copies every dirty
@@ -52,6 +52,7 @@
 #include "bytecmp.h"
 #include "datadir.h"
 #include "host.h"
+#include "lmdb_settings.h"
 
 #define LM_MAX_DEPTH 4
 #define LM_DEFAULT_MAP (4ULL << 30)
@@ -456,7 +457,8 @@ static int lmdb_open(fd_backend *b, const fd_backend_config *cfg, char *err, siz
     }
     lm_db *db = &lb->db;
     db->lockfd = lockfd;
-    db->map_size = cfg->lmdb_map_size ? cfg->lmdb_map_size : LM_DEFAULT_MAP;
+    const fd_lmdb_settings *ls = cfg->options;
+    db->map_size = ls && ls->map_size ? (uint64_t)ls->map_size : LM_DEFAULT_MAP;
     db->sync = cfg->sync;
     int s = lm_env_open(db, !cfg->sync, err, errlen);
     if (s == FD_OK) s = kv_backend_attach(b, &lb->st, &lm_driver, db, cfg, err, errlen);
@@ -496,8 +498,16 @@ static void lmdb_info(fd_backend *b, resp_out *lines)
     kv_backend_info(&lb->st, lines);
 }
 
+/* lmdb's directives (option.h) */
+static const fd_option lm_rows[] = {
+    {"lmdb-map-size", FD_OPT_MEM, offsetof(fd_lmdb_settings, map_size), "4gb", 1024 * 1024, 1LL << 46, NULL, 0},
+};
+const fd_option_set fd_lmdb_options = FD_OPTION_SET("lmdb", lm_rows, fd_lmdb_settings);
+_Static_assert(sizeof(fd_lmdb_settings) <= FD_OPTION_SET_BYTES, "lmdb settings fit a set");
+
 const fd_backend_ops fd_lmdb_backend = {
     .name     = "lmdb",
+    .options  = &fd_lmdb_options,
     .open     = lmdb_open,
     .close    = lmdb_close,
     .submit   = kv_backend_submit,

@@ -86,6 +86,7 @@
 
 #include "backend.h"
 #include "redis_conn.h"
+#include "redis_settings.h"
 #include "host.h"
 #include "value/rdb.h"
 
@@ -118,25 +119,27 @@ static void rb_reply(void *ctx, const char *reply, size_t len, int local) {
 static void rb_close(fd_backend *fb);
 
 static int rb_open(fd_backend *fb, const fd_backend_config *cfg, char *err, size_t errlen) {
+    static const fd_redis_settings none;
+    const fd_redis_settings *rs = cfg->options ? cfg->options : &none;   /* redis_settings.h */
     if (!cfg->loop) { snprintf(err, errlen, "no event loop"); return FD_E_INTERNAL; }
     rb_backend *b = calloc(1, sizeof *b);
     if (!b) { snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }
-    const char *addr = cfg->redis_address && cfg->redis_address[0] ? cfg->redis_address : "127.0.0.1:6379";
+    const char *addr = rs->address && rs->address[0] ? rs->address : "127.0.0.1:6379";
     if (rc_addr_resolve(&b->addr, addr, "redis-address", 0, err, errlen)) { free(b); return FD_E_INTERNAL; }
     b->sh.loop = cfg->loop;
     b->sh.label = "redis";
-    b->sh.password = cfg->redis_password && cfg->redis_password[0] ? strdup(cfg->redis_password) : NULL;
-    b->sh.user = cfg->redis_user && cfg->redis_user[0] ? strdup(cfg->redis_user) : NULL;
-    b->sh.db = cfg->redis_db;
+    b->sh.password = rs->password && rs->password[0] ? strdup(rs->password) : NULL;
+    b->sh.user = rs->user && rs->user[0] ? strdup(rs->user) : NULL;
+    b->sh.db = (int)rs->db;
     b->sh.timeout_ms = cfg->backend_timeout_ms > 0 ? cfg->backend_timeout_ms : 1000;
-    b->sh.blocking_max = cfg->redis_blocking_pool_size;
+    b->sh.blocking_max = (int)rs->blocking_pool_size;
     b->fb = fb;
-    b->n = cfg->redis_pool_size > 0 ? cfg->redis_pool_size : 4;
-    b->by_key = cfg->redis_pool_affinity == FD_REDIS_AFFINITY_KEY && b->n > 1;
+    b->n = rs->pool_size > 0 ? (int)rs->pool_size : 4;
+    b->by_key = rs->pool_affinity == FD_REDIS_AFFINITY_KEY && b->n > 1;
     b->conns = calloc((size_t)b->n, sizeof *b->conns);
     if (!b->conns) { free(b->sh.password); free(b->sh.user); free(b); snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }
-    if (cfg->redis_tls && rc_shared_tls(&b->sh, cfg->redis_tls_ca_cert_file, cfg->redis_tls_cert_file,
-                                        cfg->redis_tls_key_file, cfg->redis_tls_sni, err, errlen)) {
+    if (rs->tls && rc_shared_tls(&b->sh, rs->tls_ca_cert_file, rs->tls_cert_file,
+                                        rs->tls_key_file, rs->tls_sni, err, errlen)) {
         free(b->conns); free(b->sh.password); free(b->sh.user); free(b);
         return FD_E_INTERNAL;
     }
@@ -338,6 +341,7 @@ const fd_backend_ops fd_redis_backend = {
     .name = "redis",
     .async = 1,
     .passthrough = 1,
+    .options = &fd_redis_options,
     .open = rb_open,
     .close = rb_close,
     .submit = rb_submit,

@@ -58,6 +58,7 @@
 #include "backend.h"
 #include "cmdargs.h"
 #include "redis_conn.h"
+#include "redis_settings.h"
 #include "host.h"
 
 #define CL_SLOTS             16384
@@ -1338,8 +1339,10 @@ static int cl_route(cl_backend *b, fd_request *r, const int *pos, int nk, int sp
 static void cl_close(fd_backend *fb);
 
 static int cl_open(fd_backend *fb, const fd_backend_config *cfg, char *err, size_t errlen) {
+    static const fd_redis_settings none;
+    const fd_redis_settings *rs = cfg->options ? cfg->options : &none;   /* redis_settings.h */
     if (!cfg->loop) { snprintf(err, errlen, "no event loop"); return FD_E_INTERNAL; }
-    if (!cfg->redis_cluster_seeds || !cfg->redis_cluster_seeds[0]) {
+    if (!rs->cluster_seeds || !rs->cluster_seeds[0]) {
         snprintf(err, errlen, "backend redis-cluster needs redis-cluster-seeds host:port[,host:port...]");
         return FD_E_INTERNAL;
     }
@@ -1349,23 +1352,23 @@ static int cl_open(fd_backend *fb, const fd_backend_config *cfg, char *err, size
     for (int s = 0; s < CL_SLOTS; s++) b->slot_group[s] = -1;
     b->sh.loop = cfg->loop;
     b->sh.label = "redis-cluster";
-    b->sh.password = cfg->redis_password && cfg->redis_password[0] ? strdup(cfg->redis_password) : NULL;
-    b->sh.user = cfg->redis_user && cfg->redis_user[0] ? strdup(cfg->redis_user) : NULL;
+    b->sh.password = rs->password && rs->password[0] ? strdup(rs->password) : NULL;
+    b->sh.user = rs->user && rs->user[0] ? strdup(rs->user) : NULL;
     b->sh.db = 0;       /* a cluster has database 0 only */
     b->sh.timeout_ms = cfg->backend_timeout_ms > 0 ? cfg->backend_timeout_ms : 1000;
-    b->pool = cfg->redis_pool_size > 0 ? cfg->redis_pool_size : 4;
-    b->sh.blocking_max = cfg->redis_blocking_pool_size;
+    b->pool = rs->pool_size > 0 ? (int)rs->pool_size : 4;
+    b->sh.blocking_max = (int)rs->blocking_pool_size;
     b->fb = fb;
     b->rng = 0x9e3779b97f4a7c15ULL ^ ((uint64_t)time(NULL) << 32) ^ (uint64_t)fd_mono_ms() ^ ((uint64_t)(uintptr_t)b << 16);
     if (!b->rng) b->rng = 1;
-    b->seeds = strdup(cfg->redis_cluster_seeds);
+    b->seeds = strdup(rs->cluster_seeds);
     fb->state = b;
     if (!b->seeds) { cl_close(fb); snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }
     rc_shared_init(&b->sh);
     /* TLS to every node (a cluster with tls-cluster yes announces its TLS
      * ports: MOVED/ASK and CLUSTER SLOTS name them) */
-    if (cfg->redis_tls && rc_shared_tls(&b->sh, cfg->redis_tls_ca_cert_file, cfg->redis_tls_cert_file,
-                                        cfg->redis_tls_key_file, cfg->redis_tls_sni, err, errlen)) {
+    if (rs->tls && rc_shared_tls(&b->sh, rs->tls_ca_cert_file, rs->tls_cert_file,
+                                        rs->tls_key_file, rs->tls_sni, err, errlen)) {
         cl_close(fb);
         return FD_E_INTERNAL;
     }
@@ -1384,7 +1387,7 @@ static int cl_open(fd_backend *fb, const fd_backend_config *cfg, char *err, size
         n->seed = 1;
     }
     free(list);
-    if (!b->nodes) { cl_close(fb); snprintf(err, errlen, "redis-cluster-seeds: no address in '%s'", cfg->redis_cluster_seeds); return FD_E_INTERNAL; }
+    if (!b->nodes) { cl_close(fb); snprintf(err, errlen, "redis-cluster-seeds: no address in '%s'", rs->cluster_seeds); return FD_E_INTERNAL; }
     ev_timer_init(&b->timer, on_timer, CL_TICK_MS / 1000.0, CL_TICK_MS / 1000.0);
     b->timer.data = b;
     ev_timer_start(b->sh.loop, &b->timer);
@@ -1578,6 +1581,7 @@ const fd_backend_ops fd_redis_cluster_backend = {
     .name = "redis-cluster",
     .async = 1,
     .passthrough = 1,
+    .options = &fd_redis_options,
     .open = cl_open,
     .close = cl_close,
     .submit = cl_submit,

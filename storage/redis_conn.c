@@ -6,6 +6,7 @@
  * RESP3 support, and a proxy only needs to know where each reply ends:
  * protocol/resp_scan.h finds that without building any object. */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -24,6 +25,7 @@
 
 #include "clock.h"
 #include "redis_conn.h"
+#include "redis_settings.h"
 #include "backend.h"
 #include "host.h"
 #include <stdint.h>
@@ -1135,3 +1137,27 @@ void rc_relay_sub(rc_conn *c, int kind, const char *name, size_t len, int on) {
     put_multibulk(c, 2, av);
     mark_dirty(c);
 }
+
+/* ------------------------------------------------ settings (option.h) */
+
+static const char *const rs_yesno_names[] = {"no", "yes", NULL};
+#define RSO(f) offsetof(fd_redis_settings, f)
+static const char *const rs_affinity_names[] = {"key", "client", NULL};   /* = FD_REDIS_AFFINITY_* */
+static const fd_option rs_rows[] = {
+    {"redis-address", FD_OPT_STR, RSO(address), "127.0.0.1:6379", 0, 0, NULL, 0},
+    {"redis-blocking-pool-size", FD_OPT_INT, RSO(blocking_pool_size), "64", 1, 100000, NULL, 0},
+    {"redis-cluster-seeds", FD_OPT_STR, RSO(cluster_seeds), "", 0, 0, NULL, 0},
+    {"redis-db", FD_OPT_INT, RSO(db), "0", 0, 1000000, NULL, 0},
+    {"redis-password", FD_OPT_STR, RSO(password), "", 0, 0, NULL, FD_OPT_SECRET},
+    {"redis-user", FD_OPT_STR, RSO(user), "", 0, 0, NULL, 0},   /* ACL user upstream (docs/acl.md) */
+    {"redis-pool-size", FD_OPT_INT, RSO(pool_size), "4", 1, 1024, NULL, 0},
+    {"redis-pool-affinity", FD_OPT_ENUM, RSO(pool_affinity), "key", 0, 0, rs_affinity_names, 0},   /* storage/redis.c */
+    /* TLS to Redis / Redis Cluster (rc_shared_tls, docs/tls.md) */
+    {"redis-tls", FD_OPT_ENUM, RSO(tls), "no", 0, 0, rs_yesno_names, 0},
+    {"redis-tls-ca-cert-file", FD_OPT_STR, RSO(tls_ca_cert_file), "", 0, 0, NULL, 0},
+    {"redis-tls-cert-file", FD_OPT_STR, RSO(tls_cert_file), "", 0, 0, NULL, 0},
+    {"redis-tls-key-file", FD_OPT_STR, RSO(tls_key_file), "", 0, 0, NULL, 0},
+    {"redis-tls-sni", FD_OPT_STR, RSO(tls_sni), "", 0, 0, NULL, 0},
+};
+const fd_option_set fd_redis_options = FD_OPTION_SET("redis", rs_rows, fd_redis_settings);
+_Static_assert(sizeof(fd_redis_settings) <= FD_OPTION_SET_BYTES, "redis settings fit a set");

@@ -44,6 +44,7 @@
 #include <mongoc/mongoc.h>
 
 #include "../backend.h"
+#include "mg_settings.h"
 #include "../cmdargs.h"
 #include "../command.h"
 
@@ -111,6 +112,7 @@ struct mg_req {
 /* The backend (fd_backend.state). */
 struct mg_backend {
     fd_backend_config cfg;
+    fd_mongo_settings ms;        /* its own settings (mg_settings.h), copied at open; cfg.options points here */
     char           *uri_str, *dbname;
     mongoc_uri_t   *uri;
     mongoc_client_pool_t *pool;

@@ -442,7 +442,7 @@ static void *admin_main(void *arg)
                         snprintf(b->server_version, sizeof b->server_version, "%s", bson_iter_utf8(&it, NULL));
                     b->server_emulator = bson_iter_init_find(&it, &reply, "emulator") && bson_iter_as_bool(&it);
                     pthread_mutex_unlock(&b->amu);
-                    fd_log(FD_LOG_NOTICE, "mongodb: connected to %s, server version %s%s", b->cfg.mongo_uri,
+                    fd_log(FD_LOG_NOTICE, "mongodb: connected to %s, server version %s%s", b->ms.uri,
                            b->server_version, b->server_emulator ? " (an EMULATOR: its figures are not MongoDB's)" : "");
                 }
                 bson_destroy(&reply);
@@ -450,7 +450,7 @@ static void *admin_main(void *arg)
                 logged_down = 0;
             } else if (!logged_down) {
                 fd_log(FD_LOG_WARNING, "mongodb: %s not reachable yet (%s); commands fail until it is",
-                       b->cfg.mongo_uri, err.message);
+                       b->ms.uri, err.message);
                 logged_down = 1;
             }
         }
@@ -760,6 +760,8 @@ static int mg_open(fd_backend *be, const fd_backend_config *cfg, char *err, size
     mg_backend *b = calloc(1, sizeof *b);
     if (!b) { snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }
     b->cfg = *cfg;
+    if (cfg->options) b->ms = *(const fd_mongo_settings *)cfg->options;   /* mg_settings.h; else all defaults */
+    b->cfg.options = &b->ms;
     b->loop = cfg->loop;
     b->server_emulator = -1;
     pthread_mutex_init(&b->cmu, NULL);
@@ -767,13 +769,14 @@ static int mg_open(fd_backend *be, const fd_backend_config *cfg, char *err, size
     pthread_mutex_init(&b->smu, NULL);
     pthread_cond_init(&b->acv, NULL);
     be->state = b;
-    b->uri_str = strdup(cfg->mongo_uri && cfg->mongo_uri[0] ? cfg->mongo_uri : "mongodb://127.0.0.1:27017");
-    b->dbname = strdup(cfg->mongo_database && cfg->mongo_database[0] ? cfg->mongo_database : "frontdoor");
-    b->cfg.mongo_uri = b->uri_str;
+    const fd_mongo_settings *ms = &b->ms;
+    b->uri_str = strdup(ms->uri && ms->uri[0] ? ms->uri : "mongodb://127.0.0.1:27017");
+    b->dbname = strdup(ms->database && ms->database[0] ? ms->database : "frontdoor");
+    b->ms.uri = b->uri_str;
     long long tmo = cfg->backend_timeout_ms > 0 ? cfg->backend_timeout_ms : 1000;
     b->cfg.backend_timeout_ms = tmo;
     long nproc = sysconf(_SC_NPROCESSORS_ONLN);
-    b->nworkers = cfg->mongo_workers > 0 ? cfg->mongo_workers : (nproc > 0 ? (int)nproc : 2);
+    b->nworkers = ms->workers > 0 ? (int)ms->workers : (nproc > 0 ? (int)nproc : 2);
 
     bson_error_t e;
     b->uri = mongoc_uri_new_with_error(b->uri_str, &e);
@@ -795,24 +798,24 @@ static int mg_open(fd_backend *be, const fd_backend_config *cfg, char *err, size
 
     /* write concern: the URI's, then the directives that were set */
     b->wc = mongoc_write_concern_copy(mongoc_uri_get_write_concern(b->uri));
-    if (cfg->mongo_w && cfg->mongo_w[0]) {
+    if (ms->w && ms->w[0]) {
         long long wv;
-        if (resp_str2ll(cfg->mongo_w, strlen(cfg->mongo_w), &wv) == 0) {
+        if (resp_str2ll(ms->w, strlen(ms->w), &wv) == 0) {
             if (wv < 0 || wv > 1000) { snprintf(err, errlen, "mongo-w must be >= 0, 'majority' or a tag"); goto fail; }
             mongoc_write_concern_set_w(b->wc, (int32_t)wv);
-        } else if (!strcmp(cfg->mongo_w, "majority")) {
+        } else if (!strcmp(ms->w, "majority")) {
             mongoc_write_concern_set_w(b->wc, MONGOC_WRITE_CONCERN_W_MAJORITY);
         } else {
-            mongoc_write_concern_set_wtag(b->wc, cfg->mongo_w);
+            mongoc_write_concern_set_wtag(b->wc, ms->w);
         }
     }
-    if (cfg->mongo_j == FD_MONGO_J_YES || (cfg->mongo_j == FD_MONGO_J_AUTO && cfg->sync))
+    if (ms->j == FD_MONGO_J_YES || (ms->j == FD_MONGO_J_AUTO && cfg->sync))
         mongoc_write_concern_set_journal(b->wc, true);
-    else if (cfg->mongo_j == FD_MONGO_J_NO)
+    else if (ms->j == FD_MONGO_J_NO)
         mongoc_write_concern_set_journal(b->wc, false);
-    if (cfg->mongo_wtimeout_ms > 0) mongoc_write_concern_set_wtimeout_int64(b->wc, cfg->mongo_wtimeout_ms);
+    if (ms->wtimeout_ms > 0) mongoc_write_concern_set_wtimeout_int64(b->wc, ms->wtimeout_ms);
     if (!mongoc_write_concern_is_valid(b->wc)) {
-        snprintf(err, errlen, "invalid write concern (mongo-w %s, mongo-j, mongo-wtimeout)", cfg->mongo_w ? cfg->mongo_w : "");
+        snprintf(err, errlen, "invalid write concern (mongo-w %s, mongo-j, mongo-wtimeout)", ms->w ? ms->w : "");
         goto fail;
     }
 
@@ -866,8 +869,24 @@ fail:
     return FD_E_UNAVAILABLE;
 }
 
+/* mongodb's directives (../option.h) */
+static const char *const mg_j_names[] = {"auto", "yes", "no", NULL};   /* = FD_MONGO_J_* */
+#define MGO(f) offsetof(fd_mongo_settings, f)
+static const fd_option mg_rows[] = {
+    {"mongo-big-threshold", FD_OPT_INT, MGO(big_threshold), "1000", 1, 1LL << 30, NULL, 0},   /* mg_big.c */
+    {"mongo-database", FD_OPT_STR, MGO(database), "frontdoor", 0, 0, NULL, 0},
+    {"mongo-j", FD_OPT_ENUM, MGO(j), "auto", 0, 0, mg_j_names, 0},
+    {"mongo-uri", FD_OPT_STR, MGO(uri), "mongodb://127.0.0.1:27017", 0, 0, NULL, FD_OPT_SECRET},   /* may hold a password */
+    {"mongo-w", FD_OPT_STR, MGO(w), "", 0, 0, NULL, 0},
+    {"mongo-workers", FD_OPT_INT, MGO(workers), "0", 0, 1024, NULL, 0},
+    {"mongo-wtimeout", FD_OPT_INT, MGO(wtimeout_ms), "0", 0, 3600000, NULL, 0},
+};
+const fd_option_set fd_mongo_options = FD_OPTION_SET("mongodb", mg_rows, fd_mongo_settings);
+_Static_assert(sizeof(fd_mongo_settings) <= FD_OPTION_SET_BYTES, "mongodb settings fit a set");
+
 const fd_backend_ops fd_mongodb_backend = {
     .name     = "mongodb",
+    .options  = &fd_mongo_options,
     .async    = 1,
     .open     = mg_open,
     .close    = mg_close,

@@ -153,7 +153,7 @@ mongoc_collection_t *mg_big_coll(mg_ctx *c)
 
 long long mg_big_threshold(const mg_ctx *c)
 {
-    return c->b->cfg.mongo_big_threshold > 0 ? c->b->cfg.mongo_big_threshold : 1000;
+    return c->b->ms.big_threshold > 0 ? c->b->ms.big_threshold : 1000;
 }
 
 static int64_t new_sv(const resp_arg *key)

@@ -166,6 +166,12 @@ def arguments_kept_as_redis_keeps_them():
     eq(len(e[1]), 32, "32 arguments at most")
     eq(e[1][31], b"... (11 more arguments)", "the rest counted")
     eq(e[2], [b"AUTH", b"(redacted)"], "AUTH redacted")
+    # a backend's credential rows (storage/option.h FD_OPT_SECRET), any case, ab- twins too
+    fc.call("SLOWLOG", "RESET")
+    eq(fc.call("CONFIG", "SET", "AB-Redis-Password", "hunter2", "ab-mongo-uri", "mongodb://u:pw@h",
+               "ab-redis-user", "shown"), "OK")
+    eq(entries(fc, 1)[0][3], [b"CONFIG", b"SET", b"AB-Redis-Password", b"(redacted)", b"ab-mongo-uri",
+                              b"(redacted)", b"ab-redis-user", b"shown"], "backend secrets redacted")
     # max-len trims, oldest first; lowering it takes effect at the next entry
     for name, c in (("ref", rc), ("fd", fc)):
         c.call("CONFIG", "SET", "slowlog-max-len", "3")

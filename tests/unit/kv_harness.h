@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include "test.h"
 #include "../../storage/kv/kv.h"
+#include "../../storage/lmdb_settings.h"
 
 static resp_out out;
 static int64_t now_ms = 1700000000000LL;
@@ -111,7 +112,9 @@ static char dir[64];
 
 static inline void open_store(const char *path, uint64_t map)
 {
-    fd_backend_config cfg = { .dir = path, .sync = 0, .lmdb_map_size = map, .max_bulk = RESP_DEFAULT_MAX_BULK };
+    fd_lmdb_settings ls = { .map_size = (long long)map };
+    fd_backend_config cfg = { .dir = path, .sync = 0, .max_bulk = RESP_DEFAULT_MAX_BULK,
+                              .options = ops->options == &fd_lmdb_options ? &ls : NULL };
     char err[256] = "";
     memset(&B, 0, sizeof B);
     B.ops = ops;

@@ -2,6 +2,8 @@
  * comments, errors naming directive and line), --name value, CONFIG GET. */
 #include "test.h"
 #include "proxy/config.h"
+#include "storage/lmdb_settings.h"
+#include "storage/backend.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -26,9 +28,35 @@ int main(void) {
     CHECK(px_cfg.proto_max_bulk_len == 512LL * 1024 * 1024);
 
     /* units as Redis's memtoll */
-    CHECK(px_config_set("lmdb-map-size", "2gb", 0, err, sizeof err) == 0 && px_cfg.be.lmdb_map_size == 2LL << 30);
-    CHECK(px_config_set("lmdb-map-size", "3m", 0, err, sizeof err) == 0 && px_cfg.be.lmdb_map_size == 3000000);
+    const fd_lmdb_settings *lms = px_backend_options(&px_cfg.be, &fd_lmdb_options);   /* the backend's own struct */
+    CHECK(lms && lms->map_size == 4LL << 30);
+    CHECK(px_config_set("lmdb-map-size", "2gb", 0, err, sizeof err) == 0 && lms->map_size == 2LL << 30);
+    CHECK(px_config_set("lmdb-map-size", "3m", 0, err, sizeof err) == 0 && lms->map_size == 3000000);
     CHECK(px_config_set("lmdb-map-size", "12xb", 0, err, sizeof err) == -1);
+
+    /* every registered backend's rows are directives with an ab- twin, each
+     * landing in that backend's own struct (primary and secondary apart);
+     * a set shared by two backends (redis, redis-cluster) is one struct */
+    for (const fd_backend_ops *const *b = fd_backend_list(); *b; b++) {
+        const fd_option_set *set = (*b)->options;
+        if (!set) continue;
+        CHECK(px_backend_options(&px_cfg.be, set) != NULL);
+        CHECK(px_backend_options(&px_cfg.be, set) != px_backend_options(&px_cfg.ab, set));
+        for (size_t i = 0; i < set->nrows; i++) {
+            char name[64], buf[256];
+            snprintf(name, sizeof name, "ab-%s", set->rows[i].name);
+            CHECK(px_config_format(set->rows[i].name, buf, sizeof buf) == 0 && px_config_format(name, buf, sizeof buf) == 0);
+            CHECK(px_config_group(set->rows[i].name) == PX_CFG_PRIMARY && px_config_group(name) == PX_CFG_AB);
+            if (set->rows[i].type == FD_OPT_STR) {
+                CHECK(px_config_set(name, "x y", 0, err, sizeof err) == 0);
+                const char *const *slot = (const char *const *)((const char *)px_backend_options(&px_cfg.ab, set) + set->rows[i].off);
+                CHECK(!strcmp(*slot, "x y"));
+                CHECK(px_config_set(name, set->rows[i].def, 0, err, sizeof err) == 0);
+            }
+        }
+    }
+    const fd_backend_ops *rb = fd_backend_find("redis"), *rcb = fd_backend_find("redis-cluster");
+    if (rb && rcb) CHECK(rb->options == rcb->options && rb->options != NULL);
     CHECK(px_config_set("port", "70000", 0, err, sizeof err) == -1 && strstr(err, "between"));
     CHECK(px_config_set("port", "abc", 0, err, sizeof err) == -1);
     CHECK(px_config_set("durability", "NOSYNC", 0, err, sizeof err) == 0 && px_cfg.be.durability == 0);

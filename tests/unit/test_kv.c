@@ -751,7 +751,8 @@ static void test_format_stamp(void)
     CHECK(ops->end_turn(&B) == FD_OK);
     close_store();
     fd_backend b = { .ops = ops };
-    fd_backend_config cfg = { .dir = d3, .lmdb_map_size = 8u << 20 };
+    fd_lmdb_settings cfg_ls = { .map_size = 8u << 20 };
+    fd_backend_config cfg = { .dir = d3, .options = &cfg_ls };
     char err[256] = "";
     CHECK(ops->open(&b, &cfg, err, sizeof err) == FD_E_CORRUPT && strstr(err, "format 99") != NULL);
     open_store(dir, 64u << 20);
@@ -771,7 +772,8 @@ static void test_restart(void)
     /* a second open of the same folder is refused (LMDB's writer lock
      * would otherwise block the loop) */
     fd_backend b2 = { .ops = ops };
-    fd_backend_config cfg2 = { .dir = dir, .lmdb_map_size = 64u << 20 };
+    fd_lmdb_settings cfg2_ls = { .map_size = 64u << 20 };
+    fd_backend_config cfg2 = { .dir = dir, .options = &cfg2_ls };
     char err[256] = "";
     CHECK(ops->open(&b2, &cfg2, err, sizeof err) != FD_OK && strstr(err, "in use") != NULL);
     /* an uncommitted turn is lost at close */
@@ -800,7 +802,8 @@ static void test_registry(void)
     CHECK(fd_strerror(9999) != NULL);
     /* a folder that cannot be created is named in the error */
     fd_backend b = { .ops = fd_backend_find("lmdb") };
-    fd_backend_config cfg = { .dir = "/proc/frontdoor-no/x", .lmdb_map_size = 1 << 20 };
+    fd_lmdb_settings cfg_ls = { .map_size = 1 << 20 };
+    fd_backend_config cfg = { .dir = "/proc/frontdoor-no/x", .options = &cfg_ls };
     char err[256] = "";
     CHECK(b.ops->open(&b, &cfg, err, sizeof err) != FD_OK && strstr(err, "/proc/frontdoor-no/x") != NULL);
 }

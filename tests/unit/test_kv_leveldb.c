@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "kv_harness.h"
+#include "../../storage/leveldb_settings.h"
 
 static char root[64];
 
@@ -27,10 +28,11 @@ static uint32_t rnd(uint32_t n) { return t_rnd(&rng_state, n); }
 
 static int open_backend(fd_backend *b, const char *name, const char *dir)
 {
-    fd_backend_config cfg = { .dir = dir, .sync = 0, .lmdb_map_size = 256u << 20,
-                              .max_bulk = RESP_DEFAULT_MAX_BULK,
-                              .leveldb_write_buffer_size = 1u << 20,   /* small: flushes happen */
-                              .leveldb_block_cache_size = 8u << 20 };
+    fd_lmdb_settings ls = { .map_size = 256u << 20 };
+    fd_leveldb_settings lds = { .write_buffer_size = 1u << 20,   /* small: flushes happen */
+                                .block_cache_size = 8u << 20 };
+    fd_backend_config cfg = { .dir = dir, .sync = 0, .max_bulk = RESP_DEFAULT_MAX_BULK,
+                              .options = !strcmp(name, "lmdb") ? (const void *)&ls : (const void *)&lds };
     char err[256] = "";
     memset(b, 0, sizeof *b);
     b->ops = fd_backend_find(name);
@@ -841,8 +843,8 @@ static void test_row_cache(void)
 {
     char dir[128], k[32], w[64];
     snprintf(dir, sizeof dir, "%s/rowcache", root);
-    fd_backend_config cfg = { .dir = dir, .max_bulk = RESP_DEFAULT_MAX_BULK,
-                              .leveldb_write_buffer_size = 1u << 20, .leveldb_block_cache_size = 64u << 10 };
+    fd_leveldb_settings lds = { .write_buffer_size = 1u << 20, .block_cache_size = 64u << 10 };
+    fd_backend_config cfg = { .dir = dir, .max_bulk = RESP_DEFAULT_MAX_BULK, .options = &lds };
     char err[256] = "";
     fd_backend B;
     memset(&B, 0, sizeof B);
