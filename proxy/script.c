@@ -1039,6 +1039,22 @@ static int lua_panic(lua_State *L) {
 
 static int l_register_function(lua_State *L);
 
+
+/* redis.log, the LOG_* levels and REDIS_VERSION(_NUM) into the table on top
+ * of L's stack: what scripts and loading libraries both see. */
+static void set_log_and_version(lua_State *L, fd_script_engine *e)
+{
+    set_cfunc(L, "log", l_log, e);
+    set_num(L, "LOG_DEBUG", FD_SCRIPT_LOG_DEBUG);
+    set_num(L, "LOG_VERBOSE", FD_SCRIPT_LOG_VERBOSE);
+    set_num(L, "LOG_NOTICE", FD_SCRIPT_LOG_NOTICE);
+    set_num(L, "LOG_WARNING", FD_SCRIPT_LOG_WARNING);
+    set_num(L, "REDIS_VERSION_NUM", COMPAT_VERSION_NUM);
+    lua_pushliteral(L, "REDIS_VERSION");
+    lua_pushliteral(L, COMPAT_VERSION);
+    lua_rawset(L, -3);
+}
+
 static int setup_state(fd_script_engine *e) {
     lua_State *L = lua_newstate(lua_alloc, e);
     if (!L) return -1;
@@ -1088,15 +1104,7 @@ static int setup_state(fd_script_engine *e) {
     lua_newtable(L);
     set_cfunc(L, "call", l_redis_call, e);
     set_cfunc(L, "pcall", l_redis_pcall, e);
-    set_cfunc(L, "log", l_log, e);
-    set_num(L, "LOG_DEBUG", FD_SCRIPT_LOG_DEBUG);
-    set_num(L, "LOG_VERBOSE", FD_SCRIPT_LOG_VERBOSE);
-    set_num(L, "LOG_NOTICE", FD_SCRIPT_LOG_NOTICE);
-    set_num(L, "LOG_WARNING", FD_SCRIPT_LOG_WARNING);
-    set_num(L, "REDIS_VERSION_NUM", COMPAT_VERSION_NUM);
-    lua_pushliteral(L, "REDIS_VERSION");
-    lua_pushliteral(L, COMPAT_VERSION);
-    lua_rawset(L, -3);
+    set_log_and_version(L, e);
     set_cfunc(L, "setresp", l_setresp, e);
     set_cfunc(L, "sha1hex", l_sha1hex, e);
     set_cfunc(L, "error_reply", l_error_reply, e);
@@ -1165,15 +1173,7 @@ static int setup_state(fd_script_engine *e) {
     lua_newtable(L);
     lua_newtable(L);
     set_cfunc(L, "register_function", l_register_function, e);
-    set_cfunc(L, "log", l_log, e);
-    set_num(L, "LOG_DEBUG", FD_SCRIPT_LOG_DEBUG);
-    set_num(L, "LOG_VERBOSE", FD_SCRIPT_LOG_VERBOSE);
-    set_num(L, "LOG_NOTICE", FD_SCRIPT_LOG_NOTICE);
-    set_num(L, "LOG_WARNING", FD_SCRIPT_LOG_WARNING);
-    set_num(L, "REDIS_VERSION_NUM", COMPAT_VERSION_NUM);
-    lua_pushliteral(L, "REDIS_VERSION");
-    lua_pushliteral(L, COMPAT_VERSION);
-    lua_rawset(L, -3);
+    set_log_and_version(L, e);
     for (int i = 0; i < 2; i++) {          /* the redis table, then the api table */
         lua_newtable(L);
         lua_pushcfunction(L, l_nonexistent_global);
