@@ -8,14 +8,19 @@ on every backend.
 frontdoor does not deliver keyspace notifications yet: a value that would
 deliver one (K or E together with a class) is refused with an error naming
 why, and the setting is left unchanged (checked on frontdoor alone, since
-redis-server accepts it). Every case ends with the directive back at "" on
+redis-server accepts it). With backend redis, events the backend Redis fires
+(its own notify-keyspace-events set on it directly) reach frontdoor's
+subscribers through the pub/sub relay: checked with redis-py's pubsub()
+against redis-server's sequence, `expired` included without a read. Every case ends with the directive back at "" on
 both servers (the reference server is shared by the cases).
 """
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import Tests, diff_case, diff_pair
+import time
+
+from fdtest import Tests, diff_case, diff_pair, start_frontdoor, start_redis, HOST
 
 T = Tests(case_timeout=60)
 
@@ -81,6 +86,64 @@ def refused():
 
 
 T.add("notify_refused_values", refused)
+
+
+def collect(ps, quiet=0.4, limit=5.0):
+    """Every message a redis-py PubSub receives until `quiet` s pass without one."""
+    out, end = [], time.time() + limit
+    while time.time() < end:
+        m = ps.get_message(timeout=quiet)
+        if m is None:
+            break
+        out.append((m["type"], m["pattern"], m["channel"], m["data"]))
+    return out
+
+
+def redis_backend_relay():
+    """backend redis: the backend Redis fires the events itself when its own
+    notify-keyspace-events is set (on the backend, not through frontdoor);
+    frontdoor's relay delivers them to its subscribers. A real library
+    (redis-py pubsub()) on frontdoor gets the same sequence as on
+    redis-server, `expired` included with no read of the key."""
+    import redis
+    ref = start_redis()
+    fd = start_frontdoor(backend="redis")
+    try:
+        backing = fd.backing
+        if backing is None:
+            raise AssertionError("backend redis without its own redis-server")
+        seqs = []
+        for srv, backend_port in ((ref, ref.port), (fd, backing.port)):
+            redis.Redis(host=HOST, port=backend_port).config_set(NKE, "KEA")
+            r = redis.Redis(host=HOST, port=srv.port)
+            ps = r.pubsub()
+            ps.subscribe("__keyevent@0__:expired")
+            ps.psubscribe("__keyspace@0__:*")
+            subs = collect(ps)
+            r.set("k", "v", px=60)
+            r.set("n", "1")
+            r.incrby("n", 5)
+            r.append("n", "0")
+            r.expire("n", 100)
+            r.rename("n", "m")
+            r.delete("m", "none")
+            time.sleep(0.3)                  # k expires meanwhile: no read of it
+            seqs.append(subs + collect(ps))
+            ps.close()
+        if os.environ.get("FD_NOTIFY_SHOW"):
+            print(seqs[1])
+        if seqs[0] != seqs[1]:
+            raise AssertionError("redis-server: %r\nfrontdoor:    %r" % (seqs[0], seqs[1]))
+        if ("message", None, b"__keyevent@0__:expired", b"k") not in seqs[0]:
+            raise AssertionError("no expired event on redis-server: %r" % seqs[0])
+    finally:
+        fd.stop()
+        if fd.backing is not None:
+            fd.backing.stop()
+        ref.stop()
+
+
+T.add("notify_redis_backend_relay", redis_backend_relay)
 
 
 if __name__ == "__main__":
