@@ -20,7 +20,7 @@
 
 px_settings px_cfg;
 
-enum ctype { T_INT, T_MEM, T_STR, T_ENUM, T_CONST, T_DOUBLE, T_OCTAL };   /* T_OCTAL: an integer in octal (Redis's OCTAL_CONFIG) */
+enum ctype { T_INT, T_MEM, T_STR, T_ENUM, T_CONST, T_DOUBLE, T_OCTAL, T_NOTIFY };   /* T_NOTIFY: notify-keyspace-events' class letters, stored as PX_NOTIFY_* bits */   /* T_OCTAL: an integer in octal (Redis's OCTAL_CONFIG) */
 enum {
     F_IMMUTABLE = 1,   /* not at runtime (CONFIG SET); a reload keeps the running value */
     F_BACKEND   = 2,   /* in px_backend_settings: has an "ab-" twin for the secondary */
@@ -91,6 +91,7 @@ static const directive directives[] = {
     {"metrics-tls", T_ENUM, OFF(metrics_tls), "no", 0, 0, F_IMMUTABLE, yesno_names},          /* issue 28: the endpoint over TLS */
     {"migrate-state-file", T_STR, OFF(migrate_state_file), "", 0, 0, 0, NULL},   /* proxy/migrate.h; "" = <dir>.migrate-state */
     {"metrics-port", T_INT, OFF(metrics_port), "0", 0, 65535, F_IMMUTABLE, NULL},          /* issue 18: 0 = off */
+    {"notify-keyspace-events", T_NOTIFY, OFF(notify_keyspace_events), "", 0, 0, 0, NULL},   /* docs/notifications.md */
     {"pidfile", T_STR, OFF(pidfile), "", 0, 0, F_IMMUTABLE, NULL},
     {"port", T_INT, OFF(port), "6380", 0, 65535, F_IMMUTABLE, NULL},
     {"max-reply-bytes", T_MEM, OFF(max_reply_bytes), "1gb", 1024 * 1024, LLONG_MAX, 0, NULL},
@@ -221,6 +222,40 @@ static const char *default_of(const entry *e) {
     return e->d->def;
 }
 
+int px_notify_parse(const char *classes) {
+    static const char letters[] = "AKEg$lshzxetmdn";
+    static const int bits[] = {PX_NOTIFY_ALL, PX_NOTIFY_KEYSPACE, PX_NOTIFY_KEYEVENT, PX_NOTIFY_GENERIC,
+                               PX_NOTIFY_STRING, PX_NOTIFY_LIST, PX_NOTIFY_SET, PX_NOTIFY_HASH, PX_NOTIFY_ZSET,
+                               PX_NOTIFY_EXPIRED, PX_NOTIFY_EVICTED, PX_NOTIFY_STREAM, PX_NOTIFY_KEY_MISS,
+                               PX_NOTIFY_MODULE, PX_NOTIFY_NEW};
+    int flags = 0;
+    for (const char *p = classes; *p; p++) {
+        const char *at = strchr(letters, *p);
+        if (!at) return -1;
+        flags |= bits[at - letters];
+    }
+    return flags;
+}
+
+void px_notify_format(int flags, char *buf, size_t buflen) {
+    /* Redis's order; n only outside "A" (as Redis 7.0 prints it) */
+    static const char letters[] = "g$lshzxetdn";
+    static const int bits[] = {PX_NOTIFY_GENERIC, PX_NOTIFY_STRING, PX_NOTIFY_LIST, PX_NOTIFY_SET, PX_NOTIFY_HASH,
+                               PX_NOTIFY_ZSET, PX_NOTIFY_EXPIRED, PX_NOTIFY_EVICTED, PX_NOTIFY_STREAM,
+                               PX_NOTIFY_MODULE, PX_NOTIFY_NEW};
+    char tmp[32];
+    size_t n = 0;
+    if ((flags & PX_NOTIFY_ALL) == PX_NOTIFY_ALL) tmp[n++] = 'A';
+    else
+        for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++)
+            if (flags & bits[i]) tmp[n++] = letters[i];
+    if (flags & PX_NOTIFY_KEYSPACE) tmp[n++] = 'K';
+    if (flags & PX_NOTIFY_KEYEVENT) tmp[n++] = 'E';
+    if (flags & PX_NOTIFY_KEY_MISS) tmp[n++] = 'm';
+    tmp[n] = '\0';
+    snprintf(buf, buflen, "%s", tmp);
+}
+
 /* Redis's memtoll: 1k = 1000, 1kb = 1024, likewise m/mb and g/gb. */
 static int parse_mem(const char *s, long long *out) {
     char *end;
@@ -294,6 +329,17 @@ static int set_value(const entry *e, px_settings *s, const char *value, char *er
             snprintf(err + l, errlen - l, " %s", d->enums[i]);
         }
         return -1;
+    case T_NOTIFY: {
+        int f = px_notify_parse(value);
+        if (f < 0) { snprintf(err, errlen, "Invalid event class character. Use 'Ag$lshzxeKEtmdn'."); return -1; }
+        if ((f & (PX_NOTIFY_KEYSPACE | PX_NOTIFY_KEYEVENT)) && (f & ~(PX_NOTIFY_KEYSPACE | PX_NOTIFY_KEYEVENT))) {
+            snprintf(err, errlen, "frontdoor does not deliver keyspace notifications yet on any backend: "
+                     "only values that deliver nothing (no K/E, or no class) are accepted (docs/notifications.md)");
+            return -1;
+        }
+        *(long long *)slot = f;
+        return 0;
+    }
     case T_STR: {
         char *copy = strdup(value);
         if (!copy) { snprintf(err, errlen, "out of memory"); return -1; }
@@ -314,6 +360,11 @@ static int format_value(const entry *e, const px_settings *s, char *buf, size_t 
     case T_OCTAL: return snprintf(buf, buflen, "%llo", *(const unsigned long long *)slot);
     case T_DOUBLE: return snprintf(buf, buflen, "%g", *(const double *)slot);
     case T_ENUM: return snprintf(buf, buflen, "%s", e->d->enums[*(const int *)slot]);
+    case T_NOTIFY: {
+        char f[32];
+        px_notify_format((int)*(const long long *)slot, f, sizeof f);
+        return snprintf(buf, buflen, "%s", f);
+    }
     case T_STR: return snprintf(buf, buflen, "%s", *(char *const *)slot);
     }
     return 0;
@@ -691,7 +742,7 @@ int px_config_rewrite(char *err, size_t errlen) {
         char v[4096];
         format_value(e, &px_cfg, v, sizeof v);
         if (!strcmp(v, default_of(e))) continue;
-        if (e->d->type == T_MEM || e->d->type == T_INT || e->d->type == T_OCTAL || e->d->type == T_DOUBLE || e->d->type == T_ENUM) {
+        if (e->d->type == T_MEM || e->d->type == T_INT || e->d->type == T_OCTAL || e->d->type == T_DOUBLE || e->d->type == T_ENUM || e->d->type == T_NOTIFY) {
             /* compare as values: "64mb" and 67108864 are the same default */
             px_settings dflt = {0};
             char e2[256], dv[4096];

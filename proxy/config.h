@@ -16,6 +16,37 @@
  * and px_cfg.ab (the A/B secondary: the same directives prefixed "ab-", and
  * "ab-secondary" for its backend name). Changing a group at runtime reopens
  * that backend (proxy/backends.c). */
+/* notify-keyspace-events classes: Redis 7.0's NOTIFY_* bits (notify.c), so
+ * the parsing and CONFIG GET's canonical form are Redis's. "A" is every type
+ * class g$lshzxetd (not m, not n). No event is delivered yet: a value that
+ * would deliver one (K or E with a class) is refused (docs/notifications.md). */
+enum {
+    PX_NOTIFY_KEYSPACE = 1 << 0,  /* K */
+    PX_NOTIFY_KEYEVENT = 1 << 1,  /* E */
+    PX_NOTIFY_GENERIC  = 1 << 2,  /* g */
+    PX_NOTIFY_STRING   = 1 << 3,  /* $ */
+    PX_NOTIFY_LIST     = 1 << 4,  /* l */
+    PX_NOTIFY_SET      = 1 << 5,  /* s */
+    PX_NOTIFY_HASH     = 1 << 6,  /* h */
+    PX_NOTIFY_ZSET     = 1 << 7,  /* z */
+    PX_NOTIFY_EXPIRED  = 1 << 8,  /* x */
+    PX_NOTIFY_EVICTED  = 1 << 9,  /* e */
+    PX_NOTIFY_STREAM   = 1 << 10, /* t */
+    PX_NOTIFY_KEY_MISS = 1 << 11, /* m */
+    PX_NOTIFY_LOADED   = 1 << 12, /* module only, no letter */
+    PX_NOTIFY_MODULE   = 1 << 13, /* d */
+    PX_NOTIFY_NEW      = 1 << 14, /* n */
+    PX_NOTIFY_ALL = PX_NOTIFY_GENERIC | PX_NOTIFY_STRING | PX_NOTIFY_LIST | PX_NOTIFY_SET | PX_NOTIFY_HASH |
+                    PX_NOTIFY_ZSET | PX_NOTIFY_EXPIRED | PX_NOTIFY_EVICTED | PX_NOTIFY_STREAM | PX_NOTIFY_MODULE,
+};
+
+/* Redis's keyspaceEventsStringToFlags: the bits of `classes`, or -1 on a
+ * character that is no class. */
+int px_notify_parse(const char *classes);
+/* Redis's keyspaceEventsFlagsToString into buf (at least 16 bytes): "A" for
+ * every type class, then K, E, m; NUL-terminated. */
+void px_notify_format(int flags, char *buf, size_t buflen);
+
 typedef struct px_backend_settings {
     char     *backend;               /* "" = none (the secondary's default) */
     char     *dir;
@@ -81,6 +112,7 @@ typedef struct px_settings {
     long long slowlog_log_slower_than;   /* µs; -1 = off, 0 = every command */
     long long slowlog_max_len;
     long long latency_monitor_threshold; /* ms; 0 = off */
+    long long notify_keyspace_events;    /* PX_NOTIFY_* bits (docs/notifications.md); 0 = off */
     int       capture_hash;          /* 1 = keys and values hashed */
     /* TLS for clients (proxy/tls.h) */
     long long tls_port;              /* 0 = no TLS listener */

@@ -105,5 +105,20 @@ int main(void) {
     px_config_get_reply(&o, 2, pats);
     CHECK_MEM(o.data, o.len, "*4\r\n$10\r\nappendonly\r\n$2\r\nno\r\n$4\r\nsave\r\n$0\r\n\r\n");
     resp_out_free(&o);
+
+    /* notify-keyspace-events: Redis 7.0's notify.c parsing and canonical form */
+    char nf[32];
+    CHECK(px_notify_parse("Q") == -1 && px_notify_parse("KEa") == -1 && px_notify_parse("") == 0);
+    CHECK(px_notify_parse("A") == PX_NOTIFY_ALL && !(PX_NOTIFY_ALL & (PX_NOTIFY_KEY_MISS | PX_NOTIFY_NEW)));
+    px_notify_format(px_notify_parse("Kx"), nf, sizeof nf);
+    CHECK(!strcmp(nf, "xK"));
+    px_notify_format(px_notify_parse("nmEAK"), nf, sizeof nf);
+    CHECK(!strcmp(nf, "AKEm"));
+    px_notify_format(px_notify_parse("ntd$g"), nf, sizeof nf);
+    CHECK(!strcmp(nf, "g$tdn"));
+    /* a value that would deliver an event is refused (nothing is delivered yet) */
+    CHECK(px_config_set("notify-keyspace-events", "KEA", 1, err, sizeof err) == -1 && strstr(err, "notifications.md"));
+    CHECK(px_config_set("notify-keyspace-events", "gx", 1, err, sizeof err) == 0
+          && px_cfg.notify_keyspace_events == (PX_NOTIFY_GENERIC | PX_NOTIFY_EXPIRED));
     return TEST_DONE();
 }
