@@ -12,6 +12,7 @@
 #include "tls.h"
 #include "log.h"
 #include "acl.h"
+#include "tracking.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -700,19 +701,21 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
         for (px_conn *x = px_srv.clients; x; x = x->next)
             if (x->id == (uint64_t)id) { done = px_block_unblock(x, how); break; }
         resp_add_int(&c->out, done);
+    } else if (resp_arg_is(sub, "TRACKING")) {
+        px_tracking_command(c, argc, argv);     /* proxy/tracking.h */
     } else if (resp_arg_is(sub, "GETREDIR")) {
-        /* no client tracks (CLIENT TRACKING is not served yet): Redis's
-         * answers for a client not in tracking mode */
         if (argc != 2) { reply_subcmd_arity(c, "client", sub); return; }
-        resp_add_int(&c->out, -1);
+        resp_add_int(&c->out, px_tracking_redir(c));
     } else if (resp_arg_is(sub, "TRACKINGINFO")) {
         if (argc != 2) { reply_subcmd_arity(c, "client", sub); return; }
+        int noloop = 0, on = px_tracking_on(c, &noloop);
         resp_add_map(&c->out, 3);
         resp_add_bulk_cstr(&c->out, "flags");
-        resp_add_set(&c->out, 1);
-        resp_add_bulk_cstr(&c->out, "off");
+        resp_add_set(&c->out, on ? 1 + noloop : 1);
+        resp_add_bulk_cstr(&c->out, on ? "on" : "off");
+        if (noloop) resp_add_bulk_cstr(&c->out, "noloop");
         resp_add_bulk_cstr(&c->out, "redirect");
-        resp_add_int(&c->out, -1);
+        resp_add_int(&c->out, px_tracking_redir(c));
         resp_add_bulk_cstr(&c->out, "prefixes");
         resp_add_array(&c->out, 0);
     } else if (resp_arg_is(sub, "CACHING")) {
@@ -752,7 +755,8 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
             "NO-EVICT (ON|OFF)", "    Protect current client connection from eviction (accepted: frontdoor evicts nothing).",
             "NO-TOUCH (ON|OFF)", "    Will not touch LRU/LFU stats when this mode is on (accepted: no such stats).",
             "SETNAME <name>", "    Assign the name <name> to the current connection.",
-            "TRACKINGINFO", "    Report tracking status for the current connection (off: CLIENT TRACKING is not served).",
+            "TRACKING (ON|OFF) [NOLOOP]", "    Control server assisted client side caching (REDIRECT, BCAST, PREFIX, OPTIN, OPTOUT: not served yet).",
+            "TRACKINGINFO", "    Report tracking status for the current connection.",
             "UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.",
             "HELP", "    Print this help.", NULL};
         px_reply_help(c, "CLIENT", help);

@@ -1,0 +1,193 @@
+/* tracking.c — client-side caching (tracking.h). */
+#include "tracking.h"
+#include "hooks.h"
+#include "strmap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A tracking client. */
+typedef struct tclient {
+    px_conn *c;
+    int      noloop;
+} tclient;
+
+static tclient *tc;          /* the tracking clients (grown by doubling) */
+static size_t   ntc, captc;
+
+/* A tracked key: the ids of the clients that read it. */
+typedef struct tkey {
+    uint64_t *ids;
+    size_t    n, cap;
+} tkey;
+
+static px_strmap keys;
+
+static void track_exec_done(const px_exec *e);
+static void track_closed(px_conn *c);
+
+static tclient *find(const px_conn *c) {
+    for (size_t i = 0; i < ntc; i++)
+        if (tc[i].c == c) return &tc[i];
+    return NULL;
+}
+
+static tclient *find_id(uint64_t id) {
+    for (size_t i = 0; i < ntc; i++)
+        if (tc[i].c->id == id) return &tc[i];
+    return NULL;
+}
+
+static void arm(int on) {
+    px_hook_arm(exec_done, track_exec_done, on);
+    px_hook_arm(closed, track_closed, on);
+}
+
+/* One invalidate push (key NULL: the null invalidate of a flush). */
+static void push_invalidate(px_conn *c, const char *key, size_t len) {
+    if (c->out.proto < 3 || (c->flags & PX_CONN_CLOSE_ASAP)) return;
+    resp_add_push(&c->out, 2);
+    resp_add_bulk(&c->out, "invalidate", 10);
+    if (key) {
+        resp_add_array(&c->out, 1);
+        resp_add_bulk(&c->out, key, len);
+    } else {
+        resp_add_null(&c->out);
+    }
+    px_conn_check_output_limit(c);
+    px_conn_touch(c);
+}
+
+/* Send the key's invalidations (sparing `writer` when it asked NOLOOP) and forget it. */
+static void invalidate_entry(px_strent *e, const px_conn *writer) {
+    tkey *k = px_strmap_data(e);
+    for (size_t i = 0; i < k->n; i++) {
+        tclient *t = find_id(k->ids[i]);
+        if (t && !(t->noloop && t->c == writer)) push_invalidate(t->c, e->name, e->len);
+    }
+    free(k->ids);
+    px_strmap_del(&keys, e);
+}
+
+static void free_entry(px_strent *e, void *arg) {
+    (void)arg;
+    free(((tkey *)px_strmap_data(e))->ids);
+}
+
+static void forget_all(void) {
+    px_strmap_each(&keys, free_entry, NULL);
+    px_strmap_clear(&keys);
+}
+
+/* Remember that c read key (out of memory: the key is not remembered). */
+static void remember(const px_conn *c, const char *key, size_t len) {
+    if (keys.count >= PX_TRACKING_MAX_KEYS && !px_strmap_get(&keys, key, len)) {
+        for (size_t b = 0; b < keys.nb; b++)     /* evict one key, with its invalidation */
+            if (keys.b[b]) { invalidate_entry(keys.b[b], NULL); break; }
+    }
+    px_strent *e = px_strmap_add(&keys, key, len, sizeof(tkey), NULL);
+    if (!e) return;
+    tkey *k = px_strmap_data(e);
+    for (size_t i = 0; i < k->n; i++)
+        if (k->ids[i] == c->id) return;
+    if (k->n == k->cap) {
+        size_t cap = k->cap ? k->cap * 2 : 2;
+        uint64_t *ids = realloc(k->ids, cap * sizeof *ids);
+        if (!ids) return;
+        k->ids = ids, k->cap = cap;
+    }
+    k->ids[k->n++] = c->id;
+}
+
+/* Every command run: a tracking client's read remembers its keys; any
+ * write invalidates its keys (all of them: the safe side). */
+static void track_exec_done(const px_exec *e) {
+    if (!ntc || !e->cmd) return;
+    const fd_command *cmd = e->cmd;
+    int write = (cmd->flags & FD_CMD_WRITE) != 0;
+    if (write && (cmd->id == FD_CMD_flushdb || cmd->id == FD_CMD_flushall)) {
+        if (e->reply && e->len && e->reply[0] == '-') return;
+        for (size_t i = 0; i < ntc; i++) push_invalidate(tc[i].c, NULL, 0);
+        forget_all();
+        return;
+    }
+    if (!write && !(cmd->flags & FD_CMD_READONLY)) return;
+    if (!write && !find(e->c)) return;
+    int pos[64], *pp = pos, max = e->argc > 64 ? e->argc : 64;
+    if (e->argc > 64 && !(pp = malloc((size_t)e->argc * sizeof *pp))) return;
+    int n = fd_command_keys(cmd, e->argc, e->argv, pp, max);
+    for (int i = 0; i < n; i++) {
+        const resp_arg *a = &e->argv[pp[i]];
+        if (write) {
+            px_strent *k = px_strmap_get(&keys, a->ptr, a->len);
+            if (k) invalidate_entry(k, e->c);
+        } else {
+            remember(e->c, a->ptr, a->len);
+        }
+    }
+    if (pp != pos) free(pp);
+}
+
+static void track_off(px_conn *c) {
+    tclient *t = find(c);
+    if (!t) return;
+    *t = tc[--ntc];             /* its ids left in keys are skipped (find_id) */
+    if (!ntc) { forget_all(); arm(0); }
+}
+
+static void track_closed(px_conn *c) { track_off(c); }
+
+void px_tracking_command(px_conn *c, int argc, const resp_arg *argv) {
+    if (argc < 3) { resp_add_error(&c->out, "ERR wrong number of arguments for 'client|tracking' command"); return; }
+    int noloop = 0;
+    for (int i = 3; i < argc; i++) {
+        if (resp_arg_is(&argv[i], "NOLOOP")) noloop = 1;
+        else if (resp_arg_is(&argv[i], "REDIRECT") || resp_arg_is(&argv[i], "BCAST") ||
+                 resp_arg_is(&argv[i], "PREFIX") || resp_arg_is(&argv[i], "OPTIN") ||
+                 resp_arg_is(&argv[i], "OPTOUT")) {
+            resp_add_errorf(&c->out, "ERR CLIENT TRACKING %.*s is not served by frontdoor yet",
+                            (int)argv[i].len, argv[i].ptr);
+            return;
+        } else {
+            resp_add_error(&c->out, "ERR syntax error");
+            return;
+        }
+    }
+    if (resp_arg_is(&argv[2], "ON")) {
+        tclient *t = find(c);
+        if (!t) {
+            if (ntc == captc) {
+                size_t cap = captc ? captc * 2 : 8;
+                tclient *n = realloc(tc, cap * sizeof *n);
+                if (!n) { resp_add_error(&c->out, "ERR out of memory"); return; }
+                tc = n, captc = cap;
+            }
+            t = &tc[ntc++];
+            t->c = c;
+            if (ntc == 1) arm(1);
+        }
+        t->noloop = noloop;
+    } else if (resp_arg_is(&argv[2], "OFF")) {
+        track_off(c);
+    } else {
+        resp_add_error(&c->out, "ERR syntax error");
+        return;
+    }
+    resp_add_simple(&c->out, "OK", 2);
+}
+
+long long px_tracking_redir(const px_conn *c) { return find(c) ? 0 : -1; }
+
+int px_tracking_on(const px_conn *c, int *noloop) {
+    const tclient *t = find(c);
+    if (noloop) *noloop = t && t->noloop;
+    return t != NULL;
+}
+
+size_t px_tracking_clients(void) { return ntc; }
+size_t px_tracking_keys(void) { return keys.count; }
+
+void px_tracking_hooks(void) {
+    PX_HOOK_ADD_IDLE(exec_done, track_exec_done);   /* both armed while a client tracks */
+    PX_HOOK_ADD_IDLE(closed, track_closed);
+}

@@ -1,0 +1,38 @@
+/* tracking.h — client-side caching: CLIENT TRACKING (Redis 7.0's default
+ * mode, with NOLOOP). Module prefix: px_tracking_.
+ *
+ * A client that runs CLIENT TRACKING ON has the keys of its read-only
+ * commands remembered (the command table's key positions); a write command's
+ * keys, by any client, send each client that read one of them a push
+ * `invalidate [key]` once (RESP3 push; a RESP2 client without a redirect
+ * gets nothing, as in Redis) and forget it. FLUSHALL/FLUSHDB send the null
+ * invalidate to every tracking client and forget every key. NOLOOP spares
+ * the writer its own invalidations. REDIRECT, BCAST, PREFIX, OPTIN and
+ * OPTOUT are refused (not served yet).
+ *
+ * Bounds: the key table holds at most PX_TRACKING_MAX_KEYS keys (Redis's
+ * tracking-table-max-keys default); a key recorded beyond it evicts one
+ * tracked key first, with its invalidation, as Redis does.
+ * Hooks (exec_done, closed) are armed only while a client tracks.
+ * Loop thread only.
+ */
+#ifndef FRONTDOOR_TRACKING_H
+#define FRONTDOOR_TRACKING_H
+
+#include "server.h"
+
+#define PX_TRACKING_MAX_KEYS 1000000
+
+/* CLIENT TRACKING ON|OFF [NOLOOP]: the reply into c->out. */
+void px_tracking_command(px_conn *c, int argc, const resp_arg *argv);
+/* CLIENT GETREDIR's answer (-1: not tracking, 0: tracking without redirect). */
+long long px_tracking_redir(const px_conn *c);
+/* Whether c tracks (CLIENT TRACKINGINFO's flags). */
+int px_tracking_on(const px_conn *c, int *noloop);
+/* INFO: tracking clients, and keys in the table. */
+size_t px_tracking_clients(void);
+size_t px_tracking_keys(void);
+/* Register the hooks (main.c's feature list). */
+void px_tracking_hooks(void);
+
+#endif

@@ -1,0 +1,111 @@
+#!/usr/bin/python3
+"""Differential test of client-side caching (CLIENT TRACKING, proxy/tracking.c,
+issue 27) on every backend (FD_DIFF_SUITES): two clients per server, A
+tracks and reads, B writes; what A receives (its RESP3 invalidate pushes,
+then the reply to a PING) is compared byte for byte with redis-server 7.0,
+in RESP2 (no redirect: no pushes, as Redis) and RESP3.
+
+Served: default mode, ON/OFF, NOLOOP, FLUSHALL/FLUSHDB's null invalidate,
+CLIENT GETREDIR / TRACKINGINFO while tracking, INFO's tracking_clients.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fdtest import Tests, diff_case
+
+T = Tests(case_timeout=60)
+
+
+def a_receives(two):
+    """A sends PING: everything it gets up to +PONG (pushes first) compared."""
+    d = two.a
+    got = []
+    for c in (d.ref, d.fd):
+        c.send("PING")
+        raw = b""
+        for _ in range(10):
+            r = c.read(timeout=5)
+            raw += r
+            if r.startswith(b"+PONG"):
+                break
+        got.append(raw)
+    d._compare("what A receives up to PING", got[0], got[1])
+
+
+def info_clients(two):
+    """INFO clients' tracking_clients line on both."""
+    def norm(raw):
+        for line in raw.split(b"\r\n"):
+            if line.startswith(b"tracking_clients:"):
+                return line
+        return b"<no tracking_clients>"
+    two.a.cmd("INFO", "clients", norm=norm)
+
+
+basic_steps = [
+    ("CLIENT", "TRACKING", "ON"),
+    ("CLIENT", "GETREDIR"),
+    ("CLIENT", "TRACKINGINFO"),
+    info_clients,
+    ("@B", "SET", "k1", "v1"),
+    ("@B", "SET", "k2", "v2"),
+    ("GET", "k1"),
+    ("MGET", "k2", "nokey"),
+    ("@B", "SET", "k1", "x"),          # A read k1: one invalidate
+    a_receives,
+    ("@B", "SET", "k1", "y"),          # forgotten after it: none
+    a_receives,
+    ("@B", "DEL", "k2"),               # read by A (MGET)
+    a_receives,
+    ("@B", "SET", "k3", "z"),          # never read: none
+    a_receives,
+    ("GET", "k1"),
+    ("CLIENT", "TRACKING", "OFF"),
+    ("@B", "SET", "k1", "after-off"),  # off: nothing
+    a_receives,
+    ("CLIENT", "GETREDIR"),
+    ("CLIENT", "TRACKINGINFO"),
+    info_clients,
+]
+diff_case(T, "tracking_default_mode_invalidates_reads", basic_steps)
+
+noloop_steps = [
+    ("CLIENT", "TRACKING", "ON", "NOLOOP"),
+    ("CLIENT", "TRACKINGINFO"),
+    ("@B", "SET", "n1", "v"),
+    ("GET", "n1"),
+    ("SET", "n1", "mine"),             # NOLOOP: A's own write sends A nothing
+    a_receives,
+    ("GET", "n1"),
+    ("@B", "SET", "n1", "theirs"),     # another client's write: the invalidate
+    a_receives,
+]
+diff_case(T, "tracking_noloop_spares_own_writes", noloop_steps)
+
+flush_steps = [
+    ("CLIENT", "TRACKING", "ON"),
+    ("@B", "SET", "f1", "v"),
+    ("GET", "f1"),
+    ("@B", "FLUSHALL"),                # the null invalidate
+    a_receives,
+    ("@B", "SET", "f1", "v"),          # the table was emptied: nothing
+    a_receives,
+    ("GET", "f1"),
+    ("@B", "FLUSHDB"),
+    a_receives,
+]
+diff_case(T, "tracking_flush_sends_null_invalidate", flush_steps)
+
+error_steps = [
+    ("CLIENT", "TRACKING"),
+    ("CLIENT", "TRACKING", "maybe"),
+    ("CLIENT", "TRACKING", "ON", "FOO"),
+    ("CLIENT", "TRACKING", "OFF"),
+    ("CLIENT", "TRACKINGINFO"),
+]
+diff_case(T, "tracking_errors_as_redis", error_steps)
+
+
+if __name__ == "__main__":
+    T.main()
