@@ -97,6 +97,34 @@ flush_steps = [
 ]
 diff_case(T, "tracking_flush_sends_null_invalidate", flush_steps)
 
+def a_sets(two):
+    """A writes a key it read: SET's reply, then (RESP3) its own invalidate
+    (Redis 7.0 sends the caller's after the reply)."""
+    d = two.a
+    got = []
+    for c in (d.ref, d.fd):
+        c.send("SET", "s1", "mine")
+        raw = c.read(timeout=5)
+        try:
+            raw += c.read(timeout=0.5)
+        except Exception:       # RESP2: nothing follows
+            pass
+        got.append(raw)
+    d._compare("SET s1 by the tracking client", got[0], got[1])
+
+
+own_write_steps = [
+    ("CLIENT", "TRACKING", "ON"),
+    ("@B", "SET", "s1", "v"),
+    ("GET", "s1"),
+    a_sets,                            # no NOLOOP: A's own write invalidates its read
+    a_receives,
+    ("GET", "s1"),
+    ("FLUSHALL",),                     # its own flush: the null invalidate after +OK
+    a_receives,
+]
+diff_case(T, "tracking_own_write_without_noloop", own_write_steps)
+
 error_steps = [
     ("CLIENT", "TRACKING"),
     ("CLIENT", "TRACKING", "maybe"),
