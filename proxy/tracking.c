@@ -2,6 +2,7 @@
 #include "tracking.h"
 #include "hooks.h"
 #include "strmap.h"
+#include "pubsub.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 typedef struct tclient {
     px_conn *c;
     int      noloop;
+    uint64_t redir;      /* REDIRECT's client id, or 0 */
 } tclient;
 
 static tclient *tc;          /* the tracking clients (grown by doubling) */
@@ -43,11 +45,44 @@ static void arm(int on) {
     px_hook_arm(closed, track_closed, on);
 }
 
-/* One invalidate push (key NULL: the null invalidate of a flush). */
-static void push_invalidate(px_conn *c, const char *key, size_t len) {
-    if (c->out.proto < 3 || (c->flags & PX_CONN_CLOSE_ASAP)) return;
-    resp_add_push(&c->out, 2);
-    resp_add_bulk(&c->out, "invalidate", 10);
+static px_conn *conn_by_id(uint64_t id) {
+    for (px_conn *x = px_srv.clients; x; x = x->next)
+        if (x->id == id) return x;
+    return NULL;
+}
+
+/* One invalidation (key NULL: the null invalidate of a flush) for t, as
+ * Redis 7.0's sendTrackingMessage: to its REDIRECT client when it has one
+ * (gone: t gets `tracking-redir-broken` in RESP3), as a RESP3 push, or as a
+ * `message` on __redis__:invalidate to a RESP2 redirect target in pub/sub
+ * mode; else nothing. */
+static void send_invalidate(const tclient *t, const char *key, size_t len) {
+    px_conn *c = t->c;
+    int redirected = 0;
+    if (t->redir) {
+        px_conn *r = conn_by_id(t->redir);
+        if (!r) {
+            if (c->out.proto >= 3 && !(c->flags & PX_CONN_CLOSE_ASAP)) {
+                resp_add_push(&c->out, 2);
+                resp_add_bulk(&c->out, "tracking-redir-broken", 21);
+                resp_add_int(&c->out, (long long)t->redir);
+                px_conn_touch(c);
+            }
+            return;
+        }
+        c = r, redirected = 1;
+    }
+    if (c->flags & PX_CONN_CLOSE_ASAP) return;
+    if (c->out.proto >= 3) {
+        resp_add_push(&c->out, 2);
+        resp_add_bulk(&c->out, "invalidate", 10);
+    } else if (redirected && px_pubsub_count(c)) {
+        resp_add_push(&c->out, 3);
+        resp_add_bulk(&c->out, "message", 7);
+        resp_add_bulk(&c->out, "__redis__:invalidate", 20);
+    } else {
+        return;
+    }
     if (key) {
         resp_add_array(&c->out, 1);
         resp_add_bulk(&c->out, key, len);
@@ -63,7 +98,7 @@ static void invalidate_entry(px_strent *e, const px_conn *writer) {
     tkey *k = px_strmap_data(e);
     for (size_t i = 0; i < k->n; i++) {
         tclient *t = find_id(k->ids[i]);
-        if (t && !(t->noloop && t->c == writer)) push_invalidate(t->c, e->name, e->len);
+        if (t && !(t->noloop && t->c == writer)) send_invalidate(t, e->name, e->len);
     }
     free(k->ids);
     px_strmap_del(&keys, e);
@@ -107,7 +142,7 @@ static void track_exec_done(const px_exec *e) {
     int write = (cmd->flags & FD_CMD_WRITE) != 0;
     if (write && (cmd->id == FD_CMD_flushdb || cmd->id == FD_CMD_flushall)) {
         if (e->reply && e->len && e->reply[0] == '-') return;
-        for (size_t i = 0; i < ntc; i++) push_invalidate(tc[i].c, NULL, 0);
+        for (size_t i = 0; i < ntc; i++) send_invalidate(&tc[i], NULL, 0);
         forget_all();
         return;
     }
@@ -140,11 +175,23 @@ static void track_closed(px_conn *c) { track_off(c); }
 void px_tracking_command(px_conn *c, int argc, const resp_arg *argv) {
     if (argc < 3) { resp_add_error(&c->out, "ERR wrong number of arguments for 'client|tracking' command"); return; }
     int noloop = 0;
+    long long redir = 0;
     for (int i = 3; i < argc; i++) {
-        if (resp_arg_is(&argv[i], "NOLOOP")) noloop = 1;
-        else if (resp_arg_is(&argv[i], "REDIRECT") || resp_arg_is(&argv[i], "BCAST") ||
-                 resp_arg_is(&argv[i], "PREFIX") || resp_arg_is(&argv[i], "OPTIN") ||
-                 resp_arg_is(&argv[i], "OPTOUT")) {
+        if (resp_arg_is(&argv[i], "REDIRECT") && i + 1 < argc) {
+            i++;
+            if (redir) { resp_add_error(&c->out, "ERR A client can only redirect to a single other client"); return; }
+            if (resp_str2ll(argv[i].ptr, argv[i].len, &redir)) {
+                resp_add_error(&c->out, "ERR value is not an integer or out of range");
+                return;
+            }
+            if (redir <= 0 || !conn_by_id((uint64_t)redir)) {
+                resp_add_error(&c->out, "ERR The client ID you want redirect to does not exist");
+                return;
+            }
+        } else if (resp_arg_is(&argv[i], "NOLOOP")) {
+            noloop = 1;
+        } else if (resp_arg_is(&argv[i], "BCAST") || resp_arg_is(&argv[i], "OPTIN") ||
+                   resp_arg_is(&argv[i], "OPTOUT") || (resp_arg_is(&argv[i], "PREFIX") && i + 1 < argc)) {
             resp_add_errorf(&c->out, "ERR CLIENT TRACKING %.*s is not served by frontdoor yet",
                             (int)argv[i].len, argv[i].ptr);
             return;
@@ -167,6 +214,7 @@ void px_tracking_command(px_conn *c, int argc, const resp_arg *argv) {
             if (ntc == 1) arm(1);
         }
         t->noloop = noloop;
+        t->redir = (uint64_t)redir;
     } else if (resp_arg_is(&argv[2], "OFF")) {
         track_off(c);
     } else {
@@ -176,7 +224,10 @@ void px_tracking_command(px_conn *c, int argc, const resp_arg *argv) {
     resp_add_simple(&c->out, "OK", 2);
 }
 
-long long px_tracking_redir(const px_conn *c) { return find(c) ? 0 : -1; }
+long long px_tracking_redir(const px_conn *c) {
+    const tclient *t = find(c);
+    return t ? (long long)t->redir : -1;
+}
 
 int px_tracking_on(const px_conn *c, int *noloop) {
     const tclient *t = find(c);

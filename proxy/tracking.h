@@ -1,14 +1,17 @@
 /* tracking.h — client-side caching: CLIENT TRACKING (Redis 7.0's default
- * mode, with NOLOOP). Module prefix: px_tracking_.
+ * mode, with NOLOOP and REDIRECT). Module prefix: px_tracking_.
  *
  * A client that runs CLIENT TRACKING ON has the keys of its read-only
  * commands remembered (the command table's key positions); a write command's
  * keys, by any client, send each client that read one of them a push
  * `invalidate [key]` once (RESP3 push; a RESP2 client without a redirect
- * gets nothing, as in Redis) and forget it. FLUSHALL/FLUSHDB send the null
+ * gets nothing, as in Redis) and forget it. REDIRECT id sends them to that
+ * client instead: a RESP3 push, or a `message` on __redis__:invalidate when
+ * it speaks RESP2 and is in pub/sub mode (the target gone: the tracking
+ * client gets `tracking-redir-broken id` in RESP3). FLUSHALL/FLUSHDB send the null
  * invalidate to every tracking client and forget every key. NOLOOP spares
- * the writer its own invalidations. REDIRECT, BCAST, PREFIX, OPTIN and
- * OPTOUT are refused (not served yet).
+ * the writer its own invalidations. BCAST, PREFIX, OPTIN and OPTOUT are
+ * refused (not served yet).
  *
  * Bounds: the key table holds at most PX_TRACKING_MAX_KEYS keys (Redis's
  * tracking-table-max-keys default); a key recorded beyond it evicts one
@@ -23,9 +26,9 @@
 
 #define PX_TRACKING_MAX_KEYS 1000000
 
-/* CLIENT TRACKING ON|OFF [NOLOOP]: the reply into c->out. */
+/* CLIENT TRACKING ON|OFF [REDIRECT id] [NOLOOP]: the reply into c->out. */
 void px_tracking_command(px_conn *c, int argc, const resp_arg *argv);
-/* CLIENT GETREDIR's answer (-1: not tracking, 0: tracking without redirect). */
+/* CLIENT GETREDIR's answer (-1: not tracking, 0: tracking without redirect, else the id). */
 long long px_tracking_redir(const px_conn *c);
 /* Whether c tracks (CLIENT TRACKINGINFO's flags). */
 int px_tracking_on(const px_conn *c, int *noloop);

@@ -5,7 +5,8 @@ tracks and reads, B writes; what A receives (its RESP3 invalidate pushes,
 then the reply to a PING) is compared byte for byte with redis-server 7.0,
 in RESP2 (no redirect: no pushes, as Redis) and RESP3.
 
-Served: default mode, ON/OFF, NOLOOP, FLUSHALL/FLUSHDB's null invalidate,
+Served: default mode, ON/OFF, NOLOOP, REDIRECT (RESP2: B subscribed to
+__redis__:invalidate gets messages; RESP3: pushes), FLUSHALL/FLUSHDB's null invalidate,
 CLIENT GETREDIR / TRACKINGINFO while tracking, INFO's tracking_clients.
 """
 import os
@@ -124,6 +125,55 @@ own_write_steps = [
     a_receives,
 ]
 diff_case(T, "tracking_own_write_without_noloop", own_write_steps)
+
+def note_b_ids(two):
+    """B's client id on each server (asked before B subscribes)."""
+    two.b_ids = [cb.cmd("CLIENT", "ID")[1:-2] for cb in (two.b.ref, two.b.fd)]
+
+
+def redirect_to_b(*opts):
+    """A: CLIENT TRACKING ON REDIRECT <B's id on each server> opts..."""
+    def step(two):
+        raws = []
+        for ca, idb in zip((two.a.ref, two.a.fd), two.b_ids):
+            raws.append(ca.cmd("CLIENT", "TRACKING", "ON", "REDIRECT", idb, *opts))
+        two.a._compare("CLIENT TRACKING ON REDIRECT <B>", raws[0], raws[1])
+    return step
+
+
+def getredir_is_b(two):
+    got = []
+    for ca, idb in zip((two.a.ref, two.a.fd), two.b_ids):
+        got.append(ca.cmd("CLIENT", "GETREDIR") == b":" + idb + b"\r\n")
+    two.a._compare("CLIENT GETREDIR is B's id", b"%r" % got[0], b"%r" % got[1])
+
+
+def b_receives(two):
+    """B's next message (the redirected invalidation: a RESP2 pub/sub
+    message on __redis__:invalidate, or a RESP3 push)."""
+    d = two.b
+    got = [c.read(timeout=5) for c in (d.ref, d.fd)]
+    d._compare("what B receives", got[0], got[1])
+
+
+redirect_steps = [
+    note_b_ids,
+    ("@B", "SUBSCRIBE", "__redis__:invalidate"),
+    redirect_to_b(),
+    getredir_is_b,
+    ("SET", "r1", "v"),
+    ("GET", "r1"),
+    ("SET", "r1", "w"),                # A's write, A's read: to B
+    b_receives,
+    ("GET", "r1"),
+    ("FLUSHALL",),                     # the null invalidate, to B
+    b_receives,
+    ("CLIENT", "TRACKING", "ON", "REDIRECT", "987654321"),
+    ("CLIENT", "TRACKING", "ON", "REDIRECT", "x"),
+    ("CLIENT", "TRACKING", "ON", "REDIRECT", "1", "REDIRECT", "2"),
+    ("CLIENT", "TRACKING", "ON", "REDIRECT"),
+]
+diff_case(T, "tracking_redirect_to_a_subscriber", redirect_steps)
 
 error_steps = [
     ("CLIENT", "TRACKING"),
