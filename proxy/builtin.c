@@ -708,20 +708,10 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
         resp_add_int(&c->out, px_tracking_redir(c));
     } else if (resp_arg_is(sub, "TRACKINGINFO")) {
         if (argc != 2) { reply_subcmd_arity(c, "client", sub); return; }
-        int noloop = 0, on = px_tracking_on(c, &noloop);
-        resp_add_map(&c->out, 3);
-        resp_add_bulk_cstr(&c->out, "flags");
-        resp_add_set(&c->out, on ? 1 + noloop : 1);
-        resp_add_bulk_cstr(&c->out, on ? "on" : "off");
-        if (noloop) resp_add_bulk_cstr(&c->out, "noloop");
-        resp_add_bulk_cstr(&c->out, "redirect");
-        resp_add_int(&c->out, px_tracking_redir(c));
-        resp_add_bulk_cstr(&c->out, "prefixes");
-        resp_add_array(&c->out, 0);
+        px_tracking_info(c);
     } else if (resp_arg_is(sub, "CACHING")) {
         if (argc != 3) { reply_subcmd_arity(c, "client", sub); return; }
-        resp_add_error(&c->out, "ERR CLIENT CACHING can be called only when the client is in tracking mode with "
-                                "OPTIN or OPTOUT mode enabled");
+        px_tracking_caching(c, &argv[2]);
     } else if (resp_arg_is(sub, "NO-EVICT") || resp_arg_is(sub, "NO-TOUCH")) {
         /* accepted: frontdoor evicts nothing and keeps no LRU/LFU clock */
         if (argc != 3) { reply_subcmd_arity(c, "client", sub); return; }
@@ -755,7 +745,7 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
             "NO-EVICT (ON|OFF)", "    Protect current client connection from eviction (accepted: frontdoor evicts nothing).",
             "NO-TOUCH (ON|OFF)", "    Will not touch LRU/LFU stats when this mode is on (accepted: no such stats).",
             "SETNAME <name>", "    Assign the name <name> to the current connection.",
-            "TRACKING (ON|OFF) [REDIRECT <id>] [NOLOOP]", "    Control server assisted client side caching (BCAST, PREFIX, OPTIN, OPTOUT: not served yet).",
+            "TRACKING (ON|OFF) [REDIRECT <id>] [OPTIN] [OPTOUT] [NOLOOP]", "    Control server assisted client side caching (BCAST, PREFIX: not served yet).",
             "TRACKINGINFO", "    Report tracking status for the current connection.",
             "UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.",
             "HELP", "    Print this help.", NULL};

@@ -12,6 +12,8 @@ typedef struct tclient {
     px_conn *c;
     int      noloop;
     uint64_t redir;      /* REDIRECT's client id, or 0 */
+    int      optin, optout;
+    int      caching;    /* CLIENT CACHING yes (OPTIN) / no (OPTOUT) for the next command */
 } tclient;
 
 static tclient *tc;          /* the tracking clients (grown by doubling) */
@@ -139,15 +141,19 @@ static void remember(const px_conn *c, const char *key, size_t len) {
 static void track_exec_done(const px_exec *e) {
     if (!ntc || !e->cmd) return;
     const fd_command *cmd = e->cmd;
-    int write = (cmd->flags & FD_CMD_WRITE) != 0;
+    int write = (cmd->flags & FD_CMD_WRITE) != 0, track = 0;
+    tclient *t = find(e->c);          /* a script's command: its caller's */
+    if (t) {
+        track = t->optin ? t->caching : t->optout ? !t->caching : 1;
+        if (!e->script && cmd->id != FD_CMD_client) t->caching = 0;   /* CLIENT CACHING: one command */
+    }
     if (write && (cmd->id == FD_CMD_flushdb || cmd->id == FD_CMD_flushall)) {
         if (e->reply && e->len && e->reply[0] == '-') return;
         for (size_t i = 0; i < ntc; i++) send_invalidate(&tc[i], NULL, 0);
         forget_all();
         return;
     }
-    if (!write && !(cmd->flags & FD_CMD_READONLY)) return;
-    if (!write && !find(e->c)) return;
+    if (!write && (!(cmd->flags & FD_CMD_READONLY) || !track)) return;
     int pos[64], *pp = pos, max = e->argc > 64 ? e->argc : 64;
     if (e->argc > 64 && !(pp = malloc((size_t)e->argc * sizeof *pp))) return;
     int n = fd_command_keys(cmd, e->argc, e->argv, pp, max);
@@ -174,7 +180,7 @@ static void track_closed(px_conn *c) { track_off(c); }
 
 void px_tracking_command(px_conn *c, int argc, const resp_arg *argv) {
     if (argc < 3) { resp_add_error(&c->out, "ERR wrong number of arguments for 'client|tracking' command"); return; }
-    int noloop = 0;
+    int noloop = 0, optin = 0, optout = 0;
     long long redir = 0;
     for (int i = 3; i < argc; i++) {
         if (resp_arg_is(&argv[i], "REDIRECT") && i + 1 < argc) {
@@ -190,8 +196,11 @@ void px_tracking_command(px_conn *c, int argc, const resp_arg *argv) {
             }
         } else if (resp_arg_is(&argv[i], "NOLOOP")) {
             noloop = 1;
-        } else if (resp_arg_is(&argv[i], "BCAST") || resp_arg_is(&argv[i], "OPTIN") ||
-                   resp_arg_is(&argv[i], "OPTOUT") || (resp_arg_is(&argv[i], "PREFIX") && i + 1 < argc)) {
+        } else if (resp_arg_is(&argv[i], "OPTIN")) {
+            optin = 1;
+        } else if (resp_arg_is(&argv[i], "OPTOUT")) {
+            optout = 1;
+        } else if (resp_arg_is(&argv[i], "BCAST") || (resp_arg_is(&argv[i], "PREFIX") && i + 1 < argc)) {
             resp_add_errorf(&c->out, "ERR CLIENT TRACKING %.*s is not served by frontdoor yet",
                             (int)argv[i].len, argv[i].ptr);
             return;
@@ -202,6 +211,12 @@ void px_tracking_command(px_conn *c, int argc, const resp_arg *argv) {
     }
     if (resp_arg_is(&argv[2], "ON")) {
         tclient *t = find(c);
+        if (optin && optout) { resp_add_error(&c->out, "ERR You can't specify both OPTIN mode and OPTOUT mode"); return; }
+        if (t && ((optin && t->optout) || (optout && t->optin))) {
+            resp_add_error(&c->out, "ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this "
+                                    "client, and then re-enabling it with a different mode.");
+            return;
+        }
         if (!t) {
             if (ntc == captc) {
                 size_t cap = captc ? captc * 2 : 8;
@@ -210,11 +225,12 @@ void px_tracking_command(px_conn *c, int argc, const resp_arg *argv) {
                 tc = n, captc = cap;
             }
             t = &tc[ntc++];
-            t->c = c;
+            *t = (tclient){.c = c};
             if (ntc == 1) arm(1);
         }
         t->noloop = noloop;
         t->redir = (uint64_t)redir;
+        t->optin = optin, t->optout = optout;
     } else if (resp_arg_is(&argv[2], "OFF")) {
         track_off(c);
     } else {
@@ -229,10 +245,49 @@ long long px_tracking_redir(const px_conn *c) {
     return t ? (long long)t->redir : -1;
 }
 
-int px_tracking_on(const px_conn *c, int *noloop) {
+void px_tracking_info(px_conn *c) {
     const tclient *t = find(c);
-    if (noloop) *noloop = t && t->noloop;
-    return t != NULL;
+    const char *flags[5];
+    int n = 0;
+    flags[n++] = t ? "on" : "off";
+    if (t && t->optin) flags[n++] = "optin";
+    if (t && t->optin && t->caching) flags[n++] = "caching-yes";
+    if (t && t->optout) flags[n++] = "optout";
+    if (t && t->optout && t->caching) flags[n++] = "caching-no";
+    if (t && t->noloop) flags[n++] = "noloop";
+    resp_add_map(&c->out, 3);
+    resp_add_bulk_cstr(&c->out, "flags");
+    resp_add_set(&c->out, n);
+    for (int i = 0; i < n; i++) resp_add_bulk_cstr(&c->out, flags[i]);
+    resp_add_bulk_cstr(&c->out, "redirect");
+    resp_add_int(&c->out, px_tracking_redir(c));
+    resp_add_bulk_cstr(&c->out, "prefixes");
+    resp_add_array(&c->out, 0);
+}
+
+void px_tracking_caching(px_conn *c, const resp_arg *arg) {
+    tclient *t = find(c);
+    if (!t || (!t->optin && !t->optout)) {
+        resp_add_error(&c->out, "ERR CLIENT CACHING can be called only when the client is in tracking mode with "
+                                "OPTIN or OPTOUT mode enabled");
+        return;
+    }
+    if (resp_arg_is(arg, "yes")) {
+        if (!t->optin) {
+            resp_add_error(&c->out, "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.");
+            return;
+        }
+    } else if (resp_arg_is(arg, "no")) {
+        if (!t->optout) {
+            resp_add_error(&c->out, "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.");
+            return;
+        }
+    } else {
+        resp_add_error(&c->out, "ERR syntax error");
+        return;
+    }
+    t->caching = 1;
+    resp_add_simple(&c->out, "OK", 2);
 }
 
 size_t px_tracking_clients(void) { return ntc; }

@@ -10,8 +10,9 @@
  * it speaks RESP2 and is in pub/sub mode (the target gone: the tracking
  * client gets `tracking-redir-broken id` in RESP3). FLUSHALL/FLUSHDB send the null
  * invalidate to every tracking client and forget every key. NOLOOP spares
- * the writer its own invalidations. BCAST, PREFIX, OPTIN and OPTOUT are
- * refused (not served yet).
+ * the writer its own invalidations. OPTIN (OPTOUT): a read is remembered
+ * only (except) when CLIENT CACHING yes (no) came just before it. BCAST and
+ * PREFIX are refused (not served yet).
  *
  * Bounds: the key table holds at most PX_TRACKING_MAX_KEYS keys (Redis's
  * tracking-table-max-keys default); a key recorded beyond it evicts one
@@ -26,12 +27,15 @@
 
 #define PX_TRACKING_MAX_KEYS 1000000
 
-/* CLIENT TRACKING ON|OFF [REDIRECT id] [NOLOOP]: the reply into c->out. */
+/* CLIENT TRACKING ON|OFF [REDIRECT id] [OPTIN] [OPTOUT] [NOLOOP]: the reply into c->out. */
 void px_tracking_command(px_conn *c, int argc, const resp_arg *argv);
 /* CLIENT GETREDIR's answer (-1: not tracking, 0: tracking without redirect, else the id). */
 long long px_tracking_redir(const px_conn *c);
-/* Whether c tracks (CLIENT TRACKINGINFO's flags). */
-int px_tracking_on(const px_conn *c, int *noloop);
+/* CLIENT TRACKINGINFO's reply into c->out. */
+void px_tracking_info(px_conn *c);
+/* CLIENT CACHING yes|no (arg): Redis 7.0's errors; the mark lasts until the
+ * client's next command other than CLIENT. */
+void px_tracking_caching(px_conn *c, const resp_arg *arg);
 /* INFO: tracking clients, and keys in the table. */
 size_t px_tracking_clients(void);
 size_t px_tracking_keys(void);

@@ -5,7 +5,7 @@ tracks and reads, B writes; what A receives (its RESP3 invalidate pushes,
 then the reply to a PING) is compared byte for byte with redis-server 7.0,
 in RESP2 (no redirect: no pushes, as Redis) and RESP3.
 
-Served: default mode, ON/OFF, NOLOOP, REDIRECT (RESP2: B subscribed to
+Served: default mode, ON/OFF, NOLOOP, OPTIN/OPTOUT with CLIENT CACHING, REDIRECT (RESP2: B subscribed to
 __redis__:invalidate gets messages; RESP3: pushes), FLUSHALL/FLUSHDB's null invalidate,
 CLIENT GETREDIR / TRACKINGINFO while tracking, INFO's tracking_clients.
 """
@@ -174,6 +174,32 @@ redirect_steps = [
     ("CLIENT", "TRACKING", "ON", "REDIRECT"),
 ]
 diff_case(T, "tracking_redirect_to_a_subscriber", redirect_steps)
+
+optin_steps = [
+    ("CLIENT", "TRACKING", "ON", "OPTIN"),
+    ("CLIENT", "TRACKINGINFO"),
+    ("@B", "MSET", "o1", "a", "o2", "b", "o3", "c"),
+    ("GET", "o1"),                     # OPTIN without CACHING yes: not remembered
+    ("CLIENT", "CACHING", "yes"),
+    ("CLIENT", "TRACKINGINFO"),        # caching-yes
+    ("GET", "o2"),                     # remembered
+    ("GET", "o3"),                     # the mark lasted one command: not
+    ("CLIENT", "CACHING", "no"),
+    ("CLIENT", "TRACKING", "ON", "OPTOUT"),
+    ("@B", "MSET", "o1", "x", "o2", "y", "o3", "z"),
+    a_receives,                        # o2 only
+    ("CLIENT", "TRACKING", "OFF"),
+    ("CLIENT", "TRACKING", "ON", "OPTOUT"),
+    ("GET", "o1"),                     # OPTOUT: remembered
+    ("CLIENT", "CACHING", "no"),
+    ("GET", "o2"),                     # not remembered
+    ("CLIENT", "CACHING", "yes"),
+    ("CLIENT", "CACHING", "maybe"),
+    ("@B", "MSET", "o1", "1", "o2", "2"),
+    a_receives,                        # o1 only
+    ("CLIENT", "TRACKING", "ON", "OPTIN", "OPTOUT"),
+]
+diff_case(T, "tracking_optin_optout_with_client_caching", optin_steps)
 
 error_steps = [
     ("CLIENT", "TRACKING"),
