@@ -26,6 +26,7 @@ typedef struct tkey {
 } tkey;
 
 static px_strmap keys;
+static size_t    nitems;     /* (key, client) pairs in keys: INFO's tracking_total_items */
 
 static void track_exec_done(const px_exec *e);
 static void track_closed(px_conn *c);
@@ -102,6 +103,7 @@ static void invalidate_entry(px_strent *e, const px_conn *writer) {
         tclient *t = find_id(k->ids[i]);
         if (t && !(t->noloop && t->c == writer)) send_invalidate(t, e->name, e->len);
     }
+    nitems -= k->n;
     free(k->ids);
     px_strmap_del(&keys, e);
 }
@@ -114,6 +116,7 @@ static void free_entry(px_strent *e, void *arg) {
 static void forget_all(void) {
     px_strmap_each(&keys, free_entry, NULL);
     px_strmap_clear(&keys);
+    nitems = 0;
 }
 
 /* Remember that c read key (out of memory: the key is not remembered). */
@@ -134,6 +137,7 @@ static void remember(const px_conn *c, const char *key, size_t len) {
         k->ids = ids, k->cap = cap;
     }
     k->ids[k->n++] = c->id;
+    nitems++;
 }
 
 /* Every command run: a tracking client's read remembers its keys; any
@@ -292,6 +296,7 @@ void px_tracking_caching(px_conn *c, const resp_arg *arg) {
 
 size_t px_tracking_clients(void) { return ntc; }
 size_t px_tracking_keys(void) { return keys.count; }
+size_t px_tracking_items(void) { return nitems; }
 
 void px_tracking_hooks(void) {
     PX_HOOK_ADD_IDLE(exec_done, track_exec_done);   /* both armed while a client tracks */

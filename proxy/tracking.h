@@ -36,9 +36,10 @@ void px_tracking_info(px_conn *c);
 /* CLIENT CACHING yes|no (arg): Redis 7.0's errors; the mark lasts until the
  * client's next command other than CLIENT. */
 void px_tracking_caching(px_conn *c, const resp_arg *arg);
-/* INFO: tracking clients, and keys in the table. */
+/* INFO: tracking clients, keys in the table, (key, client) pairs in it. */
 size_t px_tracking_clients(void);
 size_t px_tracking_keys(void);
+size_t px_tracking_items(void);
 /* Register the hooks (main.c's feature list). */
 void px_tracking_hooks(void);
 

@@ -44,6 +44,14 @@ def info_clients(two):
     two.a.cmd("INFO", "clients", norm=norm)
 
 
+def info_tables(two):
+    """INFO stats' tracking_total_keys and tracking_total_items on both."""
+    def norm(raw):
+        return b" ".join(line for line in raw.split(b"\r\n")
+                         if line.startswith((b"tracking_total_keys:", b"tracking_total_items:")))
+    two.a.cmd("INFO", "stats", norm=norm)
+
+
 basic_steps = [
     ("CLIENT", "TRACKING", "ON"),
     ("CLIENT", "GETREDIR"),
@@ -53,6 +61,7 @@ basic_steps = [
     ("@B", "SET", "k2", "v2"),
     ("GET", "k1"),
     ("MGET", "k2", "nokey"),
+    info_tables,                       # 3 keys, 3 items
     ("@B", "SET", "k1", "x"),          # A read k1: one invalidate
     a_receives,
     ("@B", "SET", "k1", "y"),          # forgotten after it: none
@@ -61,6 +70,7 @@ basic_steps = [
     a_receives,
     ("@B", "SET", "k3", "z"),          # never read: none
     a_receives,
+    info_tables,
     ("GET", "k1"),
     ("CLIENT", "TRACKING", "OFF"),
     ("@B", "SET", "k1", "after-off"),  # off: nothing
