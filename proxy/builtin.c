@@ -762,6 +762,7 @@ void px_cmd_reset(px_conn *c, int argc, resp_arg *argv) {
     (void)argc; (void)argv;
     px_pubsub_reset(c);
     px_multi_release(c);                 /* a transaction in progress, and the watches */
+    px_tracking_off(c);                  /* client-side caching (proxy/tracking.h) */
     c->out.proto = 2;
     c->db = 0;
     free(c->name);

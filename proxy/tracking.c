@@ -173,14 +173,14 @@ static void track_exec_done(const px_exec *e) {
     if (pp != pos) free(pp);
 }
 
-static void track_off(px_conn *c) {
+void px_tracking_off(px_conn *c) {
     tclient *t = find(c);
     if (!t) return;
     *t = tc[--ntc];             /* its ids left in keys are skipped (find_id) */
     if (!ntc) { forget_all(); arm(0); }
 }
 
-static void track_closed(px_conn *c) { track_off(c); }
+static void track_closed(px_conn *c) { px_tracking_off(c); }
 
 void px_tracking_command(px_conn *c, int argc, const resp_arg *argv) {
     if (argc < 3) { resp_add_error(&c->out, "ERR wrong number of arguments for 'client|tracking' command"); return; }
@@ -236,7 +236,7 @@ void px_tracking_command(px_conn *c, int argc, const resp_arg *argv) {
         t->redir = (uint64_t)redir;
         t->optin = optin, t->optout = optout;
     } else if (resp_arg_is(&argv[2], "OFF")) {
-        track_off(c);
+        px_tracking_off(c);
     } else {
         resp_add_error(&c->out, "ERR syntax error");
         return;

@@ -29,6 +29,9 @@
 
 /* CLIENT TRACKING ON|OFF [REDIRECT id] [OPTIN] [OPTOUT] [NOLOOP]: the reply into c->out. */
 void px_tracking_command(px_conn *c, int argc, const resp_arg *argv);
+/* Tracking off for c (CLIENT TRACKING OFF, RESET, a closed connection);
+ * not tracking: nothing. */
+void px_tracking_off(px_conn *c);
 /* CLIENT GETREDIR's answer (-1: not tracking, 0: tracking without redirect, else the id). */
 long long px_tracking_redir(const px_conn *c);
 /* CLIENT TRACKINGINFO's reply into c->out. */

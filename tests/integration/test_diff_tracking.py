@@ -217,6 +217,10 @@ error_steps = [
     ("CLIENT", "TRACKING", "ON", "FOO"),
     ("CLIENT", "TRACKING", "OFF"),
     ("CLIENT", "TRACKINGINFO"),
+    ("CLIENT", "TRACKING", "ON", "NOLOOP"),
+    ("RESET",),                        # RESET turns tracking off
+    ("CLIENT", "TRACKINGINFO"),
+    ("CLIENT", "GETREDIR"),
 ]
 diff_case(T, "tracking_errors_as_redis", error_steps)
 
