@@ -12,6 +12,7 @@
 #include "tls.h"
 #include "log.h"
 #include "acl.h"
+#include "tracking.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -700,25 +701,17 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
         for (px_conn *x = px_srv.clients; x; x = x->next)
             if (x->id == (uint64_t)id) { done = px_block_unblock(x, how); break; }
         resp_add_int(&c->out, done);
+    } else if (resp_arg_is(sub, "TRACKING")) {
+        px_tracking_command(c, argc, argv);     /* proxy/tracking.h */
     } else if (resp_arg_is(sub, "GETREDIR")) {
-        /* no client tracks (CLIENT TRACKING is not served yet): Redis's
-         * answers for a client not in tracking mode */
         if (argc != 2) { reply_subcmd_arity(c, "client", sub); return; }
-        resp_add_int(&c->out, -1);
+        resp_add_int(&c->out, px_tracking_redir(c));
     } else if (resp_arg_is(sub, "TRACKINGINFO")) {
         if (argc != 2) { reply_subcmd_arity(c, "client", sub); return; }
-        resp_add_map(&c->out, 3);
-        resp_add_bulk_cstr(&c->out, "flags");
-        resp_add_set(&c->out, 1);
-        resp_add_bulk_cstr(&c->out, "off");
-        resp_add_bulk_cstr(&c->out, "redirect");
-        resp_add_int(&c->out, -1);
-        resp_add_bulk_cstr(&c->out, "prefixes");
-        resp_add_array(&c->out, 0);
+        px_tracking_info(c);
     } else if (resp_arg_is(sub, "CACHING")) {
         if (argc != 3) { reply_subcmd_arity(c, "client", sub); return; }
-        resp_add_error(&c->out, "ERR CLIENT CACHING can be called only when the client is in tracking mode with "
-                                "OPTIN or OPTOUT mode enabled");
+        px_tracking_caching(c, &argv[2]);
     } else if (resp_arg_is(sub, "NO-EVICT") || resp_arg_is(sub, "NO-TOUCH")) {
         /* accepted: frontdoor evicts nothing and keeps no LRU/LFU clock */
         if (argc != 3) { reply_subcmd_arity(c, "client", sub); return; }
@@ -752,7 +745,8 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
             "NO-EVICT (ON|OFF)", "    Protect current client connection from eviction (accepted: frontdoor evicts nothing).",
             "NO-TOUCH (ON|OFF)", "    Will not touch LRU/LFU stats when this mode is on (accepted: no such stats).",
             "SETNAME <name>", "    Assign the name <name> to the current connection.",
-            "TRACKINGINFO", "    Report tracking status for the current connection (off: CLIENT TRACKING is not served).",
+            "TRACKING (ON|OFF) [REDIRECT <id>] [OPTIN] [OPTOUT] [NOLOOP]", "    Control server assisted client side caching (BCAST, PREFIX: not served yet).",
+            "TRACKINGINFO", "    Report tracking status for the current connection.",
             "UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.",
             "HELP", "    Print this help.", NULL};
         px_reply_help(c, "CLIENT", help);
@@ -768,6 +762,7 @@ void px_cmd_reset(px_conn *c, int argc, resp_arg *argv) {
     (void)argc; (void)argv;
     px_pubsub_reset(c);
     px_multi_release(c);                 /* a transaction in progress, and the watches */
+    px_tracking_off(c);                  /* client-side caching (proxy/tracking.h) */
     c->out.proto = 2;
     c->db = 0;
     free(c->name);

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "metrics.h"
 #include "slowlog.h"
+#include "tracking.h"
 
 #include <malloc.h>
 #include <stdarg.h>
@@ -103,7 +104,7 @@ void px_cmd_info(px_conn *c, int argc, resp_arg *argv) {
         line(&o, "connected_clients:%llu", (unsigned long long)px_srv.nclients);
         line(&o, "maxclients:%lld", px_cfg.maxclients);
         line(&o, "blocked_clients:%llu", (unsigned long long)px_block_count());
-        line(&o, "tracking_clients:0");          /* client-side caching: not served yet */
+        line(&o, "tracking_clients:%zu", px_tracking_clients());
     }
     if (wants(argc, argv, "memory", 1)) {
         struct mallinfo2 mi = mallinfo2();
@@ -137,8 +138,8 @@ void px_cmd_info(px_conn *c, int argc, resp_arg *argv) {
         line(&o, "pubsub_patterns:%llu", (unsigned long long)psp);
         line(&o, "pubsubshard_channels:%llu", (unsigned long long)pss);
         line(&o, "event_loop_turns:%llu", (unsigned long long)px_srv.turns);
-        line(&o, "tracking_total_keys:0");
-        line(&o, "tracking_total_items:0");
+        line(&o, "tracking_total_keys:%zu", px_tracking_keys());
+        line(&o, "tracking_total_items:%zu", px_tracking_items());
         line(&o, "tracking_total_prefixes:0");
         line(&o, "total_error_replies:%llu", (unsigned long long)px_errorstat_total());
     }

@@ -15,6 +15,7 @@
 #include "scripting.h"
 #include "server.h"
 #include "slowlog.h"
+#include "tracking.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -39,7 +40,7 @@ static void usage(void) {
  * pub/sub-mode denial, before the MULTI queue: Redis 7.0's order). */
 static void (*const px_features[])(void) = {
     px_capture_hooks, px_acl_hooks, px_scripting_hooks, px_pubsub_hooks, px_multi_hooks,
-    px_blocking_hooks, px_slowlog_hooks, px_metrics_hooks, px_ab_hooks,
+    px_blocking_hooks, px_slowlog_hooks, px_metrics_hooks, px_ab_hooks, px_tracking_hooks,
 };
 
 int main(int argc, char **argv) {

@@ -145,7 +145,7 @@ object_freq_steps = [
 diff_case(T, "object_freq_as_redis_without_lfu", object_freq_steps)
 
 # Client-side caching's read-only subcommands, for a client not tracking
-# (CLIENT TRACKING itself is not served yet: docs in README)
+# (CLIENT TRACKING itself: test_diff_tracking.py)
 tracking_off_steps = [
     ("CLIENT", "GETREDIR"),
     ("CLIENT", "GETREDIR", "x"),
