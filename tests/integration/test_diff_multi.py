@@ -351,5 +351,15 @@ def multi_while_script_busy():
     check(r == f, "busy replies differ:\n  redis: %r\n  fd:    %r" % (r, f))
 
 
+# lua-time-limit: Redis 7.0's alias of busy-reply-threshold (one value, two names)
+scripted("lua_time_limit_alias", [
+    ("CONFIG", "SET", "lua-time-limit", "300"), ("CONFIG", "GET", "lua-time-limit"),
+    ("CONFIG", "GET", "busy-reply-threshold"), ("CONFIG", "GET", "lua*"), ("CONFIG", "GET", "busy-reply*"),
+    ("CONFIG", "SET", "busy-reply-threshold", "400"), ("CONFIG", "GET", "lua-time-limit"),
+    ("CONFIG", "SET", "lua-time-limit", "x"), ("CONFIG", "SET", "lua-time-limit", "5000"),
+    ("CONFIG", "GET", "busy-reply-threshold"),
+])
+
+
 if __name__ == "__main__":
     T.main()
