@@ -361,5 +361,15 @@ scripted("lua_time_limit_alias", [
 ])
 
 
+# EXEC refused by its arity, in MULTI or not: Redis 7.0's execCommandAbort
+# (-EXECABORT ... because of: wrong number of arguments..., the transaction
+# discarded); other transaction commands' arity errors flag the transaction
+scripted("exec_arity_aborts", [
+    ("EXEC", "x"), ("MULTI",), ("SET", "{t}a", "1"), ("EXEC", "x"), ("EXEC",), ("EXISTS", "{t}a"),
+    ("MULTI",), ("DISCARD", "x"), ("EXEC",), ("MULTI",), ("MULTI", "x"), ("EXEC",),
+    ("WATCH",), ("MULTI",), ("WATCH",), ("EXEC",), ("MULTI",), ("UNWATCH", "x"), ("EXEC",),
+])
+
+
 if __name__ == "__main__":
     T.main()
