@@ -201,11 +201,26 @@ static void build_entries(void) {
         if (!strcasecmp(entries[i - 1].name, entries[i].name)) px_fatal("directive '%s' is defined twice", entries[i].name);
 }
 
-static const entry *find(const char *name) {
+/* Redis 7.0's alias names (config.c createIntConfig's alias): the same
+ * value under a second name for CONFIG GET/SET and the config file; CONFIG
+ * GET lists each name a pattern matches, CONFIG REWRITE writes the row's
+ * own name. */
+static const struct { const char *alias, *name; } aliases[] = {
+    {"lua-time-limit", "busy-reply-threshold"},
+};
+#define NALIASES (sizeof(aliases) / sizeof(aliases[0]))
+
+static const entry *find_row(const char *name) {
     build_entries();
     for (size_t i = 0; i < nentries; i++)
         if (!strcasecmp(entries[i].name, name)) return &entries[i];
     return NULL;
+}
+
+static const entry *find(const char *name) {
+    for (size_t i = 0; i < NALIASES; i++)
+        if (!strcasecmp(aliases[i].alias, name)) return find_row(aliases[i].name);
+    return find_row(name);
 }
 
 /* Where an entry's value lives in s. */
@@ -421,19 +436,23 @@ int px_config_group(const char *name) {
 
 void px_config_get_reply(resp_out *o, int npat, resp_arg *pats) {
     build_entries();
-    const entry *hit[NENTRIES_MAX];
+    const entry *hit[NENTRIES_MAX + NALIASES];
+    const char *hname[NENTRIES_MAX + NALIASES];
     size_t n = 0;
-    for (size_t i = 0; i < nentries; i++)
+    for (size_t i = 0; i < nentries + NALIASES; i++) {
+        const char *name = i < nentries ? entries[i].name : aliases[i - nentries].alias;
         for (int p = 0; p < npat; p++)
-            if (resp_glob_match(pats[p].ptr, pats[p].len, entries[i].name, strlen(entries[i].name), 1)) {
-                hit[n++] = &entries[i];
+            if (resp_glob_match(pats[p].ptr, pats[p].len, name, strlen(name), 1)) {
+                hit[n] = i < nentries ? &entries[i] : find_row(aliases[i - nentries].name);
+                hname[n++] = name;
                 break;
             }
+    }
     resp_add_map(o, (long long)n);
     for (size_t i = 0; i < n; i++) {
         char buf[4096];
         int l = format_value(hit[i], &px_cfg, buf, sizeof buf);
-        resp_add_bulk_cstr(o, hit[i]->name);
+        resp_add_bulk_cstr(o, hname[i]);
         resp_add_bulk(o, buf, (size_t)l < sizeof buf ? (size_t)l : sizeof buf - 1);
     }
 }

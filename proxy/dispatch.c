@@ -167,7 +167,7 @@ void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t r
     PX_HOOK_RUN(after);                  /* e.g. serve the keys this command (or EXEC, a script) made ready */
     return;
 refused:                                 /* by the core's own checks */
-    PX_HOOK_RUN(refused, c);
+    PX_HOOK_RUN(refused, c, cmd, out0);
 rejected:                                /* e.g. Redis 7.0's rejected_calls, and the error in errorstats */
     PX_HOOK_RUN(rejected, cmd, c->out.data + out0, c->out.len >= out0 ? c->out.len - out0 : 0);
 }

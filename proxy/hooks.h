@@ -73,6 +73,9 @@ typedef void       (*px_hook_reply)(fd_pending *p, const char *reply, size_t len
 typedef void       (*px_hook_pending)(fd_pending *p);
 typedef int        (*px_hook_test)(px_conn *c);
 typedef void       (*px_hook_conn)(px_conn *c);
+/* refused: the command (NULL when unknown) and where its error starts in
+ * c->out; the hook may rewrite the error from there on */
+typedef void       (*px_hook_refused)(px_conn *c, const fd_command *cmd, size_t out0);
 typedef px_conn   *(*px_hook_owner)(void);
 typedef void       (*px_hook_void)(void);
 typedef int        (*px_hook_route)(px_conn *c, fd_command *cmd, int argc, resp_arg *argv,
@@ -87,7 +90,7 @@ typedef struct px_hooks {
      * (pub/sub mode denial, MULTI queue; ACL) */
     PX_HOOK_POINT(px_hook_gate, checked)
     /* px_dispatch: the core refused the command (unknown, arity, NOAUTH) */
-    PX_HOOK_POINT(px_hook_conn, refused)
+    PX_HOOK_POINT(px_hook_refused, refused)
     /* px_dispatch: a command was rejected (by the core or a gate); cmd
      * NULL when unknown; reply: what the client got (an error, or not) */
     PX_HOOK_POINT(px_hook_reject, rejected)

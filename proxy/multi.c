@@ -667,15 +667,29 @@ static void watch_arm(int on) {
 static size_t nmulti;
 
 static void multi_count(int d) {
-    if (d > 0 ? nmulti++ == 0 : --nmulti == 0) {
-        px_hook_arm(checked, multi_checked, d > 0);
-        px_hook_arm(refused, px_multi_flag_error, d > 0);
-    }
+    if (d > 0 ? nmulti++ == 0 : --nmulti == 0) px_hook_arm(checked, multi_checked, d > 0);
+}
+
+/* A command refused by the core's checks: inside MULTI it flags the
+ * transaction; EXEC itself refused (e.g. its arity), in MULTI or not, is
+ * Redis 7.0's execCommandAbort: the transaction is discarded and the error
+ * becomes "-EXECABORT Transaction discarded because of: <reason>" (the
+ * reason without its "ERR " prefix, as Redis's rejectCommandFormat). */
+static void multi_refused(px_conn *c, const fd_command *cmd, size_t out0) {
+    if (!cmd || cmd->id != FD_CMD_exec) { px_multi_flag_error(c); return; }
+    const char *e = c->out.data + out0;
+    size_t n = c->out.len - out0;
+    if (n < 7 || strncmp(e, "-ERR ", 5) || e[n - 2] != '\r') { px_multi_flag_error(c); return; }
+    char why[256];
+    snprintf(why, sizeof why, "%.*s", (int)(n - 7), e + 5);
+    c->out.len = out0;
+    resp_add_errorf(&c->out, "EXECABORT Transaction discarded because of: %s", why);
+    px_multi_release(c);
 }
 
 void px_multi_hooks(void) {
     PX_HOOK_ADD_IDLE(checked, multi_checked);         /* armed while a client is in MULTI */
-    PX_HOOK_ADD_IDLE(refused, px_multi_flag_error);   /* as checked */
+    PX_HOOK_ADD(refused, multi_refused);              /* always: a refused EXEC aborts outside MULTI too */
     PX_HOOK_ADD_IDLE(exec_start, watch_exec_start);   /* both armed while a key is watched */
     PX_HOOK_ADD_IDLE(exec_done, watch_exec_done);
     PX_HOOK_ADD(owed, atomic_owed);

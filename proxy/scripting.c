@@ -332,6 +332,17 @@ void px_cmd_function(px_conn *c, int argc, resp_arg *argv) {
 
 int px_script_refuse_busy(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv) {
     if (!engine || !running || c == running || !fd_script_busy(engine)) return 0;
+    /* Redis 7.0's allowed-while-busy transaction commands (CMD_ALLOW_BUSY):
+     * MULTI, DISCARD, WATCH, UNWATCH run (or queue) as usual */
+    if (cmd && (cmd->id == FD_CMD_multi || cmd->id == FD_CMD_discard ||
+                cmd->id == FD_CMD_watch || cmd->id == FD_CMD_unwatch)) return 0;
+    const char *busy = (fd_script_flags(engine) & FD_SCRIPT_F_FUNCTION) ? FD_SCRIPT_BUSY_FN_ERR : FD_SCRIPT_BUSY_ERR;
+    if (cmd && cmd->id == FD_CMD_exec) {
+        /* refused EXEC discards the transaction and says why (execCommandAbort) */
+        resp_add_errorf(&c->out, "EXECABORT Transaction discarded because of: %s", busy);
+        px_multi_release(c);
+        return 1;
+    }
     if (cmd && cmd->id == FD_CMD_script && argc == 2 && resp_arg_is(&argv[1], "kill")) {
         fd_script_kill(engine, &c->out);
         return 1;
@@ -342,7 +353,8 @@ int px_script_refuse_busy(px_conn *c, const fd_command *cmd, int argc, resp_arg 
         fd_script_function_cmd(engine, argc, argv, &c->out, &changed);
         return 1;
     }
-    resp_add_error(&c->out, (fd_script_flags(engine) & FD_SCRIPT_F_FUNCTION) ? FD_SCRIPT_BUSY_FN_ERR : FD_SCRIPT_BUSY_ERR);
+    resp_add_error(&c->out, busy);
+    px_multi_flag_error(c);            /* a refusal while queueing aborts the EXEC (flagTransaction) */
     return 1;
 }
 

@@ -23,7 +23,9 @@
 #include "server.h"
 
 /* While a script is busy: answer c's command with -BUSY (or run SCRIPT KILL)
- * and return 1; 0 when the command may run. */
+ * and return 1; 0 when the command may run. As Redis 7.0: MULTI, DISCARD,
+ * WATCH and UNWATCH run; EXEC is answered -EXECABORT ... because of: BUSY
+ * and discards the transaction; any other refusal inside MULTI flags it. */
 int  px_script_refuse_busy(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv);
 /* The client whose script is running (NULL when none). While it is not
  * NULL the loop may run nested (the busy hook; a mongodb reply awaited):
