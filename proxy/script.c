@@ -1579,21 +1579,38 @@ static int reset_state(fd_script_engine *e) {
     return rc;
 }
 
+/* SCRIPT's and FUNCTION's subcommands: name and Redis arity (negative: at
+ * least). */
+typedef struct subcommand { const char *name; int arity; } subcommand;
+
+/* The index of argv[1] (sub) in subs[0..n), or -1 after Redis's unknown
+ * subcommand or arity error (*rc: the reply writer's status). */
+static int find_subcommand(const subcommand *subs, int n, int argc, const resp_arg *sub, const char *parent,
+                           const char *help, resp_out *out, int *rc) {
+    int known = -1;
+    for (int i = 0; i < n; i++)
+        if (argis(sub, subs[i].name)) known = i;
+    if (known < 0) {
+        *rc = resp_add_errorf(out, "ERR unknown subcommand '%.*s'. Try %s HELP.",
+                              (int)(sub->len > 128 ? 128 : sub->len), sub->ptr, help);
+        return -1;
+    }
+    int ar = subs[known].arity;
+    if ((ar > 0 && argc != ar) || (ar < 0 && argc < -ar)) {
+        *rc = resp_add_errorf(out, "ERR wrong number of arguments for '%s|%s' command", parent, subs[known].name);
+        return -1;
+    }
+    return known;
+}
+
 int fd_script_script_cmd(fd_script_engine *e, int argc, const resp_arg *argv, resp_out *out) {
     e->oom = 0;
     const resp_arg *sub = &argv[1];
-    static const struct { const char *name; int arity; } subs[] = {
+    static const subcommand subs[] = {
         {"load", 3}, {"exists", -3}, {"flush", -2}, {"kill", 2}, {"debug", 3}, {"help", 2},
     };
-    int known = -1;
-    for (int i = 0; i < (int)(sizeof subs / sizeof subs[0]); i++)
-        if (argis(sub, subs[i].name)) known = i;
-    if (known < 0)
-        return resp_add_errorf(out, "ERR unknown subcommand '%.*s'. Try SCRIPT HELP.",
-                               (int)(sub->len > 128 ? 128 : sub->len), sub->ptr);
-    int ar = subs[known].arity;
-    if ((ar > 0 && argc != ar) || (ar < 0 && argc < -ar))
-        return resp_add_errorf(out, "ERR wrong number of arguments for 'script|%s' command", subs[known].name);
+    int rc, known = find_subcommand(subs, (int)(sizeof subs / sizeof subs[0]), argc, sub, "script", "SCRIPT", out, &rc);
+    if (known < 0) return rc;
 
     if (known == 0) {   /* LOAD */
         char sha[41];
@@ -2161,19 +2178,12 @@ int fd_script_function_cmd(fd_script_engine *e, int argc, const resp_arg *argv, 
     *changed = 0;
     e->oom = 0;
     const resp_arg *sub = &argv[1];
-    static const struct { const char *name; int arity; } subs[] = {
+    static const subcommand subs[] = {
         {"load", -3}, {"list", -2}, {"dump", 2}, {"restore", -3}, {"delete", 3},
         {"flush", -2}, {"kill", 2}, {"stats", 2}, {"help", 2},
     };
-    int known = -1;
-    for (int i = 0; i < (int)(sizeof subs / sizeof subs[0]); i++)
-        if (argis(sub, subs[i].name)) known = i;
-    if (known < 0)
-        return resp_add_errorf(out, "ERR unknown subcommand '%.*s'. Try FUNCTION HELP.",
-                               (int)(sub->len > 128 ? 128 : sub->len), sub->ptr);
-    int ar = subs[known].arity;
-    if ((ar > 0 && argc != ar) || (ar < 0 && argc < -ar))
-        return resp_add_errorf(out, "ERR wrong number of arguments for 'function|%s' command", subs[known].name);
+    int rc, known = find_subcommand(subs, (int)(sizeof subs / sizeof subs[0]), argc, sub, "function", "FUNCTION", out, &rc);
+    if (known < 0) return rc;
     if (e->running && known != 6 && known != 7) return resp_add_error(out, FD_SCRIPT_BUSY_ERR);
     switch (known) {
     case 0: {   /* LOAD [REPLACE] code */
