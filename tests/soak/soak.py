@@ -300,8 +300,10 @@ def soak_one(backend, seconds, fault_every=3.0, rate=1500, clients=16, log=print
         # (LeakSanitizer at exit) and lost writes
         log("      (sanitized build: the RSS bound is checked by the plain build's run)")
     else:
-        check(rss <= base * 1.10, "%s: RssAnon %d kB after the soak, baseline %d kB (over 10 %%)"
-              % (backend, rss, base))
+        # 10 %, and never less than 1 MB: RssAnon bases of 2-3 MB (the
+        # redis backend) move by a few hundred kB with the allocator's free lists
+        check(rss <= max(base * 1.10, base + 1024),
+              "%s: RssAnon %d kB after the soak, baseline %d kB (over 10 %% and over 1 MB)" % (backend, rss, base))
     fd.stop()
     if redis is not None:
         redis.kill()
