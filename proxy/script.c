@@ -1254,6 +1254,19 @@ static void cache_clear(fd_script_engine *e) {
     e->nbuckets = e->count = 0;
 }
 
+/* The next space-separated word of a shebang line [*p, end) (Redis:
+ * sdssplitargs without quotes): its start in *w, its length returned, 0 when
+ * no word is left; *p moves past it. Shared by scripts' and libraries'
+ * "#!" lines. */
+static size_t next_word(const char **p, const char *end, const char **w) {
+    const char *q = *p;
+    while (q < end && isspace((unsigned char)*q)) q++;
+    *w = q;
+    while (q < end && !isspace((unsigned char)*q)) q++;
+    *p = q;
+    return (size_t)(q - *w);
+}
+
 /* 7.0's evalExtractShebangFlags. Returns the body offset after the shebang
  * line (its '\n' kept, so line numbers stay), or -1 with an error reply. */
 static long shebang(const char *body, size_t len, unsigned *flags, resp_out *out, int *oom) {
@@ -1266,12 +1279,9 @@ static long shebang(const char *body, size_t len, unsigned *flags, resp_out *out
     const char *p = body, *end = nl;
     int part = 0;
     *flags = FD_SCRIPT_F_SHEBANG;
-    while (p < end) {
-        while (p < end && isspace((unsigned char)*p)) p++;
-        if (p >= end) break;
-        const char *w = p;
-        while (p < end && !isspace((unsigned char)*p)) p++;
-        size_t wl = (size_t)(p - w);
+    const char *w;
+    size_t wl;
+    while ((wl = next_word(&p, end, &w)) != 0) {
         if (part == 0) {
             if (wl != 5 || memcmp(w, "#!lua", 5) != 0) {
                 *oom |= resp_add_errorf(out, "ERR Unexpected engine in script shebang: %.*s", (int)wl, w) < 0;
@@ -1849,12 +1859,9 @@ static lib_entry *lib_create(fd_script_engine *e, const char *code, size_t len, 
     const char *p = code, *end = nl, *eng = NULL, *name = NULL;
     size_t englen = 0, namelen = 0;
     int part = 0;
-    while (p < end) {
-        while (p < end && isspace((unsigned char)*p)) p++;
-        if (p >= end) break;
-        const char *w = p;
-        while (p < end && !isspace((unsigned char)*p)) p++;
-        size_t wl = (size_t)(p - w);
+    const char *w;
+    size_t wl;
+    while ((wl = next_word(&p, end, &w)) != 0) {
         if (part++ == 0) { eng = w + 2; englen = wl - 2; continue; }
         if (wl >= 5 && strncasecmp(w, "name=", 5) == 0) {
             if (name) { snprintf(err, errsz, "Invalid metadata value, name argument was given multiple times"); return NULL; }
