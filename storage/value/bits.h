@@ -3,7 +3,7 @@
  * BITFIELD_RO.
  *
  * Module prefix: fd_bit / fd_bitfield / fd_setbit ... No storage access:
- * the caller (storage/kv/, storage/mongodb.c) looks the key up, checks its
+ * the caller (storage/kv/, storage/mongodb/) looks the key up, checks its
  * type, hands the value's bytes in, and stores what it is told to store.
  * Every function that can fail on the client's arguments returns NULL on
  * success or Redis's error reply text (static storage, with its code, e.g.

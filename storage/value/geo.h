@@ -1,6 +1,6 @@
 /* geo.h — Redis 7.0's geo commands as pure algorithms over "a sorted set
  * the backend can read", so that every Redis-types backend (storage/kv/,
- * storage/mongodb.c) answers GEOADD, GEOPOS, GEODIST, GEOHASH, GEORADIUS(_RO),
+ * storage/mongodb/) answers GEOADD, GEOPOS, GEODIST, GEOHASH, GEORADIUS(_RO),
  * GEORADIUSBYMEMBER(_RO), GEOSEARCH and GEOSEARCHSTORE with redis-server
  * 7.0's bytes: the same 52-bit interleaved geohash scores, the same 9 score
  * ranges scanned in the same order, the same distance filter, the same sorts

@@ -3,7 +3,7 @@
  * and bytes, and an HLL copied from Redis with GET/SET keeps working.
  *
  * Module prefix: fd_hll / fd_pf. Pure: functions over a value's bytes; the
- * caller (storage/kv/, storage/mongodb.c) reads and stores the string.
+ * caller (storage/kv/, storage/mongodb/) reads and stores the string.
  *
  * Layout (all Redis's): a 16-byte header "HYLL", encoding (0 dense,
  * 1 sparse), 3 unused bytes, the cached cardinality as 8 bytes little
