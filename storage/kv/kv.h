@@ -481,6 +481,14 @@ int kv_zset_pop(kv_ctx *c, kv_zref *r, int rev, long long count, kv_list *l);
 struct fd_zent;
 int kv_zset_store(kv_ctx *c, const resp_arg *dst, const struct fd_zent *a, size_t n);
 
+/* DUMP / RESTORE of a stream (kv_stream.c, storage/value/stream.h's
+ * fd_stream_dump / fd_stream_restore over this layer): the payload of the
+ * stream argv[1] into out (FD_NOTFOUND: not a stream); the stream key
+ * created from a checked payload (key absent: the caller deleted it; no TTL). */
+struct fd_rdb_buf;
+int kv_stream_dump(kv_ctx *c, struct fd_rdb_buf *out);
+int kv_stream_restore(kv_ctx *c, const resp_arg *key, const void *p, size_t n);
+
 /* ---------------------------------------------------------------- lists (kv_list.c) */
 /* LMPOP's core for one key (kept separate for the blocking form): when key
  * holds a list, pop up to count elements from the left (or right) end and
