@@ -272,6 +272,8 @@ struct kv_ctx {
     long long        max_bulk;
     /* counter changes made by this command; merged into the turn on success */
     int64_t          d_keys, d_expires;
+    /* the keys this write left unchanged (fd_request.untouched), set by the handler */
+    unsigned         untouched;
 };
 typedef struct kv_ctx kv_ctx;
 
