@@ -1110,7 +1110,7 @@ static int load_stream_node(fd_rdb_sid master, const unsigned char *lp, size_t l
         int same = (flags & 2) != 0;
         size_t at = i + 3;
         if (same) nf = nmf;
-        else if (el_int(&l, at++, &nf) || nf < 0) goto out;
+        else if (el_int(&l, at++, &nf) || nf < 0 || (size_t)nf > l.n) goto out;
         size_t need = same ? (size_t)nf : 2 * (size_t)nf;
         if (l.n - at < need + 1 || el_int(&l, at + need, &lpc) || lpc != (same ? nf + 3 : 2 * nf + 4)) goto out;
         fd_rdb_sid id = { master.ms + (uint64_t)msd, master.seq + (uint64_t)seqd };
