@@ -771,6 +771,13 @@ def restore_stream_both_ways():
                 d.cmd("XTRIM", name, "MAXLEN", "~", "100")
                 d.cmd("XINFO", "STREAM", name, "FULL", same=near)
             payload = _payload(d.fd.cmd("DUMP", "s"))
+            # redis-server's deep check (sanitize-dump-payload yes) accepts it too
+            eq(d.ref.cmd("CONFIG", "SET", "sanitize-dump-payload", "yes"), b"+OK\r\n")
+            try:
+                eq(d.ref.cmd("RESTORE", "deep", "0", payload), b"+OK\r\n", "a deep-sanitized RESTORE of frontdoor's DUMP")
+            finally:
+                d.ref.cmd("CONFIG", "SET", "sanitize-dump-payload", "no")
+            d.ref.cmd("DEL", "deep")
             d.cmd("RESTORE", "ttl", "100000", payload)
             d.ttl("ttl", pttl=True)
             d.cmd("RESTORE", "gone", "1", payload, "ABSTTL")
