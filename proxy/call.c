@@ -91,6 +91,7 @@ int px_call(const px_request *q) {
     size_t limit0 = out->limit;
     if (!limit0 && px_cfg.max_reply_bytes > 0) out->limit = before + (size_t)px_cfg.max_reply_bytes;
     int st = q->blocking ? be->b.ops->submit_blocking(&be->b, &r) : be->b.ops->submit(&be->b, &r);
+    if (q->untouched) *q->untouched = st == FD_OK || st == FD_PENDING ? r.untouched : 0;
     out->limit = limit0;
     if (out->over) {
         out->over = 0;

@@ -81,7 +81,7 @@ void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp
     uint64_t clock = t0;
     if (!be || !be->b.ops->async) {
         px_call(&(px_request){.be = be, .c = c, .mark = 1, .out = out, .client_id = c->id, .cmd = cmd,
-                              .argc = argc, .argv = argv, .clock = &clock});   /* recorded there */
+                              .argc = argc, .argv = argv, .clock = &clock, .untouched = &e.untouched});
         e.ns = clock - t0;
     } else {
         /* asynchronous: a detached request whose reply lands here; the loop
@@ -92,7 +92,8 @@ void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp
         resp_out_init(&scratch, out->proto);
         px_tap tap = {capture_reply, &cp};
         int owed = px_call(&(px_request){.be = be, .out = &scratch, .client_id = c->id, .cmd = cmd,
-                                         .argc = argc, .argv = argv, .detached = 1, .tap = &tap, .clock = &clock});
+                                         .argc = argc, .argv = argv, .detached = 1, .tap = &tap, .clock = &clock,
+                                         .untouched = &e.untouched});
         if (!owed) resp_out_raw(out, scratch.data, scratch.len);
         else {
             int rio = ev_is_active(&c->rio);
@@ -119,17 +120,17 @@ void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp
 /* A client's backend command: to the router (hooks.h: route) while there
  * is a secondary backend, else straight to the primary. */
 static int route(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen,
-                 uint64_t *clock) {
+                 uint64_t *clock, unsigned *untouched) {
     if (__builtin_expect(px_srv.secondary != NULL, 0) && px_hook.on_route)
         return px_hook.route[__builtin_ctz(px_hook.on_route)](c, cmd, argc, argv, raw, rawlen, clock);
     return px_call(&(px_request){.be = px_srv.primary, .c = c, .mark = 1, .out = &c->out, .client_id = c->id,
                                  .cmd = cmd, .argc = argc, .argv = argv, .raw = raw, .rawlen = rawlen,
-                                 .clock = clock});
+                                 .clock = clock, .untouched = untouched});
 }
 
 int px_forward(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
     uint64_t clock = fd_mono_ns();
-    return route(c, cmd, argc, argv, raw, rawlen, &clock);
+    return route(c, cmd, argc, argv, raw, rawlen, &clock, NULL);
 }
 
 void px_dispatch(px_conn *c, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
@@ -181,6 +182,7 @@ int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
     px_handler h = px_handler_of(cmd);
     if (!h && (cmd->flags & FD_CMD_STREAMKEYS)) h = px_hook_handler_of(cmd, argc, argv);  /* XREAD BLOCK */
     int owed = 0;
+    unsigned untouched = 0;
     /* exec_start/exec_done (hooks.h): e.g. WATCH touches a proxy-served
      * write's keys as it is dispatched, a backend command's right after its
      * submit, before any other client runs; the event is built only when a
@@ -207,13 +209,13 @@ int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
         px_cmdstat_add(&px_cmd_proxy[cmd->id], t1 - t0, is_err);
     } else {
         t1 = t0;
-        owed = route(c, cmd, argc, argv, raw, rawlen, &t1);   /* recorded there */
+        owed = route(c, cmd, argc, argv, raw, rawlen, &t1, &untouched);   /* recorded there */
     }
     const char *reply = c->out.len >= out0 ? c->out.data + out0 : NULL;
     size_t len = reply ? c->out.len - out0 : 0;
     if (px_hook_exec_due(owed, t1 - t0, reply, len)) {
         px_exec e = {.c = c, .cmd = cmd, .argc = argc, .argv = argv, .handler = h != NULL, .owed = owed,
-                     .reply = reply, .len = len, .ns = t1 - t0};
+                     .reply = reply, .len = len, .ns = t1 - t0, .untouched = untouched};
         px_hook_exec_done(&e);
     }
     return owed != 0;                    /* owed: measured on completion */

@@ -58,6 +58,8 @@ typedef struct px_exec {
     const char       *reply;    /* exec_done: the reply when in place (NULL: unknown) */
     size_t            len;
     uint64_t          ns;       /* exec_done: how long it took (when not owed) */
+    unsigned          untouched; /* exec_done: the keys the write left unchanged (fd_request.untouched,
+                                  * known at submit even when the reply is owed) */
 } px_exec;
 
 /* cmd NULL: not in the command table (received), or passed through to a

@@ -230,18 +230,23 @@ static int unchanged_by_args(const fd_command *cmd, int argc, const resp_arg *ar
     return 1;
 }
 
-void px_watch_touch(const fd_command *cmd, int argc, const resp_arg *argv) {
+/* untouched: the keys (bit i: the i-th in fd_command_keys order) the
+ * backend reported unchanged (fd_request.untouched) */
+static void touch_keys(const fd_command *cmd, int argc, const resp_arg *argv, unsigned untouched) {
     if (!wcount || unchanged_by_args(cmd, argc, argv)) return;
     if (cmd->id == FD_CMD_flushdb || cmd->id == FD_CMD_flushall) { touch_every(1); return; }
     int pos[64], *pp = pos;
     if (argc > 64 && !(pp = malloc((size_t)argc * sizeof *pp))) { touch_every(0); return; }
     int n = fd_command_keys(cmd, argc, argv, pp, argc > 64 ? argc : 64);
     for (int i = cmd->id == FD_CMD_sort; i < n; i++) {       /* SORT writes its STORE key only */
+        if (i < 32 && (untouched >> i & 1)) continue;
         wentry *e = wfind(argv[pp[i]].ptr, argv[pp[i]].len, 0);
         if (e) touch_entry(e, 0);
     }
     if (pp != pos) free(pp);
 }
+
+void px_watch_touch(const fd_command *cmd, int argc, const resp_arg *argv) { touch_keys(cmd, argc, argv, 0); }
 
 /* An error that says the command failed before changing anything (Redis
  * raises WRONGTYPE, syntax and range errors before modifying), as opposed to
@@ -279,7 +284,8 @@ static void touch_sort_store(int argc, const resp_arg *argv, const char *reply, 
     if (e) touch_entry(e, len == 4 && !memcmp(reply, ":0\r\n", 4));
 }
 
-void px_watch_touch_reply(const fd_command *cmd, int argc, const resp_arg *argv, const char *reply, size_t len) {
+void px_watch_touch_reply(const fd_command *cmd, int argc, const resp_arg *argv, const char *reply, size_t len,
+                          unsigned untouched) {
     if (!wcount || !(cmd->flags & FD_CMD_WRITE)) return;
     if (len && reply[0] == '-' && error_before_change(reply, len)) return;
     if (cmd->id == FD_CMD_sort && (!len || reply[0] != '-')) { touch_sort_store(argc, argv, reply, len); return; }
@@ -294,7 +300,7 @@ void px_watch_touch_reply(const fd_command *cmd, int argc, const resp_arg *argv,
             }
         if (!get || xx) return;
     }
-    px_watch_touch(cmd, argc, argv);
+    touch_keys(cmd, argc, argv, untouched);
 }
 
 void px_watch_touch_if_write(const fd_command *cmd, int argc, const resp_arg *argv) {
@@ -649,9 +655,9 @@ static void watch_exec_start(const px_exec *e) {
  * (asynchronous backends, LevelDB's writer thread) */
 static void watch_exec_done(const px_exec *e) {
     if (e->handler || !(e->cmd->flags & FD_CMD_WRITE) || !wcount) return;
-    if (e->script) px_watch_touch_reply(e->cmd, e->argc, e->argv, e->reply, e->len);
-    else if (e->owed == 1 || !e->reply) px_watch_touch(e->cmd, e->argc, e->argv);   /* owed: the safe side */
-    else px_watch_touch_reply(e->cmd, e->argc, e->argv, e->reply, e->len);
+    if (e->script) px_watch_touch_reply(e->cmd, e->argc, e->argv, e->reply, e->len, e->untouched);
+    else if (e->owed == 1 || !e->reply) touch_keys(e->cmd, e->argc, e->argv, e->untouched);   /* owed: the safe side */
+    else px_watch_touch_reply(e->cmd, e->argc, e->argv, e->reply, e->len, e->untouched);
 }
 
 static void atomic_owed(px_conn *c, fd_pending *p, const fd_command *cmd, int argc, const resp_arg *argv) {

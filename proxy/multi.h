@@ -79,10 +79,12 @@ void px_watch_touch(const fd_command *cmd, int argc, const resp_arg *argv);
  * have signalled its keys — an error raised before any change (WRONGTYPE,
  * syntax, a value out of range...; a storage or backend failure, which may
  * leave part of a change, still touches), or, for a FD_CMD_TOUCH_CHANGED
- * command, :0, a null or an empty array/set/map. Non-write commands touch
- * nothing. Call it after the command has run and before any other client's
+ * command, :0, a null or an empty array/set/map; and not the keys the
+ * backend reported unchanged (untouched: fd_request.untouched's bits).
+ * Non-write commands touch nothing. Call it after the command has run and before any other client's
  * command can run (the loop thread, no turn in between). */
-void px_watch_touch_reply(const fd_command *cmd, int argc, const resp_arg *argv, const char *reply, size_t len);
+void px_watch_touch_reply(const fd_command *cmd, int argc, const resp_arg *argv, const char *reply, size_t len,
+                          unsigned untouched);
 /* A command a Redis server runs without px_execute (forwarded EVAL/EVALSHA,
  * the commands of an EXEC block): px_watch_touch if it is a write, or a
  * script that may write (EVAL/EVALSHA: every key it declares, as a write). */

@@ -201,6 +201,8 @@ typedef struct px_request {
     const px_tap   *tap;         /* told the reply once: at once, or when the owed reply arrives */
     fd_pending    **handle;      /* set to the pending reply while it is owed (else NULL) */
     uint64_t       *clock;       /* ns: in, when it started; out, the last reading. NULL: now */
+    unsigned       *untouched;   /* out (may be NULL): the backend's fd_request.untouched (set
+                                  * during submit, even when the reply is then owed), else 0 */
 } px_request;
 
 /* Hand q over. A reply given at once is written to q->out (with c and

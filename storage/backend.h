@@ -68,6 +68,16 @@ typedef struct fd_request {
     int        detached;     /* the reply goes to no client's output buffer (a script's command, an
                               * A/B mirror copy): the host waits for it or drops it, so a backend
                               * must not keep it pending for a later commit (LevelDB) */
+    /* Out, set during submit (also when the reply is then owed, e.g. a
+     * LevelDB write waiting for its commit): the keys a write left unchanged
+     * where its reply does not tell (bit i: the i-th key in fd_command_keys
+     * order, i < 32), which Redis 7.0 does not signal (WATCH is not
+     * touched for them): SETBIT writing the bit already there, BITFIELD
+     * whose SET/INCRBY leave every byte as it was, SMOVE into a destination
+     * that had the member. 0 (the default) = any key may have changed. The
+     * one way a backend reports "nothing changed" beyond the reply (the TC
+     * flag, commands.def, covers replies that tell). */
+    unsigned   untouched;
 } fd_request;
 
 /* A backend that returned FD_PENDING completes the request later with

@@ -272,6 +272,8 @@ struct kv_ctx {
     long long        max_bulk;
     /* counter changes made by this command; merged into the turn on success */
     int64_t          d_keys, d_expires;
+    /* the keys this write left unchanged (fd_request.untouched), set by the handler */
+    unsigned         untouched;
 };
 typedef struct kv_ctx kv_ctx;
 
@@ -480,6 +482,14 @@ int kv_zset_pop(kv_ctx *c, kv_zref *r, int rev, long long count, kv_list *l);
  * members), or delete it when n is 0. a must not point into driver memory. */
 struct fd_zent;
 int kv_zset_store(kv_ctx *c, const resp_arg *dst, const struct fd_zent *a, size_t n);
+
+/* DUMP / RESTORE of a stream (kv_stream.c, storage/value/stream.h's
+ * fd_stream_dump / fd_stream_restore over this layer): the payload of the
+ * stream argv[1] into out (FD_NOTFOUND: not a stream); the stream key
+ * created from a checked payload (key absent: the caller deleted it; no TTL). */
+struct fd_rdb_buf;
+int kv_stream_dump(kv_ctx *c, struct fd_rdb_buf *out);
+int kv_stream_restore(kv_ctx *c, const resp_arg *key, const void *p, size_t n);
 
 /* ---------------------------------------------------------------- lists (kv_list.c) */
 /* LMPOP's core for one key (kept separate for the blocking form): when key

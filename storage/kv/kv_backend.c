@@ -174,6 +174,7 @@ static int submit_one(fd_backend *b, fd_request *r)
     int async = d->hold && r->is_write && !b->writes_inline;
     uint64_t stamp0 = async ? d->stamp(st->txn) : 0;
     int s = h(&c);
+    r->untouched = s == FD_OK ? c.untouched : 0;
     if (r->out->over && !r->is_write) {
         /* the reply passed max-reply-bytes (resp.h): a read changed
          * nothing; the caller writes the refusal */

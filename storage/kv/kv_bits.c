@@ -47,7 +47,8 @@ int kv_cmd_setbit(kv_ctx *c)
         if (old) memcpy(b, m.val, old);
         fd_bitpatch_apply(&pt, b, old);
         FD_TRY(kv_write_string(c, &k, &m, m.live ? m.expire : 0, b, pt.newlen, NULL, 0));
-    }
+    } else
+        c->untouched = 1;                 /* the bit was already so (Redis 7.0 signals nothing) */
     FD_OUT(resp_add_int(c->out, pt.oldbit));
     return FD_OK;
 }
@@ -137,7 +138,8 @@ static int bitfield_generic(kv_ctx *c, int ro)
     if (store) {
         s = kv_write_string(c, &k, &m, m.live ? m.expire : 0, b, nl, NULL, 0);
         if (s != FD_OK) c->out->len = mark;
-    }
+    } else
+        c->untouched = 1;                 /* no byte changed (Redis 7.0: no `changes`) */
 done:
     fd_bitfield_end(&bf);
     return s;

@@ -9,7 +9,10 @@
  * either). RESTORE checks as Redis does, in its order (options, BUSYKEY, TTL,
  * version and CRC, a full decode before any write), then writes the value.
  * IDLETIME and FREQ are accepted and checked but not kept: the layer has no
- * LRU/LFU clock (OBJECT IDLETIME/FREQ are not served). */
+ * LRU/LFU clock (OBJECT IDLETIME/FREQ are not served). Streams go through
+ * the stream engine (kv_stream_dump / kv_stream_restore): the payload holds
+ * the entries, groups, consumers and PELs; DUMP's bytes are redis-server's
+ * for a stream built by XADD without deletions (same node cuts). */
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
@@ -89,12 +92,8 @@ int kv_cmd_dump(kv_ctx *c)
         break;
     }
     case KV_T_STREAM:
-        /* no stream payload here: a plain error, not a storage failure
-         * (FD_E_CORRUPT would break the turn's write transaction and close
-         * every client whose write it held) */
-        kv_list_free(&l);
-        FD_OUT(resp_add_error(c->out, "ERR DUMP of a stream is not supported by this backend"));
-        return FD_OK;
+        s = kv_stream_dump(c, &b);
+        goto reply;
     default:
         s = FD_E_CORRUPT;
     }
@@ -208,6 +207,15 @@ int kv_cmd_restore(kv_ctx *c)
         memset(&m, 0, sizeof m);
     }
     if (expired) { FD_OUT(resp_add_status(c->out, "OK")); return FD_OK; }
+    if (type == FD_RDB_STREAM) {
+        FD_TRY(kv_stream_restore(c, &c->argv[1], pl->ptr, pl->len));
+        if (ttl) {
+            FD_TRY(kv_lookup(c, &k, &m));
+            FD_TRY(kv_set_expire(c, &k, &m, ttl));
+        }
+        FD_OUT(resp_add_status(c->out, "OK"));
+        return FD_OK;
+    }
     rst r = { .c = c, .k = &k, .m = &m, .expire = ttl };
     int s = fd_rdb_load(pl->ptr, pl->len, &type, restore_item, &r);
     if (s == -1) s = FD_E_CORRUPT;

@@ -161,6 +161,7 @@ int kv_cmd_smove(kv_ctx *c)
     FD_TRY(member_change(c, &dst, mb->ptr, mb->len, 1, &n));
     dst.m.size += (uint64_t)n;
     if (n) FD_TRY(kv_coll_save(c, &dst.k, &dst.m));
+    else c->untouched = 1u << 1;          /* the destination had it: only the source changed */
     FD_OUT(resp_add_int(c->out, 1));
     return FD_OK;
 }

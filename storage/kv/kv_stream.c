@@ -160,3 +160,15 @@ KV_STREAM_CMD(xack)
 KV_STREAM_CMD(xpending)
 KV_STREAM_CMD(xclaim)
 KV_STREAM_CMD(xautoclaim)
+
+int kv_stream_dump(kv_ctx *c, struct fd_rdb_buf *out)
+{
+    fd_stream_call call = { &kv_stream_io, c, c->argc, c->argv, c->out, c->now_ms };
+    return fd_stream_dump(&call, &c->argv[1], out);
+}
+
+int kv_stream_restore(kv_ctx *c, const resp_arg *key, const void *p, size_t n)
+{
+    fd_stream_call call = { &kv_stream_io, c, c->argc, c->argv, c->out, c->now_ms };
+    return fd_stream_restore(&call, key, p, n);
+}

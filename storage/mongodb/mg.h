@@ -445,6 +445,13 @@ int  mg_stream_drop(mg_ctx *c, const mg_meta *m);
  * so that the copy shares nothing with the source. FD_OK, FD_E_CORRUPT,
  * FD_E_NOMEM or MG_E_MONGO. */
 int  mg_stream_copy(mg_ctx *c, const resp_arg *dst, const bson_t *src);
+/* DUMP / RESTORE of a stream (storage/value/stream.h's fd_stream_dump /
+ * fd_stream_restore over MongoDB): the payload of the stream at key into
+ * out (FD_NOTFOUND: none); the stream key created from a checked payload
+ * (key absent: the caller deleted it; no TTL). */
+struct fd_rdb_buf;
+int  mg_stream_dump(mg_ctx *c, const resp_arg *key, struct fd_rdb_buf *out);
+int  mg_stream_restore(mg_ctx *c, const resp_arg *key, const void *p, size_t n);
 
 /* ================================================================ keys (mg_keys.c) */
 

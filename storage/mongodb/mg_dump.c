@@ -3,7 +3,8 @@
  * (list, hash insertion order, sorted set), so DUMP's bytes are
  * redis-server's wherever 7.0's encoding is deterministic. RESTORE checks
  * as Redis in its order and decodes the whole payload before writing one
- * document. IDLETIME and FREQ are checked, not kept (no LRU/LFU clock). */
+ * document. A stream goes through the stream engine (mg_stream_dump /
+ * mg_stream_restore: entries, groups, consumers, PELs). IDLETIME and FREQ are checked, not kept (no LRU/LFU clock). */
 #include <stdlib.h>
 #include <string.h>
 #include "mg.h"
@@ -44,6 +45,10 @@ int mg_cmd_dump(mg_ctx *c)
         for (size_t i = 0; i < n; i++)
             items[i] = (fd_rdb_item){ h.a[i].f, h.a[i].fl, h.a[i].v, h.a[i].vl, 0 };
         break;
+    case MG_T_STREAM:
+        s = mg_stream_dump(c, &c->argv[1], &b);
+        if (s == FD_NOTFOUND) { s = resp_add_null(c->out) ? FD_E_NOMEM : FD_OK; goto out; }
+        goto reply;
     case MG_T_ZSET:
         if ((s = mg_zset_load(c, &c->argv[1], &m, &Z)) != FD_OK) break;
         n = Z.n;
@@ -104,6 +109,14 @@ int mg_cmd_restore(mg_ctx *c)
         fd_zbuf_free(&z);
         if (s == FD_OK && resp_add_status(c->out, "OK")) s = FD_E_NOMEM;
         return s;
+    }
+    if (type == FD_RDB_STREAM) {          /* the engine writes it: the old key goes first */
+        fd_zbuf_free(&z);
+        if (found) FD_TRY(mg_delete(c, key));
+        FD_TRY(mg_stream_restore(c, key, c->argv[3].ptr, c->argv[3].len));
+        if (ttl) FD_TRY(mg_set_expire(c, key, ttl));
+        FD_OUT(resp_add_status(c->out, "OK"));
+        return FD_OK;
     }
     mg_meta fresh;
     memset(&fresh, 0, sizeof fresh);

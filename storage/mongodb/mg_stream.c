@@ -377,3 +377,22 @@ MG_STREAM_CMD(xack)
 MG_STREAM_CMD(xpending)
 MG_STREAM_CMD(xclaim)
 MG_STREAM_CMD(xautoclaim)
+
+/* DUMP / RESTORE: one engine call with this backend's io */
+static int mg_stream_run(mg_ctx *c, const resp_arg *key, struct fd_rdb_buf *out, const void *p, size_t n)
+{
+    mg_sh sh = { c, mongoc_client_get_collection(c->client, c->b->dbname, MG_STREAM_COLL), NULL };
+    if (!sh.sc) return FD_E_NOMEM;
+    fd_stream_call call = { &mg_stream_io, &sh, c->argc, c->argv, c->out, c->now_ms };
+    int s = out ? fd_stream_dump(&call, key, out) : fd_stream_restore(&call, key, p, n);
+    mongoc_collection_destroy(sh.sc);
+    free(sh.got);
+    return s;
+}
+
+int mg_stream_dump(mg_ctx *c, const resp_arg *key, struct fd_rdb_buf *out) { return mg_stream_run(c, key, out, NULL, 0); }
+
+int mg_stream_restore(mg_ctx *c, const resp_arg *key, const void *p, size_t n)
+{
+    return mg_stream_run(c, key, NULL, p, n);
+}

@@ -13,7 +13,7 @@ enum {
     T_STRING = 0, T_LIST = 1, T_SET = 2, T_ZSET = 3, T_HASH = 4, T_ZSET_2 = 5,
     T_HASH_ZIPMAP = 9, T_LIST_ZIPLIST = 10, T_SET_INTSET = 11, T_ZSET_ZIPLIST = 12,
     T_HASH_ZIPLIST = 13, T_LIST_QUICKLIST = 14, T_HASH_LISTPACK = 16, T_ZSET_LISTPACK = 17,
-    T_LIST_QUICKLIST_2 = 18
+    T_LIST_QUICKLIST_2 = 18, T_STREAM_2 = 19
 };
 
 /* 7.0's defaults */
@@ -496,6 +496,108 @@ int fd_rdb_dump(int type, const fd_rdb_item *items, size_t n, fd_rdb_buf *out)
     return put(out, f, 8) ? FD_E_NOMEM : FD_OK;
 }
 
+/* ---------------------------------------------------------------- stream writing */
+
+static void be_id(unsigned char *b, fd_rdb_sid id)
+{
+    for (int i = 0; i < 8; i++) {
+        b[i] = (unsigned char)(id.ms >> (56 - 8 * i));
+        b[8 + i] = (unsigned char)(id.seq >> (56 - 8 * i));
+    }
+}
+
+static fd_rdb_sid get_be_id(const unsigned char *b)
+{
+    fd_rdb_sid id = { 0, 0 };
+    for (int i = 0; i < 8; i++) {
+        id.ms = id.ms << 8 | b[i];
+        id.seq = id.seq << 8 | b[8 + i];
+    }
+    return id;
+}
+
+static int lp_add_ll(fd_rdb_buf *b, long long v)
+{
+    char tmp[24];
+    return lp_add(b, tmp, (size_t)resp_ll2str(tmp, sizeof tmp, v));
+}
+
+static int put_ms(fd_rdb_buf *b, int64_t ms)
+{
+    unsigned char t[8];
+    le(t, (uint64_t)ms, 8);
+    return put(b, t, 8);
+}
+
+int fd_rdb_stream_begin(fd_rdb_buf *out, uint64_t nodes)
+{
+    return put1(out, T_STREAM_2) || put_len(out, nodes) ? FD_E_NOMEM : FD_OK;
+}
+
+int fd_rdb_stream_node(fd_rdb_buf *out, fd_rdb_sid master, const fd_rdb_item *mf, size_t nmf,
+                       const fd_rdb_sentry *e, size_t n)
+{
+    fd_rdb_buf lp = { 0 };
+    size_t count = 4 + nmf;
+    int r = lp_begin(&lp) || lp_add_ll(&lp, (long long)n) || lp_add_ll(&lp, 0) || lp_add_ll(&lp, (long long)nmf);
+    for (size_t i = 0; i < nmf && !r; i++) r = lp_add(&lp, mf[i].p, mf[i].n);
+    r = r || lp_add_ll(&lp, 0);
+    for (size_t k = 0; k < n && !r; k++) {
+        int same = e[k].nf == nmf;
+        for (size_t i = 0; i < nmf && same; i++)
+            same = e[k].fv[i].n == mf[i].n && (!mf[i].n || memcmp(e[k].fv[i].p, mf[i].p, mf[i].n) == 0);
+        r = lp_add_ll(&lp, same ? 2 : 0) || lp_add_ll(&lp, (long long)(e[k].id.ms - master.ms)) ||
+            lp_add_ll(&lp, (long long)(e[k].id.seq - master.seq));
+        if (!same) r = r || lp_add_ll(&lp, (long long)e[k].nf);
+        for (size_t i = 0; i < e[k].nf && !r; i++)
+            r = (!same && lp_add(&lp, e[k].fv[i].p, e[k].fv[i].n)) || lp_add(&lp, e[k].fv[i].v, e[k].fv[i].vn);
+        long long lpc = same ? (long long)e[k].nf + 3 : 2 * (long long)e[k].nf + 4;
+        r = r || lp_add_ll(&lp, lpc);
+        count += (size_t)lpc + 1;
+    }
+    unsigned char key[16];
+    be_id(key, master);
+    r = r || lp_end(&lp, 0, count) || put_str(out, key, 16) || put_blob(out, &lp);
+    fd_rdb_buf_free(&lp);
+    return r ? FD_E_NOMEM : FD_OK;
+}
+
+int fd_rdb_stream_info_put(fd_rdb_buf *out, const fd_rdb_stream_info *m)
+{
+    return put_len(out, m->length) || put_len(out, m->last.ms) || put_len(out, m->last.seq) ||
+           put_len(out, m->first.ms) || put_len(out, m->first.seq) || put_len(out, m->maxdel.ms) ||
+           put_len(out, m->maxdel.seq) || put_len(out, m->added) || put_len(out, m->groups)
+               ? FD_E_NOMEM : FD_OK;
+}
+
+int fd_rdb_stream_group(fd_rdb_buf *out, const char *name, size_t nl, fd_rdb_sid last, int64_t entries_read,
+                        uint64_t npel)
+{
+    return put_str(out, name, nl) || put_len(out, last.ms) || put_len(out, last.seq) ||
+           put_len(out, (uint64_t)entries_read) || put_len(out, npel) ? FD_E_NOMEM : FD_OK;
+}
+
+int fd_rdb_stream_nack(fd_rdb_buf *out, fd_rdb_sid id, int64_t delivery_ms, uint64_t count)
+{
+    unsigned char k[16];
+    be_id(k, id);
+    return put(out, k, 16) || put_ms(out, delivery_ms) || put_len(out, count) ? FD_E_NOMEM : FD_OK;
+}
+
+int fd_rdb_stream_consumers(fd_rdb_buf *out, uint64_t n) { return put_len(out, n) ? FD_E_NOMEM : FD_OK; }
+
+int fd_rdb_stream_consumer(fd_rdb_buf *out, const char *name, size_t nl, int64_t seen_ms, uint64_t npel)
+{
+    return put_str(out, name, nl) || put_ms(out, seen_ms) || put_len(out, npel) ? FD_E_NOMEM : FD_OK;
+}
+
+int fd_rdb_stream_cpel(fd_rdb_buf *out, fd_rdb_sid id)
+{
+    unsigned char k[16];
+    be_id(k, id);
+    return put(out, k, 16) ? FD_E_NOMEM : FD_OK;
+}
+
 /* ---------------------------------------------------------------- reading */
 
 int fd_rdb_verify(const void *p, size_t len)
@@ -710,55 +812,78 @@ static int flat(sink *k, const char *p, size_t n)
 
 /* ---- listpack / ziplist / intset / zipmap walkers */
 
-static int walk_listpack(sink *k, const unsigned char *lp, size_t len)
+/* One listpack entry at p (before end, the terminator): its string form in
+ * *s, *sl (an integer is written in num as decimal) and its total size in
+ * *adv (header, data, back-length checked). 0, or BAD. */
+static int lp_decode_one(const unsigned char *p, const unsigned char *end, char num[24],
+                         const char **s, size_t *sl, size_t *adv)
+{
+    unsigned char b = p[0];
+    size_t hl, need;
+    long long v = 0;
+    int isint = 1;
+    if ((b & 0x80) == 0) { v = b; hl = 1; need = 0; }
+    else if ((b & 0xC0) == 0x80) { isint = 0; hl = 1; need = b & 0x3F; }
+    else if ((b & 0xE0) == 0xC0) {
+        if (end - p < 2) return BAD;
+        uint64_t u = ((uint64_t)(b & 0x1F) << 8) | p[1];
+        v = u >= 1 << 12 ? (long long)u - (1 << 13) : (long long)u;
+        hl = 2; need = 0;
+    } else if ((b & 0xF0) == 0xE0) {
+        if (end - p < 2) return BAD;
+        isint = 0; hl = 2; need = ((size_t)(b & 0x0F) << 8) | p[1];
+    } else if (b == 0xF0) {
+        if (end - p < 5) return BAD;
+        isint = 0; hl = 5; need = (size_t)rd_le(p + 1, 4);
+    } else if (b >= 0xF1 && b <= 0xF4) {
+        int w = b == 0xF1 ? 2 : b == 0xF2 ? 3 : b == 0xF3 ? 4 : 8;
+        if (end - p < 1 + w) return BAD;
+        uint64_t u = rd_le(p + 1, w);
+        if (w < 8 && (u >> (8 * w - 1)) & 1) u |= ~(uint64_t)0 << (8 * w);
+        v = (long long)u;
+        hl = 1 + (size_t)w; need = 0;
+    } else return BAD;
+    if ((size_t)(end - p) < hl + need) return BAD;
+    if (isint) {
+        *sl = (size_t)resp_ll2str(num, 24, v);
+        *s = num;
+    } else {
+        *s = (const char *)p + hl;
+        *sl = need;
+    }
+    unsigned char bl[5];
+    size_t bn = lp_backlen(bl, hl + need);
+    if ((size_t)(end - p) < hl + need + bn || memcmp(p + hl + need, bl, bn) != 0) return BAD;
+    *adv = hl + need + bn;
+    return 0;
+}
+
+/* A listpack's header and terminator: 0 with *count declared (65535: not
+ * kept) and its entries in [*p, *end), or BAD. */
+static int lp_frame(const unsigned char *lp, size_t len, size_t *declared, const unsigned char **p,
+                    const unsigned char **end)
 {
     if (len < 7 || rd_le(lp, 4) != len || lp[len - 1] != 0xFF) return BAD;
-    size_t declared = (size_t)rd_le(lp + 4, 2), count = 0;
-    const unsigned char *p = lp + 6, *end = lp + len - 1;
+    *declared = (size_t)rd_le(lp + 4, 2);
+    *p = lp + 6;
+    *end = lp + len - 1;
+    return 0;
+}
+
+static int walk_listpack(sink *k, const unsigned char *lp, size_t len)
+{
+    size_t declared, count = 0;
+    const unsigned char *p, *end;
+    if (lp_frame(lp, len, &declared, &p, &end)) return BAD;
     while (p < end) {
-        unsigned char b = p[0];
         char num[24];
         const char *s;
-        size_t sl, hl;
-        long long v = 0;
-        int isint = 1;
-        size_t need;
-        if ((b & 0x80) == 0) { v = b; hl = 1; need = 0; }
-        else if ((b & 0xC0) == 0x80) { isint = 0; hl = 1; need = b & 0x3F; }
-        else if ((b & 0xE0) == 0xC0) {
-            if (end - p < 2) return BAD;
-            uint64_t u = ((uint64_t)(b & 0x1F) << 8) | p[1];
-            v = u >= 1 << 12 ? (long long)u - (1 << 13) : (long long)u;
-            hl = 2; need = 0;
-        } else if ((b & 0xF0) == 0xE0) {
-            if (end - p < 2) return BAD;
-            isint = 0; hl = 2; need = ((size_t)(b & 0x0F) << 8) | p[1];
-        } else if (b == 0xF0) {
-            if (end - p < 5) return BAD;
-            isint = 0; hl = 5; need = (size_t)rd_le(p + 1, 4);
-        } else if (b >= 0xF1 && b <= 0xF4) {
-            int w = b == 0xF1 ? 2 : b == 0xF2 ? 3 : b == 0xF3 ? 4 : 8;
-            if (end - p < 1 + w) return BAD;
-            uint64_t u = rd_le(p + 1, w);
-            if (w < 8 && (u >> (8 * w - 1)) & 1) u |= ~(uint64_t)0 << (8 * w);
-            v = (long long)u;
-            hl = 1 + (size_t)w; need = 0;
-        } else return BAD;
-        if ((size_t)(end - p) < hl + need) return BAD;
-        if (isint) {
-            sl = (size_t)resp_ll2str(num, sizeof num, v);
-            s = num;
-        } else {
-            s = (const char *)p + hl;
-            sl = need;
-        }
-        unsigned char bl[5];
-        size_t bn = lp_backlen(bl, hl + need);
-        if ((size_t)(end - p) < hl + need + bn || memcmp(p + hl + need, bl, bn) != 0) return BAD;
+        size_t sl, adv;
+        if (lp_decode_one(p, end, num, &s, &sl, &adv)) return BAD;
         int r = flat(k, s, sl);
         if (r) return r;
         count++;
-        p += hl + need + bn;
+        p += adv;
     }
     if (declared != 65535 && declared != count) return BAD;
     return 0;
@@ -891,6 +1016,248 @@ static int load_blob(rd *r, sink *k, int (*walk)(sink *, const unsigned char *, 
     return x;
 }
 
+/* ---- streams */
+
+static int id_cmp(fd_rdb_sid a, fd_rdb_sid b)
+{
+    if (a.ms != b.ms) return a.ms > b.ms ? 1 : -1;
+    return a.seq == b.seq ? 0 : a.seq > b.seq ? 1 : -1;
+}
+
+static int rd_id(rd *r, fd_rdb_sid *id) { return rd_plain_len(r, &id->ms) || rd_plain_len(r, &id->seq) ? -1 : 0; }
+
+static int rd_raw_id(rd *r, fd_rdb_sid *id)
+{
+    const unsigned char *b;
+    if (rd_bytes(r, 16, &b)) return -1;
+    *id = get_be_id(b);
+    return 0;
+}
+
+static int rd_ms(rd *r, int64_t *ms)
+{
+    const unsigned char *b;
+    if (rd_bytes(r, 8, &b)) return -1;
+    *ms = (int64_t)rd_le(b, 8);
+    return 0;
+}
+
+/* a listpack's entries as strings: el[i] points into the listpack or into
+ * nums (24 bytes per entry, the integers' decimal forms) */
+typedef struct { fd_rdb_item *el; char *nums; size_t n; } lpels;
+
+static void lpels_free(lpels *l) { free(l->el); free(l->nums); memset(l, 0, sizeof *l); }
+
+static int lp_split(const unsigned char *lp, size_t len, lpels *l)
+{
+    size_t declared, n = 0;
+    const unsigned char *p, *end, *q;
+    memset(l, 0, sizeof *l);
+    if (lp_frame(lp, len, &declared, &p, &end)) return BAD;
+    for (q = p; q < end; n++) {   /* count (and check) first */
+        char num[24];
+        const char *s;
+        size_t sl, adv;
+        if (lp_decode_one(q, end, num, &s, &sl, &adv)) return BAD;
+        q += adv;
+    }
+    if (declared != 65535 && declared != n) return BAD;
+    if (!(l->el = calloc(n + 1, sizeof *l->el)) || !(l->nums = malloc(24 * (n + 1)))) {
+        lpels_free(l);
+        return FD_E_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *s;
+        size_t sl, adv;
+        lp_decode_one(p, end, l->nums + 24 * i, &s, &sl, &adv);
+        l->el[i].p = s;
+        l->el[i].n = sl;
+        p += adv;
+    }
+    l->n = n;
+    return 0;
+}
+
+static int el_int(const lpels *l, size_t i, long long *v)
+{
+    return i < l->n && l->el[i].n && l->el[i].n <= 20 && resp_str2ll(l->el[i].p, l->el[i].n, v) == 0 ? 0 : BAD;
+}
+
+/* One node (t_stream.c's listpack layout): the master entry, then entries
+ * as deltas from the node key. Live entries go to sk->entry, then the node
+ * to sk->node. *prev: the last id seen (strictly increasing across nodes). */
+static int load_stream_node(fd_rdb_sid master, const unsigned char *lp, size_t len,
+                            const fd_rdb_stream_sink *sk, fd_rdb_sid *prev, int *have_prev, uint64_t *live_total)
+{
+    lpels l;
+    int x = lp_split(lp, len, &l);
+    if (x) return x;
+    long long count, deleted, nmf, v;
+    fd_rdb_item *fv = NULL;
+    x = BAD;
+    if (el_int(&l, 0, &count) || el_int(&l, 1, &deleted) || el_int(&l, 2, &nmf) || count < 0 || deleted < 0 ||
+        nmf < 0 || (size_t)nmf + 4 > l.n || el_int(&l, 3 + (size_t)nmf, &v) || v != 0)
+        goto out;
+    const fd_rdb_item *mf = l.el + 3;
+    if (!(fv = calloc(l.n + 1, sizeof *fv))) { x = FD_E_NOMEM; goto out; }
+    size_t i = 4 + (size_t)nmf;
+    uint64_t live = 0, dead = 0;
+    fd_rdb_sid last = master;
+    while (i < l.n) {
+        long long flags, msd, seqd, nf, lpc;
+        if (el_int(&l, i, &flags) || el_int(&l, i + 1, &msd) || el_int(&l, i + 2, &seqd) || flags < 0 || flags > 3)
+            goto out;
+        int same = (flags & 2) != 0;
+        size_t at = i + 3;
+        if (same) nf = nmf;
+        else if (el_int(&l, at++, &nf) || nf < 0 || (size_t)nf > l.n) goto out;
+        size_t need = same ? (size_t)nf : 2 * (size_t)nf;
+        if (l.n - at < need + 1 || el_int(&l, at + need, &lpc) || lpc != (same ? nf + 3 : 2 * nf + 4)) goto out;
+        fd_rdb_sid id = { master.ms + (uint64_t)msd, master.seq + (uint64_t)seqd };
+        if (*have_prev && id_cmp(id, *prev) <= 0) goto out;
+        *prev = id;
+        *have_prev = 1;
+        last = id;
+        for (size_t f = 0; f < (size_t)nf; f++) {
+            if (same) fv[f] = (fd_rdb_item){ mf[f].p, mf[f].n, l.el[at + f].p, l.el[at + f].n, 0 };
+            else fv[f] = (fd_rdb_item){ l.el[at + 2 * f].p, l.el[at + 2 * f].n, l.el[at + 2 * f + 1].p,
+                                        l.el[at + 2 * f + 1].n, 0 };
+        }
+        if (flags & 1) dead++;
+        else {
+            live++;
+            if (sk && (x = sk->entry(sk->ctx, id, fv, (size_t)nf)) != 0) goto out;
+            x = BAD;
+        }
+        i = at + need + 1;
+    }
+    /* the master's counters must be true; a node without a live entry is
+     * never kept by Redis (XDEL and trimming drop it) */
+    if (live != (uint64_t)count || dead != (uint64_t)deleted || live == 0) goto out;
+    *live_total += live;
+    x = sk ? sk->node(sk->ctx, master, mf, (size_t)nmf, live, dead, len, last) : 0;
+out:
+    free(fv);
+    lpels_free(&l);
+    return x;
+}
+
+typedef struct { fd_rdb_sid id; int64_t dtime; uint64_t dcount; int owned; } lnack;
+
+static int lnack_find(const lnack *a, size_t n, fd_rdb_sid id)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = id_cmp(a[mid].id, id);
+        if (!c) return (int)mid;
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return -1;
+}
+
+/* one consumer group: name, last id, entries read, its PEL (nacks, ids
+ * increasing), its consumers with their PELs (each id in the group's PEL,
+ * owned once; every nack owned) */
+static int load_stream_group(rd *r, const fd_rdb_stream_sink *sk, dset *gnames)
+{
+    rstr name, cname;
+    fd_rdb_sid last;
+    uint64_t er, npel, ncons;
+    lnack *pel = NULL;
+    dset cnames;
+    int x = BAD;
+    memset(&cnames, 0, sizeof cnames);
+    if (rd_str(r, &name)) return BAD;
+    int a = dset_add(gnames, name.p, name.n);
+    if (a <= 0) { rstr_free(&name); return a < 0 ? FD_E_NOMEM : BAD; }
+    if (rd_id(r, &last) || rd_plain_len(r, &er) || rd_plain_len(r, &npel) || npel > (size_t)(r->end - r->p) / 25)
+        goto out;
+    if (!(pel = calloc(npel + 1, sizeof *pel))) { x = FD_E_NOMEM; goto out; }
+    for (uint64_t i = 0; i < npel; i++) {
+        if (rd_raw_id(r, &pel[i].id) || rd_ms(r, &pel[i].dtime) || rd_plain_len(r, &pel[i].dcount)) goto out;
+        if (i && id_cmp(pel[i].id, pel[i - 1].id) <= 0) goto out;
+    }
+    if (rd_plain_len(r, &ncons) || ncons > (size_t)(r->end - r->p) / 10) goto out;
+    if (sk && (x = sk->group(sk->ctx, name.p, name.n, last, (int64_t)er, npel, ncons)) != 0) goto out;
+    for (uint64_t c = 0; c < ncons; c++) {
+        int64_t seen;
+        uint64_t cn;
+        if (rd_str(r, &cname)) { x = BAD; goto out; }
+        a = dset_add(&cnames, cname.p, cname.n);
+        if (a <= 0 || rd_ms(r, &seen) || rd_plain_len(r, &cn) || cn > npel) {
+            rstr_free(&cname);
+            x = a < 0 ? FD_E_NOMEM : BAD;
+            goto out;
+        }
+        x = sk ? sk->consumer(sk->ctx, cname.p, cname.n, seen, cn) : 0;
+        rstr_free(&cname);
+        if (x) goto out;
+        for (uint64_t k = 0; k < cn; k++) {
+            fd_rdb_sid id;
+            int at;
+            if (rd_raw_id(r, &id) || (at = lnack_find(pel, (size_t)npel, id)) < 0 || pel[at].owned) { x = BAD; goto out; }
+            pel[at].owned = 1;
+            if (sk && (x = sk->nack(sk->ctx, id, pel[at].dtime, pel[at].dcount)) != 0) goto out;
+        }
+    }
+    x = 0;
+    for (uint64_t i = 0; i < npel && !x; i++)
+        if (!pel[i].owned) x = BAD;
+out:
+    rstr_free(&name);
+    free(pel);
+    dset_free(&cnames);
+    return x;
+}
+
+/* RDB_TYPE_STREAM_LISTPACKS_2 after its type byte */
+static int load_stream(rd *r, const fd_rdb_stream_sink *sk)
+{
+    uint64_t nodes, live_total = 0;
+    fd_rdb_sid prev = { 0, 0 }, prev_key = { 0, 0 };
+    int have_prev = 0, x;
+    if (rd_plain_len(r, &nodes)) return BAD;
+    for (uint64_t i = 0; i < nodes; i++) {
+        rstr key, lp;
+        if (rd_str(r, &key)) return BAD;
+        if (key.n != 16) { rstr_free(&key); return BAD; }
+        fd_rdb_sid master = get_be_id((const unsigned char *)key.p);
+        rstr_free(&key);
+        if (i && id_cmp(master, prev_key) <= 0) return BAD;
+        prev_key = master;
+        if (rd_str(r, &lp)) return BAD;
+        x = load_stream_node(master, (const unsigned char *)lp.p, lp.n, sk, &prev, &have_prev, &live_total);
+        rstr_free(&lp);
+        if (x) return x;
+    }
+    fd_rdb_stream_info m;
+    m.nodes = nodes;
+    if (rd_plain_len(r, &m.length) || rd_id(r, &m.last) || rd_id(r, &m.first) || rd_id(r, &m.maxdel) ||
+        rd_plain_len(r, &m.added) || rd_plain_len(r, &m.groups))
+        return BAD;
+    if (m.length != live_total || (have_prev && id_cmp(prev, m.last) > 0)) return BAD;
+    if (sk && (x = sk->info(sk->ctx, &m)) != 0) return x;
+    dset gnames;
+    memset(&gnames, 0, sizeof gnames);
+    x = 0;
+    for (uint64_t g = 0; g < m.groups && !x; g++) x = load_stream_group(r, sk, &gnames);
+    dset_free(&gnames);
+    return x;
+}
+
+int fd_rdb_stream_load(const void *p, size_t len, const fd_rdb_stream_sink *sk)
+{
+    if (len < 11) return BAD;
+    rd r = { p, (const unsigned char *)p + len - 10, 0 };
+    const unsigned char *t;
+    if (rd_bytes(&r, 1, &t) || t[0] != T_STREAM_2) return BAD;
+    int x = load_stream(&r, sk);
+    if (!x && r.bad) x = BAD;
+    return x;
+}
+
 static int load(rd *r, int rtype, sink *k)
 {
     uint64_t n;
@@ -971,6 +1338,9 @@ static int load(rd *r, int rtype, sink *k)
             if (x) return x;
         }
         return 0;
+    case T_STREAM_2:
+        k->type = FD_RDB_STREAM;
+        return load_stream(r, NULL);
     default:
         return BAD;
     }
@@ -987,7 +1357,7 @@ int fd_rdb_load(const void *p, size_t len, int *type, fd_rdb_item_fn fn, void *c
     k.fn = fn;
     k.ctx = ctx;
     int x = load(&r, t[0], &k);
-    if (!x && (r.bad || k.pending || (k.count == 0 && k.type != FD_RDB_STRING))) x = BAD;
+    if (!x && (r.bad || k.pending || (k.count == 0 && k.type != FD_RDB_STRING && k.type != FD_RDB_STREAM))) x = BAD;
     *type = k.type;
     dset_free(&k.seen);
     free(k.first_copy);

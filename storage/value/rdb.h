@@ -45,7 +45,7 @@ size_t fd_lzf_decompress(const void *in, size_t in_len, void *out, size_t out_le
 
 /* ---------------------------------------------------------------- values */
 
-enum fd_rdb_vtype { FD_RDB_STRING, FD_RDB_LIST, FD_RDB_SET, FD_RDB_ZSET, FD_RDB_HASH };
+enum fd_rdb_vtype { FD_RDB_STRING, FD_RDB_LIST, FD_RDB_SET, FD_RDB_ZSET, FD_RDB_HASH, FD_RDB_STREAM };
 
 /* One element of a value: string (one item: p), list element / set member
  * (p), hash pair (p = field, v = value), zset entry (p = member, score). */
@@ -80,11 +80,87 @@ typedef int (*fd_rdb_item_fn)(void *ctx, int type, const fd_rdb_item *it);
 
 /* RESTORE's decoding of a verified payload (footer included in len): *type,
  * then fn for every element in the stored order (zset: any order; scores as
- * stored). fn may be NULL: validation only (do that first when the backend
+ * stored). A stream is checked whole (fd_rdb_stream_load's rules), fn is not
+ * called, *type is FD_RDB_STREAM: read it with fd_rdb_stream_load. fn may be NULL: validation only (do that first when the backend
  * cannot undo partial writes). Returns 0; -1 "ERR Bad data format" (corrupt,
  * truncated, unsupported type, an empty aggregate, a duplicate set member /
  * hash field / zset member, a NaN score); FD_E_NOMEM; or fn's return. */
 int fd_rdb_load(const void *p, size_t len, int *type, fd_rdb_item_fn fn, void *ctx);
+
+/* ---------------------------------------------------------------- streams */
+
+/* Redis 7.0's RDB_TYPE_STREAM_LISTPACKS_2 (19): the listpack nodes of the
+ * stream's radix tree (key: the node's master id, 16 bytes big-endian;
+ * value: a listpack laid out as t_stream.c's: master entry "count deleted
+ * nfields field... 0", then per entry "flags ms-delta seq-delta [nfields]
+ * [field] value ... lp-count", flags 1 deleted, 2 same fields as the
+ * master), then length, last id, first id, max deleted id, entries added,
+ * the consumer groups (name, last id, entries read, PEL: raw id, delivery
+ * time (8 bytes LE), delivery count; consumers: name, seen time, PEL ids).
+ * Times are ms since the epoch. */
+typedef struct fd_rdb_sid { uint64_t ms, seq; } fd_rdb_sid;
+
+/* an entry: fv[i].p/.n the field, fv[i].v/.vn its value */
+typedef struct fd_rdb_sentry {
+    fd_rdb_sid id;
+    const fd_rdb_item *fv;
+    size_t nf;
+} fd_rdb_sentry;
+
+typedef struct fd_rdb_stream_info {
+    uint64_t nodes;         /* the listpack count (read only: the writer takes it in begin) */
+    uint64_t length, added, groups;
+    fd_rdb_sid last, first, maxdel;
+} fd_rdb_stream_info;
+
+/* DUMP of a stream, in this order (each FD_OK or FD_E_NOMEM): begin (type
+ * byte, node count); node for each node in id order (master: the node's key
+ * and first entry's id; mf: the master fields; e: its live entries in id
+ * order, n >= 1; an entry whose fields equal mf is written as SAMEFIELDS,
+ * so with stream-node-max-bytes/-entries' cuts the bytes are redis-server's;
+ * the deleted count is 0: deleted entries are not written); info_put; per
+ * group in name order: group, its nacks in id order, consumers (their
+ * count), per consumer in name order: consumer, cpel for each of its ids in
+ * id order; then fd_rdb_footer. out must start empty (the CRC covers it). */
+int fd_rdb_stream_begin(fd_rdb_buf *out, uint64_t nodes);
+int fd_rdb_stream_node(fd_rdb_buf *out, fd_rdb_sid master, const fd_rdb_item *mf, size_t nmf,
+                       const fd_rdb_sentry *e, size_t n);
+int fd_rdb_stream_info_put(fd_rdb_buf *out, const fd_rdb_stream_info *m);
+int fd_rdb_stream_group(fd_rdb_buf *out, const char *name, size_t nl, fd_rdb_sid last, int64_t entries_read,
+                        uint64_t npel);
+int fd_rdb_stream_nack(fd_rdb_buf *out, fd_rdb_sid id, int64_t delivery_ms, uint64_t count);
+int fd_rdb_stream_consumers(fd_rdb_buf *out, uint64_t n);
+int fd_rdb_stream_consumer(fd_rdb_buf *out, const char *name, size_t nl, int64_t seen_ms, uint64_t npel);
+int fd_rdb_stream_cpel(fd_rdb_buf *out, fd_rdb_sid id);
+
+/* RESTORE of a stream: the callbacks in payload order (pointers valid
+ * during the call only; a non-zero return stops the load and is returned):
+ * entry for each live entry (ids strictly increasing), node after its
+ * entries (live/deleted counts, the listpack's byte size, the node's last
+ * id, deleted entries included), info after the nodes, then per group:
+ * group (its PEL and consumer counts), and per consumer: consumer then nack
+ * for each of its pending entries (the delivery time and count from the
+ * group's PEL). */
+typedef struct fd_rdb_stream_sink {
+    void *ctx;
+    int (*entry)(void *ctx, fd_rdb_sid id, const fd_rdb_item *fv, size_t nf);
+    int (*node)(void *ctx, fd_rdb_sid master, const fd_rdb_item *mf, size_t nmf, uint64_t live,
+                uint64_t deleted, size_t lp_bytes, fd_rdb_sid last);
+    int (*info)(void *ctx, const fd_rdb_stream_info *m);
+    int (*group)(void *ctx, const char *name, size_t nl, fd_rdb_sid last, int64_t entries_read, uint64_t npel,
+                 uint64_t nconsumers);
+    int (*consumer)(void *ctx, const char *name, size_t nl, int64_t seen_ms, uint64_t npel);
+    int (*nack)(void *ctx, fd_rdb_sid id, int64_t delivery_ms, uint64_t count);
+} fd_rdb_stream_sink;
+
+/* Decode a verified stream payload into sk (NULL: check only). 0; -1 "Bad
+ * data format": truncated, a bad listpack or LZF string, a node key not 16
+ * bytes or not increasing, master counters that disagree with the entries,
+ * a node without a live entry, entry ids not increasing or past the last
+ * id, a length that is not the live entries', a duplicate group or consumer
+ * name, a PEL not in id order, a consumer's id missing from its group's PEL
+ * or claimed twice, a nack no consumer owns; FD_E_NOMEM; or sk's status. */
+int fd_rdb_stream_load(const void *p, size_t len, const fd_rdb_stream_sink *sk);
 
 /* ---------------------------------------------------------------- RESTORE arguments */
 

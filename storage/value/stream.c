@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 #include "stream.h"
+#include "rdb.h"
 #include "../status.h"
 
 typedef struct sid { uint64_t ms, seq; } sid;
@@ -2632,6 +2633,276 @@ int fd_stream_xinfo(fd_stream_call *c)
     }
 out:
     if (st != FD_OK) o->len = mark;
+    s_close(&s);
+    return st;
+}
+
+/* ---------------------------------------------------------------- DUMP / RESTORE */
+
+static fd_rdb_sid to_rsid(sid id) { fd_rdb_sid r = { id.ms, id.seq }; return r; }
+static sid from_rsid(fd_rdb_sid id) { sid r = { id.ms, id.seq }; return r; }
+
+/* The master fields of a node record (after its 44-byte header) into mf. */
+static int node_fields(const copyv *raw, fd_rdb_item *mf, uint32_t nf)
+{
+    size_t off = 44;
+    for (uint32_t i = 0; i < nf; i++) {
+        if (raw->n - off < 4) return FD_E_CORRUPT;
+        uint32_t l = get32(raw->p + off);
+        if (raw->n - off - 4 < l) return FD_E_CORRUPT;
+        mf[i] = (fd_rdb_item){ (const char *)raw->p + off + 4, l, NULL, 0, 0 };
+        off += 4 + l;
+    }
+    return FD_OK;
+}
+
+/* One group's part of the payload: its PEL, its consumers by name, each
+ * with its pending ids. */
+static int dump_group(sref *s, const copyv *gv, fd_rdb_buf *out)
+{
+    sgroup g;
+    group_dec(gv->p, &g);
+    g.name = (const char *)gv->p + 48;
+    g.nl = gv->n - 48;
+    uint8_t pfx[FD_SSUB_MAX];
+    pfx[0] = 'p';
+    put64(pfx + 1, g.gid);
+    list_arg pel, cons;
+    memset(&cons, 0, sizeof cons);
+    int st = list_prefix(s, pfx, 9, 0, &pel);
+    if (st != FD_OK) return st;
+    st = fd_rdb_stream_group(out, g.name, g.nl, to_rsid(g.last), g.entries_read, pel.n);
+    for (size_t i = 0; i < pel.n && st == FD_OK; i++) {
+        if (pel.sls[i] != 25 || pel.vals[i].n < 16) { st = FD_E_CORRUPT; break; }
+        st = fd_rdb_stream_nack(out, to_rsid(get_id(pel.subs[i] + 9)), (int64_t)get64(pel.vals[i].p),
+                                get64(pel.vals[i].p + 8));
+    }
+    pfx[0] = 'c';
+    if (st == FD_OK) st = list_prefix(s, pfx, 9, 0, &cons);
+    if (st == FD_OK) {
+        list_sort_names(&cons, 16);
+        st = fd_rdb_stream_consumers(out, cons.n);
+    }
+    for (size_t i = 0; i < cons.n && st == FD_OK; i++) {
+        const copyv *cv = &cons.vals[i];
+        if (cv->n < 16) { st = FD_E_CORRUPT; break; }
+        const char *name = (const char *)cv->p + 16;
+        size_t nl = cv->n - 16;
+        uint8_t qp[FD_SSUB_MAX];
+        size_t ql = sk_cpel_pfx(qp, g.gid, name, nl);
+        list_arg q;
+        if ((st = list_prefix(s, qp, ql, 0, &q)) != FD_OK) break;
+        st = fd_rdb_stream_consumer(out, name, nl, (int64_t)get64(cv->p), q.n);
+        for (size_t k = 0; k < q.n && st == FD_OK; k++)
+            st = q.sls[k] == ql + 16 ? fd_rdb_stream_cpel(out, to_rsid(get_id(q.subs[k] + ql))) : FD_E_CORRUPT;
+        list_free(&q);
+    }
+    list_free(&pel);
+    list_free(&cons);
+    return st;
+}
+
+int fd_stream_dump(fd_stream_call *c, const resp_arg *key, fd_rdb_buf *out)
+{
+    sref s;
+    FD_TRY(s_open(c, key, &s));
+    if (!s.exists) { s_close(&s); return FD_NOTFOUND; }
+    list_arg nodes, ents, groups;
+    memset(&ents, 0, sizeof ents);
+    memset(&groups, 0, sizeof groups);
+    fd_rdb_item *fv = NULL, *mf = NULL;
+    fd_rdb_sentry *se = NULL;
+    size_t *first = NULL;
+    uint8_t pn = 'n', px = 'x', pg = 'g';
+    int st = list_prefix(&s, &pn, 1, 0, &nodes);
+    if (st == FD_OK) st = list_prefix(&s, &px, 1, 0, &ents);
+    if (st == FD_OK) st = list_prefix(&s, &pg, 1, 0, &groups);
+    /* the entries, then each node's first entry (first[k]..first[k+1]) */
+    size_t nfv = 0, maxmf = 0;
+    for (size_t i = 0; i < ents.n && st == FD_OK; i++) {
+        uint32_t n;
+        if (ents.sls[i] != 17 || (st = blob_check(ents.vals[i].p, ents.vals[i].n, &n)) != FD_OK) {
+            st = FD_E_CORRUPT;
+            break;
+        }
+        nfv += n;
+    }
+    for (size_t k = 0; k < nodes.n && st == FD_OK; k++) {
+        if (nodes.sls[k] != 17 || nodes.vals[k].n < 44) { st = FD_E_CORRUPT; break; }
+        uint32_t nf = get32(nodes.vals[k].p + 40);
+        if (nf > maxmf) maxmf = nf;
+    }
+    if (st == FD_OK && (!(fv = calloc(nfv + 1, sizeof *fv)) || !(se = calloc(ents.n + 1, sizeof *se)) ||
+                        !(mf = calloc(maxmf + 1, sizeof *mf)) || !(first = calloc(nodes.n + 1, sizeof *first))))
+        st = FD_E_NOMEM;
+    size_t used = 0, live_nodes = 0;
+    for (size_t i = 0; i < ents.n && st == FD_OK; i++) {
+        const uint8_t *b = ents.vals[i].p;
+        uint32_t n = get32(b);
+        size_t off = 4;
+        se[i].id = to_rsid(get_id(ents.subs[i] + 1));
+        se[i].fv = fv + used;
+        se[i].nf = n;
+        for (uint32_t f = 0; f < n; f++) {
+            uint32_t fl = get32(b + off), vl = get32(b + off + 4 + fl);
+            fv[used++] = (fd_rdb_item){ (const char *)b + off + 4, fl, (const char *)b + off + 8 + fl, vl, 0 };
+            off += 8 + (size_t)fl + vl;
+        }
+    }
+    for (size_t k = 0, i = 0; k < nodes.n && st == FD_OK; k++) {
+        sid start = get_id(nodes.subs[k] + 1);
+        if (i < ents.n && idcmp(from_rsid(se[i].id), start) < 0) { st = FD_E_CORRUPT; break; }  /* no node */
+        first[k] = i;
+        sid next = k + 1 < nodes.n ? get_id(nodes.subs[k + 1] + 1) : SID_MAX;
+        while (i < ents.n && (k + 1 == nodes.n || idcmp(from_rsid(se[i].id), next) < 0)) i++;
+        if (i > first[k]) live_nodes++;
+        if (k + 1 == nodes.n) first[nodes.n] = i;
+    }
+    if (st == FD_OK && !nodes.n && ents.n) st = FD_E_CORRUPT;
+    if (st == FD_OK) st = fd_rdb_stream_begin(out, live_nodes);
+    for (size_t k = 0; k < nodes.n && st == FD_OK; k++) {
+        size_t n = first[k + 1] - first[k];
+        uint32_t nmf = get32(nodes.vals[k].p + 40);
+        if (!n) continue;
+        if ((st = node_fields(&nodes.vals[k], mf, nmf)) != FD_OK) break;
+        st = fd_rdb_stream_node(out, to_rsid(get_id(nodes.subs[k] + 1)), mf, nmf, se + first[k], n);
+    }
+    if (st == FD_OK) {
+        fd_rdb_stream_info m = { 0, s.m.length, s.m.added, groups.n, to_rsid(s.m.last), to_rsid(s.m.first),
+                                 to_rsid(s.m.maxdel) };
+        st = fd_rdb_stream_info_put(out, &m);
+    }
+    if (st == FD_OK) list_sort_names(&groups, 48);
+    for (size_t g = 0; g < groups.n && st == FD_OK; g++)
+        st = groups.vals[g].n < 48 ? FD_E_CORRUPT : dump_group(&s, &groups.vals[g], out);
+    if (st == FD_OK) st = fd_rdb_footer(out);
+    free(fv);
+    free(se);
+    free(mf);
+    free(first);
+    list_free(&nodes);
+    list_free(&ents);
+    list_free(&groups);
+    s_close(&s);
+    return st;
+}
+
+/* RESTORE's writer: the records of one stream being created */
+typedef struct rst_ctx {
+    sref    *s;
+    sgroup   g;
+    char    *gname, *cname;   /* owned copies */
+    size_t   cl;
+} rst_ctx;
+
+static int rst_entry(void *ctx, fd_rdb_sid id, const fd_rdb_item *fv, size_t nf)
+{
+    rst_ctx *r = ctx;
+    size_t bl = 4;
+    for (size_t i = 0; i < nf; i++) bl += 8 + fv[i].n + fv[i].vn;
+    uint8_t *b = malloc(bl), k[17];
+    if (!b) return FD_E_NOMEM;
+    put32(b, (uint32_t)nf);
+    size_t off = 4;
+    for (size_t i = 0; i < nf; i++) {
+        put32(b + off, (uint32_t)fv[i].n);
+        if (fv[i].n) memcpy(b + off + 4, fv[i].p, fv[i].n);
+        off += 4 + fv[i].n;
+        put32(b + off, (uint32_t)fv[i].vn);
+        if (fv[i].vn) memcpy(b + off + 4, fv[i].v, fv[i].vn);
+        off += 4 + fv[i].vn;
+    }
+    sk_entry(k, from_rsid(id));
+    int st = IO_PUT(r->s, k, 17, b, bl);
+    free(b);
+    return st;
+}
+
+static int rst_node(void *ctx, fd_rdb_sid master, const fd_rdb_item *mf, size_t nmf, uint64_t live,
+                    uint64_t deleted, size_t lp_bytes, fd_rdb_sid last)
+{
+    rst_ctx *r = ctx;
+    size_t rl = 44;
+    for (size_t i = 0; i < nmf; i++) rl += 4 + mf[i].n;
+    snode n = { .start = from_rsid(master), .last = from_rsid(last), .live = live, .deleted = deleted,
+                .bytes = lp_bytes, .nf = (uint32_t)nmf };
+    if (!(n.raw.p = calloc(1, rl))) return FD_E_NOMEM;
+    n.raw.n = rl;
+    put32(n.raw.p + 40, (uint32_t)nmf);
+    size_t off = 44;
+    for (size_t i = 0; i < nmf; i++) {
+        put32(n.raw.p + off, (uint32_t)mf[i].n);
+        if (mf[i].n) memcpy(n.raw.p + off + 4, mf[i].p, mf[i].n);
+        off += 4 + mf[i].n;
+    }
+    int st = node_write(r->s, &n);        /* every record exact; the last node is the tail */
+    if (st == FD_OK) {
+        tail_set(r->s, &n);
+        r->s->m.nnodes++;
+    }
+    free(n.raw.p);
+    return st;
+}
+
+static int rst_info(void *ctx, const fd_rdb_stream_info *m)
+{
+    rst_ctx *r = ctx;
+    r->s->m.length = m->length;
+    r->s->m.added = m->added;
+    r->s->m.last = from_rsid(m->last);
+    r->s->m.first = from_rsid(m->first);
+    r->s->m.maxdel = from_rsid(m->maxdel);
+    return FD_OK;
+}
+
+static int dup_name(char **dst, const char *p, size_t n)
+{
+    free(*dst);
+    if (!(*dst = malloc(n ? n : 1))) return FD_E_NOMEM;
+    if (n) memcpy(*dst, p, n);
+    return FD_OK;
+}
+
+static int rst_group(void *ctx, const char *name, size_t nl, fd_rdb_sid last, int64_t entries_read,
+                     uint64_t npel, uint64_t nconsumers)
+{
+    rst_ctx *r = ctx;
+    FD_TRY(dup_name(&r->gname, name, nl));
+    r->g = (sgroup){ r->gname, nl, r->s->m.next_gid++, from_rsid(last), entries_read, npel, nconsumers };
+    r->s->m.ngroups++;
+    return group_put(r->s, &r->g);
+}
+
+static int rst_consumer(void *ctx, const char *name, size_t nl, int64_t seen_ms, uint64_t npel)
+{
+    rst_ctx *r = ctx;
+    FD_TRY(dup_name(&r->cname, name, nl));
+    r->cl = nl;
+    scons cn = { r->cname, nl, seen_ms, npel, 1 };
+    return cons_put(r->s, &r->g, &cn);
+}
+
+static int rst_nack(void *ctx, fd_rdb_sid id, int64_t delivery_ms, uint64_t count)
+{
+    rst_ctx *r = ctx;
+    FD_TRY(nack_put(r->s, &r->g, from_rsid(id), delivery_ms, count, r->cname, r->cl));
+    return cpel_put(r->s, &r->g, r->cname, r->cl, from_rsid(id));
+}
+
+int fd_stream_restore(fd_stream_call *c, const resp_arg *key, const void *p, size_t len)
+{
+    sref s;
+    memset(&s, 0, sizeof s);
+    FD_TRY(s_create(c, key, &s));
+    rst_ctx r;
+    memset(&r, 0, sizeof r);
+    r.s = &s;
+    fd_rdb_stream_sink sk = { &r, rst_entry, rst_node, rst_info, rst_group, rst_consumer, rst_nack };
+    int st = fd_rdb_stream_load(p, len, &sk);
+    if (st == -1) st = FD_E_CORRUPT;       /* checked before: the payload changed? */
+    if (st == FD_OK) st = s_save(&s);
+    free(r.gname);
+    free(r.cname);
     s_close(&s);
     return st;
 }

@@ -107,6 +107,18 @@ int fd_stream_xautoclaim(fd_stream_call *c);
  * UINT64_MAX, UINT64_MAX = ">"). FD_OK, or FD_E_NOMEM with nothing written. */
 int fd_stream_would_block(fd_stream_call *c, int nstreams, const uint64_t *ids);
 
+/* DUMP of the stream at key (its groups, consumers and PELs included)
+ * into out (empty), in Redis 7.0's payload format (rdb.h, "Streams"): FD_OK;
+ * FD_NOTFOUND when key holds no stream; an FD_E_* status. O(size). */
+struct fd_rdb_buf;
+int fd_stream_dump(fd_stream_call *c, const resp_arg *key, struct fd_rdb_buf *out);
+
+/* RESTORE: create the stream at key (which must not exist: the caller
+ * deleted it) from a payload fd_rdb_load has already checked (type
+ * FD_RDB_STREAM). FD_OK, or an FD_E_* status (the backend's write
+ * transaction then fails whole). No TTL: the caller sets it after. */
+int fd_stream_restore(fd_stream_call *c, const resp_arg *key, const void *p, size_t len);
+
 /* The metadata's length field (for a backend that keeps it visible). */
 uint64_t fd_stream_meta_length(const uint8_t *meta);
 
