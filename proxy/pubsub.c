@@ -98,11 +98,13 @@ static px_backend *relay(void) {
 static void push_message(px_conn *c, const char *type, const char *pat, size_t plen, const char *ch, size_t clen,
                          const char *msg, size_t mlen) {
     if (c->flags & PX_CONN_CLOSE_ASAP) return;
+    px_conn_push_begin(c);               /* sent whatever CLIENT REPLY says */
     resp_add_push(&c->out, pat ? 4 : 3);
     resp_add_bulk(&c->out, type, strlen(type));
     if (pat) resp_add_bulk(&c->out, pat, plen);
     resp_add_bulk(&c->out, ch, clen);
     resp_add_bulk(&c->out, msg, mlen);
+    px_conn_push_end(c);
     size_t unsent = c->out.len - c->wpos;
     if (px_cfg.pubsub_output_buffer_limit > 0 && (long long)unsent > px_cfg.pubsub_output_buffer_limit) {
         px_log(PX_LOG_WARNING, "closing subscriber %llu (%s) for overcoming of output buffer limits (pubsub class, %zu bytes)",
@@ -243,12 +245,16 @@ static void del_sub(px_conn *c, int kind, size_t idx) {
     }
 }
 
+/* A (un)subscribe confirmation: a push, sent whatever CLIENT REPLY says
+ * (Redis 7.0, RESP2 included). */
 static void confirm(px_conn *c, const char *what, const char *name, size_t len, int kind) {
+    px_conn_push_begin(c);
     resp_add_push(&c->out, 3);
     resp_add_bulk(&c->out, what, strlen(what));
     if (name) resp_add_bulk(&c->out, name, len);
     else resp_add_null(&c->out);
     resp_add_int(&c->out, confirm_count(c, kind));
+    px_conn_push_end(c);
 }
 
 static void subscribe(px_conn *c, int argc, resp_arg *argv, int kind) {
@@ -477,7 +483,8 @@ void px_monitor_feed(px_conn *c, const fd_command *cmd, int argc, const resp_arg
     resp_out_raw(&line, "\r\n", 2);
     for (size_t i = 0; i < px_monitors; i++) {
         px_conn *m = mons[i];
-        if (m->flags & PX_CONN_CLOSE_ASAP) continue;
+        /* a monitor silenced by CLIENT REPLY OFF/SKIP gets nothing (Redis 7.0) */
+        if ((m->flags & PX_CONN_CLOSE_ASAP) || (m->reply & (PX_REPLY_OFF | PX_REPLY_SKIP))) continue;
         resp_out_raw(&m->out, line.data, line.len);
         px_conn_check_output_limit(m);
         px_conn_touch(m);
