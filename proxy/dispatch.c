@@ -210,6 +210,7 @@ int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
     } else {
         t1 = t0;
         owed = route(c, cmd, argc, argv, raw, rawlen, &t1);   /* recorded there */
+        if (owed == 2 && c->muting) owed = 1;   /* CLIENT REPLY: dropped, not placed: as owed (hooks) */
     }
     const char *reply = c->out.len >= out0 ? c->out.data + out0 : NULL;
     size_t len = reply ? c->out.len - out0 : 0;

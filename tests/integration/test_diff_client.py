@@ -399,6 +399,29 @@ client_reply_blocking_steps = [
 diff_case(T, "client_reply_blocking", client_reply_blocking_steps)
 
 
+def until_closed(data, what):
+    """A step: raw bytes to A on both servers, the bytes each sends compared
+    (none: a silenced QUIT, protocol error). Redis 7.0 then leaves the
+    connection open and reads nothing more from it (its close waits for a
+    reply that never comes); frontdoor closes it (docs/pubsub.md)."""
+    def step(two):
+        d = two.a
+        for c in (d.ref, d.fd):
+            c.send_raw(data)
+        a, _ = d.ref.read_all_until_close(timeout=0.5)
+        b, closed = d.fd.read_all_until_close(timeout=5)
+        d._compare(what, a, b)
+        check(closed, "frontdoor closes the connection", b)
+    return step
+
+
+diff_case(T, "client_reply_off_then_quit", [
+    ("SET", "rq", "1"),
+    until_closed(b"CLIENT REPLY OFF\r\nGET rq\r\nQUIT\r\n", "OFF, GET, QUIT: nothing, then closed")])
+diff_case(T, "client_reply_off_then_protocol_error", [
+    until_closed(b"CLIENT REPLY SKIP\r\n*1\r\n$x\r\n", "SKIP, then a protocol error: its text silenced, closed")])
+
+
 def publish_from_b(two):
     two.b.cmd("PUBLISH", "rch", "from-b")
 
