@@ -436,7 +436,7 @@ static void on_turn_end(struct ev_loop *loop, ev_prepare *w, int revents) {
             *pp = c->turn_next;
             c->in_turn = 0;
             c->turn_next = NULL;
-            px_conn_mute_cut(c);             /* nothing silenced goes out */
+            if (c->muting) px_conn_mute_cut(c);   /* nothing silenced goes out */
             c->safe = px_conn_sendable(c);
             conn_write(c);
         }
@@ -459,7 +459,7 @@ static void on_turn_end(struct ev_loop *loop, ev_prepare *w, int revents) {
             px_conn_close(c);
         } else {
             c->turn_wrote = 0;
-            px_conn_mute_cut(c);             /* nothing silenced goes out (a blocked command's) */
+            if (c->muting) px_conn_mute_cut(c);   /* nothing silenced goes out (a blocked command's) */
             c->safe = px_conn_sendable(c);
             conn_write(c);
         }

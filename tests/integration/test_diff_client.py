@@ -442,6 +442,27 @@ client_reply_pubsub_steps = [
 diff_case(T, "client_reply_pubsub", client_reply_pubsub_steps)
 
 
+@T.case
+def client_reply_own_message_resp3():
+    """RESP3: a silenced client publishing to its own channel gets the
+    message (a push) but not PUBLISH's count; the next replies are silenced
+    until ON."""
+    from fdtest import diff_pair
+    d = diff_pair(resp3=True)
+    try:
+        d.cmd("SUBSCRIBE", "own")
+        data = encode_many([("CLIENT", "REPLY", "OFF"), ("PUBLISH", "own", "self"), ("GET", "nothing")])
+        for c in (d.ref, d.fd):
+            c.send_raw(data)
+        d._compare("own message while OFF", d.ref.read(), d.fd.read())
+        stream(("PING",))(type("two", (), {"a": d})())
+        if d.mismatches:
+            raise AssertionError(d.report())
+    finally:
+        d.ref.close()
+        d.fd.close()
+
+
 def redis_py_fire_and_forget():
     """An application's use through redis-py (which has no API for it):
     CLIENT REPLY OFF sent raw on a connection of the pool, fire-and-forget
