@@ -267,6 +267,12 @@ static void blk_free(px_blk *b) {
     free(b);
 }
 
+/* The blocking command whose first try runs inside its handler (compared,
+ * never dereferenced): answered there, its client's input loop goes on by
+ * itself; answered later (it blocked, or an asynchronous backend's first
+ * try), its input waited and is resumed. */
+static const px_blk *first_running;
+
 /* The command is answered: the reply goes at its mark (or straight into
  * c->out), the client's later commands run at the end of the turn. */
 static void blk_finish(px_blk *b, const char *reply, size_t len) {
@@ -276,7 +282,7 @@ static void blk_finish(px_blk *b, const char *reply, size_t len) {
         else resp_out_raw(&c->out, reply, len);
         b->mark = NULL;
         c->blk = NULL;
-        if (b->counted) resume_later(c);     /* it did block: its input waited */
+        if (b->counted || b != first_running) resume_later(c);   /* its input waited */
         px_conn_touch(c);
     }
     blk_free(b);
@@ -869,7 +875,9 @@ static void block_command(px_conn *c, int argc, resp_arg *argv, int kind, int tp
         b->mark = px_pending_push(c, NULL, fd_mono_ns());
         if (!b->mark) { c->blk = NULL; blk_free(b); resp_add_error(&c->out, PX_OOM_TEXT); return; }
     }
-    first_try(b);
+    first_running = b;
+    first_try(b);                        /* may answer and free b */
+    first_running = NULL;
 }
 
 void px_cmd_blpop(px_conn *c, int argc, resp_arg *argv) { block_command(c, argc, argv, K_LPOP, argc - 1, "lpop"); }

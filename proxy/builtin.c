@@ -701,6 +701,22 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
         for (px_conn *x = px_srv.clients; x; x = x->next)
             if (x->id == (uint64_t)id) { done = px_block_unblock(x, how); break; }
         resp_add_int(&c->out, done);
+    } else if (resp_arg_is(sub, "REPLY")) {
+        /* CLIENT REPLY ON|OFF|SKIP (Redis 7.0): OFF and SKIP answer nothing,
+         * ON answers +OK; SKIP silences the next command (not while OFF) */
+        if (argc != 3) { reply_subcmd_arity(c, "client", sub); return; }
+        if (resp_arg_is(&argv[2], "ON")) {
+            c->reply &= (unsigned char)~(PX_REPLY_OFF | PX_REPLY_SKIP);
+            px_conn_mute_stop(c);
+            resp_add_simple(&c->out, "OK", 2);
+        } else if (resp_arg_is(&argv[2], "OFF")) {
+            c->reply |= PX_REPLY_OFF;
+            px_conn_mute_start(c);
+        } else if (resp_arg_is(&argv[2], "SKIP")) {
+            if (!(c->reply & PX_REPLY_OFF)) c->reply |= PX_REPLY_SKIP_NEXT;
+        } else {
+            resp_add_error(&c->out, "ERR syntax error");
+        }
     } else if (resp_arg_is(sub, "TRACKING")) {
         px_tracking_command(c, argc, argv);     /* proxy/tracking.h */
     } else if (resp_arg_is(sub, "GETREDIR")) {
@@ -744,6 +760,7 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
             "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)", "      Return clients of specified type.",
             "NO-EVICT (ON|OFF)", "    Protect current client connection from eviction (accepted: frontdoor evicts nothing).",
             "NO-TOUCH (ON|OFF)", "    Will not touch LRU/LFU stats when this mode is on (accepted: no such stats).",
+            "REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
             "SETNAME <name>", "    Assign the name <name> to the current connection.",
             "TRACKING (ON|OFF) [REDIRECT <id>] [OPTIN] [OPTOUT] [NOLOOP]", "    Control server assisted client side caching (BCAST, PREFIX: not served yet).",
             "TRACKINGINFO", "    Report tracking status for the current connection.",
@@ -763,6 +780,10 @@ void px_cmd_reset(px_conn *c, int argc, resp_arg *argv) {
     px_pubsub_reset(c);
     px_multi_release(c);                 /* a transaction in progress, and the watches */
     px_tracking_off(c);                  /* client-side caching (proxy/tracking.h) */
+    /* CLIENT REPLY OFF (and a SKIP queued in a transaction) end; a SKIP
+     * in effect still silences this reply, as in Redis 7.0 */
+    c->reply &= (unsigned char)~(PX_REPLY_OFF | PX_REPLY_SKIP_NEXT);
+    if (!(c->reply & PX_REPLY_SKIP)) px_conn_mute_stop(c);
     c->out.proto = 2;
     c->db = 0;
     free(c->name);

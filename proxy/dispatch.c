@@ -67,7 +67,9 @@ void px_execute_into(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, resp
         /* a proxy-served command writes to the client's output: lend it the script's */
         resp_out saved = c->out;
         c->out = *out;
+        c->out_lent++;                   /* CLIENT REPLY's cut leaves the script's buffer alone */
         h(c, argc, argv);
+        c->out_lent--;
         *out = c->out;
         c->out = saved;
         e.ns = fd_mono_ns() - t0;
@@ -210,6 +212,7 @@ int px_execute(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char
     } else {
         t1 = t0;
         owed = route(c, cmd, argc, argv, raw, rawlen, &t1, &untouched);   /* recorded there */
+        if (owed == 2 && c->muting) owed = 1;   /* CLIENT REPLY: dropped, not placed: as owed (hooks) */
     }
     const char *reply = c->out.len >= out0 ? c->out.data + out0 : NULL;
     size_t len = reply ? c->out.len - out0 : 0;

@@ -90,6 +90,14 @@ static int keys_group(const fd_command *cmd, int argc, const resp_arg *argv) {
 
 void px_multi_queue(px_conn *c, fd_command *cmd, int argc, resp_arg *argv) {
     px_multi *m = c->multi;
+    if (cmd && cmd->id == FD_CMD_client && argc > 1 && resp_arg_is(&argv[1], "reply") && px_srv.primary &&
+        px_srv.primary->b.ops->passthrough) {
+        /* a Redis backend runs the block on its own connection, where
+         * CLIENT REPLY would silence frontdoor's link (docs/transactions.md) */
+        resp_add_error(&c->out, "ERR CLIENT REPLY inside MULTI is not served on the redis backends");
+        m->aborted = 1;
+        return;
+    }
     int g = keys_group(cmd, argc, argv);
     if (g == -2 || (g >= 0 && m->group >= 0 && g != m->group)) {
         resp_add_error(&c->out, "CROSSSLOT Keys in request don't hash to the same slot");

@@ -20,6 +20,7 @@
 size_t px_conn_sendable(const px_conn *c) { return c->pend_head ? c->pend_head->off : c->out.len; }
 
 void px_conn_out_shifted(px_conn *c, size_t n) {
+    if (c->muting) c->mute_from -= n;    /* never before safe (cut at the end of each turn) */
     if (!c->pend_head) return;
     c->pend_head->off -= n;      /* the others are relative to it */
     c->pend_tail->tail_abs -= n;
@@ -30,6 +31,24 @@ void px_conn_orphan_pending(px_conn *c) {
     c->pend_head = c->pend_tail = NULL;
 }
 
+void px_conn_mute_cut(px_conn *c) {
+    if (!c->muting || c->out_lent) return;
+    size_t m = c->mute_from;
+    if (m >= c->out.len) { c->mute_from = c->out.len; return; }
+    /* from the newest mark back, those past m move to m: only the silenced
+     * command's marks are visited (older ones are at or before m) */
+    fd_pending *p = c->pend_tail;
+    size_t abs = p ? p->tail_abs : 0;
+    if (p && abs > m) p->tail_abs = m;
+    while (p && abs > m) {
+        size_t prev_abs = p->prev ? abs - p->off : 0;
+        p->off = prev_abs > m ? 0 : m - prev_abs;    /* relative (the head's absolute) */
+        abs = prev_abs;
+        p = p->prev;
+    }
+    c->out.len = m;
+}
+
 fd_pending *px_pending_push(px_conn *c, fd_command *cmd, uint64_t t0_ns) {
     fd_pending *p = calloc(1, sizeof *p);
     if (!p) return NULL;
@@ -37,6 +56,7 @@ fd_pending *px_pending_push(px_conn *c, fd_command *cmd, uint64_t t0_ns) {
     p->t_sub_ns = t0_ns;
     if (!c) return p;                    /* detached: nobody's output */
     p->conn = c;
+    p->muted = c->muting && !c->out_lent;
     p->off = c->pend_tail ? c->out.len - c->pend_tail->tail_abs : c->out.len;
     p->tail_abs = c->out.len;
     p->prev = c->pend_tail;
@@ -106,10 +126,12 @@ static void complete(fd_pending *p, const void *reply, size_t len, int failed) {
     if (p->on_done) p->on_done(p, reply, len);
     if (p->tap.fn) p->tap.fn(p->tap.ud, reply, len, failed || px_reply_is_unavailable(reply, len));
     PX_HOOK_RUN(reply, p, reply, len, now - p->t_sub_ns);
-    if (c && (c->flags & PX_CONN_CLOSE_ASAP)) {
-        /* closing without sending more (output limit, out of memory): the
-         * reply is dropped, not copied, and the limit is not logged again */
+    if (c && ((c->flags & PX_CONN_CLOSE_ASAP) || p->muted)) {
+        /* closing without sending more (output limit, out of memory), or
+         * the reply of a command silenced by CLIENT REPLY: the reply is
+         * dropped, not copied, and the limit is not logged again */
         unlink_pending(c, p, 0);
+        if (p->muted) px_conn_touch(c);  /* what queued behind it may go now */
     } else if (c) {
         size_t inserted = 0;
         if (resp_out_reserve(&c->out, len) == 0) {
@@ -119,6 +141,7 @@ static void complete(fd_pending *p, const void *reply, size_t len, int failed) {
             memcpy(at, reply, len);
             c->out.len += len;
             inserted = len;
+            if (c->muting && c->mute_from >= abs) c->mute_from += len;   /* the silenced bytes moved */
         } else {
             px_log(PX_LOG_WARNING, "out of memory for a reply to client %llu: closing it", (unsigned long long)c->id);
             c->flags |= PX_CONN_CLOSE_ASAP;

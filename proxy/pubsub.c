@@ -98,11 +98,13 @@ static px_backend *relay(void) {
 static void push_message(px_conn *c, const char *type, const char *pat, size_t plen, const char *ch, size_t clen,
                          const char *msg, size_t mlen) {
     if (c->flags & PX_CONN_CLOSE_ASAP) return;
+    px_conn_push_begin(c);               /* sent whatever CLIENT REPLY says */
     resp_add_push(&c->out, pat ? 4 : 3);
     resp_add_bulk(&c->out, type, strlen(type));
     if (pat) resp_add_bulk(&c->out, pat, plen);
     resp_add_bulk(&c->out, ch, clen);
     resp_add_bulk(&c->out, msg, mlen);
+    px_conn_push_end(c);
     size_t unsent = c->out.len - c->wpos;
     if (px_cfg.pubsub_output_buffer_limit > 0 && (long long)unsent > px_cfg.pubsub_output_buffer_limit) {
         px_log(PX_LOG_WARNING, "closing subscriber %llu (%s) for overcoming of output buffer limits (pubsub class, %zu bytes)",
@@ -243,12 +245,16 @@ static void del_sub(px_conn *c, int kind, size_t idx) {
     }
 }
 
+/* A (un)subscribe confirmation: a push, sent whatever CLIENT REPLY says
+ * (Redis 7.0, RESP2 included). */
 static void confirm(px_conn *c, const char *what, const char *name, size_t len, int kind) {
+    px_conn_push_begin(c);
     resp_add_push(&c->out, 3);
     resp_add_bulk(&c->out, what, strlen(what));
     if (name) resp_add_bulk(&c->out, name, len);
     else resp_add_null(&c->out);
     resp_add_int(&c->out, confirm_count(c, kind));
+    px_conn_push_end(c);
 }
 
 static void subscribe(px_conn *c, int argc, resp_arg *argv, int kind) {
@@ -331,22 +337,119 @@ int px_pubsub_denied(px_conn *c, const fd_command *cmd) {
 
 /* ------------------------------------------------------------ PUBLISH */
 
-static void fill_mark(void *arg, const char *reply, size_t len) { px_pending_reply(arg, reply, len); }
+/* ---- counts through a relaying backend (docs/pubsub.md, "Counts")
+ *
+ * The server counts the relay once per name it holds (a channel, each
+ * matching pattern), not frontdoor's subscribers behind it. A count is
+ * turned into a redis-server's: this frontdoor's subscribers, plus what the
+ * server counted beyond the relay (clients connected to it directly). */
 
-/* Through a relaying backend: the server delivers (to us too, via the relay). */
-static void forward(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv) {
+/* `<type><integer>\r\n` at *p (advanced past it); -1 if not that. */
+static int scan_int_line(const char **p, const char *end, char type, long long *v) {
+    const char *q = *p;
+    if (q >= end || *q != type) return -1;
+    const char *cr = memchr(q, '\r', (size_t)(end - q));
+    if (!cr || cr + 1 >= end || cr[1] != '\n' || resp_str2ll(q + 1, (size_t)(cr - q - 1), v)) return -1;
+    *p = cr + 2;
+    return 0;
+}
+
+/* A bulk at *p: its bytes (advanced past it); -1 if not a bulk. */
+static int scan_bulk(const char **p, const char *end, const char **s, size_t *n) {
+    long long len;
+    if (scan_int_line(p, end, '$', &len) || len < 0 || end - *p < len + 2) return -1;
+    *s = *p;
+    *n = (size_t)len;
+    *p += len + 2;
+    return 0;
+}
+
+static long long beyond_relay(long long server, long long relayed) {
+    return server > relayed ? server - relayed : 0;
+}
+
+/* The receivers here of a message on channel ch, and how many of the
+ * relay's subscriptions the server counts for it (the channel, each
+ * matching pattern). */
+typedef struct { const char *ch; size_t clen; long long local, relayed; } count_walk;
+
+static void count_pat(px_strent *e, void *arg) {
+    count_walk *w = arg;
+    if (!resp_glob_match(e->name, e->len, w->ch, w->clen, 0)) return;
+    w->local += (long long)((ps_chan *)px_strmap_data(e))->n;
+    w->relayed++;
+}
+
+/* An adjusted count: the reply owed at `mark` when the server's comes. */
+typedef struct pub_adjust {
+    fd_pending *mark;
+    int         sub;            /* PUBSUB subcommand: 0 PUBLISH/SPUBLISH, 1 NUMSUB/SHARDNUMSUB, 2 NUMPAT, 3 (SHARD)CHANNELS */
+    int         kind;           /* FD_PS_* */
+    long long   local, relayed; /* PUBLISH: receivers here, relay subscriptions the server counts; NUMPAT: local */
+    const resp_arg *pat;        /* CHANNELS: its pattern (copied below) or NULL */
+    resp_arg    patbuf;
+} pub_adjust;
+
+static void adjusted_numsub(pub_adjust *a, const char *reply, size_t len, resp_out *o);
+static void adjusted_channels(pub_adjust *a, const char *reply, size_t len, resp_out *o);
+
+static void adjust_done(void *arg, const char *reply, size_t len) {
+    pub_adjust *a = arg;
+    resp_out o;
+    resp_out_init(&o, 2);
+    long long n;
+    const char *p = reply, *end = reply + len;
+    if (len && reply[0] != '-') {
+        if (a->sub == 0 && !scan_int_line(&p, end, ':', &n))
+            resp_add_int(&o, a->local + beyond_relay(n, a->relayed));
+        else if (a->sub == 2 && !scan_int_line(&p, end, ':', &n))
+            resp_add_int(&o, n > a->local ? n : a->local);   /* the union of the unique patterns */
+        else if (a->sub == 1)
+            adjusted_numsub(a, reply, len, &o);
+        else if (a->sub == 3)
+            adjusted_channels(a, reply, len, &o);
+    }
+    if (o.len) px_pending_reply(a->mark, o.data, o.len);
+    else px_pending_reply(a->mark, reply, len);          /* an error, or not the expected shape: as is */
+    resp_out_free(&o);
+    free(a->patbuf.ptr);
+    free(a);
+}
+
+/* Send the command to the server; its reply, adjusted, at c's mark. */
+static void forward_adjusted(px_conn *c, const fd_command *cmd, int argc, resp_arg *argv, pub_adjust *a) {
     fd_pending *m = px_pending_push(c, NULL, fd_mono_ns());
-    if (!m) { resp_add_error(&c->out, PX_OOM_TEXT); return; }
-    px_call_backend(c, cmd, argc, argv, NULL, 0, c->out.proto, 0, fill_mark, m, NULL);
+    if (!m) { free(a); resp_add_error(&c->out, PX_OOM_TEXT); return; }
+    a->mark = m;
+    px_call_backend(c, cmd, argc, argv, NULL, 0, c->out.proto, 0, adjust_done, a, NULL);
 }
 
 void px_cmd_publish(px_conn *c, int argc, resp_arg *argv) {
-    if (relay()) { forward(c, fd_command_by_id(FD_CMD_publish), argc, argv); return; }
+    if (relay()) {
+        pub_adjust *a = calloc(1, sizeof *a);
+        if (!a) { resp_add_error(&c->out, PX_OOM_TEXT); return; }
+        count_walk w = { argv[1].ptr, argv[1].len, 0, 0 };
+        px_strent *e = px_strmap_get(&names[FD_PS_CHANNEL], argv[1].ptr, argv[1].len);
+        if (e) { w.local = (long long)((ps_chan *)px_strmap_data(e))->n; w.relayed = 1; }
+        if (names[FD_PS_PATTERN].count) px_strmap_each(&names[FD_PS_PATTERN], count_pat, &w);
+        a->local = w.local;
+        a->relayed = w.relayed;
+        forward_adjusted(c, fd_command_by_id(FD_CMD_publish), argc, argv, a);
+        return;
+    }
     resp_add_int(&c->out, publish_local(argv[1].ptr, argv[1].len, argv[2].ptr, argv[2].len));
 }
 
 void px_cmd_spublish(px_conn *c, int argc, resp_arg *argv) {
-    if (relay()) { forward(c, fd_command_by_id(FD_CMD_spublish), argc, argv); return; }
+    if (relay()) {
+        pub_adjust *a = calloc(1, sizeof *a);
+        if (!a) { resp_add_error(&c->out, PX_OOM_TEXT); return; }
+        px_strent *e = px_strmap_get(&names[FD_PS_SHARD], argv[1].ptr, argv[1].len);
+        a->local = e ? (long long)((ps_chan *)px_strmap_data(e))->n : 0;
+        a->relayed = e ? 1 : 0;
+        forward_adjusted(c, fd_command_by_id(FD_CMD_spublish), argc, argv, a);
+        return;
+    }
     resp_add_int(&c->out, deliver_exact(FD_PS_SHARD, argv[1].ptr, argv[1].len, argv[2].ptr, argv[2].len));
 }
 
@@ -371,13 +474,88 @@ static void list_names(px_conn *c, int kind, const resp_arg *pat) {
     resp_out_free(&tmp);
 }
 
+static long long local_subs(int kind, const char *name, size_t len) {
+    px_strent *e = px_strmap_get(&names[kind], name, len);
+    return e ? (long long)((ps_chan *)px_strmap_data(e))->n : 0;
+}
+
 static void numsub(px_conn *c, int kind, int argc, resp_arg *argv) {
     resp_add_array(&c->out, (long long)(argc - 2) * 2);
     for (int i = 2; i < argc; i++) {
-        px_strent *e = px_strmap_get(&names[kind], argv[i].ptr, argv[i].len);
         resp_add_bulk(&c->out, argv[i].ptr, argv[i].len);
-        resp_add_int(&c->out, e ? (long long)((ps_chan *)px_strmap_data(e))->n : 0);
+        resp_add_int(&c->out, local_subs(kind, argv[i].ptr, argv[i].len));
     }
+}
+
+/* The server's [name, count, ...]: each count is this frontdoor's
+ * subscribers plus the server's beyond the relay (which holds the name
+ * once when a subscriber here does). Nothing written if not that shape. */
+static void adjusted_numsub(pub_adjust *a, const char *reply, size_t len, resp_out *o) {
+    const char *p = reply, *end = reply + len;
+    long long n;
+    if (scan_int_line(&p, end, '*', &n) || n < 0 || n % 2) return;
+    resp_add_array(o, n);
+    for (long long i = 0; i < n; i += 2) {
+        const char *name;
+        size_t nl;
+        long long server;
+        if (scan_bulk(&p, end, &name, &nl) || scan_int_line(&p, end, ':', &server)) { o->len = 0; return; }
+        long long here = local_subs(a->kind, name, nl);
+        resp_add_bulk(o, name, nl);
+        resp_add_int(o, here + beyond_relay(server, here > 0));
+    }
+}
+
+/* The server's channel list (the relay's, which are this frontdoor's, and
+ * its direct clients'), with this frontdoor's that it does not list (a
+ * subscription the relay has not made yet). Nothing written if not that
+ * shape, or out of memory (the server's list goes as is). */
+typedef struct { px_strmap *seen; resp_out *o; const resp_arg *pat; long long n; } union_walk;
+
+static void union_each(px_strent *e, void *arg) {
+    union_walk *w = arg;
+    if (w->pat && !resp_glob_match(w->pat->ptr, w->pat->len, e->name, e->len, 0)) return;
+    if (px_strmap_get(w->seen, e->name, e->len)) return;
+    resp_add_bulk(w->o, e->name, e->len);
+    w->n++;
+}
+
+static void adjusted_channels(pub_adjust *a, const char *reply, size_t len, resp_out *o) {
+    const char *p = reply, *end = reply + len;
+    long long n;
+    if (scan_int_line(&p, end, '*', &n) || n < 0) return;
+    const char *items = p;
+    px_strmap seen = {0};
+    for (long long i = 0; i < n; i++) {
+        const char *s;
+        size_t sl;
+        if (scan_bulk(&p, end, &s, &sl) || !px_strmap_add(&seen, s, sl, 0, NULL)) { px_strmap_clear(&seen); return; }
+    }
+    resp_out extra;
+    resp_out_init(&extra, 2);
+    union_walk w = { &seen, &extra, a->pat, 0 };
+    px_strmap_each(&names[a->kind], union_each, &w);
+    px_strmap_clear(&seen);
+    resp_add_array(o, n + w.n);
+    resp_out_raw(o, items, (size_t)(p - items));
+    if (extra.len) resp_out_raw(o, extra.data, extra.len);
+    resp_out_free(&extra);
+}
+
+/* PUBSUB through a relaying backend: its answer, adjusted (above). */
+static void pubsub_forward(px_conn *c, int argc, resp_arg *argv, int sub, int kind) {
+    pub_adjust *a = calloc(1, sizeof *a);
+    if (!a) { resp_add_error(&c->out, PX_OOM_TEXT); return; }
+    a->sub = sub;
+    a->kind = kind;
+    a->local = (long long)names[FD_PS_PATTERN].count;
+    if (sub == 3 && argc == 3) {
+        if (!(a->patbuf.ptr = malloc(argv[2].len ? argv[2].len : 1))) { free(a); resp_add_error(&c->out, PX_OOM_TEXT); return; }
+        memcpy(a->patbuf.ptr, argv[2].ptr, argv[2].len);
+        a->patbuf.len = argv[2].len;
+        a->pat = &a->patbuf;
+    }
+    forward_adjusted(c, fd_command_by_id(FD_CMD_pubsub), argc, argv, a);
 }
 
 void px_cmd_pubsub(px_conn *c, int argc, resp_arg *argv) {
@@ -399,16 +577,21 @@ void px_cmd_pubsub(px_conn *c, int argc, resp_arg *argv) {
         resp_add_status(&c->out, "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
         for (int i = 0; help[i]; i++) resp_add_status(&c->out, help[i]);
     } else if (resp_arg_is(sub, "channels") && argc <= 3) {
-        list_names(c, FD_PS_CHANNEL, argc == 3 ? &argv[2] : NULL);
+        if (relay()) pubsub_forward(c, argc, argv, 3, FD_PS_CHANNEL);
+        else list_names(c, FD_PS_CHANNEL, argc == 3 ? &argv[2] : NULL);
     } else if (resp_arg_is(sub, "shardchannels") && argc <= 3) {
-        list_names(c, FD_PS_SHARD, argc == 3 ? &argv[2] : NULL);
+        if (relay()) pubsub_forward(c, argc, argv, 3, FD_PS_SHARD);
+        else list_names(c, FD_PS_SHARD, argc == 3 ? &argv[2] : NULL);
     } else if (resp_arg_is(sub, "numsub")) {
-        numsub(c, FD_PS_CHANNEL, argc, argv);
+        if (relay()) pubsub_forward(c, argc, argv, 1, FD_PS_CHANNEL);
+        else numsub(c, FD_PS_CHANNEL, argc, argv);
     } else if (resp_arg_is(sub, "shardnumsub")) {
-        numsub(c, FD_PS_SHARD, argc, argv);
+        if (relay()) pubsub_forward(c, argc, argv, 1, FD_PS_SHARD);
+        else numsub(c, FD_PS_SHARD, argc, argv);
     } else if (resp_arg_is(sub, "numpat")) {
         if (argc != 2) { resp_add_error(&c->out, "ERR wrong number of arguments for 'pubsub|numpat' command"); return; }
-        resp_add_int(&c->out, (long long)names[FD_PS_PATTERN].count);
+        if (relay()) pubsub_forward(c, argc, argv, 2, FD_PS_PATTERN);
+        else resp_add_int(&c->out, (long long)names[FD_PS_PATTERN].count);
     } else if (resp_arg_is(sub, "channels") || resp_arg_is(sub, "shardchannels") || resp_arg_is(sub, "help")) {
         resp_add_errorf(&c->out, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try PUBSUB HELP.",
                         (int)(sub->len > 128 ? 128 : sub->len), sub->ptr);
@@ -477,7 +660,8 @@ void px_monitor_feed(px_conn *c, const fd_command *cmd, int argc, const resp_arg
     resp_out_raw(&line, "\r\n", 2);
     for (size_t i = 0; i < px_monitors; i++) {
         px_conn *m = mons[i];
-        if (m->flags & PX_CONN_CLOSE_ASAP) continue;
+        /* a monitor silenced by CLIENT REPLY OFF/SKIP gets nothing (Redis 7.0) */
+        if ((m->flags & PX_CONN_CLOSE_ASAP) || (m->reply & (PX_REPLY_OFF | PX_REPLY_SKIP))) continue;
         resp_out_raw(&m->out, line.data, line.len);
         px_conn_check_output_limit(m);
         px_conn_touch(m);

@@ -18,7 +18,10 @@
  * subscriber whose unsent output passes pubsub-output-buffer-limit is
  * disconnected (Redis's client-output-buffer-limit pubsub class, hard limit).
  * PUBSUB CHANNELS/NUMSUB/NUMPAT/SHARDCHANNELS/SHARDNUMSUB answer from this
- * frontdoor's subscribers.
+ * frontdoor's subscribers; on a relaying backend they, PUBLISH and SPUBLISH
+ * are asked of the server and its answer adjusted to a redis-server's: the
+ * relay (counted by the server once per name) replaced by the subscribers
+ * behind it (docs/pubsub.md, "Counts").
  */
 #ifndef FRONTDOOR_PUBSUB_H
 #define FRONTDOOR_PUBSUB_H

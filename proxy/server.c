@@ -275,6 +275,15 @@ void px_conn_check_output_limit(px_conn *c) {
     }
 }
 
+/* A top-level command is answered (Redis's resetClient): the bytes it was
+ * silenced for are dropped, and CLIENT REPLY SKIP moves on to the next
+ * command. */
+static void reply_done(px_conn *c) {
+    px_conn_mute_stop(c);
+    c->reply &= (unsigned char)~PX_REPLY_SKIP;
+    if (c->reply & PX_REPLY_SKIP_NEXT) c->reply = (unsigned char)((c->reply & ~PX_REPLY_SKIP_NEXT) | PX_REPLY_SKIP);
+}
+
 /* Parse and run every complete command in the read buffer. */
 static void process_input(px_conn *c) {
     while (!c->blk && !PX_HOOK_TEST(held, c) && !(c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP)) && c->rpos < c->rlen) {
@@ -290,14 +299,21 @@ static void process_input(px_conn *c) {
         if (rc == RESP_ERROR) {
             const char *e = resp_parser_error(&c->parser);
             px_log(PX_LOG_VERBOSE, "client %llu (%s): %s", (unsigned long long)c->id, c->addr, e);
-            resp_add_errorf(&c->out, "ERR %s", e);
+            if (!(c->reply & (PX_REPLY_OFF | PX_REPLY_SKIP))) resp_add_errorf(&c->out, "ERR %s", e);   /* CLIENT REPLY */
             c->flags |= PX_CONN_CLOSE_AFTER_REPLY;
             c->rpos = c->rlen;
             break;
         }
-        if (rc == RESP_COMMAND)
+        if (rc == RESP_COMMAND) {
+            if (__builtin_expect(c->reply != 0, 0) && (c->reply & (PX_REPLY_OFF | PX_REPLY_SKIP)))
+                px_conn_mute_start(c);               /* CLIENT REPLY OFF / SKIP */
             px_dispatch(c, c->parser.argc, c->parser.argv,
                         multibulk ? c->rbuf + c->rpos : NULL, consumed);
+            if (__builtin_expect(c->reply != 0 || c->muting, 0)) {
+                if (c->blk) c->reply_blocked = 1;   /* answered later: px_conn_resume */
+                else reply_done(c);
+            }
+        }
         c->rpos += consumed;
         /* checked after every reply, as Redis does, so one read's pipeline
          * cannot pile up more than one reply beyond the limit */
@@ -315,6 +331,10 @@ static void process_input(px_conn *c) {
 }
 
 void px_conn_resume(px_conn *c) {
+    if (c->reply_blocked && !c->blk) {   /* the blocked command is answered */
+        c->reply_blocked = 0;
+        reply_done(c);
+    }
     if (!c->blk && c->rpos < c->rlen) process_input(c);
     conn_recheck_pending(c);
     px_conn_touch(c);
@@ -416,6 +436,7 @@ static void on_turn_end(struct ev_loop *loop, ev_prepare *w, int revents) {
             *pp = c->turn_next;
             c->in_turn = 0;
             c->turn_next = NULL;
+            if (c->muting) px_conn_mute_cut(c);   /* nothing silenced goes out */
             c->safe = px_conn_sendable(c);
             conn_write(c);
         }
@@ -438,6 +459,7 @@ static void on_turn_end(struct ev_loop *loop, ev_prepare *w, int revents) {
             px_conn_close(c);
         } else {
             c->turn_wrote = 0;
+            if (c->muting) px_conn_mute_cut(c);   /* nothing silenced goes out (a blocked command's) */
             c->safe = px_conn_sendable(c);
             conn_write(c);
         }

@@ -80,7 +80,25 @@ typedef struct px_conn {
     /* the command being dispatched, as received (for forwarding it) */
     const char *cur_raw;
     size_t     cur_rawlen;
+    /* CLIENT REPLY (Redis 7.0 networking.c): `reply` holds PX_REPLY_* bits.
+     * While a silenced command is in progress (muting: from its dispatch
+     * until it is answered, a blocked one included), the bytes it adds from
+     * mute_from on are dropped (px_conn_mute_cut) and the replies it owes
+     * are consumed from the backend and dropped (fd_pending.muted); pushes
+     * are kept (px_conn_push_begin/end). out_lent: c->out is a script's
+     * buffer for the moment (px_execute_into): nothing is cut. */
+    unsigned char reply;
+    unsigned char muting;
+    unsigned char out_lent;
+    unsigned char reply_blocked;         /* a command run while muting or SKIP blocked: done at its answer */
+    size_t     mute_from;
 } px_conn;
+
+enum {
+    PX_REPLY_OFF       = 1 << 0,         /* CLIENT REPLY OFF: every reply dropped until ON */
+    PX_REPLY_SKIP      = 1 << 1,         /* the command in progress is not answered */
+    PX_REPLY_SKIP_NEXT = 1 << 2,         /* CLIENT REPLY SKIP ran: the next command is not answered */
+};
 
 /* An observer of one request's reply (px_submit_to): fn(ud, reply, len,
  * failed) once, when the reply is known; failed: the backend could not
@@ -114,6 +132,7 @@ struct fd_pending {
     void             (*on_done)(fd_pending *p, const char *reply, size_t len);
     void              *ud;               /* on_done's */
     struct px_slowargs *slow;            /* its arguments for the slow log (proxy/slowlog.h), or NULL */
+    int                muted;            /* owed to a silenced command (CLIENT REPLY): consumed, not placed */
 };
 
 typedef struct px_server {
@@ -156,6 +175,25 @@ void px_conn_touch(px_conn *c);
 /* Unsent output over client-output-buffer-limit: mark the client to be
  * closed (logged once). Checked after every reply. */
 void px_conn_check_output_limit(px_conn *c);
+/* CLIENT REPLY: drop the bytes c->out holds from c->mute_from on (the
+ * silenced command's so far), moving the reply marks past it back to it
+ * (they are the silenced command's: dropped when they arrive). Nothing
+ * while c is not muting or its output is lent. pending.c. */
+void px_conn_mute_cut(px_conn *c);
+/* A push (a pub/sub message or confirmation, an invalidation) is written
+ * between these two: Redis 7.0 sends it whatever CLIENT REPLY says
+ * (CLIENT_PUSHING). Cheap when c is not muting. */
+static inline void px_conn_push_begin(px_conn *c) { if (c->muting) px_conn_mute_cut(c); }
+static inline void px_conn_push_end(px_conn *c) { if (c->muting && !c->out_lent) c->mute_from = c->out.len; }
+/* Start silencing c's command in progress from the end of its output
+ * (CLIENT REPLY OFF, or a command dispatched while OFF or SKIP). */
+static inline void px_conn_mute_start(px_conn *c) {
+    if (!c->muting && !c->out_lent) { c->muting = 1; c->mute_from = c->out.len; }
+}
+/* Stop silencing: the bytes silenced so far are dropped first. */
+static inline void px_conn_mute_stop(px_conn *c) {
+    if (c->muting) { px_conn_mute_cut(c); c->muting = 0; }
+}
 /* Close now (the reply may be lost). */
 void px_conn_close(px_conn *c);
 /* A client whose blocking command ended: run the commands it sent meanwhile. */

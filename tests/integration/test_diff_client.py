@@ -22,11 +22,11 @@ cmd (parent|sub for a container's subcommand, EXEC for what runs inside it)
 user redir resp — in MULTI (flags=x multi=<queued>) and during EXEC.
 """
 import os
-
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import Tests, diff_case, check
+from fdtest import Tests, diff_case, check, encode_many, ConnClosed, ReplyTimeout, shared_pair
 
 T = Tests(case_timeout=60)
 
@@ -230,6 +230,276 @@ client_info_steps = [
     info_step("CLIENT", "INFO", who="B"),
 ]
 diff_case(T, "client_info_fields_as_redis", client_info_steps)
+
+
+# ------------------------------------------------------------ CLIENT REPLY
+# CLIENT REPLY ON|OFF|SKIP (Redis 7.0 networking.c): what a silenced client
+# receives is compared as one byte stream, up to a closing
+# CLIENT REPLY ON + ECHO <END> (whatever went missing in between shows as a
+# difference of the stream). Pushes (pub/sub messages and confirmations)
+# are sent whatever CLIENT REPLY says; errors, MULTI's +QUEUED, EXEC's
+# array, a blocked command's answer and a script's reply are not.
+
+END = "--end-of-stream--"
+
+
+def read_until(c, marker):
+    """c's bytes up to and including the bulk `marker` (then nothing is left)."""
+    tail = b"$%d\r\n%s\r\n" % (len(marker), marker.encode())
+    deadline = time.monotonic() + c.timeout
+    while bytes(c.buf[c.pos:]).find(tail) < 0:
+        c._fill(deadline)
+    data = bytes(c.buf[c.pos:])
+    c.buf.clear()
+    c.pos = 0
+    return data
+
+
+def stream(*cmds, end=True, what=None):
+    """A step: cmds pipelined in one write to A on both servers (then, if
+    end, CLIENT REPLY ON and ECHO END), the byte streams compared."""
+    def step(two):
+        d = two.a
+        seq = list(cmds) + ([("CLIENT", "REPLY", "ON"), ("ECHO", END)] if end else [])
+        data = encode_many(seq)
+        for c in (d.ref, d.fd):
+            c.send_raw(data)
+        label = what or "stream " + " | ".join(" ".join(x) for x in cmds)[:160]
+        a = read_until(d.ref, END)
+        try:
+            b = read_until(d.fd, END)
+        except (ConnClosed, ReplyTimeout) as e:
+            d.mismatches.append((label, a, ("<%s: %s>" % (type(e).__name__, e)).encode()))
+            d.fail_now()
+        d._compare(label, a, b)
+    return step
+
+
+def send_only(*cmds):
+    """A step: cmds to A on both servers, nothing read (a silenced stream
+    continued by a later step)."""
+    def step(two):
+        data = encode_many(list(cmds))
+        for c in (two.a.ref, two.a.fd):
+            c.send_raw(data)
+    return step
+
+
+def read_one(what):
+    """A step: one reply (a push) read from A on both servers, compared."""
+    def step(two):
+        d = two.a
+        a = d.ref.read()
+        try:
+            b = d.fd.read()
+        except (ConnClosed, ReplyTimeout) as e:
+            d.mismatches.append((what, a, ("<%s: %s>" % (type(e).__name__, e)).encode()))
+            d.fail_now()
+        d._compare(what, a, b)
+    return step
+
+
+client_reply_steps = [
+    # OFF silences replies and errors alike (unknown, arity, WRONGTYPE,
+    # syntax), SKIP is ignored while OFF, ON answers +OK
+    stream(("CLIENT", "REPLY", "OFF"), ("SET", "rk", "v"), ("GET", "rk"), ("INCR", "rk"), ("NOSUCHCMD", "x"),
+           ("GET",), ("CLIENT", "REPLY", "X"), ("CLIENT", "REPLY", "SKIP"), ("PING",), ("CLIENT", "REPLY", "ON"),
+           ("GET", "rk")),
+    # CLIENT REPLY's own errors while on; SKIP silences exactly the next
+    # command; SKIP SKIP: the second SKIP is the skipped one; SKIP then ON
+    stream(("CLIENT", "REPLY"), ("CLIENT", "REPLY", "ON", "x"), ("CLIENT", "REPLY", "maybe"),
+           ("client", "reply", "skip"), ("SET", "rs", "1"), ("GET", "rs"),
+           ("CLIENT", "REPLY", "SKIP"), ("CLIENT", "REPLY", "SKIP"), ("PING", "1"), ("PING", "2"),
+           ("CLIENT", "REPLY", "SKIP"), ("CLIENT", "REPLY", "ON"), ("PING", "3")),
+    # commands served by the backend, mixed with the proxy's, pipelined
+    stream(("CLIENT", "REPLY", "SKIP"), ("RPUSH", "rl", "a", "b", "c"), ("LRANGE", "rl", "0", "-1"),
+           ("CLIENT", "REPLY", "OFF"), ("LPOP", "rl"), ("LPOP", "nosuch"), ("HSET", "rh", "f", "v"), ("PING",),
+           ("HGET", "rl", "f"), ("ECHO", "silenced"), ("CLIENT", "REPLY", "ON"), ("LRANGE", "rl", "0", "-1"),
+           ("HGETALL", "rh"), ("CLIENT", "REPLY", "SKIP"), ("DEL", "rh"), ("EXISTS", "rh"), ("TYPE", "rl")),
+    # a long silenced pipeline, then the reads that see it
+    stream(*([("CLIENT", "REPLY", "OFF")] + [("INCR", "rc")] * 300 + [("CLIENT", "REPLY", "ON"), ("GET", "rc")] +
+             [("CLIENT", "REPLY", "SKIP"), ("INCR", "rc")] * 50 + [("GET", "rc")]),
+           what="300 INCR silenced by OFF, 50 by SKIP"),
+    # the same, one command per write (not read in between)
+    send_only(("CLIENT", "REPLY", "OFF")),
+    send_only(("SET", "rw", "1")),
+    send_only(("APPEND", "rw", "2")),
+    send_only(("CLIENT", "REPLY", "SKIP")),
+    stream(("GET", "rw")),
+    # a script's reply and its writes
+    stream(("CLIENT", "REPLY", "SKIP"), ("EVAL", "return redis.call('set', KEYS[1], '1')", "1", "re"),
+           ("GET", "re"), ("CLIENT", "REPLY", "OFF"), ("EVAL", "return {1, 'x'}", "0"),
+           ("EVAL", "return redis.call('nosuch')", "0")),
+    # RESET ends OFF (its +RESET is sent); a SKIP in effect still silences it
+    stream(("CLIENT", "REPLY", "OFF"), ("RESET",), ("PING",)),
+    stream(("CLIENT", "REPLY", "SKIP"), ("RESET",), ("PING",)),
+]
+diff_case(T, "client_reply_on_off_skip", client_reply_steps)
+
+client_reply_multi_steps = [
+    # MULTI's +OK, +QUEUED and EXEC's reply are replies like any
+    stream(("CLIENT", "REPLY", "SKIP"), ("MULTI",), ("SET", "rm", "1"), ("EXEC",), ("PING",)),
+    stream(("CLIENT", "REPLY", "OFF"), ("MULTI",), ("SET", "rm", "2"), ("INCR", "rm"), ("EXEC",)),
+    # a transaction refused while queueing (EXECABORT) is silenced too
+    stream(("CLIENT", "REPLY", "OFF"), ("MULTI",), ("NOSUCH",), ("EXEC",), ("CLIENT", "REPLY", "ON"), ("PING",)),
+] + ([] if FORWARDED_MULTI else [
+    stream(("MULTI",), ("INCR", "rm"), ("CLIENT", "REPLY", "SKIP"), ("EXEC",), ("GET", "rm")),
+    stream(("MULTI",), ("SET", "rm", "x"), ("CLIENT", "REPLY", "SKIP"), ("DISCARD",), ("GET", "rm")),
+    # CLIENT REPLY run by EXEC: OFF silences the rest of EXEC's own array
+    # (Redis sends a broken array then: the stream shows it); a SKIP inside
+    # silences the command after EXEC
+    stream(("MULTI",), ("CLIENT", "REPLY", "OFF"), ("SET", "rm", "3"), ("EXEC",), ("PING",)),
+    stream(("MULTI",), ("CLIENT", "REPLY", "SKIP"), ("SET", "rm", "4"), ("GET", "rm"), ("EXEC",), ("PING",),
+           ("PING", "after")),
+])
+diff_case(T, "client_reply_in_transactions", client_reply_multi_steps)
+
+
+@T.case
+def client_reply_in_forwarded_multi_refused():
+    """On the redis backends a MULTI block runs on frontdoor's connection to
+    Redis: CLIENT REPLY queued there is refused (the transaction aborts)
+    rather than silencing that connection; the client's later commands are
+    answered."""
+    if not FORWARDED_MULTI:
+        return
+    c = shared_pair()[1].conn()
+    try:
+        check(c.cmd("MULTI") == b"+OK\r\n", "MULTI")
+        r = c.cmd("CLIENT", "REPLY", "SKIP")
+        check(r.startswith(b"-ERR CLIENT REPLY inside MULTI"), "refused while queueing", r)
+        r = c.cmd("EXEC")
+        check(r.startswith(b"-EXECABORT"), "EXEC aborts", r)
+        check(c.cmd("SET", "fm", "1") == b"+OK\r\n" and c.cmd("GET", "fm") == b"$1\r\n1\r\n", "answered after")
+    finally:
+        c.close()
+
+
+def blocked_push(two):
+    two.b.cmd("RPUSH", "rb", "x", "y")
+
+
+client_reply_blocking_steps = [
+    # (without CLIENT REPLY) a blocking command answered at once, the
+    # commands pipelined after it run (an asynchronous backend's first try
+    # once left them unread)
+    stream(("RPUSH", "rq", "a"), ("BLPOP", "rq", "5"), ("PING",), ("BLPOP", "rq", "0.05"), ("ECHO", "x")),
+    # a blocked command's answer, by timeout or by a push, is silenced by
+    # the SKIP before it; the next command is answered
+    stream(("CLIENT", "REPLY", "SKIP"), ("BLPOP", "rnokey", "0.05"), ("PING",)),
+    send_only(("CLIENT", "REPLY", "SKIP"), ("BLPOP", "rb", "5")),
+    ("SLEEP", 0.2),
+    blocked_push,
+    stream(("LRANGE", "rb", "0", "-1")),
+    send_only(("CLIENT", "REPLY", "OFF"), ("BRPOP", "rb", "5"), ("BLPOP", "rb2", "5")),
+    ("SLEEP", 0.2),
+    lambda two: two.b.cmd("LPUSH", "rb2", "z"),
+    stream(("EXISTS", "rb", "rb2")),
+]
+diff_case(T, "client_reply_blocking", client_reply_blocking_steps)
+
+
+def until_closed(data, what):
+    """A step: raw bytes to A on both servers, the bytes each sends compared
+    (none: a silenced QUIT, protocol error). Redis 7.0 then leaves the
+    connection open and reads nothing more from it (its close waits for a
+    reply that never comes); frontdoor closes it (docs/pubsub.md)."""
+    def step(two):
+        d = two.a
+        for c in (d.ref, d.fd):
+            c.send_raw(data)
+        a, _ = d.ref.read_all_until_close(timeout=0.5)
+        b, closed = d.fd.read_all_until_close(timeout=5)
+        d._compare(what, a, b)
+        check(closed, "frontdoor closes the connection", b)
+    return step
+
+
+diff_case(T, "client_reply_off_then_quit", [
+    ("SET", "rq", "1"),
+    until_closed(b"CLIENT REPLY OFF\r\nGET rq\r\nQUIT\r\n", "OFF, GET, QUIT: nothing, then closed")])
+diff_case(T, "client_reply_off_then_protocol_error", [
+    until_closed(b"CLIENT REPLY SKIP\r\n*1\r\n$x\r\n", "SKIP, then a protocol error: its text silenced, closed")])
+
+
+def publish_from_b(two):
+    two.b.cmd("PUBLISH", "rch", "from-b")
+
+
+client_reply_pubsub_steps = [
+    # subscribe confirmations and messages are pushes: sent while OFF, in
+    # RESP2 too; a subscribed RESP2 client's PING (a reply) is not
+    send_only(("CLIENT", "REPLY", "OFF"), ("SUBSCRIBE", "rch", "rch2")),
+    read_one("subscribe confirmation 1 while OFF"),
+    read_one("subscribe confirmation 2 while OFF"),
+    send_only(("PING",), ("PSUBSCRIBE", "rc*")),
+    read_one("psubscribe confirmation while OFF (PING silenced)"),
+    publish_from_b,
+    read_one("message while OFF"),
+    read_one("pmessage while OFF"),
+    stream(("UNSUBSCRIBE", "rch", "rch2"), ("PUNSUBSCRIBE",), ("PING",)),
+]
+diff_case(T, "client_reply_pubsub", client_reply_pubsub_steps)
+
+
+@T.case
+def client_reply_own_message_resp3():
+    """RESP3: a silenced client publishing to its own channel gets the
+    message (a push) but not PUBLISH's count; the next replies are silenced
+    until ON."""
+    from fdtest import diff_pair
+    d = diff_pair(resp3=True)
+    try:
+        d.cmd("SUBSCRIBE", "own")
+        data = encode_many([("CLIENT", "REPLY", "OFF"), ("PUBLISH", "own", "self"), ("GET", "nothing")])
+        for c in (d.ref, d.fd):
+            c.send_raw(data)
+        d._compare("own message while OFF", d.ref.read(), d.fd.read())
+        stream(("PING",))(type("two", (), {"a": d})())
+        if d.mismatches:
+            raise AssertionError(d.report())
+    finally:
+        d.ref.close()
+        d.fd.close()
+
+
+def redis_py_fire_and_forget():
+    """An application's use through redis-py (which has no API for it):
+    CLIENT REPLY OFF sent raw on a connection of the pool, fire-and-forget
+    writes, CLIENT REPLY ON, then reads through the client that see them —
+    the same on redis-server and frontdoor."""
+    try:
+        import redis
+    except ImportError:
+        from fdtest import missing_prerequisite
+        missing_prerequisite("python3-redis")
+    results = []
+    for srv in shared_pair():
+        r = redis.Redis(host="127.0.0.1", port=srv.port)
+        r.delete("app:counter", "app:events")
+        conn = r.connection_pool.get_connection("CLIENT")
+        try:
+            conn.send_command("CLIENT", "REPLY", "OFF")
+            for i in range(500):
+                conn.send_command("INCR", "app:counter")
+                conn.send_command("RPUSH", "app:events", "e%d" % i)
+            conn.send_command("CLIENT", "REPLY", "SKIP")
+            conn.send_command("SET", "app:last", "done")
+            conn.send_command("CLIENT", "REPLY", "ON")
+            ok = conn.read_response()
+            check(ok in (b"OK", "OK"), "CLIENT REPLY ON is the first reply read", ok)
+            check(not conn.can_read(timeout=0.2), "nothing else was sent", conn.can_read())
+            conn.send_command("GET", "app:counter")
+            counter = conn.read_response()
+        finally:
+            r.connection_pool.release(conn)
+        results.append((counter, r.llen("app:events"), r.lrange("app:events", 0, 2), r.get("app:last")))
+        r.close()
+    check(results[0] == (b"500", 500, [b"e0", b"e1", b"e2"], b"done"), "redis-server: the writes", results[0])
+    check(results[1] == results[0], "frontdoor as redis-server", results)
+
+
+T.add("client_reply_redis_py_fire_and_forget", redis_py_fire_and_forget)
 
 
 if __name__ == "__main__":
