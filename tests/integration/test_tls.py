@@ -32,6 +32,12 @@ CA): nothing is committed.
     the emulator, tests/mongo/server.py): mongo-uri with tls=true and
     tlsCAFile, and a client certificate (tlsCertificateKeyFile) the
     terminator requires; a URI trusting another CA gets an error reply.
+(m) the same with the mongo-tls-* directives and a plain URI (libmongoc's
+    mongoc_ssl_opt_t): a client key encrypted with a password; a CA that
+    did not sign the terminator's certificate gets "-ERR backend
+    unavailable (... certificate ...)" within backend-timeout; allow-
+    invalid-certificates accepts it; a certificate of another name is
+    refused unless allow-invalid-hostnames; the ab- twins exist.
 """
 import os
 import socket
@@ -42,7 +48,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fdtest import (parse, start_redis, Cluster, redis_cluster_support, wait_cluster_map, need_mongodb, start_mongo_frontdoor, shared_mongo, Tests, Conn, ConnClosed, start_frontdoor, check, eq, skip, free_port, frontdoor_is_redis,
-                    HOST, REDIS_CLI, run, missing_prerequisite, Server, tls_pki, tls_cert, need_node, APPS_DIR)
+                    HOST, REDIS_CLI, run, missing_prerequisite, Server, tls_pki, tls_cert, need_node, APPS_DIR,
+                    run_frontdoor_expect_exit)
 
 T = Tests()
 
@@ -419,11 +426,11 @@ class TlsTerminator:
     """TLS on a loopback port in front of a plain one (a thread per
     connection, bytes relayed both ways): client certificates required."""
 
-    def __init__(self, backend_port):
+    def __init__(self, backend_port, cert="server"):
         import threading
         p = pki()
         self.ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=p["ca.crt"])
-        self.ctx.load_cert_chain(p["server.crt"], p["server.key"])
+        self.ctx.load_cert_chain(os.path.join(p["dir"], cert + ".crt"), os.path.join(p["dir"], cert + ".key"))
         self.ctx.verify_mode = ssl.CERT_REQUIRED
         self.backend_port = backend_port
         self.lsock = socket.socket()
@@ -500,6 +507,88 @@ def mongodb_backend_over_tls():
                   "a server of another CA was trusted", got)
     finally:
         term.close()
+
+
+@T.case
+def mongodb_tls_directives():
+    need()
+    need_mongodb()
+    p = pki()
+    d = p["dir"]
+    # the client certificate and its key encrypted with a password, in one PEM
+    pem = os.path.join(d, "client-enc.pem")
+    r = subprocess.run(["openssl", "pkey", "-in", p["client.key"], "-aes256", "-passout", "pass:s3cret"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    check(r.returncode == 0, r.stdout.decode(errors="replace"))
+    with open(pem, "wb") as f:
+        f.write(open(p["client.crt"], "rb").read() + r.stdout)
+    if not os.path.exists(os.path.join(d, "noname.crt")):
+        tls_cert(d, "noname", "ca", cn="elsewhere.example", san=False)   # signed by our CA, another name
+    uri = "mongodb://%s:%d/" % (HOST, 0)
+    tls = dict(mongo_tls="yes", mongo_tls_ca_cert_file=p["ca.crt"], mongo_tls_certificate_key_file=pem,
+               mongo_tls_certificate_key_file_password="s3cret")
+
+    def first_reply(s):
+        t = time.monotonic()
+        with Conn(s.port, timeout=30) as c:
+            got = c.cmd("SET", "k", "v")
+        return got, time.monotonic() - t
+
+    term = TlsTerminator(shared_mongo().port)
+    bad = TlsTerminator(shared_mongo().port, cert="noname")
+    try:
+        uri = "mongodb://%s:%d/" % (HOST, term.port)
+        s = start_mongo_frontdoor(uri, **tls)
+        with Conn(s.port, timeout=30) as c:
+            eq(c.cmd("SET", "k", "v"), b"+OK\r\n")
+            eq(c.cmd("GET", "k"), b"$1\r\nv\r\n")
+            for name in ("mongo-tls", "ab-mongo-tls", "ab-mongo-tls-ca-cert-file",
+                         "ab-mongo-tls-certificate-key-file-password", "ab-mongo-tls-allow-invalid-hostnames"):
+                check(name.encode() in c.cmd("CONFIG", "GET", name), "no directive " + name)
+        check(term.handshakes > 0, "nothing went through the terminator")
+        s.stop()
+        # mongo-tls no: the directives do not turn TLS on (the terminator sees no handshake)
+        n = term.handshakes
+        s = start_mongo_frontdoor(uri, backend_timeout=2000, **dict(tls, mongo_tls="no"))
+        got, _ = first_reply(s)
+        check(got.startswith(b"-ERR backend unavailable"), "plain bytes to a TLS port went through", got)
+        eq(term.handshakes, n)
+        check("ignored: TLS is off" in s.log(), s.log()[-2000:])
+        s.stop()
+        # a CA that did not sign the terminator's certificate: a prompt, clear error
+        s = start_mongo_frontdoor(uri, backend_timeout=2000, **dict(tls, mongo_tls_ca_cert_file=p["ca2.crt"]))
+        got, took = first_reply(s)
+        check(got.startswith(b"-ERR backend unavailable (mongodb") and b"certificate" in got,
+              "a server of another CA was trusted", got)
+        check(took < 10, "the error took %.1f s (backend-timeout 2000)" % took)
+        s.stop()
+        # ... accepted with mongo-tls-allow-invalid-certificates yes
+        s = start_mongo_frontdoor(uri, **dict(tls, mongo_tls_ca_cert_file=p["ca2.crt"],
+                                              mongo_tls_allow_invalid_certificates="yes"))
+        eq(first_reply(s)[0], b"+OK\r\n")
+        s.stop()
+        # a wrong password for the key: no connection
+        s = start_mongo_frontdoor(uri, backend_timeout=2000, **dict(tls, mongo_tls_certificate_key_file_password="nope"))
+        got, _ = first_reply(s)
+        check(got.startswith(b"-ERR backend unavailable"), "a key with a wrong password was used", got)
+        s.stop()
+        # a certificate of another name: refused, then accepted with allow-invalid-hostnames
+        uri_bad = "mongodb://%s:%d/" % (HOST, bad.port)
+        s = start_mongo_frontdoor(uri_bad, backend_timeout=2000, **tls)
+        got, took = first_reply(s)
+        check(got.startswith(b"-ERR backend unavailable (mongodb"), "a certificate of another name was accepted", got)
+        check(took < 10, "the error took %.1f s (backend-timeout 2000)" % took)
+        s.stop()
+        s = start_mongo_frontdoor(uri_bad, mongo_tls_allow_invalid_hostnames="yes", **tls)
+        eq(first_reply(s)[0], b"+OK\r\n")
+        s.stop()
+        # an unreadable file is a start-up error naming the directive
+        rc, out = run_frontdoor_expect_exit([("backend", "mongodb"), ("mongo-uri", uri), ("mongo-tls", "yes"),
+                                             ("mongo-tls-ca-cert-file", os.path.join(d, "none.crt"))], timeout=30)
+        check(rc not in (0, None) and "mongo-tls-ca-cert-file" in out and "No such file" in out, rc, out[-2000:])
+    finally:
+        term.close()
+        bad.close()
 
 
 @T.case
