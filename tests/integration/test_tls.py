@@ -38,6 +38,11 @@ CA): nothing is committed.
     unavailable (... certificate ...)" within backend-timeout; allow-
     invalid-certificates accepts it; a certificate of another name is
     refused unless allow-invalid-hostnames; the ab- twins exist.
+(n) redis-cluster with tls-cluster yes nodes (frontdoor reaching them over
+    TLS only): slots are migrated node to node (MIGRATING/IMPORTING, MIGRATE
+    over the nodes' TLS ports, SETSLOT NODE) back and forth while clients
+    write through frontdoor: frontdoor follows ASK and MOVED to TLS nodes,
+    no error reply, and every acknowledged write is there afterwards.
 """
 import os
 import socket
@@ -49,7 +54,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fdtest import (parse, start_redis, Cluster, redis_cluster_support, wait_cluster_map, need_mongodb, start_mongo_frontdoor, shared_mongo, Tests, Conn, ConnClosed, start_frontdoor, check, eq, skip, free_port, frontdoor_is_redis,
                     HOST, REDIS_CLI, run, missing_prerequisite, Server, tls_pki, tls_cert, need_node, APPS_DIR,
-                    run_frontdoor_expect_exit)
+                    run_frontdoor_expect_exit, info_fields)
 
 T = Tests()
 
@@ -667,9 +672,11 @@ def protocols():
     check("Invalid tls-protocols" in s.log(), "the reason is logged")
 
 
-@T.case
-def redis_cluster_over_tls():
-    p = need()
+def tls_cluster():
+    """A 3-master cluster with tls-cluster yes (TLS on the bus, MIGRATE and
+    to TLS clients; tls-auth-clients yes) -> (cluster, [tls port per node,
+    in cl.nodes order])."""
+    p = pki()
     why = redis_cluster_support()
     if why:
         missing_prerequisite("no local Redis Cluster: " + why)
@@ -680,11 +687,26 @@ def redis_cluster_over_tls():
         return [("tls-port", tports[-1]), ("tls-cluster", "yes"), ("tls-cert-file", p["server.crt"]),
                 ("tls-key-file", p["server.key"]), ("tls-ca-cert-file", p["ca.crt"]),
                 ("tls-auth-clients", "yes")]
-    cl = Cluster(3, 0, 2000, node_directives=node_tls).start()
+    return Cluster(3, 0, 2000, node_directives=node_tls).start(), tports
+
+
+def cluster_frontdoor(cl, tports, **kw):
+    """frontdoor's redis-cluster backend seeded with the first node's TLS
+    port (so it only ever learns TLS ports), with a client certificate and
+    the name checked; waits for the slot map."""
+    p = pki()
     s = start_frontdoor(backend="redis-cluster", redis_cluster_seeds="%s:%d" % (HOST, tports[0]),
                         redis_tls="yes", redis_tls_ca_cert_file=p["ca.crt"], redis_tls_cert_file=p["client.crt"],
-                        redis_tls_key_file=p["client.key"], redis_tls_sni="localhost")
+                        redis_tls_key_file=p["client.key"], redis_tls_sni="localhost", **kw)
     wait_cluster_map(s)
+    return s
+
+
+@T.case
+def redis_cluster_over_tls():
+    need()
+    cl, tports = tls_cluster()
+    s = cluster_frontdoor(cl, tports)
     with Conn(s.port) as c:
         for i in range(60):
             eq(c.cmd("SET", "key:%d" % i, "v%d" % i), b"+OK\r\n")
@@ -695,6 +717,110 @@ def redis_cluster_over_tls():
         with Conn(n.port) as d:
             used += parse(d.cmd("DBSIZE")) > 0
     eq(used, 3)
+
+
+@T.case(timeout=120)
+def redis_cluster_live_migration_over_tls():
+    need()
+    import threading
+    cl, tports = tls_cluster()
+    s = cluster_frontdoor(cl, tports)
+    ms = cl.masters()
+    with Conn(ms[0].port) as c:
+        slot = parse(c.cmd("CLUSTER", "KEYSLOT", "{mig}"))
+
+    def owner():
+        for n in ms:
+            with Conn(n.port) as c:
+                if not c.cmd("GET", "{mig}").startswith(b"-MOVED"):
+                    return n
+        raise AssertionError("no master owns slot %d" % slot)
+
+    def myid(n):
+        with Conn(n.port) as c:
+            return parse(c.cmd("CLUSTER", "MYID")).decode()
+
+    def move(src, dst):
+        """src's keys of slot to dst, one batch of MIGRATE at a time, over
+        dst's TLS port (the source node connects with TLS: tls-cluster)."""
+        sid, did = myid(src), myid(dst)
+        dport = tports[cl.nodes.index(dst)]
+        with Conn(src.port) as a, Conn(dst.port) as b:
+            eq(b.cmd("CLUSTER", "SETSLOT", slot, "IMPORTING", sid), b"+OK\r\n")
+            eq(a.cmd("CLUSTER", "SETSLOT", slot, "MIGRATING", did), b"+OK\r\n")
+            batches = 0
+            while True:
+                keys = parse(a.cmd("CLUSTER", "GETKEYSINSLOT", slot, 100))
+                if not keys:
+                    break
+                r = a.cmd("MIGRATE", HOST, dport, "", 0, 5000, "KEYS", *keys)
+                eq(r, b"+OK\r\n", "MIGRATE over TLS")
+                batches += 1
+                time.sleep(0.02)            # writers get ASKed meanwhile
+            for n in [dst, src] + [m for m in ms if m not in (src, dst)]:
+                with Conn(n.port) as c:
+                    eq(c.cmd("CLUSTER", "SETSLOT", slot, "NODE", did), b"+OK\r\n")
+        return batches
+
+    stop = threading.Event()
+    acked = {}           # writer -> [i acknowledged]
+    errors = []
+
+    def writer(w):
+        got = acked.setdefault(w, [])
+        try:
+            with Conn(s.port, timeout=30) as c:
+                i = 0
+                while not stop.is_set():
+                    key = "{mig}:w%d:%d" % (w, i) if w < 2 else "other:w%d:%d" % (w, i)
+                    if w == 0:
+                        r = c.cmd("SET", key, "v%d" % i)
+                    elif w == 1:
+                        r = c.cmd("RPUSH", "{mig}:list", "w%d:%d" % (w, i))
+                    else:
+                        r = c.cmd("SET", key, "v%d" % i)
+                    if r.startswith(b"-"):
+                        errors.append(r)
+                    else:
+                        got.append(i)
+                    i += 1
+                    time.sleep(0.001)
+        except Exception as e:          # noqa: BLE001 (reported below)
+            errors.append(repr(e).encode())
+
+    before = info_fields(parse(Conn(s.port).cmd("INFO", "backend")))
+    threads = [threading.Thread(target=writer, args=(w,), daemon=True) for w in range(3)]
+    for t in threads:
+        t.start()
+    batches = 0
+    try:
+        time.sleep(0.5)
+        a = owner()
+        b = [m for m in ms if m is not a][0]
+        for src, dst in ((a, b), (b, a), (a, b)):
+            batches += move(src, dst)
+            time.sleep(0.3)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+    after = info_fields(parse(Conn(s.port).cmd("INFO", "backend")))
+    moved = int(after["redis_cluster_moved"]) - int(before["redis_cluster_moved"])
+    ask = int(after["redis_cluster_ask"]) - int(before["redis_cluster_ask"])
+    print("      %d writes, %d MIGRATE batches, MOVED %d, ASK %d" % (sum(map(len, acked.values())), batches, moved, ask))
+    check(not errors, "error replies during the migration", errors[:5])
+    check(batches >= 3 and len(acked[0]) > 50, "keys were migrated while written", batches, len(acked[0]))
+    check(moved > 0 and ask > 0, "frontdoor followed MOVED and ASK to TLS nodes", moved, ask)
+    eq(owner(), b, "the slot ended on the second node")
+    with Conn(s.port, timeout=30) as c:
+        c.send_many([("GET", "{mig}:w0:%d" % i) for i in acked[0]])
+        got = c.read_n(len(acked[0]))
+        lost = [i for i, r in zip(acked[0], got) if r != b"$%d\r\nv%d\r\n" % (len("v%d" % i), i)]
+        check(not lost, "acknowledged SETs lost", lost[:10])
+        items = parse(c.cmd("LRANGE", "{mig}:list", 0, -1))
+        eq(items, [b"w1:%d" % i for i in acked[1]], "every acknowledged RPUSH, in order")
+        c.send_many([("GET", "other:w2:%d" % i) for i in acked[2]])
+        check(all(r.startswith(b"$") for r in c.read_n(len(acked[2]))), "the other slots' writes")
 
 
 if __name__ == "__main__":
