@@ -297,6 +297,24 @@ def big_pipelines_and_values():
 
 
 @T.case
+def idle_connection_gives_back_its_buffers():
+    """A TLS client idle for more than a second has its record buffers
+    freed (px_tls_idle, from the cron); its next commands, a pipeline and a
+    value bigger than a record, work as before."""
+    need()
+    s, tport = start_tls()
+    with tls_conn(tport) as c:
+        eq(c.cmd("SET", "idle", "x" * 100000), b"+OK\r\n")
+        time.sleep(2.5)
+        eq(c.cmd("STRLEN", "idle"), b":100000\r\n")
+        got = c.cmd("GET", "idle")
+        eq(len(got), len(b"$100000\r\n") + 100000 + 2)
+        time.sleep(2.5)
+        c.send_many([("INCR", "n")] * 200)
+        eq(c.read_n(200)[-1], b":200\r\n")
+
+
+@T.case
 def config_set_reloads_certificate():
     need()
     p = pki()
