@@ -29,6 +29,9 @@ SSL_CTX *fdl_tls_ctx(const fdl_tls_opts *o, char *err, size_t errlen) {
     SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
     if (!ctx) { ssl_errstr(err, errlen, "SSL_CTX_new"); return NULL; }
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    /* one read syscall for what the socket has (not a header, then a body,
+     * per record); what is read ahead is drained while SSL_has_pending */
+    SSL_CTX_set_read_ahead(ctx, 1);
     if (o->insecure) {
         SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
     } else {
@@ -101,7 +104,8 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
     for (;;) {
         ssize_t r;
         if (n->ssl) {
-            /* read until OpenSSL has nothing left: bytes it holds raise no event */
+            /* read while OpenSSL holds bytes (they raise no event); the
+             * socket's own are announced by the next (level-triggered) event */
             int k = SSL_read(n->ssl, buf, sizeof buf);
             if (k <= 0) {
                 int e = SSL_get_error(n->ssl, k);
@@ -123,7 +127,7 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents) {
             if (r == 0) { lost(n, "connection closed by the server"); return; }
         }
         if (redisReaderFeed(n->rd, buf, (size_t)r) != REDIS_OK) { lost(n, "reply buffer: out of memory"); return; }
-        if (!n->ssl && r < (ssize_t)sizeof buf) break;   /* a short read: the socket is empty */
+        if (n->ssl ? !SSL_has_pending(n->ssl) : r < (ssize_t)sizeof buf) break;   /* nothing more without waiting */
     }
     for (;;) {
         void *reply = NULL;
