@@ -442,9 +442,10 @@ static void connect_all(int n) {
         cn->net.on_reply = on_net_reply;
         cn->net.on_lost = on_net_lost;
         /* blocking connect (and TLS handshake): nothing is measured yet */
-        if (fdl_net_open(&cn->net, G.loop, O.host, O.port, O.socket, G.tls, O.tls_opts.sni, err, sizeof err) != 0)
-            die("connection %d of %d to %s%s%d failed: %s", i + 1, n, O.socket ? O.socket : O.host,
-                O.socket ? "" : ":", O.socket ? 0 : O.port, err);
+        if (fdl_net_open(&cn->net, G.loop, O.host, O.port, O.socket, G.tls, O.tls_opts.sni, err, sizeof err) != 0) {
+            if (O.socket) die("connection %d of %d to %s failed: %s", i + 1, n, O.socket, err);
+            die("connection %d of %d to %s:%d failed: %s", i + 1, n, O.host, O.port, err);
+        }
         if (auth) { cn->auth_pending = 1; auth_left++; fdl_net_send(&cn->net, auth, (size_t)authlen); }
     }
     if (auth) {
