@@ -481,6 +481,8 @@ static void on_cron(struct ev_loop *loop, ev_timer *w, int revents) {
                 (now - c->created) * 1000.0 > (double)px_cfg.tls_handshake_timeout) {
                 px_log(PX_LOG_VERBOSE, "closing client %llu (%s): TLS handshake timeout", (unsigned long long)c->id, c->addr);
                 px_conn_close(c);
+            } else if (c->tls && now - c->last_interaction >= 1.0) {
+                px_tls_idle(c->tls);   /* an idle TLS client keeps no record buffers */
             }
         }
         if (px_cfg.timeout > 0) {

@@ -59,6 +59,10 @@ ssize_t px_tls_write(px_tls_conn *t, const void *buf, size_t len);
  * the socket): no socket event will announce them, the caller reads again
  * without waiting. */
 int  px_tls_pending(const px_tls_conn *t);
+/* The connection has been idle: give its record buffers (~34 kB) back to
+ * the allocator; OpenSSL allocates them again at the next read or write.
+ * Nothing happens while bytes wait in them. */
+void px_tls_idle(px_tls_conn *t);
 /* The last error's text (owned by t, valid until its next call). */
 const char *px_tls_error(const px_tls_conn *t);
 

@@ -65,9 +65,14 @@ def plan_text(plan):
     return f"As run: fdload --rate R --duration {s.get('duration')} --drop-late {common}, R = {rates}/s" + tail
 
 
-def argv_for(fdload, port, setting, emulator_rate_cap=None):
+def tls_args(tls):
+    """fdload's flags for targets.make_tls()'s dict (None: plain)."""
+    return ["--tls", "--cacert", tls["ca"]] if tls else []
+
+
+def argv_for(fdload, port, setting, emulator_rate_cap=None, tls=None):
     s = setting
-    argv = [fdload, "-p", str(port), "-c", str(s["clients"]), "--json", "-", "-q", "--no-progress"]
+    argv = [fdload, "-p", str(port), "-c", str(s["clients"]), "--json", "-", "-q", "--no-progress", *tls_args(tls)]
     if s.get("replay"):
         return argv + ["--replay", s["replay"], "--speed", str(s["speed"])]
     argv += ["--mix", s["mix"], "--dist", s["dist"], "--keys", str(s["keyspace"]), "-d", str(s["data_size"])]
@@ -76,9 +81,9 @@ def argv_for(fdload, port, setting, emulator_rate_cap=None):
     return argv + ["--rate", str(s["rate"]), "--duration", str(s["duration"]), "--drop-late", "--drain-timeout", "10"]
 
 
-def fill(fdload, port, setting, timeout_s):
+def fill(fdload, port, setting, timeout_s, tls=None):
     """SET every key of the scenario's key space once (not measured)."""
-    argv = [fdload, "-p", str(port), "-c", "8", "--fill", "--keys", str(setting["keyspace"]), "-d", str(setting["data_size"]),
+    argv = [fdload, "-p", str(port), *tls_args(tls), "-c", "8", "--fill", "--keys", str(setting["keyspace"]), "-d", str(setting["data_size"]),
             "-n", "1", "--mix", "ping", "-q", "--no-progress"]
     try:
         r = subprocess.run(argv, capture_output=True, timeout=timeout_s, preexec_fn=procs._child_setup)
@@ -87,9 +92,9 @@ def fill(fdload, port, setting, timeout_s):
         return f"fill not done within {timeout_s} s"
 
 
-def run(fdload, port, setting, timeout_s, pids=None):
+def run(fdload, port, setting, timeout_s, pids=None, tls=None):
     """One fdload run; the dict measure() expects from rb.run."""
-    argv = argv_for(fdload, port, setting)
+    argv = argv_for(fdload, port, setting, tls=tls)
     full = ["timeout", "-k", "5", str(int(timeout_s)), *argv]
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()

@@ -148,12 +148,12 @@ class RssWatch(threading.Thread):
 
 
 def run(port, test, n, clients, pipeline, data_size=None, keyspace=None, timeout_s=120,
-        command=None, cluster=False, pids=None):
+        command=None, cluster=False, pids=None, tls=None):
     """Run redis-benchmark once: `-t test`, or the literal `command` (a list
     of arguments; `test` is then only its name in the results). Returns a
     dict with ok/reason, rps and latencies of the row for `test`, every row,
     wall and client CPU seconds, and the peak RSS per role of `pids` during
-    the run."""
+    the run. tls: targets.make_tls()'s dict, to connect with --tls."""
     argv = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "-n", str(n),
             "-c", str(clients), "-P", str(pipeline)]
     if command is None:
@@ -167,6 +167,8 @@ def run(port, test, n, clients, pipeline, data_size=None, keyspace=None, timeout
         # ~0.25 s of their start-up in every test's time; one thread keeps
         # the client what it is for every other target.
         argv += ["--cluster", "--threads", "1"]
+    if tls:
+        argv += ["--tls", "--cacert", tls["ca"]]   # targets.make_tls
     if command is not None:
         argv += [str(x) for x in command]
     full = ["timeout", "-k", "5", str(int(timeout_s)), *argv]

@@ -55,6 +55,37 @@ def expand(names):
     return out
 
 
+def make_tls(d):
+    """bench/run --tls: a CA and a server certificate (localhost, 127.0.0.1)
+    made with the openssl CLI in d (the run's temporary folder, never kept);
+    returns {"dir", "ca", "cert", "key"}. RSA 2048, as redis's own
+    utils/gen-test-certs.sh. Raises RuntimeError when openssl fails."""
+    def sh(*argv):
+        r = subprocess.run(list(argv), cwd=d, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        if r.returncode:
+            raise RuntimeError("%s: %s" % (" ".join(argv), r.stdout.decode(errors="replace")[-500:]))
+    if not shutil.which("openssl"):
+        raise RuntimeError("--tls needs the openssl CLI (apt-get install openssl)")
+    os.makedirs(d, exist_ok=True)
+    sh("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
+       "-days", "2", "-subj", "/CN=fdbench-ca")
+    sh("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+       "-subj", "/CN=localhost")
+    with open(os.path.join(d, "san.ext"), "w") as f:
+        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    sh("openssl", "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+       "-out", "server.crt", "-days", "2", "-extfile", "san.ext")
+    return {"dir": d, "ca": os.path.join(d, "ca.crt"), "cert": os.path.join(d, "server.crt"),
+            "key": os.path.join(d, "server.key")}
+
+
+def server_tls_args(tls, port):
+    """The tls-* arguments (redis-server's and frontdoor's are the same) for a
+    TLS listener on port, clients without certificates."""
+    return ["--tls-port", str(port), "--tls-cert-file", tls["cert"], "--tls-key-file", tls["key"],
+            "--tls-ca-cert-file", tls["ca"], "--tls-auth-clients", "no"]
+
+
 def find_frontdoor(repo):
     cands = [os.path.join(repo, "build", "frontdoor")]
     try:
@@ -110,6 +141,10 @@ class Target:
         self.procs = []        # (role, Popen)
         self.datadirs = []
         self.port = None
+        # bench/run --tls (make_tls's dict): the clients measured connect to
+        # tls_port; port stays plain for readiness, INFO and fills
+        self.tls = self.opts.get("tls")
+        self.tls_port = None
         self.kind, self.backend, self.durability = self._classify(name)
         self.dead = None       # reason once a server process exited mid-run
 
@@ -139,7 +174,15 @@ class Target:
         raise Skip(f"unknown target '{name}' (known: {', '.join(ALL_TARGETS)}, mongodb-sync, mongodb-nosync, "
                    "or lmdb/leveldb for both durabilities)")
 
+    @property
+    def bench_port(self):
+        """Where the measured client connects: tls_port under --tls."""
+        return self.tls_port if self.tls else self.port
+
     def describe(self):
+        return self._describe() + ("; clients over TLS (tls-port, RSA 2048, tls-auth-clients no)" if self.tls else "")
+
+    def _describe(self):
         if self.kind == "redis-direct":
             return "redis-server alone, no persistence: the baseline"
         if self.kind == "twemproxy":
@@ -176,8 +219,11 @@ class Target:
 
     def start(self):
         os.makedirs(self.workdir, exist_ok=True)
+        if self.tls and self.kind in ("twemproxy", "redis-cluster-direct"):
+            raise Skip("--tls: this target is not run over TLS (twemproxy has no TLS; the cluster baseline "
+                       "needs redis-benchmark --cluster --tls against tls-cluster nodes)")
         if self.kind == "redis-direct":
-            self.port = self._start_redis("redis-server")
+            self.port = self._start_redis("redis-server", tls=True)
         elif self.kind == "redis-cluster-direct":
             self.port = self._start_cluster()[0]
             self.cluster = True
@@ -220,7 +266,9 @@ class Target:
         tail = _tail(self._log(role))
         raise Skip(f"{what} did not answer PING on port {port} within {START_TIMEOUT:.0f} s" + (f": {tail}" if tail else ""))
 
-    def _start_redis(self, role, extra=(), port_fn=None):
+    def _start_redis(self, role, extra=(), port_fn=None, tls=False):
+        """tls: under --tls, also a TLS listener (self.tls_port): the
+        redis-direct baseline only (a backend behind frontdoor stays plain)."""
         exe = shutil.which("redis-server")
         if not exe:
             raise Skip("redis-server not installed")
@@ -232,6 +280,9 @@ class Target:
             argv = [exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", data, "--save", "",
                     "--appendonly", "no", "--daemonize", "no", "--logfile", "", "--protected-mode", "no",
                     *extra]
+            if tls and self.tls:
+                self.tls_port = procs.free_port()
+                argv += server_tls_args(self.tls, self.tls_port)
             p = procs.spawn(argv, self._log(role))
             self.procs.append((role, p))
             if self._wait_ready(role, p, port, procs.ping, "redis-server"):
@@ -347,6 +398,9 @@ class Target:
             argv += ["--lmdb-map-size", self.opts.get("lmdb_map_size") or "4gb"]
         if self.backend == "mongodb" and self.opts.get("mongo_w"):
             argv += ["--mongo-w", self.opts["mongo_w"]]
+        if self.tls:
+            self.tls_port = procs.free_port()
+            argv += server_tls_args(self.tls, self.tls_port)
         return argv + list(extra)
 
     def _try_frontdoor(self, extra=(), probe=False):

@@ -752,6 +752,49 @@ static void mongoc_to_fd_log(mongoc_log_level_t level, const char *domain, const
     else if (level == MONGOC_LOG_LEVEL_WARNING) fd_log(FD_LOG_VERBOSE, "libmongoc %s: %s", domain, msg);
 }
 
+/* mongo-tls-* (mg_settings.h, docs/tls.md): TLS without a URI. Before the pool
+ * exists: mongo-tls yes sets the URI's tls=true, and every file named must be
+ * readable (errors: a message in err, -1). */
+static int mg_tls_uri(mg_backend *b, char *err, size_t errlen) {
+    const fd_mongo_settings *ms = &b->ms;
+    if (ms->tls == FD_MONGO_YES) mongoc_uri_set_option_as_bool(b->uri, MONGOC_URI_TLS, true);
+    const struct { const char *name, *path; } files[] = {
+        {"mongo-tls-ca-cert-file", ms->tls_ca_file}, {"mongo-tls-certificate-key-file", ms->tls_pem_file}};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        if (files[i].path && files[i].path[0] && access(files[i].path, R_OK) != 0) {
+            snprintf(err, errlen, "%s %s: %s", files[i].name, files[i].path, strerror(errno));
+            return -1;
+        }
+    return 0;
+}
+
+/* After the pool exists, when TLS is on (mongo-tls yes or the URI's tls=true)
+ * and a mongo-tls-* directive is set: the pool's mongoc_ssl_opt_t is rebuilt
+ * from the URI's tls* options, each overridden by its directive when set
+ * (libmongoc replaces the options the URI gave as a whole). */
+static void mg_tls_pool(mg_backend *b) {
+    const fd_mongo_settings *ms = &b->ms;
+    int any = (ms->tls_ca_file && ms->tls_ca_file[0]) || (ms->tls_pem_file && ms->tls_pem_file[0]) ||
+              (ms->tls_pem_pwd && ms->tls_pem_pwd[0]) || ms->tls_allow_invalid_hostnames ||
+              ms->tls_allow_invalid_certificates;
+    if (!any) return;
+    if (!mongoc_uri_get_tls(b->uri)) {
+        fd_log(FD_LOG_WARNING, "mongodb backend: mongo-tls-* directives are ignored: TLS is off (mongo-tls no, no tls=true in mongo-uri)");
+        return;
+    }
+    const mongoc_uri_t *u = b->uri;
+    int insecure = mongoc_uri_get_option_as_bool(u, MONGOC_URI_TLSINSECURE, false);
+    mongoc_ssl_opt_t o = *mongoc_ssl_opt_get_default();
+    o.ca_file  = ms->tls_ca_file && ms->tls_ca_file[0] ? ms->tls_ca_file : mongoc_uri_get_option_as_utf8(u, MONGOC_URI_TLSCAFILE, NULL);
+    o.pem_file = ms->tls_pem_file && ms->tls_pem_file[0] ? ms->tls_pem_file : mongoc_uri_get_option_as_utf8(u, MONGOC_URI_TLSCERTIFICATEKEYFILE, NULL);
+    o.pem_pwd  = ms->tls_pem_pwd && ms->tls_pem_pwd[0] ? ms->tls_pem_pwd : mongoc_uri_get_option_as_utf8(u, MONGOC_URI_TLSCERTIFICATEKEYFILEPASSWORD, NULL);
+    o.weak_cert_validation = ms->tls_allow_invalid_certificates || insecure ||
+                             mongoc_uri_get_option_as_bool(u, MONGOC_URI_TLSALLOWINVALIDCERTIFICATES, false);
+    o.allow_invalid_hostname = ms->tls_allow_invalid_hostnames || insecure ||
+                               mongoc_uri_get_option_as_bool(u, MONGOC_URI_TLSALLOWINVALIDHOSTNAMES, false);
+    mongoc_client_pool_set_ssl_opts(b->pool, &o);   /* copies the strings */
+}
+
 static int mg_open(fd_backend *be, const fd_backend_config *cfg, char *err, size_t errlen)
 {
     if (!cfg->loop) { snprintf(err, errlen, "no event loop"); return FD_E_INTERNAL; }
@@ -784,6 +827,7 @@ static int mg_open(fd_backend *be, const fd_backend_config *cfg, char *err, size
         snprintf(err, errlen, "bad mongo-uri '%s': %s", b->uri_str, e.message);
         goto fail;
     }
+    if (mg_tls_uri(b, err, errlen) != 0) goto fail;
     if (!mongoc_uri_has_option(b->uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS))
         mongoc_uri_set_option_as_int32(b->uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, (int32_t)tmo);
     if (!mongoc_uri_has_option(b->uri, MONGOC_URI_SOCKETTIMEOUTMS))
@@ -822,6 +866,7 @@ static int mg_open(fd_backend *be, const fd_backend_config *cfg, char *err, size
     b->pool = mongoc_client_pool_new(b->uri);
     if (!b->pool) { snprintf(err, errlen, "cannot create a client pool for '%s'", b->uri_str); goto fail; }
     mongoc_client_pool_set_error_api(b->pool, MONGOC_ERROR_API_VERSION_2);
+    mg_tls_pool(b);
 
     ev_async_init(&b->async, on_async);
     b->async.data = b;
@@ -871,11 +916,18 @@ fail:
 
 /* mongodb's directives (../option.h) */
 static const char *const mg_j_names[] = {"auto", "yes", "no", NULL};   /* = FD_MONGO_J_* */
+static const char *const mg_yesno_names[] = {"no", "yes", NULL};       /* = FD_MONGO_NO/YES */
 #define MGO(f) offsetof(fd_mongo_settings, f)
 static const fd_option mg_rows[] = {
     {"mongo-big-threshold", FD_OPT_INT, MGO(big_threshold), "1000", 1, 1LL << 30, NULL, 0},   /* mg_big.c */
     {"mongo-database", FD_OPT_STR, MGO(database), "frontdoor", 0, 0, NULL, 0},
     {"mongo-j", FD_OPT_ENUM, MGO(j), "auto", 0, 0, mg_j_names, 0},
+    {"mongo-tls", FD_OPT_ENUM, MGO(tls), "no", 0, 0, mg_yesno_names, 0},
+    {"mongo-tls-allow-invalid-certificates", FD_OPT_ENUM, MGO(tls_allow_invalid_certificates), "no", 0, 0, mg_yesno_names, 0},
+    {"mongo-tls-allow-invalid-hostnames", FD_OPT_ENUM, MGO(tls_allow_invalid_hostnames), "no", 0, 0, mg_yesno_names, 0},
+    {"mongo-tls-ca-cert-file", FD_OPT_STR, MGO(tls_ca_file), "", 0, 0, NULL, 0},
+    {"mongo-tls-certificate-key-file", FD_OPT_STR, MGO(tls_pem_file), "", 0, 0, NULL, 0},
+    {"mongo-tls-certificate-key-file-password", FD_OPT_STR, MGO(tls_pem_pwd), "", 0, 0, NULL, FD_OPT_SECRET},
     {"mongo-uri", FD_OPT_STR, MGO(uri), "mongodb://127.0.0.1:27017", 0, 0, NULL, FD_OPT_SECRET},   /* may hold a password */
     {"mongo-w", FD_OPT_STR, MGO(w), "", 0, 0, NULL, 0},
     {"mongo-workers", FD_OPT_INT, MGO(workers), "0", 0, 1024, NULL, 0},

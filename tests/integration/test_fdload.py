@@ -6,7 +6,9 @@ k/rate on connection k mod clients, exactly, and sent at that pace); a server
 that stalls once shows the stall in open-loop p99 and not in closed-loop p99
 (coordinated omission); the mix, key distributions and value sizes within
 tolerance; counts, fill, pipelining and the JSON against redis-server; SLO
-search on a server throttled to a known rate. Capture: what clients send
+search on a server throttled to a known rate; --tls against frontdoor's
+tls-port (a client certificate, --sni, a wrong CA or name refused) and
+bench/run --tls (redis-benchmark and fdload on every target's tls-port). Capture: what clients send
 through frontdoor is what fdload --replay sends, byte for byte and per
 client in order; hashing keeps sizes; sample, size cap and STOP work; a
 redis-py session captured and replayed against every backend in the suite.
@@ -27,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 from fdtest import (Tests, check, eq, free_port, frontdoor_bin, make_tempdir,  # noqa: E402
-                    start_frontdoor, start_redis, HOST)
+                    start_frontdoor, start_redis, HOST, tls_pki, tls_cert)
 
 T = Tests(case_timeout=60)
 
@@ -305,6 +307,76 @@ def against_redis_server_counts_fill_pipeline_json():
     res = fdload_json("-p", rs.port, "-c", "4", "--rate", "2000", "--duration", "1", "--keys", "500")
     eq(res["requests"], 2000)
     check(res["latency_ms"]["p50"] < 5, "open loop p50 against an idle redis-server", res["latency_ms"])
+
+
+@T.case
+def tls_against_frontdoor_tls_port():
+    """fdload --tls with a client certificate (tls-auth-clients yes) against
+    frontdoor's tls-port, pipelined: every request answered, the keys are
+    there; --sni with the certificate's name works, another name, a CA that
+    did not sign the server's certificate, or no client certificate fail
+    with the reason."""
+    p = tls_pki()
+    d = p["dir"]
+    if not os.path.exists(os.path.join(d, "ca2.crt")):
+        tls_cert(d, "ca2", cn="fdtest-ca2")
+    tport = free_port()
+    fd = start_frontdoor(tls_port=tport, tls_cert_file=p["server.crt"], tls_key_file=p["server.key"],
+                         tls_ca_cert_file=p["ca.crt"], tls_auth_clients="yes")
+    tls = ["--tls", "--cacert", p["ca.crt"], "--cert", p["client.crt"], "--key", p["client.key"]]
+    res = fdload_json("-p", tport, *tls, "-c", "4", "-P", "16", "-n", "20000", "--mix", "set:1,get:1",
+                      "--keys", "300", "--fill", "-d", "5000")
+    eq(res["requests"], 20000, "requests")
+    eq(res["errors"], 0, "errors: " + res["first_error"])
+    c = fd.conn()
+    eq(c.call("DBSIZE"), 300, "fill over TLS wrote every key")
+    eq(c.call("STRLEN", "key:000000000299"), 5000, "value size (records of 16 kB and more)")
+    res = fdload_json("-p", tport, *tls, "--sni", "localhost", "-c", "2", "-n", "200")
+    eq((res["requests"], res["errors"]), (200, 0))
+    for extra, why in ((["--sni", "elsewhere.example"], b"hostname mismatch"),
+                       (["--cacert", os.path.join(d, "ca2.crt")], b"certificate verify failed")):
+        r = fdload("-p", tport, *tls, *extra, "-n", "10", check_rc=False)
+        check(r.returncode != 0 and why in r.stderr, why, r.stderr)
+    # no client certificate: TLS 1.3 tells after the handshake, at the first read
+    r = fdload("-p", tport, "--tls", "--cacert", p["ca.crt"], "-c", "1", "-n", "10", "--json", "-", "-q", check_rc=False)
+    check(b"lost" in r.stderr and b"certificate required" in r.stderr, "the reason is shown", r.stderr)
+    res = json.loads(r.stdout)
+    eq((res["errors"], res["unanswered"]), (1, 1), "the request sent was not answered")
+    check("certificate required" in res["first_error"], res["first_error"])
+    r = fdload("-p", tport, "--cacert", p["ca.crt"], "-n", "10", check_rc=False)
+    check(r.returncode != 0 and b"go with --tls" in r.stderr, r.stderr)
+
+
+@T.case
+def bench_run_tls():
+    """bench/run --tls: redis-benchmark (seed-setget) and fdload (fdload-mix)
+    measure each target's tls-port; twemproxy is skipped with the reason."""
+    import shutil
+    import tempfile
+    out = tempfile.mkdtemp(prefix="fdtest-benchrun-tls-")
+    try:
+        run = [sys.executable, os.path.join(REPO, "bench", "run"), "--quick", "--tls", "--frontdoor", frontdoor_bin(),
+               "--fdload", fdload_bin(), "--backends", "lmdb-nosync,twemproxy", "-c", "4", "--repeats", "1"]
+        r = subprocess.run(run + ["--scenario", "seed-setget", "-n", "2000", "-P", "16", "--out", out],
+                           capture_output=True, text=True, timeout=60)
+        eq(r.returncode, 0, "bench/run exit: " + r.stderr[-1500:])
+        r = subprocess.run(run + ["--scenario", "fdload-mix", "--fdload-keys", "1000", "--rates", "300",
+                                  "--fdload-duration", "1", "--out", os.path.join(out, "mix")],
+                           capture_output=True, text=True, timeout=60)
+        eq(r.returncode, 0, "bench/run exit: " + r.stderr[-1500:])
+        for folder in (out, os.path.join(out, "mix")):
+            res = json.load(open(os.path.join(folder, "results.json")))
+            runs = [x for x in res["runs"] if x["target"] in ("redis-direct", "lmdb-nosync")]
+            check(len(runs) >= 2 and all(x["ok"] for x in runs), "every run ok", [(x["target"], x.get("reason")) for x in runs])
+            for x in runs:
+                argv = x["argv"]
+                check("--tls" in argv and "--cacert" in argv, "the client was told TLS", argv)
+                plain = [e["scenarios"][sc]["port"] for e in [res["targets"][x["target"]]] for sc in e["scenarios"]]
+                check(int(argv[argv.index("-p") + 1]) not in plain, "measured on the tls-port, not the plain one", argv, plain)
+            tw = res["targets"].get("twemproxy", {})
+            check("TLS" in json.dumps(tw), "twemproxy skipped with the reason", tw)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
 
 
 def throttled_server(rate):

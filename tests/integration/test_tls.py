@@ -32,6 +32,17 @@ CA): nothing is committed.
     the emulator, tests/mongo/server.py): mongo-uri with tls=true and
     tlsCAFile, and a client certificate (tlsCertificateKeyFile) the
     terminator requires; a URI trusting another CA gets an error reply.
+(m) the same with the mongo-tls-* directives and a plain URI (libmongoc's
+    mongoc_ssl_opt_t): a client key encrypted with a password; a CA that
+    did not sign the terminator's certificate gets "-ERR backend
+    unavailable (... certificate ...)" within backend-timeout; allow-
+    invalid-certificates accepts it; a certificate of another name is
+    refused unless allow-invalid-hostnames; the ab- twins exist.
+(n) redis-cluster with tls-cluster yes nodes (frontdoor reaching them over
+    TLS only): slots are migrated node to node (MIGRATING/IMPORTING, MIGRATE
+    over the nodes' TLS ports, SETSLOT NODE) back and forth while clients
+    write through frontdoor: frontdoor follows ASK and MOVED to TLS nodes,
+    no error reply, and every acknowledged write is there afterwards.
 """
 import os
 import socket
@@ -42,7 +53,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fdtest import (parse, start_redis, Cluster, redis_cluster_support, wait_cluster_map, need_mongodb, start_mongo_frontdoor, shared_mongo, Tests, Conn, ConnClosed, start_frontdoor, check, eq, skip, free_port, frontdoor_is_redis,
-                    HOST, REDIS_CLI, run, missing_prerequisite, Server, tls_pki, tls_cert, need_node, APPS_DIR)
+                    HOST, REDIS_CLI, run, missing_prerequisite, Server, tls_pki, tls_cert, need_node, APPS_DIR,
+                    run_frontdoor_expect_exit, info_fields)
 
 T = Tests()
 
@@ -285,6 +297,24 @@ def big_pipelines_and_values():
 
 
 @T.case
+def idle_connection_gives_back_its_buffers():
+    """A TLS client idle for more than a second has its record buffers
+    freed (px_tls_idle, from the cron); its next commands, a pipeline and a
+    value bigger than a record, work as before."""
+    need()
+    s, tport = start_tls()
+    with tls_conn(tport) as c:
+        eq(c.cmd("SET", "idle", "x" * 100000), b"+OK\r\n")
+        time.sleep(2.5)
+        eq(c.cmd("STRLEN", "idle"), b":100000\r\n")
+        got = c.cmd("GET", "idle")
+        eq(len(got), len(b"$100000\r\n") + 100000 + 2)
+        time.sleep(2.5)
+        c.send_many([("INCR", "n")] * 200)
+        eq(c.read_n(200)[-1], b":200\r\n")
+
+
+@T.case
 def config_set_reloads_certificate():
     need()
     p = pki()
@@ -419,11 +449,11 @@ class TlsTerminator:
     """TLS on a loopback port in front of a plain one (a thread per
     connection, bytes relayed both ways): client certificates required."""
 
-    def __init__(self, backend_port):
+    def __init__(self, backend_port, cert="server"):
         import threading
         p = pki()
         self.ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=p["ca.crt"])
-        self.ctx.load_cert_chain(p["server.crt"], p["server.key"])
+        self.ctx.load_cert_chain(os.path.join(p["dir"], cert + ".crt"), os.path.join(p["dir"], cert + ".key"))
         self.ctx.verify_mode = ssl.CERT_REQUIRED
         self.backend_port = backend_port
         self.lsock = socket.socket()
@@ -503,6 +533,88 @@ def mongodb_backend_over_tls():
 
 
 @T.case
+def mongodb_tls_directives():
+    need()
+    need_mongodb()
+    p = pki()
+    d = p["dir"]
+    # the client certificate and its key encrypted with a password, in one PEM
+    pem = os.path.join(d, "client-enc.pem")
+    r = subprocess.run(["openssl", "pkey", "-in", p["client.key"], "-aes256", "-passout", "pass:s3cret"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    check(r.returncode == 0, r.stdout.decode(errors="replace"))
+    with open(pem, "wb") as f:
+        f.write(open(p["client.crt"], "rb").read() + r.stdout)
+    if not os.path.exists(os.path.join(d, "noname.crt")):
+        tls_cert(d, "noname", "ca", cn="elsewhere.example", san=False)   # signed by our CA, another name
+    uri = "mongodb://%s:%d/" % (HOST, 0)
+    tls = dict(mongo_tls="yes", mongo_tls_ca_cert_file=p["ca.crt"], mongo_tls_certificate_key_file=pem,
+               mongo_tls_certificate_key_file_password="s3cret")
+
+    def first_reply(s):
+        t = time.monotonic()
+        with Conn(s.port, timeout=30) as c:
+            got = c.cmd("SET", "k", "v")
+        return got, time.monotonic() - t
+
+    term = TlsTerminator(shared_mongo().port)
+    bad = TlsTerminator(shared_mongo().port, cert="noname")
+    try:
+        uri = "mongodb://%s:%d/" % (HOST, term.port)
+        s = start_mongo_frontdoor(uri, **tls)
+        with Conn(s.port, timeout=30) as c:
+            eq(c.cmd("SET", "k", "v"), b"+OK\r\n")
+            eq(c.cmd("GET", "k"), b"$1\r\nv\r\n")
+            for name in ("mongo-tls", "ab-mongo-tls", "ab-mongo-tls-ca-cert-file",
+                         "ab-mongo-tls-certificate-key-file-password", "ab-mongo-tls-allow-invalid-hostnames"):
+                check(name.encode() in c.cmd("CONFIG", "GET", name), "no directive " + name)
+        check(term.handshakes > 0, "nothing went through the terminator")
+        s.stop()
+        # mongo-tls no: the directives do not turn TLS on (the terminator sees no handshake)
+        n = term.handshakes
+        s = start_mongo_frontdoor(uri, backend_timeout=2000, **dict(tls, mongo_tls="no"))
+        got, _ = first_reply(s)
+        check(got.startswith(b"-ERR backend unavailable"), "plain bytes to a TLS port went through", got)
+        eq(term.handshakes, n)
+        check("ignored: TLS is off" in s.log(), s.log()[-2000:])
+        s.stop()
+        # a CA that did not sign the terminator's certificate: a prompt, clear error
+        s = start_mongo_frontdoor(uri, backend_timeout=2000, **dict(tls, mongo_tls_ca_cert_file=p["ca2.crt"]))
+        got, took = first_reply(s)
+        check(got.startswith(b"-ERR backend unavailable (mongodb") and b"certificate" in got,
+              "a server of another CA was trusted", got)
+        check(took < 10, "the error took %.1f s (backend-timeout 2000)" % took)
+        s.stop()
+        # ... accepted with mongo-tls-allow-invalid-certificates yes
+        s = start_mongo_frontdoor(uri, **dict(tls, mongo_tls_ca_cert_file=p["ca2.crt"],
+                                              mongo_tls_allow_invalid_certificates="yes"))
+        eq(first_reply(s)[0], b"+OK\r\n")
+        s.stop()
+        # a wrong password for the key: no connection
+        s = start_mongo_frontdoor(uri, backend_timeout=2000, **dict(tls, mongo_tls_certificate_key_file_password="nope"))
+        got, _ = first_reply(s)
+        check(got.startswith(b"-ERR backend unavailable"), "a key with a wrong password was used", got)
+        s.stop()
+        # a certificate of another name: refused, then accepted with allow-invalid-hostnames
+        uri_bad = "mongodb://%s:%d/" % (HOST, bad.port)
+        s = start_mongo_frontdoor(uri_bad, backend_timeout=2000, **tls)
+        got, took = first_reply(s)
+        check(got.startswith(b"-ERR backend unavailable (mongodb"), "a certificate of another name was accepted", got)
+        check(took < 10, "the error took %.1f s (backend-timeout 2000)" % took)
+        s.stop()
+        s = start_mongo_frontdoor(uri_bad, mongo_tls_allow_invalid_hostnames="yes", **tls)
+        eq(first_reply(s)[0], b"+OK\r\n")
+        s.stop()
+        # an unreadable file is a start-up error naming the directive
+        rc, out = run_frontdoor_expect_exit([("backend", "mongodb"), ("mongo-uri", uri), ("mongo-tls", "yes"),
+                                             ("mongo-tls-ca-cert-file", os.path.join(d, "none.crt"))], timeout=30)
+        check(rc not in (0, None) and "mongo-tls-ca-cert-file" in out and "No such file" in out, rc, out[-2000:])
+    finally:
+        term.close()
+        bad.close()
+
+
+@T.case
 def metrics_over_tls():
     p = need()
     import urllib.request
@@ -578,9 +690,11 @@ def protocols():
     check("Invalid tls-protocols" in s.log(), "the reason is logged")
 
 
-@T.case
-def redis_cluster_over_tls():
-    p = need()
+def tls_cluster():
+    """A 3-master cluster with tls-cluster yes (TLS on the bus, MIGRATE and
+    to TLS clients; tls-auth-clients yes) -> (cluster, [tls port per node,
+    in cl.nodes order])."""
+    p = pki()
     why = redis_cluster_support()
     if why:
         missing_prerequisite("no local Redis Cluster: " + why)
@@ -591,11 +705,26 @@ def redis_cluster_over_tls():
         return [("tls-port", tports[-1]), ("tls-cluster", "yes"), ("tls-cert-file", p["server.crt"]),
                 ("tls-key-file", p["server.key"]), ("tls-ca-cert-file", p["ca.crt"]),
                 ("tls-auth-clients", "yes")]
-    cl = Cluster(3, 0, 2000, node_directives=node_tls).start()
+    return Cluster(3, 0, 2000, node_directives=node_tls).start(), tports
+
+
+def cluster_frontdoor(cl, tports, **kw):
+    """frontdoor's redis-cluster backend seeded with the first node's TLS
+    port (so it only ever learns TLS ports), with a client certificate and
+    the name checked; waits for the slot map."""
+    p = pki()
     s = start_frontdoor(backend="redis-cluster", redis_cluster_seeds="%s:%d" % (HOST, tports[0]),
                         redis_tls="yes", redis_tls_ca_cert_file=p["ca.crt"], redis_tls_cert_file=p["client.crt"],
-                        redis_tls_key_file=p["client.key"], redis_tls_sni="localhost")
+                        redis_tls_key_file=p["client.key"], redis_tls_sni="localhost", **kw)
     wait_cluster_map(s)
+    return s
+
+
+@T.case
+def redis_cluster_over_tls():
+    need()
+    cl, tports = tls_cluster()
+    s = cluster_frontdoor(cl, tports)
     with Conn(s.port) as c:
         for i in range(60):
             eq(c.cmd("SET", "key:%d" % i, "v%d" % i), b"+OK\r\n")
@@ -606,6 +735,110 @@ def redis_cluster_over_tls():
         with Conn(n.port) as d:
             used += parse(d.cmd("DBSIZE")) > 0
     eq(used, 3)
+
+
+@T.case(timeout=120)
+def redis_cluster_live_migration_over_tls():
+    need()
+    import threading
+    cl, tports = tls_cluster()
+    s = cluster_frontdoor(cl, tports)
+    ms = cl.masters()
+    with Conn(ms[0].port) as c:
+        slot = parse(c.cmd("CLUSTER", "KEYSLOT", "{mig}"))
+
+    def owner():
+        for n in ms:
+            with Conn(n.port) as c:
+                if not c.cmd("GET", "{mig}").startswith(b"-MOVED"):
+                    return n
+        raise AssertionError("no master owns slot %d" % slot)
+
+    def myid(n):
+        with Conn(n.port) as c:
+            return parse(c.cmd("CLUSTER", "MYID")).decode()
+
+    def move(src, dst):
+        """src's keys of slot to dst, one batch of MIGRATE at a time, over
+        dst's TLS port (the source node connects with TLS: tls-cluster)."""
+        sid, did = myid(src), myid(dst)
+        dport = tports[cl.nodes.index(dst)]
+        with Conn(src.port) as a, Conn(dst.port) as b:
+            eq(b.cmd("CLUSTER", "SETSLOT", slot, "IMPORTING", sid), b"+OK\r\n")
+            eq(a.cmd("CLUSTER", "SETSLOT", slot, "MIGRATING", did), b"+OK\r\n")
+            batches = 0
+            while True:
+                keys = parse(a.cmd("CLUSTER", "GETKEYSINSLOT", slot, 100))
+                if not keys:
+                    break
+                r = a.cmd("MIGRATE", HOST, dport, "", 0, 5000, "KEYS", *keys)
+                eq(r, b"+OK\r\n", "MIGRATE over TLS")
+                batches += 1
+                time.sleep(0.02)            # writers get ASKed meanwhile
+            for n in [dst, src] + [m for m in ms if m not in (src, dst)]:
+                with Conn(n.port) as c:
+                    eq(c.cmd("CLUSTER", "SETSLOT", slot, "NODE", did), b"+OK\r\n")
+        return batches
+
+    stop = threading.Event()
+    acked = {}           # writer -> [i acknowledged]
+    errors = []
+
+    def writer(w):
+        got = acked.setdefault(w, [])
+        try:
+            with Conn(s.port, timeout=30) as c:
+                i = 0
+                while not stop.is_set():
+                    key = "{mig}:w%d:%d" % (w, i) if w < 2 else "other:w%d:%d" % (w, i)
+                    if w == 0:
+                        r = c.cmd("SET", key, "v%d" % i)
+                    elif w == 1:
+                        r = c.cmd("RPUSH", "{mig}:list", "w%d:%d" % (w, i))
+                    else:
+                        r = c.cmd("SET", key, "v%d" % i)
+                    if r.startswith(b"-"):
+                        errors.append(r)
+                    else:
+                        got.append(i)
+                    i += 1
+                    time.sleep(0.001)
+        except Exception as e:          # noqa: BLE001 (reported below)
+            errors.append(repr(e).encode())
+
+    before = info_fields(parse(Conn(s.port).cmd("INFO", "backend")))
+    threads = [threading.Thread(target=writer, args=(w,), daemon=True) for w in range(3)]
+    for t in threads:
+        t.start()
+    batches = 0
+    try:
+        time.sleep(0.5)
+        a = owner()
+        b = [m for m in ms if m is not a][0]
+        for src, dst in ((a, b), (b, a), (a, b)):
+            batches += move(src, dst)
+            time.sleep(0.3)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+    after = info_fields(parse(Conn(s.port).cmd("INFO", "backend")))
+    moved = int(after["redis_cluster_moved"]) - int(before["redis_cluster_moved"])
+    ask = int(after["redis_cluster_ask"]) - int(before["redis_cluster_ask"])
+    print("      %d writes, %d MIGRATE batches, MOVED %d, ASK %d" % (sum(map(len, acked.values())), batches, moved, ask))
+    check(not errors, "error replies during the migration", errors[:5])
+    check(batches >= 3 and len(acked[0]) > 50, "keys were migrated while written", batches, len(acked[0]))
+    check(moved > 0 and ask > 0, "frontdoor followed MOVED and ASK to TLS nodes", moved, ask)
+    eq(owner(), b, "the slot ended on the second node")
+    with Conn(s.port, timeout=30) as c:
+        c.send_many([("GET", "{mig}:w0:%d" % i) for i in acked[0]])
+        got = c.read_n(len(acked[0]))
+        lost = [i for i, r in zip(acked[0], got) if r != b"$%d\r\nv%d\r\n" % (len("v%d" % i), i)]
+        check(not lost, "acknowledged SETs lost", lost[:10])
+        items = parse(c.cmd("LRANGE", "{mig}:list", 0, -1))
+        eq(items, [b"w1:%d" % i for i in acked[1]], "every acknowledged RPUSH, in order")
+        c.send_many([("GET", "other:w2:%d" % i) for i in acked[2]])
+        check(all(r.startswith(b"$") for r in c.read_n(len(acked[2]))), "the other slots' writes")
 
 
 if __name__ == "__main__":
