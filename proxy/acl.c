@@ -858,6 +858,18 @@ void px_acl_reply_denied(px_conn *c, resp_out *o, int reason, fd_command *cmd, i
     resp_add_errorf(o, "NOPERM %s", text);
 }
 
+int px_acl_exec_check(px_conn *c, resp_out *o, fd_command *cmd, int argc, resp_arg *argv) {
+    int pos = 0, why = px_acl_check(c, cmd, argc, argv, &pos);
+    if (why == PX_ACL_OK || sort_denied(o, why)) return why;
+    log_denied(c, why, LOG_CTX_MULTI, cmd, argc, argv, pos);
+    resp_add_errorf(o, "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC "
+                       "call. This command is no longer allowed for the following reason: %s",
+                    why == PX_ACL_DENIED_CMD ? "no permission to execute the command or subcommand"
+                    : why == PX_ACL_DENIED_KEY ? "no permission to touch the specified keys"
+                    : "no permission to access one of the channels used as arguments");
+    return why;
+}
+
 static void log_denied(px_conn *c, int reason, int context, fd_command *cmd, int argc, resp_arg *argv, int errpos) {
     const char *user = px_acl_username(c ? c->user : NULL);
     if (reason == PX_ACL_DENIED_CMD) {
@@ -1350,6 +1362,9 @@ static int acl_checked(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, co
     (void)raw; (void)rawlen;
     int pos, why = px_acl_check(c, cmd, argc, argv, &pos);
     if (why == PX_ACL_OK) return PX_HOOK_PASS;
+    /* SORT's BY/GET are refused when SORT runs (Redis's sortCommand): in
+     * MULTI it is queued and EXEC's check answers its slot */
+    if (c->multi && (why == PX_ACL_DENIED_SORT_BY || why == PX_ACL_DENIED_SORT_GET)) return PX_HOOK_PASS;
     px_acl_reply_denied(c, &c->out, why, cmd, argc, argv, pos);
     px_multi_flag_error(c);
     return PX_HOOK_REFUSED;

@@ -7,6 +7,8 @@
 #include "config.h"
 #include "log.h"
 #include "scripting.h"
+#include "acl.h"
+#include "../protocol/resp_scan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -491,6 +493,77 @@ static const resp_arg *first_key(px_multi *m) {
     return NULL;
 }
 
+/* ACL at EXEC (Redis 7.0 execCommand): each queued command is checked
+ * again against the user's rules as they are now; a refused one is not run
+ * and its slot of EXEC's reply is the refusal (px_acl_exec_check). On a
+ * Redis backend, whose block answers EXEC itself, the refused commands are
+ * left out of the block and their errors spliced into its reply. */
+typedef struct exec_splice {
+    fd_pending *mark;          /* EXEC's place in the client's output */
+    px_tap      ab;            /* the A/B tap of the block's reply (fn NULL: none) */
+    int         n;             /* queued commands */
+    size_t     *at;            /* slot i's error: errs.data[at[i] .. at[i + 1]) (empty: it ran) */
+    resp_out    errs;
+} exec_splice;
+
+static void exec_splice_free(exec_splice *x) {
+    if (!x) return;
+    resp_out_free(&x->errs);
+    free(x->at);
+    free(x);
+}
+
+/* Check m's commands for c's user now: NULL when every one is allowed (or
+ * *oom: no memory to tell), else the refusals, each logged in ACL LOG. */
+static exec_splice *exec_recheck(px_conn *c, px_multi *m, int *oom) {
+    exec_splice *x = calloc(1, sizeof *x);
+    if (x && !(x->at = calloc((size_t)m->n + 1, sizeof *x->at))) { free(x); x = NULL; }
+    if (!x) { *oom = 1; return NULL; }
+    x->n = m->n;
+    resp_out_init(&x->errs, c->out.proto);
+    for (int i = 0; i < m->n; i++) {
+        x->at[i] = x->errs.len;
+        px_acl_exec_check(c, &x->errs, m->q[i].cmd, m->q[i].argc, m->q[i].argv);
+    }
+    x->at[m->n] = x->errs.len;
+    if (!x->errs.len) { exec_splice_free(x); return NULL; }
+    return x;
+}
+
+static void exec_splice_reply(void *ud, const char *reply, size_t len, int failed) {
+    exec_splice *x = ud;
+    resp_out o;
+    resp_out_init(&o, x->errs.proto);
+    const char *p = reply, *end = reply + len;
+    long long ran = 0;
+    for (int i = 0; i < x->n; i++) ran += x->at[i + 1] == x->at[i];
+    /* the block's reply: an array of one reply per command that ran, else
+     * (Redis's EXECABORT, the backend unavailable) passed on as it is */
+    int ok = len > 1 && p[0] == '*';
+    if (ok) {
+        const char *nl = memchr(p, '\n', len);
+        ok = nl && strtoll(p + 1, NULL, 10) == ran;
+        if (ok) p = nl + 1;
+    }
+    if (ok) {
+        resp_add_array(&o, x->n);
+        for (int i = 0; i < x->n && ok; i++) {
+            if (x->at[i + 1] > x->at[i]) { resp_out_raw(&o, x->errs.data + x->at[i], x->at[i + 1] - x->at[i]); continue; }
+            resp_scanner sc;
+            resp_scanner_init(&sc);
+            long long n = resp_scan_reply(&sc, p, (size_t)(end - p));
+            if (n <= 0) { ok = 0; break; }
+            resp_out_raw(&o, p, (size_t)n);
+            p += n;
+        }
+    }
+    if (ok) px_pending_reply(x->mark, o.data, o.len);
+    else px_pending_reply(x->mark, reply, len);
+    if (x->ab.fn) x->ab.fn(x->ab.ud, reply, len, failed);
+    resp_out_free(&o);
+    exec_splice_free(x);
+}
+
 void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
     px_multi *m = c->multi;
     if (!m) { resp_add_error(&c->out, "ERR EXEC without MULTI"); return; }
@@ -507,25 +580,52 @@ void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
     c->multi = NULL;               /* the queued commands run, not queue again */
     multi_count(-1);
     unwatch_all(c);
+    /* ACL, checked again before anything runs or goes out: x holds the
+     * refusals (NULL: every command is still allowed, the usual case) */
+    int oom = 0;
+    exec_splice *x = px_acl_restricted(c) ? exec_recheck(c, m, &oom) : NULL;
+    if (oom) {                     /* fail closed: nothing runs */
+        resp_add_error(&c->out, PX_OOM_TEXT);
+        multi_free(m);
+        return;
+    }
+#define REFUSED(i) (x && x->at[(i) + 1] > x->at[(i)])
     /* where it runs, and in mirror mode the unit the A/B layer compares
-     * (proxy/ab.h): the queued commands as the layer sees them */
+     * (proxy/ab.h): the queued commands that run, as the layer sees them */
     px_unit_cmd uq0[16], *uq = m->n <= 16 ? uq0 : malloc((size_t)m->n * sizeof *uq);
-    int nq = uq ? m->n : 0;
-    for (int i = 0; i < nq; i++) uq[i] = (px_unit_cmd){m->q[i].cmd, m->q[i].argc, m->q[i].argv};
+    int nq = 0;
+    for (int i = 0; uq && i < m->n; i++)
+        if (!REFUSED(i)) uq[nq++] = (px_unit_cmd){m->q[i].cmd, m->q[i].argc, m->q[i].argv};
     px_backend *be = px_ab_exec_begin(c, nq, uq);
     if (uq != uq0) free(uq);
     if (be && be->b.ops->passthrough) {
         /* Redis runs it: MULTI, the commands, EXEC as one block on the
-         * client's connection; only EXEC's reply is the client's */
+         * client's connection; only EXEC's reply is the client's (with the
+         * refusals spliced in: exec_splice_reply) */
         static resp_arg multi_arg[1] = {{"MULTI", 5}};
         const resp_arg *rk = first_key(m);
+        if (x && !(x->mark = px_pending_push(c, NULL, fd_mono_ns()))) {
+            resp_add_error(&c->out, PX_OOM_TEXT);   /* nothing runs here (the A/B copy still goes) */
+            exec_splice_free(x);
+            px_ab_exec_end(c);
+            multi_free(m);
+            return;
+        }
         px_forward_unit(c, be, 1, multi_arg, NULL, 0, rk, 1, NULL);
         for (int i = 0; i < m->n; i++) {
+            if (REFUSED(i)) continue;
             /* the block bypasses px_execute: its writes touch watches here */
             if (m->q[i].cmd) px_watch_touch_if_write(m->q[i].cmd, m->q[i].argc, m->q[i].argv);
             px_forward_unit(c, be, m->q[i].argc, m->q[i].argv, qcmd_raw(&m->q[i]), m->q[i].rawlen, rk, 1, NULL);
         }
-        px_forward_unit(c, be, argc, argv, c->cur_raw, c->cur_rawlen, rk, 0, px_ab_exec_tap());
+        if (x) {
+            const px_tap *ab = px_ab_exec_tap();
+            if (ab) x->ab = *ab;
+            px_tap tap = {exec_splice_reply, x};
+            px_forward_unit(c, be, argc, argv, c->cur_raw, c->cur_rawlen, rk, 1, &tap);   /* x is the tap's now */
+        } else {
+            px_forward_unit(c, be, argc, argv, c->cur_raw, c->cur_rawlen, rk, 0, px_ab_exec_tap());
+        }
         px_ab_exec_end(c);
         multi_free(m);
         return;
@@ -536,18 +636,21 @@ void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
     c->atomic = 1;
     exec_conn = c;
     exec_n = m->n;
-    for (int i = 0; i < m->n; i++) {
+    for (int i = 0, j = 0; i < m->n; i++) {
         px_qcmd *q = &m->q[i];
+        if (REFUSED(i)) { resp_out_raw(&c->out, x->errs.data + x->at[i], x->at[i + 1] - x->at[i]); continue; }
         size_t before = c->out.len;
-        px_ab_exec_step(i);
+        px_ab_exec_step(j);
         if (q->cmd) px_execute(c, q->cmd, q->argc, q->argv, qcmd_raw(q), q->rawlen);
         else resp_add_unknown_command(&c->out, q->argc, q->argv);
-        px_ab_exec_local(i, c->out.data + before, c->out.len - before);
+        px_ab_exec_local(j++, c->out.data + before, c->out.len - before);
     }
+#undef REFUSED
     c->atomic = 0;
     exec_conn = NULL;
     px_ab_exec_end(c);             /* the secondary's copy, inside the primary's unit */
     if (async) px_atomic_end();
+    exec_splice_free(x);
     multi_free(m);
 }
 

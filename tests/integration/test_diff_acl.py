@@ -15,7 +15,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import Tests, Diff, diff_pair, shared_pair, check
+from fdtest import Tests, Diff, diff_pair, shared_pair, check, ConnClosed
 
 T = Tests(case_timeout=60)
 
@@ -276,6 +276,53 @@ def sort_patterns_as_redis():
         a.cmd("ACL", "DELUSER", "s1", "s2")
         a.cmd("DEL", "k1", "k2")
         for x in (a, d, e):
+            finish(x, resp3)
+
+
+@T.case
+def exec_rechecks_acl_as_redis():
+    """Redis 7.0 checks every queued command again at EXEC: rules changed
+    after queueing refuse its slot with -NOPERM ACLs rules changed... (the
+    command, a key, a channel), logged with context multi; the rest runs.
+    A user deleted while in MULTI loses its connection. (Keys of one
+    slot: redis-cluster.)"""
+    for resp3 in (False, True):
+        a = both(resp3)
+        a.cmd("ACL", "LOG", "RESET")
+        a.cmd("ACL", "SETUSER", "tx", "on", ">pw", "~k*", "&ch*", "+@all")
+        d = user_conn(resp3, "tx", "pw")
+        d.cmd("MULTI")
+        d.cmd("SET", "k{t}1", "a")
+        d.cmd("GET", "k{t}1")
+        d.cmd("SET", "k{t}2", "b")
+        d.cmd("PUBLISH", "ch1", "m")
+        d.cmd("INCR", "k{t}3")
+        d.cmd("SORT", "k{t}4", "BY", "w_*")
+        d.cmd("LPUSH", "k{t}4", "1")
+        a.cmd("ACL", "SETUSER", "tx", "resetkeys", "~k{t}1", "~k{t}4", "~k{t}3", "-get", "resetchannels", "&other")
+        d.cmd("EXEC")
+        d.cmd("GET", "k{t}1")                      # not queued: the usual refusal
+        a.cmd("MGET", "k{t}1", "k{t}2", "k{t}3")   # SET k{t}2 did not run
+        d.cmd("MULTI")
+        d.cmd("SET", "k{t}1", "c")
+        a.cmd("ACL", "SETUSER", "tx", "-set")
+        d.cmd("EXEC")                              # every slot refused
+        a.cmd("ACL", "LOG", "10", norm=log_norm)
+        # deleted while in MULTI: Redis closes the connection
+        a.cmd("ACL", "SETUSER", "tx", "+set")
+        e = user_conn(resp3, "tx", "pw")
+        e.cmd("MULTI")
+        e.cmd("SET", "k{t}1", "d")
+        a.cmd("ACL", "DELUSER", "tx")
+        for name, conn in (("redis", e.ref), ("frontdoor", e.fd)):
+            try:
+                r = conn.cmd("EXEC")
+            except ConnClosed:
+                r = None
+            check(r is None, "%s: EXEC of a deleted user must find its connection closed" % name, r)
+        a.cmd("GET", "k{t}1")
+        a.cmd("DEL", "k{t}1", "k{t}2", "k{t}3", "k{t}4")
+        for x in (a, d):
             finish(x, resp3)
 
 
