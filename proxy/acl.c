@@ -692,8 +692,10 @@ static int chan_ok(const acl_sel *s, const resp_arg *ch, int literal) {
 
 /* What the check needs of each command, computed once from the table. */
 typedef struct acl_cmdinfo {
-    unsigned char need;      /* KEY_R / KEY_W: an approximation of Redis's key specs (docs/acl.md) */
+    unsigned char need1;     /* KEY_R / KEY_W of its first key (fd_command_key_need) */
+    unsigned char need;      /* of its other keys */
     unsigned char chan;      /* 0, or 'p' PUBLISH/SPUBLISH, 's' (S)SUBSCRIBE, 'P' PSUBSCRIBE, 'u' SUNSUBSCRIBE */
+    unsigned char special;   /* its arguments change its keys or their need: special_need/keyword_keys */
     short         one_key;   /* the position of its only key (fixed), or 0: fd_command_keys */
 } acl_cmdinfo;
 static acl_cmdinfo cmdinfo[FD_CMD_COUNT];
@@ -702,15 +704,59 @@ static void cmdinfo_init(void) {
     for (int id = 0; id < FD_CMD_COUNT; id++) {
         const fd_command *c = fd_command_by_id(id);
         acl_cmdinfo *ci = &cmdinfo[id];
-        ci->need = id == FD_CMD_sort ? KEY_R : (c->flags & FD_CMD_WRITE) ? KEY_W
-                 : (c->flags & FD_CMD_READONLY) ? KEY_R : KEY_R | KEY_W;   /* SORT reads its key */
+        ci->need1 = (unsigned char)fd_command_key_need(c, 1);
+        ci->need = (unsigned char)fd_command_key_need(c, 0);
         ci->chan = (id == FD_CMD_publish || id == FD_CMD_spublish) ? 'p'
                  : (id == FD_CMD_subscribe || id == FD_CMD_ssubscribe) ? 's'
                  : id == FD_CMD_psubscribe ? 'P' : id == FD_CMD_sunsubscribe ? 'u' : 0;
+        ci->special = id == FD_CMD_set || id == FD_CMD_bitfield || id == FD_CMD_sort || id == FD_CMD_georadius ||
+                      id == FD_CMD_georadiusbymember;
         if (c->first_key > 0 && c->last_key == c->first_key &&
             !(c->flags & (FD_CMD_NUMKEYS1 | FD_CMD_NUMKEYS2 | FD_CMD_STREAMKEYS)))
             ci->one_key = (short)c->first_key;
     }
+}
+
+/* Redis 7.0's variable key flags (commands.def's header): the first key's
+ * need as the arguments make it — SET with a GET argument: RW (setGetKeys);
+ * BITFIELD with only GET and OVERFLOW: R (bitfieldGetKeys) — or -1: the
+ * table's. */
+static int special_need(int id, int argc, const resp_arg *argv) {
+    if (id == FD_CMD_set) {
+        for (int i = 3; i < argc; i++)
+            if (resp_arg_is(&argv[i], "GET")) return KEY_R | KEY_W;
+    } else if (id == FD_CMD_bitfield) {
+        for (int i = 2; i < argc; i++) {
+            int left = argc - i - 1;
+            if (resp_arg_is(&argv[i], "GET") && left >= 2) i += 2;
+            else if (resp_arg_is(&argv[i], "OVERFLOW") && left >= 1) i += 1;
+            else return -1;               /* SET, INCRBY or an error: the table's RW */
+        }
+        return KEY_R;
+    }
+    return -1;
+}
+
+/* Redis 7.0's keys found at a keyword, each needing W: SORT's destination
+ * (the last STORE, as sortGetKeys reads the options), GEORADIUS's and
+ * GEORADIUSBYMEMBER's STORE and STOREDIST (the first of each from argv[6],
+ * argv[5] for BYMEMBER: their key specs). Their positions in pos; the count (at most 2). */
+static int keyword_keys(int id, int argc, const resp_arg *argv, int pos[2]) {
+    int n = 0;
+    if (id == FD_CMD_sort) {
+        for (int i = 2; i < argc; i++) {
+            if (resp_arg_is(&argv[i], "LIMIT")) i += 2;
+            else if (resp_arg_is(&argv[i], "GET") || resp_arg_is(&argv[i], "BY")) i += 1;
+            else if (resp_arg_is(&argv[i], "STORE") && i + 1 < argc) { pos[0] = i + 1; n = 1; }
+        }
+    } else if (id == FD_CMD_georadius || id == FD_CMD_georadiusbymember) {
+        static const char *const kw[2] = {"STORE", "STOREDIST"};
+        int from = id == FD_CMD_georadius ? 6 : 5;   /* after the fixed arguments */
+        for (int k = 0; k < 2; k++)
+            for (int i = from; i < argc - 1; i++)
+                if (resp_arg_is(&argv[i], kw[k])) { pos[n++] = i + 1; break; }
+    }
+    return n;
 }
 
 static int sel_check(const acl_sel *s, fd_command *cmd, int argc, resp_arg *argv, int *errpos) {
@@ -722,8 +768,13 @@ static int sel_check(const acl_sel *s, fd_command *cmd, int argc, resp_arg *argv
     if (!ok) { *errpos = 0; return PX_ACL_DENIED_CMD; }
     const acl_cmdinfo *ci = &cmdinfo[id];
     if (!(s->flags & SEL_ALLKEYS) && !ci->chan) {
+        int need1 = ci->need1;
+        if (ci->special) {
+            int v = special_need(id, argc, argv);
+            if (v >= 0) need1 = v;
+        }
         if (ci->one_key) {                                   /* most commands: one key, no list */
-            if (ci->one_key < argc && !key_ok(s, &argv[ci->one_key], ci->need)) { *errpos = ci->one_key; return PX_ACL_DENIED_KEY; }
+            if (ci->one_key < argc && !key_ok(s, &argv[ci->one_key], need1)) { *errpos = ci->one_key; return PX_ACL_DENIED_KEY; }
         } else {
             int small[64], *pos = small;
             int n = fd_command_keys(cmd, argc, argv, pos, 64);
@@ -733,9 +784,14 @@ static int sel_check(const acl_sel *s, fd_command *cmd, int argc, resp_arg *argv
             }
             int denied = 0;
             for (int i = 0; i < n && !denied; i++)
-                if (!key_ok(s, &argv[pos[i]], ci->need)) { *errpos = pos[i]; denied = 1; }
+                if (!key_ok(s, &argv[pos[i]], i ? ci->need : need1)) { *errpos = pos[i]; denied = 1; }
             if (pos != small) free(pos);
             if (denied) return PX_ACL_DENIED_KEY;
+        }
+        if (ci->special) {
+            int kp[2], n = keyword_keys(id, argc, argv, kp);
+            for (int i = 0; i < n; i++)
+                if (!key_ok(s, &argv[kp[i]], KEY_W)) { *errpos = kp[i]; return PX_ACL_DENIED_KEY; }
         }
     }
     if (!(s->flags & SEL_ALLCHANNELS) && ci->chan && ci->chan != 'u') {

@@ -326,5 +326,68 @@ def exec_rechecks_acl_as_redis():
             finish(x, resp3)
 
 
+# Commands of each family with their keys as A, B, C (one slot with {t}):
+# their keys' read/write needs are Redis 7.0's key specs (commands.def:
+# KR, KW, K0, K1R, K1W; SET's GET, BITFIELD's read-only form, SORT's and
+# GEORADIUS's STORE: proxy/acl.c).
+KEYSPEC_CMDS = [
+    "GET A", "SET A v", "SET A v GET", "INCR A", "APPEND A v", "STRLEN A", "GETDEL A", "GETEX A", "MGET A B",
+    "MSET A v B v", "SETRANGE A 0 v", "GETRANGE A 0 1", "LCS A B",
+    "SETBIT A 0 1", "GETBIT A 0", "BITCOUNT A", "BITOP AND A B C", "BITFIELD A GET u8 0",
+    "BITFIELD A OVERFLOW SAT GET u8 0", "BITFIELD A INCRBY u8 0 1", "BITFIELD_RO A GET u8 0",
+    "PFADD A x", "PFCOUNT A B", "PFMERGE A B C",
+    "DEL A B", "UNLINK A", "EXISTS A B", "TYPE A", "EXPIRE A 100", "TTL A", "PERSIST A", "TOUCH A",
+    "RENAME A B", "RENAMENX A B", "COPY A B", "SORT A", "SORT A STORE B", "SORT A STORE C LIMIT 0 1 STORE B",
+    "SORT_RO A", "OBJECT ENCODING A", "DUMP A",
+    "LPUSH A x", "LPOP A", "LLEN A", "LRANGE A 0 -1", "LMOVE A B LEFT LEFT", "RPOPLPUSH A B", "LMPOP 2 A B LEFT",
+    "BLPOP A B 1", "BLMOVE A B LEFT LEFT 1",
+    "HSET A f v", "HGET A f", "HLEN A", "HINCRBY A f 1", "HEXISTS A f", "HSTRLEN A f",
+    "SADD A x", "SMEMBERS A", "SCARD A", "SISMEMBER A x", "SPOP A", "SMOVE A B x", "SINTERSTORE A B C",
+    "SUNION A B",
+    "ZADD A 1 x", "ZSCORE A x", "ZCARD A", "ZINCRBY A 1 x", "ZPOPMIN A", "ZUNIONSTORE A 2 B C",
+    "ZRANGESTORE A B 0 -1", "ZMPOP 2 A B MIN", "BZPOPMIN A 1",
+    "GEOADD A 0 0 x", "GEOPOS A x", "GEOSEARCHSTORE A B FROMLONLAT 0 0 BYRADIUS 1 km",
+    "GEORADIUS A 0 0 1 km STORE B", "GEORADIUSBYMEMBER A x 1 km STOREDIST B",
+    "GEORADIUS A 0 0 1 km STORE B STOREDIST C",
+    "XADD A * f v", "XLEN A", "XRANGE A - +", "XREAD STREAMS A B 0 0", "XREADGROUP GROUP g c STREAMS A 0",
+    "WATCH A B", "EVAL_RO return 1 1 A", "EVAL return 1 2 A B",
+]
+
+
+@T.case
+def key_specs_as_redis():
+    """%R~ / %W~ users: each key needs read and/or write as Redis 7.0's key
+    specs say (INCR: RW, LMOVE: RW source and W destination, EXISTS:
+    neither, SORT ... STORE: W destination...). ACL DRYRUN's texts name the
+    key, byte for byte; the commands' own -NOPERM replies too (a reply that
+    is not a refusal need only not be one on both: other suites compare
+    the commands)."""
+    for resp3 in (False, True):
+        a = both(resp3)
+        a.cmd("ACL", "LOG", "RESET")
+        a.cmd("ACL", "SETUSER", "ks", "on", ">pw", "+@all", "%R~r*", "%W~w*", "~b*")
+        d = user_conn(resp3, "ks", "pw")
+        noperm = lambda x, y: x == y if x.startswith(b"-NOPERM") or y.startswith(b"-NOPERM") else True
+        for line in KEYSPEC_CMDS:
+            for first, rest in (("r", "r"), ("w", "w"), ("b", "b"), ("r", "w"), ("w", "r")):
+                args = []
+                for t in line.split(" "):
+                    if t in ("A", "B", "C"):
+                        t = "%s{t}%s" % (first if t == "A" else rest, "ABC".index(t) + 1)
+                    args.append(t)
+                if args[0] == "EVAL_RO" or args[0] == "EVAL":
+                    args[1] = "return 1"
+                    del args[2]
+                a.cmd("ACL", "DRYRUN", "ks", *args)
+                if args[0] in ("BLPOP", "BLMOVE", "BZPOPMIN", "WATCH"):
+                    continue                       # would block / changes the connection: DRYRUN only
+                d.cmd(*args, same=noperm)
+        a.cmd("ACL", "LOG", "200", norm=log_norm)
+        a.cmd("ACL", "DELUSER", "ks")
+        a.cmd("FLUSHALL")
+        for x in (a, d):
+            finish(x, resp3)
+
+
 if __name__ == "__main__":
     T.main()
