@@ -389,5 +389,29 @@ def key_specs_as_redis():
             finish(x, resp3)
 
 
+@T.case
+def key_patterns_as_redis():
+    """Key patterns of every shape (a prefix of up to 8 bytes and longer, a
+    literal, globs, one glob first) against keys shorter and longer than 8
+    bytes: GET / SET / EXISTS refused or not as Redis (frontdoor's fast
+    path for "prefix*" and literals, its full check for the rest)."""
+    for resp3 in (False, True):
+        a = both(resp3)
+        a.cmd("ACL", "SETUSER", "kp", "on", ">pw", "+@all", "~key:*", "~averyverylongprefix:*", "~exact",
+              "%R~a?c", "%W~[xy]z*", "~*suffix", "~k", "~12345678*", "~1234567*")
+        d = user_conn(resp3, "kp", "pw")
+        for k in ("key:1", "key:", "key", "ke", "k", "kk", "key:000000000123", "averyverylongprefix:1",
+                  "averyverylongprefix", "averyverylongprefiX:1", "exact", "exactly", "exac", "abc", "abcd",
+                  "xz", "yz1", "zz", "xzzzzzzzzzzz", "a_suffix", "suffix", "suffi", "12345678", "1234567",
+                  "123456", "123456789", "1234567x", "", "\x00", "other", "Key:1"):
+            d.cmd("GET", k)
+            d.cmd("SET", k, "v")
+            d.cmd("EXISTS", k)
+        a.cmd("ACL", "DELUSER", "kp")
+        a.cmd("FLUSHALL")
+        for x in (a, d):
+            finish(x, resp3)
+
+
 if __name__ == "__main__":
     T.main()
