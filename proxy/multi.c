@@ -514,7 +514,9 @@ static void exec_splice_free(exec_splice *x) {
 }
 
 /* Check m's commands for c's user now: NULL when every one is allowed (or
- * *oom: no memory to tell), else the refusals, each logged in ACL LOG. */
+ * *oom: no memory to tell), else the refusals, each logged in ACL LOG,
+ * with a reply mark pushed on c (exec_splice_reply's; px_cmd_exec drops it
+ * when the commands run here). */
 static exec_splice *exec_recheck(px_conn *c, px_multi *m, int *oom) {
     exec_splice *x = calloc(1, sizeof *x);
     if (x && !(x->at = calloc((size_t)m->n + 1, sizeof *x->at))) { free(x); x = NULL; }
@@ -527,6 +529,8 @@ static exec_splice *exec_recheck(px_conn *c, px_multi *m, int *oom) {
     }
     x->at[m->n] = x->errs.len;
     if (!x->errs.len) { exec_splice_free(x); return NULL; }
+    /* EXEC's place, in case a Redis server answers it (else dropped at once) */
+    if (!(x->mark = px_pending_push(c, NULL, fd_mono_ns()))) { exec_splice_free(x); *oom = 1; return NULL; }
     return x;
 }
 
@@ -598,19 +602,17 @@ void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
         if (!REFUSED(i)) uq[nq++] = (px_unit_cmd){m->q[i].cmd, m->q[i].argc, m->q[i].argv};
     px_backend *be = px_ab_exec_begin(c, nq, uq);
     if (uq != uq0) free(uq);
-    if (be && be->b.ops->passthrough) {
+    int passthrough = be && be->b.ops->passthrough;
+    if (x && !passthrough) {       /* the replies are written here, in order: no mark */
+        px_pending_drop(x->mark);
+        x->mark = NULL;
+    }
+    if (passthrough) {
         /* Redis runs it: MULTI, the commands, EXEC as one block on the
          * client's connection; only EXEC's reply is the client's (with the
          * refusals spliced in: exec_splice_reply) */
         static resp_arg multi_arg[1] = {{"MULTI", 5}};
         const resp_arg *rk = first_key(m);
-        if (x && !(x->mark = px_pending_push(c, NULL, fd_mono_ns()))) {
-            resp_add_error(&c->out, PX_OOM_TEXT);   /* nothing runs here (the A/B copy still goes) */
-            exec_splice_free(x);
-            px_ab_exec_end(c);
-            multi_free(m);
-            return;
-        }
         px_forward_unit(c, be, 1, multi_arg, NULL, 0, rk, 1, NULL);
         for (int i = 0; i < m->n; i++) {
             if (REFUSED(i)) continue;
