@@ -497,20 +497,31 @@ static const resp_arg *first_key(px_multi *m) {
  * again against the user's rules as they are now; a refused one is not run
  * and its slot of EXEC's reply is the refusal (px_acl_exec_check). On a
  * Redis backend, whose block answers EXEC itself, the refused commands are
- * left out of the block and their errors spliced into its reply. */
+ * left out of the block, and so are the commands of frontdoor's own users
+ * (answered_here); their replies are spliced into the block's. */
 typedef struct exec_splice {
     fd_pending *mark;          /* EXEC's place in the client's output */
     px_tap      ab;            /* the A/B tap of the block's reply (fn NULL: none) */
     int         n;             /* queued commands */
-    size_t     *at;            /* slot i's error: errs.data[at[i] .. at[i + 1]) (empty: it ran) */
-    resp_out    errs;
+    size_t     *off, *len;     /* slot i answered here: errs.data[off[i] .. + len[i]) (len 0: not) */
+    resp_out    errs;          /* those replies, back to back */
 } exec_splice;
 
 static void exec_splice_free(exec_splice *x) {
     if (!x) return;
     resp_out_free(&x->errs);
-    free(x->at);
+    free(x->off);
     free(x);
+}
+
+static exec_splice *exec_splice_new(px_conn *c, int n) {
+    exec_splice *x = calloc(1, sizeof *x);
+    if (x && !(x->off = calloc(2 * (size_t)n + 1, sizeof *x->off))) { free(x); return NULL; }
+    if (!x) return NULL;
+    x->len = x->off + n;
+    x->n = n;
+    resp_out_init(&x->errs, c->out.proto);
+    return x;
 }
 
 /* Check m's commands for c's user now: NULL when every one is allowed (or
@@ -518,19 +529,42 @@ static void exec_splice_free(exec_splice *x) {
  * with a reply mark pushed on c (exec_splice_reply's; px_cmd_exec drops it
  * when the commands run here). */
 static exec_splice *exec_recheck(px_conn *c, px_multi *m, int *oom) {
-    exec_splice *x = calloc(1, sizeof *x);
-    if (x && !(x->at = calloc((size_t)m->n + 1, sizeof *x->at))) { free(x); x = NULL; }
+    exec_splice *x = exec_splice_new(c, m->n);
     if (!x) { *oom = 1; return NULL; }
-    x->n = m->n;
-    resp_out_init(&x->errs, c->out.proto);
     for (int i = 0; i < m->n; i++) {
-        x->at[i] = x->errs.len;
+        x->off[i] = x->errs.len;
         px_acl_exec_check(c, &x->errs, m->q[i].cmd, m->q[i].argc, m->q[i].argv);
+        x->len[i] = x->errs.len - x->off[i];
     }
-    x->at[m->n] = x->errs.len;
     if (!x->errs.len) { exec_splice_free(x); return NULL; }
     /* EXEC's place, in case a Redis server answers it (else dropped at once) */
     if (!(x->mark = px_pending_push(c, NULL, fd_mono_ns()))) { exec_splice_free(x); *oom = 1; return NULL; }
+    return x;
+}
+
+/* The commands a Redis server must not run in a block: AUTH, HELLO and ACL
+ * are about frontdoor's own users (the server would run them on a shared
+ * connection, as frontdoor's upstream user); answered here, in their
+ * places, by frontdoor's handlers. */
+static int answered_here(const fd_command *cmd) {
+    return cmd && (cmd->id == FD_CMD_auth || cmd->id == FD_CMD_hello || cmd->id == FD_CMD_acl);
+}
+
+/* A passthrough EXEC: run the queued commands answered here (not refused),
+ * in their order, before the block goes (x: the refusals or NULL; made if
+ * needed, with its mark). x, NULL when none (or out of memory: *oom). */
+static exec_splice *exec_here(px_conn *c, px_multi *m, exec_splice *x, int *oom) {
+    for (int i = 0; i < m->n; i++) {
+        px_qcmd *q = &m->q[i];
+        if (!answered_here(q->cmd) || (x && x->len[i])) continue;
+        if (!x) {
+            if (!(x = exec_splice_new(c, m->n))) { *oom = 1; return NULL; }
+            if (!(x->mark = px_pending_push(c, NULL, fd_mono_ns()))) { exec_splice_free(x); *oom = 1; return NULL; }
+        }
+        x->off[i] = x->errs.len;
+        px_execute_into(c, q->cmd, q->argc, q->argv, &x->errs);
+        x->len[i] = x->errs.len - x->off[i];
+    }
     return x;
 }
 
@@ -540,7 +574,7 @@ static void exec_splice_reply(void *ud, const char *reply, size_t len, int faile
     resp_out_init(&o, x->errs.proto);
     const char *p = reply, *end = reply + len;
     long long ran = 0;
-    for (int i = 0; i < x->n; i++) ran += x->at[i + 1] == x->at[i];
+    for (int i = 0; i < x->n; i++) ran += !x->len[i];
     /* the block's reply: an array of one reply per command that ran, else
      * (Redis's EXECABORT, the backend unavailable) passed on as it is */
     int ok = len > 1 && p[0] == '*';
@@ -552,7 +586,7 @@ static void exec_splice_reply(void *ud, const char *reply, size_t len, int faile
     if (ok) {
         resp_add_array(&o, x->n);
         for (int i = 0; i < x->n && ok; i++) {
-            if (x->at[i + 1] > x->at[i]) { resp_out_raw(&o, x->errs.data + x->at[i], x->at[i + 1] - x->at[i]); continue; }
+            if (x->len[i]) { resp_out_raw(&o, x->errs.data + x->off[i], x->len[i]); continue; }
             resp_scanner sc;
             resp_scanner_init(&sc);
             long long n = resp_scan_reply(&sc, p, (size_t)(end - p));
@@ -593,7 +627,7 @@ void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
         multi_free(m);
         return;
     }
-#define REFUSED(i) (x && x->at[(i) + 1] > x->at[(i)])
+#define REFUSED(i) (x && x->len[i])
     /* where it runs, and in mirror mode the unit the A/B layer compares
      * (proxy/ab.h): the queued commands that run, as the layer sees them */
     px_unit_cmd uq0[16], *uq = m->n <= 16 ? uq0 : malloc((size_t)m->n * sizeof *uq);
@@ -610,9 +644,18 @@ void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
     if (passthrough) {
         /* Redis runs it: MULTI, the commands, EXEC as one block on the
          * client's connection; only EXEC's reply is the client's (with the
-         * refusals spliced in: exec_splice_reply) */
+         * refusals and the commands answered here spliced in:
+         * exec_splice_reply) */
         static resp_arg multi_arg[1] = {{"MULTI", 5}};
         const resp_arg *rk = first_key(m);
+        x = exec_here(c, m, x, &oom);
+        if (oom) {                 /* the client cannot get its reply */
+            c->flags |= PX_CONN_CLOSE_ASAP;
+            px_conn_touch(c);
+            px_ab_exec_end(c);
+            multi_free(m);
+            return;
+        }
         px_forward_unit(c, be, 1, multi_arg, NULL, 0, rk, 1, NULL);
         for (int i = 0; i < m->n; i++) {
             if (REFUSED(i)) continue;
@@ -640,7 +683,7 @@ void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
     exec_n = m->n;
     for (int i = 0, j = 0; i < m->n; i++) {
         px_qcmd *q = &m->q[i];
-        if (REFUSED(i)) { resp_out_raw(&c->out, x->errs.data + x->at[i], x->at[i + 1] - x->at[i]); continue; }
+        if (REFUSED(i)) { resp_out_raw(&c->out, x->errs.data + x->off[i], x->len[i]); continue; }
         size_t before = c->out.len;
         px_ab_exec_step(j);
         if (q->cmd) px_execute(c, q->cmd, q->argc, q->argv, qcmd_raw(q), q->rawlen);

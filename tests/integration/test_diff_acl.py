@@ -413,5 +413,32 @@ def key_patterns_as_redis():
             finish(x, resp3)
 
 
+@T.case
+def acl_and_auth_in_multi_as_redis():
+    """ACL and AUTH queued in MULTI run at EXEC in their places, on
+    frontdoor's users (on the redis backends they are answered by frontdoor,
+    never sent to the Redis server in the block)."""
+    for resp3 in (False, True):
+        a = both(resp3)
+        d = both(resp3)
+        d.cmd("MULTI")
+        d.cmd("ACL", "SETUSER", "mu", "on", ">pw", "~k*", "+@all")
+        d.cmd("ACL", "WHOAMI")
+        d.cmd("SET", "k{t}1", "a")
+        d.cmd("AUTH", "mu", "pw")
+        d.cmd("ACL", "WHOAMI")
+        d.cmd("GET", "k{t}1")
+        d.cmd("AUTH", "mu", "wrong")
+        d.cmd("EXEC")
+        d.cmd("ACL", "WHOAMI")
+        d.cmd("GET", "x")
+        a.cmd("ACL", "USERS")
+        a.cmd("ACL", "GETUSER", "mu")
+        a.cmd("ACL", "DELUSER", "mu")
+        a.cmd("DEL", "k{t}1")
+        for x in (a, d):
+            finish(x, resp3)
+
+
 if __name__ == "__main__":
     T.main()
