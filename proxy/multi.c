@@ -568,6 +568,16 @@ static exec_splice *exec_here(px_conn *c, px_multi *m, exec_splice *x, int *oom)
     return x;
 }
 
+/* Does m hold an EVAL, EVALSHA, EVAL_RO or EVALSHA_RO? */
+static int queues_script(const px_multi *m) {
+    for (int i = 0; i < m->n; i++) {
+        const fd_command *cmd = m->q[i].cmd;
+        if (cmd && (cmd->id == FD_CMD_eval || cmd->id == FD_CMD_evalsha || cmd->id == FD_CMD_eval_ro ||
+                    cmd->id == FD_CMD_evalsha_ro)) return 1;
+    }
+    return 0;
+}
+
 static void exec_splice_reply(void *ud, const char *reply, size_t len, int failed) {
     exec_splice *x = ud;
     resp_out o;
@@ -636,7 +646,11 @@ void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
         if (!REFUSED(i)) uq[nq++] = (px_unit_cmd){m->q[i].cmd, m->q[i].argc, m->q[i].argv};
     px_backend *be = px_ab_exec_begin(c, nq, uq);
     if (uq != uq0) free(uq);
-    int passthrough = be && be->b.ops->passthrough;
+    /* a restricted user's script runs in frontdoor's engine, its redis.call
+     * checked (docs/acl.md): with one queued, a Redis server does not run
+     * the block; the commands run one by one here, other clients held (as
+     * on mongodb: atomic against frontdoor's clients) */
+    int passthrough = be && be->b.ops->passthrough && !(px_acl_restricted(c) && queues_script(m));
     if (x && !passthrough) {       /* the replies are written here, in order: no mark */
         px_pending_drop(x->mark);
         x->mark = NULL;

@@ -440,5 +440,29 @@ def acl_and_auth_in_multi_as_redis():
             finish(x, resp3)
 
 
+@T.case
+def script_in_multi_checked_as_redis():
+    """A restricted user's EVAL queued in MULTI has its redis.call checked
+    at EXEC, in its place (on the redis backends the transaction then runs
+    command by command in frontdoor, not as a block in Redis, which would
+    run the script as frontdoor's upstream user)."""
+    for resp3 in (False, True):
+        a = both(resp3)
+        a.cmd("ACL", "SETUSER", "ev", "on", ">pw", "~k*", "+@all")
+        d = user_conn(resp3, "ev", "pw")
+        d.cmd("MULTI")
+        d.cmd("SET", "k{t}1", "v")
+        d.cmd("EVAL", "return redis.call('get', 'zz{t}')", "0")
+        d.cmd("EVAL", "return redis.call('get', 'k{t}1')", "0")
+        d.cmd("EVAL", "return redis.pcall('set', 'zz{t}', 'x')", "0")
+        d.cmd("INCR", "k{t}2")
+        d.cmd("EXEC")
+        a.cmd("MGET", "k{t}1", "k{t}2", "zz{t}")
+        a.cmd("ACL", "DELUSER", "ev")
+        a.cmd("DEL", "k{t}1", "k{t}2")
+        for x in (a, d):
+            finish(x, resp3)
+
+
 if __name__ == "__main__":
     T.main()
