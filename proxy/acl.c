@@ -73,7 +73,7 @@ struct px_acl_user {
     acl_sel *sel;           /* sel[0]: the root selector */
     int      nsel;
     int      unrestricted;  /* root allows every command, key, channel */
-    int      one_sel;       /* only the root selector, and no first-argument rules: px_acl_check's fast path */
+    int      one_sel;       /* only the root selector: fast_allowed may decide */
 };
 
 /* The users, sorted by name (ACL USERS/LIST order). Bounded by memory
@@ -237,7 +237,7 @@ static void user_refresh(px_acl_user *u) {
     for (int i = 0; i < u->nsel; i++) { sel_index(&u->sel[i]); sel_fast(&u->sel[i]); }
     acl_sel *r = &u->sel[0];
     u->unrestricted = (r->flags & SEL_ALLKEYS) && (r->flags & SEL_ALLCHANNELS) && all_commands(r) && !r->fargs.n;
-    u->one_sel = u->nsel == 1 && !r->fargs.n;
+    u->one_sel = u->nsel == 1;
 }
 
 static void user_free(px_acl_user *u) {
@@ -913,6 +913,8 @@ static void sel_fast(acl_sel *s) {
     if (!s->kidx && s->keys.n) return;    /* out of memory: the slow path for all */
     for (int id = 0; id < FD_CMD_COUNT; id++)
         if (cmdinfo[id].simple && get_bit(s, id)) s->fastcmd[id / 64] |= 1ull << (id % 64);
+    for (int i = 0; i < s->fargs.n; i++)  /* a command with first-argument rules: the full check */
+        s->fastcmd[s->fargs.v[i].id / 64] &= ~(1ull << (s->fargs.v[i].id % 64));
     int n = 0;
     for (int i = 0; i < s->kstart[256]; i++) {
         const acl_pat *p = &s->kidx[i];
@@ -932,8 +934,8 @@ static void sel_fast(acl_sel *s) {
 }
 
 /* The usual case of a restricted user, decided without user_check and
- * without a call: one selector without first-argument rules, a command
- * it may decide (sel_fast: allowed, one fixed key, nothing else to check;
+ * without a call: one selector, a command it may decide (sel_fast:
+ * allowed, no first-argument rules, one fixed key, nothing else to check;
  * not SET ... GET's variable need), its key matched by a "prefix*" or
  * literal pattern of at most 8 bytes. 1: allowed; 0: ask user_check
  * (which also says why and where a refusal is). */

@@ -407,9 +407,18 @@ def key_patterns_as_redis():
             d.cmd("GET", k)
             d.cmd("SET", k, "v")
             d.cmd("EXISTS", k)
-        a.cmd("ACL", "DELUSER", "kp")
+        # a first-argument rule on a one-key command: the full check decides it
+        a.cmd("ACL", "SETUSER", "kq", "on", ">pw", "+@all", "-object|encoding", "~key:*")
+        e = user_conn(resp3, "kq", "pw")
+        a.cmd("SET", "key:1", "v")
+        e.cmd("OBJECT", "ENCODING", "key:1")
+        e.cmd("OBJECT", "FREQ", "key:1")
+        e.cmd("OBJECT", "REFCOUNT", "key:1")
+        e.cmd("OBJECT", "REFCOUNT", "other")
+        e.cmd("GET", "key:1")
+        a.cmd("ACL", "DELUSER", "kp", "kq")
         a.cmd("FLUSHALL")
-        for x in (a, d):
+        for x in (a, d, e):
             finish(x, resp3)
 
 
