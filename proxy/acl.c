@@ -32,6 +32,7 @@ typedef struct acl_pat {
     int    perm, id;
     size_t lit;             /* bytes before the first glob character */
     int    star_tail;       /* the pattern is those bytes and one '*' */
+    uint64_t pre8, mask8;   /* its first min(lit, 8) bytes as a word, and their mask (pat_match) */
 } acl_pat;
 typedef struct acl_pats { acl_pat *v; int n; } acl_pats;
 
@@ -41,10 +42,26 @@ typedef struct acl_sel {
     acl_pats keys, chans, fargs;
     /* the key patterns by the first byte of their literal prefix: those of
      * byte b are kidx[kstart[b] .. kstart[b + 1]), those that begin with a
-     * glob character kidx[kstart[256] .. keys.n) (built by sel_index) */
-    int     *kidx;
+     * glob character kidx[kstart[256] .. keys.n) (built by sel_index;
+     * copies of keys.v's entries, sharing their strings) */
+    acl_pat *kidx;
     int      kstart[257];
+    /* fast_allowed's: the commands it may decide (allowed, one fixed key,
+     * nothing else to check), and the "prefix*" or literal patterns of at
+     * most 8 bytes of prefix by their first byte, fpat[fstart[b] ..
+     * fstart[b + 1]) (built by sel_fast) */
+    uint64_t fastcmd[WORDS];
+    struct acl_fastpat *fpat;
+    int      fstart[257];
 } acl_sel;
+
+/* A pattern as fast_allowed tests it: the key's first 8 bytes (zero past its
+ * end) masked equal pre, then the length. */
+typedef struct acl_fastpat {
+    uint64_t pre, mask;
+    uint32_t lit;           /* the prefix's length (1..8) */
+    uint8_t  perm, star;    /* KEY_R|KEY_W; 1: "prefix*", 0: the literal itself */
+} acl_fastpat;
 
 struct px_acl_user {
     char    *name;
@@ -56,6 +73,7 @@ struct px_acl_user {
     acl_sel *sel;           /* sel[0]: the root selector */
     int      nsel;
     int      unrestricted;  /* root allows every command, key, channel */
+    int      one_sel;       /* only the root selector: fast_allowed may decide */
 };
 
 /* The users, sorted by name (ACL USERS/LIST order). Bounded by memory
@@ -109,15 +127,26 @@ static int pats_add(acl_pats *ps, const char *s, size_t len, int perm, int id) {
     while (lit < len && !strchr("*?[\\", s[lit])) lit++;
     v[ps->n].lit = lit;
     v[ps->n].star_tail = lit + 1 == len && s[lit] == '*';
+    unsigned char b[8] = {0}, m[8] = {0};
+    for (size_t i = 0; i < lit && i < 8; i++) { b[i] = (unsigned char)s[i]; m[i] = 0xff; }
+    memcpy(&v[ps->n].pre8, b, 8);
+    memcpy(&v[ps->n].mask8, m, 8);
     ps->n++;
     return 0;
 }
 
 /* Does name match p? The literal prefix first (most patterns reject
  * there); "prefix*" needs nothing more. */
-static inline int pat_match(const acl_pat *p, const char *name, size_t len) {
+__attribute__((always_inline)) static inline int pat_match(const acl_pat *p, const char *name, size_t len) {
     if (len < p->lit) return 0;
-    for (size_t i = 0; i < p->lit; i++)   /* short prefixes: no call */
+    size_t i = 0;
+    if (len >= 8) {                       /* the first 8 bytes of the prefix in one compare */
+        uint64_t w;
+        memcpy(&w, name, 8);
+        if ((w & p->mask8) != p->pre8) return 0;
+        i = 8;
+    }
+    for (; i < p->lit; i++)               /* short names, long prefixes: no call */
         if (p->s[i] != name[i]) return 0;
     if (p->star_tail) return 1;
     if (p->lit == p->len) return len == p->len;
@@ -142,6 +171,8 @@ static void sel_free(acl_sel *s) {
     pats_free(&s->keys); pats_free(&s->chans); pats_free(&s->fargs);
     free(s->kidx);
     s->kidx = NULL;
+    free(s->fpat);
+    s->fpat = NULL;
 }
 
 /* Build the first-byte index of the key patterns (after any change). */
@@ -156,16 +187,17 @@ static void sel_index(acl_sel *s) {
     for (int b = 0; b < 257; b++) { s->kstart[b] = at; at += count[b]; }
     int fill[257];
     memcpy(fill, s->kstart, sizeof fill);
-    for (int i = 0; i < s->keys.n; i++) s->kidx[fill[s->keys.v[i].lit ? (unsigned char)s->keys.v[i].s[0] : 256]++] = i;
+    for (int i = 0; i < s->keys.n; i++) s->kidx[fill[s->keys.v[i].lit ? (unsigned char)s->keys.v[i].s[0] : 256]++] = s->keys.v[i];
 }
 
 static int sel_copy(acl_sel *d, const acl_sel *s) {
     *d = *s;
     d->kidx = NULL;                       /* rebuilt by user_refresh */
+    d->fpat = NULL;
     return pats_copy(&d->keys, &s->keys) | pats_copy(&d->chans, &s->chans) | pats_copy(&d->fargs, &s->fargs);
 }
 
-static int get_bit(const acl_sel *s, int id) { return (s->allowed[id / 64] >> (id % 64)) & 1; }
+static inline int get_bit(const acl_sel *s, int id) { return (s->allowed[(unsigned)id / 64] >> ((unsigned)id % 64)) & 1; }
 
 /* Allow or refuse one command: its first-argument rules go (Redis's
  * ACLChangeSelectorPerm). */
@@ -199,10 +231,13 @@ static void set_category(acl_sel *s, int cat, int on) {
         if (cats >> cat & 1) set_farg(s, id, sub, strlen(sub), on ? 2 : -2);
 }
 
+static void sel_fast(acl_sel *s);
+
 static void user_refresh(px_acl_user *u) {
-    for (int i = 0; i < u->nsel; i++) sel_index(&u->sel[i]);
+    for (int i = 0; i < u->nsel; i++) { sel_index(&u->sel[i]); sel_fast(&u->sel[i]); }
     acl_sel *r = &u->sel[0];
     u->unrestricted = (r->flags & SEL_ALLKEYS) && (r->flags & SEL_ALLCHANNELS) && all_commands(r) && !r->fargs.n;
+    u->one_sel = u->nsel == 1;
 }
 
 static void user_free(px_acl_user *u) {
@@ -659,24 +694,27 @@ static void log_denied(px_conn *c, int reason, int context, fd_command *cmd, int
 
 /* ------------------------------------------------------------ check */
 
-static inline int key_ok(const acl_sel *s, const resp_arg *k, int need) {
-    if (!s->kidx) {
+/* Does a pattern of s with (at least) need match key k? The patterns whose
+ * prefix starts with the key's first byte, then those that start with a
+ * glob character (sel_index); without the index (out of memory) all. */
+__attribute__((always_inline)) static inline int key_ok(const acl_sel *s, const resp_arg *k, int need) {
+    if (__builtin_expect(!s->kidx, 0)) {
         for (int i = 0; i < s->keys.n; i++) {
             const acl_pat *p = &s->keys.v[i];
             if ((p->perm & need) == need && pat_match(p, k->ptr, k->len)) return 1;
         }
         return 0;
     }
-    /* the patterns whose prefix starts with the key's first byte, then
-     * those that start with a glob character */
-    int b = k->len ? (unsigned char)k->ptr[0] : 256;
-    for (int pass = 0; pass < 2; pass++, b = 256) {
-        if (pass && !k->len) break;       /* an empty key: only the glob-first ones, done above */
-        int end = b == 256 ? s->keys.n : s->kstart[b + 1];
-        for (int j = s->kstart[b]; j < end; j++) {
-            const acl_pat *p = &s->keys.v[s->kidx[j]];
+    if (k->len) {
+        int b = (unsigned char)k->ptr[0];
+        for (int j = s->kstart[b], end = s->kstart[b + 1]; j < end; j++) {
+            const acl_pat *p = &s->kidx[j];
             if ((p->perm & need) == need && pat_match(p, k->ptr, k->len)) return 1;
         }
+    }
+    for (int j = s->kstart[256]; j < s->keys.n; j++) {
+        const acl_pat *p = &s->kidx[j];
+        if ((p->perm & need) == need && pat_match(p, k->ptr, k->len)) return 1;
     }
     return 0;
 }
@@ -692,8 +730,13 @@ static int chan_ok(const acl_sel *s, const resp_arg *ch, int literal) {
 
 /* What the check needs of each command, computed once from the table. */
 typedef struct acl_cmdinfo {
-    unsigned char need;      /* KEY_R / KEY_W: an approximation of Redis's key specs (docs/acl.md) */
+    unsigned char need1;     /* KEY_R / KEY_W of its first key (fd_command_key_need) */
+    unsigned char need;      /* of its other keys */
     unsigned char chan;      /* 0, or 'p' PUBLISH/SPUBLISH, 's' (S)SUBSCRIBE, 'P' PSUBSCRIBE, 'u' SUNSUBSCRIBE */
+    unsigned char varneed;   /* its arguments past argv[varneed - 1] may change its first key's need:
+                              * special_need (SET 3, BITFIELD 1; 0 never) */
+    unsigned char kwkeys;    /* keys at a keyword: keyword_keys (SORT, GEORADIUS...) */
+    unsigned char simple;    /* one fixed key and nothing else to check: px_acl_check's fast path */
     short         one_key;   /* the position of its only key (fixed), or 0: fd_command_keys */
 } acl_cmdinfo;
 static acl_cmdinfo cmdinfo[FD_CMD_COUNT];
@@ -702,15 +745,60 @@ static void cmdinfo_init(void) {
     for (int id = 0; id < FD_CMD_COUNT; id++) {
         const fd_command *c = fd_command_by_id(id);
         acl_cmdinfo *ci = &cmdinfo[id];
-        ci->need = id == FD_CMD_sort ? KEY_R : (c->flags & FD_CMD_WRITE) ? KEY_W
-                 : (c->flags & FD_CMD_READONLY) ? KEY_R : KEY_R | KEY_W;   /* SORT reads its key */
+        ci->need1 = (unsigned char)fd_command_key_need(c, 1);
+        ci->need = (unsigned char)fd_command_key_need(c, 0);
         ci->chan = (id == FD_CMD_publish || id == FD_CMD_spublish) ? 'p'
                  : (id == FD_CMD_subscribe || id == FD_CMD_ssubscribe) ? 's'
                  : id == FD_CMD_psubscribe ? 'P' : id == FD_CMD_sunsubscribe ? 'u' : 0;
+        ci->varneed = id == FD_CMD_set ? 3 : id == FD_CMD_bitfield ? 1 : 0;
+        ci->kwkeys = id == FD_CMD_sort || id == FD_CMD_georadius || id == FD_CMD_georadiusbymember;
         if (c->first_key > 0 && c->last_key == c->first_key &&
             !(c->flags & (FD_CMD_NUMKEYS1 | FD_CMD_NUMKEYS2 | FD_CMD_STREAMKEYS)))
             ci->one_key = (short)c->first_key;
+        ci->simple = ci->one_key && !ci->kwkeys && !ci->chan && !(c->flags & FD_CMD_NOAUTH) && id != FD_CMD_sort_ro;
     }
+}
+
+/* Redis 7.0's variable key flags (commands.def's header): the first key's
+ * need as the arguments make it — SET with a GET argument: RW (setGetKeys);
+ * BITFIELD with only GET and OVERFLOW: R (bitfieldGetKeys) — else the
+ * table's (need). */
+static inline int special_need(int id, int argc, const resp_arg *argv, int need) {
+    if (id == FD_CMD_set) {
+        for (int i = 3; i < argc; i++)
+            if (resp_arg_is(&argv[i], "GET")) return KEY_R | KEY_W;
+    } else if (id == FD_CMD_bitfield) {
+        for (int i = 2; i < argc; i++) {
+            int left = argc - i - 1;
+            if (resp_arg_is(&argv[i], "GET") && left >= 2) i += 2;
+            else if (resp_arg_is(&argv[i], "OVERFLOW") && left >= 1) i += 1;
+            else return need;             /* SET, INCRBY or an error: the table's RW */
+        }
+        return KEY_R;
+    }
+    return need;
+}
+
+/* Redis 7.0's keys found at a keyword, each needing W: SORT's destination
+ * (the last STORE, as sortGetKeys reads the options), GEORADIUS's and
+ * GEORADIUSBYMEMBER's STORE and STOREDIST (the first of each from argv[6],
+ * argv[5] for BYMEMBER: their key specs). Their positions in pos; the count (at most 2). */
+static int keyword_keys(int id, int argc, const resp_arg *argv, int pos[2]) {
+    int n = 0;
+    if (id == FD_CMD_sort) {
+        for (int i = 2; i < argc; i++) {
+            if (resp_arg_is(&argv[i], "LIMIT")) i += 2;
+            else if (resp_arg_is(&argv[i], "GET") || resp_arg_is(&argv[i], "BY")) i += 1;
+            else if (resp_arg_is(&argv[i], "STORE") && i + 1 < argc) { pos[0] = i + 1; n = 1; }
+        }
+    } else if (id == FD_CMD_georadius || id == FD_CMD_georadiusbymember) {
+        static const char *const kw[2] = {"STORE", "STOREDIST"};
+        int from = id == FD_CMD_georadius ? 6 : 5;   /* after the fixed arguments */
+        for (int k = 0; k < 2; k++)
+            for (int i = from; i < argc - 1; i++)
+                if (resp_arg_is(&argv[i], kw[k])) { pos[n++] = i + 1; break; }
+    }
+    return n;
 }
 
 static int sel_check(const acl_sel *s, fd_command *cmd, int argc, resp_arg *argv, int *errpos) {
@@ -722,8 +810,9 @@ static int sel_check(const acl_sel *s, fd_command *cmd, int argc, resp_arg *argv
     if (!ok) { *errpos = 0; return PX_ACL_DENIED_CMD; }
     const acl_cmdinfo *ci = &cmdinfo[id];
     if (!(s->flags & SEL_ALLKEYS) && !ci->chan) {
+        int need1 = ci->varneed && argc > ci->varneed ? special_need(id, argc, argv, ci->need1) : ci->need1;
         if (ci->one_key) {                                   /* most commands: one key, no list */
-            if (ci->one_key < argc && !key_ok(s, &argv[ci->one_key], ci->need)) { *errpos = ci->one_key; return PX_ACL_DENIED_KEY; }
+            if (ci->one_key < argc && !key_ok(s, &argv[ci->one_key], need1)) { *errpos = ci->one_key; return PX_ACL_DENIED_KEY; }
         } else {
             int small[64], *pos = small;
             int n = fd_command_keys(cmd, argc, argv, pos, 64);
@@ -733,9 +822,14 @@ static int sel_check(const acl_sel *s, fd_command *cmd, int argc, resp_arg *argv
             }
             int denied = 0;
             for (int i = 0; i < n && !denied; i++)
-                if (!key_ok(s, &argv[pos[i]], ci->need)) { *errpos = pos[i]; denied = 1; }
+                if (!key_ok(s, &argv[pos[i]], i ? ci->need : need1)) { *errpos = pos[i]; denied = 1; }
             if (pos != small) free(pos);
             if (denied) return PX_ACL_DENIED_KEY;
+        }
+        if (ci->kwkeys) {
+            int kp[2], n = keyword_keys(id, argc, argv, kp);
+            for (int i = 0; i < n; i++)
+                if (!key_ok(s, &argv[kp[i]], KEY_W)) { *errpos = kp[i]; return PX_ACL_DENIED_KEY; }
         }
     }
     if (!(s->flags & SEL_ALLCHANNELS) && ci->chan && ci->chan != 'u') {
@@ -769,7 +863,10 @@ static int sort_needs_all_keys(int argc, resp_arg *argv, int *errpos) {
     return 0;
 }
 
-static int user_check(const px_acl_user *u, fd_command *cmd, int argc, resp_arg *argv, int *errpos) {
+/* The whole check (px_acl_check's slow path, out of line: the fast path
+ * stays small). */
+__attribute__((noinline)) static int user_check(const px_acl_user *u, fd_command *cmd, int argc, resp_arg *argv,
+                                               int *errpos) {
     if (u->unrestricted) return PX_ACL_OK;
     if (!cmd) {                           /* unknown to the table (a Redis backend's) */
         if (errpos) *errpos = 0;
@@ -808,9 +905,71 @@ static int user_check(const px_acl_user *u, fd_command *cmd, int argc, resp_arg 
     return relevant;
 }
 
+static void sel_fast(acl_sel *s) {
+    free(s->fpat);
+    s->fpat = NULL;
+    memset(s->fstart, 0, sizeof s->fstart);
+    memset(s->fastcmd, 0, sizeof s->fastcmd);
+    if (!s->kidx && s->keys.n) return;    /* out of memory: the slow path for all */
+    for (int id = 0; id < FD_CMD_COUNT; id++)
+        if (cmdinfo[id].simple && get_bit(s, id)) s->fastcmd[id / 64] |= 1ull << (id % 64);
+    for (int i = 0; i < s->fargs.n; i++)  /* a command with first-argument rules: the full check */
+        s->fastcmd[s->fargs.v[i].id / 64] &= ~(1ull << (s->fargs.v[i].id % 64));
+    int n = 0;
+    for (int i = 0; i < s->kstart[256]; i++) {
+        const acl_pat *p = &s->kidx[i];
+        n += p->lit <= 8 && (p->star_tail || p->lit == p->len);
+    }
+    if (n && !(s->fpat = malloc((size_t)n * sizeof *s->fpat))) { memset(s->fastcmd, 0, sizeof s->fastcmd); return; }
+    int at = 0;
+    for (int b = 0; b < 256; b++) {
+        s->fstart[b] = at;
+        for (int i = s->kstart[b]; i < s->kstart[b + 1]; i++) {
+            const acl_pat *p = &s->kidx[i];
+            if (p->lit > 8 || !(p->star_tail || p->lit == p->len)) continue;
+            s->fpat[at++] = (acl_fastpat){p->pre8, p->mask8, (uint32_t)p->lit, (uint8_t)p->perm, (uint8_t)p->star_tail};
+        }
+    }
+    s->fstart[256] = at;
+}
+
+/* The usual case of a restricted user, decided without user_check and
+ * without a call: one selector, a command it may decide (sel_fast:
+ * allowed, no first-argument rules, one fixed key, nothing else to check;
+ * not SET ... GET's variable need), its key matched by a "prefix*" or
+ * literal pattern of at most 8 bytes. 1: allowed; 0: ask user_check
+ * (which also says why and where a refusal is). */
+__attribute__((always_inline)) static inline int fast_allowed(const px_acl_user *u, const fd_command *cmd, int argc,
+                                                              resp_arg *argv) {
+    if (!u->one_sel || !cmd) return 0;
+    const acl_sel *r = u->sel;
+    unsigned id = (unsigned)cmd->id;
+    if (!((r->fastcmd[id / 64] >> (id % 64)) & 1)) return 0;
+    const acl_cmdinfo *ci = &cmdinfo[id];
+    if (ci->one_key >= argc || (ci->varneed && argc > ci->varneed)) return 0;
+    if (r->flags & SEL_ALLKEYS) return 1;
+    const resp_arg *k = &argv[ci->one_key];
+    if (!k->len) return 0;
+    uint64_t w;
+    if (k->len >= 8) {
+        memcpy(&w, k->ptr, 8);
+    } else {                              /* as pre: the bytes in memory order, zeros after */
+        unsigned char kb[8] = {0};
+        for (size_t i = 0; i < k->len; i++) kb[i] = (unsigned char)k->ptr[i];
+        memcpy(&w, kb, 8);
+    }
+    unsigned b = (unsigned char)k->ptr[0];
+    int need = ci->need1;
+    for (const acl_fastpat *p = r->fpat + r->fstart[b], *end = r->fpat + r->fstart[b + 1]; p < end; p++)
+        if ((p->perm & need) == need && (w & p->mask) == p->pre && k->len >= p->lit && (p->star || k->len == p->lit))
+            return 1;
+    return 0;
+}
+
 int px_acl_check(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, int *errpos) {
     const px_acl_user *u = c->user ? c->user : default_user;
     if (!u || u->unrestricted) return PX_ACL_OK;        /* the hot path: one flag */
+    if (fast_allowed(u, cmd, argc, argv)) return PX_ACL_OK;
     return user_check(u, cmd, argc, argv, errpos);
 }
 
@@ -856,6 +1015,18 @@ void px_acl_reply_denied(px_conn *c, resp_out *o, int reason, fd_command *cmd, i
     char text[256];
     denied_text(text, sizeof text, reason, cmd, argc, argv);
     resp_add_errorf(o, "NOPERM %s", text);
+}
+
+int px_acl_exec_check(px_conn *c, resp_out *o, fd_command *cmd, int argc, resp_arg *argv) {
+    int pos = 0, why = px_acl_check(c, cmd, argc, argv, &pos);
+    if (why == PX_ACL_OK || sort_denied(o, why)) return why;
+    log_denied(c, why, LOG_CTX_MULTI, cmd, argc, argv, pos);
+    resp_add_errorf(o, "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC "
+                       "call. This command is no longer allowed for the following reason: %s",
+                    why == PX_ACL_DENIED_CMD ? "no permission to execute the command or subcommand"
+                    : why == PX_ACL_DENIED_KEY ? "no permission to touch the specified keys"
+                    : "no permission to access one of the channels used as arguments");
+    return why;
 }
 
 static void log_denied(px_conn *c, int reason, int context, fd_command *cmd, int argc, resp_arg *argv, int errpos) {
@@ -1346,13 +1517,24 @@ void px_cmd_acl(px_conn *c, int argc, resp_arg *argv) {
  * (known, arity, authenticated), before the RESP2 pub/sub-mode denial and
  * the MULTI queue, as Redis 7.0's processCommand orders them. A refusal
  * inside MULTI flags the transaction (EXECABORT), as Redis's rejectCommand. */
-static int acl_checked(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
-    (void)raw; (void)rawlen;
-    int pos, why = px_acl_check(c, cmd, argc, argv, &pos);
+__attribute__((noinline)) static int acl_checked_slow(px_conn *c, const px_acl_user *u, fd_command *cmd, int argc,
+                                                     resp_arg *argv) {
+    int pos = 0, why = user_check(u, cmd, argc, argv, &pos);
     if (why == PX_ACL_OK) return PX_HOOK_PASS;
+    /* SORT's BY/GET are refused when SORT runs (Redis's sortCommand): in
+     * MULTI it is queued and EXEC's check answers its slot */
+    if (c->multi && (why == PX_ACL_DENIED_SORT_BY || why == PX_ACL_DENIED_SORT_GET)) return PX_HOOK_PASS;
     px_acl_reply_denied(c, &c->out, why, cmd, argc, argv, pos);
     px_multi_flag_error(c);
     return PX_HOOK_REFUSED;
+}
+
+static int acl_checked(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, const char *raw, size_t rawlen) {
+    (void)raw; (void)rawlen;
+    const px_acl_user *u = c->user ? c->user : default_user;
+    if (__builtin_expect(!u || u->unrestricted, 1)) return PX_HOOK_PASS;   /* one flag */
+    if (fast_allowed(u, cmd, argc, argv)) return PX_HOOK_PASS;
+    return acl_checked_slow(c, u, cmd, argc, argv);
 }
 
 /* A new connection starts authenticated as the default user when that user

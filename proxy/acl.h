@@ -62,6 +62,14 @@ int  px_acl_restricted(const px_conn *c);
  * in ACL LOG (context: MULTI when c is in one). */
 void px_acl_reply_denied(px_conn *c, resp_out *o, int reason, fd_command *cmd, int argc, resp_arg *argv, int errpos);
 
+/* EXEC runs a queued command: c's user's rules are checked again (Redis
+ * 7.0's execCommand: they may have changed since it was queued). PX_ACL_OK,
+ * or the reason, with the refusal appended to o: "-NOPERM ACLs rules
+ * changed between the moment the transaction was accumulated and the EXEC
+ * call. ..." (logged in ACL LOG, context multi), or SORT's BY/GET -ERR (not
+ * logged, as when SORT runs alone). */
+int  px_acl_exec_check(px_conn *c, resp_out *o, fd_command *cmd, int argc, resp_arg *argv);
+
 /* A config-file "user <name> <rules...>" line (argv[0] the name); 0, or
  * -1 with err (Redis's text of the failing rule). */
 int  px_acl_config_user(int argc, char **argv, char *err, size_t errlen);

@@ -7,6 +7,8 @@
 #include "config.h"
 #include "log.h"
 #include "scripting.h"
+#include "acl.h"
+#include "../protocol/resp_scan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -505,6 +507,125 @@ static const resp_arg *first_key(px_multi *m) {
     return NULL;
 }
 
+/* ACL at EXEC (Redis 7.0 execCommand): each queued command is checked
+ * again against the user's rules as they are now; a refused one is not run
+ * and its slot of EXEC's reply is the refusal (px_acl_exec_check). On a
+ * Redis backend, whose block answers EXEC itself, the refused commands are
+ * left out of the block, and so are the commands of frontdoor's own users
+ * (answered_here); their replies are spliced into the block's. */
+typedef struct exec_splice {
+    fd_pending *mark;          /* EXEC's place in the client's output */
+    px_tap      ab;            /* the A/B tap of the block's reply (fn NULL: none) */
+    int         n;             /* queued commands */
+    size_t     *off, *len;     /* slot i answered here: errs.data[off[i] .. + len[i]) (len 0: not) */
+    resp_out    errs;          /* those replies, back to back */
+} exec_splice;
+
+static void exec_splice_free(exec_splice *x) {
+    if (!x) return;
+    resp_out_free(&x->errs);
+    free(x->off);
+    free(x);
+}
+
+static exec_splice *exec_splice_new(px_conn *c, int n) {
+    exec_splice *x = calloc(1, sizeof *x);
+    if (x && !(x->off = calloc(2 * (size_t)n + 1, sizeof *x->off))) { free(x); return NULL; }
+    if (!x) return NULL;
+    x->len = x->off + n;
+    x->n = n;
+    resp_out_init(&x->errs, c->out.proto);
+    return x;
+}
+
+/* Check m's commands for c's user now: NULL when every one is allowed (or
+ * *oom: no memory to tell), else the refusals, each logged in ACL LOG,
+ * with a reply mark pushed on c (exec_splice_reply's; px_cmd_exec drops it
+ * when the commands run here). */
+static exec_splice *exec_recheck(px_conn *c, px_multi *m, int *oom) {
+    exec_splice *x = exec_splice_new(c, m->n);
+    if (!x) { *oom = 1; return NULL; }
+    for (int i = 0; i < m->n; i++) {
+        x->off[i] = x->errs.len;
+        px_acl_exec_check(c, &x->errs, m->q[i].cmd, m->q[i].argc, m->q[i].argv);
+        x->len[i] = x->errs.len - x->off[i];
+    }
+    if (!x->errs.len) { exec_splice_free(x); return NULL; }
+    /* EXEC's place, in case a Redis server answers it (else dropped at once) */
+    if (!(x->mark = px_pending_push(c, NULL, fd_mono_ns()))) { exec_splice_free(x); *oom = 1; return NULL; }
+    return x;
+}
+
+/* The commands a Redis server must not run in a block: AUTH, HELLO and ACL
+ * are about frontdoor's own users (the server would run them on a shared
+ * connection, as frontdoor's upstream user); answered here, in their
+ * places, by frontdoor's handlers. */
+static int answered_here(const fd_command *cmd) {
+    return cmd && (cmd->id == FD_CMD_auth || cmd->id == FD_CMD_hello || cmd->id == FD_CMD_acl);
+}
+
+/* A passthrough EXEC: run the queued commands answered here (not refused),
+ * in their order, before the block goes (x: the refusals or NULL; made if
+ * needed, with its mark). x, NULL when none (or out of memory: *oom). */
+static exec_splice *exec_here(px_conn *c, px_multi *m, exec_splice *x, int *oom) {
+    for (int i = 0; i < m->n; i++) {
+        px_qcmd *q = &m->q[i];
+        if (!answered_here(q->cmd) || (x && x->len[i])) continue;
+        if (!x) {
+            if (!(x = exec_splice_new(c, m->n))) { *oom = 1; return NULL; }
+            if (!(x->mark = px_pending_push(c, NULL, fd_mono_ns()))) { exec_splice_free(x); *oom = 1; return NULL; }
+        }
+        x->off[i] = x->errs.len;
+        px_execute_into(c, q->cmd, q->argc, q->argv, &x->errs);
+        x->len[i] = x->errs.len - x->off[i];
+    }
+    return x;
+}
+
+/* Does m hold an EVAL, EVALSHA, EVAL_RO or EVALSHA_RO? */
+static int queues_script(const px_multi *m) {
+    for (int i = 0; i < m->n; i++) {
+        const fd_command *cmd = m->q[i].cmd;
+        if (cmd && (cmd->id == FD_CMD_eval || cmd->id == FD_CMD_evalsha || cmd->id == FD_CMD_eval_ro ||
+                    cmd->id == FD_CMD_evalsha_ro)) return 1;
+    }
+    return 0;
+}
+
+static void exec_splice_reply(void *ud, const char *reply, size_t len, int failed) {
+    exec_splice *x = ud;
+    resp_out o;
+    resp_out_init(&o, x->errs.proto);
+    const char *p = reply, *end = reply + len;
+    long long ran = 0;
+    for (int i = 0; i < x->n; i++) ran += !x->len[i];
+    /* the block's reply: an array of one reply per command that ran, else
+     * (Redis's EXECABORT, the backend unavailable) passed on as it is */
+    int ok = len > 1 && p[0] == '*';
+    if (ok) {
+        const char *nl = memchr(p, '\n', len);
+        ok = nl && strtoll(p + 1, NULL, 10) == ran;
+        if (ok) p = nl + 1;
+    }
+    if (ok) {
+        resp_add_array(&o, x->n);
+        for (int i = 0; i < x->n && ok; i++) {
+            if (x->len[i]) { resp_out_raw(&o, x->errs.data + x->off[i], x->len[i]); continue; }
+            resp_scanner sc;
+            resp_scanner_init(&sc);
+            long long n = resp_scan_reply(&sc, p, (size_t)(end - p));
+            if (n <= 0) { ok = 0; break; }
+            resp_out_raw(&o, p, (size_t)n);
+            p += n;
+        }
+    }
+    if (ok) px_pending_reply(x->mark, o.data, o.len);
+    else px_pending_reply(x->mark, reply, len);
+    if (x->ab.fn) x->ab.fn(x->ab.ud, reply, len, failed);
+    resp_out_free(&o);
+    exec_splice_free(x);
+}
+
 void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
     px_multi *m = c->multi;
     if (!m) { resp_add_error(&c->out, "ERR EXEC without MULTI"); return; }
@@ -521,25 +642,63 @@ void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
     c->multi = NULL;               /* the queued commands run, not queue again */
     multi_count(-1);
     unwatch_all(c);
+    /* ACL, checked again before anything runs or goes out: x holds the
+     * refusals (NULL: every command is still allowed, the usual case) */
+    int oom = 0;
+    exec_splice *x = px_acl_restricted(c) ? exec_recheck(c, m, &oom) : NULL;
+    if (oom) {                     /* fail closed: nothing runs */
+        resp_add_error(&c->out, PX_OOM_TEXT);
+        multi_free(m);
+        return;
+    }
+#define REFUSED(i) (x && x->len[i])
     /* where it runs, and in mirror mode the unit the A/B layer compares
-     * (proxy/ab.h): the queued commands as the layer sees them */
+     * (proxy/ab.h): the queued commands that run, as the layer sees them */
     px_unit_cmd uq0[16], *uq = m->n <= 16 ? uq0 : malloc((size_t)m->n * sizeof *uq);
-    int nq = uq ? m->n : 0;
-    for (int i = 0; i < nq; i++) uq[i] = (px_unit_cmd){m->q[i].cmd, m->q[i].argc, m->q[i].argv};
+    int nq = 0;
+    for (int i = 0; uq && i < m->n; i++)
+        if (!REFUSED(i)) uq[nq++] = (px_unit_cmd){m->q[i].cmd, m->q[i].argc, m->q[i].argv};
     px_backend *be = px_ab_exec_begin(c, nq, uq);
     if (uq != uq0) free(uq);
-    if (be && be->b.ops->passthrough) {
+    /* a restricted user's script runs in frontdoor's engine, its redis.call
+     * checked (docs/acl.md): with one queued, a Redis server does not run
+     * the block; the commands run one by one here, other clients held (as
+     * on mongodb: atomic against frontdoor's clients) */
+    int passthrough = be && be->b.ops->passthrough && !(px_acl_restricted(c) && queues_script(m));
+    if (x && !passthrough) {       /* the replies are written here, in order: no mark */
+        px_pending_drop(x->mark);
+        x->mark = NULL;
+    }
+    if (passthrough) {
         /* Redis runs it: MULTI, the commands, EXEC as one block on the
-         * client's connection; only EXEC's reply is the client's */
+         * client's connection; only EXEC's reply is the client's (with the
+         * refusals and the commands answered here spliced in:
+         * exec_splice_reply) */
         static resp_arg multi_arg[1] = {{"MULTI", 5}};
         const resp_arg *rk = first_key(m);
+        x = exec_here(c, m, x, &oom);
+        if (oom) {                 /* the client cannot get its reply */
+            c->flags |= PX_CONN_CLOSE_ASAP;
+            px_conn_touch(c);
+            px_ab_exec_end(c);
+            multi_free(m);
+            return;
+        }
         px_forward_unit(c, be, 1, multi_arg, NULL, 0, rk, 1, NULL);
         for (int i = 0; i < m->n; i++) {
+            if (REFUSED(i)) continue;
             /* the block bypasses px_execute: its writes touch watches here */
             if (m->q[i].cmd) px_watch_touch_if_write(m->q[i].cmd, m->q[i].argc, m->q[i].argv);
             px_forward_unit(c, be, m->q[i].argc, m->q[i].argv, qcmd_raw(&m->q[i]), m->q[i].rawlen, rk, 1, NULL);
         }
-        px_forward_unit(c, be, argc, argv, c->cur_raw, c->cur_rawlen, rk, 0, px_ab_exec_tap());
+        if (x) {
+            const px_tap *ab = px_ab_exec_tap();
+            if (ab) x->ab = *ab;
+            px_tap tap = {exec_splice_reply, x};
+            px_forward_unit(c, be, argc, argv, c->cur_raw, c->cur_rawlen, rk, 1, &tap);   /* x is the tap's now */
+        } else {
+            px_forward_unit(c, be, argc, argv, c->cur_raw, c->cur_rawlen, rk, 0, px_ab_exec_tap());
+        }
         px_ab_exec_end(c);
         multi_free(m);
         return;
@@ -550,18 +709,21 @@ void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
     c->atomic = 1;
     exec_conn = c;
     exec_n = m->n;
-    for (int i = 0; i < m->n; i++) {
+    for (int i = 0, j = 0; i < m->n; i++) {
         px_qcmd *q = &m->q[i];
+        if (REFUSED(i)) { resp_out_raw(&c->out, x->errs.data + x->off[i], x->len[i]); continue; }
         size_t before = c->out.len;
-        px_ab_exec_step(i);
+        px_ab_exec_step(j);
         if (q->cmd) px_execute(c, q->cmd, q->argc, q->argv, qcmd_raw(q), q->rawlen);
         else resp_add_unknown_command(&c->out, q->argc, q->argv);
-        px_ab_exec_local(i, c->out.data + before, c->out.len - before);
+        px_ab_exec_local(j++, c->out.data + before, c->out.len - before);
     }
+#undef REFUSED
     c->atomic = 0;
     exec_conn = NULL;
     px_ab_exec_end(c);             /* the secondary's copy, inside the primary's unit */
     if (async) px_atomic_end();
+    exec_splice_free(x);
     multi_free(m);
 }
 

@@ -28,6 +28,11 @@
 #define C_CON FD_CMD_CAT_CONNECTION
 #define C_SRT FD_CMD_CAT_SORT
 #define SUB   FD_CMD_CONTAINER
+#define KR    FD_CMD_KEY_R
+#define KW    FD_CMD_KEY_W
+#define K0    FD_CMD_KEY_NONE
+#define K1R   FD_CMD_KEY1_R
+#define K1W   FD_CMD_KEY1_W
 
 static fd_command table[FD_CMD_COUNT] = {
 #define CMD(id_, ar, fl, f, l, s, fam, impl, cl, grp, since_, summ, syn) \
@@ -196,4 +201,16 @@ int fd_subcommand_categories(int i, int *id, const char **sub, uint32_t *cats) {
     *sub = subcats[i].sub;
     *cats = subcats[i].cats;
     return 1;
+}
+
+int fd_command_key_need(const fd_command *cmd, int first) {
+    uint32_t f = cmd->flags;
+    if (first && (f & (FD_CMD_KEY1_R | FD_CMD_KEY1_W)))
+        return (f & FD_CMD_KEY1_R ? FD_KEY_NEED_R : 0) | (f & FD_CMD_KEY1_W ? FD_KEY_NEED_W : 0);
+    if (f & FD_CMD_KEY_NONE) return 0;
+    if (f & (FD_CMD_KEY_R | FD_CMD_KEY_W))
+        return (f & FD_CMD_KEY_R ? FD_KEY_NEED_R : 0) | (f & FD_CMD_KEY_W ? FD_KEY_NEED_W : 0);
+    if (f & FD_CMD_WRITE) return FD_KEY_NEED_W;
+    if (f & FD_CMD_READONLY) return FD_KEY_NEED_R;
+    return FD_KEY_NEED_R | FD_KEY_NEED_W;
 }

@@ -57,7 +57,17 @@ enum {
     FD_CMD_CAT_CONNECTION = 1 << 20,
     FD_CMD_CAT_SORT       = 1 << 21,   /* @list @set @sortedset, not the group's */
     FD_CMD_CONTAINER      = 1 << 22,   /* subcommands carry the categories (COMMAND INFO: none) */
+    /* what ACL needs of the keys, when not what the row's W/R says
+     * (commands.def's header; fd_command_key_need) */
+    FD_CMD_KEY_R          = 1 << 23,   /* the keys need read */
+    FD_CMD_KEY_W          = 1 << 24,   /* the keys need write */
+    FD_CMD_KEY_NONE       = 1 << 25,   /* the keys need neither (any pattern grants them) */
+    FD_CMD_KEY1_R         = 1 << 26,   /* the first key needs read ... */
+    FD_CMD_KEY1_W         = 1 << 27,   /* ... and/or write, unlike the others */
 };
+
+/* ACL key permissions (fd_command_key_need). */
+enum { FD_KEY_NEED_R = 1, FD_KEY_NEED_W = 2 };
 
 /* Redis 7.0's ACL categories, in its order (ACL CAT, COMMAND INFO). */
 enum fd_acl_category {
@@ -128,6 +138,11 @@ int         fd_category_lookup(const char *name, size_t len);
  * and its C_* tokens (commands.def's header). For a container (SUB) these
  * are what ACL applies to its subcommands; COMMAND INFO shows none. Pure. */
 uint32_t    fd_command_categories(const fd_command *cmd);
+/* What ACL permission a key of cmd needs, from Redis 7.0's key specs as
+ * the row states them (commands.def's header): FD_KEY_NEED_R and/or
+ * FD_KEY_NEED_W, 0 none. first: the command's first key (fd_command_keys'
+ * first), else any other. Pure. */
+int         fd_command_key_need(const fd_command *cmd, int first);
 
 /* A container's subcommands whose categories are not the row's (ACL
  * SETUSER, CLIENT KILL...: @admin @dangerous): the i-th such exception, 0

@@ -271,5 +271,46 @@ def redis_user_upstream():
     check(b"redis-user" in c.cmd("CONFIG", "GET", "redis-user"), "CONFIG GET redis-user")
 
 
+@T.case
+def exec_refusal_mirrored_without_the_refused():
+    """A/B mirror: a queued command refused at EXEC (its user's rules
+    changed) runs on neither side — the unit the secondary gets leaves it
+    out — and the unit compares equal (lmdb -> redis, redis -> lmdb)."""
+    if frontdoor_is_redis():
+        skip("A/B is frontdoor's")
+    from fdtest import info_fields, wait_until
+    for prim, sec in (("lmdb", "redis"), ("redis", "lmdb")):
+        r = start_redis()
+        kw = dict(ab_mode="mirror", backend=prim, ab_secondary=sec)
+        for side, name in (("", prim), ("ab_", sec)):
+            if name == "redis":
+                kw[side + "redis_address"] = "%s:%d" % (HOST, r.port)
+            else:
+                kw[side + "dir"] = make_tempdir("fdtest-aclab-")
+                kw[side + "durability"] = "nosync"
+        s = start_frontdoor(**kw)
+        a = s.conn()
+        check(a.cmd("ACL", "SETUSER", "tx", "on", ">pw", "~u:*", "+@all") == b"+OK\r\n", "SETUSER")
+        c = s.conn()
+        check(c.cmd("AUTH", "tx", "pw") == b"+OK\r\n", "AUTH")
+        c.cmd("MULTI")
+        c.cmd("SET", "u:a", "1")
+        c.cmd("SET", "u:b", "2")
+        c.cmd("INCR", "u:a")
+        a.cmd("ACL", "SETUSER", "tx", "resetkeys", "~u:a")
+        got = c.cmd("EXEC")
+        check(got.startswith(b"*3\r\n+OK\r\n-NOPERM ACLs rules changed") and got.endswith(b":2\r\n"),
+              "%s->%s: EXEC's reply" % (prim, sec), got)
+        wait_until(lambda: info_fields(a.call("INFO", "ab").decode())["ab_queue"] == "0", what="mirror settled")
+        ab = info_fields(a.call("INFO", "ab").decode())
+        check(ab["ab_units"] == "1" and ab["ab_divergences"] == "0", "%s->%s: one unit, no divergence" % (prim, sec), ab)
+        with r.conn() as d:
+            check(d.cmd("EXISTS", "u:b") == b":0\r\n" and d.cmd("GET", "u:a") == b"$1\r\n2\r\n",
+                  "%s->%s: the redis side ran SET u:a and INCR only" % (prim, sec))
+        check(a.cmd("EXISTS", "u:b") == b":0\r\n", "%s->%s: u:b nowhere" % (prim, sec))
+        s.stop()
+        r.stop()
+
+
 if __name__ == "__main__":
     T.main()

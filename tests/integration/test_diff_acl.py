@@ -15,7 +15,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import Tests, Diff, diff_pair, shared_pair, check
+from fdtest import Tests, Diff, diff_pair, shared_pair, check, ConnClosed
 
 T = Tests(case_timeout=60)
 
@@ -276,6 +276,200 @@ def sort_patterns_as_redis():
         a.cmd("ACL", "DELUSER", "s1", "s2")
         a.cmd("DEL", "k1", "k2")
         for x in (a, d, e):
+            finish(x, resp3)
+
+
+@T.case
+def exec_rechecks_acl_as_redis():
+    """Redis 7.0 checks every queued command again at EXEC: rules changed
+    after queueing refuse its slot with -NOPERM ACLs rules changed... (the
+    command, a key, a channel), logged with context multi; the rest runs.
+    A user deleted while in MULTI loses its connection. (Keys of one
+    slot: redis-cluster.)"""
+    for resp3 in (False, True):
+        a = both(resp3)
+        a.cmd("ACL", "LOG", "RESET")
+        a.cmd("ACL", "SETUSER", "tx", "on", ">pw", "~k*", "&ch*", "+@all")
+        d = user_conn(resp3, "tx", "pw")
+        d.cmd("MULTI")
+        d.cmd("SET", "k{t}1", "a")
+        d.cmd("GET", "k{t}1")
+        d.cmd("SET", "k{t}2", "b")
+        d.cmd("PUBLISH", "ch1", "m")
+        d.cmd("INCR", "k{t}3")
+        d.cmd("SORT", "k{t}4", "BY", "w_*")
+        d.cmd("LPUSH", "k{t}4", "1")
+        a.cmd("ACL", "SETUSER", "tx", "resetkeys", "~k{t}1", "~k{t}4", "~k{t}3", "-get", "resetchannels", "&other")
+        d.cmd("EXEC")
+        d.cmd("GET", "k{t}1")                      # not queued: the usual refusal
+        a.cmd("MGET", "k{t}1", "k{t}2", "k{t}3")   # SET k{t}2 did not run
+        d.cmd("MULTI")
+        d.cmd("SET", "k{t}1", "c")
+        a.cmd("ACL", "SETUSER", "tx", "-set")
+        d.cmd("EXEC")                              # every slot refused
+        a.cmd("ACL", "LOG", "10", norm=log_norm)
+        # deleted while in MULTI: Redis closes the connection
+        a.cmd("ACL", "SETUSER", "tx", "+set")
+        e = user_conn(resp3, "tx", "pw")
+        e.cmd("MULTI")
+        e.cmd("SET", "k{t}1", "d")
+        a.cmd("ACL", "DELUSER", "tx")
+        for name, conn in (("redis", e.ref), ("frontdoor", e.fd)):
+            try:
+                r = conn.cmd("EXEC")
+            except ConnClosed:
+                r = None
+            check(r is None, "%s: EXEC of a deleted user must find its connection closed" % name, r)
+        a.cmd("GET", "k{t}1")
+        a.cmd("DEL", "k{t}1", "k{t}2", "k{t}3", "k{t}4")
+        for x in (a, d):
+            finish(x, resp3)
+
+
+# Commands of each family with their keys as A, B, C (one slot with {t}):
+# their keys' read/write needs are Redis 7.0's key specs (commands.def:
+# KR, KW, K0, K1R, K1W; SET's GET, BITFIELD's read-only form, SORT's and
+# GEORADIUS's STORE: proxy/acl.c).
+KEYSPEC_CMDS = [
+    "GET A", "SET A v", "SET A v GET", "INCR A", "APPEND A v", "STRLEN A", "GETDEL A", "GETEX A", "MGET A B",
+    "MSET A v B v", "SETRANGE A 0 v", "GETRANGE A 0 1", "LCS A B",
+    "SETBIT A 0 1", "GETBIT A 0", "BITCOUNT A", "BITOP AND A B C", "BITFIELD A GET u8 0",
+    "BITFIELD A OVERFLOW SAT GET u8 0", "BITFIELD A INCRBY u8 0 1", "BITFIELD_RO A GET u8 0",
+    "PFADD A x", "PFCOUNT A B", "PFMERGE A B C",
+    "DEL A B", "UNLINK A", "EXISTS A B", "TYPE A", "EXPIRE A 100", "TTL A", "PERSIST A", "TOUCH A",
+    "RENAME A B", "RENAMENX A B", "COPY A B", "SORT A", "SORT A STORE B", "SORT A STORE C LIMIT 0 1 STORE B",
+    "SORT_RO A", "OBJECT ENCODING A", "DUMP A",
+    "LPUSH A x", "LPOP A", "LLEN A", "LRANGE A 0 -1", "LMOVE A B LEFT LEFT", "RPOPLPUSH A B", "LMPOP 2 A B LEFT",
+    "BLPOP A B 1", "BLMOVE A B LEFT LEFT 1",
+    "HSET A f v", "HGET A f", "HLEN A", "HINCRBY A f 1", "HEXISTS A f", "HSTRLEN A f",
+    "SADD A x", "SMEMBERS A", "SCARD A", "SISMEMBER A x", "SPOP A", "SMOVE A B x", "SINTERSTORE A B C",
+    "SUNION A B",
+    "ZADD A 1 x", "ZSCORE A x", "ZCARD A", "ZINCRBY A 1 x", "ZPOPMIN A", "ZUNIONSTORE A 2 B C",
+    "ZRANGESTORE A B 0 -1", "ZMPOP 2 A B MIN", "BZPOPMIN A 1",
+    "GEOADD A 0 0 x", "GEOPOS A x", "GEOSEARCHSTORE A B FROMLONLAT 0 0 BYRADIUS 1 km",
+    "GEORADIUS A 0 0 1 km STORE B", "GEORADIUSBYMEMBER A x 1 km STOREDIST B",
+    "GEORADIUS A 0 0 1 km STORE B STOREDIST C",
+    "XADD A * f v", "XLEN A", "XRANGE A - +", "XREAD STREAMS A B 0 0", "XREADGROUP GROUP g c STREAMS A 0",
+    "WATCH A B", "EVAL_RO return 1 1 A", "EVAL return 1 2 A B",
+]
+
+
+@T.case
+def key_specs_as_redis():
+    """%R~ / %W~ users: each key needs read and/or write as Redis 7.0's key
+    specs say (INCR: RW, LMOVE: RW source and W destination, EXISTS:
+    neither, SORT ... STORE: W destination...). ACL DRYRUN's texts name the
+    key, byte for byte; the commands' own -NOPERM replies too (a reply that
+    is not a refusal need only not be one on both: other suites compare
+    the commands)."""
+    for resp3 in (False, True):
+        a = both(resp3)
+        a.cmd("ACL", "LOG", "RESET")
+        a.cmd("ACL", "SETUSER", "ks", "on", ">pw", "+@all", "%R~r*", "%W~w*", "~b*")
+        d = user_conn(resp3, "ks", "pw")
+        noperm = lambda x, y: x == y if x.startswith(b"-NOPERM") or y.startswith(b"-NOPERM") else True
+        for line in KEYSPEC_CMDS:
+            for first, rest in (("r", "r"), ("w", "w"), ("b", "b"), ("r", "w"), ("w", "r")):
+                args = []
+                for t in line.split(" "):
+                    if t in ("A", "B", "C"):
+                        t = "%s{t}%s" % (first if t == "A" else rest, "ABC".index(t) + 1)
+                    args.append(t)
+                if args[0] == "EVAL_RO" or args[0] == "EVAL":
+                    args[1] = "return 1"
+                    del args[2]
+                a.cmd("ACL", "DRYRUN", "ks", *args)
+                if args[0] in ("BLPOP", "BLMOVE", "BZPOPMIN", "WATCH"):
+                    continue                       # would block / changes the connection: DRYRUN only
+                d.cmd(*args, same=noperm)
+        a.cmd("ACL", "LOG", "200", norm=log_norm)
+        a.cmd("ACL", "DELUSER", "ks")
+        a.cmd("FLUSHALL")
+        for x in (a, d):
+            finish(x, resp3)
+
+
+@T.case
+def key_patterns_as_redis():
+    """Key patterns of every shape (a prefix of up to 8 bytes and longer, a
+    literal, globs, one glob first) against keys shorter and longer than 8
+    bytes: GET / SET / EXISTS refused or not as Redis (frontdoor's fast
+    path for "prefix*" and literals, its full check for the rest)."""
+    for resp3 in (False, True):
+        a = both(resp3)
+        a.cmd("ACL", "SETUSER", "kp", "on", ">pw", "+@all", "~key:*", "~averyverylongprefix:*", "~exact",
+              "%R~a?c", "%W~[xy]z*", "~*suffix", "~k", "~12345678*", "~1234567*")
+        d = user_conn(resp3, "kp", "pw")
+        for k in ("key:1", "key:", "key", "ke", "k", "kk", "key:000000000123", "averyverylongprefix:1",
+                  "averyverylongprefix", "averyverylongprefiX:1", "exact", "exactly", "exac", "abc", "abcd",
+                  "xz", "yz1", "zz", "xzzzzzzzzzzz", "a_suffix", "suffix", "suffi", "12345678", "1234567",
+                  "123456", "123456789", "1234567x", "", "\x00", "other", "Key:1"):
+            d.cmd("GET", k)
+            d.cmd("SET", k, "v")
+            d.cmd("EXISTS", k)
+        # a first-argument rule on a one-key command: the full check decides it
+        a.cmd("ACL", "SETUSER", "kq", "on", ">pw", "+@all", "-object|encoding", "~key:*")
+        e = user_conn(resp3, "kq", "pw")
+        a.cmd("SET", "key:1", "v")
+        e.cmd("OBJECT", "ENCODING", "key:1")
+        e.cmd("OBJECT", "FREQ", "key:1")
+        e.cmd("OBJECT", "REFCOUNT", "key:1")
+        e.cmd("OBJECT", "REFCOUNT", "other")
+        e.cmd("GET", "key:1")
+        a.cmd("ACL", "DELUSER", "kp", "kq")
+        a.cmd("FLUSHALL")
+        for x in (a, d, e):
+            finish(x, resp3)
+
+
+@T.case
+def acl_and_auth_in_multi_as_redis():
+    """ACL and AUTH queued in MULTI run at EXEC in their places, on
+    frontdoor's users (on the redis backends they are answered by frontdoor,
+    never sent to the Redis server in the block)."""
+    for resp3 in (False, True):
+        a = both(resp3)
+        d = both(resp3)
+        d.cmd("MULTI")
+        d.cmd("ACL", "SETUSER", "mu", "on", ">pw", "~k*", "+@all")
+        d.cmd("ACL", "WHOAMI")
+        d.cmd("SET", "k{t}1", "a")
+        d.cmd("AUTH", "mu", "pw")
+        d.cmd("ACL", "WHOAMI")
+        d.cmd("GET", "k{t}1")
+        d.cmd("AUTH", "mu", "wrong")
+        d.cmd("EXEC")
+        d.cmd("ACL", "WHOAMI")
+        d.cmd("GET", "x")
+        a.cmd("ACL", "USERS")
+        a.cmd("ACL", "GETUSER", "mu")
+        a.cmd("ACL", "DELUSER", "mu")
+        a.cmd("DEL", "k{t}1")
+        for x in (a, d):
+            finish(x, resp3)
+
+
+@T.case
+def script_in_multi_checked_as_redis():
+    """A restricted user's EVAL queued in MULTI has its redis.call checked
+    at EXEC, in its place (on the redis backends the transaction then runs
+    command by command in frontdoor, not as a block in Redis, which would
+    run the script as frontdoor's upstream user)."""
+    for resp3 in (False, True):
+        a = both(resp3)
+        a.cmd("ACL", "SETUSER", "ev", "on", ">pw", "~k*", "+@all")
+        d = user_conn(resp3, "ev", "pw")
+        d.cmd("MULTI")
+        d.cmd("SET", "k{t}1", "v")
+        d.cmd("EVAL", "return redis.call('get', 'zz{t}')", "0")
+        d.cmd("EVAL", "return redis.call('get', 'k{t}1')", "0")
+        d.cmd("EVAL", "return redis.pcall('set', 'zz{t}', 'x')", "0")
+        d.cmd("INCR", "k{t}2")
+        d.cmd("EXEC")
+        a.cmd("MGET", "k{t}1", "k{t}2", "zz{t}")
+        a.cmd("ACL", "DELUSER", "ev")
+        a.cmd("DEL", "k{t}1", "k{t}2")
+        for x in (a, d):
             finish(x, resp3)
 
 
