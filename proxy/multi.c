@@ -7,6 +7,7 @@
 #include "config.h"
 #include "log.h"
 #include "scripting.h"
+#include "tracking.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -526,6 +527,8 @@ void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
             px_forward_unit(c, be, m->q[i].argc, m->q[i].argv, qcmd_raw(&m->q[i]), m->q[i].rawlen, rk, 1, NULL);
         }
         px_forward_unit(c, be, argc, argv, c->cur_raw, c->cur_rawlen, rk, 0, px_ab_exec_tap());
+        for (int i = 0; i < m->n; i++)      /* invalidations after EXEC's reply (tracking.h) */
+            px_tracking_write(c, m->q[i].cmd, m->q[i].argc, m->q[i].argv);
         px_ab_exec_end(c);
         multi_free(m);
         return;
