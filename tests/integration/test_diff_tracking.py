@@ -9,12 +9,14 @@ Served: default mode, ON/OFF, NOLOOP, OPTIN/OPTOUT with CLIENT CACHING, REDIRECT
 __redis__:invalidate gets messages; RESP3: pushes), FLUSHALL/FLUSHDB's null invalidate,
 CLIENT GETREDIR / TRACKINGINFO while tracking, INFO's tracking_clients; BCAST
 with PREFIX (one message per prefix for the writes of one loop turn, NOLOOP,
-REDIRECT, the prefix errors), tracking-table-max-keys (random keys evicted
+REDIRECT, a redirect gone: tracking-redir-broken and broken_redirect; the
+prefix errors), tracking-table-max-keys (random keys evicted
 with their invalidations: counts and shape compared, not names).
 """
 import os
 import re
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fdtest import Tests, DiffTwo, diff_case, diff_steps
@@ -342,6 +344,45 @@ bcast_redirect_steps = [
     b_receives,
 ]
 diff_case(T, "tracking_bcast_redirect_to_a_subscriber", bcast_redirect_steps)
+
+
+def redirect_to_gone_client(two):
+    """A third client C on each server; A redirects to it (BCAST, prefix
+    br); C closes; B writes under br: A gets `tracking-redir-broken <C>`
+    (RESP3; nothing in RESP2) and TRACKINGINFO shows broken_redirect. C's
+    id differs between the servers: it is blurred."""
+    from fdtest import Conn
+    blur = lambda raw: re.sub(rb":\d+\r\n", b":<id>\r\n", raw)
+    got = {"on": [], "push": [], "info": []}
+    for ca, cb in ((two.a.ref, two.b.ref), (two.a.fd, two.b.fd)):
+        c = Conn(ca.port)
+        cid = c.cmd("CLIENT", "ID")[1:-2]
+        got["on"].append(ca.cmd("CLIENT", "TRACKING", "ON", "BCAST", "REDIRECT", cid, "PREFIX", "br"))
+        c.close()
+        for _ in range(50):                  # the server has seen C go
+            if b"id=%s " % cid not in cb.cmd("CLIENT", "LIST"):
+                break
+            time.sleep(0.05)
+        cb.cmd("SET", "br1", "x")
+        ca.send("PING")
+        raw = b""
+        for _ in range(5):
+            r = ca.read()
+            raw += r
+            if r.startswith(b"+PONG"):
+                break
+        got["push"].append(blur(raw))
+        got["info"].append(blur(ca.cmd("CLIENT", "TRACKINGINFO")))
+    for what in ("on", "push", "info"):
+        two.a._compare("redirect to a gone client: " + what, *got[what])
+
+
+bcast_broken_steps = [
+    redirect_to_gone_client,
+    ("CLIENT", "TRACKING", "OFF"),
+    ("CLIENT", "TRACKINGINFO"),                        # the mark goes with tracking
+]
+diff_case(T, "tracking_bcast_redirect_broken", bcast_broken_steps)
 
 
 # a transaction's writes (forwarded to a Redis backend as one block: no
