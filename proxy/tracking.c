@@ -32,8 +32,9 @@ typedef struct tclient {
     size_t   npfx;
 } tclient;
 
-static tclient *tc;          /* the tracking clients (grown by doubling) */
-static size_t   ntc, captc;
+/* The tracking clients by id (the id's 8 bytes: one lookup per command,
+ * however many track); the entries hold the tclient, never moved. */
+static px_strmap tcs;
 
 /* The BCAST prefix table, sorted as Redis's radix tree walks it (bytes,
  * a prefix before its extensions): broadcasts go out in this order. */
@@ -79,17 +80,12 @@ typedef struct owned {
 static owned  *own;
 static size_t  nown, capown;
 
-static tclient *find(const px_conn *c) {
-    for (size_t i = 0; i < ntc; i++)
-        if (tc[i].c == c) return &tc[i];
-    return NULL;
+static tclient *find_id(uint64_t id) {
+    px_strent *e = tcs.count ? px_strmap_get(&tcs, (const char *)&id, sizeof id) : NULL;
+    return e ? px_strmap_data(e) : NULL;
 }
 
-static tclient *find_id(uint64_t id) {
-    for (size_t i = 0; i < ntc; i++)
-        if (tc[i].c->id == id) return &tc[i];
-    return NULL;
-}
+static tclient *find(const px_conn *c) { return find_id(c->id); }
 
 static void arm(int on) {
     px_hook_arm(exec_done, track_exec_done, on);
@@ -424,6 +420,14 @@ static void track_turn_end(void) {
 /* Every command run: a tracking client's read remembers its keys (not in
  * BCAST); any write invalidates its keys (all of them: the safe side) and
  * notes them for the BCAST prefixes. */
+/* FLUSHALL/FLUSHDB by `arg` (a px_conn): the null to the tracking client
+ * of entry e (its own, held until its command ends). */
+static void flush_one(px_strent *e, void *arg) {
+    tclient *t = px_strmap_data(e);
+    if (t->c == arg) defer_own(t, NULL, 0);
+    else send_invalidate(t, NULL, 0);
+}
+
 static void track_command(const px_exec *e, int write) {
     const fd_command *cmd = e->cmd;
     int track = 0;
@@ -434,9 +438,7 @@ static void track_command(const px_exec *e, int write) {
     }
     if (write && (cmd->id == FD_CMD_flushdb || cmd->id == FD_CMD_flushall)) {
         if (e->reply && e->len && e->reply[0] == '-') return;
-        for (size_t i = 0; i < ntc; i++)
-            if (tc[i].c == e->c) defer_own(&tc[i], NULL, 0);
-            else send_invalidate(&tc[i], NULL, 0);
+        px_strmap_each(&tcs, flush_one, e->c);
         forget_all();
         if (nown) turn_arm();
         return;
@@ -461,11 +463,11 @@ static void track_command(const px_exec *e, int write) {
 }
 
 static void track_exec_done(const px_exec *e) {
-    if (ntc && e->cmd) track_command(e, (e->cmd->flags & FD_CMD_WRITE) != 0);
+    if (tcs.count && e->cmd) track_command(e, (e->cmd->flags & FD_CMD_WRITE) != 0);
 }
 
 void px_tracking_write(px_conn *c, const fd_command *cmd, int argc, const resp_arg *argv) {
-    if (!ntc || !cmd) return;
+    if (!tcs.count || !cmd) return;
     if (cmd->flags & FD_CMD_WRITE || cmd->id == FD_CMD_eval || cmd->id == FD_CMD_evalsha || cmd->id == FD_CMD_fcall)
         track_command(&(px_exec){.c = c, .script = !(cmd->flags & FD_CMD_WRITE), .cmd = cmd, .argc = argc,
                                  .argv = argv, .owed = 1}, 1);   /* a script: its writer is not c (NOLOOP) */
@@ -475,8 +477,8 @@ void px_tracking_off(px_conn *c) {
     tclient *t = find(c);
     if (!t) return;
     bcast_off(t);
-    *t = tc[--ntc];             /* its ids left in keys are skipped (find_id) */
-    if (!ntc) { forget_all(); arm(0); }
+    px_strmap_del(&tcs, px_strmap_get(&tcs, (const char *)&c->id, sizeof c->id));   /* its ids left in keys are skipped (find_id) */
+    if (!tcs.count) { forget_all(); arm(0); }
     turn_arm();
 }
 
@@ -560,15 +562,11 @@ void px_tracking_command(px_conn *c, int argc, const resp_arg *argv) {
         }
         if (bcast && prefix_collision(c, t, argc, argv)) return;
         if (!t) {
-            if (ntc == captc) {
-                size_t cap = captc ? captc * 2 : 8;
-                tclient *n = realloc(tc, cap * sizeof *n);
-                if (!n) { resp_add_error(&c->out, "ERR out of memory"); return; }
-                tc = n, captc = cap;
-            }
-            t = &tc[ntc++];
+            px_strent *te = px_strmap_add(&tcs, (const char *)&c->id, sizeof c->id, sizeof *t, NULL);
+            if (!te) { resp_add_error(&c->out, "ERR out of memory"); return; }
+            t = px_strmap_data(te);
             *t = (tclient){.c = c};
-            if (ntc == 1) arm(1);
+            if (tcs.count == 1) arm(1);
         }
         t->noloop = noloop;
         t->redir = (uint64_t)redir;
@@ -643,7 +641,7 @@ void px_tracking_caching(px_conn *c, const resp_arg *arg) {
     resp_add_simple(&c->out, "OK", 2);
 }
 
-size_t px_tracking_clients(void) { return ntc; }
+size_t px_tracking_clients(void) { return tcs.count; }
 size_t px_tracking_keys(void) { return keys.count; }
 size_t px_tracking_items(void) { return nitems; }
 size_t px_tracking_prefixes(void) { return npfx; }

@@ -4,7 +4,8 @@ tracking.c, issue 27): a RESP3 client that caches GET results and drops an
 entry when its `invalidate` push arrives (the null one: everything), checked
 against the store while another client writes; in the default mode, and in
 BCAST mode with a prefix (the cache also holds keys it never read, and no
-invalidation may name a key outside its prefix). Runs on FD_BACKEND (in
+invalidation may name a key outside its prefix); 200 tracking clients at
+once, some leaving. Runs on FD_BACKEND (in
 FD_DIFF_SUITES: every backend).
 """
 import os
@@ -182,6 +183,54 @@ def bcast_cache_stays_right():
 
 
 T.add("bcast_cache_stays_right_under_random_writes", bcast_cache_stays_right)
+
+
+def many_trackers():
+    """200 tracking clients (the table of tracking clients by id): each reads
+    its own key and one shared key; a write of each key reaches exactly its
+    readers; half of them turn tracking off or disconnect, and the next
+    writes reach only the others. INFO's tracking_clients follows."""
+    fd = shared_frontdoor()
+    writer = fd.conn()
+    writer.cmd("FLUSHALL")
+    caches = [Cache(fd.port) for _ in range(200)]
+    try:
+        def info_clients():
+            for line in writer.cmd("INFO", "clients").split(b"\r\n"):
+                if line.startswith(b"tracking_clients:"):
+                    return int(line.split(b":")[1])
+        check(info_clients() >= 200, "200 tracking clients", info_clients())
+        for i, c in enumerate(caches):
+            c.get(b"many:%d" % i)
+            c.get(b"many:shared")
+        for i in range(200):
+            writer.cmd("SET", b"many:%d" % i, "x")
+        writer.cmd("SET", b"many:shared", "y")
+        for i, c in enumerate(caches):
+            c.sync()
+            check(c.keys_invalidated == [[b"many:%d" % i], [b"many:shared"]],
+                  "client %d got its key's and the shared key's invalidations" % i, c.keys_invalidated)
+            c.keys_invalidated = []
+            c.get(b"many:shared")
+        for i, c in enumerate(caches[:100]):
+            if i % 2:
+                check(c.c.call("CLIENT", "TRACKING", "OFF") == "OK", "CLIENT TRACKING OFF")
+            else:
+                c.c.close()
+        writer.cmd("SET", b"many:shared", "z")
+        for c in caches[100:]:
+            c.sync()
+            check(c.keys_invalidated == [[b"many:shared"]], "a client still tracking got it", c.keys_invalidated)
+        for c in caches[1:100:2]:
+            c.sync()
+            check(c.keys_invalidated == [], "a client that turned tracking off got nothing", c.keys_invalidated)
+    finally:
+        for c in caches:
+            c.c.close()
+        writer.close()
+
+
+T.add("many_tracking_clients", many_trackers)
 
 
 if __name__ == "__main__":
