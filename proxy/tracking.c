@@ -24,6 +24,7 @@ typedef struct tclient {
     px_conn *c;
     int      noloop;
     uint64_t redir;      /* REDIRECT's client id, or 0 */
+    px_conn *rc;         /* that client while it is connected, else NULL (closed: track_closed) */
     int      optin, optout;
     int      caching;    /* CLIENT CACHING yes (OPTIN) / no (OPTOUT) for the next command */
     int      bcast;
@@ -35,6 +36,11 @@ typedef struct tclient {
 /* The tracking clients by id (the id's 8 bytes: one lookup per command,
  * however many track); the entries hold the tclient, never moved. */
 static px_strmap tcs;
+
+/* The REDIRECT targets by id: how many tracking clients redirect to each
+ * (a target closing clears their rc, without a scan of every connection
+ * per message). */
+static px_strmap targets;
 
 /* The BCAST prefix table, sorted as Redis's radix tree walks it (bytes,
  * a prefix before its extensions): broadcasts go out in this order. */
@@ -93,6 +99,25 @@ static void arm(int on) {
     px_hook_arm(after, track_after, on);
 }
 
+/* t redirects to r (id 0: to nobody): the targets' counts follow. */
+static void redirect(tclient *t, uint64_t id, px_conn *r) {
+    if (t->redir && t->rc) {
+        px_strent *e = px_strmap_get(&targets, (const char *)&t->redir, sizeof t->redir);
+        if (e && !--*(size_t *)px_strmap_data(e)) px_strmap_del(&targets, e);
+    }
+    t->redir = id, t->rc = NULL;
+    if (!id) return;
+    px_strent *e = px_strmap_add(&targets, (const char *)&id, sizeof id, sizeof(size_t), NULL);
+    if (!e) { t->rc = NULL; return; }                 /* out of memory: as if gone */
+    ++*(size_t *)px_strmap_data(e);
+    t->rc = r;
+}
+
+static void target_gone(px_strent *e, void *arg) {
+    tclient *t = px_strmap_data(e);
+    if (t->rc == arg) t->rc = NULL;
+}
+
 static px_conn *conn_by_id(uint64_t id) {
     for (px_conn *x = px_srv.clients; x; x = x->next)
         if (x->id == id) return x;
@@ -109,7 +134,7 @@ static px_conn *begin_message(tclient *t) {
     px_conn *c = t->c;
     int redirected = 0;
     if (t->redir) {
-        px_conn *r = conn_by_id(t->redir);
+        px_conn *r = t->rc;
         if (!r) {
             t->broken = 1;
             if (c->out.proto >= 3 && !(c->flags & PX_CONN_CLOSE_ASAP)) {
@@ -477,12 +502,21 @@ void px_tracking_off(px_conn *c) {
     tclient *t = find(c);
     if (!t) return;
     bcast_off(t);
+    redirect(t, 0, NULL);
     px_strmap_del(&tcs, px_strmap_get(&tcs, (const char *)&c->id, sizeof c->id));   /* its ids left in keys are skipped (find_id) */
     if (!tcs.count) { forget_all(); arm(0); }
     turn_arm();
 }
 
-static void track_closed(px_conn *c) { px_tracking_off(c); }
+/* A connection closing: its tracking off, and the clients redirecting to it
+ * lose their target (their next message: tracking-redir-broken). */
+static void track_closed(px_conn *c) {
+    px_tracking_off(c);
+    px_strent *e = targets.count ? px_strmap_get(&targets, (const char *)&c->id, sizeof c->id) : NULL;
+    if (!e) return;
+    px_strmap_each(&tcs, target_gone, c);
+    px_strmap_del(&targets, e);
+}
 
 /* Redis 7.0's checkPrefixCollisionsOrReply: a provided prefix that shares
  * its start with one of t's (or a later provided one): the error, 0. */
@@ -517,6 +551,7 @@ void px_tracking_command(px_conn *c, int argc, const resp_arg *argv) {
     if (argc < 3) { resp_add_error(&c->out, "ERR wrong number of arguments for 'client|tracking' command"); return; }
     int noloop = 0, optin = 0, optout = 0, bcast = 0, nprefix = 0;
     long long redir = 0;
+    px_conn *rconn = NULL;
     for (int i = 3; i < argc; i++) {
         if (resp_arg_is(&argv[i], "REDIRECT") && i + 1 < argc) {
             i++;
@@ -525,7 +560,7 @@ void px_tracking_command(px_conn *c, int argc, const resp_arg *argv) {
                 resp_add_error(&c->out, "ERR value is not an integer or out of range");
                 return;
             }
-            if (redir <= 0 || !conn_by_id((uint64_t)redir)) {
+            if (redir <= 0 || !(rconn = conn_by_id((uint64_t)redir))) {
                 resp_add_error(&c->out, "ERR The client ID you want redirect to does not exist");
                 return;
             }
@@ -569,7 +604,7 @@ void px_tracking_command(px_conn *c, int argc, const resp_arg *argv) {
             if (tcs.count == 1) arm(1);
         }
         t->noloop = noloop;
-        t->redir = (uint64_t)redir;
+        redirect(t, (uint64_t)redir, rconn);
         t->optin = optin, t->optout = optout;
         t->broken = 0;
         t->bcast = bcast;
