@@ -762,7 +762,7 @@ void px_cmd_client(px_conn *c, int argc, resp_arg *argv) {
             "NO-TOUCH (ON|OFF)", "    Will not touch LRU/LFU stats when this mode is on (accepted: no such stats).",
             "REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
             "SETNAME <name>", "    Assign the name <name> to the current connection.",
-            "TRACKING (ON|OFF) [REDIRECT <id>] [OPTIN] [OPTOUT] [NOLOOP]", "    Control server assisted client side caching (BCAST, PREFIX: not served yet).",
+            "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]] [OPTIN] [OPTOUT] [NOLOOP]", "    Control server assisted client side caching.",
             "TRACKINGINFO", "    Report tracking status for the current connection.",
             "UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.",
             "HELP", "    Print this help.", NULL};

@@ -105,6 +105,7 @@ static const directive directives[] = {
     {"slowlog-max-len", T_INT, OFF(slowlog_max_len), "128", 0, LONG_MAX, 0, NULL},
     {"tcp-backlog", T_INT, OFF(tcp_backlog), "511", 0, INT_MAX, F_IMMUTABLE, NULL},
     {"timeout", T_INT, OFF(timeout), "0", 0, INT_MAX, 0, NULL},
+    {"tracking-table-max-keys", T_INT, OFF(tracking_table_max_keys), "1000000", 0, LLONG_MAX, 0, NULL},   /* tracking.h */
     /* TLS for clients (proxy/tls.h, docs/tls.md): Redis 7.0's directives; a
      * change to any of them builds a new SSL_CTX for new connections (F_TLS) */
     {"tls-auth-clients", T_ENUM, OFF(tls_auth_clients), "yes", 0, 0, F_TLS, tls_auth_names},

@@ -111,6 +111,7 @@ typedef struct px_settings {
     /* proxy/slowlog.h */
     long long slowlog_log_slower_than;   /* µs; -1 = off, 0 = every command */
     long long slowlog_max_len;
+    long long tracking_table_max_keys;   /* proxy/tracking.h: keys in the tracking table (0 = no limit) */
     long long latency_monitor_threshold; /* ms; 0 = off */
     long long notify_keyspace_events;    /* PX_NOTIFY_* bits (docs/notifications.md); 0 = off */
     int       capture_hash;          /* 1 = keys and values hashed */

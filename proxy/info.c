@@ -140,7 +140,7 @@ void px_cmd_info(px_conn *c, int argc, resp_arg *argv) {
         line(&o, "event_loop_turns:%llu", (unsigned long long)px_srv.turns);
         line(&o, "tracking_total_keys:%zu", px_tracking_keys());
         line(&o, "tracking_total_items:%zu", px_tracking_items());
-        line(&o, "tracking_total_prefixes:0");
+        line(&o, "tracking_total_prefixes:%zu", px_tracking_prefixes());
         line(&o, "total_error_replies:%llu", (unsigned long long)px_errorstat_total());
     }
     if (wants(argc, argv, "cpu", 1)) {

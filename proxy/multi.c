@@ -9,6 +9,7 @@
 #include "scripting.h"
 #include "acl.h"
 #include "../protocol/resp_scan.h"
+#include "tracking.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -699,6 +700,8 @@ void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
         } else {
             px_forward_unit(c, be, argc, argv, c->cur_raw, c->cur_rawlen, rk, 0, px_ab_exec_tap());
         }
+        for (int i = 0; i < m->n; i++)      /* invalidations after EXEC's reply (tracking.h) */
+            px_tracking_write(c, m->q[i].cmd, m->q[i].argc, m->q[i].argv);
         px_ab_exec_end(c);
         multi_free(m);
         return;

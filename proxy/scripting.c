@@ -1,5 +1,6 @@
 /* scripting.c — the Lua engine's host (scripting.h). */
 #include "scripting.h"
+#include "tracking.h"
 #include "hooks.h"
 #include "acl.h"
 #include "script.h"
@@ -209,6 +210,7 @@ static int forwarded(px_conn *c, int argc, resp_arg *argv) {
         return 0;
     if (cmd) px_watch_touch_if_write(cmd, argc, argv);   /* its keys, for WATCH (multi.h) */
     px_forward(c, cmd, argc, argv, c->cur_raw, c->cur_rawlen);
+    px_tracking_write(c, cmd, argc, argv);               /* its keys' invalidations (tracking.h) */
     return 1;
 }
 

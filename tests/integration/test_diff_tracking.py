@@ -7,13 +7,19 @@ in RESP2 (no redirect: no pushes, as Redis) and RESP3.
 
 Served: default mode, ON/OFF, NOLOOP, OPTIN/OPTOUT with CLIENT CACHING, REDIRECT (RESP2: B subscribed to
 __redis__:invalidate gets messages; RESP3: pushes), FLUSHALL/FLUSHDB's null invalidate,
-CLIENT GETREDIR / TRACKINGINFO while tracking, INFO's tracking_clients.
+CLIENT GETREDIR / TRACKINGINFO while tracking, INFO's tracking_clients; BCAST
+with PREFIX (one message per prefix for the writes of one loop turn, NOLOOP,
+REDIRECT, a redirect gone: tracking-redir-broken and broken_redirect; the
+prefix errors), tracking-table-max-keys (random keys evicted
+with their invalidations: counts and shape compared, not names).
 """
 import os
+import re
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import Tests, diff_case
+from fdtest import Tests, DiffTwo, diff_case, diff_steps
 
 T = Tests(case_timeout=60)
 
@@ -45,10 +51,11 @@ def info_clients(two):
 
 
 def info_tables(two):
-    """INFO stats' tracking_total_keys and tracking_total_items on both."""
+    """INFO stats' tracking_total_keys, _items and _prefixes on both."""
     def norm(raw):
         return b" ".join(line for line in raw.split(b"\r\n")
-                         if line.startswith((b"tracking_total_keys:", b"tracking_total_items:")))
+                         if line.startswith((b"tracking_total_keys:", b"tracking_total_items:",
+                                             b"tracking_total_prefixes:")))
     two.a.cmd("INFO", "stats", norm=norm)
 
 
@@ -223,6 +230,252 @@ error_steps = [
     ("CLIENT", "GETREDIR"),
 ]
 diff_case(T, "tracking_errors_as_redis", error_steps)
+
+
+# ------------------------------------------------------------------ BCAST
+
+def b_pipelines(*cmds):
+    """B sends cmds in one write (one loop turn on both servers: Redis
+    broadcasts a turn's keys in one message per prefix), replies compared."""
+    def step(two):
+        two.b.pipeline(list(cmds))
+    return step
+
+
+def a_pipelines(*cmds):
+    """A sends cmds in one write; everything it gets up to the last reply
+    (its own BCAST invalidations follow the replies) is compared by a_receives."""
+    def step(two):
+        two.a.pipeline(list(cmds))
+    return step
+
+
+bcast_error_steps = [
+    ("CLIENT", "TRACKING", "ON", "PREFIX", "x"),                  # PREFIX without BCAST
+    ("CLIENT", "TRACKING", "ON", "BCAST", "OPTIN"),
+    ("CLIENT", "TRACKING", "ON", "BCAST", "OPTOUT"),
+    ("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "ab", "PREFIX", "a"),     # the first overlaps a later one
+    ("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "a", "PREFIX", "a"),
+    ("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "a\r\nb", "PREFIX", "a"),   # CR LF shown as spaces
+    ("CLIENT", "TRACKINGINFO"),                                   # still off
+    ("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "x", "PREFIX", "p:"),
+    ("CLIENT", "TRACKINGINFO"),                                   # bcast, prefixes sorted
+    ("CLIENT", "GETREDIR"),
+    info_tables,                                                  # 2 prefixes
+    ("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "x"),         # overlaps its own
+    ("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "xy"),
+    ("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "p"),
+    ("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "q", "NOLOOP"),   # adds q, NOLOOP now
+    ("CLIENT", "TRACKINGINFO"),
+    ("CLIENT", "TRACKING", "ON"),                                 # BCAST off while on: refused
+    ("CLIENT", "TRACKING", "ON", "OPTIN"),
+    ("CLIENT", "TRACKING", "ON", "BCAST"),                        # the empty prefix joins
+    ("CLIENT", "TRACKINGINFO"),
+    ("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "zz"),        # '' overlaps everything
+    info_tables,
+    ("@B", "CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "x"),   # B shares x
+    info_tables,
+    ("CLIENT", "TRACKING", "OFF"),                                # clears A's prefixes
+    ("CLIENT", "TRACKINGINFO"),
+    info_tables,                                                  # x stays (B's)
+    ("@B", "RESET"),
+    info_tables,                                                  # none
+    ("CLIENT", "TRACKING", "ON"),                                 # default mode again
+    ("CLIENT", "TRACKING", "ON", "BCAST"),
+    ("CLIENT", "TRACKING", "OFF"),
+    ("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "x", "PREFIX", "y"),
+    ("CLIENT", "TRACKINGINFO"),
+]
+diff_case(T, "tracking_bcast_prefix_errors_and_info", bcast_error_steps)
+
+bcast_batch_steps = [
+    ("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "u:", "PREFIX", "a"),
+    ("@B", "SET", "zz", "1"),                          # no prefix of A's: nothing
+    a_receives,
+    b_pipelines(("SET", "u:2", "x"),                   # one turn: one message per prefix,
+                ("MSET", "u:1", "y", "a", "1", "zz", "2", "u:2", "z"),   # keys sorted, each once
+                ("DEL", "u:1"),
+                ("SET", "ab", "2")),
+    a_receives,
+    ("@B", "SET", "u:3", "x"),                         # the next turn: its own message
+    a_receives,
+    ("GET", "u:3"),                                    # BCAST reads are not remembered
+    info_tables,
+    ("@B", "FLUSHALL"),                                # the null invalidate reaches BCAST too
+    a_receives,
+    ("SET", "u:4", "mine"),                            # without NOLOOP, A's own write: after its reply
+    a_receives,
+    b_pipelines(("MULTI",), ("SET", "a{m}1", "1"), ("INCR", "a{m}2"), ("EXEC",)),
+    a_receives,
+    ("@B", "CLIENT", "TRACKING", "ON", "BCAST"),       # B, all keys: A's write reaches both
+    ("SET", "u:5", "v"),
+    a_receives,
+    ("@B", "PING"),                                    # B's push (RESP3) arrives before its PONG
+]
+diff_case(T, "tracking_bcast_one_message_per_prefix_and_turn", bcast_batch_steps)
+
+bcast_noloop_steps = [
+    ("CLIENT", "TRACKING", "ON", "BCAST", "NOLOOP", "PREFIX", "n:"),
+    ("CLIENT", "TRACKINGINFO"),
+    a_pipelines(("SET", "n:1", "mine"), ("MSET", "n:2", "a", "n:3", "b")),   # A's own: nothing
+    a_receives,
+    ("@B", "SET", "n:1", "theirs"),
+    a_receives,
+    a_pipelines(("SET", "n:5", "x"), ("SET", "zz", "y")),
+    a_receives,
+    ("@B", "MSET", "n:4", "1", "n:5", "2"),
+    a_receives,
+]
+diff_case(T, "tracking_bcast_noloop_spares_own_writes", bcast_noloop_steps)
+
+bcast_redirect_steps = [
+    note_b_ids,
+    ("@B", "SUBSCRIBE", "__redis__:invalidate"),
+    redirect_to_b("BCAST", "PREFIX", "q"),
+    lambda two: two.a.cmd("CLIENT", "TRACKINGINFO",          # the redirect id differs
+                          norm=lambda raw: re.sub(rb"redirect\r\n:\d+", b"redirect :id", raw)),
+    getredir_is_b,
+    ("MSET", "q2", "1", "q1", "2", "r", "3"),         # to B: [q1 q2] (RESP2: a message)
+    b_receives,
+    ("SET", "r2", "4"),                                # not under q: nothing
+    ("SET", "q3", "5"),
+    b_receives,
+    ("FLUSHALL",),                                     # the null, to B
+    b_receives,
+]
+diff_case(T, "tracking_bcast_redirect_to_a_subscriber", bcast_redirect_steps)
+
+
+def redirect_to_gone_client(two):
+    """A third client C on each server; A redirects to it (BCAST, prefix
+    br); C closes; B writes under br: A gets `tracking-redir-broken <C>`
+    (RESP3; nothing in RESP2) and TRACKINGINFO shows broken_redirect. C's
+    id differs between the servers: it is blurred."""
+    from fdtest import Conn
+    blur = lambda raw: re.sub(rb":\d+\r\n", b":<id>\r\n", raw)
+    got = {"on": [], "push": [], "info": []}
+    for ca, cb in ((two.a.ref, two.b.ref), (two.a.fd, two.b.fd)):
+        c = Conn(ca.port)
+        cid = c.cmd("CLIENT", "ID")[1:-2]
+        got["on"].append(ca.cmd("CLIENT", "TRACKING", "ON", "BCAST", "REDIRECT", cid, "PREFIX", "br"))
+        c.close()
+        for _ in range(50):                  # the server has seen C go
+            if b"id=%s " % cid not in cb.cmd("CLIENT", "LIST"):
+                break
+            time.sleep(0.05)
+        cb.cmd("SET", "br1", "x")
+        ca.send("PING")
+        raw = b""
+        for _ in range(5):
+            r = ca.read()
+            raw += r
+            if r.startswith(b"+PONG"):
+                break
+        got["push"].append(blur(raw))
+        got["info"].append(blur(ca.cmd("CLIENT", "TRACKINGINFO")))
+    for what in ("on", "push", "info"):
+        two.a._compare("redirect to a gone client: " + what, *got[what])
+
+
+bcast_broken_steps = [
+    redirect_to_gone_client,
+    ("CLIENT", "TRACKING", "OFF"),
+    ("CLIENT", "TRACKINGINFO"),                        # the mark goes with tracking
+]
+diff_case(T, "tracking_bcast_redirect_broken", bcast_broken_steps)
+
+
+# a transaction's writes (forwarded to a Redis backend as one block: no
+# command hook sees its parts) invalidate too, after EXEC's reply
+multi_steps = [
+    ("CLIENT", "TRACKING", "ON"),
+    ("@B", "MSET", "{x}1", "a", "{x}2", "b"),
+    ("MGET", "{x}1", "{x}2"),
+    b_pipelines(("MULTI",), ("SET", "{x}1", "c"), ("GET", "{x}2"), ("EXEC",)),
+    a_receives,                                        # {x}1 only
+    ("GET", "{x}1"),
+    a_pipelines(("MULTI",), ("DEL", "{x}1"), ("INCR", "{x}3"), ("EXEC",)),   # its own: after EXEC's reply
+    a_receives,
+]
+diff_case(T, "tracking_transaction_writes_invalidate", multi_steps)
+
+# a script's writes (frontdoor's engine, or forwarded whole to a Redis
+# backend: its declared keys) invalidate, its caller's own after its reply;
+# in BCAST, NOLOOP does not spare a script's writes (Redis 7.0: the script
+# client wrote them)
+SET_KEYS = "for i, k in ipairs(KEYS) do redis.call('SET', k, ARGV[1]) end return #KEYS"
+script_steps = [
+    ("CLIENT", "TRACKING", "ON"),
+    ("@B", "MSET", "{s}1", "a", "{s}2", "b"),
+    ("MGET", "{s}1", "{s}2"),
+    ("@B", "EVAL", SET_KEYS, "1", "{s}1", "x"),
+    a_receives,
+    ("EVAL", SET_KEYS, "1", "{s}2", "y"),              # its own: after the reply
+    a_receives,
+    ("CLIENT", "TRACKING", "OFF"),
+    ("CLIENT", "TRACKING", "ON", "BCAST", "NOLOOP", "PREFIX", "{s}"),
+    ("EVAL", SET_KEYS, "2", "{s}2", "{s}1", "z"),      # not spared
+    a_receives,
+    ("SET", "{s}3", "w"),                              # spared
+    a_receives,
+]
+diff_case(T, "tracking_script_writes_invalidate", script_steps)
+
+
+# ------------------------------------------------- tracking-table-max-keys
+
+def a_receives_any_keys(two):
+    """a_receives with the tracked keys' names (t:<digit>) blurred: Redis
+    evicts random keys, so the count and shape of the invalidations are
+    compared, not which keys."""
+    d = two.a
+    got = []
+    for c in (d.ref, d.fd):
+        c.send("PING")
+        raw = b""
+        for _ in range(20):
+            r = c.read(timeout=5)
+            raw += r
+            if r.startswith(b"+PONG"):
+                break
+        got.append(re.sub(rb"t:\d", b"t:?", raw))
+    d._compare("what A receives up to PING (key names blurred)", got[0], got[1])
+
+
+limit_steps = [
+    ("CONFIG", "SET", "tracking-table-max-keys", "2"),
+    ("CONFIG", "GET", "tracking-table-max-keys"),
+    ("CLIENT", "TRACKING", "ON"),
+    ("MGET", "t:1", "t:2", "t:3", "t:4", "t:5"),       # 5 keys: 3 evicted, with their invalidations
+    a_receives_any_keys,
+    info_tables,                                       # 2 keys, 2 items
+    ("CONFIG", "SET", "tracking-table-max-keys", "0"),   # no limit
+    ("MGET", "t:1", "t:2", "t:3", "t:4", "t:5"),
+    a_receives_any_keys,
+    info_tables,
+    ("CONFIG", "SET", "tracking-table-max-keys", "1"),   # lowered: 4 go
+    a_receives_any_keys,
+    info_tables,
+    ("CONFIG", "SET", "tracking-table-max-keys", "-1"),
+    ("CONFIG", "SET", "tracking-table-max-keys", "x"),
+    ("CONFIG", "SET", "tracking-table-max-keys", "1000000"),
+]
+
+
+def limit_case():
+    for resp3 in (False, True):
+        two = DiffTwo(resp3)
+        try:
+            diff_steps(limit_steps, two)
+            if two.a.mismatches:
+                raise AssertionError(("RESP3: " if resp3 else "RESP2: ") + two.a.report())
+        finally:
+            for c in (two.b.ref, two.b.fd):     # the servers are shared: the default back
+                c.cmd("CONFIG", "SET", "tracking-table-max-keys", "1000000")
+            two.close()
+
+
+T.add("tracking_table_max_keys_evicts_random_keys", limit_case)
 
 
 if __name__ == "__main__":
