@@ -138,9 +138,11 @@ static px_conn *begin_message(tclient *t) {
         if (!r) {
             t->broken = 1;
             if (c->out.proto >= 3 && !(c->flags & PX_CONN_CLOSE_ASAP)) {
+                px_conn_push_begin(c);       /* a push: sent whatever CLIENT REPLY says */
                 resp_add_push(&c->out, 2);
                 resp_add_bulk(&c->out, "tracking-redir-broken", 21);
                 resp_add_int(&c->out, (long long)t->redir);
+                px_conn_push_end(c);
                 px_conn_touch(c);
             }
             return NULL;
@@ -148,20 +150,21 @@ static px_conn *begin_message(tclient *t) {
         c = r, redirected = 1;
     }
     if (c->flags & PX_CONN_CLOSE_ASAP) return NULL;
+    if (c->out.proto < 3 && !(redirected && px_pubsub_count(c))) return NULL;
+    px_conn_push_begin(c);                   /* a push: sent whatever CLIENT REPLY says */
     if (c->out.proto >= 3) {
         resp_add_push(&c->out, 2);
         resp_add_bulk(&c->out, "invalidate", 10);
-    } else if (redirected && px_pubsub_count(c)) {
+    } else {
         resp_add_push(&c->out, 3);
         resp_add_bulk(&c->out, "message", 7);
         resp_add_bulk(&c->out, "__redis__:invalidate", 20);
-    } else {
-        return NULL;
     }
     return c;
 }
 
 static void end_message(px_conn *c) {
+    px_conn_push_end(c);
     px_conn_check_output_limit(c);
     px_conn_touch(c);
 }

@@ -115,6 +115,30 @@ flush_steps = [
 ]
 diff_case(T, "tracking_flush_sends_null_invalidate", flush_steps)
 
+def a_sends_unread(*cmds):
+    """A sends cmds in one write and reads nothing (their replies are
+    silenced by CLIENT REPLY): a_receives then compares what did come."""
+    def step(two):
+        from fdtest import encode_many
+        data = encode_many(list(cmds))
+        two.a.ref.send_raw(data)
+        two.a.fd.send_raw(data)
+    return step
+
+
+own_write_silenced_steps = [
+    ("CLIENT", "TRACKING", "ON"),
+    ("SET", "s1", "v"),
+    ("GET", "s1"),
+    a_sends_unread(("CLIENT", "REPLY", "SKIP"), ("SET", "s1", "mine")),   # SET's reply skipped, its invalidate a push
+    a_receives,
+    ("GET", "s1"),
+    ("@B", "SET", "s1", "theirs"),
+    a_receives,
+]
+diff_case(T, "tracking_own_invalidate_while_reply_skipped", own_write_silenced_steps)
+
+
 def a_sets(two):
     """A writes a key it read: SET's reply, then (RESP3) its own invalidate
     (Redis 7.0 sends the caller's after the reply)."""
