@@ -522,17 +522,30 @@ void px_client_line(px_conn *x, char *buf, size_t len) {
     size_t nsub[3];
     px_pubsub_client_counts(x, nsub);
     int queued = px_multi_queued(x);
+    /* flags as Redis 7.0's catClientInfoString, in its order */
+    char flags[16], *f = flags;
+    const char *tf = px_tracking_list_flags(x);
+    if (x->monitor) *f++ = 'O';
+    if (nsub[0] + nsub[1] + nsub[2]) *f++ = 'P';
+    if (queued >= 0) *f++ = 'x';
+    if (x->blk) *f++ = 'b';
+    while (*tf) *f++ = *tf++;
+    if (x->watch_dirty) *f++ = 'd';
+    if (x->flags & PX_CONN_CLOSE_AFTER_REPLY) *f++ = 'c';
+    if (x->flags & PX_CONN_CLOSE_ASAP) *f++ = 'A';
+    if (f == flags) *f++ = 'N';
+    *f = '\0';
     snprintf(buf, len,
              "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=%d sub=%zu psub=%zu ssub=%zu "
              "multi=%d qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu rbp=%zu obl=%zu oll=0 omem=%zu "
-             "tot-mem=%zu events=r cmd=%s%s%s user=%s redir=-1 resp=%d",
+             "tot-mem=%zu events=r cmd=%s%s%s user=%s redir=%lld resp=%d",
              (unsigned long long)x->id, x->addr, x->laddr, x->fd, x->name ? x->name : "",
              (long long)(now - x->created), (long long)(now - x->last_interaction),
-             x->monitor ? "O" : x->blk ? "b" : nsub[0] + nsub[1] + nsub[2] ? "P" : queued >= 0 ? "x" : "N", x->db, nsub[0],
+             flags, x->db, nsub[0],
              nsub[1], nsub[2], queued,
              x->rlen - x->rpos, x->rcap - x->rlen, x->rcap, x->rlen, x->out.len - x->wpos, x->out.cap,
              sizeof *x + x->rcap + x->out.cap, x->lastcmd ? x->lastcmd->name : "NULL", x->lastsub[0] ? "|" : "",
-             x->lastsub, px_acl_username(x->user),
+             x->lastsub, px_acl_username(x->user), px_tracking_redir(x),
              x->out.proto);
 }
 

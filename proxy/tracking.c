@@ -631,6 +631,12 @@ long long px_tracking_redir(const px_conn *c) {
     return t ? (long long)t->redir : -1;
 }
 
+const char *px_tracking_list_flags(const px_conn *c) {
+    const tclient *t = find(c);     /* nobody tracks: one count test */
+    if (!t) return "";
+    return t->broken ? (t->bcast ? "tRB" : "tR") : (t->bcast ? "tB" : "t");
+}
+
 void px_tracking_info(px_conn *c) {
     const tclient *t = find(c);
     const char *flags[8];

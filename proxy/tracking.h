@@ -55,6 +55,10 @@ void px_tracking_write(px_conn *c, const fd_command *cmd, int argc, const resp_a
 void px_tracking_off(px_conn *c);
 /* CLIENT GETREDIR's answer (-1: not tracking, 0: tracking without redirect, else the id). */
 long long px_tracking_redir(const px_conn *c);
+/* CLIENT LIST/INFO's tracking flags for c, in Redis 7.0's order: "t"
+ * tracking, then "R" its redirect found broken, "B" broadcasting; "" when
+ * not tracking. A static string. */
+const char *px_tracking_list_flags(const px_conn *c);
 /* CLIENT TRACKINGINFO's reply into c->out. */
 void px_tracking_info(px_conn *c);
 /* CLIENT CACHING yes|no (arg): Redis 7.0's errors; the mark lasts until the

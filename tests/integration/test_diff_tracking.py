@@ -59,10 +59,24 @@ def info_tables(two):
     two.a.cmd("INFO", "stats", norm=norm)
 
 
+def a_client_info(two):
+    """A's CLIENT INFO: its flags= (t, R, B in Redis 7.0's order) and redir=
+    fields (a client id, which differs between the servers, blurred)."""
+    def norm(raw):
+        m = re.search(rb"flags=(\S*) .* redir=(-?\d+) ", raw)
+        if not m:
+            return b"<no flags/redir in %r>" % raw[:80]
+        redir = m.group(2) if int(m.group(2)) <= 0 else b"<id>"
+        return b"flags=" + m.group(1) + b" redir=" + redir
+    two.a.cmd("CLIENT", "INFO", norm=norm)
+
+
 basic_steps = [
+    a_client_info,                     # flags=N redir=-1
     ("CLIENT", "TRACKING", "ON"),
     ("CLIENT", "GETREDIR"),
     ("CLIENT", "TRACKINGINFO"),
+    a_client_info,                     # flags=t redir=0
     info_clients,
     ("@B", "SET", "k1", "v1"),
     ("@B", "SET", "k2", "v2"),
@@ -403,6 +417,7 @@ def redirect_to_gone_client(two):
 
 bcast_broken_steps = [
     redirect_to_gone_client,
+    a_client_info,                                     # flags=tRB redir=<C's id>
     ("CLIENT", "TRACKING", "OFF"),
     ("CLIENT", "TRACKINGINFO"),                        # the mark goes with tracking
 ]
