@@ -348,11 +348,17 @@ static int set_value(const entry *e, px_settings *s, const char *value, char *er
         int f = px_notify_parse(value);
         if (f < 0) { snprintf(err, errlen, "Invalid event class character. Use 'Ag$lshzxeKEtmdn'."); return -1; }
         if ((f & (PX_NOTIFY_KEYSPACE | PX_NOTIFY_KEYEVENT)) && (f & ~(PX_NOTIFY_KEYSPACE | PX_NOTIFY_KEYEVENT))) {
-            snprintf(err, errlen, "frontdoor does not deliver keyspace notifications yet on any backend: "
-                     "only values that deliver nothing (no K/E, or no class) are accepted (docs/notifications.md)");
-            return -1;
+            /* a value that delivers events: only where the primary delivers them */
+            const fd_backend_ops *o = fd_backend_find(s->be.backend ? s->be.backend : "");
+            if (!o || !o->notify) {
+                snprintf(err, errlen, "frontdoor does not deliver keyspace notifications yet on the %s backend: "
+                         "only values that deliver nothing (no K/E, or no class) are accepted (docs/notifications.md)",
+                         o ? o->name : "configured");
+                return -1;
+            }
         }
         *(long long *)slot = f;
+        if (s == &px_cfg) fd_notify_set_classes(f);   /* what the backends raise (storage/host.h) */
         return 0;
     }
     case T_STR: {
@@ -684,6 +690,7 @@ int px_config_reload(char *err, size_t errlen) {
         px_settings_free(&px_cfg);
         px_cfg = old;
         px_slowlog_apply();
+        fd_notify_set_classes((int)px_cfg.notify_keyspace_events);
         return -1;
     }
     /* what cannot change while running keeps its running value */

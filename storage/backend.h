@@ -82,6 +82,10 @@ typedef struct fd_backend_ops {
                                                          * handle (r->pending); reads are answered in submit */
     int         passthrough;                            /* takes commands the table does not know (r->cmd NULL), e.g. a Redis server */
     int         embedded;                               /* keeps its data in `dir` (one process at a time: the folder is locked) */
+    int         notify;                                 /* delivers keyspace events (notify-keyspace-events with K/E
+                                                         * and a class is refused on a primary without it:
+                                                         * docs/notifications.md); the embedded ones raise them
+                                                         * through host.h's FD_NOTIFY */
     const fd_option_set *options;                       /* its settings' rows (option.h), NULL = none of its own;
                                                          * open() gets the struct in cfg->options */
     /* 0 or FD_E_*; on failure err gets a human-readable reason. */

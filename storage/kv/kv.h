@@ -255,6 +255,9 @@ typedef struct kv_store {
     uint64_t rng;            /* RANDOMKEY */
     /* statistics */
     uint64_t expired_keys, commits, commit_errors, careful_turns;
+    /* keyspace events raised in the open transaction (host.h), delivered
+     * when it commits, dropped with it */
+    fd_events events;
 } kv_store;
 
 /* What a handler sees: the command, the reply sink and the transaction.
@@ -272,8 +275,14 @@ struct kv_ctx {
     long long        max_bulk;
     /* counter changes made by this command; merged into the turn on success */
     int64_t          d_keys, d_expires;
+    int              read;   /* a read-only command: a lookup that misses raises keymiss */
 };
 typedef struct kv_ctx kv_ctx;
+
+/* Raise a keyspace event (host.h: FD_NOTIFY) of class FD_NOTIFY_<cls> on a
+ * key, or on the command's argument i; delivered when the turn commits. */
+#define KV_NOTIFY(c, cls, event, key, klen) FD_NOTIFY(&(c)->st->events, FD_NOTIFY_##cls, event, key, klen)
+#define KV_NOTIFY_ARG(c, cls, event, i) KV_NOTIFY(c, cls, event, (c)->argv[i].ptr, (c)->argv[i].len)
 
 /* Initialise st over an open driver handle: loads the counters. */
 int  kv_store_init(kv_store *st, const kv_driver *drv, void *db, char *err, size_t errlen);
@@ -325,7 +334,11 @@ typedef struct kv_key {
 
 void kv_key_init(kv_key *k, const void *key, size_t len);
 /* Read k's metadata: FD_OK with m->found = 0 when absent; m->live applies
- * the expiry at c->now_ms. FD_E_* on storage errors. */
+ * the expiry at c->now_ms. FD_E_* on storage errors. Keyspace events (a
+ * key named by a command, k->key set): while class x is delivered, an
+ * expired record is deleted here and raises "expired" (Redis's lazy
+ * expiry), then reads as absent; in a read-only command (c->read) a key
+ * that is not live raises "keymiss" (class m), as Redis 7.0's lookupKeyRead. */
 int  kv_lookup(kv_ctx *c, const kv_key *k, kv_meta *m);
 /* Delete k's record (m from kv_lookup, m->found): metadata, expiry index
  * entry, counters; a collection's elements go to the garbage queue. */

@@ -47,6 +47,7 @@ int kv_cmd_setbit(kv_ctx *c)
         if (old) memcpy(b, m.val, old);
         fd_bitpatch_apply(&pt, b, old);
         FD_TRY(kv_write_string(c, &k, &m, m.live ? m.expire : 0, b, pt.newlen, NULL, 0));
+        KV_NOTIFY_ARG(c, STRING, "setbit", 1);
     }
     FD_OUT(resp_add_int(c->out, pt.oldbit));
     return FD_OK;
@@ -102,8 +103,11 @@ int kv_cmd_bitop(kv_ctx *c)
     kv_key_init(&dk, c->argv[2].ptr, c->argv[2].len);
     int s = kv_lookup(c, &dk, &dm);
     if (s == FD_OK) {
+        int was = dm.live;
         if (n) s = kv_write_string(c, &dk, &dm, 0, acc, n, NULL, 0);
         else if (dm.found) s = kv_delete(c, &dk, &dm);
+        if (s == FD_OK && n) KV_NOTIFY_ARG(c, STRING, "set", 2);
+        else if (s == FD_OK && was) KV_NOTIFY_ARG(c, GENERIC, "del", 2);
     }
     free(acc);
     FD_TRY(s);
@@ -137,6 +141,7 @@ static int bitfield_generic(kv_ctx *c, int ro)
     if (store) {
         s = kv_write_string(c, &k, &m, m.live ? m.expire : 0, b, nl, NULL, 0);
         if (s != FD_OK) c->out->len = mark;
+        else KV_NOTIFY_ARG(c, STRING, "setbit", 1);
     }
 done:
     fd_bitfield_end(&bf);

@@ -75,6 +75,7 @@ void kv_store_free(kv_store *st)
     if (st->txn) { st->drv->abort(st->txn); st->txn = NULL; }
     free(st->buf);
     free(st->cursors);
+    fd_events_free(&st->events);
     st->buf = NULL;
     st->cursors = NULL;
     st->buf_cap = 0;
@@ -136,7 +137,18 @@ int kv_lookup(kv_ctx *c, const kv_key *k, kv_meta *m)
     if (k->key && m->fullkey &&
         (m->fullkey_len != k->klen || memcmp(m->fullkey, k->key, k->klen) != 0))
         return FD_E_CORRUPT;
-    if (m->expire && m->expire <= c->now_ms) m->live = 0;
+    if (m->expire && m->expire <= c->now_ms) {
+        m->live = 0;
+        if (k->key && fd_notify_on(FD_NOTIFY_EXPIRED)) {
+            /* lazy expiry, as Redis's expireIfNeeded: the key goes now */
+            kv_meta dead = *m;
+            if ((s = kv_delete(c, k, &dead)) != FD_OK) return s;
+            c->st->expired_keys++;
+            KV_NOTIFY(c, EXPIRED, "expired", k->key, k->klen);
+            memset(m, 0, sizeof *m);
+        }
+    }
+    if (!m->live && c->read && k->key) KV_NOTIFY(c, KEY_MISS, "keymiss", k->key, k->klen);
     return FD_OK;
 }
 
@@ -226,6 +238,7 @@ int kv_write_string(kv_ctx *c, const kv_key *k, const kv_meta *old, int64_t expi
     if (al) memcpy(p, a, al);
     if (bl) memcpy(p + al, b, bl);
     if (!old->found) c->d_keys++;
+    if (!old->live) KV_NOTIFY(c, NEW, "new", k->key, k->klen);
     return FD_OK;
 }
 
@@ -236,7 +249,7 @@ int kv_write_meta(kv_ctx *c, const kv_key *k, kv_meta *m, int type, const void *
     int s = c->drv->reserve(c->txn, k->mkey, k->mlen, hl + bl, &dst);
     if (s != FD_OK) return s;
     memcpy(meta_hdr_write(dst, k, type, m->expire), body, bl);
-    if (!m->found) { c->d_keys++; m->found = 1; }
+    if (!m->found) { c->d_keys++; m->found = 1; KV_NOTIFY(c, NEW, "new", k->key, k->klen); }
     return FD_OK;
 }
 
@@ -354,6 +367,8 @@ static int expire_batch(kv_ctx *c, int max, int *done)
         if (m.found && m.expire == when) {
             if ((s = kv_delete(c, &k, &m)) != FD_OK) return s;
             st->expired_keys++;
+            if (m.fullkey) KV_NOTIFY(c, EXPIRED, "expired", m.fullkey, m.fullkey_len);
+            else KV_NOTIFY(c, EXPIRED, "expired", k.mkey + 1, k.mlen - 1);
         } else {
             /* stale index entry (should not happen): drop it */
             s = d->del(txn, ekeys[i], elens[i]);
@@ -482,7 +497,7 @@ int kv_coll_save(kv_ctx *c, const kv_key *k, kv_meta *m)
     kv_put_u64(buf + 16, m->head);
     kv_put_u64(buf + 24, m->tail);
     memcpy(p, buf, bl);
-    if (!m->found) { c->d_keys++; m->found = 1; }
+    if (!m->found) { c->d_keys++; m->found = 1; KV_NOTIFY(c, NEW, "new", k->key, k->klen); }
     return FD_OK;
 }
 
