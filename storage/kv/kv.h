@@ -276,6 +276,8 @@ struct kv_ctx {
     /* counter changes made by this command; merged into the turn on success */
     int64_t          d_keys, d_expires;
     int              read;   /* a read-only command: a lookup that misses raises keymiss */
+    int              overwrite; /* a STORE replacing a live destination: re-creating it raises
+                                 * no "new" (Redis's setKey overwrites it) */
 };
 typedef struct kv_ctx kv_ctx;
 

@@ -86,8 +86,12 @@ static int store_list(kv_ctx *c, const resp_arg *dst, const fd_sort_result *r)
     kv_key k; kv_meta m;
     kv_key_init(&k, dst->ptr, dst->len);
     FD_TRY(kv_lookup(c, &k, &m));
+    int was = m.live;
     if (m.found) FD_TRY(kv_delete(c, &k, &m));
-    if (!r->n) return FD_OK;
+    if (!r->n) {
+        if (was) KV_NOTIFY(c, GENERIC, "del", dst->ptr, dst->len);
+        return FD_OK;
+    }
     memset(&m, 0, sizeof m);
     FD_TRY(kv_coll_new(c, &k, &m, KV_T_LIST));
     uint8_t ek[KV_ELEM_MAX];
@@ -100,7 +104,11 @@ static int store_list(kv_ctx *c, const resp_arg *dst, const fd_sort_result *r)
         FD_TRY(c->drv->put(c->txn, ek, pl + 8, l ? p : "", l));
         m.size++;
     }
-    return kv_coll_save(c, &k, &m);
+    c->overwrite = was;
+    FD_TRY(kv_coll_save(c, &k, &m));
+    c->overwrite = 0;
+    KV_NOTIFY(c, LIST, "sortstore", dst->ptr, dst->len);
+    return FD_OK;
 }
 
 static int sort_generic(kv_ctx *c, int ro)
@@ -193,6 +201,7 @@ int kv_cmd_copy(kv_ctx *c)
             c->d_expires++;
         }
     }
+    KV_NOTIFY_ARG(c, GENERIC, "copy_to", 2);
     FD_OUT(resp_add_int(c->out, 1));
     return FD_OK;
 }

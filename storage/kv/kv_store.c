@@ -238,7 +238,7 @@ int kv_write_string(kv_ctx *c, const kv_key *k, const kv_meta *old, int64_t expi
     if (al) memcpy(p, a, al);
     if (bl) memcpy(p + al, b, bl);
     if (!old->found) c->d_keys++;
-    if (!old->live) KV_NOTIFY(c, NEW, "new", k->key, k->klen);
+    if (!old->live && !c->overwrite) KV_NOTIFY(c, NEW, "new", k->key, k->klen);
     return FD_OK;
 }
 
@@ -249,7 +249,11 @@ int kv_write_meta(kv_ctx *c, const kv_key *k, kv_meta *m, int type, const void *
     int s = c->drv->reserve(c->txn, k->mkey, k->mlen, hl + bl, &dst);
     if (s != FD_OK) return s;
     memcpy(meta_hdr_write(dst, k, type, m->expire), body, bl);
-    if (!m->found) { c->d_keys++; m->found = 1; KV_NOTIFY(c, NEW, "new", k->key, k->klen); }
+    if (!m->found) {
+        c->d_keys++;
+        m->found = 1;
+        if (!c->overwrite) KV_NOTIFY(c, NEW, "new", k->key, k->klen);
+    }
     return FD_OK;
 }
 
@@ -497,7 +501,11 @@ int kv_coll_save(kv_ctx *c, const kv_key *k, kv_meta *m)
     kv_put_u64(buf + 16, m->head);
     kv_put_u64(buf + 24, m->tail);
     memcpy(p, buf, bl);
-    if (!m->found) { c->d_keys++; m->found = 1; KV_NOTIFY(c, NEW, "new", k->key, k->klen); }
+    if (!m->found) {
+        c->d_keys++;
+        m->found = 1;
+        if (!c->overwrite) KV_NOTIFY(c, NEW, "new", k->key, k->klen);
+    }
     return FD_OK;
 }
 
