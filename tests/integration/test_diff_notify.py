@@ -222,8 +222,8 @@ events("notify_events_hash", "KEA", [
 
 events("notify_events_set", "KEA", [
     ("SADD", "s", "a", "b", "c"), ("SADD", "s", "a"), ("SREM", "s", "a", "zz"), ("SREM", "s", "zz"),
-    ("SMOVE", "s", "t", "b"), ("SMOVE", "s", "t", "zz"), ("SMOVE", "s", "t", "c"), ("SADD", "u", "1", "2"),
-    ("SPOP", "u"), ("SPOP", "u", "5"), ("SADD", "a", "1", "2", "3"), ("SADD", "b", "2", "3", "4"),
+    ("SMOVE", "s", "t", "b"), ("SMOVE", "s", "t", "zz"), ("SMOVE", "s", "t", "c"), ("SADD", "u", "1"),
+    ("SPOP", "u"), ("SADD", "u", "1", "2"), ("SPOP", "u", "5"), ("SADD", "a", "1", "2", "3"), ("SADD", "b", "2", "3", "4"),
     ("SINTERSTORE", "d", "a", "b"), ("SUNIONSTORE", "d", "a", "b"), ("SDIFFSTORE", "d", "a", "b"),
     ("SINTERSTORE", "d", "a", "none"), ("SDIFFSTORE", "d", "none", "a"), ("SADD", "one", "x"),
     ("SPOP", "one", "1"),
