@@ -489,12 +489,13 @@ struct fd_zrange;
 int kv_zset_range(kv_ctx *c, const kv_zref *r, const struct fd_zrange *z, kv_list *l);
 /* Remove up to count members from the low (rev 0) or high end of the live
  * sorted set r, collected into l as score(8) + member, in pop order; the key
- * goes when emptied. */
+ * goes when emptied. Raises "zpopmin"/"zpopmax" (and "del"). */
 int kv_zset_pop(kv_ctx *c, kv_zref *r, int rev, long long count, kv_list *l);
 /* Replace key dst (whatever it holds) with a sorted set of a[0..n) (distinct
- * members), or delete it when n is 0. a must not point into driver memory. */
+ * members), or delete it when n is 0. a must not point into driver memory.
+ * Raises `event` on dst (n > 0), or "del" when a live dst was deleted. */
 struct fd_zent;
-int kv_zset_store(kv_ctx *c, const resp_arg *dst, const struct fd_zent *a, size_t n);
+int kv_zset_store(kv_ctx *c, const resp_arg *dst, const struct fd_zent *a, size_t n, const char *event);
 
 /* ---------------------------------------------------------------- lists (kv_list.c) */
 /* LMPOP's core for one key (kept separate for the blocking form): when key

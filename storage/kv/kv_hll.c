@@ -24,6 +24,7 @@ int kv_cmd_pfadd(kv_ctx *c)
                                    buf, &len, &upd);
     if (e) { FD_OUT(resp_add_error(c->out, e)); return FD_OK; }
     if (upd) FD_TRY(kv_write_string(c, &k, &m, m.live ? m.expire : 0, buf, len, NULL, 0));
+    if (upd) KV_NOTIFY_ARG(c, STRING, "pfadd", 1);
     FD_OUT(resp_add_int(c->out, upd));
     return FD_OK;
 }
@@ -89,6 +90,7 @@ int kv_cmd_pfmerge(kv_ctx *c)
     size_t len;
     if ((e = fd_pfmerge_value(regs, dense, (const unsigned char *)m.val, m.vlen, m.live, buf, &len))) goto out;
     s = kv_write_string(c, &k, &m, m.live ? m.expire : 0, buf, len, NULL, 0);
+    if (s == FD_OK) KV_NOTIFY_ARG(c, STRING, "pfadd", 1);
 out:
     free(regs);
     FD_TRY(s);

@@ -85,7 +85,9 @@ static int setop(kv_ctx *c, int op, int store, int card)
         size_t mark = c->out->len;
         if (card) s = resp_add_int(c->out, (long long)nres) ? FD_E_NOMEM : FD_OK;
         else if (store) {
-            s = kv_zset_store(c, &c->argv[1], res, nres);
+            static const char *const ev[] = { [FD_ZOP_UNION] = "zunionstore", [FD_ZOP_INTER] = "zinterstore",
+                                              [FD_ZOP_DIFF] = "zdiffstore" };
+            s = kv_zset_store(c, &c->argv[1], res, nres, ev[op]);
             if (s == FD_OK && resp_add_int(c->out, (long long)nres)) s = FD_E_NOMEM;
         } else if (fd_zreply_range(c->out, res, nres, o.withscores)) s = FD_E_NOMEM;
         if (s != FD_OK) c->out->len = mark;
@@ -123,7 +125,7 @@ int kv_cmd_zrangestore(kv_ctx *c)
     const char *p; size_t n;
     while (s == FD_OK && kv_list_next(&l, &off, &p, &n))
         if (fd_zbuf_add(&b, p + 8, n - 8, kv_dec_double((const uint8_t *)p))) s = FD_E_NOMEM;
-    if (s == FD_OK) s = kv_zset_store(c, &c->argv[1], b.a, b.n);
+    if (s == FD_OK) s = kv_zset_store(c, &c->argv[1], b.a, b.n, "zrangestore");
     if (s == FD_OK && resp_add_int(c->out, (long long)b.n)) s = FD_E_NOMEM;
     kv_list_free(&l);
     fd_zbuf_free(&b);
