@@ -129,7 +129,11 @@ int kv_lookup(kv_ctx *c, const kv_key *k, kv_meta *m)
 {
     const void *v; size_t vl;
     int s = c->drv->get(c->txn, k->mkey, k->mlen, &v, &vl);
-    if (s == FD_NOTFOUND) { memset(m, 0, sizeof *m); return FD_OK; }
+    if (s == FD_NOTFOUND) {
+        memset(m, 0, sizeof *m);
+        if (c->read && k->key) KV_NOTIFY(c, KEY_MISS, "keymiss", k->key, k->klen);
+        return FD_OK;
+    }
     if (s != FD_OK) return s;
     if ((s = kv_meta_parse(v, vl, m)) != FD_OK) return s;
     /* A long key shares its record only with a 128-bit hash collision: refuse
