@@ -296,6 +296,35 @@ def collect(ps, quiet=0.4, limit=5.0):
     return out
 
 
+def redis_py_expired():
+    """A real subscriber library: redis-py's pubsub() on
+    __keyevent@0__:expired gets the expired event of a key nobody reads
+    (active expiry), after the set/expire events it did not subscribe to."""
+    import redis
+    fd = shared_pair()[1]
+    r = redis.Redis(host=HOST, port=fd.port)
+    try:
+        r.flushdb()
+        r.config_set(NKE, "KEA")
+        ps = r.pubsub()
+        ps.subscribe("__keyevent@0__:expired")
+        subs = collect(ps)
+        r.set("fresh", "v", px=80)
+        r.set("kept", "v", ex=100)
+        got = collect(ps, quiet=1.0)
+        want = [("message", None, b"__keyevent@0__:expired", b"fresh")]
+        if subs != [("subscribe", None, b"__keyevent@0__:expired", 1)] or got != want:
+            raise AssertionError("redis-py pubsub: %r then %r" % (subs, got))
+        ps.close()
+    finally:
+        r.config_set(NKE, "")
+        r.close()
+
+
+if BACKEND in DELIVERS:
+    T.add("notify_redis_py_expired", redis_py_expired)
+
+
 def redis_backend_relay():
     """backend redis: the backend Redis fires the events itself when its own
     notify-keyspace-events is set (on the backend, not through frontdoor);
