@@ -7,6 +7,7 @@
 #include "capture.h"   /* capture (issue 17) */
 #include "acl.h"       /* "user" lines (issue 29) */
 #include "slowlog.h"   /* the slow log's inline threshold */
+#include "backends.h"  /* px_backends_notify: the directive forwarded to a Redis backend */
 #include "../storage/backend.h"   /* the registered backends' option rows */
 
 #include <ctype.h>
@@ -358,7 +359,10 @@ static int set_value(const entry *e, px_settings *s, const char *value, char *er
             }
         }
         *(long long *)slot = f;
-        if (s == &px_cfg) fd_notify_set_classes(f);   /* what the backends raise (storage/host.h) */
+        if (s == &px_cfg) {
+            fd_notify_set_classes(f);   /* what the embedded backends raise (storage/host.h) */
+            px_backends_notify(f);      /* what a Redis backend fires itself */
+        }
         return 0;
     }
     case T_STR: {

@@ -512,6 +512,11 @@ static void conn_connect(rc_conn *c) {
         resp_arg av[2] = { { "SELECT", 6 }, { dbs, (size_t)l } };
         if (queue_internal(c, K_SELECT, 2, av)) { set_err(c, "out of memory"); conn_fail(c); return; }
     }
+    if (sh->notify) {      /* re-applied on every connection (rc_notify_set); its reply is ignored */
+        resp_arg av[4] = { { "CONFIG", 6 }, { "SET", 3 }, { "notify-keyspace-events", 22 },
+                           { sh->notify, strlen(sh->notify) } };
+        if (queue_internal(c, K_IGNORE, 4, av)) { set_err(c, "out of memory"); conn_fail(c); return; }
+    }
     c->connect_deadline = fd_mono_ms() + sh->timeout_ms;
     int rc;
     do rc = connect(c->fd, (const struct sockaddr *)&a->sa, a->salen);
@@ -625,6 +630,18 @@ void rc_shared_close(rc_shared *sh) {
     sh->tls_ctx = NULL;
     free(sh->tls_sni);
     sh->tls_sni = NULL;
+    free(sh->notify);
+    sh->notify = NULL;
+}
+
+void rc_notify_set(rc_shared *sh, const char *classes) {
+    char *copy = strdup(classes);
+    if (!copy) return;
+    free(sh->notify);
+    sh->notify = copy;
+    resp_arg av[4] = { { "CONFIG", 6 }, { "SET", 3 }, { "notify-keyspace-events", 22 }, { copy, strlen(copy) } };
+    for (rc_conn *c = sh->all; c; c = c->all_next)
+        if (c->state == RC_UP && !c->push) rc_send(c, 0, NULL, 0, 4, av, NULL, NULL);
 }
 
 void rc_conn_init(rc_conn *c, rc_shared *sh, rc_addr *a, int idx) {

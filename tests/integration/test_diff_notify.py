@@ -52,7 +52,7 @@ case("notify_invalid_class", set_get("gx") + [
 
 BACKEND = os.environ.get("FD_BACKEND") or "lmdb"
 # the backends on which frontdoor delivers keyspace events (docs/notifications.md)
-DELIVERS = ("lmdb", "leveldb")
+DELIVERS = ("lmdb", "leveldb", "redis")
 
 
 def refused():
