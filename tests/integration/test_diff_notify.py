@@ -325,6 +325,55 @@ if BACKEND in DELIVERS:
     T.add("notify_redis_py_expired", redis_py_expired)
 
 
+def redis_backend_reconnect():
+    """backend redis: notify-keyspace-events set through frontdoor is
+    forwarded to the backend Redis and applied again when frontdoor
+    reconnects to it (here: a restarted backend, which starts with "")."""
+    import redis
+    fd = start_frontdoor(backend="redis")
+    try:
+        backing = fd.backing
+        r = redis.Redis(host=HOST, port=fd.port)
+        if not r.config_set(NKE, "KEA"):
+            raise AssertionError("CONFIG SET refused")
+        deadline = time.time() + 5
+        while redis.Redis(host=HOST, port=backing.port).config_get(NKE)[NKE] != "AKE":
+            if time.time() > deadline:
+                raise AssertionError("the backend never got notify-keyspace-events")
+            time.sleep(0.05)
+        port = backing.port
+        backing.stop()
+        backing.start(port=port)
+        deadline = time.time() + 10
+        while True:
+            try:
+                r.set("probe", "1")
+                break
+            except redis.RedisError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.1)
+        got = redis.Redis(host=HOST, port=port).config_get(NKE)[NKE]
+        if got != "AKE":
+            raise AssertionError("after the backend's restart: %r" % got)
+        ps = r.pubsub()
+        ps.subscribe("__keyevent@0__:set")
+        collect(ps)
+        r.set("after", "1")
+        got = collect(ps)
+        if got != [("message", None, b"__keyevent@0__:set", b"after")]:
+            raise AssertionError("events after the reconnect: %r" % got)
+        ps.close()
+    finally:
+        fd.stop()
+        if fd.backing is not None:
+            fd.backing.stop()
+
+
+if BACKEND == "redis":
+    T.add("notify_redis_backend_reconnect", redis_backend_reconnect)
+
+
 def redis_backend_relay():
     """backend redis: the backend Redis fires the events itself when its own
     notify-keyspace-events is set (on the backend, not through frontdoor);
