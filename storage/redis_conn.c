@@ -1130,6 +1130,12 @@ static void relay_push(rc_conn *c, const char *data, size_t len) {
     else if (n == 3 && fl[0] == 8 && !memcmp(f[0], "smessage", 8)) kind = FD_PS_SHARD;
     else if (n == 4 && fl[0] == 8 && !memcmp(f[0], "pmessage", 8)) kind = FD_PS_PATTERN;
     else return;
+    if (c->relay_keyspace) {
+        const char *ch = kind == FD_PS_PATTERN ? f[2] : f[1];
+        size_t cl = kind == FD_PS_PATTERN ? fl[2] : fl[1];
+        int ks = cl > 11 && (!memcmp(ch, "__keyspace@", 11) || !memcmp(ch, "__keyevent@", 11));
+        if (ks != (c->relay_keyspace > 0)) return;
+    }
     if (kind == FD_PS_PATTERN) fd_pubsub_message(c->user, kind, f[1], fl[1], f[2], fl[2], f[3], fl[3]);
     else fd_pubsub_message(c->user, kind, NULL, 0, f[1], fl[1], f[2], fl[2]);
 }

@@ -146,6 +146,10 @@ struct rc_conn {
      * event for `push`, never the answer to a request */
     void     (*push)(rc_conn *c, const char *data, size_t len);
     void     (*on_up)(rc_conn *c);  /* called each time the connection is up */
+    /* a relay's filter on keyspace events (channels "__keyspace@..." and
+     * "__keyevent@..."): 0 passes every message, 1 only those, -1 every
+     * message but those (a cluster's node-local events: rc_relay_init) */
+    int        relay_keyspace;
     rc_conn   *pool_next;       /* blocking_idle / zombies list */
 };
 
