@@ -351,10 +351,19 @@ static int set_value(const entry *e, px_settings *s, const char *value, char *er
         if ((f & (PX_NOTIFY_KEYSPACE | PX_NOTIFY_KEYEVENT)) && (f & ~(PX_NOTIFY_KEYSPACE | PX_NOTIFY_KEYEVENT))) {
             /* a value that delivers events: only where the primary delivers them */
             const fd_backend_ops *o = fd_backend_find(s->be.backend ? s->be.backend : "");
-            if (!o || !o->notify) {
-                snprintf(err, errlen, "frontdoor does not deliver keyspace notifications yet on the %s backend: "
-                         "only values that deliver nothing (no K/E, or no class) are accepted (docs/notifications.md)",
-                         o ? o->name : "configured");
+            int missing = f & ~(PX_NOTIFY_KEYSPACE | PX_NOTIFY_KEYEVENT) & ~(o ? o->notify : 0);
+            if (missing) {
+                char ml[32], ok[32];
+                px_notify_format(missing, ml, sizeof ml);
+                px_notify_format(o ? o->notify : 0, ok, sizeof ok);
+                if (o && o->notify)
+                    snprintf(err, errlen, "frontdoor does not deliver keyspace notifications yet on the %s backend "
+                             "for the classes '%s': with K or E, only the classes '%s' are accepted "
+                             "(docs/notifications.md)", o->name, ml, ok);
+                else
+                    snprintf(err, errlen, "frontdoor does not deliver keyspace notifications yet on the %s backend: "
+                             "only values that deliver nothing (no K/E, or no class) are accepted "
+                             "(docs/notifications.md)", o ? o->name : "configured");
                 return -1;
             }
         }

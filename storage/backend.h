@@ -82,8 +82,9 @@ typedef struct fd_backend_ops {
                                                          * handle (r->pending); reads are answered in submit */
     int         passthrough;                            /* takes commands the table does not know (r->cmd NULL), e.g. a Redis server */
     int         embedded;                               /* keeps its data in `dir` (one process at a time: the folder is locked) */
-    int         notify;                                 /* delivers keyspace events (notify-keyspace-events with K/E
-                                                         * and a class is refused on a primary without it:
+    int         notify;                                 /* the keyspace event classes it delivers (host.h
+                                                         * FD_NOTIFY_* bits; notify-keyspace-events with K/E and
+                                                         * another class is refused on a primary without it:
                                                          * docs/notifications.md): the embedded ones raise them
                                                          * through host.h's FD_NOTIFY, a Redis server fires them
                                                          * itself (notify_set) and the relay brings them */

@@ -77,7 +77,11 @@ enum {
     FD_NOTIFY_STRING   = 1 << 3,  FD_NOTIFY_LIST     = 1 << 4,  FD_NOTIFY_SET     = 1 << 5,
     FD_NOTIFY_HASH     = 1 << 6,  FD_NOTIFY_ZSET     = 1 << 7,  FD_NOTIFY_EXPIRED = 1 << 8,
     FD_NOTIFY_EVICTED  = 1 << 9,  FD_NOTIFY_STREAM   = 1 << 10, FD_NOTIFY_KEY_MISS = 1 << 11,
-    FD_NOTIFY_NEW      = 1 << 14,
+    FD_NOTIFY_MODULE   = 1 << 13, FD_NOTIFY_NEW      = 1 << 14,
+    /* every class letter (fd_backend_ops.notify: what a backend delivers) */
+    FD_NOTIFY_CLASSES  = FD_NOTIFY_GENERIC | FD_NOTIFY_STRING | FD_NOTIFY_LIST | FD_NOTIFY_SET | FD_NOTIFY_HASH |
+                         FD_NOTIFY_ZSET | FD_NOTIFY_EXPIRED | FD_NOTIFY_EVICTED | FD_NOTIFY_STREAM |
+                         FD_NOTIFY_KEY_MISS | FD_NOTIFY_MODULE | FD_NOTIFY_NEW,
 };
 
 extern _Atomic int fd_notify_classes;

@@ -360,6 +360,6 @@ const fd_backend_ops fd_redis_backend = {
     .submit_blocking = rb_submit_blocking,
     .cancel_blocking = rb_cancel_blocking,
     .pubsub = rb_pubsub,
-    .notify = 1,
+    .notify = FD_NOTIFY_CLASSES,
     .notify_set = rb_notify_set,
 };

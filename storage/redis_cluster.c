@@ -1648,6 +1648,6 @@ const fd_backend_ops fd_redis_cluster_backend = {
     .submit_blocking = cl_submit_blocking,
     .cancel_blocking = cl_cancel_blocking,
     .pubsub = cl_pubsub,
-    .notify = 1,
+    .notify = FD_NOTIFY_CLASSES,
     .notify_set = cl_notify_set,
 };

@@ -105,6 +105,7 @@ struct mg_req {
     mg_node     node1;
     /* result */
     resp_out    out;
+    fd_events   ev;              /* keyspace events raised (delivered before the reply) */
     int         status;
     int         skipped;         /* deadline passed before a worker took it */
 };
@@ -169,7 +170,14 @@ struct mg_ctx {
     mongoc_collection_t *bcoll;    /* db0_big, made on first use (mg_big_coll), destroyed after the command */
     int              nfirst, nstep; /* mg_named: the next lookup's members (nstep 0: all) */
     int              expect;        /* the next lookup expands a big key only of this MG_T_* (0: any) */
+    fd_events       *ev;            /* the request's keyspace events (host.h), delivered on completion */
 };
+
+/* Raise a keyspace event (host.h FD_NOTIFY) of class FD_NOTIFY_<cls> on the
+ * command's argument i, or on a key; delivered with the reply, on the loop
+ * thread, unless the command fails. */
+#define MG_NOTIFY(c, cls, event, key, klen) FD_NOTIFY((c)->ev, FD_NOTIFY_##cls, event, key, klen)
+#define MG_NOTIFY_ARG(c, cls, event, i) MG_NOTIFY(c, cls, event, (c)->argv[i].ptr, (c)->argv[i].len)
 
 /* ================================================================ handlers
  *

@@ -116,7 +116,8 @@ static void execute(mg_backend *b, mongoc_client_t *cl, mongoc_collection_t *col
     c.out = &r->out;
     c.now_ms = r->now_ms;
     c.max_bulk = b->cfg.max_bulk > 0 ? b->cfg.max_bulk : RESP_DEFAULT_MAX_BULK;
-    size_t mark = r->out.len;
+    c.ev = &r->ev;
+    size_t mark = r->out.len, evmark = r->ev.len;
     int s = r->fn(&c);
     if (c.bcoll) mongoc_collection_destroy(c.bcoll);
     if (r->out.over) {
@@ -136,6 +137,8 @@ static void execute(mg_backend *b, mongoc_client_t *cl, mongoc_collection_t *col
     } else if (s != FD_OK) {
         r->out.len = mark;
     }
+    if (s != FD_OK || (r->out.len > mark && r->out.data[mark] == '-'))
+        fd_events_cut(&r->ev, evmark);        /* a failed command: none of its events */
     r->status = s;
 }
 
@@ -208,6 +211,7 @@ static void execute_group(mg_backend *b, mongoc_client_t *cl, mongoc_collection_
         } else if (mongoc_bulk_operation_execute(bulk, &reply, &err)) {
             for (int i = 0; i < k; i++) {
                 live[i]->status = resp_add_status(&live[i]->out, "OK") ? FD_E_NOMEM : FD_OK;
+                FD_NOTIFY(&live[i]->ev, FD_NOTIFY_STRING, "set", live[i]->argv[1].ptr, live[i]->argv[1].len);
             }
             done = k;
         } else {
@@ -230,8 +234,10 @@ static void execute_group(mg_backend *b, mongoc_client_t *cl, mongoc_collection_
                 if (doneops >= 0 && doneops < k) failed = (uint32_t)doneops;
             }
             if (failed < (uint32_t)k) {
-                for (uint32_t i = 0; i < failed; i++)
+                for (uint32_t i = 0; i < failed; i++) {
                     live[i]->status = resp_add_status(&live[i]->out, "OK") ? FD_E_NOMEM : FD_OK;
+                    FD_NOTIFY(&live[i]->ev, FD_NOTIFY_STRING, "set", live[i]->argv[1].ptr, live[i]->argv[1].len);
+                }
                 group_error(b, live[failed], &err);
                 done = (int)failed + 1;
             } else {
@@ -496,6 +502,7 @@ static void *admin_main(void *arg)
 static void free_req(mg_req *r)
 {
     resp_out_free(&r->out);
+    fd_events_free(&r->ev);
     if (r->nw > 1) {
         pthread_mutex_destroy(&r->bmu);
         pthread_cond_destroy(&r->bcv);
@@ -539,6 +546,7 @@ static void on_async(struct ev_loop *loop, ev_async *w, int revents)
     while (r) {
         mg_req *next = r->next;
         inflight_unlink(b, r);
+        fd_events_deliver(&r->ev);            /* the command ran: its events, before its reply */
         if (r->p) {
             if (r->skipped) timed_out(b, r);
             else if (r->status == FD_OK) {
@@ -897,4 +905,7 @@ const fd_backend_ops fd_mongodb_backend = {
     .support  = mg_support,
     .aux_get  = mg_aux_get,
     .aux_put  = mg_aux_put,
+    /* keyspace events raised by the handlers (MG_NOTIFY), delivered with the
+     * replies: not yet expired (no active expiry), keymiss or new */
+    .notify   = FD_NOTIFY_STRING | FD_NOTIFY_EVICTED | FD_NOTIFY_MODULE,
 };

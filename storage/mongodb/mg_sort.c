@@ -91,7 +91,10 @@ static int sort_generic(mg_ctx *c, int ro)
     if (s != FD_OK || replied) goto done;
     /* STORE: the destination becomes a list (no TTL), or goes when empty */
     if (!res.n) {
-        s = mg_delete(c, o.store);
+        int was = 0;
+        s = mg_key_live(c, o.store, &was);
+        if (s == FD_OK) s = mg_delete(c, o.store);
+        if (s == FD_OK && was) MG_NOTIFY(c, GENERIC, "del", o.store->ptr, o.store->len);
     } else {
         mg_list R = {0};
         if ((s = mg_list_reserve(&R, (size_t)res.n)) == FD_OK) {
@@ -101,6 +104,7 @@ static int sort_generic(mg_ctx *c, int ro)
             mg_meta none;
             memset(&none, 0, sizeof none);
             s = mg_array_save(c, o.store, &none, &R, MG_T_LIST);
+            if (s == FD_OK) MG_NOTIFY(c, LIST, "sortstore", o.store->ptr, o.store->len);
         }
         mg_list_free(&R);
     }
@@ -137,6 +141,7 @@ int mg_cmd_copy(mg_ctx *c)
     s = sm.type == MG_T_STREAM ? mg_stream_copy(c, da, sm.doc) : mg_write_doc_copy(c, da, sm.doc);
     mg_meta_free(&sm);
     FD_TRY(s);
+    MG_NOTIFY(c, GENERIC, "copy_to", da->ptr, da->len);
     FD_OUT(resp_add_int(c->out, 1));
     return FD_OK;
 }
