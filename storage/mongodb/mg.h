@@ -178,6 +178,14 @@ struct mg_ctx {
  * thread, unless the command fails. */
 #define MG_NOTIFY(c, cls, event, key, klen) FD_NOTIFY((c)->ev, FD_NOTIFY_##cls, event, key, klen)
 #define MG_NOTIFY_ARG(c, cls, event, i) MG_NOTIFY(c, cls, event, (c)->argv[i].ptr, (c)->argv[i].len)
+/* What a handler replied (c->out from mark): an integer (1, in *v), or
+ * something (1: not an error, a null, an empty array/set/map, or a 0). The
+ * collection handlers raise their events from the reply (mg_list.c ...). */
+int  mg_reply_int(const mg_ctx *c, size_t mark, long long *v);
+int  mg_reply_some(const mg_ctx *c, size_t mark);
+/* "del" on key when it no longer exists (a collection emptied): one more
+ * read, made only while class g is delivered. */
+void mg_notify_del_if_gone(mg_ctx *c, const resp_arg *key);
 
 /* ================================================================ handlers
  *
@@ -340,9 +348,10 @@ long mg_zset_find(mg_zset *Z, const char *p, size_t n);
  * the caller with fd_rank_range) into pos (room for Z->n), in reply order. */
 size_t mg_zset_range(const mg_zset *Z, const fd_zrange *z, size_t *pos);
 /* Replace key dst (whatever it holds, TTL dropped) with the sorted set
- * a[0..n) of distinct members, or delete it when n is 0 (mg_geo.c). */
+ * a[0..n) of distinct members, or delete it when n is 0 (mg_geo.c); raises
+ * `event` on dst (n > 0), or "del" when a live dst was deleted. */
 struct fd_zent;
-int  mg_zstore(mg_ctx *c, const resp_arg *dst, const struct fd_zent *a, size_t n);
+int  mg_zstore(mg_ctx *c, const resp_arg *dst, const struct fd_zent *a, size_t n, const char *event);
 /* ZMPOP's / LMPOP's core for one key (mg_zsetops.c; the blocking forms
  * reuse it): a sorted set (list) pops up to count members from the low
  * (max 0) / left end or the other, replies [key, [[member, score]...]]

@@ -907,5 +907,6 @@ const fd_backend_ops fd_mongodb_backend = {
     .aux_put  = mg_aux_put,
     /* keyspace events raised by the handlers (MG_NOTIFY), delivered with the
      * replies: not yet expired (no active expiry), keymiss or new */
-    .notify   = FD_NOTIFY_STRING | FD_NOTIFY_EVICTED | FD_NOTIFY_MODULE,
+    .notify   = FD_NOTIFY_GENERIC | FD_NOTIFY_STRING | FD_NOTIFY_LIST | FD_NOTIFY_HASH | FD_NOTIFY_SET |
+                FD_NOTIFY_ZSET | FD_NOTIFY_STREAM | FD_NOTIFY_EVICTED | FD_NOTIFY_MODULE,
 };

@@ -424,3 +424,31 @@ long mg_ix_find(mg_ix *x, const void *coll, size_t n, mg_keyat at, const char *p
     }
     return -1;
 }
+
+/* ---------------------------------------------------------------- keyspace events */
+
+int mg_reply_int(const mg_ctx *c, size_t mark, long long *v)
+{
+    const char *p = c->out->data + mark;
+    size_t n = c->out->len - mark;
+    if (n < 4 || p[0] != ':') return 0;
+    const char *e = memchr(p, '\r', n);
+    return e && resp_str2ll(p + 1, (size_t)(e - p - 1), v) == 0;
+}
+
+int mg_reply_some(const mg_ctx *c, size_t mark)
+{
+    const char *p = c->out->data + mark;
+    size_t n = c->out->len - mark;
+    if (n < 3 || p[0] == '-' || p[0] == '_') return 0;
+    if (p[0] == '$') return p[1] != '-';
+    if ((p[0] == '*' || p[0] == '~' || p[0] == '%') && (p[1] == '-' || (p[1] == '0' && p[2] == '\r'))) return 0;
+    return 1;
+}
+
+void mg_notify_del_if_gone(mg_ctx *c, const resp_arg *key)
+{
+    int live = 1;
+    if (fd_notify_on(FD_NOTIFY_GENERIC) && mg_key_live(c, key, &live) == FD_OK && !live)
+        MG_NOTIFY(c, GENERIC, "del", key->ptr, key->len);
+}

@@ -71,7 +71,9 @@ static int setop(mg_ctx *c, int op, int store, int card)
         size_t mark = c->out->len;
         if (card) s = resp_add_int(c->out, (long long)nres) ? FD_E_NOMEM : FD_OK;
         else if (store) {
-            s = mg_zstore(c, &c->argv[1], res, nres);
+            static const char *const ev[] = { [FD_ZOP_UNION] = "zunionstore", [FD_ZOP_INTER] = "zinterstore",
+                                              [FD_ZOP_DIFF] = "zdiffstore" };
+            s = mg_zstore(c, &c->argv[1], res, nres, ev[op]);
             if (s == FD_OK && resp_add_int(c->out, (long long)nres)) s = FD_E_NOMEM;
         } else if (fd_zreply_range(c->out, res, nres, o.withscores)) s = FD_E_NOMEM;
         if (s != FD_OK) c->out->len = mark;
@@ -111,7 +113,7 @@ int mg_cmd_zrangestore(mg_ctx *c)
     if (s == FD_OK && m.live && (z.type != FD_ZR_RANK || fd_rank_range((long long)Z.n, &z.start, &z.end)))
         k = mg_zset_range(&Z, &z, pos);
     for (size_t i = 0; s == FD_OK && i < k; i++) a[i] = (fd_zent){ Z.a[pos[i]].m, Z.a[pos[i]].ml, Z.a[pos[i]].s };
-    if (s == FD_OK) s = mg_zstore(c, &c->argv[1], a, k);
+    if (s == FD_OK) s = mg_zstore(c, &c->argv[1], a, k, "zrangestore");
     if (s == FD_OK && resp_add_int(c->out, (long long)k)) s = FD_E_NOMEM;
     free(a);
     free(pos);
@@ -193,7 +195,14 @@ int mg_list_mpop_one(mg_ctx *c, const resp_arg *key, int left, long long count, 
 
 static int pop_one(void *ud, int zset, const resp_arg *key, int where, long long count, int *done)
 {
-    return zset ? mg_zset_mpop_one(ud, key, where, count, done) : mg_list_mpop_one(ud, key, !where, count, done);
+    mg_ctx *c = ud;
+    int s = zset ? mg_zset_mpop_one(c, key, where, count, done) : mg_list_mpop_one(c, key, !where, count, done);
+    if (s == FD_OK && *done) {
+        if (zset) MG_NOTIFY(c, ZSET, where ? "zpopmax" : "zpopmin", key->ptr, key->len);
+        else MG_NOTIFY(c, LIST, where ? "rpop" : "lpop", key->ptr, key->len);
+        mg_notify_del_if_gone(c, key);
+    }
+    return s;
 }
 
 int mg_cmd_zmpop(mg_ctx *c) { return fd_mpop_run(c->argv, c->argc, 1, pop_one, c, c->out); }
