@@ -661,6 +661,82 @@ static int mg_submit(fd_backend *be, fd_request *req)
     return FD_PENDING;
 }
 
+/* ---------------------------------------------------------------- expired events
+ *
+ * MongoDB's TTL monitor deletes expired documents about once a minute and
+ * tells nobody; reads hide them meanwhile. While class x is delivered, cron
+ * (hz times a second) has one worker delete up to MG_SWEEP_KEYS documents
+ * whose expireAt has passed, each with a delete that matches it only if it
+ * still has that deadline passed (a concurrent SET/PERSIST wins), and
+ * raise "expired" for each deleted: Redis's active expiry. One sweep in
+ * flight at a time; nothing runs while x is off. */
+#define MG_SWEEP_KEYS 100
+
+static int sweep(mg_ctx *c)
+{
+    bson_t q = BSON_INITIALIZER, x, opts = BSON_INITIALIZER, proj;
+    bson_append_document_begin(&q, "expireAt", -1, &x);
+    bson_append_date_time(&x, "$lte", -1, c->now_ms);
+    bson_append_document_end(&q, &x);
+    bson_append_int64(&opts, "limit", -1, MG_SWEEP_KEYS);
+    bson_append_document_begin(&opts, "projection", -1, &proj);
+    bson_append_int32(&proj, "_id", -1, 1);
+    bson_append_document_end(&opts, &proj);
+    mongoc_cursor_t *cur = mongoc_collection_find_with_opts(c->coll, &q, &opts, NULL);
+    const bson_t *doc;
+    int s = FD_OK;
+    while (s == FD_OK && mongoc_cursor_next(cur, &doc)) {
+        bson_iter_t it;
+        if (!bson_iter_init_find(&it, doc, "_id") || !BSON_ITER_HOLDS_BINARY(&it)) continue;
+        bson_subtype_t st; uint32_t kl; const uint8_t *k;
+        bson_iter_binary(&it, &st, &kl, &k);
+        bson_t dq = BSON_INITIALIZER, reply;
+        bson_append_binary(&dq, "_id", -1, BSON_SUBTYPE_BINARY, k, kl);
+        bson_append_document_begin(&dq, "expireAt", -1, &x);
+        bson_append_date_time(&x, "$lte", -1, c->now_ms);
+        bson_append_document_end(&dq, &x);
+        if (!mongoc_collection_delete_one(c->coll, &dq, NULL, &reply, &c->err)) s = mg_fail(c);
+        else if (bson_iter_init_find(&it, &reply, "deletedCount") && bson_iter_as_int64(&it) == 1)
+            MG_NOTIFY(c, EXPIRED, "expired", (const char *)k, kl);
+        bson_destroy(&reply);
+        bson_destroy(&dq);
+    }
+    if (s == FD_OK && mongoc_cursor_error(cur, &c->err)) s = mg_fail(c);
+    mongoc_cursor_destroy(cur);
+    bson_destroy(&opts);
+    bson_destroy(&q);
+    return s;
+}
+
+static void mg_cron(fd_backend *be, int64_t now_ms)
+{
+    mg_backend *b = be->state;
+    if (!fd_notify_on(FD_NOTIFY_EXPIRED)) return;
+    for (mg_req *r = b->ihead; r; r = r->lnext)
+        if (r->fn == sweep) return;                 /* the last one is still running */
+    mg_req *r = calloc(1, sizeof *r);
+    if (!r) return;
+    r->argv = calloc(1, sizeof *r->argv);
+    if (!r->argv) { free(r); return; }
+    r->argv[0].ptr = "sweep";
+    r->argv[0].len = 5;
+    r->argc = 1;
+    r->fn = sweep;
+    r->name = "sweep";
+    r->proto = 2;
+    r->now_ms = now_ms;
+    r->deadline_us = fd_mono_us() + b->cfg.backend_timeout_ms * 1000;
+    r->nw = 1;
+    resp_out_init(&r->out, 2);
+    r->lprev = b->itail;
+    if (b->itail) b->itail->lnext = r;
+    else b->ihead = r;
+    b->itail = r;
+    b->inflight++;
+    r->node1.r = r;
+    enqueue(&b->w[0], &r->node1);
+}
+
 static int mg_end_turn(fd_backend *be)
 {
     be->turn_writes = 0;
@@ -901,12 +977,13 @@ const fd_backend_ops fd_mongodb_backend = {
     .submit   = mg_submit,
     .end_turn = mg_end_turn,
     .keyspace = mg_keyspace,
+    .cron     = mg_cron,
     .info     = mg_info,
     .support  = mg_support,
     .aux_get  = mg_aux_get,
     .aux_put  = mg_aux_put,
     /* keyspace events raised by the handlers (MG_NOTIFY), delivered with the
-     * replies: not yet expired (no active expiry), keymiss or new */
+     * replies (expired: the cron sweep); not yet keymiss or new */
     .notify   = FD_NOTIFY_GENERIC | FD_NOTIFY_STRING | FD_NOTIFY_LIST | FD_NOTIFY_HASH | FD_NOTIFY_SET |
-                FD_NOTIFY_ZSET | FD_NOTIFY_STREAM | FD_NOTIFY_EVICTED | FD_NOTIFY_MODULE,
+                FD_NOTIFY_ZSET | FD_NOTIFY_STREAM | FD_NOTIFY_EXPIRED | FD_NOTIFY_EVICTED | FD_NOTIFY_MODULE,
 };
