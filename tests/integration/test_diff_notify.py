@@ -371,6 +371,58 @@ if BACKEND in DELIVERS and effective("Ex") is not None:
     T.add("notify_redis_py_expired", redis_py_expired)
 
 
+IOREDIS = r"""
+const [port] = process.argv.slice(1);
+const Redis = require('ioredis');
+(async () => {
+  const r = new Redis({port: +port, lazyConnect: true, maxRetriesPerRequest: 0});
+  const sub = new Redis({port: +port, lazyConnect: true, maxRetriesPerRequest: 0});
+  await r.connect(); await sub.connect();
+  await r.config('SET', 'notify-keyspace-events', 'KEA');
+  const got = [];
+  sub.on('pmessage', (pat, ch, msg) => got.push([pat, ch, msg]));
+  sub.on('message', (ch, msg) => got.push([null, ch, msg]));
+  await sub.subscribe('__keyevent@0__:expired');
+  await sub.psubscribe('__keyspace@0__:io*');
+  await r.set('iokey', 'v', 'PX', 80);
+  await r.hset('iohash', 'f', 'v');
+  await new Promise(res => setTimeout(res, 1200));
+  await r.config('SET', 'notify-keyspace-events', '');
+  sub.disconnect(); r.disconnect();
+  console.log(JSON.stringify({got}));
+})().catch(e => { console.log(JSON.stringify({error: String(e)})); process.exit(1); });
+"""
+
+
+def ioredis_events():
+    """A second real library: ioredis's subscriber (pmessage/message
+    events) gets the keyspace events of its writes and the expired event
+    of a key nobody reads, as it would from redis-server."""
+    import json
+    import subprocess
+    from fdtest import need_node
+    nodejs = need_node("ioredis")
+    apps = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps")
+    fd = shared_pair()[1]
+    fd.conn().cmd("FLUSHDB")
+    p = subprocess.run([nodejs, "-e", IOREDIS, str(fd.port)], cwd=apps, capture_output=True, timeout=60)
+    out = p.stdout.decode().strip().split("\n")[-1]
+    res = json.loads(out) if out.startswith("{") else {"error": p.stdout.decode() + p.stderr.decode()}
+    got = res.get("got")
+    want = [["__keyspace@0__:io*", "__keyspace@0__:iokey", "set"],
+            ["__keyspace@0__:io*", "__keyspace@0__:iokey", "expire"],
+            ["__keyspace@0__:io*", "__keyspace@0__:iohash", "hset"],
+            ["__keyspace@0__:io*", "__keyspace@0__:iokey", "expired"],
+            [None, "__keyevent@0__:expired", "iokey"]]
+    if got is None or sorted(got, key=str) != sorted(want, key=str) or \
+            [g for g in got if g[1].endswith("iokey")] != [w for w in want if w[1].endswith("iokey")]:
+        raise AssertionError("ioredis got %r, want %r" % (res, want))
+
+
+if BACKEND in DELIVERS and effective("KEA") is not None:
+    T.add("notify_ioredis_events", ioredis_events)
+
+
 def redis_backend_reconnect():
     """backend redis: notify-keyspace-events set through frontdoor is
     forwarded to the backend Redis and applied again when frontdoor
