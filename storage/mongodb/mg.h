@@ -106,6 +106,7 @@ struct mg_req {
     /* result */
     resp_out    out;
     fd_events   ev;              /* keyspace events raised (delivered before the reply) */
+    uint64_t    seq;             /* submission order: events are delivered in it (mg_backend.c) */
     int         status;
     int         skipped;         /* deadline passed before a worker took it */
 };
@@ -149,6 +150,11 @@ struct mg_backend {
     /* SCAN: the sorted key list of iterations in progress, by next cursor */
     pthread_mutex_t smu;
     struct mg_scan { uint64_t next; mg_keyent *v; size_t n; int64_t born_us; } scans[MG_SCANS];
+    /* keyspace events in submission order (loop thread): the next request
+     * whose events go out, and those of later ones that completed first */
+    uint64_t        seq_next, ev_next;
+    struct mg_held *held;
+    size_t          nheld;
     /* statistics (loop thread) */
     unsigned long long requests, timeouts, errors;
     atomic_ullong   mongo_errors;

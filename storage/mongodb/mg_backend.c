@@ -536,6 +536,60 @@ static void timed_out(mg_backend *b, mg_req *r)
     b->timeouts++;
 }
 
+/* ---------------------------------------------------------------- events in order
+ *
+ * Workers run requests on different keys at once, so they complete out of
+ * order; their keyspace events go out in submission order (Redis's
+ * command order, MULTI/EXEC and scripts included): a request's events wait
+ * for those of every request submitted before it. At most MG_HELD_MAX
+ * completions wait (a request stuck in a worker): past that, the waiting
+ * events go out in order and the stuck request's come when it completes. */
+#define MG_HELD_MAX 4096
+
+typedef struct mg_held { uint64_t seq; fd_events ev; struct mg_held *next; } mg_held;
+
+static void events_flush(mg_backend *b)
+{
+    while (b->held && b->held->seq <= b->ev_next) {
+        mg_held *h = b->held;
+        b->held = h->next;
+        b->nheld--;
+        if (h->seq == b->ev_next) b->ev_next++;
+        fd_events_deliver(&h->ev);
+        fd_events_free(&h->ev);
+        free(h);
+    }
+}
+
+static void events_done(mg_backend *b, mg_req *r)
+{
+    if (r->seq <= b->ev_next && !b->held) {            /* the usual case: in order */
+        if (r->seq == b->ev_next) b->ev_next++;
+        fd_events_deliver(&r->ev);
+        return;
+    }
+    if (r->seq < b->ev_next) { fd_events_deliver(&r->ev); return; }   /* given up waiting for it */
+    if (r->seq == b->ev_next) {
+        b->ev_next++;
+        fd_events_deliver(&r->ev);
+        events_flush(b);
+        return;
+    }
+    mg_held *h = malloc(sizeof *h);
+    if (!h) { fd_events_deliver(&r->ev); return; }    /* out of memory: out of order */
+    h->seq = r->seq;
+    h->ev = r->ev;
+    memset(&r->ev, 0, sizeof r->ev);                   /* moved */
+    mg_held **pp = &b->held;
+    while (*pp && (*pp)->seq < h->seq) pp = &(*pp)->next;
+    h->next = *pp;
+    *pp = h;
+    if (++b->nheld > MG_HELD_MAX) {                    /* stop waiting for the oldest missing one */
+        b->ev_next = b->held->seq;
+        events_flush(b);
+    }
+}
+
 static void on_async(struct ev_loop *loop, ev_async *w, int revents)
 {
     mg_backend *b = w->data;
@@ -546,7 +600,7 @@ static void on_async(struct ev_loop *loop, ev_async *w, int revents)
     while (r) {
         mg_req *next = r->next;
         inflight_unlink(b, r);
-        fd_events_deliver(&r->ev);            /* the command ran: its events, before its reply */
+        events_done(b, r);                    /* the command ran: its events (in order), before its reply */
         if (r->p) {
             if (r->skipped) timed_out(b, r);
             else if (r->status == FD_OK) {
@@ -650,6 +704,7 @@ static int mg_submit(fd_backend *be, fd_request *req)
     b->inflight++;
     b->requests++;
     if (req->is_write) be->turn_writes++;
+    r->seq = b->seq_next++;                 /* its events go out in this order */
     int k = 0;
     for (int i = 0; i < nwk; i++) {
         if (!need[i]) continue;
@@ -734,6 +789,7 @@ static void mg_cron(fd_backend *be, int64_t now_ms)
     b->itail = r;
     b->inflight++;
     r->node1.r = r;
+    r->seq = b->seq_next++;
     enqueue(&b->w[0], &r->node1);
 }
 
@@ -820,6 +876,12 @@ static void mg_close(fd_backend *be)
     pthread_mutex_destroy(&b->amu);
     for (int k = 0; k < MG_SCANS; k++)
         if (b->scans[k].v) mg_keys_free(b->scans[k].v, b->scans[k].n);
+    while (b->held) {
+        mg_held *h = b->held;
+        b->held = h->next;
+        fd_events_free(&h->ev);
+        free(h);
+    }
     pthread_mutex_destroy(&b->smu);
     pthread_cond_destroy(&b->acv);
     free(b);

@@ -58,9 +58,9 @@ DELIVERS = ("lmdb", "leveldb", "redis", "redis-cluster")
 CLUSTER = BACKEND == "redis-cluster"
 # the class letters a backend delivers when not all of them (the others are refused)
 CLASSES = {"mongodb": "g$lshzxt"}.get(BACKEND)
-# events compared per key: a cluster's masters fire their own keys' events;
-# mongodb's workers run commands on different keys at once (MULTI included)
-PERKEY = CLUSTER or BACKEND == "mongodb"
+# events compared per key: a cluster's masters fire their own keys' events
+# (mongodb delivers in submission order: compared as a sequence)
+PERKEY = CLUSTER
 if CLASSES:
     DELIVERS += (BACKEND,)
 
