@@ -220,6 +220,7 @@ int kv_cmd_object(kv_ctx *c)
     if (r) return r < 0 ? FD_E_NOMEM : FD_OK;
     kv_key k; kv_meta m;
     kv_key_init(&k, c->argv[2].ptr, c->argv[2].len);
+    c->read = 0;                          /* Redis's OBJECT: LOOKUP_NONOTIFY, no keymiss */
     FD_TRY(kv_lookup(c, &k, &m));
     if (!m.live) { FD_OUT(resp_add_null(c->out)); return FD_OK; }
     FD_OUT(fd_object_reply(sub, obj_type(m.type), m.val, m.vlen, c->out));

@@ -107,6 +107,7 @@ struct mg_req {
     resp_out    out;
     fd_events   ev;              /* keyspace events raised (delivered before the reply) */
     uint64_t    seq;             /* submission order: events are delivered in it (mg_backend.c) */
+    int         read;            /* a read-only command (mg_ctx.read) */
     int         status;
     int         skipped;         /* deadline passed before a worker took it */
 };
@@ -177,6 +178,7 @@ struct mg_ctx {
     int              nfirst, nstep; /* mg_named: the next lookup's members (nstep 0: all) */
     int              expect;        /* the next lookup expands a big key only of this MG_T_* (0: any) */
     fd_events       *ev;            /* the request's keyspace events (host.h), delivered on completion */
+    int              read;          /* a read-only command: a lookup of a missing key raises keymiss */
 };
 
 /* Raise a keyspace event (host.h FD_NOTIFY) of class FD_NOTIFY_<cls> on the

@@ -117,6 +117,7 @@ static void execute(mg_backend *b, mongoc_client_t *cl, mongoc_collection_t *col
     c.now_ms = r->now_ms;
     c.max_bulk = b->cfg.max_bulk > 0 ? b->cfg.max_bulk : RESP_DEFAULT_MAX_BULK;
     c.ev = &r->ev;
+    c.read = r->read;
     size_t mark = r->out.len, evmark = r->ev.len;
     int s = r->fn(&c);
     if (c.bcoll) mongoc_collection_destroy(c.bcoll);
@@ -660,6 +661,7 @@ static int mg_submit(fd_backend *be, fd_request *req)
     r->now_ms = req->now_ms;
     r->deadline_us = fd_mono_us() + b->cfg.backend_timeout_ms * 1000;
     r->p = req->pending;
+    r->read = !req->is_write;
     resp_out_init(&r->out, r->proto);
     /* max-reply-bytes (resp.h): the bound left in the client's buffer */
     r->out.limit = req->out->limit > req->out->len ? req->out->limit - req->out->len : 0;
@@ -1047,5 +1049,6 @@ const fd_backend_ops fd_mongodb_backend = {
     /* keyspace events raised by the handlers (MG_NOTIFY), delivered with the
      * replies (expired: the cron sweep); not yet keymiss or new */
     .notify   = FD_NOTIFY_GENERIC | FD_NOTIFY_STRING | FD_NOTIFY_LIST | FD_NOTIFY_HASH | FD_NOTIFY_SET |
-                FD_NOTIFY_ZSET | FD_NOTIFY_STREAM | FD_NOTIFY_EXPIRED | FD_NOTIFY_EVICTED | FD_NOTIFY_MODULE,
+                FD_NOTIFY_ZSET | FD_NOTIFY_STREAM | FD_NOTIFY_EXPIRED | FD_NOTIFY_EVICTED | FD_NOTIFY_MODULE |
+                FD_NOTIFY_KEY_MISS,
 };

@@ -159,6 +159,7 @@ int mg_lookup_proj(mg_ctx *c, const resp_arg *key, mg_meta *m, const bson_t *pro
     bson_destroy(&q);
     bson_destroy(&opts);
     if (bad) { mg_meta_free(m); return mg_fail(c); }
+    if (!m->live && c->read) MG_NOTIFY(c, KEY_MISS, "keymiss", key->ptr, key->len);   /* lookupKeyRead */
     int nstep = c->nstep, expect = c->expect;
     c->nstep = 0;
     c->expect = 0;
@@ -332,6 +333,8 @@ int mg_lookup_many(mg_ctx *c, int first, int step, mg_meta *metas, int n, int wa
         for (int i = 0; i < n; i++) mg_meta_free(&metas[i]);
         return mg_fail(c);
     }
+    for (int i = 0; i < n && c->read; i++)     /* lookupKeyRead, key by key */
+        if (!metas[i].live) MG_NOTIFY(c, KEY_MISS, "keymiss", c->argv[first + i * step].ptr, c->argv[first + i * step].len);
     return FD_OK;
 }
 

@@ -385,8 +385,10 @@ int mg_cmd_lrange(mg_ctx *c)
          * those positions) */
         long long len;
         FD_TRY(list_load_slice(c, &c->argv[1], &m, &L, 0, 1, &len));
+        int live = m.live;
         mg_list_free(&L);
         mg_meta_free(&m);
+        if (!live) { FD_OUT(resp_add_array(c->out, 0)); return FD_OK; }   /* one lookup: one keymiss */
         if (len >= 0) {
             if (start < 0) start += len;
             if (end < 0) end += len;

@@ -159,6 +159,7 @@ int mg_cmd_object(mg_ctx *c)
     int sub, r = fd_object_parse(c->argv, c->argc, c->out, &sub);
     if (r) return r < 0 ? FD_E_NOMEM : FD_OK;
     mg_meta m;
+    c->read = 0;                          /* Redis's OBJECT: LOOKUP_NONOTIFY, no keymiss */
     FD_TRY(mg_lookup(c, &c->argv[2], &m, sub == FD_OBJ_ENCODING));
     if (!m.live) r = resp_add_null(c->out);
     else r = fd_object_reply(sub, obj_type(m.type), m.val, m.type == MG_T_STRING ? m.vlen : 0, c->out);

@@ -57,7 +57,7 @@ DELIVERS = ("lmdb", "leveldb", "redis", "redis-cluster")
 # and multi-key commands across slots are refused (the family cases are not run)
 CLUSTER = BACKEND == "redis-cluster"
 # the class letters a backend delivers when not all of them (the others are refused)
-CLASSES = {"mongodb": "g$lshzxt"}.get(BACKEND)
+CLASSES = {"mongodb": "g$lshzxtm"}.get(BACKEND)
 # events compared per key: a cluster's masters fire their own keys' events
 # (mongodb delivers in submission order: compared as a sequence)
 PERKEY = CLUSTER
@@ -315,6 +315,23 @@ events("notify_events_hll_geo", "KEA", [
     ("GEOSEARCHSTORE", "g2", "g", "FROMMEMBER", "Palermo", "BYRADIUS", "500", "km", "ASC"),
     ("GEOSEARCHSTORE", "g3", "g", "FROMMEMBER", "Palermo", "BYRADIUS", "500", "km", "STOREDIST"),
 ])
+
+# keymiss (class m): every read-only command, on missing keys and on
+# existing ones (Redis 7.0's lookupKeyRead; OBJECT does not notify)
+events("notify_events_keymiss", "KEm", [
+    ("SET", "s", "v"), ("RPUSH", "l", "a"), ("HSET", "h", "f", "v"), ("SADD", "t", "m"),
+    ("ZADD", "z", "1", "m"), ("XADD", "x", "1-1", "f", "v"),
+    ("GET", "no1"), ("GET", "s"), ("MGET", "s", "no2", "no2", "no3"), ("EXISTS", "no4", "s", "no4"),
+    ("TYPE", "no5"), ("TTL", "no6"), ("PTTL", "s"), ("STRLEN", "no7"), ("GETRANGE", "no8", "0", "1"),
+    ("GETBIT", "no9", "1"), ("BITCOUNT", "no10"), ("LRANGE", "no11", "0", "-1"), ("LLEN", "no12"),
+    ("LINDEX", "no13", "0"), ("LPOS", "no14", "a"), ("HGET", "no15", "f"), ("HGETALL", "no16"),
+    ("HLEN", "no17"), ("HMGET", "no18", "f"), ("HEXISTS", "h", "nofield"), ("SMEMBERS", "no19"),
+    ("SISMEMBER", "no20", "m"), ("SCARD", "no21"), ("SUNION", "t", "no22"), ("SINTER", "no23", "t"),
+    ("ZRANGE", "no24", "0", "-1"), ("ZSCORE", "no25", "m"), ("ZCARD", "no26"), ("ZRANK", "no27", "m"),
+    ("XRANGE", "no28", "-", "+"), ("XLEN", "no29"), ("DUMP", "no30"), ("OBJECT", "ENCODING", "no31"),
+    ("GET", "l"), ("LRANGE", "s", "0", "-1"),
+], cluster_ok=False)
+
 
 # class filtering: K only, E only, each class letter alone, n, m
 _mix = [("SET", "s", "1"), ("EXPIRE", "s", "100"), ("RPUSH", "l", "a"), ("SADD", "t", "m"),
