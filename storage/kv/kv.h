@@ -336,11 +336,10 @@ typedef struct kv_key {
 
 void kv_key_init(kv_key *k, const void *key, size_t len);
 /* Read k's metadata: FD_OK with m->found = 0 when absent; m->live applies
- * the expiry at c->now_ms. FD_E_* on storage errors. Keyspace events (a
- * key named by a command, k->key set): while class x is delivered, an
- * expired record is deleted here and raises "expired" (Redis's lazy
- * expiry), then reads as absent; in a read-only command (c->read) a key
- * that is not live raises "keymiss" (class m), as Redis 7.0's lookupKeyRead. */
+ * the expiry at c->now_ms. FD_E_* on storage errors. In a read-only
+ * command (c->read) a key named by the command (k->key set) that is not
+ * live raises "keymiss" (class m), as Redis 7.0's lookupKeyRead. A read
+ * never writes (callers keep pointers into driver memory across lookups). */
 int  kv_lookup(kv_ctx *c, const kv_key *k, kv_meta *m);
 /* Delete k's record (m from kv_lookup, m->found): metadata, expiry index
  * entry, counters; a collection's elements go to the garbage queue. */
@@ -361,6 +360,12 @@ uint64_t kv_new_version(kv_store *st);
 /* Copy every element record of prefix `from` to prefix `to` (RENAME of a
  * collection); from/to are kv_enc_sub_prefix() outputs. */
 int  kv_copy_prefix(kv_ctx *c, const uint8_t *from, size_t flen, const uint8_t *to, size_t tlen);
+/* Lazy expiry, as Redis's expireIfNeeded, while class x is delivered: the
+ * keys of command `cmd` (storage/command.h fd_command_keys, at most
+ * KV_LAZY_KEYS of them) whose record has expired are deleted and raise
+ * "expired", before the command runs (kv_backend.c). FD_OK or FD_E_*. */
+#define KV_LAZY_KEYS 256
+int  kv_expire_keys(kv_ctx *c, const struct fd_command *cmd);
 /* Active expiry (keys whose expiry index entry is <= c->now_ms) and garbage
  * reclamation in c->txn, bounded by max_keys records and budget_us of wall
  * time. Counter changes accumulate in c->d_*. FD_OK or FD_E_*; *done is the

@@ -184,7 +184,8 @@ static int submit_one(fd_backend *b, fd_request *r)
     /* b->writes_inline: the driver commits this turn before end_turn returns */
     int async = d->hold && r->is_write && !b->writes_inline;
     uint64_t stamp0 = async ? d->stamp(st->txn) : 0;
-    int s = h(&c);
+    int s = fd_notify_on(FD_NOTIFY_EXPIRED) ? kv_expire_keys(&c, r->cmd) : FD_OK;   /* lazy expiry */
+    if (s == FD_OK) s = h(&c);
     if (r->out->over && !r->is_write) {
         /* the reply passed max-reply-bytes (resp.h): a read changed
          * nothing; the caller writes the refusal */

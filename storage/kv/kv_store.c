@@ -141,17 +141,7 @@ int kv_lookup(kv_ctx *c, const kv_key *k, kv_meta *m)
     if (k->key && m->fullkey &&
         (m->fullkey_len != k->klen || memcmp(m->fullkey, k->key, k->klen) != 0))
         return FD_E_CORRUPT;
-    if (m->expire && m->expire <= c->now_ms) {
-        m->live = 0;
-        if (k->key && fd_notify_on(FD_NOTIFY_EXPIRED)) {
-            /* lazy expiry, as Redis's expireIfNeeded: the key goes now */
-            kv_meta dead = *m;
-            if ((s = kv_delete(c, k, &dead)) != FD_OK) return s;
-            c->st->expired_keys++;
-            KV_NOTIFY(c, EXPIRED, "expired", k->key, k->klen);
-            memset(m, 0, sizeof *m);
-        }
-    }
+    if (m->expire && m->expire <= c->now_ms) m->live = 0;
     if (!m->live && c->read && k->key) KV_NOTIFY(c, KEY_MISS, "keymiss", k->key, k->klen);
     return FD_OK;
 }
@@ -432,6 +422,25 @@ static int reclaim_batch(kv_store *st, void *txn, int max, int *done)
     if (n < max && (s = d->del(txn, gk, 9)) != FD_OK && s != FD_NOTFOUND) return s;
     *done = n ? n : 1;
     return FD_OK;
+}
+
+int kv_expire_keys(kv_ctx *c, const struct fd_command *cmd)
+{
+    int pos[KV_LAZY_KEYS];
+    int n = fd_command_keys(cmd, c->argc, c->argv, pos, KV_LAZY_KEYS);
+    int read = c->read;
+    c->read = 0;                              /* these lookups are not the command's */
+    int s = FD_OK;
+    for (int i = 0; i < n && s == FD_OK; i++) {
+        kv_key k; kv_meta m;
+        kv_key_init(&k, c->argv[pos[i]].ptr, c->argv[pos[i]].len);
+        if ((s = kv_lookup(c, &k, &m)) != FD_OK || !m.found || m.live) continue;
+        if ((s = kv_delete(c, &k, &m)) != FD_OK) break;
+        c->st->expired_keys++;
+        KV_NOTIFY(c, EXPIRED, "expired", k.key, k.klen);
+    }
+    c->read = read;
+    return s;
 }
 
 int kv_expire_cycle(kv_ctx *c, int max_keys, int64_t budget_us, int *done)
