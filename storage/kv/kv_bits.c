@@ -94,7 +94,9 @@ int kv_cmd_bitop(kv_ctx *c)
     size_t n = 0, cap = 0;
     for (int i = 3; i < c->argc; i++) {
         kv_key k; kv_meta m;
+        c->read = 1;                      /* the sources: lookupKeyRead (keymiss) */
         int s = kv_string_lookup(c, &k, &m, &c->argv[i]);
+        c->read = 0;
         if (s != FD_OK) { free(acc); return s; }
         if (fd_bitop_add(op, &acc, &n, &cap, m.live ? (const unsigned char *)m.val : NULL,
                          m.live ? m.vlen : 0, i == 3)) { free(acc); return FD_E_NOMEM; }

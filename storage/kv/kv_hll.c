@@ -81,7 +81,9 @@ int kv_cmd_pfmerge(kv_ctx *c)
     if (!regs) return FD_E_NOMEM;
     int dense = 0;
     const char *e;
+    c->read = 1;                          /* every key, the destination first: lookupKeyRead */
     int s = merge_keys(c, regs, &dense, &e);
+    c->read = 0;
     if (s != FD_OK || e) goto out;
     kv_key k; kv_meta m;
     if ((s = kv_string_lookup(c, &k, &m, &c->argv[1])) != FD_OK) goto out;

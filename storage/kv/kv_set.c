@@ -407,7 +407,9 @@ static int setop_reply(kv_ctx *c, int op)
 static int setop_store(kv_ctx *c, int op)
 {
     sink k = { .mode = 1, .c = c };
+    c->read = 1;                          /* the sources: lookupKeyRead (keymiss) */
     int s = setop(c, 2, c->argc - 2, op, &k);
+    c->read = 0;
     if (s == FD_OK) {
         sref d;
         kv_key_init(&d.k, c->argv[1].ptr, c->argv[1].len);

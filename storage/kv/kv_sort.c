@@ -122,7 +122,10 @@ static int sort_generic(kv_ctx *c, int ro)
     if (s != FD_OK || replied) goto done;
     kv_key k; kv_meta m;
     kv_key_init(&k, c->argv[1].ptr, c->argv[1].len);
-    if ((s = kv_lookup(c, &k, &m)) != FD_OK) goto done;
+    c->read = 1;                          /* the source: lookupKeyRead (keymiss) */
+    s = kv_lookup(c, &k, &m);
+    c->read = ro;
+    if (s != FD_OK) goto done;
     int type = FD_SORT_LIST;
     if (m.live) {
         if (m.type == KV_T_SET) type = FD_SORT_SET;
@@ -160,7 +163,10 @@ int kv_cmd_copy(kv_ctx *c)
     const resp_arg *sa = &c->argv[1], *da = &c->argv[2];
     kv_key sk, dk; kv_meta sm, dm;
     kv_key_init(&sk, sa->ptr, sa->len);
-    FD_TRY(kv_lookup(c, &sk, &sm));
+    c->read = 1;                          /* the source: lookupKeyRead (keymiss) */
+    int s0 = kv_lookup(c, &sk, &sm);
+    c->read = 0;
+    FD_TRY(s0);
     if (!sm.live) { FD_OUT(resp_add_int(c->out, 0)); return FD_OK; }
     kv_key_init(&dk, da->ptr, da->len);
     FD_TRY(kv_lookup(c, &dk, &dm));
@@ -238,6 +244,7 @@ int kv_cmd_memory(kv_ctx *c)
     if (r) return r < 0 ? FD_E_NOMEM : FD_OK;
     kv_key k; kv_meta m;
     kv_key_init(&k, c->argv[2].ptr, c->argv[2].len);
+    c->read = 0;                          /* Redis's MEMORY USAGE: LOOKUP_NONOTIFY, no keymiss */
     FD_TRY(kv_lookup(c, &k, &m));
     if (!m.live) { FD_OUT(resp_add_null(c->out)); return FD_OK; }
     const void *v; size_t vl;

@@ -60,7 +60,9 @@ static int setop(kv_ctx *c, int op, int store, int card)
     int nkidx = store ? 2 : 1;
     int s = fd_zsetop_begin(c->argv, c->argc, op, store, card, nkidx, &o, c->out, &replied);
     if (s != FD_OK || replied) { fd_zsetop_free(&o); return s; }
-    /* every key's type first, as Redis, then the options */
+    /* every key's type first, as Redis, then the options (a STORE's
+     * sources are read with lookupKeyRead: keymiss, once per key) */
+    if (store) c->read = 1;
     for (long long i = 0; i < o.numkeys && s == FD_OK; i++) {
         const resp_arg *key = &c->argv[nkidx + 1 + i];
         kv_key k;
@@ -69,6 +71,7 @@ static int setop(kv_ctx *c, int op, int store, int card)
         s = kv_lookup(c, &k, &m);
         if (s == FD_OK && m.live && m.type != KV_T_ZSET && m.type != KV_T_SET) s = FD_E_WRONGTYPE;
     }
+    c->read = 0;                          /* the loads below: no second keymiss */
     if (s == FD_OK) s = fd_zsetop_options(c->argv, c->argc, &o, c->out, &replied);
     if (s != FD_OK || replied) { fd_zsetop_free(&o); return s; }
     fd_zbuf *in = calloc((size_t)o.numkeys, sizeof *in);
@@ -117,7 +120,10 @@ int kv_cmd_zrangestore(kv_ctx *c)
     FD_TRY(fd_parse_zrangestore(c->argv, c->argc, &z, c->out, &replied));
     if (replied) return FD_OK;
     kv_zref r;
-    FD_TRY(kv_zref_load(c, &r, &c->argv[2]));
+    c->read = 1;                          /* the source: lookupKeyRead (keymiss) */
+    int s0 = kv_zref_load(c, &r, &c->argv[2]);
+    c->read = 0;
+    FD_TRY(s0);
     kv_list l = { 0 };
     fd_zbuf b = { 0 };
     int s = kv_zset_range(c, &r, &z, &l);

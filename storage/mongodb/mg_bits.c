@@ -96,7 +96,9 @@ int mg_cmd_bitop(mg_ctx *c)
     size_t n = 0, cap = 0;
     for (int i = 3; i < c->argc; i++) {
         mg_meta m;
+        c->read = 1;                      /* the sources: lookupKeyRead (keymiss) */
         int s = mg_lookup_string(c, &c->argv[i], &m);
+        c->read = 0;
         if (s != FD_OK) { free(acc); return s; }
         int r = fd_bitop_add(op, &acc, &n, &cap, UV(m), UL(m), i == 3);
         mg_meta_free(&m);
@@ -240,7 +242,10 @@ int mg_cmd_pfmerge(mg_ctx *c)
     int dense = 0, s;
     const char *e = NULL;
     if (!regs || !buf) { s = FD_E_NOMEM; goto out; }
-    if ((s = merge_keys(c, regs, &dense, &e)) != FD_OK || e) goto out;
+    c->read = 1;                          /* every key, the destination first: lookupKeyRead */
+    s = merge_keys(c, regs, &dense, &e);
+    c->read = 0;
+    if (s != FD_OK || e) goto out;
     if ((s = mg_lookup_string(c, &c->argv[1], &m)) != FD_OK) goto out;
     size_t len;
     if ((e = fd_pfmerge_value(regs, dense, UV(m), UL(m), m.live, buf, &len))) goto out;

@@ -217,7 +217,9 @@ int mg_cmd_sdiff(mg_ctx *c)  { return setop_reply(c, OP_DIFF); }
 static int setop_store(mg_ctx *c, int op)
 {
     mg_setop o;
+    c->read = 1;                          /* the sources: lookupKeyRead (keymiss) */
     int s = setop_compute(c, 2, c->argc - 2, op, 0, &o);
+    c->read = 0;
     int was = 0;
     if (s == FD_OK && !o.out.n && fd_notify_on(FD_NOTIFY_GENERIC)) s = mg_key_live(c, &c->argv[1], &was);
     if (s == FD_OK) {

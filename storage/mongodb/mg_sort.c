@@ -66,7 +66,10 @@ static int sort_generic(mg_ctx *c, int ro)
     int replied;
     int s = fd_sort_begin(c->argv, c->argc, ro, &o, c->out, &replied);
     if (s != FD_OK || replied) goto done;
-    if ((s = mg_lookup(c, &c->argv[1], &m, 0)) != FD_OK) { memset(&m, 0, sizeof m); goto done; }
+    c->read = 1;                          /* the source: lookupKeyRead (keymiss), once */
+    s = mg_lookup(c, &c->argv[1], &m, 0);
+    c->read = 0;
+    if (s != FD_OK) { memset(&m, 0, sizeof m); goto done; }
     int type = FD_SORT_LIST, mt = m.live ? m.type : MG_T_NONE;
     mg_meta_free(&m);
     size_t n = 0;
@@ -132,7 +135,10 @@ int mg_cmd_copy(mg_ctx *c)
     if (replied) return FD_OK;
     const resp_arg *sa = &c->argv[1], *da = &c->argv[2];
     mg_meta sm;
-    FD_TRY(mg_lookup(c, sa, &sm, 1));
+    c->read = 1;                          /* the source: lookupKeyRead (keymiss) */
+    int s0 = mg_lookup(c, sa, &sm, 1);
+    c->read = 0;
+    FD_TRY(s0);
     if (!sm.live) { mg_meta_free(&sm); FD_OUT(resp_add_int(c->out, 0)); return FD_OK; }
     int exists;
     int s = mg_key_live(c, da, &exists);
@@ -173,6 +179,7 @@ int mg_cmd_memory(mg_ctx *c)
     int r = fd_memory_parse(c->argv, c->argc, c->out, &samples);
     if (r) return r < 0 ? FD_E_NOMEM : FD_OK;
     mg_meta m;
+    c->read = 0;                          /* Redis's MEMORY USAGE: LOOKUP_NONOTIFY, no keymiss */
     FD_TRY(mg_lookup(c, &c->argv[2], &m, 1));
     if (!m.live) r = resp_add_null(c->out);
     else {

@@ -50,6 +50,7 @@ static int setop(mg_ctx *c, int op, int store, int card)
     int replied, nkidx = store ? 2 : 1;
     int s = fd_zsetop_begin(c->argv, c->argc, op, store, card, nkidx, &o, c->out, &replied);
     if (s != FD_OK || replied) { fd_zsetop_free(&o); return s; }
+    if (store) c->read = 1;                    /* a STORE's sources: lookupKeyRead, once per key */
     for (long long i = 0; i < o.numkeys && s == FD_OK; i++) {     /* types first, as Redis */
         mg_meta t;
         s = mg_lookup(c, &c->argv[nkidx + 1 + i], &t, 0);
@@ -57,6 +58,7 @@ static int setop(mg_ctx *c, int op, int store, int card)
         if (t.live && t.type != MG_T_ZSET && t.type != MG_T_SET) s = FD_E_WRONGTYPE;
         mg_meta_free(&t);
     }
+    c->read = 0;                               /* the loads below: no second keymiss */
     if (s == FD_OK) s = fd_zsetop_options(c->argv, c->argc, &o, c->out, &replied);
     if (s != FD_OK || replied) { fd_zsetop_free(&o); return s; }
     input *in = calloc((size_t)o.numkeys, sizeof *in);
@@ -105,7 +107,10 @@ int mg_cmd_zrangestore(mg_ctx *c)
     FD_TRY(fd_parse_zrangestore(c->argv, c->argc, &z, c->out, &replied));
     if (replied) return FD_OK;
     mg_meta m; mg_zset Z;
-    FD_TRY(mg_zset_load(c, &c->argv[2], &m, &Z));
+    c->read = 1;                          /* the source: lookupKeyRead (keymiss) */
+    int s0 = mg_zset_load(c, &c->argv[2], &m, &Z);
+    c->read = 0;
+    FD_TRY(s0);
     size_t k = 0;
     fd_zent *a = malloc((Z.n ? Z.n : 1) * sizeof *a);
     size_t *pos = malloc((Z.n ? Z.n : 1) * sizeof *pos);

@@ -330,6 +330,14 @@ events("notify_events_keymiss", "KEm", [
     ("ZRANGE", "no24", "0", "-1"), ("ZSCORE", "no25", "m"), ("ZCARD", "no26"), ("ZRANK", "no27", "m"),
     ("XRANGE", "no28", "-", "+"), ("XLEN", "no29"), ("DUMP", "no30"), ("OBJECT", "ENCODING", "no31"),
     ("GET", "l"), ("LRANGE", "s", "0", "-1"),
+    # write commands read their sources with lookupKeyRead; MEMORY does not notify
+    ("SUNIONSTORE", "d", "t", "no40"), ("SINTERSTORE", "d", "no41", "t"), ("ZUNIONSTORE", "d", "2", "z", "no42"),
+    ("BITOP", "OR", "d", "no43"), ("PFMERGE", "d", "no44"), ("PFCOUNT", "no45"), ("COPY", "no46", "cp"),
+    ("SORT", "no47", "STORE", "d"), ("ZRANGESTORE", "d", "no48", "0", "-1"), ("MEMORY", "USAGE", "no49"),
+    ("TOUCH", "no50"), ("EXPIRETIME", "no51"), ("LCS", "no52", "no53"), ("SMOVE", "no54", "t", "m"),
+    ("RPOPLPUSH", "no55", "l"), ("LPOP", "no56"), ("INCR", "cnt"), ("APPEND", "no57", "x"),
+    ("ZUNION", "2", "z", "no58"), ("ZINTERCARD", "2", "no59", "z"), ("SDIFF", "no60", "t"),
+    ("SINTERCARD", "2", "t", "no61"), ("HRANDFIELD", "no62"), ("SRANDMEMBER", "no63"), ("ZRANDMEMBER", "no64"),
 ], cluster_ok=False)
 
 
