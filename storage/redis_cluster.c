@@ -1536,9 +1536,6 @@ static void cl_cancel_blocking(fd_backend *fb, fd_pending *p) {
     rc_blocking_cancel(&b->sh, p);
 }
 
-/* Pub/sub. Channels and patterns are cluster-wide in Redis Cluster (a
- * PUBLISH reaches every node): one relay at one master carries them all.
- * Shard channels live at their slot's master: one relay per master. */
 /* Keyspace events are node-local in a Redis Cluster (each master fires its
  * own keys'), while PUBLISH reaches every node. So while
  * notify-keyspace-events is set through frontdoor (b->sh.notify delivers
@@ -1583,6 +1580,9 @@ static void cl_notify_set(fd_backend *fb, const char *classes) {
     ks_relays(b);
 }
 
+/* Pub/sub. Channels and patterns are cluster-wide in Redis Cluster (a
+ * PUBLISH reaches every node): one relay at one master carries them all.
+ * Shard channels live at their slot's master: one relay per master. */
 static void cl_pubsub(fd_backend *fb, int kind, const char *name, size_t len, int on) {
     cl_backend *b = fb->state;
     rc_conn **relay;

@@ -564,6 +564,10 @@ static void events_flush(mg_backend *b)
 
 static void events_done(mg_backend *b, mg_req *r)
 {
+    if (!b->held && !fd_notify_on(FD_NOTIFY_CLASSES)) {   /* off: nothing to order, nothing held */
+        b->ev_next = b->seq_next;
+        return;
+    }
     if (r->seq <= b->ev_next && !b->held) {            /* the usual case: in order */
         if (r->seq == b->ev_next) b->ev_next++;
         fd_events_deliver(&r->ev);
