@@ -640,8 +640,8 @@ void rc_notify_set(rc_shared *sh, const char *classes) {
     free(sh->notify);
     sh->notify = copy;
     resp_arg av[4] = { { "CONFIG", 6 }, { "SET", 3 }, { "notify-keyspace-events", 22 }, { copy, strlen(copy) } };
-    for (rc_conn *c = sh->all; c; c = c->all_next)
-        if (c->state == RC_UP && !c->push) rc_send(c, 0, NULL, 0, 4, av, NULL, NULL);
+    for (rc_conn *c = sh->all; c; c = c->all_next)   /* connecting ones too: before their first command */
+        if (c->state != RC_DOWN && !c->push) rc_send(c, 0, NULL, 0, 4, av, NULL, NULL);
 }
 
 void rc_conn_init(rc_conn *c, rc_shared *sh, rc_addr *a, int idx) {

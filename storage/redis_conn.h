@@ -198,7 +198,8 @@ int  rc_blocking_uses(const rc_shared *sh, const rc_addr *a);
 void rc_blocking_info(const rc_shared *sh, resp_out *o);
 
 /* notify-keyspace-events `classes` on the servers of sh: CONFIG SET on
- * every connection that is up now (its reply ignored: a server refusing
+ * every connection up or connecting now, ahead of any command sent on it
+ * afterwards (its reply ignored: a server refusing
  * CONFIG keeps its own setting), and again as part of the handshake of
  * every connection made from now on (so a restarted server, or a cluster
  * node met later, gets it). Loop thread. */
