@@ -202,7 +202,9 @@ def events_case(name, classes, steps, resp3=False, pause=0.0, unordered=False, c
                     time.sleep(0.3)
                     try:
                         while True:
-                            msgs.append(sc.read(timeout=0.3))
+                            m = sc.read(timeout=0.3)
+                            if b"__keyready" not in m:
+                                msgs.append(m)
                     except Exception:
                         pass
                 if unordered:
