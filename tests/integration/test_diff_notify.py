@@ -425,6 +425,15 @@ const Redis = require('ioredis');
   sub.on('message', (ch, msg) => got.push([null, ch, msg]));
   await sub.subscribe('__keyevent@0__:expired');
   await sub.psubscribe('__keyspace@0__:io*');
+  // a Redis backend's relays subscribe asynchronously: write a probe key
+  // until its event comes back, then start afresh
+  for (let i = 0; i < 50 && !got.some(g => g[1] === '__keyspace@0__:ioprobe'); i++) {
+    await r.set('ioprobe', i);
+    await new Promise(res => setTimeout(res, 100));
+  }
+  await r.del('ioprobe');
+  await new Promise(res => setTimeout(res, 200));
+  got.length = 0;
   await r.set('iokey', 'v', 'PX', 80);
   await r.hset('iohash', 'f', 'v');
   await new Promise(res => setTimeout(res, 1200));
