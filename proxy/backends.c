@@ -135,6 +135,15 @@ void px_backend_cmd(const px_backend *be, int id, px_hist *out, uint64_t *errors
 
 /* -------------------------------------------------------------- instances */
 
+/* The directive to a Redis server: the canonical form, plus "n" when "A"
+ * hides it (Redis 7.0 prints "A" without the n it keeps). */
+static void notify_forward(px_backend *be, int flags) {
+    char f[40];
+    px_notify_format(flags, f, sizeof f - 1);
+    if ((flags & PX_NOTIFY_ALL) == PX_NOTIFY_ALL && (flags & PX_NOTIFY_NEW)) strcat(f, "n");
+    be->b.ops->notify_set(&be->b, f);
+}
+
 px_backend *px_backend_open(const px_backend_settings *bs, const char *role, char *err, size_t errlen) {
     const fd_backend_ops *ops = fd_backend_find(bs->backend);
     if (!ops) {
@@ -169,7 +178,14 @@ px_backend *px_backend_open(const px_backend_settings *bs, const char *role, cha
     }
     be->role = role;
     be->opened_at = time(NULL);
+    if (ops->notify_set && px_cfg.notify_keyspace_events)   /* set through frontdoor: the server fires them */
+        notify_forward(be, (int)px_cfg.notify_keyspace_events);
     return be;
+}
+
+void px_backends_notify(int flags) {
+    px_backend *be = px_srv.primary;
+    if (be && be->b.ops->notify_set) notify_forward(be, flags);
 }
 
 void px_backend_close(px_backend *be) {

@@ -175,6 +175,9 @@ int  px_backends_ab_apply(char *err, size_t errlen);
 int  px_backends_commit_before_flush(void);
 void px_backends_after_flush(void);
 void px_backends_cron(int64_t now_ms);
+/* notify-keyspace-events changed to `flags` (PX_NOTIFY_* bits): forwarded
+ * to the primary when it is a Redis server (fd_backend_ops.notify_set). */
+void px_backends_notify(int flags);
 void px_backends_shutdown(void);
 
 #endif

@@ -7,6 +7,7 @@
 #include "capture.h"   /* capture (issue 17) */
 #include "acl.h"       /* "user" lines (issue 29) */
 #include "slowlog.h"   /* the slow log's inline threshold */
+#include "backends.h"  /* px_backends_notify: the directive forwarded to a Redis backend */
 #include "../storage/backend.h"   /* the registered backends' option rows */
 
 #include <ctype.h>
@@ -349,11 +350,29 @@ static int set_value(const entry *e, px_settings *s, const char *value, char *er
         int f = px_notify_parse(value);
         if (f < 0) { snprintf(err, errlen, "Invalid event class character. Use 'Ag$lshzxeKEtmdn'."); return -1; }
         if ((f & (PX_NOTIFY_KEYSPACE | PX_NOTIFY_KEYEVENT)) && (f & ~(PX_NOTIFY_KEYSPACE | PX_NOTIFY_KEYEVENT))) {
-            snprintf(err, errlen, "frontdoor does not deliver keyspace notifications yet on any backend: "
-                     "only values that deliver nothing (no K/E, or no class) are accepted (docs/notifications.md)");
-            return -1;
+            /* a value that delivers events: only where the primary delivers them */
+            const fd_backend_ops *o = fd_backend_find(s->be.backend ? s->be.backend : "");
+            int missing = f & ~(PX_NOTIFY_KEYSPACE | PX_NOTIFY_KEYEVENT) & ~(o ? o->notify : 0);
+            if (missing) {
+                char ml[32], ok[32];
+                px_notify_format(missing, ml, sizeof ml);
+                px_notify_format(o ? o->notify : 0, ok, sizeof ok);
+                if (o && o->notify)
+                    snprintf(err, errlen, "frontdoor does not deliver keyspace notifications yet on the %s backend "
+                             "for the classes '%s': with K or E, only the classes '%s' are accepted "
+                             "(docs/notifications.md)", o->name, ml, ok);
+                else
+                    snprintf(err, errlen, "frontdoor does not deliver keyspace notifications yet on the %s backend: "
+                             "only values that deliver nothing (no K/E, or no class) are accepted "
+                             "(docs/notifications.md)", o ? o->name : "configured");
+                return -1;
+            }
         }
         *(long long *)slot = f;
+        if (s == &px_cfg) {
+            fd_notify_set_classes(f);   /* what the embedded backends raise (storage/host.h) */
+            px_backends_notify(f);      /* what a Redis backend fires itself */
+        }
         return 0;
     }
     case T_STR: {
@@ -685,6 +704,7 @@ int px_config_reload(char *err, size_t errlen) {
         px_settings_free(&px_cfg);
         px_cfg = old;
         px_slowlog_apply();
+        fd_notify_set_classes((int)px_cfg.notify_keyspace_events);
         return -1;
     }
     /* what cannot change while running keeps its running value */

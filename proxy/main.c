@@ -11,6 +11,7 @@
 #include "migrate.h"
 #include "multi.h"
 #include "pubsub.h"
+#include "notify.h"
 #include "blocking.h"
 #include "scripting.h"
 #include "server.h"
@@ -41,6 +42,7 @@ static void usage(void) {
 static void (*const px_features[])(void) = {
     px_capture_hooks, px_acl_hooks, px_scripting_hooks, px_pubsub_hooks, px_multi_hooks,
     px_blocking_hooks, px_slowlog_hooks, px_metrics_hooks, px_ab_hooks, px_tracking_hooks,
+    px_notify_hooks,
 };
 
 int main(int argc, char **argv) {

@@ -151,6 +151,10 @@ static long long publish_local(const char *ch, size_t clen, const char *msg, siz
     return n;
 }
 
+long long px_pubsub_publish_local(const char *ch, size_t clen, const char *msg, size_t mlen) {
+    return publish_local(ch, clen, msg, mlen);
+}
+
 void px_pubsub_backend_message(struct fd_backend *b, int kind, const char *pattern, size_t plen,
                                const char *channel, size_t clen, const char *msg, size_t mlen) {
     px_backend *be = relay();

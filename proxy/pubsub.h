@@ -51,6 +51,11 @@ void px_pubsub_conn_closed(px_conn *c);
 extern uint64_t px_monitors;
 void px_monitor_feed(px_conn *c, const fd_command *cmd, int argc, const resp_arg *argv);
 
+/* Deliver a message published here to this frontdoor's subscribers of
+ * `ch` and of the patterns matching it (not through a relay); the number
+ * of receivers. (Keyspace events: proxy/notify.c.) */
+long long px_pubsub_publish_local(const char *ch, size_t clen, const char *msg, size_t mlen);
+
 /* The host callbacks of a relaying backend (storage/host.h). */
 void px_pubsub_backend_message(struct fd_backend *b, int kind, const char *pattern, size_t plen,
                                const char *channel, size_t clen, const char *msg, size_t mlen);

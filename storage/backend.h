@@ -92,6 +92,12 @@ typedef struct fd_backend_ops {
                                                          * handle (r->pending); reads are answered in submit */
     int         passthrough;                            /* takes commands the table does not know (r->cmd NULL), e.g. a Redis server */
     int         embedded;                               /* keeps its data in `dir` (one process at a time: the folder is locked) */
+    int         notify;                                 /* the keyspace event classes it delivers (host.h
+                                                         * FD_NOTIFY_* bits; notify-keyspace-events with K/E and
+                                                         * another class is refused on a primary without it:
+                                                         * docs/notifications.md): the embedded ones raise them
+                                                         * through host.h's FD_NOTIFY, a Redis server fires them
+                                                         * itself (notify_set) and the relay brings them */
     const fd_option_set *options;                       /* its settings' rows (option.h), NULL = none of its own;
                                                          * open() gets the struct in cfg->options */
     /* 0 or FD_E_*; on failure err gets a human-readable reason. */
@@ -154,6 +160,12 @@ typedef struct fd_backend_ops {
      *     FD_OK or FD_E_*. */
     int (*aux_get)(fd_backend *b, const char *name, char **v, size_t *vl);
     int (*aux_put)(fd_backend *b, const char *name, const void *v, size_t vl);
+    /* Optional (a Redis server): notify-keyspace-events set through
+     * frontdoor, in Redis's canonical form (proxy/config.h
+     * px_notify_format): forwarded to the server(s), and again after every
+     * reconnect. Called after open when the directive is not "", and on
+     * every change. Loop thread. */
+    void (*notify_set)(fd_backend *b, const char *classes);
 } fd_backend_ops;
 
 #define FD_AUX_NAME_MAX 64

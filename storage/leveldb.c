@@ -2123,6 +2123,7 @@ const fd_backend_ops fd_leveldb_backend = {
     .info     = leveldb_backend_info,
     .support  = kv_backend_support,
     .embedded = 1,
+    .notify   = FD_NOTIFY_CLASSES,
     .async    = 1,               /* write replies wait for their commit (writer thread) */
     .async_writes = 1,           /* reads never wait: no pending handle for them */
 };

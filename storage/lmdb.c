@@ -519,4 +519,5 @@ const fd_backend_ops fd_lmdb_backend = {
     .info     = lmdb_info,
     .support  = kv_backend_support,
     .embedded = 1,
+    .notify   = FD_NOTIFY_CLASSES,
 };

@@ -292,6 +292,13 @@ static void rb_pubsub(fd_backend *fb, int kind, const char *name, size_t len, in
     rc_relay_sub(b->relay, kind, name, len, on);
 }
 
+/* notify-keyspace-events set through frontdoor: the server fires the
+ * events, the relay brings them to the subscribers. */
+static void rb_notify_set(fd_backend *fb, const char *classes) {
+    rb_backend *b = fb->state;
+    rc_notify_set(&b->sh, classes);
+}
+
 /* Once per loop turn: one write per connection that got commands. */
 static int rb_end_turn(fd_backend *fb) {
     rb_backend *b = fb->state;
@@ -353,4 +360,6 @@ const fd_backend_ops fd_redis_backend = {
     .submit_blocking = rb_submit_blocking,
     .cancel_blocking = rb_cancel_blocking,
     .pubsub = rb_pubsub,
+    .notify = FD_NOTIFY_CLASSES,
+    .notify_set = rb_notify_set,
 };

@@ -113,6 +113,7 @@ typedef struct cl_node {
     int        master_idx;      /* index in b->masters, -1 if not there */
     uint64_t   forwarded, moved, asked;
     rc_conn   *srelay;          /* pub/sub: this master's shard channels (SSUBSCRIBE) */
+    rc_conn   *krelay;          /* pub/sub: this master's keyspace events (ks_relays) */
     struct cl_node *next;
 } cl_node;
 
@@ -235,6 +236,7 @@ static int any_reachable(const cl_backend *b) {
 
 static void node_free(cl_node *n) {
     if (n->srelay) { rc_conn_destroy(n->srelay); free(n->srelay); }
+    if (n->krelay) { rc_conn_destroy(n->krelay); free(n->krelay); }
     for (int i = 0; i < n->n; i++) rc_conn_destroy(&n->conns[i]);
     free(n->conns);
     free(n);
@@ -774,6 +776,8 @@ static void fail_parked(cl_backend *b) {
  * then goes to its slot's new master. (A slot moved between two live
  * masters by resharding: Redis 7.0 itself tells the subscribers
  * `sunsubscribe`; not followed here.) */
+static void ks_relays(cl_backend *b);
+
 static void relay_follow(cl_backend *b) {
     if (!b->nmasters) return;
     /* shard relays of nodes that are masters no more: dropped, and every
@@ -799,6 +803,7 @@ static void relay_follow(cl_backend *b) {
             rc_relay_init(b->relay, &b->sh, to, b->fb);   /* resyncs once up */
         }
     }
+    ks_relays(b);                             /* one keyspace relay per master (and the filter) */
     if (resync) fd_pubsub_resync(b->fb);
 }
 
@@ -1531,6 +1536,50 @@ static void cl_cancel_blocking(fd_backend *fb, fd_pending *p) {
     rc_blocking_cancel(&b->sh, p);
 }
 
+/* Keyspace events are node-local in a Redis Cluster (each master fires its
+ * own keys'), while PUBLISH reaches every node. So while
+ * notify-keyspace-events is set through frontdoor (b->sh.notify delivers
+ * events), every master has a keyspace relay (krelay) that passes only the
+ * "__keyspace@"/"__keyevent@" messages of the names that may carry them
+ * (those channels, and every pattern), and the channel relay passes every
+ * message but those: each event reaches the subscribers once, from the
+ * node that fired it. (A PUBLISH made by hand to a "__keyspace@..."
+ * channel reaches them once per master.) */
+static int ks_managed(const cl_backend *b) {
+    const char *f = b->sh.notify;
+    return f && (strchr(f, 'K') || strchr(f, 'E')) && strpbrk(f, "Ag$lshzxetdmn");
+}
+
+static int ks_name(int kind, const char *name, size_t len) {
+    if (kind == FD_PS_PATTERN) return 1;
+    return kind == FD_PS_CHANNEL && len > 11 && (!memcmp(name, "__keyspace@", 11) || !memcmp(name, "__keyevent@", 11));
+}
+
+/* The keyspace relays the map and the directive call for: one per master
+ * while managed (a new one subscribes everything once up: the resync),
+ * none otherwise; the channel relay's filter to match. */
+static void ks_relays(cl_backend *b) {
+    int on = ks_managed(b);
+    if (b->relay) b->relay->relay_keyspace = on ? -1 : 0;
+    for (cl_node *n = b->nodes; n; n = n->next) {
+        int want = on && n->master_idx >= 0;
+        if (n->krelay && !want) {
+            rc_conn_destroy(n->krelay);
+            free(n->krelay);
+            n->krelay = NULL;
+        } else if (!n->krelay && want && (n->krelay = calloc(1, sizeof *n->krelay))) {
+            rc_relay_init(n->krelay, &b->sh, &n->addr, b->fb);
+            n->krelay->relay_keyspace = 1;
+        }
+    }
+}
+
+static void cl_notify_set(fd_backend *fb, const char *classes) {
+    cl_backend *b = fb->state;
+    rc_notify_set(&b->sh, classes);     /* every node: now, and in every new connection's handshake */
+    ks_relays(b);
+}
+
 /* Pub/sub. Channels and patterns are cluster-wide in Redis Cluster (a
  * PUBLISH reaches every node): one relay at one master carries them all.
  * Shard channels live at their slot's master: one relay per master. */
@@ -1538,6 +1587,9 @@ static void cl_pubsub(fd_backend *fb, int kind, const char *name, size_t len, in
     cl_backend *b = fb->state;
     rc_conn **relay;
     rc_addr *addr;
+    if (ks_name(kind, name, len))
+        for (cl_node *n = b->nodes; n; n = n->next)
+            if (n->krelay) rc_relay_sub(n->krelay, kind, name, len, on);
     if (kind == FD_PS_SHARD) {
         cl_node *n = b->map_ok ? b->slots[key_slot(name, len)] : NULL;
         if (!n) return;                        /* no map yet: the resync when a relay comes up covers it */
@@ -1550,6 +1602,7 @@ static void cl_pubsub(fd_backend *fb, int kind, const char *name, size_t len, in
     if (!*relay) {
         if (!on || !(*relay = calloc(1, sizeof **relay))) return;
         rc_relay_init(*relay, &b->sh, addr, b->fb);   /* subscribes everything once up */
+        if (kind != FD_PS_SHARD) (*relay)->relay_keyspace = ks_managed(b) ? -1 : 0;
         return;
     }
     rc_relay_sub(*relay, kind, name, len, on);
@@ -1595,4 +1648,6 @@ const fd_backend_ops fd_redis_cluster_backend = {
     .submit_blocking = cl_submit_blocking,
     .cancel_blocking = cl_cancel_blocking,
     .pubsub = cl_pubsub,
+    .notify = FD_NOTIFY_CLASSES,
+    .notify_set = cl_notify_set,
 };

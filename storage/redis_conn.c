@@ -512,6 +512,11 @@ static void conn_connect(rc_conn *c) {
         resp_arg av[2] = { { "SELECT", 6 }, { dbs, (size_t)l } };
         if (queue_internal(c, K_SELECT, 2, av)) { set_err(c, "out of memory"); conn_fail(c); return; }
     }
+    if (sh->notify) {      /* re-applied on every connection (rc_notify_set); its reply is ignored */
+        resp_arg av[4] = { { "CONFIG", 6 }, { "SET", 3 }, { "notify-keyspace-events", 22 },
+                           { sh->notify, strlen(sh->notify) } };
+        if (queue_internal(c, K_IGNORE, 4, av)) { set_err(c, "out of memory"); conn_fail(c); return; }
+    }
     c->connect_deadline = fd_mono_ms() + sh->timeout_ms;
     int rc;
     do rc = connect(c->fd, (const struct sockaddr *)&a->sa, a->salen);
@@ -625,6 +630,18 @@ void rc_shared_close(rc_shared *sh) {
     sh->tls_ctx = NULL;
     free(sh->tls_sni);
     sh->tls_sni = NULL;
+    free(sh->notify);
+    sh->notify = NULL;
+}
+
+void rc_notify_set(rc_shared *sh, const char *classes) {
+    char *copy = strdup(classes);
+    if (!copy) return;
+    free(sh->notify);
+    sh->notify = copy;
+    resp_arg av[4] = { { "CONFIG", 6 }, { "SET", 3 }, { "notify-keyspace-events", 22 }, { copy, strlen(copy) } };
+    for (rc_conn *c = sh->all; c; c = c->all_next)   /* connecting ones too: before their first command */
+        if (c->state != RC_DOWN && !c->push) rc_send(c, 0, NULL, 0, 4, av, NULL, NULL);
 }
 
 void rc_conn_init(rc_conn *c, rc_shared *sh, rc_addr *a, int idx) {
@@ -1113,6 +1130,12 @@ static void relay_push(rc_conn *c, const char *data, size_t len) {
     else if (n == 3 && fl[0] == 8 && !memcmp(f[0], "smessage", 8)) kind = FD_PS_SHARD;
     else if (n == 4 && fl[0] == 8 && !memcmp(f[0], "pmessage", 8)) kind = FD_PS_PATTERN;
     else return;
+    if (c->relay_keyspace) {
+        const char *ch = kind == FD_PS_PATTERN ? f[2] : f[1];
+        size_t cl = kind == FD_PS_PATTERN ? fl[2] : fl[1];
+        int ks = cl > 11 && (!memcmp(ch, "__keyspace@", 11) || !memcmp(ch, "__keyevent@", 11));
+        if (ks != (c->relay_keyspace > 0)) return;
+    }
     if (kind == FD_PS_PATTERN) fd_pubsub_message(c->user, kind, f[1], fl[1], f[2], fl[2], f[3], fl[3]);
     else fd_pubsub_message(c->user, kind, NULL, 0, f[1], fl[1], f[2], fl[2]);
 }

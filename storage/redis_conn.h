@@ -83,6 +83,9 @@ typedef struct rc_shared {
     /* TLS to the servers (rc_shared_tls; NULL = plain): an SSL_CTX */
     void       *tls_ctx;
     char       *tls_sni;         /* sent as SNI and checked as the certificate's name (NULL = not checked) */
+    /* notify-keyspace-events forwarded to the servers (rc_notify_set; NULL:
+     * never set through frontdoor, the servers' own setting stands) */
+    char       *notify;
 } rc_shared;
 
 /* TLS for every connection of sh (call before the first connect): the
@@ -143,6 +146,10 @@ struct rc_conn {
      * event for `push`, never the answer to a request */
     void     (*push)(rc_conn *c, const char *data, size_t len);
     void     (*on_up)(rc_conn *c);  /* called each time the connection is up */
+    /* a relay's filter on keyspace events (channels "__keyspace@..." and
+     * "__keyevent@..."): 0 passes every message, 1 only those, -1 every
+     * message but those (a cluster's node-local events: rc_relay_init) */
+    int        relay_keyspace;
     rc_conn   *pool_next;       /* blocking_idle / zombies list */
 };
 
@@ -189,6 +196,14 @@ void rc_blocking_cancel(rc_shared *sh, fd_pending *p);
 int  rc_blocking_uses(const rc_shared *sh, const rc_addr *a);
 /* INFO lines of the lent connections ("<label>_blocking_...:n"). */
 void rc_blocking_info(const rc_shared *sh, resp_out *o);
+
+/* notify-keyspace-events `classes` on the servers of sh: CONFIG SET on
+ * every connection up or connecting now, ahead of any command sent on it
+ * afterwards (its reply ignored: a server refusing
+ * CONFIG keeps its own setting), and again as part of the handshake of
+ * every connection made from now on (so a restarted server, or a cluster
+ * node met later, gets it). Loop thread. */
+void rc_notify_set(rc_shared *sh, const char *classes);
 
 /* A pub/sub relay: c connects to a, and every message it receives
  * (message, pmessage, smessage) is handed to fd_pubsub_message for fb;

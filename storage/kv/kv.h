@@ -255,6 +255,9 @@ typedef struct kv_store {
     uint64_t rng;            /* RANDOMKEY */
     /* statistics */
     uint64_t expired_keys, commits, commit_errors, careful_turns;
+    /* keyspace events raised in the open transaction (host.h), delivered
+     * when it commits, dropped with it */
+    fd_events events;
 } kv_store;
 
 /* What a handler sees: the command, the reply sink and the transaction.
@@ -274,8 +277,16 @@ struct kv_ctx {
     int64_t          d_keys, d_expires;
     /* the keys this write left unchanged (fd_request.untouched), set by the handler */
     unsigned         untouched;
+    int              read;   /* a read-only command: a lookup that misses raises keymiss */
+    int              overwrite; /* a STORE replacing a live destination: re-creating it raises
+                                 * no "new" (Redis's setKey overwrites it) */
 };
 typedef struct kv_ctx kv_ctx;
+
+/* Raise a keyspace event (host.h: FD_NOTIFY) of class FD_NOTIFY_<cls> on a
+ * key, or on the command's argument i; delivered when the turn commits. */
+#define KV_NOTIFY(c, cls, event, key, klen) FD_NOTIFY(&(c)->st->events, FD_NOTIFY_##cls, event, key, klen)
+#define KV_NOTIFY_ARG(c, cls, event, i) KV_NOTIFY(c, cls, event, (c)->argv[i].ptr, (c)->argv[i].len)
 
 /* Initialise st over an open driver handle: loads the counters. */
 int  kv_store_init(kv_store *st, const kv_driver *drv, void *db, char *err, size_t errlen);
@@ -327,7 +338,10 @@ typedef struct kv_key {
 
 void kv_key_init(kv_key *k, const void *key, size_t len);
 /* Read k's metadata: FD_OK with m->found = 0 when absent; m->live applies
- * the expiry at c->now_ms. FD_E_* on storage errors. */
+ * the expiry at c->now_ms. FD_E_* on storage errors. In a read-only
+ * command (c->read) a key named by the command (k->key set) that is not
+ * live raises "keymiss" (class m), as Redis 7.0's lookupKeyRead. A read
+ * never writes (callers keep pointers into driver memory across lookups). */
 int  kv_lookup(kv_ctx *c, const kv_key *k, kv_meta *m);
 /* Delete k's record (m from kv_lookup, m->found): metadata, expiry index
  * entry, counters; a collection's elements go to the garbage queue. */
@@ -348,6 +362,12 @@ uint64_t kv_new_version(kv_store *st);
 /* Copy every element record of prefix `from` to prefix `to` (RENAME of a
  * collection); from/to are kv_enc_sub_prefix() outputs. */
 int  kv_copy_prefix(kv_ctx *c, const uint8_t *from, size_t flen, const uint8_t *to, size_t tlen);
+/* Lazy expiry, as Redis's expireIfNeeded, while class x is delivered: the
+ * keys of command `cmd` (storage/command.h fd_command_keys, at most
+ * KV_LAZY_KEYS of them) whose record has expired are deleted and raise
+ * "expired", before the command runs (kv_backend.c). FD_OK or FD_E_*. */
+#define KV_LAZY_KEYS 256
+int  kv_expire_keys(kv_ctx *c, const struct fd_command *cmd);
 /* Active expiry (keys whose expiry index entry is <= c->now_ms) and garbage
  * reclamation in c->txn, bounded by max_keys records and budget_us of wall
  * time. Counter changes accumulate in c->d_*. FD_OK or FD_E_*; *done is the
@@ -476,12 +496,13 @@ struct fd_zrange;
 int kv_zset_range(kv_ctx *c, const kv_zref *r, const struct fd_zrange *z, kv_list *l);
 /* Remove up to count members from the low (rev 0) or high end of the live
  * sorted set r, collected into l as score(8) + member, in pop order; the key
- * goes when emptied. */
+ * goes when emptied. Raises "zpopmin"/"zpopmax" (and "del"). */
 int kv_zset_pop(kv_ctx *c, kv_zref *r, int rev, long long count, kv_list *l);
 /* Replace key dst (whatever it holds) with a sorted set of a[0..n) (distinct
- * members), or delete it when n is 0. a must not point into driver memory. */
+ * members), or delete it when n is 0. a must not point into driver memory.
+ * Raises `event` on dst (n > 0), or "del" when a live dst was deleted. */
 struct fd_zent;
-int kv_zset_store(kv_ctx *c, const resp_arg *dst, const struct fd_zent *a, size_t n);
+int kv_zset_store(kv_ctx *c, const resp_arg *dst, const struct fd_zent *a, size_t n, const char *event);
 
 /* DUMP / RESTORE of a stream (kv_stream.c, storage/value/stream.h's
  * fd_stream_dump / fd_stream_restore over this layer): the payload of the

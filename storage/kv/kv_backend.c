@@ -40,6 +40,12 @@
  * KV_CRON_KEYS keys or KV_CRON_BUDGET_US per call, in its own short
  * transaction — or, when a turn's transaction is open (the proxy's timer
  * fired between submits and end_turn), in a transaction nested in it.
+ *
+ * Keyspace events (host.h, docs/notifications.md): the handlers raise them
+ * into st->events; they are delivered, in order, when the transaction that
+ * holds their changes commits (end_turn, or cron's own transaction; on
+ * LevelDB when the turn is handed to its writer), and dropped with a
+ * command, a cycle or a turn that is aborted.
  */
 #include <stdio.h>
 #include <string.h>
@@ -90,7 +96,9 @@ static int commit_turn(kv_store *st)
         st->keys += (uint64_t)st->t_keys;
         st->expires += (uint64_t)st->t_expires;
         st->commits++;
+        fd_events_deliver(&st->events);       /* the turn's events, once it is committed */
     } else {
+        fd_events_cut(&st->events, 0);
         st->commit_errors++;
         if (s == FD_E_OOM) st->oom_sticky = KV_CAREFUL_TURNS;
     }
@@ -103,6 +111,7 @@ static void abort_turn(kv_store *st, int status)
     if (st->txn) st->drv->abort(st->txn);
     st->txn = NULL;
     reset_turn(st);
+    fd_events_cut(&st->events, 0);            /* the turn's events go with it */
     st->turn_err = status;
     if (status == FD_E_OOM) st->oom_sticky = KV_CAREFUL_TURNS;
 }
@@ -153,6 +162,8 @@ static int submit_one(fd_backend *b, fd_request *r)
     c.out = r->out;
     c.now_ms = r->now_ms;
     c.max_bulk = st->max_bulk > 0 ? st->max_bulk : RESP_DEFAULT_MAX_BULK;
+    c.read = !r->is_write;
+    size_t evmark = st->events.len;
 
     int nested = 0;
     if (r->is_write && d->nearly_full) {
@@ -173,7 +184,8 @@ static int submit_one(fd_backend *b, fd_request *r)
     /* b->writes_inline: the driver commits this turn before end_turn returns */
     int async = d->hold && r->is_write && !b->writes_inline;
     uint64_t stamp0 = async ? d->stamp(st->txn) : 0;
-    int s = h(&c);
+    int s = fd_notify_on(FD_NOTIFY_EXPIRED) ? kv_expire_keys(&c, r->cmd) : FD_OK;   /* lazy expiry */
+    if (s == FD_OK) s = h(&c);
     r->untouched = s == FD_OK ? c.untouched : 0;
     if (r->out->over && !r->is_write) {
         /* the reply passed max-reply-bytes (resp.h): a read changed
@@ -190,10 +202,11 @@ static int submit_one(fd_backend *b, fd_request *r)
         if (kv_is_storage_error(s)) {
             d->abort(c.txn);
             r->out->len = mark;
+            fd_events_cut(&st->events, evmark);
             return s;
         }
         int cs = d->commit(c.txn);
-        if (cs != FD_OK) { r->out->len = mark; return cs; }
+        if (cs != FD_OK) { r->out->len = mark; fd_events_cut(&st->events, evmark); return cs; }
         merge(st, &c);
         return s;
     }
@@ -288,16 +301,18 @@ void kv_backend_cron(fd_backend *b, int64_t now_ms)
         else if (s == FD_E_NOTSUPPORTED) c.txn = st->txn;
         else return;
     }
+    size_t evmark = st->events.len;
     s = kv_expire_cycle(&c, KV_CRON_KEYS, KV_CRON_BUDGET_US, &done);
     if (nested) {
         if (s == FD_OK && (c.d_keys || c.d_expires)) s = flush_with(st, c.txn, &c);
         if (s == FD_OK) s = d->commit(c.txn);
         else d->abort(c.txn);
-        if (s == FD_OK) merge(st, &c);
+        if (s == FD_OK) merge(st, &c);        /* its events leave with the turn's */
+        else fd_events_cut(&st->events, evmark);
         return;                               /* a failure lost only this cycle */
     }
     if (s != FD_OK) {
-        if (own) { d->abort(st->txn); st->txn = NULL; reset_turn(st); }
+        if (own) { d->abort(st->txn); st->txn = NULL; reset_turn(st); fd_events_cut(&st->events, 0); }
         else abort_turn(st, s);
         return;
     }

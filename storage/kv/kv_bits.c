@@ -47,6 +47,7 @@ int kv_cmd_setbit(kv_ctx *c)
         if (old) memcpy(b, m.val, old);
         fd_bitpatch_apply(&pt, b, old);
         FD_TRY(kv_write_string(c, &k, &m, m.live ? m.expire : 0, b, pt.newlen, NULL, 0));
+        KV_NOTIFY_ARG(c, STRING, "setbit", 1);
     } else
         c->untouched = 1;                 /* the bit was already so (Redis 7.0 signals nothing) */
     FD_OUT(resp_add_int(c->out, pt.oldbit));
@@ -94,7 +95,9 @@ int kv_cmd_bitop(kv_ctx *c)
     size_t n = 0, cap = 0;
     for (int i = 3; i < c->argc; i++) {
         kv_key k; kv_meta m;
+        c->read = 1;                      /* the sources: lookupKeyRead (keymiss) */
         int s = kv_string_lookup(c, &k, &m, &c->argv[i]);
+        c->read = 0;
         if (s != FD_OK) { free(acc); return s; }
         if (fd_bitop_add(op, &acc, &n, &cap, m.live ? (const unsigned char *)m.val : NULL,
                          m.live ? m.vlen : 0, i == 3)) { free(acc); return FD_E_NOMEM; }
@@ -103,8 +106,11 @@ int kv_cmd_bitop(kv_ctx *c)
     kv_key_init(&dk, c->argv[2].ptr, c->argv[2].len);
     int s = kv_lookup(c, &dk, &dm);
     if (s == FD_OK) {
+        int was = dm.live;
         if (n) s = kv_write_string(c, &dk, &dm, 0, acc, n, NULL, 0);
         else if (dm.found) s = kv_delete(c, &dk, &dm);
+        if (s == FD_OK && n) KV_NOTIFY_ARG(c, STRING, "set", 2);
+        else if (s == FD_OK && was) KV_NOTIFY_ARG(c, GENERIC, "del", 2);
     }
     free(acc);
     FD_TRY(s);
@@ -138,6 +144,7 @@ static int bitfield_generic(kv_ctx *c, int ro)
     if (store) {
         s = kv_write_string(c, &k, &m, m.live ? m.expire : 0, b, nl, NULL, 0);
         if (s != FD_OK) c->out->len = mark;
+        else KV_NOTIFY_ARG(c, STRING, "setbit", 1);
     } else
         c->untouched = 1;                 /* no byte changed (Redis 7.0: no `changes`) */
 done:

@@ -224,6 +224,7 @@ int kv_cmd_restore(kv_ctx *c)
         FD_TRY(kv_coll_save(c, &k, &m));
         if (ttl) FD_TRY(kv_set_expire(c, &k, &m, ttl));
     }
+    KV_NOTIFY_ARG(c, GENERIC, "restore", 1);
     FD_OUT(resp_add_status(c->out, "OK"));
     return FD_OK;
 }

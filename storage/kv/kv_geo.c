@@ -34,7 +34,8 @@ static int gz_store(void *ctx, const resp_arg *dst, const fd_geo_query *q, const
     if (r->ret && !a) return FD_E_NOMEM;
     for (size_t i = 0; i < r->ret; i++)
         a[i] = (fd_zent){ r->members + r->pts[i].moff, r->pts[i].mlen, fd_geo_store_score(q, &r->pts[i]) };
-    int s = kv_zset_store(c, dst, a, r->ret);
+    int s = kv_zset_store(c, dst, a, r->ret,
+                          resp_arg_is(&c->argv[0], "geosearchstore") ? "geosearchstore" : "georadiusstore");
     free(a);
     return s;
 }
@@ -76,6 +77,7 @@ int kv_cmd_geoadd(kv_ctx *c)
     }
     r.m.size += (uint64_t)added;
     FD_TRY(kv_coll_save(c, &r.k, &r.m));
+    if (added || updated) KV_NOTIFY_ARG(c, ZSET, "zadd", 1);     /* Redis's GEOADD runs ZADD */
 reply:
     FD_OUT(resp_add_int(c->out, (flags & FD_ZADD_CH) ? added + updated : added));
     return FD_OK;

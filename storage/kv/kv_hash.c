@@ -64,6 +64,7 @@ static int hset_generic(kv_ctx *c, int hmset)
                       c->argv[j + 1].ptr, c->argv[j + 1].len, &created));
     m.size += (uint64_t)created;
     FD_TRY(kv_coll_save(c, &k, &m));
+    KV_NOTIFY_ARG(c, HASH, "hset", 1);
     if (hmset) FD_OUT(resp_add_status(c->out, "OK"));
     else FD_OUT(resp_add_int(c->out, created));
     return FD_OK;
@@ -88,6 +89,7 @@ int kv_cmd_hsetnx(kv_ctx *c)
     FD_TRY(field_set(c, &k, &m, c->argv[2].ptr, c->argv[2].len, c->argv[3].ptr, c->argv[3].len, &created));
     m.size += (uint64_t)created;
     FD_TRY(kv_coll_save(c, &k, &m));
+    KV_NOTIFY_ARG(c, HASH, "hset", 1);
     FD_OUT(resp_add_int(c->out, 1));
     return FD_OK;
 }
@@ -112,6 +114,8 @@ int kv_cmd_hdel(kv_ctx *c)
         if (n) {
             m.size -= (uint64_t)n;
             FD_TRY(kv_coll_save(c, &k, &m));
+            KV_NOTIFY_ARG(c, HASH, "hdel", 1);
+            if (!m.size) KV_NOTIFY_ARG(c, GENERIC, "del", 1);
         }
     }
     FD_OUT(resp_add_int(c->out, n));
@@ -144,6 +148,7 @@ int kv_cmd_hincrby(kv_ctx *c)
     FD_TRY(field_set(c, &k, &m, c->argv[2].ptr, c->argv[2].len, buf, (size_t)n, &created));
     m.size += (uint64_t)created;
     FD_TRY(kv_coll_save(c, &k, &m));
+    KV_NOTIFY_ARG(c, HASH, "hincrby", 1);
     FD_OUT(resp_add_int(c->out, v));
     return FD_OK;
 }
@@ -178,6 +183,7 @@ int kv_cmd_hincrbyfloat(kv_ctx *c)
     FD_TRY(field_set(c, &k, &m, c->argv[2].ptr, c->argv[2].len, buf, (size_t)n, &created));
     m.size += (uint64_t)created;
     FD_TRY(kv_coll_save(c, &k, &m));
+    KV_NOTIFY_ARG(c, HASH, "hincrbyfloat", 1);
     FD_OUT(resp_add_bulk(c->out, buf, (size_t)n));
     return FD_OK;
 }

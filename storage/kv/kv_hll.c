@@ -24,6 +24,7 @@ int kv_cmd_pfadd(kv_ctx *c)
                                    buf, &len, &upd);
     if (e) { FD_OUT(resp_add_error(c->out, e)); return FD_OK; }
     if (upd) FD_TRY(kv_write_string(c, &k, &m, m.live ? m.expire : 0, buf, len, NULL, 0));
+    if (upd) KV_NOTIFY_ARG(c, STRING, "pfadd", 1);
     FD_OUT(resp_add_int(c->out, upd));
     return FD_OK;
 }
@@ -80,7 +81,9 @@ int kv_cmd_pfmerge(kv_ctx *c)
     if (!regs) return FD_E_NOMEM;
     int dense = 0;
     const char *e;
+    c->read = 1;                          /* every key, the destination first: lookupKeyRead */
     int s = merge_keys(c, regs, &dense, &e);
+    c->read = 0;
     if (s != FD_OK || e) goto out;
     kv_key k; kv_meta m;
     if ((s = kv_string_lookup(c, &k, &m, &c->argv[1])) != FD_OK) goto out;
@@ -89,6 +92,7 @@ int kv_cmd_pfmerge(kv_ctx *c)
     size_t len;
     if ((e = fd_pfmerge_value(regs, dense, (const unsigned char *)m.val, m.vlen, m.live, buf, &len))) goto out;
     s = kv_write_string(c, &k, &m, m.live ? m.expire : 0, buf, len, NULL, 0);
+    if (s == FD_OK) KV_NOTIFY_ARG(c, STRING, "pfadd", 1);
 out:
     free(regs);
     FD_TRY(s);

@@ -73,7 +73,7 @@ int kv_cmd_del(kv_ctx *c)
         FD_TRY(kv_lookup(c, &k, &m));
         if (!m.found) continue;
         FD_TRY(kv_delete(c, &k, &m));      /* an expired record goes too, uncounted */
-        if (m.live) n++;
+        if (m.live) { n++; KV_NOTIFY_ARG(c, GENERIC, "del", j); }
     }
     FD_OUT(resp_add_int(c->out, n));
     return FD_OK;
@@ -124,8 +124,8 @@ static int expire_generic(kv_ctx *c, int64_t base, int seconds)
         FD_OUT(resp_add_int(c->out, 0));
         return FD_OK;
     }
-    if (when <= c->now_ms) FD_TRY(kv_delete(c, &k, &m));
-    else FD_TRY(kv_set_expire(c, &k, &m, when));
+    if (when <= c->now_ms) { FD_TRY(kv_delete(c, &k, &m)); KV_NOTIFY_ARG(c, GENERIC, "del", 1); }
+    else { FD_TRY(kv_set_expire(c, &k, &m, when)); KV_NOTIFY_ARG(c, GENERIC, "expire", 1); }
     FD_OUT(resp_add_int(c->out, 1));
     return FD_OK;
 }
@@ -166,6 +166,7 @@ int kv_cmd_persist(kv_ctx *c)
     FD_TRY(kv_lookup(c, &k, &m));
     if (!m.live || !m.expire) { FD_OUT(resp_add_int(c->out, 0)); return FD_OK; }
     FD_TRY(kv_set_expire(c, &k, &m, 0));
+    KV_NOTIFY_ARG(c, GENERIC, "persist", 1);
     FD_OUT(resp_add_int(c->out, 1));
     return FD_OK;
 }
@@ -369,12 +370,15 @@ static int rename_generic(kv_ctx *c, int nx)
     FD_TRY(kv_delete(c, &sk, &sm));
     FD_TRY(c->drv->put(c->txn, dk.mkey, dk.mlen, b, nl));
     c->d_keys++;
+    KV_NOTIFY(c, NEW, "new", da->ptr, da->len);
     if (sm.expire) {
         uint8_t ek[KV_EKEY_MAX];
         size_t el = kv_enc_expire_key(ek, sm.expire, KV_KEY_ENC(&dk), KV_KEY_ELEN(&dk));
         FD_TRY(c->drv->put(c->txn, ek, el, "", 0));
         c->d_expires++;
     }
+    KV_NOTIFY(c, GENERIC, "rename_from", sa->ptr, sa->len);
+    KV_NOTIFY(c, GENERIC, "rename_to", da->ptr, da->len);
     if (nx) FD_OUT(resp_add_int(c->out, 1));
     else FD_OUT(resp_add_status(c->out, "OK"));
     return FD_OK;

@@ -109,6 +109,7 @@ static int push_generic(kv_ctx *c, int left, int xx)
     for (int j = 2; j < c->argc; j++)
         FD_TRY(push_one(c, &r, left, c->argv[j].ptr, c->argv[j].len));
     FD_TRY(kv_coll_save(c, &r.k, &r.m));
+    KV_NOTIFY_ARG(c, LIST, left ? "lpush" : "rpush", 1);
     FD_OUT(resp_add_int(c->out, (long long)r.m.size));
     return FD_OK;
 }
@@ -138,6 +139,10 @@ static int pop_elems(kv_ctx *c, lref *r, int left, long long count)
         c->drv->iter_close(it);
         if (s == FD_NOTFOUND) s = FD_E_CORRUPT;
         if (s == FD_OK) s = kv_delete(c, &r->k, &r->m);
+        if (s == FD_OK) {
+            KV_NOTIFY(c, LIST, left ? "lpop" : "rpop", r->k.key, r->k.klen);
+            KV_NOTIFY(c, GENERIC, "del", r->k.key, r->k.klen);
+        }
         return s;
     }
     for (long long i = 0; i < count && s == FD_OK; i++) {
@@ -150,6 +155,10 @@ static int pop_elems(kv_ctx *c, lref *r, int left, long long count)
         r->m.size--;
     }
     if (s == FD_OK) s = kv_coll_save(c, &r->k, &r->m);
+    if (s == FD_OK) {
+        KV_NOTIFY(c, LIST, left ? "lpop" : "rpop", r->k.key, r->k.klen);
+        if (!r->m.size) KV_NOTIFY(c, GENERIC, "del", r->k.key, r->k.klen);
+    }
     return s;
 }
 
@@ -312,6 +321,7 @@ int kv_cmd_lset(kv_ctx *c)
     if (idx < 0) idx += n;
     if (idx < 0 || idx >= n) return FD_E_INDEX;
     FD_TRY(put_at(c, &r, r.m.head + (uint64_t)idx, c->argv[3].ptr, c->argv[3].len));
+    KV_NOTIFY_ARG(c, LIST, "lset", 1);
     FD_OUT(resp_add_status(c->out, "OK"));
     return FD_OK;
 }
@@ -342,6 +352,8 @@ int kv_cmd_ltrim(kv_ctx *c)
         r.m.size -= (uint64_t)(ltrim + rtrim);
         FD_TRY(kv_coll_save(c, &r.k, &r.m));
     }
+    KV_NOTIFY_ARG(c, LIST, "ltrim", 1);
+    if (ltrim + rtrim >= n) KV_NOTIFY_ARG(c, GENERIC, "del", 1);
     FD_OUT(resp_add_status(c->out, "OK"));
     return FD_OK;
 }
@@ -382,6 +394,8 @@ int kv_cmd_lrem(kv_ctx *c)
             r.m.size -= removed;
             FD_TRY(kv_coll_save(c, &r.k, &r.m));
         }
+        KV_NOTIFY_ARG(c, LIST, "lrem", 1);
+        if (removed == n) KV_NOTIFY_ARG(c, GENERIC, "del", 1);
     }
     FD_OUT(resp_add_int(c->out, (long long)removed));
     return FD_OK;
@@ -425,6 +439,7 @@ int kv_cmd_linsert(kv_ctx *c)
     }
     r.m.size++;
     FD_TRY(kv_coll_save(c, &r.k, &r.m));
+    KV_NOTIFY_ARG(c, LIST, "linsert", 1);
     FD_OUT(resp_add_int(c->out, (long long)r.m.size));
     return FD_OK;
 }
@@ -458,6 +473,12 @@ static int lmove_generic(kv_ctx *c, int from_left, int to_left)
     if (s == FD_OK) s = push_one(c, dst, to_left, val, vl);
     if (s == FD_OK) s = kv_coll_save(c, &dst->k, &dst->m);
     if (s == FD_OK && resp_add_bulk(c->out, val, vl)) s = FD_E_NOMEM;
+    if (s == FD_OK) {
+        /* Redis's lmoveGenericCommand: the push, then the pop, then the source's del */
+        KV_NOTIFY_ARG(c, LIST, to_left ? "lpush" : "rpush", 2);
+        KV_NOTIFY_ARG(c, LIST, from_left ? "lpop" : "rpop", 1);
+        if (!same && !src.m.size) KV_NOTIFY_ARG(c, GENERIC, "del", 1);
+    }
     free(val);
     return s;
 }

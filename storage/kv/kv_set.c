@@ -84,6 +84,7 @@ int kv_cmd_sadd(kv_ctx *c)
         FD_TRY(member_change(c, &r, c->argv[j].ptr, c->argv[j].len, 1, &n));
     r.m.size += (uint64_t)n;
     if (n) FD_TRY(kv_coll_save(c, &r.k, &r.m));
+    if (n) KV_NOTIFY_ARG(c, SET, "sadd", 1);
     FD_OUT(resp_add_int(c->out, n));
     return FD_OK;
 }
@@ -98,6 +99,8 @@ int kv_cmd_srem(kv_ctx *c)
             FD_TRY(member_change(c, &r, c->argv[j].ptr, c->argv[j].len, 0, &n));
         r.m.size -= (uint64_t)n;
         if (n) FD_TRY(kv_coll_save(c, &r.k, &r.m));
+        if (n) KV_NOTIFY_ARG(c, SET, "srem", 1);
+        if (n && !r.m.size) KV_NOTIFY_ARG(c, GENERIC, "del", 1);
     }
     FD_OUT(resp_add_int(c->out, n));
     return FD_OK;
@@ -156,12 +159,15 @@ int kv_cmd_smove(kv_ctx *c)
     if (!n) { FD_OUT(resp_add_int(c->out, 0)); return FD_OK; }
     src.m.size--;
     FD_TRY(kv_coll_save(c, &src.k, &src.m));
+    KV_NOTIFY_ARG(c, SET, "srem", 1);
+    if (!src.m.size) KV_NOTIFY_ARG(c, GENERIC, "del", 1);
     FD_TRY(create_if_missing(c, &dst));
     n = 0;
     FD_TRY(member_change(c, &dst, mb->ptr, mb->len, 1, &n));
     dst.m.size += (uint64_t)n;
     if (n) FD_TRY(kv_coll_save(c, &dst.k, &dst.m));
     else c->untouched = 1u << 1;          /* the destination had it: only the source changed */
+    if (n) KV_NOTIFY_ARG(c, SET, "sadd", 2);
     FD_OUT(resp_add_int(c->out, 1));
     return FD_OK;
 }
@@ -265,7 +271,8 @@ int kv_cmd_spop(kv_ctx *c)
     }
     kv_list l = {0};
     int s = pick_members(c, &r, count < (long long)r.m.size ? count : (long long)r.m.size, 0, &l);
-    if (s == FD_OK && l.n >= (long long)r.m.size) {
+    int all = s == FD_OK && l.n >= (long long)r.m.size;
+    if (all) {
         s = kv_delete(c, &r.k, &r.m);            /* the whole set: O(1), reclaimed by cron */
     } else if (s == FD_OK) {
         size_t off = 0;
@@ -274,6 +281,10 @@ int kv_cmd_spop(kv_ctx *c)
         while (s == FD_OK && kv_list_next(&l, &off, &p, &n)) s = member_change(c, &r, p, n, 0, &removed);
         r.m.size -= (uint64_t)removed;
         if (s == FD_OK) s = kv_coll_save(c, &r.k, &r.m);
+    }
+    if (s == FD_OK) {
+        KV_NOTIFY_ARG(c, SET, "spop", 1);
+        if (all) KV_NOTIFY_ARG(c, GENERIC, "del", 1);
     }
     if (s == FD_OK) s = reply_picked(c, &l, hascount, 's');
     kv_list_free(&l);
@@ -397,11 +408,14 @@ static int setop_reply(kv_ctx *c, int op)
 static int setop_store(kv_ctx *c, int op)
 {
     sink k = { .mode = 1, .c = c };
+    c->read = 1;                          /* the sources: lookupKeyRead (keymiss) */
     int s = setop(c, 2, c->argc - 2, op, &k);
+    c->read = 0;
     if (s == FD_OK) {
         sref d;
         kv_key_init(&d.k, c->argv[1].ptr, c->argv[1].len);
         s = kv_lookup(c, &d.k, &d.m);
+        int was = d.m.live;
         if (s == FD_OK && d.m.found) {
             s = kv_delete(c, &d.k, &d.m);
             memset(&d.m, 0, sizeof d.m);
@@ -412,7 +426,14 @@ static int setop_store(kv_ctx *c, int op)
             long long added = 0;
             while (s == FD_OK && kv_list_next(&k.l, &off, &p, &n)) s = member_change(c, &d, p, n, 1, &added);
             d.m.size = (uint64_t)added;
+            c->overwrite = was;
             if (s == FD_OK) s = kv_coll_save(c, &d.k, &d.m);
+            c->overwrite = 0;
+            static const char *const ev[] = { [OP_INTER] = "sinterstore", [OP_UNION] = "sunionstore",
+                                              [OP_DIFF] = "sdiffstore" };
+            if (s == FD_OK) KV_NOTIFY_ARG(c, SET, ev[op], 1);
+        } else if (s == FD_OK && was) {
+            KV_NOTIFY_ARG(c, GENERIC, "del", 1);
         }
         if (s == FD_OK && resp_add_int(c->out, k.n)) s = FD_E_NOMEM;
     }

@@ -86,8 +86,12 @@ static int store_list(kv_ctx *c, const resp_arg *dst, const fd_sort_result *r)
     kv_key k; kv_meta m;
     kv_key_init(&k, dst->ptr, dst->len);
     FD_TRY(kv_lookup(c, &k, &m));
+    int was = m.live;
     if (m.found) FD_TRY(kv_delete(c, &k, &m));
-    if (!r->n) return FD_OK;
+    if (!r->n) {
+        if (was) KV_NOTIFY(c, GENERIC, "del", dst->ptr, dst->len);
+        return FD_OK;
+    }
     memset(&m, 0, sizeof m);
     FD_TRY(kv_coll_new(c, &k, &m, KV_T_LIST));
     uint8_t ek[KV_ELEM_MAX];
@@ -100,7 +104,11 @@ static int store_list(kv_ctx *c, const resp_arg *dst, const fd_sort_result *r)
         FD_TRY(c->drv->put(c->txn, ek, pl + 8, l ? p : "", l));
         m.size++;
     }
-    return kv_coll_save(c, &k, &m);
+    c->overwrite = was;
+    FD_TRY(kv_coll_save(c, &k, &m));
+    c->overwrite = 0;
+    KV_NOTIFY(c, LIST, "sortstore", dst->ptr, dst->len);
+    return FD_OK;
 }
 
 static int sort_generic(kv_ctx *c, int ro)
@@ -114,7 +122,10 @@ static int sort_generic(kv_ctx *c, int ro)
     if (s != FD_OK || replied) goto done;
     kv_key k; kv_meta m;
     kv_key_init(&k, c->argv[1].ptr, c->argv[1].len);
-    if ((s = kv_lookup(c, &k, &m)) != FD_OK) goto done;
+    c->read = 1;                          /* the source: lookupKeyRead (keymiss) */
+    s = kv_lookup(c, &k, &m);
+    c->read = ro;
+    if (s != FD_OK) goto done;
     int type = FD_SORT_LIST;
     if (m.live) {
         if (m.type == KV_T_SET) type = FD_SORT_SET;
@@ -152,7 +163,10 @@ int kv_cmd_copy(kv_ctx *c)
     const resp_arg *sa = &c->argv[1], *da = &c->argv[2];
     kv_key sk, dk; kv_meta sm, dm;
     kv_key_init(&sk, sa->ptr, sa->len);
-    FD_TRY(kv_lookup(c, &sk, &sm));
+    c->read = 1;                          /* the source: lookupKeyRead (keymiss) */
+    int s0 = kv_lookup(c, &sk, &sm);
+    c->read = 0;
+    FD_TRY(s0);
     if (!sm.live) { FD_OUT(resp_add_int(c->out, 0)); return FD_OK; }
     kv_key_init(&dk, da->ptr, da->len);
     FD_TRY(kv_lookup(c, &dk, &dm));
@@ -193,6 +207,7 @@ int kv_cmd_copy(kv_ctx *c)
             c->d_expires++;
         }
     }
+    KV_NOTIFY_ARG(c, GENERIC, "copy_to", 2);
     FD_OUT(resp_add_int(c->out, 1));
     return FD_OK;
 }
@@ -211,6 +226,7 @@ int kv_cmd_object(kv_ctx *c)
     if (r) return r < 0 ? FD_E_NOMEM : FD_OK;
     kv_key k; kv_meta m;
     kv_key_init(&k, c->argv[2].ptr, c->argv[2].len);
+    c->read = 0;                          /* Redis's OBJECT: LOOKUP_NONOTIFY, no keymiss */
     FD_TRY(kv_lookup(c, &k, &m));
     if (!m.live) { FD_OUT(resp_add_null(c->out)); return FD_OK; }
     FD_OUT(fd_object_reply(sub, obj_type(m.type), m.val, m.vlen, c->out));
@@ -228,6 +244,7 @@ int kv_cmd_memory(kv_ctx *c)
     if (r) return r < 0 ? FD_E_NOMEM : FD_OK;
     kv_key k; kv_meta m;
     kv_key_init(&k, c->argv[2].ptr, c->argv[2].len);
+    c->read = 0;                          /* Redis's MEMORY USAGE: LOOKUP_NONOTIFY, no keymiss */
     FD_TRY(kv_lookup(c, &k, &m));
     if (!m.live) { FD_OUT(resp_add_null(c->out)); return FD_OK; }
     const void *v; size_t vl;

@@ -75,6 +75,7 @@ void kv_store_free(kv_store *st)
     if (st->txn) { st->drv->abort(st->txn); st->txn = NULL; }
     free(st->buf);
     free(st->cursors);
+    fd_events_free(&st->events);
     st->buf = NULL;
     st->cursors = NULL;
     st->buf_cap = 0;
@@ -128,7 +129,11 @@ int kv_lookup(kv_ctx *c, const kv_key *k, kv_meta *m)
 {
     const void *v; size_t vl;
     int s = c->drv->get(c->txn, k->mkey, k->mlen, &v, &vl);
-    if (s == FD_NOTFOUND) { memset(m, 0, sizeof *m); return FD_OK; }
+    if (s == FD_NOTFOUND) {
+        memset(m, 0, sizeof *m);
+        if (c->read && k->key) KV_NOTIFY(c, KEY_MISS, "keymiss", k->key, k->klen);
+        return FD_OK;
+    }
     if (s != FD_OK) return s;
     if ((s = kv_meta_parse(v, vl, m)) != FD_OK) return s;
     /* A long key shares its record only with a 128-bit hash collision: refuse
@@ -137,6 +142,7 @@ int kv_lookup(kv_ctx *c, const kv_key *k, kv_meta *m)
         (m->fullkey_len != k->klen || memcmp(m->fullkey, k->key, k->klen) != 0))
         return FD_E_CORRUPT;
     if (m->expire && m->expire <= c->now_ms) m->live = 0;
+    if (!m->live && c->read && k->key) KV_NOTIFY(c, KEY_MISS, "keymiss", k->key, k->klen);
     return FD_OK;
 }
 
@@ -226,6 +232,7 @@ int kv_write_string(kv_ctx *c, const kv_key *k, const kv_meta *old, int64_t expi
     if (al) memcpy(p, a, al);
     if (bl) memcpy(p + al, b, bl);
     if (!old->found) c->d_keys++;
+    if (!old->live && !c->overwrite) KV_NOTIFY(c, NEW, "new", k->key, k->klen);
     return FD_OK;
 }
 
@@ -236,7 +243,11 @@ int kv_write_meta(kv_ctx *c, const kv_key *k, kv_meta *m, int type, const void *
     int s = c->drv->reserve(c->txn, k->mkey, k->mlen, hl + bl, &dst);
     if (s != FD_OK) return s;
     memcpy(meta_hdr_write(dst, k, type, m->expire), body, bl);
-    if (!m->found) { c->d_keys++; m->found = 1; }
+    if (!m->found) {
+        c->d_keys++;
+        m->found = 1;
+        if (!c->overwrite) KV_NOTIFY(c, NEW, "new", k->key, k->klen);
+    }
     return FD_OK;
 }
 
@@ -354,6 +365,8 @@ static int expire_batch(kv_ctx *c, int max, int *done)
         if (m.found && m.expire == when) {
             if ((s = kv_delete(c, &k, &m)) != FD_OK) return s;
             st->expired_keys++;
+            if (m.fullkey) KV_NOTIFY(c, EXPIRED, "expired", m.fullkey, m.fullkey_len);
+            else KV_NOTIFY(c, EXPIRED, "expired", k.mkey + 1, k.mlen - 1);
         } else {
             /* stale index entry (should not happen): drop it */
             s = d->del(txn, ekeys[i], elens[i]);
@@ -409,6 +422,25 @@ static int reclaim_batch(kv_store *st, void *txn, int max, int *done)
     if (n < max && (s = d->del(txn, gk, 9)) != FD_OK && s != FD_NOTFOUND) return s;
     *done = n ? n : 1;
     return FD_OK;
+}
+
+int kv_expire_keys(kv_ctx *c, const struct fd_command *cmd)
+{
+    int pos[KV_LAZY_KEYS];
+    int n = fd_command_keys(cmd, c->argc, c->argv, pos, KV_LAZY_KEYS);
+    int read = c->read;
+    c->read = 0;                              /* these lookups are not the command's */
+    int s = FD_OK;
+    for (int i = 0; i < n && s == FD_OK; i++) {
+        kv_key k; kv_meta m;
+        kv_key_init(&k, c->argv[pos[i]].ptr, c->argv[pos[i]].len);
+        if ((s = kv_lookup(c, &k, &m)) != FD_OK || !m.found || m.live) continue;
+        if ((s = kv_delete(c, &k, &m)) != FD_OK) break;
+        c->st->expired_keys++;
+        KV_NOTIFY(c, EXPIRED, "expired", k.key, k.klen);
+    }
+    c->read = read;
+    return s;
 }
 
 int kv_expire_cycle(kv_ctx *c, int max_keys, int64_t budget_us, int *done)
@@ -482,7 +514,11 @@ int kv_coll_save(kv_ctx *c, const kv_key *k, kv_meta *m)
     kv_put_u64(buf + 16, m->head);
     kv_put_u64(buf + 24, m->tail);
     memcpy(p, buf, bl);
-    if (!m->found) { c->d_keys++; m->found = 1; }
+    if (!m->found) {
+        c->d_keys++;
+        m->found = 1;
+        if (!c->overwrite) KV_NOTIFY(c, NEW, "new", k->key, k->klen);
+    }
     return FD_OK;
 }
 

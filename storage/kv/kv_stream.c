@@ -133,9 +133,15 @@ static void sio_close(void *h, void *skp)
     free(skp);
 }
 
+static void sio_event(void *h, int cls, const char *event, const resp_arg *key)
+{
+    fd_events_add(&((kv_ctx *)h)->st->events, cls, event, key->ptr, key->len);
+}
+
 static const fd_stream_io kv_stream_io = {
     .open = sio_open, .create = sio_create, .save = sio_save,
     .get = sio_get, .put = sio_put, .del = sio_del, .walk = sio_walk, .close = sio_close,
+    .event = sio_event,
 };
 
 #define KV_STREAM_CMD(name) \

@@ -32,10 +32,14 @@ static int set_generic(kv_ctx *c, int flags, int64_t expire, const resp_arg *key
         if (m.live) FD_OUT(resp_add_bulk(c->out, m.val, m.vlen));
         else FD_OUT(resp_add_null(c->out));
     }
+    if ((flags & FD_SET_GET) && !m.live) KV_NOTIFY(c, KEY_MISS, "keymiss", key->ptr, key->len);
     if (fd_str_set_blocked(flags, m.live)) return fd_str_set_reply(c->out, flags, abort_nx, 0) ? FD_E_NOMEM : FD_OK;
+    int expires = expire != 0 && !(flags & FD_SET_KEEPTTL);
     if ((flags & FD_SET_KEEPTTL) && m.live) expire = m.expire;
     int s = kv_write_string(c, &k, &m, expire, val->ptr, val->len, NULL, 0);
     if (s != FD_OK) { c->out->len = mark; return s; }
+    KV_NOTIFY(c, STRING, "set", key->ptr, key->len);
+    if (expires) KV_NOTIFY(c, GENERIC, "expire", key->ptr, key->len);
     return fd_str_set_reply(c->out, flags, abort_nx, 1) ? FD_E_NOMEM : FD_OK;
 }
 
@@ -97,11 +101,16 @@ int kv_cmd_getdel(kv_ctx *c)
 {
     kv_key k; kv_meta m;
     FD_TRY(lookup_string(c, &k, &m, &c->argv[1]));
-    if (!m.live) { FD_OUT(resp_add_null(c->out)); return FD_OK; }
+    if (!m.live) {
+        KV_NOTIFY_ARG(c, KEY_MISS, "keymiss", 1);
+        FD_OUT(resp_add_null(c->out));
+        return FD_OK;
+    }
     size_t mark = c->out->len;
     FD_OUT(resp_add_bulk(c->out, m.val, m.vlen));
     int s = kv_delete(c, &k, &m);
     if (s != FD_OK) c->out->len = mark;
+    else KV_NOTIFY_ARG(c, GENERIC, "del", 1);
     return s;
 }
 
@@ -113,16 +122,22 @@ int kv_cmd_getex(kv_ctx *c)
     FD_TRY(fd_parse_set_opts(c->argv, c->argc, 2, 0, &flags, &exp));
     kv_key k; kv_meta m;
     FD_TRY(lookup_string(c, &k, &m, &c->argv[1]));
-    if (!m.live) { FD_OUT(resp_add_null(c->out)); return FD_OK; }
+    if (!m.live) {
+        KV_NOTIFY_ARG(c, KEY_MISS, "keymiss", 1);
+        FD_OUT(resp_add_null(c->out));
+        return FD_OK;
+    }
     /* as Redis 7.0: the expiry value is validated only for an existing string */
     if (exp) FD_TRY(fd_set_expire_ms(exp, flags, c->now_ms, &expire));
     size_t mark = c->out->len;
     FD_OUT(resp_add_bulk(c->out, m.val, m.vlen));
     int s = FD_OK;
-    if (exp && expire <= c->now_ms) s = kv_delete(c, &k, &m);
-    else if (exp) s = kv_set_expire(c, &k, &m, expire);
-    else if ((flags & FD_SET_PERSIST) && m.expire) s = kv_set_expire(c, &k, &m, 0);
+    const char *ev = NULL;
+    if (exp && expire <= c->now_ms) { s = kv_delete(c, &k, &m); ev = "del"; }
+    else if (exp) { s = kv_set_expire(c, &k, &m, expire); ev = "expire"; }
+    else if ((flags & FD_SET_PERSIST) && m.expire) { s = kv_set_expire(c, &k, &m, 0); ev = "persist"; }
     if (s != FD_OK) c->out->len = mark;
+    else if (ev) KV_NOTIFY_ARG(c, GENERIC, ev, 1);
     return s;
 }
 
@@ -174,6 +189,7 @@ int kv_cmd_mset(kv_ctx *c)
         kv_key_init(&k, c->argv[j].ptr, c->argv[j].len);
         FD_TRY(kv_lookup(c, &k, &m));
         FD_TRY(kv_write_string(c, &k, &m, 0, c->argv[j + 1].ptr, c->argv[j + 1].len, NULL, 0));
+        KV_NOTIFY_ARG(c, STRING, "set", j);
     }
     FD_OUT(resp_add_status(c->out, "OK"));
     return FD_OK;
@@ -196,6 +212,7 @@ int kv_cmd_msetnx(kv_ctx *c)
         kv_key_init(&k, c->argv[j].ptr, c->argv[j].len);
         FD_TRY(kv_lookup(c, &k, &m));
         FD_TRY(kv_write_string(c, &k, &m, 0, c->argv[j + 1].ptr, c->argv[j + 1].len, NULL, 0));
+        KV_NOTIFY_ARG(c, STRING, "set", j);
     }
     FD_OUT(resp_add_int(c->out, 1));
     return FD_OK;
@@ -210,6 +227,7 @@ static int incr_generic(kv_ctx *c, long long incr)
     char buf[32];
     int n = resp_ll2str(buf, sizeof buf, v);
     FD_TRY(kv_write_string(c, &k, &m, m.live ? m.expire : 0, buf, (size_t)n, NULL, 0));
+    KV_NOTIFY_ARG(c, STRING, "incrby", 1);
     FD_OUT(resp_add_int(c->out, v));
     return FD_OK;
 }
@@ -236,6 +254,7 @@ int kv_cmd_incrbyfloat(kv_ctx *c)
     size_t n;
     FD_TRY(fd_str_incrbyfloat(m.val, m.vlen, m.live, &c->argv[2], buf, &n));
     FD_TRY(kv_write_string(c, &k, &m, m.live ? m.expire : 0, buf, n, NULL, 0));
+    KV_NOTIFY_ARG(c, STRING, "incrbyfloat", 1);
     FD_OUT(resp_add_bulk(c->out, buf, n));
     return FD_OK;
 }
@@ -247,6 +266,7 @@ int kv_cmd_append(kv_ctx *c)
     FD_TRY(lookup_string(c, &k, &m, &c->argv[1]));
     if (!m.live) {
         FD_TRY(kv_write_string(c, &k, &m, 0, a->ptr, a->len, NULL, 0));
+        KV_NOTIFY_ARG(c, STRING, "append", 1);
         FD_OUT(resp_add_int(c->out, (long long)a->len));
         return FD_OK;
     }
@@ -257,6 +277,7 @@ int kv_cmd_append(kv_ctx *c)
     if (m.vlen) memcpy(old, m.val, m.vlen);
     size_t total = m.vlen + a->len;
     FD_TRY(kv_write_string(c, &k, &m, m.expire, old, m.vlen, a->ptr, a->len));
+    KV_NOTIFY_ARG(c, STRING, "append", 1);
     FD_OUT(resp_add_int(c->out, (long long)total));
     return FD_OK;
 }
@@ -278,6 +299,7 @@ int kv_cmd_setrange(kv_ctx *c)
     if (!b) return FD_E_NOMEM;
     fd_str_setrange(b, m.val, olen, (size_t)off, a);
     FD_TRY(kv_write_string(c, &k, &m, m.live ? m.expire : 0, b, nlen, NULL, 0));
+    KV_NOTIFY_ARG(c, STRING, "setrange", 1);
     FD_OUT(resp_add_int(c->out, (long long)nlen));
     return FD_OK;
 }

@@ -305,6 +305,7 @@ static int zadd_generic(kv_ctx *c, int incr)
     }
     r.m.size += (uint64_t)added;
     FD_TRY(kv_coll_save(c, &r.k, &r.m));
+    if (added || updated) KV_NOTIFY_ARG(c, ZSET, incr ? "zincr" : "zadd", 1);
 reply:
     if (incr) {
         if (processed) FD_OUT(resp_add_double(c->out, score));
@@ -333,6 +334,8 @@ int kv_cmd_zrem(kv_ctx *c)
         if (n) {
             r.m.size -= (uint64_t)n;
             FD_TRY(kv_coll_save(c, &r.k, &r.m));
+            KV_NOTIFY_ARG(c, ZSET, "zrem", 1);
+            if (!r.m.size) KV_NOTIFY_ARG(c, GENERIC, "del", 1);
         }
     }
     FD_OUT(resp_add_int(c->out, n));
@@ -587,8 +590,13 @@ static int remrange_generic(kv_ctx *c, int type)
     zsink k = { .act = ACT_COLLECT };
     int s = zwalk(c, &r, &z, &k);
     if (s == FD_OK && k.n) {
-        if ((uint64_t)k.n >= r.m.size) s = kv_delete(c, &r.k, &r.m);   /* all: O(1) */
+        int all = (uint64_t)k.n >= r.m.size;
+        if (all) s = kv_delete(c, &r.k, &r.m);   /* all: O(1) */
         else s = delete_collected(c, &r, &k);
+        static const char *const ev[] = { [Z_RANK] = "zremrangebyrank", [Z_SCORE] = "zremrangebyscore",
+                                          [Z_LEX] = "zremrangebylex" };
+        if (s == FD_OK) KV_NOTIFY_ARG(c, ZSET, ev[type], 1);
+        if (s == FD_OK && all) KV_NOTIFY_ARG(c, GENERIC, "del", 1);
     }
     if (s == FD_OK && resp_add_int(c->out, k.n)) s = FD_E_NOMEM;
     kv_list_free(&k.l);
@@ -710,27 +718,41 @@ int kv_zset_pop(kv_ctx *c, kv_zref *r, int rev, long long count, kv_list *l)
     z.end = count < (long long)r->m.size ? count - 1 : (long long)r->m.size - 1;
     zsink k = { .act = ACT_COLLECT };
     int s = zwalk(c, r, &z, &k);
+    int all = 0;
     if (s == FD_OK) {
-        if ((uint64_t)k.n >= r->m.size) s = kv_delete(c, &r->k, &r->m);   /* all: O(1) */
+        all = (uint64_t)k.n >= r->m.size;
+        if (all) s = kv_delete(c, &r->k, &r->m);   /* all: O(1) */
         else s = delete_collected(c, r, &k);
+    }
+    if (s == FD_OK && k.n) {
+        KV_NOTIFY(c, ZSET, rev ? "zpopmax" : "zpopmin", r->k.key, r->k.klen);
+        if (all) KV_NOTIFY(c, GENERIC, "del", r->k.key, r->k.klen);
     }
     *l = k.l;
     return s;
 }
 
-int kv_zset_store(kv_ctx *c, const resp_arg *dst, const fd_zent *a, size_t n)
+int kv_zset_store(kv_ctx *c, const resp_arg *dst, const fd_zent *a, size_t n, const char *event)
 {
     kv_zref r;
     kv_key_init(&r.k, dst->ptr, dst->len);
     FD_TRY(kv_lookup(c, &r.k, &r.m));
+    int was = r.m.live;
     if (r.m.found) {
         FD_TRY(kv_delete(c, &r.k, &r.m));
         r.m.found = r.m.live = 0;
     }
-    if (!n) return FD_OK;
+    if (!n) {
+        if (was) KV_NOTIFY(c, GENERIC, "del", dst->ptr, dst->len);
+        return FD_OK;
+    }
     FD_TRY(zref_create(c, &r));
     for (size_t i = 0; i < n; i++)
         FD_TRY(member_write(c, &r, a[i].m, a[i].ml, a[i].s, 0, 0));
     r.m.size = n;
-    return kv_coll_save(c, &r.k, &r.m);
+    c->overwrite = was;
+    int s = kv_coll_save(c, &r.k, &r.m);
+    c->overwrite = 0;
+    if (s == FD_OK) KV_NOTIFY(c, ZSET, event, dst->ptr, dst->len);
+    return s;
 }

@@ -60,7 +60,9 @@ static int setop(kv_ctx *c, int op, int store, int card)
     int nkidx = store ? 2 : 1;
     int s = fd_zsetop_begin(c->argv, c->argc, op, store, card, nkidx, &o, c->out, &replied);
     if (s != FD_OK || replied) { fd_zsetop_free(&o); return s; }
-    /* every key's type first, as Redis, then the options */
+    /* every key's type first, as Redis, then the options (a STORE's
+     * sources are read with lookupKeyRead: keymiss, once per key) */
+    if (store) c->read = 1;
     for (long long i = 0; i < o.numkeys && s == FD_OK; i++) {
         const resp_arg *key = &c->argv[nkidx + 1 + i];
         kv_key k;
@@ -69,6 +71,7 @@ static int setop(kv_ctx *c, int op, int store, int card)
         s = kv_lookup(c, &k, &m);
         if (s == FD_OK && m.live && m.type != KV_T_ZSET && m.type != KV_T_SET) s = FD_E_WRONGTYPE;
     }
+    c->read = 0;                          /* the loads below: no second keymiss */
     if (s == FD_OK) s = fd_zsetop_options(c->argv, c->argc, &o, c->out, &replied);
     if (s != FD_OK || replied) { fd_zsetop_free(&o); return s; }
     fd_zbuf *in = calloc((size_t)o.numkeys, sizeof *in);
@@ -85,7 +88,9 @@ static int setop(kv_ctx *c, int op, int store, int card)
         size_t mark = c->out->len;
         if (card) s = resp_add_int(c->out, (long long)nres) ? FD_E_NOMEM : FD_OK;
         else if (store) {
-            s = kv_zset_store(c, &c->argv[1], res, nres);
+            static const char *const ev[] = { [FD_ZOP_UNION] = "zunionstore", [FD_ZOP_INTER] = "zinterstore",
+                                              [FD_ZOP_DIFF] = "zdiffstore" };
+            s = kv_zset_store(c, &c->argv[1], res, nres, ev[op]);
             if (s == FD_OK && resp_add_int(c->out, (long long)nres)) s = FD_E_NOMEM;
         } else if (fd_zreply_range(c->out, res, nres, o.withscores)) s = FD_E_NOMEM;
         if (s != FD_OK) c->out->len = mark;
@@ -115,7 +120,10 @@ int kv_cmd_zrangestore(kv_ctx *c)
     FD_TRY(fd_parse_zrangestore(c->argv, c->argc, &z, c->out, &replied));
     if (replied) return FD_OK;
     kv_zref r;
-    FD_TRY(kv_zref_load(c, &r, &c->argv[2]));
+    c->read = 1;                          /* the source: lookupKeyRead (keymiss) */
+    int s0 = kv_zref_load(c, &r, &c->argv[2]);
+    c->read = 0;
+    FD_TRY(s0);
     kv_list l = { 0 };
     fd_zbuf b = { 0 };
     int s = kv_zset_range(c, &r, &z, &l);
@@ -123,7 +131,7 @@ int kv_cmd_zrangestore(kv_ctx *c)
     const char *p; size_t n;
     while (s == FD_OK && kv_list_next(&l, &off, &p, &n))
         if (fd_zbuf_add(&b, p + 8, n - 8, kv_dec_double((const uint8_t *)p))) s = FD_E_NOMEM;
-    if (s == FD_OK) s = kv_zset_store(c, &c->argv[1], b.a, b.n);
+    if (s == FD_OK) s = kv_zset_store(c, &c->argv[1], b.a, b.n, "zrangestore");
     if (s == FD_OK && resp_add_int(c->out, (long long)b.n)) s = FD_E_NOMEM;
     kv_list_free(&l);
     fd_zbuf_free(&b);

@@ -105,6 +105,9 @@ struct mg_req {
     mg_node     node1;
     /* result */
     resp_out    out;
+    fd_events   ev;              /* keyspace events raised (delivered before the reply) */
+    uint64_t    seq;             /* submission order: events are delivered in it (mg_backend.c) */
+    int         read;            /* a read-only command (mg_ctx.read) */
     int         status;
     int         skipped;         /* deadline passed before a worker took it */
 };
@@ -148,6 +151,11 @@ struct mg_backend {
     /* SCAN: the sorted key list of iterations in progress, by next cursor */
     pthread_mutex_t smu;
     struct mg_scan { uint64_t next; mg_keyent *v; size_t n; int64_t born_us; } scans[MG_SCANS];
+    /* keyspace events in submission order (loop thread): the next request
+     * whose events go out, and those of later ones that completed first */
+    uint64_t        seq_next, ev_next;
+    struct mg_held *held;
+    size_t          nheld;
     /* statistics (loop thread) */
     unsigned long long requests, timeouts, errors;
     atomic_ullong   mongo_errors;
@@ -169,7 +177,23 @@ struct mg_ctx {
     mongoc_collection_t *bcoll;    /* db0_big, made on first use (mg_big_coll), destroyed after the command */
     int              nfirst, nstep; /* mg_named: the next lookup's members (nstep 0: all) */
     int              expect;        /* the next lookup expands a big key only of this MG_T_* (0: any) */
+    fd_events       *ev;            /* the request's keyspace events (host.h), delivered on completion */
+    int              read;          /* a read-only command: a lookup of a missing key raises keymiss */
 };
+
+/* Raise a keyspace event (host.h FD_NOTIFY) of class FD_NOTIFY_<cls> on the
+ * command's argument i, or on a key; delivered with the reply, on the loop
+ * thread, unless the command fails. */
+#define MG_NOTIFY(c, cls, event, key, klen) FD_NOTIFY((c)->ev, FD_NOTIFY_##cls, event, key, klen)
+#define MG_NOTIFY_ARG(c, cls, event, i) MG_NOTIFY(c, cls, event, (c)->argv[i].ptr, (c)->argv[i].len)
+/* What a handler replied (c->out from mark): an integer (1, in *v), or
+ * something (1: not an error, a null, an empty array/set/map, or a 0). The
+ * collection handlers raise their events from the reply (mg_list.c ...). */
+int  mg_reply_int(const mg_ctx *c, size_t mark, long long *v);
+int  mg_reply_some(const mg_ctx *c, size_t mark);
+/* "del" on key when it no longer exists (a collection emptied): one more
+ * read, made only while class g is delivered. */
+void mg_notify_del_if_gone(mg_ctx *c, const resp_arg *key);
 
 /* ================================================================ handlers
  *
@@ -332,9 +356,10 @@ long mg_zset_find(mg_zset *Z, const char *p, size_t n);
  * the caller with fd_rank_range) into pos (room for Z->n), in reply order. */
 size_t mg_zset_range(const mg_zset *Z, const fd_zrange *z, size_t *pos);
 /* Replace key dst (whatever it holds, TTL dropped) with the sorted set
- * a[0..n) of distinct members, or delete it when n is 0 (mg_geo.c). */
+ * a[0..n) of distinct members, or delete it when n is 0 (mg_geo.c); raises
+ * `event` on dst (n > 0), or "del" when a live dst was deleted. */
 struct fd_zent;
-int  mg_zstore(mg_ctx *c, const resp_arg *dst, const struct fd_zent *a, size_t n);
+int  mg_zstore(mg_ctx *c, const resp_arg *dst, const struct fd_zent *a, size_t n, const char *event);
 /* ZMPOP's / LMPOP's core for one key (mg_zsetops.c; the blocking forms
  * reuse it): a sorted set (list) pops up to count members from the low
  * (max 0) / left end or the other, replies [key, [[member, score]...]]

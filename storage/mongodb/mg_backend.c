@@ -116,7 +116,9 @@ static void execute(mg_backend *b, mongoc_client_t *cl, mongoc_collection_t *col
     c.out = &r->out;
     c.now_ms = r->now_ms;
     c.max_bulk = b->cfg.max_bulk > 0 ? b->cfg.max_bulk : RESP_DEFAULT_MAX_BULK;
-    size_t mark = r->out.len;
+    c.ev = &r->ev;
+    c.read = r->read;
+    size_t mark = r->out.len, evmark = r->ev.len;
     int s = r->fn(&c);
     if (c.bcoll) mongoc_collection_destroy(c.bcoll);
     if (r->out.over) {
@@ -136,6 +138,8 @@ static void execute(mg_backend *b, mongoc_client_t *cl, mongoc_collection_t *col
     } else if (s != FD_OK) {
         r->out.len = mark;
     }
+    if (s != FD_OK || (r->out.len > mark && r->out.data[mark] == '-'))
+        fd_events_cut(&r->ev, evmark);        /* a failed command: none of its events */
     r->status = s;
 }
 
@@ -208,6 +212,7 @@ static void execute_group(mg_backend *b, mongoc_client_t *cl, mongoc_collection_
         } else if (mongoc_bulk_operation_execute(bulk, &reply, &err)) {
             for (int i = 0; i < k; i++) {
                 live[i]->status = resp_add_status(&live[i]->out, "OK") ? FD_E_NOMEM : FD_OK;
+                FD_NOTIFY(&live[i]->ev, FD_NOTIFY_STRING, "set", live[i]->argv[1].ptr, live[i]->argv[1].len);
             }
             done = k;
         } else {
@@ -230,8 +235,10 @@ static void execute_group(mg_backend *b, mongoc_client_t *cl, mongoc_collection_
                 if (doneops >= 0 && doneops < k) failed = (uint32_t)doneops;
             }
             if (failed < (uint32_t)k) {
-                for (uint32_t i = 0; i < failed; i++)
+                for (uint32_t i = 0; i < failed; i++) {
                     live[i]->status = resp_add_status(&live[i]->out, "OK") ? FD_E_NOMEM : FD_OK;
+                    FD_NOTIFY(&live[i]->ev, FD_NOTIFY_STRING, "set", live[i]->argv[1].ptr, live[i]->argv[1].len);
+                }
                 group_error(b, live[failed], &err);
                 done = (int)failed + 1;
             } else {
@@ -496,6 +503,7 @@ static void *admin_main(void *arg)
 static void free_req(mg_req *r)
 {
     resp_out_free(&r->out);
+    fd_events_free(&r->ev);
     if (r->nw > 1) {
         pthread_mutex_destroy(&r->bmu);
         pthread_cond_destroy(&r->bcv);
@@ -529,6 +537,64 @@ static void timed_out(mg_backend *b, mg_req *r)
     b->timeouts++;
 }
 
+/* ---------------------------------------------------------------- events in order
+ *
+ * Workers run requests on different keys at once, so they complete out of
+ * order; their keyspace events go out in submission order (Redis's
+ * command order, MULTI/EXEC and scripts included): a request's events wait
+ * for those of every request submitted before it. At most MG_HELD_MAX
+ * completions wait (a request stuck in a worker): past that, the waiting
+ * events go out in order and the stuck request's come when it completes. */
+#define MG_HELD_MAX 4096
+
+typedef struct mg_held { uint64_t seq; fd_events ev; struct mg_held *next; } mg_held;
+
+static void events_flush(mg_backend *b)
+{
+    while (b->held && b->held->seq <= b->ev_next) {
+        mg_held *h = b->held;
+        b->held = h->next;
+        b->nheld--;
+        if (h->seq == b->ev_next) b->ev_next++;
+        fd_events_deliver(&h->ev);
+        fd_events_free(&h->ev);
+        free(h);
+    }
+}
+
+static void events_done(mg_backend *b, mg_req *r)
+{
+    if (!b->held && !fd_notify_on(FD_NOTIFY_CLASSES)) {   /* off: nothing to order, nothing held */
+        b->ev_next = b->seq_next;
+        return;
+    }
+    if (r->seq <= b->ev_next && !b->held) {            /* the usual case: in order */
+        if (r->seq == b->ev_next) b->ev_next++;
+        fd_events_deliver(&r->ev);
+        return;
+    }
+    if (r->seq < b->ev_next) { fd_events_deliver(&r->ev); return; }   /* given up waiting for it */
+    if (r->seq == b->ev_next) {
+        b->ev_next++;
+        fd_events_deliver(&r->ev);
+        events_flush(b);
+        return;
+    }
+    mg_held *h = malloc(sizeof *h);
+    if (!h) { fd_events_deliver(&r->ev); return; }    /* out of memory: out of order */
+    h->seq = r->seq;
+    h->ev = r->ev;
+    memset(&r->ev, 0, sizeof r->ev);                   /* moved */
+    mg_held **pp = &b->held;
+    while (*pp && (*pp)->seq < h->seq) pp = &(*pp)->next;
+    h->next = *pp;
+    *pp = h;
+    if (++b->nheld > MG_HELD_MAX) {                    /* stop waiting for the oldest missing one */
+        b->ev_next = b->held->seq;
+        events_flush(b);
+    }
+}
+
 static void on_async(struct ev_loop *loop, ev_async *w, int revents)
 {
     mg_backend *b = w->data;
@@ -539,6 +605,7 @@ static void on_async(struct ev_loop *loop, ev_async *w, int revents)
     while (r) {
         mg_req *next = r->next;
         inflight_unlink(b, r);
+        events_done(b, r);                    /* the command ran: its events (in order), before its reply */
         if (r->p) {
             if (r->skipped) timed_out(b, r);
             else if (r->status == FD_OK) {
@@ -598,6 +665,7 @@ static int mg_submit(fd_backend *be, fd_request *req)
     r->now_ms = req->now_ms;
     r->deadline_us = fd_mono_us() + b->cfg.backend_timeout_ms * 1000;
     r->p = req->pending;
+    r->read = !req->is_write;
     resp_out_init(&r->out, r->proto);
     /* max-reply-bytes (resp.h): the bound left in the client's buffer */
     r->out.limit = req->out->limit > req->out->len ? req->out->limit - req->out->len : 0;
@@ -642,6 +710,7 @@ static int mg_submit(fd_backend *be, fd_request *req)
     b->inflight++;
     b->requests++;
     if (req->is_write) be->turn_writes++;
+    r->seq = b->seq_next++;                 /* its events go out in this order */
     int k = 0;
     for (int i = 0; i < nwk; i++) {
         if (!need[i]) continue;
@@ -651,6 +720,83 @@ static int mg_submit(fd_backend *be, fd_request *req)
     }
     free(need);
     return FD_PENDING;
+}
+
+/* ---------------------------------------------------------------- expired events
+ *
+ * MongoDB's TTL monitor deletes expired documents about once a minute and
+ * tells nobody; reads hide them meanwhile. While class x is delivered, cron
+ * (hz times a second) has one worker delete up to MG_SWEEP_KEYS documents
+ * whose expireAt has passed, each with a delete that matches it only if it
+ * still has that deadline passed (a concurrent SET/PERSIST wins), and
+ * raise "expired" for each deleted: Redis's active expiry. One sweep in
+ * flight at a time; nothing runs while x is off. */
+#define MG_SWEEP_KEYS 100
+
+static int sweep(mg_ctx *c)
+{
+    bson_t q = BSON_INITIALIZER, x, opts = BSON_INITIALIZER, proj;
+    bson_append_document_begin(&q, "expireAt", -1, &x);
+    bson_append_date_time(&x, "$lte", -1, c->now_ms);
+    bson_append_document_end(&q, &x);
+    bson_append_int64(&opts, "limit", -1, MG_SWEEP_KEYS);
+    bson_append_document_begin(&opts, "projection", -1, &proj);
+    bson_append_int32(&proj, "_id", -1, 1);
+    bson_append_document_end(&opts, &proj);
+    mongoc_cursor_t *cur = mongoc_collection_find_with_opts(c->coll, &q, &opts, NULL);
+    const bson_t *doc;
+    int s = FD_OK;
+    while (s == FD_OK && mongoc_cursor_next(cur, &doc)) {
+        bson_iter_t it;
+        if (!bson_iter_init_find(&it, doc, "_id") || !BSON_ITER_HOLDS_BINARY(&it)) continue;
+        bson_subtype_t st; uint32_t kl; const uint8_t *k;
+        bson_iter_binary(&it, &st, &kl, &k);
+        bson_t dq = BSON_INITIALIZER, reply;
+        bson_append_binary(&dq, "_id", -1, BSON_SUBTYPE_BINARY, k, kl);
+        bson_append_document_begin(&dq, "expireAt", -1, &x);
+        bson_append_date_time(&x, "$lte", -1, c->now_ms);
+        bson_append_document_end(&dq, &x);
+        if (!mongoc_collection_delete_one(c->coll, &dq, NULL, &reply, &c->err)) s = mg_fail(c);
+        else if (bson_iter_init_find(&it, &reply, "deletedCount") && bson_iter_as_int64(&it) == 1)
+            MG_NOTIFY(c, EXPIRED, "expired", (const char *)k, kl);
+        bson_destroy(&reply);
+        bson_destroy(&dq);
+    }
+    if (s == FD_OK && mongoc_cursor_error(cur, &c->err)) s = mg_fail(c);
+    mongoc_cursor_destroy(cur);
+    bson_destroy(&opts);
+    bson_destroy(&q);
+    return s;
+}
+
+static void mg_cron(fd_backend *be, int64_t now_ms)
+{
+    mg_backend *b = be->state;
+    if (!fd_notify_on(FD_NOTIFY_EXPIRED)) return;
+    for (mg_req *r = b->ihead; r; r = r->lnext)
+        if (r->fn == sweep) return;                 /* the last one is still running */
+    mg_req *r = calloc(1, sizeof *r);
+    if (!r) return;
+    r->argv = calloc(1, sizeof *r->argv);
+    if (!r->argv) { free(r); return; }
+    r->argv[0].ptr = "sweep";
+    r->argv[0].len = 5;
+    r->argc = 1;
+    r->fn = sweep;
+    r->name = "sweep";
+    r->proto = 2;
+    r->now_ms = now_ms;
+    r->deadline_us = fd_mono_us() + b->cfg.backend_timeout_ms * 1000;
+    r->nw = 1;
+    resp_out_init(&r->out, 2);
+    r->lprev = b->itail;
+    if (b->itail) b->itail->lnext = r;
+    else b->ihead = r;
+    b->itail = r;
+    b->inflight++;
+    r->node1.r = r;
+    r->seq = b->seq_next++;
+    enqueue(&b->w[0], &r->node1);
 }
 
 static int mg_end_turn(fd_backend *be)
@@ -736,6 +882,12 @@ static void mg_close(fd_backend *be)
     pthread_mutex_destroy(&b->amu);
     for (int k = 0; k < MG_SCANS; k++)
         if (b->scans[k].v) mg_keys_free(b->scans[k].v, b->scans[k].n);
+    while (b->held) {
+        mg_held *h = b->held;
+        b->held = h->next;
+        fd_events_free(&h->ev);
+        free(h);
+    }
     pthread_mutex_destroy(&b->smu);
     pthread_cond_destroy(&b->acv);
     free(b);
@@ -945,8 +1097,14 @@ const fd_backend_ops fd_mongodb_backend = {
     .submit   = mg_submit,
     .end_turn = mg_end_turn,
     .keyspace = mg_keyspace,
+    .cron     = mg_cron,
     .info     = mg_info,
     .support  = mg_support,
     .aux_get  = mg_aux_get,
     .aux_put  = mg_aux_put,
+    /* keyspace events raised by the handlers (MG_NOTIFY), delivered with the
+     * replies (expired: the cron sweep); not yet keymiss or new */
+    .notify   = FD_NOTIFY_GENERIC | FD_NOTIFY_STRING | FD_NOTIFY_LIST | FD_NOTIFY_HASH | FD_NOTIFY_SET |
+                FD_NOTIFY_ZSET | FD_NOTIFY_STREAM | FD_NOTIFY_EXPIRED | FD_NOTIFY_EVICTED | FD_NOTIFY_MODULE |
+                FD_NOTIFY_KEY_MISS,
 };

@@ -45,6 +45,7 @@ int mg_cmd_setbit(mg_ctx *c)
         fd_bitpatch_apply(&pt, b, old);
         s = mg_write_string(c, &c->argv[1], m.live ? m.expire : 0, (const char *)b, pt.newlen, NULL, 0);
         free(b);
+        if (s == FD_OK) MG_NOTIFY_ARG(c, STRING, "setbit", 1);
     }
     mg_meta_free(&m);
     FD_TRY(s);
@@ -95,15 +96,20 @@ int mg_cmd_bitop(mg_ctx *c)
     size_t n = 0, cap = 0;
     for (int i = 3; i < c->argc; i++) {
         mg_meta m;
+        c->read = 1;                      /* the sources: lookupKeyRead (keymiss) */
         int s = mg_lookup_string(c, &c->argv[i], &m);
+        c->read = 0;
         if (s != FD_OK) { free(acc); return s; }
         int r = fd_bitop_add(op, &acc, &n, &cap, UV(m), UL(m), i == 3);
         mg_meta_free(&m);
         if (r) { free(acc); return FD_E_NOMEM; }
     }
-    int s = n ? mg_write_string(c, &c->argv[2], 0, (const char *)acc, n, NULL, 0) : mg_delete(c, &c->argv[2]);
+    int was = 0, s = n ? FD_OK : mg_key_live(c, &c->argv[2], &was);
+    if (s == FD_OK) s = n ? mg_write_string(c, &c->argv[2], 0, (const char *)acc, n, NULL, 0) : mg_delete(c, &c->argv[2]);
     free(acc);
     FD_TRY(s);
+    if (n) MG_NOTIFY_ARG(c, STRING, "set", 2);
+    else if (was) MG_NOTIFY_ARG(c, GENERIC, "del", 2);
     FD_OUT(resp_add_int(c->out, (long long)n));
     return FD_OK;
 }
@@ -131,6 +137,7 @@ static int bitfield_generic(mg_ctx *c, int ro)
     if (store) {
         s = mg_write_string(c, &c->argv[1], m.live ? m.expire : 0, (const char *)b, nl, NULL, 0);
         if (s != FD_OK) c->out->len = mark;
+        else MG_NOTIFY_ARG(c, STRING, "setbit", 1);
     }
 done:
     mg_meta_free(&m);
@@ -173,6 +180,7 @@ int mg_cmd_pfadd(mg_ctx *c)
     if (!buf) { s = FD_E_NOMEM; goto out; }
     const char *e = fd_pfadd_value(c->argv + 2, c->argc - 2, UV(m), UL(m), m.live, buf, &len, &upd);
     if (!e && upd) s = mg_write_string(c, &c->argv[1], m.live ? m.expire : 0, (const char *)buf, len, NULL, 0);
+    if (!e && upd && s == FD_OK) MG_NOTIFY_ARG(c, STRING, "pfadd", 1);
     if (s == FD_OK && (e ? resp_add_error(c->out, e) : resp_add_int(c->out, upd))) s = FD_E_NOMEM;
 out:
     free(buf);
@@ -234,11 +242,15 @@ int mg_cmd_pfmerge(mg_ctx *c)
     int dense = 0, s;
     const char *e = NULL;
     if (!regs || !buf) { s = FD_E_NOMEM; goto out; }
-    if ((s = merge_keys(c, regs, &dense, &e)) != FD_OK || e) goto out;
+    c->read = 1;                          /* every key, the destination first: lookupKeyRead */
+    s = merge_keys(c, regs, &dense, &e);
+    c->read = 0;
+    if (s != FD_OK || e) goto out;
     if ((s = mg_lookup_string(c, &c->argv[1], &m)) != FD_OK) goto out;
     size_t len;
     if ((e = fd_pfmerge_value(regs, dense, UV(m), UL(m), m.live, buf, &len))) goto out;
     s = mg_write_string(c, &c->argv[1], m.live ? m.expire : 0, (const char *)buf, len, NULL, 0);
+    if (s == FD_OK) MG_NOTIFY_ARG(c, STRING, "pfadd", 1);
 out:
     mg_meta_free(&m);
     free(regs);

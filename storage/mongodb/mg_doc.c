@@ -159,6 +159,7 @@ int mg_lookup_proj(mg_ctx *c, const resp_arg *key, mg_meta *m, const bson_t *pro
     bson_destroy(&q);
     bson_destroy(&opts);
     if (bad) { mg_meta_free(m); return mg_fail(c); }
+    if (!m->live && c->read) MG_NOTIFY(c, KEY_MISS, "keymiss", key->ptr, key->len);   /* lookupKeyRead */
     int nstep = c->nstep, expect = c->expect;
     c->nstep = 0;
     c->expect = 0;
@@ -332,6 +333,8 @@ int mg_lookup_many(mg_ctx *c, int first, int step, mg_meta *metas, int n, int wa
         for (int i = 0; i < n; i++) mg_meta_free(&metas[i]);
         return mg_fail(c);
     }
+    for (int i = 0; i < n && c->read; i++)     /* lookupKeyRead, key by key */
+        if (!metas[i].live) MG_NOTIFY(c, KEY_MISS, "keymiss", c->argv[first + i * step].ptr, c->argv[first + i * step].len);
     return FD_OK;
 }
 
@@ -423,4 +426,32 @@ long mg_ix_find(mg_ix *x, const void *coll, size_t n, mg_keyat at, const char *p
         if (ql == l && memcmp(q, p, l) == 0) return (long)i;
     }
     return -1;
+}
+
+/* ---------------------------------------------------------------- keyspace events */
+
+int mg_reply_int(const mg_ctx *c, size_t mark, long long *v)
+{
+    const char *p = c->out->data + mark;
+    size_t n = c->out->len - mark;
+    if (n < 4 || p[0] != ':') return 0;
+    const char *e = memchr(p, '\r', n);
+    return e && resp_str2ll(p + 1, (size_t)(e - p - 1), v) == 0;
+}
+
+int mg_reply_some(const mg_ctx *c, size_t mark)
+{
+    const char *p = c->out->data + mark;
+    size_t n = c->out->len - mark;
+    if (n < 3 || p[0] == '-' || p[0] == '_') return 0;
+    if (p[0] == '$') return p[1] != '-';
+    if ((p[0] == '*' || p[0] == '~' || p[0] == '%') && (p[1] == '-' || (p[1] == '0' && p[2] == '\r'))) return 0;
+    return 1;
+}
+
+void mg_notify_del_if_gone(mg_ctx *c, const resp_arg *key)
+{
+    int live = 1;
+    if (fd_notify_on(FD_NOTIFY_GENERIC) && mg_key_live(c, key, &live) == FD_OK && !live)
+        MG_NOTIFY(c, GENERIC, "del", key->ptr, key->len);
 }

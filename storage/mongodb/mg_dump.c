@@ -151,6 +151,7 @@ int mg_cmd_restore(mg_ctx *c)
         mg_zset_free(&Z);
     }
     fd_zbuf_free(&z);
+    if (s == FD_OK) MG_NOTIFY(c, GENERIC, "restore", key->ptr, key->len);
     if (s == FD_OK && resp_add_status(c->out, "OK")) s = FD_E_NOMEM;
     return s;
 }

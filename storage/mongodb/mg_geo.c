@@ -36,11 +36,11 @@ static int gz_range(void *ctx, double min, double max, fd_geo_emit_fn emit, void
     return FD_OK;
 }
 
-int mg_zstore(mg_ctx *c, const resp_arg *dst, const fd_zent *a, size_t n)
+int mg_zstore(mg_ctx *c, const resp_arg *dst, const fd_zent *a, size_t n, const char *event)
 {
     mg_meta m;
     FD_TRY(mg_lookup(c, dst, &m, 0));
-    int found = m.found;
+    int found = m.found, was = m.live;
     mg_meta_free(&m);
     mg_meta fresh;
     memset(&fresh, 0, sizeof fresh);
@@ -54,6 +54,8 @@ int mg_zstore(mg_ctx *c, const resp_arg *dst, const fd_zent *a, size_t n)
     Z.dirty = 1;
     int s = mg_zset_save(c, dst, &fresh, &Z);
     mg_zset_free(&Z);
+    if (s == FD_OK && n) MG_NOTIFY(c, ZSET, event, dst->ptr, dst->len);
+    else if (s == FD_OK && was) MG_NOTIFY(c, GENERIC, "del", dst->ptr, dst->len);
     return s;
 }
 
@@ -64,7 +66,8 @@ static int gz_store(void *ctx, const resp_arg *dst, const fd_geo_query *q, const
     if (!a) return FD_E_NOMEM;
     for (size_t i = 0; i < r->ret; i++)
         a[i] = (fd_zent){ r->members + r->pts[i].moff, r->pts[i].mlen, fd_geo_store_score(q, &r->pts[i]) };
-    int s = mg_zstore(c, dst, a, r->ret);
+    int s = mg_zstore(c, dst, a, r->ret,
+                      resp_arg_is(&c->argv[0], "geosearchstore") ? "geosearchstore" : "georadiusstore");
     free(a);
     return s;
 }
@@ -104,6 +107,7 @@ int mg_cmd_geoadd(mg_ctx *c)
     if (added || updated) {
         mg_ix_invalidate(&Z.ix);
         s = mg_zset_save(c, &c->argv[1], &m, &Z);
+        if (s == FD_OK) MG_NOTIFY_ARG(c, ZSET, "zadd", 1);     /* Redis's GEOADD runs ZADD */
     }
     if (s == FD_OK && resp_add_int(c->out, (flags & FD_ZADD_CH) ? added + updated : added)) s = FD_E_NOMEM;
     GEO_DONE(s);

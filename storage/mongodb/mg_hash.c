@@ -131,10 +131,33 @@ static int hset_generic(mg_ctx *c, int hmset)
     HASH_DONE(s);
 }
 
-int mg_cmd_hset(mg_ctx *c)  { return hset_generic(c, 0); }
-int mg_cmd_hmset(mg_ctx *c) { return hset_generic(c, 1); }
+/* The keyspace event of a hash command, from its reply (Redis's t_hash.c):
+ * always (any), or when an integer above 0; then "del" when the hash is
+ * gone (HDEL). */
+static int hash_events(mg_ctx *c, int s, size_t mark, const char *ev, int any, int dels)
+{
+    long long v = 0;
+    if (s != FD_OK || !fd_notify_on(FD_NOTIFY_HASH | FD_NOTIFY_GENERIC)) return s;
+    if (any ? (c->out->len <= mark || c->out->data[mark] == '-') : !(mg_reply_int(c, mark, &v) && v > 0)) return s;
+    MG_NOTIFY_ARG(c, HASH, ev, 1);
+    if (dels) mg_notify_del_if_gone(c, &c->argv[1]);
+    return s;
+}
+#define HASH_EV(call, ev, any, dels) \
+    do { size_t mark_ = c->out->len; return hash_events(c, (call), mark_, ev, any, dels); } while (0)
 
-int mg_cmd_hsetnx(mg_ctx *c)
+int mg_cmd_hset(mg_ctx *c)  { HASH_EV(hset_generic(c, 0), "hset", 1, 0); }
+int mg_cmd_hmset(mg_ctx *c) { HASH_EV(hset_generic(c, 1), "hset", 1, 0); }
+static int hsetnx_do(mg_ctx *c);
+static int hdel_do(mg_ctx *c);
+static int hincrby_do(mg_ctx *c);
+static int hincrbyfloat_do(mg_ctx *c);
+int mg_cmd_hsetnx(mg_ctx *c)       { HASH_EV(hsetnx_do(c), "hset", 0, 0); }
+int mg_cmd_hdel(mg_ctx *c)         { HASH_EV(hdel_do(c), "hdel", 0, 1); }
+int mg_cmd_hincrby(mg_ctx *c)      { HASH_EV(hincrby_do(c), "hincrby", 1, 0); }
+int mg_cmd_hincrbyfloat(mg_ctx *c) { HASH_EV(hincrbyfloat_do(c), "hincrbyfloat", 1, 0); }
+
+static int hsetnx_do(mg_ctx *c)
 {
     mg_meta m; mg_hash h;
     mg_named(c, 2, 1);     /* a big hash: only these fields (mg_big.c) */
@@ -149,7 +172,7 @@ int mg_cmd_hsetnx(mg_ctx *c)
     HASH_DONE(s);
 }
 
-int mg_cmd_hdel(mg_ctx *c)
+static int hdel_do(mg_ctx *c)
 {
     mg_meta m; mg_hash h;
     mg_named(c, 2, 1);     /* a big hash: only these fields (mg_big.c) */
@@ -169,7 +192,7 @@ int mg_cmd_hdel(mg_ctx *c)
     HASH_DONE(s);
 }
 
-int mg_cmd_hincrby(mg_ctx *c)
+static int hincrby_do(mg_ctx *c)
 {
     long long incr, v = 0;
     if (resp_str2ll(c->argv[3].ptr, c->argv[3].len, &incr) != 0) return FD_E_NOTINT;
@@ -193,7 +216,7 @@ int mg_cmd_hincrby(mg_ctx *c)
     HASH_DONE(s);
 }
 
-int mg_cmd_hincrbyfloat(mg_ctx *c)
+static int hincrbyfloat_do(mg_ctx *c)
 {
     long double v = 0, incr;
     if (resp_str2ld(c->argv[3].ptr, c->argv[3].len, &incr) != 0) return FD_E_NOTFLOAT;

@@ -16,10 +16,12 @@ int mg_cmd_del(mg_ctx *c)
     if (s != FD_OK) { free(m); free(dup); return s; }
     long long live = 0;
     int found = 0;
+    unsigned char *m_live = calloc((size_t)n, 1);   /* the keys deleted: their "del" events */
+    if (!m_live) { for (int i = 0; i < n; i++) mg_meta_free(&m[i]); free(m); free(dup); return FD_E_NOMEM; }
     for (int i = 0; i < n; i++) {
         if (dup[i]) continue;                 /* DEL a a counts a once */
         if (m[i].found) found = 1;
-        if (m[i].live) live++;
+        if (m[i].live) { live++; m_live[i] = 1; }
     }
     if (found) {
         bson_t q = BSON_INITIALIZER, in, arr;
@@ -44,6 +46,9 @@ int mg_cmd_del(mg_ctx *c)
     }
     free(m);
     free(dup);
+    for (int i = 0; i < n && live && s == FD_OK; i++)
+        if (m_live[i]) MG_NOTIFY_ARG(c, GENERIC, "del", 1 + i);
+    free(m_live);
     FD_TRY(s);
     FD_OUT(resp_add_int(c->out, live));
     return FD_OK;
@@ -92,6 +97,7 @@ static int expire_generic(mg_ctx *c, int64_t base, int seconds)
         s = resp_add_int(c->out, 0) ? FD_E_NOMEM : FD_OK;
     } else {
         s = when <= c->now_ms ? mg_delete(c, &c->argv[1]) : mg_set_expire(c, &c->argv[1], when);
+        if (s == FD_OK) MG_NOTIFY_ARG(c, GENERIC, when <= c->now_ms ? "del" : "expire", 1);
         if (s == FD_OK && resp_add_int(c->out, 1)) s = FD_E_NOMEM;
     }
     mg_meta_free(&m);
@@ -134,6 +140,7 @@ int mg_cmd_persist(mg_ctx *c)
     if (!m.live || !m.expire) s = resp_add_int(c->out, 0) ? FD_E_NOMEM : FD_OK;
     else {
         s = mg_set_expire(c, &c->argv[1], 0);
+        if (s == FD_OK) MG_NOTIFY_ARG(c, GENERIC, "persist", 1);
         if (s == FD_OK && resp_add_int(c->out, 1)) s = FD_E_NOMEM;
     }
     mg_meta_free(&m);
@@ -312,6 +319,8 @@ static int rename_generic(mg_ctx *c, int nx)
         s = mg_delete(c, sa);
     }
     FD_TRY(s);
+    MG_NOTIFY(c, GENERIC, "rename_from", sa->ptr, sa->len);
+    MG_NOTIFY(c, GENERIC, "rename_to", da->ptr, da->len);
     FD_OUT(nx ? resp_add_int(c->out, 1) : resp_add_status(c->out, "OK"));
     return FD_OK;
 }

@@ -275,10 +275,25 @@ static int push_generic(mg_ctx *c, int left, int xx)
     LIST_DONE(s);
 }
 
-int mg_cmd_lpush(mg_ctx *c)  { return push_generic(c, 1, 0); }
-int mg_cmd_rpush(mg_ctx *c)  { return push_generic(c, 0, 0); }
-int mg_cmd_lpushx(mg_ctx *c) { return push_generic(c, 1, 1); }
-int mg_cmd_rpushx(mg_ctx *c) { return push_generic(c, 0, 1); }
+/* The keyspace events of a list command, from its reply (Redis's t_list.c):
+ * ev on argv[1] when the reply is an integer above 0 (ints) or anything
+ * but a null/empty one; then "del" when the list is gone (pops). */
+static int list_events(mg_ctx *c, int s, size_t mark, const char *ev, int ints, int pops)
+{
+    long long v = 0;
+    if (s != FD_OK || !fd_notify_on(FD_NOTIFY_LIST | FD_NOTIFY_GENERIC)) return s;
+    if (ints ? !(mg_reply_int(c, mark, &v) && v > 0) : !mg_reply_some(c, mark)) return s;
+    MG_NOTIFY_ARG(c, LIST, ev, 1);
+    if (pops) mg_notify_del_if_gone(c, &c->argv[1]);
+    return s;
+}
+#define LIST_EV(call, ev, ints, pops) \
+    do { size_t mark_ = c->out->len; return list_events(c, (call), mark_, ev, ints, pops); } while (0)
+
+int mg_cmd_lpush(mg_ctx *c)  { LIST_EV(push_generic(c, 1, 0), "lpush", 1, 0); }
+int mg_cmd_rpush(mg_ctx *c)  { LIST_EV(push_generic(c, 0, 0), "rpush", 1, 0); }
+int mg_cmd_lpushx(mg_ctx *c) { LIST_EV(push_generic(c, 1, 1), "lpush", 1, 0); }
+int mg_cmd_rpushx(mg_ctx *c) { LIST_EV(push_generic(c, 0, 1), "rpush", 1, 0); }
 
 static int pop_generic(mg_ctx *c, int left)
 {
@@ -324,8 +339,8 @@ static int pop_generic(mg_ctx *c, int left)
     LIST_DONE(s);
 }
 
-int mg_cmd_lpop(mg_ctx *c) { return pop_generic(c, 1); }
-int mg_cmd_rpop(mg_ctx *c) { return pop_generic(c, 0); }
+int mg_cmd_lpop(mg_ctx *c) { LIST_EV(pop_generic(c, 1), "lpop", 0, 1); }
+int mg_cmd_rpop(mg_ctx *c) { LIST_EV(pop_generic(c, 0), "rpop", 0, 1); }
 
 int mg_cmd_llen(mg_ctx *c)
 {
@@ -370,8 +385,10 @@ int mg_cmd_lrange(mg_ctx *c)
          * those positions) */
         long long len;
         FD_TRY(list_load_slice(c, &c->argv[1], &m, &L, 0, 1, &len));
+        int live = m.live;
         mg_list_free(&L);
         mg_meta_free(&m);
+        if (!live) { FD_OUT(resp_add_array(c->out, 0)); return FD_OK; }   /* one lookup: one keymiss */
         if (len >= 0) {
             if (start < 0) start += len;
             if (end < 0) end += len;
@@ -399,7 +416,7 @@ int mg_cmd_lrange(mg_ctx *c)
     LIST_DONE(r ? FD_E_NOMEM : FD_OK);
 }
 
-int mg_cmd_lset(mg_ctx *c)
+static int lset_do(mg_ctx *c)
 {
     mg_meta m; mg_list L;
     FD_TRY(list_load(c, &c->argv[1], &m, &L));
@@ -415,7 +432,7 @@ int mg_cmd_lset(mg_ctx *c)
     LIST_DONE(s);
 }
 
-int mg_cmd_ltrim(mg_ctx *c)
+static int ltrim_do(mg_ctx *c)
 {
     long long start, end;
     if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &start) != 0 ||
@@ -465,7 +482,7 @@ int mg_cmd_ltrim(mg_ctx *c)
     LIST_DONE(s);
 }
 
-int mg_cmd_lrem(mg_ctx *c)
+static int lrem_do(mg_ctx *c)
 {
     long long toremove;
     if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &toremove) != 0) return FD_E_NOTINT;
@@ -492,7 +509,7 @@ int mg_cmd_lrem(mg_ctx *c)
     LIST_DONE(s);
 }
 
-int mg_cmd_linsert(mg_ctx *c)
+static int linsert_do(mg_ctx *c)
 {
     int after;
     if (resp_arg_is(&c->argv[2], "after")) after = 1;
@@ -515,6 +532,23 @@ int mg_cmd_linsert(mg_ctx *c)
     int s = list_save(c, &c->argv[1], &m, &L);
     if (s == FD_OK && resp_add_int(c->out, (long long)L.n)) s = FD_E_NOMEM;
     LIST_DONE(s);
+}
+
+int mg_cmd_lset(mg_ctx *c)    { LIST_EV(lset_do(c), "lset", 0, 0); }
+int mg_cmd_lrem(mg_ctx *c)    { LIST_EV(lrem_do(c), "lrem", 1, 1); }
+int mg_cmd_linsert(mg_ctx *c) { LIST_EV(linsert_do(c), "linsert", 1, 0); }
+
+int mg_cmd_ltrim(mg_ctx *c)
+{
+    /* Redis raises ltrim on any existing list, trimmed or not */
+    int live = 0;
+    if (fd_notify_on(FD_NOTIFY_LIST | FD_NOTIFY_GENERIC)) FD_TRY(mg_key_live(c, &c->argv[1], &live));
+    int s = ltrim_do(c);
+    if (s == FD_OK && live && c->out->data[c->out->len - 5] == '+') {
+        MG_NOTIFY_ARG(c, LIST, "ltrim", 1);
+        mg_notify_del_if_gone(c, &c->argv[1]);
+    }
+    return s;
 }
 
 int mg_cmd_lpos(mg_ctx *c)
@@ -583,6 +617,12 @@ static int lmove_generic(mg_ctx *c, int from_left, int to_left)
         if (s == FD_OK && !same) s = list_save(c, &c->argv[1], &m, &L);
     }
     if (s == FD_OK && resp_add_bulk(c->out, v, vl)) s = FD_E_NOMEM;
+    if (s == FD_OK) {
+        /* Redis's lmoveGenericCommand: the push, then the pop, then the source's del */
+        MG_NOTIFY_ARG(c, LIST, to_left ? "lpush" : "rpush", 2);
+        MG_NOTIFY_ARG(c, LIST, from_left ? "lpop" : "rpop", 1);
+        if (!same && !L.n) MG_NOTIFY_ARG(c, GENERIC, "del", 1);
+    }
     if (!same) { mg_list_free(&D); mg_meta_free(&dm); }
     LIST_DONE(s);
 }

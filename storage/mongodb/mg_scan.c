@@ -224,7 +224,16 @@ static int srandom_generic(mg_ctx *c, int pop)
     LIST_DONE(s);
 }
 
-int mg_cmd_spop(mg_ctx *c)        { return srandom_generic(c, 1); }
+int mg_cmd_spop(mg_ctx *c)
+{
+    size_t mark = c->out->len;
+    int s = srandom_generic(c, 1);
+    if (s == FD_OK && mg_reply_some(c, mark)) {
+        MG_NOTIFY_ARG(c, SET, "spop", 1);
+        mg_notify_del_if_gone(c, &c->argv[1]);
+    }
+    return s;
+}
 int mg_cmd_srandmember(mg_ctx *c) { return srandom_generic(c, 0); }
 
 /* ================================================================ SCAN */

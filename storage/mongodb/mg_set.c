@@ -27,7 +27,24 @@ static void set_remove_at(mg_list *L, size_t i)
     L->n--;
 }
 
-int mg_cmd_sadd(mg_ctx *c)
+/* The keyspace event of a set command, from its integer reply above 0
+ * (Redis's t_set.c), then "del" when the set is gone (removals). */
+static int set_events(mg_ctx *c, int s, size_t mark, const char *ev, int dels)
+{
+    long long v = 0;
+    if (s != FD_OK || !mg_reply_int(c, mark, &v) || v <= 0) return s;
+    MG_NOTIFY_ARG(c, SET, ev, 1);
+    if (dels) mg_notify_del_if_gone(c, &c->argv[1]);
+    return s;
+}
+#define SET_EV(call, ev, dels) \
+    do { size_t mark_ = c->out->len; return set_events(c, (call), mark_, ev, dels); } while (0)
+static int sadd_do(mg_ctx *c);
+static int srem_do(mg_ctx *c);
+int mg_cmd_sadd(mg_ctx *c) { SET_EV(sadd_do(c), "sadd", 0); }
+int mg_cmd_srem(mg_ctx *c) { SET_EV(srem_do(c), "srem", 1); }
+
+static int sadd_do(mg_ctx *c)
 {
     mg_meta m; mg_list L;
     mg_named(c, 2, 1);     /* a big set: only these members (mg_big.c) */
@@ -44,7 +61,7 @@ int mg_cmd_sadd(mg_ctx *c)
     LIST_DONE(s);
 }
 
-int mg_cmd_srem(mg_ctx *c)
+static int srem_do(mg_ctx *c)
 {
     mg_meta m; mg_list L;
     mg_named(c, 2, 1);     /* a big set: only these members (mg_big.c) */
@@ -111,12 +128,15 @@ int mg_cmd_smove(mg_ctx *c)
     if (i < 0) LIST_DONE(resp_add_int(c->out, 0) ? FD_E_NOMEM : FD_OK);
     set_remove_at(&L, (size_t)i);
     if ((s = mg_array_save(c, &c->argv[1], &m, &L, MG_T_SET)) != FD_OK) LIST_DONE(s);
+    MG_NOTIFY_ARG(c, SET, "srem", 1);
+    if (!L.n) MG_NOTIFY_ARG(c, GENERIC, "del", 1);
     if ((s = mg_array_load(c, &c->argv[2], &dm, &D, MG_T_SET)) != FD_OK) LIST_DONE(s);
     if (set_find(&D, mb->ptr, mb->len) < 0) {
         if (mg_list_reserve(&D, D.n + 1) != FD_OK) s = FD_E_NOMEM;
         else {
             D.p[D.n] = mb->ptr; D.l[D.n++] = mb->len;
             s = mg_array_save(c, &c->argv[2], &dm, &D, MG_T_SET);
+            if (s == FD_OK) MG_NOTIFY_ARG(c, SET, "sadd", 2);
         }
     }
     mg_list_free(&D);
@@ -197,13 +217,20 @@ int mg_cmd_sdiff(mg_ctx *c)  { return setop_reply(c, OP_DIFF); }
 static int setop_store(mg_ctx *c, int op)
 {
     mg_setop o;
+    c->read = 1;                          /* the sources: lookupKeyRead (keymiss) */
     int s = setop_compute(c, 2, c->argc - 2, op, 0, &o);
+    c->read = 0;
+    int was = 0;
+    if (s == FD_OK && !o.out.n && fd_notify_on(FD_NOTIFY_GENERIC)) s = mg_key_live(c, &c->argv[1], &was);
     if (s == FD_OK) {
         mg_meta none;
         memset(&none, 0, sizeof none);
         none.found = 1;                   /* empty: delete whatever is there */
         s = mg_array_save(c, &c->argv[1], &none, &o.out, MG_T_SET);
     }
+    static const char *const ev[] = { [OP_INTER] = "sinterstore", [OP_UNION] = "sunionstore", [OP_DIFF] = "sdiffstore" };
+    if (s == FD_OK && o.out.n) MG_NOTIFY_ARG(c, SET, ev[op], 1);
+    else if (s == FD_OK && was) MG_NOTIFY_ARG(c, GENERIC, "del", 1);
     if (s == FD_OK && resp_add_int(c->out, (long long)o.out.n)) s = FD_E_NOMEM;
     setop_free(&o);
     return s;

@@ -66,7 +66,10 @@ static int sort_generic(mg_ctx *c, int ro)
     int replied;
     int s = fd_sort_begin(c->argv, c->argc, ro, &o, c->out, &replied);
     if (s != FD_OK || replied) goto done;
-    if ((s = mg_lookup(c, &c->argv[1], &m, 0)) != FD_OK) { memset(&m, 0, sizeof m); goto done; }
+    c->read = 1;                          /* the source: lookupKeyRead (keymiss), once */
+    s = mg_lookup(c, &c->argv[1], &m, 0);
+    c->read = 0;
+    if (s != FD_OK) { memset(&m, 0, sizeof m); goto done; }
     int type = FD_SORT_LIST, mt = m.live ? m.type : MG_T_NONE;
     mg_meta_free(&m);
     size_t n = 0;
@@ -91,7 +94,10 @@ static int sort_generic(mg_ctx *c, int ro)
     if (s != FD_OK || replied) goto done;
     /* STORE: the destination becomes a list (no TTL), or goes when empty */
     if (!res.n) {
-        s = mg_delete(c, o.store);
+        int was = 0;
+        s = mg_key_live(c, o.store, &was);
+        if (s == FD_OK) s = mg_delete(c, o.store);
+        if (s == FD_OK && was) MG_NOTIFY(c, GENERIC, "del", o.store->ptr, o.store->len);
     } else {
         mg_list R = {0};
         if ((s = mg_list_reserve(&R, (size_t)res.n)) == FD_OK) {
@@ -101,6 +107,7 @@ static int sort_generic(mg_ctx *c, int ro)
             mg_meta none;
             memset(&none, 0, sizeof none);
             s = mg_array_save(c, o.store, &none, &R, MG_T_LIST);
+            if (s == FD_OK) MG_NOTIFY(c, LIST, "sortstore", o.store->ptr, o.store->len);
         }
         mg_list_free(&R);
     }
@@ -128,7 +135,10 @@ int mg_cmd_copy(mg_ctx *c)
     if (replied) return FD_OK;
     const resp_arg *sa = &c->argv[1], *da = &c->argv[2];
     mg_meta sm;
-    FD_TRY(mg_lookup(c, sa, &sm, 1));
+    c->read = 1;                          /* the source: lookupKeyRead (keymiss) */
+    int s0 = mg_lookup(c, sa, &sm, 1);
+    c->read = 0;
+    FD_TRY(s0);
     if (!sm.live) { mg_meta_free(&sm); FD_OUT(resp_add_int(c->out, 0)); return FD_OK; }
     int exists;
     int s = mg_key_live(c, da, &exists);
@@ -137,6 +147,7 @@ int mg_cmd_copy(mg_ctx *c)
     s = sm.type == MG_T_STREAM ? mg_stream_copy(c, da, sm.doc) : mg_write_doc_copy(c, da, sm.doc);
     mg_meta_free(&sm);
     FD_TRY(s);
+    MG_NOTIFY(c, GENERIC, "copy_to", da->ptr, da->len);
     FD_OUT(resp_add_int(c->out, 1));
     return FD_OK;
 }
@@ -154,6 +165,7 @@ int mg_cmd_object(mg_ctx *c)
     int sub, r = fd_object_parse(c->argv, c->argc, c->out, &sub);
     if (r) return r < 0 ? FD_E_NOMEM : FD_OK;
     mg_meta m;
+    c->read = 0;                          /* Redis's OBJECT: LOOKUP_NONOTIFY, no keymiss */
     FD_TRY(mg_lookup(c, &c->argv[2], &m, sub == FD_OBJ_ENCODING));
     if (!m.live) r = resp_add_null(c->out);
     else r = fd_object_reply(sub, obj_type(m.type), m.val, m.type == MG_T_STRING ? m.vlen : 0, c->out);
@@ -167,6 +179,7 @@ int mg_cmd_memory(mg_ctx *c)
     int r = fd_memory_parse(c->argv, c->argc, c->out, &samples);
     if (r) return r < 0 ? FD_E_NOMEM : FD_OK;
     mg_meta m;
+    c->read = 0;                          /* Redis's MEMORY USAGE: LOOKUP_NONOTIFY, no keymiss */
     FD_TRY(mg_lookup(c, &c->argv[2], &m, 1));
     if (!m.live) r = resp_add_null(c->out);
     else {

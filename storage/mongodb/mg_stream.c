@@ -343,9 +343,15 @@ int mg_stream_copy(mg_ctx *c, const resp_arg *dst, const bson_t *src)
     return s;
 }
 
+static void sio_event(void *h, int cls, const char *event, const resp_arg *key)
+{
+    fd_events_add(((mg_sh *)h)->c->ev, cls, event, key->ptr, key->len);
+}
+
 static const fd_stream_io mg_stream_io = {
     .open = sio_open, .create = sio_create, .save = sio_save,
     .get = sio_get, .put = sio_put, .del = sio_del, .walk = sio_walk, .close = sio_close,
+    .event = sio_event,
 };
 
 #define MG_STREAM_CMD(name) \

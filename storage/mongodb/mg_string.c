@@ -15,6 +15,8 @@ static int set_generic(mg_ctx *c, int flags, int64_t expire, const resp_arg *key
     if (!(flags & (FD_SET_NX | FD_SET_XX | FD_SET_GET | FD_SET_KEEPTTL))) {
         /* plain SET: one replace, no read */
         FD_TRY(mg_write_string(c, key, expire, val->ptr, val->len, NULL, 0));
+        MG_NOTIFY(c, STRING, "set", key->ptr, key->len);
+        if (expire) MG_NOTIFY(c, GENERIC, "expire", key->ptr, key->len);
         FD_OUT(resp_add_status(c->out, "OK"));
         return FD_OK;
     }
@@ -29,9 +31,12 @@ static int set_generic(mg_ctx *c, int flags, int64_t expire, const resp_arg *key
     }
     int write = !fd_str_set_blocked(flags, m.live);
     if (write) {
+        int expires = expire != 0 && !(flags & FD_SET_KEEPTTL);
         if ((flags & FD_SET_KEEPTTL) && m.live) expire = m.expire;
         s = mg_write_string(c, key, expire, val->ptr, val->len, NULL, 0);
         if (s != FD_OK) { c->out->len = mark; goto done; }
+        MG_NOTIFY(c, STRING, "set", key->ptr, key->len);
+        if (expires) MG_NOTIFY(c, GENERIC, "expire", key->ptr, key->len);
     }
     if (fd_str_set_reply(c->out, flags, abort_nx, write)) s = FD_E_NOMEM;
 done:
@@ -86,6 +91,7 @@ int mg_cmd_getdel(mg_ctx *c)
         size_t mark = c->out->len;
         if (resp_add_bulk(c->out, m.val, m.vlen)) s = FD_E_NOMEM;
         else if ((s = mg_delete(c, &c->argv[1])) != FD_OK) c->out->len = mark;
+        else MG_NOTIFY_ARG(c, GENERIC, "del", 1);
     }
     mg_meta_free(&m);
     return s;
@@ -104,10 +110,12 @@ int mg_cmd_getex(mg_ctx *c)
     if (exp && (s = fd_set_expire_ms(exp, flags, c->now_ms, &expire)) != FD_OK) goto done;
     size_t mark = c->out->len;
     if (resp_add_bulk(c->out, m.val, m.vlen)) { s = FD_E_NOMEM; goto done; }
-    if (exp && expire <= c->now_ms) s = mg_delete(c, &c->argv[1]);
-    else if (exp) s = mg_set_expire(c, &c->argv[1], expire);
-    else if ((flags & FD_SET_PERSIST) && m.expire) s = mg_set_expire(c, &c->argv[1], 0);
+    const char *ev = NULL;
+    if (exp && expire <= c->now_ms) { s = mg_delete(c, &c->argv[1]); ev = "del"; }
+    else if (exp) { s = mg_set_expire(c, &c->argv[1], expire); ev = "expire"; }
+    else if ((flags & FD_SET_PERSIST) && m.expire) { s = mg_set_expire(c, &c->argv[1], 0); ev = "persist"; }
     if (s != FD_OK) c->out->len = mark;
+    else if (ev) MG_NOTIFY_ARG(c, GENERIC, ev, 1);
 done:
     mg_meta_free(&m);
     return s;
@@ -170,6 +178,7 @@ static int mset_bulk(mg_ctx *c)
     if (s == FD_OK && !mongoc_bulk_operation_execute(bulk, NULL, &c->err)) s = mg_fail(c);
     mongoc_bulk_operation_destroy(bulk);
     bson_destroy(&opts);
+    for (int j = 1; j < c->argc && s == FD_OK; j += 2) MG_NOTIFY_ARG(c, STRING, "set", j);
     return s;
 }
 
@@ -239,7 +248,11 @@ static int incr_generic(mg_ctx *c, long long incr)
         bson_destroy(&q);
         bson_destroy(&u);
         if (!ok) return mg_fail(c);
-        if (found) { FD_OUT(resp_add_int(c->out, v)); return FD_OK; }
+        if (found) {
+            MG_NOTIFY(c, STRING, "incrby", key->ptr, key->len);
+            FD_OUT(resp_add_int(c->out, v));
+            return FD_OK;
+        }
     }
     /* slow path: missing, expired, not an integer, overflow, wrong type */
     mg_meta m;
@@ -250,6 +263,7 @@ static int incr_generic(mg_ctx *c, long long incr)
         char buf[32];
         int n = resp_ll2str(buf, sizeof buf, v);
         s = mg_write_string(c, key, m.live ? m.expire : 0, buf, (size_t)n, NULL, 0);
+        if (s == FD_OK) MG_NOTIFY(c, STRING, "incrby", key->ptr, key->len);
         if (s == FD_OK && resp_add_int(c->out, v)) s = FD_E_NOMEM;
     }
     mg_meta_free(&m);
@@ -280,6 +294,7 @@ int mg_cmd_incrbyfloat(mg_ctx *c)
     if (!buf) { s = FD_E_NOMEM; goto done; }
     if ((s = fd_str_incrbyfloat(m.val, m.vlen, m.live, &c->argv[2], buf, &n)) != FD_OK) goto done;
     s = mg_write_string(c, &c->argv[1], m.live ? m.expire : 0, buf, n, NULL, 0);
+    if (s == FD_OK) MG_NOTIFY_ARG(c, STRING, "incrbyfloat", 1);
     if (s == FD_OK && resp_add_bulk(c->out, buf, n)) s = FD_E_NOMEM;
 done:
     free(buf);
@@ -303,6 +318,7 @@ int mg_cmd_append(mg_ctx *c)
         s = mg_write_string(c, &c->argv[1], m.expire, m.val, m.vlen, a->ptr, a->len);
         if (s == FD_OK && resp_add_int(c->out, (long long)total)) s = FD_E_NOMEM;
     }
+    if (s == FD_OK) MG_NOTIFY_ARG(c, STRING, "append", 1);
     mg_meta_free(&m);
     return s;
 }
@@ -326,6 +342,7 @@ int mg_cmd_setrange(mg_ctx *c)
     fd_str_setrange(b, m.val, olen, (size_t)off, a);
     s = mg_write_string(c, &c->argv[1], m.live ? m.expire : 0, b, nlen, NULL, 0);
     free(b);
+    if (s == FD_OK) MG_NOTIFY_ARG(c, STRING, "setrange", 1);
     if (s == FD_OK && resp_add_int(c->out, (long long)nlen)) s = FD_E_NOMEM;
 done:
     mg_meta_free(&m);

@@ -178,6 +178,7 @@ static int zadd_generic(mg_ctx *c, int is_incr)
             }
         }
         if (s == FD_OK && (added || updated)) s = zset_save(c, &c->argv[1], &m, &Z);
+        if (s == FD_OK && (added || updated)) MG_NOTIFY_ARG(c, ZSET, incr ? "zincr" : "zadd", 1);
     }
     if (s == FD_OK) {
         int r;
@@ -206,6 +207,10 @@ int mg_cmd_zrem(mg_ctx *c)
         n++;
     }
     int s = n ? zset_save(c, &c->argv[1], &m, &Z) : FD_OK;
+    if (s == FD_OK && n) {
+        MG_NOTIFY_ARG(c, ZSET, "zrem", 1);
+        mg_notify_del_if_gone(c, &c->argv[1]);
+    }
     if (s == FD_OK && resp_add_int(c->out, n)) s = FD_E_NOMEM;
     ZSET_DONE(s);
 }
@@ -352,6 +357,12 @@ static int zrange_count_or_remove(mg_ctx *c, int type, int count)
         for (size_t j = 0; j < k; j++) gone[pos[j]] = 1;
         zset_compact(&Z, gone);
         s = zset_save(c, &c->argv[1], &m, &Z);
+        static const char *const ev[] = { [FD_ZR_RANK] = "zremrangebyrank", [FD_ZR_SCORE] = "zremrangebyscore",
+                                          [FD_ZR_LEX] = "zremrangebylex" };
+        if (s == FD_OK) {
+            MG_NOTIFY_ARG(c, ZSET, ev[type], 1);
+            mg_notify_del_if_gone(c, &c->argv[1]);
+        }
     }
     free(pos);
     free(gone);
@@ -392,6 +403,10 @@ static int zpop_generic(mg_ctx *c, int rev)
     mg_ix_invalidate(&Z.ix);
     int s = zset_save(c, &c->argv[1], &m, &Z);
     if (s != FD_OK) c->out->len = mark;
+    else if (k) {
+        MG_NOTIFY_ARG(c, ZSET, rev ? "zpopmax" : "zpopmin", 1);
+        mg_notify_del_if_gone(c, &c->argv[1]);
+    }
     ZSET_DONE(s);
 }
 

@@ -50,6 +50,7 @@ static int setop(mg_ctx *c, int op, int store, int card)
     int replied, nkidx = store ? 2 : 1;
     int s = fd_zsetop_begin(c->argv, c->argc, op, store, card, nkidx, &o, c->out, &replied);
     if (s != FD_OK || replied) { fd_zsetop_free(&o); return s; }
+    if (store) c->read = 1;                    /* a STORE's sources: lookupKeyRead, once per key */
     for (long long i = 0; i < o.numkeys && s == FD_OK; i++) {     /* types first, as Redis */
         mg_meta t;
         s = mg_lookup(c, &c->argv[nkidx + 1 + i], &t, 0);
@@ -57,6 +58,7 @@ static int setop(mg_ctx *c, int op, int store, int card)
         if (t.live && t.type != MG_T_ZSET && t.type != MG_T_SET) s = FD_E_WRONGTYPE;
         mg_meta_free(&t);
     }
+    c->read = 0;                               /* the loads below: no second keymiss */
     if (s == FD_OK) s = fd_zsetop_options(c->argv, c->argc, &o, c->out, &replied);
     if (s != FD_OK || replied) { fd_zsetop_free(&o); return s; }
     input *in = calloc((size_t)o.numkeys, sizeof *in);
@@ -71,7 +73,9 @@ static int setop(mg_ctx *c, int op, int store, int card)
         size_t mark = c->out->len;
         if (card) s = resp_add_int(c->out, (long long)nres) ? FD_E_NOMEM : FD_OK;
         else if (store) {
-            s = mg_zstore(c, &c->argv[1], res, nres);
+            static const char *const ev[] = { [FD_ZOP_UNION] = "zunionstore", [FD_ZOP_INTER] = "zinterstore",
+                                              [FD_ZOP_DIFF] = "zdiffstore" };
+            s = mg_zstore(c, &c->argv[1], res, nres, ev[op]);
             if (s == FD_OK && resp_add_int(c->out, (long long)nres)) s = FD_E_NOMEM;
         } else if (fd_zreply_range(c->out, res, nres, o.withscores)) s = FD_E_NOMEM;
         if (s != FD_OK) c->out->len = mark;
@@ -103,7 +107,10 @@ int mg_cmd_zrangestore(mg_ctx *c)
     FD_TRY(fd_parse_zrangestore(c->argv, c->argc, &z, c->out, &replied));
     if (replied) return FD_OK;
     mg_meta m; mg_zset Z;
-    FD_TRY(mg_zset_load(c, &c->argv[2], &m, &Z));
+    c->read = 1;                          /* the source: lookupKeyRead (keymiss) */
+    int s0 = mg_zset_load(c, &c->argv[2], &m, &Z);
+    c->read = 0;
+    FD_TRY(s0);
     size_t k = 0;
     fd_zent *a = malloc((Z.n ? Z.n : 1) * sizeof *a);
     size_t *pos = malloc((Z.n ? Z.n : 1) * sizeof *pos);
@@ -111,7 +118,7 @@ int mg_cmd_zrangestore(mg_ctx *c)
     if (s == FD_OK && m.live && (z.type != FD_ZR_RANK || fd_rank_range((long long)Z.n, &z.start, &z.end)))
         k = mg_zset_range(&Z, &z, pos);
     for (size_t i = 0; s == FD_OK && i < k; i++) a[i] = (fd_zent){ Z.a[pos[i]].m, Z.a[pos[i]].ml, Z.a[pos[i]].s };
-    if (s == FD_OK) s = mg_zstore(c, &c->argv[1], a, k);
+    if (s == FD_OK) s = mg_zstore(c, &c->argv[1], a, k, "zrangestore");
     if (s == FD_OK && resp_add_int(c->out, (long long)k)) s = FD_E_NOMEM;
     free(a);
     free(pos);
@@ -193,7 +200,14 @@ int mg_list_mpop_one(mg_ctx *c, const resp_arg *key, int left, long long count, 
 
 static int pop_one(void *ud, int zset, const resp_arg *key, int where, long long count, int *done)
 {
-    return zset ? mg_zset_mpop_one(ud, key, where, count, done) : mg_list_mpop_one(ud, key, !where, count, done);
+    mg_ctx *c = ud;
+    int s = zset ? mg_zset_mpop_one(c, key, where, count, done) : mg_list_mpop_one(c, key, !where, count, done);
+    if (s == FD_OK && *done) {
+        if (zset) MG_NOTIFY(c, ZSET, where ? "zpopmax" : "zpopmin", key->ptr, key->len);
+        else MG_NOTIFY(c, LIST, where ? "rpop" : "lpop", key->ptr, key->len);
+        mg_notify_del_if_gone(c, key);
+    }
+    return s;
 }
 
 int mg_cmd_zmpop(mg_ctx *c) { return fd_mpop_run(c->argv, c->argc, 1, pop_one, c, c->out); }

@@ -11,6 +11,7 @@
 #include "stream.h"
 #include "rdb.h"
 #include "../status.h"
+#include "../host.h"
 
 typedef struct sid { uint64_t ms, seq; } sid;
 
@@ -115,16 +116,22 @@ uint64_t fd_stream_meta_length(const uint8_t *meta) { return get64(meta); }
 /* An open stream. */
 typedef struct sref {
     fd_stream_call *c;
+    const resp_arg *key;
     void *sk;
     int   exists;
     smeta m;
 } sref;
+
+/* Raise a keyspace event on key (fd_stream_io.event). */
+#define EV(c, cls, name, key) \
+    do { if ((c)->io->event && fd_notify_on(FD_NOTIFY_##cls)) (c)->io->event((c)->h, FD_NOTIFY_##cls, name, key); } while (0)
 
 static int s_open(fd_stream_call *c, const resp_arg *key, sref *s)
 {
     uint8_t mb[FD_SMETA_LEN];
     memset(s, 0, sizeof *s);
     s->c = c;
+    s->key = key;
     int st = c->io->open(c->h, key, &s->sk, mb, &s->exists);
     if (st != FD_OK) return st;
     if (s->exists) meta_dec(mb, &s->m);
@@ -454,6 +461,7 @@ static int cons_lookup_create(sref *s, sgroup *g, const char *name, size_t nl, s
         cn->pel = 0;
         g->consumers++;
         if (created) *created = 1;
+        EV(s->c, STREAM, "xgroup-createconsumer", s->key);   /* Redis's streamCreateConsumer */
         return FD_OK;
     }
     return st;
@@ -1177,6 +1185,8 @@ int fd_stream_xadd(fd_stream_call *c)
     if (st == FD_OK) st = stream_trim(&s, &t, &trimmed);
     if (st == FD_OK) st = s_save(&s);
     if (st == FD_OK && add_id(c->out, id)) st = FD_E_NOMEM;
+    if (st == FD_OK) EV(c, STREAM, "xadd", &c->argv[1]);
+    if (st == FD_OK && trimmed) EV(c, STREAM, "xtrim", &c->argv[1]);
     if (st != FD_OK) c->out->len = mark;
     s_close(&s);
     return st;
@@ -1198,6 +1208,7 @@ int fd_stream_xtrim(fd_stream_call *c)
     long long n;
     int st = stream_trim(&s, &t, &n);
     if (st == FD_OK && n) st = s_save(&s);
+    if (st == FD_OK && n) EV(c, STREAM, "xtrim", &c->argv[1]);
     s_close(&s);
     if (st != FD_OK) return st;
     return resp_add_int(c->out, n) ? FD_E_NOMEM : FD_OK;
@@ -1245,6 +1256,7 @@ int fd_stream_xdel(fd_stream_call *c)
         if (s.m.length == 0) s.m.first = SID_MIN;
         else if (first_entry) { int found; st = first_valid_id(&s, &s.m.first, &found); }
         if (st == FD_OK) st = s_save(&s);
+        if (st == FD_OK) EV(c, STREAM, "xdel", &c->argv[1]);
     }
     s_close(&s);
     if (st != FD_OK) return st;
@@ -1631,6 +1643,7 @@ int fd_stream_xsetid(fd_stream_call *c)
     if (!id_zero(maxdel)) s.m.maxdel = maxdel;
     st = s_save(&s);
     if (st == FD_OK) st = resp_add_status(c->out, "OK") ? FD_E_NOMEM : FD_OK;
+    if (st == FD_OK) EV(c, STREAM, "xsetid", &c->argv[1]);
 out:
     s_close(&s);
     return st;
@@ -1921,6 +1934,7 @@ int fd_stream_xgroup(fd_stream_call *c)
         s.m.ngroups++;
         if ((st = group_put(&s, &g)) == FD_OK && (st = s_save(&s)) == FD_OK)
             st = resp_add_status(c->out, "OK") ? FD_E_NOMEM : FD_OK;
+        if (st == FD_OK) EV(c, STREAM, "xgroup-create", key);
     } else if (which == 1) {
         if (c->argc != 5 && c->argc != 7) { st = subcmd_syntax_err(c, "XGROUP"); goto out; }
         sid id;
@@ -1929,11 +1943,13 @@ int fd_stream_xgroup(fd_stream_call *c)
         g.last = id;
         g.entries_read = entries_read;
         if ((st = group_put(&s, &g)) == FD_OK) st = resp_add_status(c->out, "OK") ? FD_E_NOMEM : FD_OK;
+        if (st == FD_OK) EV(c, STREAM, "xgroup-setid", key);
     } else if (which == 2) {
         if (have_group) {
             st = group_destroy(&s, &g);
             if (st == FD_OK) st = s_save(&s);
             if (st == FD_OK) st = resp_add_int(c->out, 1) ? FD_E_NOMEM : FD_OK;
+            if (st == FD_OK) EV(c, STREAM, "xgroup-destroy", key);
         } else st = resp_add_int(c->out, 0) ? FD_E_NOMEM : FD_OK;
     } else if (which == 3) {
         scons cn;
@@ -1953,6 +1969,7 @@ int fd_stream_xgroup(fd_stream_call *c)
             if (st == FD_OK) st = group_put(&s, &g);
         } else if (st == FD_NOTFOUND) st = FD_OK;
         if (st == FD_OK) st = resp_add_int(c->out, pending) ? FD_E_NOMEM : FD_OK;
+        if (st == FD_OK) EV(c, STREAM, "xgroup-delconsumer", key);
     }
 out:
     s_close(&s);

@@ -66,6 +66,10 @@ typedef struct fd_stream_io {
     int  (*walk)(void *h, void *sk, const uint8_t *pfx, size_t pl, const uint8_t *from, size_t fl,
                  int rev, fd_swalk_fn fn, void *arg);
     void (*close)(void *h, void *sk);
+    /* A keyspace event of class cls (storage/host.h FD_NOTIFY_*: Redis's
+     * name, raised where Redis's t_stream.c raises it) on key; called only
+     * while fd_notify_on(cls). NULL: the backend delivers none. */
+    void (*event)(void *h, int cls, const char *event, const resp_arg *key);
 } fd_stream_io;
 
 /* One command call. */
