@@ -148,6 +148,10 @@ static int rb_open(fd_backend *fb, const fd_backend_config *cfg, char *err, size
     /* a backend that is not reachable yet is not fatal: clients get errors
      * until it comes up (the connection code logs the warning) */
     for (int i = 0; i < b->n; i++) rc_conn_init(&b->conns[i], &b->sh, &b->addr, i);
+    /* the pub/sub relay connects now, not at the first SUBSCRIBE: a client's
+     * confirmation is sent at once, and a relay still connecting then would
+     * miss what another client publishes right after it (docs/pubsub.md) */
+    if ((b->relay = calloc(1, sizeof *b->relay))) rc_relay_init(b->relay, &b->sh, &b->addr, b->fb);
     return FD_OK;
 }
 

@@ -780,6 +780,10 @@ static void ks_relays(cl_backend *b);
 
 static void relay_follow(cl_backend *b) {
     if (!b->nmasters) return;
+    /* the channel relay connects with the first map, not at the first
+     * SUBSCRIBE (see storage/redis.c rb_open: a confirmation is sent at once) */
+    if (!b->relay && (b->relay = calloc(1, sizeof *b->relay)))
+        rc_relay_init(b->relay, &b->sh, &b->masters[0]->addr, b->fb);
     /* shard relays of nodes that are masters no more: dropped, and every
      * subscription is made again, each shard channel at its slot's master */
     int resync = 0;
