@@ -24,20 +24,21 @@ from fdtest import Tests, DiffTwo, diff_case, diff_steps
 T = Tests(case_timeout=60)
 
 
-def a_receives(two):
-    """A sends PING: everything it gets up to +PONG (pushes first) compared."""
+def a_receives(two, blur=None, what="what A receives up to PING"):
+    """A sends PING: everything it gets up to +PONG (pushes first) compared,
+    after blur(raw) when given."""
     d = two.a
     got = []
     for c in (d.ref, d.fd):
         c.send("PING")
         raw = b""
-        for _ in range(10):
+        for _ in range(20):
             r = c.read(timeout=5)
             raw += r
             if r.startswith(b"+PONG"):
                 break
-        got.append(raw)
-    d._compare("what A receives up to PING", got[0], got[1])
+        got.append(blur(raw) if blur else raw)
+    d._compare(what, got[0], got[1])
 
 
 def info_clients(two):
@@ -467,18 +468,7 @@ def a_receives_any_keys(two):
     """a_receives with the tracked keys' names (t:<digit>) blurred: Redis
     evicts random keys, so the count and shape of the invalidations are
     compared, not which keys."""
-    d = two.a
-    got = []
-    for c in (d.ref, d.fd):
-        c.send("PING")
-        raw = b""
-        for _ in range(20):
-            r = c.read(timeout=5)
-            raw += r
-            if r.startswith(b"+PONG"):
-                break
-        got.append(re.sub(rb"t:\d", b"t:?", raw))
-    d._compare("what A receives up to PING (key names blurred)", got[0], got[1])
+    a_receives(two, lambda raw: re.sub(rb"t:\d", b"t:?", raw), "what A receives up to PING (key names blurred)")
 
 
 limit_steps = [
