@@ -20,7 +20,7 @@ DESCRIPTIONS = {
     "seed-perop": "per-operation cost at one client (-c 1, -P 1 and 16, 100-byte values): ns/op, server CPU ns/op, RSS growth per op",
     "growth": "throughput and latency as the dataset grows (keys 10k -> 1M by default) and as one list grows (RPUSH to 1M elements, LRANGE/LINDEX at each size)",
     "fdload-mix": "fdload open loop: a command mix (--fdload-mix, default get:80,set:20 on zipf keys) at fixed offered rates; latency from the intended send time vs rate, per-second timelines",
-    "fdload-slo": "fdload --slo: the highest open-loop rate each target sustains under a percentile limit (--slo, default p99<5ms), by bisection",
+    "fdload-slo": "fdload --slo: the highest open-loop rate each target sustains under a percentile limit (--slo, default p99<1ms; part of the default run), by bisection",
     "fdload-replay": "fdload --replay: a captured workload (frontdoor's FRONTDOOR CAPTURE) played on every target at the recorded pace (--speed)",
 }
 NAMES = list(DESCRIPTIONS)

@@ -237,5 +237,23 @@ def frontdoor_base_runs_twins():
           "ratios.py table", r.stdout + r.stderr)
 
 
+@T.case
+def default_run_carries_the_slo_table():
+    # issue 31: a plain bench/run reports each target's p99<1ms rate (fdload-slo)
+    # after the redis-benchmark suite; --quick keeps the default suite alone
+    import importlib.machinery
+    import types
+    loader = importlib.machinery.SourceFileLoader("bench_run", RUN)
+    mod = types.ModuleType(loader.name)
+    mod.__file__ = RUN
+    loader.exec_module(mod)
+    fdl_bin = os.path.join(os.path.dirname(frontdoor_bin()), "fdload")
+    a = mod.parse_args(["--frontdoor", frontdoor_bin(), "--fdload", fdl_bin])
+    eq(a.scenarios, ["default", "fdload-slo"], "default scenarios")
+    eq(a.slo, "p99<1ms", "default SLO")
+    eq(mod.parse_args(["--quick", "--frontdoor", frontdoor_bin()]).scenarios, ["default"], "--quick scenarios")
+    eq(mod.parse_args(["--scenario", "growth"]).scenarios, ["growth"], "an explicit --scenario")
+
+
 if __name__ == "__main__":
     T.main()
