@@ -207,9 +207,14 @@ static void unwatch_all(px_conn *c) {
  * touchAllWatchedKeysInDb): a key absent when WATCH ran is still absent
  * unless a write through frontdoor touched it since (the client is then
  * dirty already), so it is skipped; a key not answered yet counts as live. */
+static const px_conn *t_skip, *t_only;   /* px_watch_touch_others, px_watch_touch_reply_of */
+
 static void touch_entry(wentry *e, int flush) {
-    for (int i = 0; i < e->nws; i++)
-        if (!flush || e->ws[i]->state != W_ABSENT) e->ws[i]->c->watch_dirty = 1;
+    for (int i = 0; i < e->nws; i++) {
+        px_conn *wc = e->ws[i]->c;
+        if (wc == t_skip || (t_only && wc != t_only)) continue;
+        if (!flush || e->ws[i]->state != W_ABSENT) wc->watch_dirty = 1;
+    }
 }
 
 static void touch_every(int flush) {
@@ -277,6 +282,19 @@ static void touch_sort_store(int argc, const resp_arg *argv, const char *reply, 
     if (n < 2) return;
     wentry *e = wfind(argv[pos[1]].ptr, argv[pos[1]].len, 0);
     if (e) touch_entry(e, len == 4 && !memcmp(reply, ":0\r\n", 4));
+}
+
+void px_watch_touch_others(const fd_command *cmd, int argc, const resp_arg *argv, const px_conn *self) {
+    t_skip = self;
+    px_watch_touch(cmd, argc, argv);
+    t_skip = NULL;
+}
+
+void px_watch_touch_reply_of(const fd_command *cmd, int argc, const resp_arg *argv, const char *reply, size_t len,
+                             const px_conn *only) {
+    t_only = only;
+    px_watch_touch_reply(cmd, argc, argv, reply, len);
+    t_only = NULL;
 }
 
 void px_watch_touch_reply(const fd_command *cmd, int argc, const resp_arg *argv, const char *reply, size_t len) {
@@ -637,16 +655,14 @@ static int multi_checked(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, 
     return PX_HOOK_TAKEN;
 }
 
-/* WATCH: a proxy-served write touches every key it names as it starts */
-static void watch_exec_start(const px_exec *e) {
-    if (e->handler && (e->cmd->flags & FD_CMD_WRITE)) px_watch_touch(e->cmd, e->argc, e->argv);
-}
-
 /* WATCH: a backend's write right after its submit, before any other client
  * runs: from its reply when it was answered inside submit (the embedded
  * backends, also a LevelDB write that changed nothing; a script's, whose
  * reply is always in), every key it names when the reply is owed
- * (asynchronous backends, LevelDB's writer thread) */
+ * (asynchronous backends, LevelDB's writer thread). The proxy-served
+ * writes touch nothing here: MOVE and SWAPDB change no key (frontdoor's one
+ * database: refused, or SWAPDB 0 0), the blocking commands touch from the
+ * replies of the pops they run (proxy/blocking.c) */
 static void watch_exec_done(const px_exec *e) {
     if (e->handler || !(e->cmd->flags & FD_CMD_WRITE) || !wcount) return;
     if (e->script) px_watch_touch_reply(e->cmd, e->argc, e->argv, e->reply, e->len);
@@ -660,7 +676,6 @@ static void atomic_owed(px_conn *c, fd_pending *p, const fd_command *cmd, int ar
 }
 
 static void watch_arm(int on) {
-    px_hook_arm(exec_start, watch_exec_start, on);
     px_hook_arm(exec_done, watch_exec_done, on);
 }
 
@@ -690,8 +705,7 @@ static void multi_refused(px_conn *c, const fd_command *cmd, size_t out0) {
 void px_multi_hooks(void) {
     PX_HOOK_ADD_IDLE(checked, multi_checked);         /* armed while a client is in MULTI */
     PX_HOOK_ADD(refused, multi_refused);              /* always: a refused EXEC aborts outside MULTI too */
-    PX_HOOK_ADD_IDLE(exec_start, watch_exec_start);   /* both armed while a key is watched */
-    PX_HOOK_ADD_IDLE(exec_done, watch_exec_done);
+    PX_HOOK_ADD_IDLE(exec_done, watch_exec_done);     /* armed while a key is watched */
     PX_HOOK_ADD(owed, atomic_owed);
     PX_HOOK_ADD_IDLE(held, px_atomic_hold);   /* armed by px_atomic_arm, idles itself when nothing is held */
     PX_HOOK_ADD(closed, px_multi_release);
