@@ -7,6 +7,7 @@
 #include "config.h"
 #include "log.h"
 #include "scripting.h"
+#include "../protocol/resp_scan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -509,6 +510,151 @@ static const resp_arg *first_key(px_multi *m) {
     return NULL;
 }
 
+/* ------------------------------------------------------------ EXEC on a Redis server */
+
+/* The queued commands frontdoor answers itself when a Redis server runs the
+ * block: SELECT, SWAPDB and MOVE name frontdoor's one database (0), not the
+ * server's (their handlers' replies, as outside MULTI); and a command the
+ * backend refuses at submit (COPY ... DB, WAIT...: storage/redis_conn.c)
+ * answers that refusal. Redis's EXEC reply holds the others; frontdoor's
+ * EXEC reply is both, in the queue's order. */
+static int local_in_block(const fd_command *cmd) {
+    return cmd && (cmd->id == FD_CMD_select || cmd->id == FD_CMD_swapdb || cmd->id == FD_CMD_move);
+}
+
+/* One passthrough EXEC with local replies: the state lives until both the
+ * EXEC's reply and every forwarded part's reply (+QUEUED) are in. */
+typedef struct exec_merge {
+    fd_pending   *mark;        /* EXEC's reply in the client's output (NULL: none wanted) */
+    const px_tap *ab;          /* the A/B layer's tap of EXEC's reply, or NULL */
+    int           n, nlocal;   /* queued commands; those answered here */
+    int           submitting;  /* the part being submitted (its reply at once: refused), -1 none */
+    int           refs;        /* replies still to come: the parts' and EXEC's */
+    resp_out      local;       /* the local replies, back to back */
+    struct exec_part { struct exec_merge *m; int i; size_t off, len; int local; } *part;
+    px_tap       *taps;
+} exec_merge;
+
+static void merge_unref(exec_merge *m) {
+    if (--m->refs) return;
+    resp_out_free(&m->local);
+    free(m->part);
+    free(m->taps);
+    free(m);
+}
+
+static void part_reply(void *ud, const char *reply, size_t len, int failed) {
+    (void)failed;
+    struct exec_part *pt = ud;
+    exec_merge *m = pt->m;
+    if (m->submitting == pt->i) {            /* answered at submit: the backend refused it */
+        pt->local = 1;
+        pt->off = m->local.len;
+        resp_out_raw(&m->local, reply, len);
+        pt->len = len;
+        m->nlocal++;
+    }
+    merge_unref(m);
+}
+
+/* Redis's EXEC reply (*<forwarded> and their replies), the local ones put
+ * back in their places; anything else (an error, EXECABORT, a null) is
+ * the client's as it is. */
+static void exec_merged(void *ud, const char *reply, size_t len, int failed) {
+    exec_merge *m = ud;
+    resp_out o;
+    resp_out_init(&o, m->local.proto);
+    long long k = -1;
+    size_t at = 0;
+    if (len > 1 && reply[0] == '*') {
+        const char *nl = memchr(reply, '\r', len);
+        if (nl && !resp_str2ll(reply + 1, (size_t)(nl - reply - 1), &k)) at = (size_t)(nl - reply) + 2;
+        else k = -1;
+    }
+    if (k >= 0 && k == m->n - m->nlocal && at <= len) {
+        resp_add_array(&o, m->n);
+        for (int i = 0; i < m->n; i++) {
+            struct exec_part *pt = &m->part[i];
+            if (pt->local) { resp_out_raw(&o, m->local.data + pt->off, pt->len); continue; }
+            resp_scanner sc;
+            resp_scanner_init(&sc);
+            long long el = at < len ? resp_scan_reply(&sc, reply + at, len - at) : 0;
+            if (el <= 0) { o.len = 0; break; }  /* not what Redis sends: the reply as it is */
+            resp_out_raw(&o, reply + at, (size_t)el);
+            at += (size_t)el;
+        }
+    }
+    const char *r = o.len ? o.data : reply;
+    size_t rl = o.len ? o.len : len;
+    if (m->ab) m->ab->fn(m->ab->ud, r, rl, failed);
+    if (m->mark) px_pending_reply(m->mark, r, rl);
+    resp_out_free(&o);
+    merge_unref(m);
+}
+
+/* The passthrough EXEC (Redis runs the block) when a part is answered
+ * here; 0, or -1 when out of memory (nothing sent yet). */
+static int exec_forward_merged(px_conn *c, px_backend *be, px_multi *m, int argc, resp_arg *argv,
+                               const resp_arg *rk) {
+    exec_merge *x = calloc(1, sizeof *x);
+    if (x) {
+        x->part = calloc((size_t)m->n + 1, sizeof *x->part);
+        x->taps = calloc((size_t)m->n + 1, sizeof *x->taps);
+        resp_out_init(&x->local, c->out.proto);
+    }
+    if (!x || !x->part || !x->taps) {
+        if (x) { free(x->part); free(x->taps); free(x); }
+        return -1;
+    }
+    x->n = m->n;
+    x->ab = px_ab_exec_tap();
+    x->submitting = -1;
+    x->refs = 1;                               /* EXEC's */
+    static resp_arg multi_arg[1] = {{"MULTI", 5}};
+    px_forward_unit(c, be, 1, multi_arg, NULL, 0, rk, 1, NULL);
+    for (int i = 0; i < m->n; i++) {
+        px_qcmd *q = &m->q[i];
+        struct exec_part *pt = &x->part[i];
+        pt->m = x;
+        pt->i = i;
+        if (local_in_block(q->cmd)) {          /* its handler's reply, as outside MULTI */
+            pt->local = 1;
+            pt->off = x->local.len;
+            px_execute_into(c, q->cmd, q->argc, q->argv, &x->local);
+            pt->len = x->local.len - pt->off;
+            x->nlocal++;
+            continue;
+        }
+        if (q->cmd) px_watch_touch_if_write(q->cmd, q->argc, q->argv);
+        x->taps[i] = (px_tap){part_reply, pt};
+        x->refs++;
+        x->submitting = i;
+        px_forward_unit(c, be, q->argc, q->argv, qcmd_raw(q), q->rawlen, rk, 1, &x->taps[i]);
+        x->submitting = -1;
+    }
+    x->mark = px_pending_push(c, NULL, fd_mono_ns());
+    if (!x->mark) c->flags |= PX_CONN_CLOSE_ASAP;   /* out of memory: the client cannot get its reply */
+    x->taps[m->n] = (px_tap){exec_merged, x};
+    px_forward_unit(c, be, argc, argv, c->cur_raw, c->cur_rawlen, rk, 1, &x->taps[m->n]);
+    return 0;
+}
+
+/* 1 when a Redis server's EXEC needs frontdoor's own replies merged in:
+ * a queued command frontdoor answers (local_in_block) or one the backend
+ * refuses (COPY ... DB: known only at submit, so every block with a COPY,
+ * WAIT, SYNC, PSYNC, REPLCONF or SHUTDOWN takes the merging path too). */
+static int exec_needs_merge(const px_multi *m) {
+    for (int i = 0; i < m->n; i++) {
+        const px_qcmd *q = &m->q[i];
+        if (local_in_block(q->cmd)) return 1;
+        if (q->argc && (resp_arg_is(&q->argv[0], "copy") || resp_arg_is(&q->argv[0], "wait") ||
+                        resp_arg_is(&q->argv[0], "sync") || resp_arg_is(&q->argv[0], "psync") ||
+                        resp_arg_is(&q->argv[0], "replconf") || resp_arg_is(&q->argv[0], "shutdown")))
+            return 1;
+    }
+    return 0;
+}
+
 void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
     px_multi *m = c->multi;
     if (!m) { resp_add_error(&c->out, "ERR EXEC without MULTI"); return; }
@@ -537,6 +683,12 @@ void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
          * client's connection; only EXEC's reply is the client's */
         static resp_arg multi_arg[1] = {{"MULTI", 5}};
         const resp_arg *rk = first_key(m);
+        if (exec_needs_merge(m)) {
+            if (exec_forward_merged(c, be, m, argc, argv, rk)) resp_add_error(&c->out, PX_OOM_TEXT);
+            px_ab_exec_end(c);
+            multi_free(m);
+            return;
+        }
         px_forward_unit(c, be, 1, multi_arg, NULL, 0, rk, 1, NULL);
         for (int i = 0; i < m->n; i++) {
             /* the block bypasses px_execute: its writes touch watches here */
