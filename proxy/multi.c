@@ -514,11 +514,15 @@ static const resp_arg *first_key(px_multi *m) {
 
 /* The queued commands frontdoor answers itself when a Redis server runs the
  * block: SELECT, SWAPDB and MOVE name frontdoor's one database (0), not the
- * server's (their handlers' replies, as outside MULTI); and a command the
+ * server's (their handlers' replies, as outside MULTI), SCRIPT DEBUG is
+ * refused (script.h); and a command the
  * backend refuses at submit (COPY ... DB, WAIT...: storage/redis_conn.c)
  * answers that refusal. Redis's EXEC reply holds the others; frontdoor's
  * EXEC reply is both, in the queue's order. */
-static int local_in_block(const fd_command *cmd) {
+static int local_in_block(const px_qcmd *q) {
+    const fd_command *cmd = q->cmd;
+    if (cmd && cmd->id == FD_CMD_script && q->argc > 1 && resp_arg_is(&q->argv[1], "debug"))
+        return 1;                              /* refused on every backend (script.h) */
     return cmd && (cmd->id == FD_CMD_select || cmd->id == FD_CMD_swapdb || cmd->id == FD_CMD_move);
 }
 
@@ -617,7 +621,7 @@ static int exec_forward_merged(px_conn *c, px_backend *be, px_multi *m, int argc
         struct exec_part *pt = &x->part[i];
         pt->m = x;
         pt->i = i;
-        if (local_in_block(q->cmd)) {          /* its handler's reply, as outside MULTI */
+        if (local_in_block(q)) {               /* its handler's reply, as outside MULTI */
             pt->local = 1;
             pt->off = x->local.len;
             px_execute_into(c, q->cmd, q->argc, q->argv, &x->local);
@@ -646,7 +650,7 @@ static int exec_forward_merged(px_conn *c, px_backend *be, px_multi *m, int argc
 static int exec_needs_merge(const px_multi *m) {
     for (int i = 0; i < m->n; i++) {
         const px_qcmd *q = &m->q[i];
-        if (local_in_block(q->cmd)) return 1;
+        if (local_in_block(q)) return 1;
         if (q->argc && (resp_arg_is(&q->argv[0], "copy") || resp_arg_is(&q->argv[0], "wait") ||
                         resp_arg_is(&q->argv[0], "sync") || resp_arg_is(&q->argv[0], "psync") ||
                         resp_arg_is(&q->argv[0], "replconf") || resp_arg_is(&q->argv[0], "shutdown")))

@@ -420,5 +420,38 @@ def multi_db_commands_as_outside():
             check(b.cmd("DBSIZE") == b":0\r\n", "the backend server's database 3 is not empty")
 
 
+@T.case
+def script_debug_refused():
+    """SCRIPT DEBUG YES|SYNC is refused on every backend, also queued in
+    MULTI (frontdoor has no Lua debugger to offer; on a Redis backend the
+    server's would take over a connection every client shares); NO is +OK,
+    other values and arities Redis 7.0's errors. Scripts keep running on
+    every connection afterwards."""
+    _, fd = shared_pair()
+    refused = b"-ERR frontdoor does not support the Lua debugger (SCRIPT DEBUG)\r\n"
+    with fd.conn() as c:
+        for how in ("YES", "sync"):
+            r = c.cmd("SCRIPT", "DEBUG", how)
+            check(r == refused, "SCRIPT DEBUG %s: %r" % (how, r))
+        check(c.cmd("SCRIPT", "DEBUG", "NO") == b"+OK\r\n", "SCRIPT DEBUG NO")
+        check(c.cmd("SCRIPT", "DEBUG", "x") == b"-ERR Use SCRIPT DEBUG YES/SYNC/NO\r\n", "SCRIPT DEBUG x")
+        r = c.cmd("SCRIPT", "DEBUG")
+        check(r == b"-ERR wrong number of arguments for 'script|debug' command\r\n", "SCRIPT DEBUG: %r" % r)
+        c.cmd("MULTI")
+        c.cmd("SCRIPT", "DEBUG", "YES")
+        c.cmd("EVAL", "return 7", "0")
+        r = c.cmd("EXEC")
+        check(r == b"*2\r\n" + refused + b":7\r\n", "SCRIPT DEBUG YES in MULTI: %r" % r)
+        conns = [fd.conn() for _ in range(4)]
+        try:
+            for i, o in enumerate([c] + conns):
+                r = o.cmd("EVAL", "return redis.call('incr', KEYS[1])", "1", "{t}dbg%d" % i)
+                check(r == b":1\r\n", "EVAL after SCRIPT DEBUG on client %d: %r" % (i, r))
+        finally:
+            for o in conns:
+                o.close()
+        c.cmd("DEL", *["{t}dbg%d" % i for i in range(5)])
+
+
 if __name__ == "__main__":
     T.main()
