@@ -480,7 +480,35 @@ void px_backends_after_flush(void) {
     }
 }
 
+#ifdef __GLIBC__
+/* Memory a burst left free inside the heap (docs/robustness.md, "Memory"):
+ * glibc gives back by itself only the heap's top, so after a backlog (a slow
+ * MongoDB primary under A/B, a pipeline flood) RSS would stay at its high
+ * mark. Checked once a second (mallinfo2: a walk of the free lists);
+ * malloc_trim(0) (madvise of the free pages, ~1 ms for tens of MB) when more
+ * than PX_TRIM_MIN bytes are free and they are a quarter of what is in use,
+ * and either PX_TRIM_MIN more became free since the last trim (a burst
+ * ended) or PX_TRIM_EVERY_MS have passed (pages re-used and freed again). */
+#define PX_TRIM_MIN ((size_t)1 << 20)
+#define PX_TRIM_EVERY_MS 10000
+static void trim_cron(int64_t now_ms) {
+    static int64_t next_check, last_trim;
+    static size_t free_at_trim;
+    if (now_ms < next_check) return;
+    next_check = now_ms + 1000;
+    struct mallinfo2 mi = mallinfo2();
+    if (mi.fordblks < PX_TRIM_MIN || mi.fordblks < mi.uordblks / 4) return;
+    if (mi.fordblks < free_at_trim + PX_TRIM_MIN && now_ms - last_trim < PX_TRIM_EVERY_MS) return;
+    malloc_trim(0);
+    last_trim = now_ms;
+    free_at_trim = mi.fordblks;
+}
+#endif
+
 void px_backends_cron(int64_t now_ms) {
+#ifdef __GLIBC__
+    trim_cron(now_ms);
+#endif
     px_backend *all[2] = {px_srv.primary, px_srv.secondary};
     for (int i = 0; i < 2; i++)
         if (all[i] && all[i]->b.ops->cron) all[i]->b.ops->cron(&all[i]->b, now_ms);

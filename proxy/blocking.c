@@ -5,6 +5,7 @@
 #include "backends.h"
 #include "config.h"
 #include "log.h"
+#include "multi.h"
 #include "strmap.h"
 #include "../protocol/resp_scan.h"
 #include "../storage/value/zsetops.h"
@@ -50,6 +51,8 @@ struct px_blk {
     resp_arg    *argv;           /* a copy of the command (buf) */
     char        *buf;
     resp_arg    *tw;             /* room for the twin's argv */
+    int          twn;            /* the twin's argc in a try */
+    int         *try_inline;     /* run_try's flag: set when the try is answered inside its submit */
     int          kfirst, nkeys;  /* argv indexes of the keys */
     int          proto;
     int64_t      deadline;       /* ms; 0 = none */
@@ -90,6 +93,15 @@ uint64_t px_block_count(void) { return nblocked; }
 static int is_null_reply(const char *r, size_t len) {
     return (len == 5 && (!memcmp(r, "$-1\r\n", 5) || !memcmp(r, "*-1\r\n", 5))) ||
            (len == 3 && !memcmp(r, "_\r\n", 3)) || (len == 4 && !memcmp(r, "*0\r\n", 4));
+}
+
+/* WATCH (multi.h): a pop changed its keys unless its reply is a null
+ * (nothing to pop, a timeout) or an error raised before any change, as
+ * Redis 7.0 signals only the keys it popped from or pushed to. Touches the
+ * clients `only` (NULL: every client). */
+static void watch_outcome(const fd_command *cmd, int argc, const resp_arg *argv, const char *reply, size_t len,
+                          const px_conn *only) {
+    if (!is_null_reply(reply, len)) px_watch_touch_reply_of(cmd, argc, argv, reply, len, only);
 }
 
 /* now + ms, saturated: a timeout Redis 7.0 accepts but whose deadline would
@@ -390,13 +402,25 @@ static void run_try(px_blk *b, int ki) {
         break;
     }
     b->trying = 1;
-    if (!b->atomic) {
-        px_call_backend(b->c, b->twin, n, t, NULL, 0, b->proto, 0, on_try, b, NULL);
+    b->twn = n;
+    /* WATCH: a reply in at once, or inside EXEC or a script (every other
+     * client is held until it is in), decides for every watcher (on_try);
+     * an owed one marks the other watchers now (b may be freed by then:
+     * the flag is ours) */
+    int in = 0;
+    b->try_inline = &in;
+    px_conn *c = b->c;
+    if (b->atomic) {
+        sync_wait w = { 1, on_try, b };
+        px_call_backend(b->c, b->twin, n, t, NULL, 0, b->proto, 0, sync_done, &w, NULL);
+        while (w.waiting) ev_run(px_srv.loop, EVRUN_ONCE);
         return;
     }
-    sync_wait w = { 1, on_try, b };
-    px_call_backend(b->c, b->twin, n, t, NULL, 0, b->proto, 0, sync_done, &w, NULL);
-    while (w.waiting) ev_run(px_srv.loop, EVRUN_ONCE);
+    px_call_backend(b->c, b->twin, n, t, NULL, 0, b->proto, 0, on_try, b, NULL);
+    if (!in) {
+        b->try_inline = NULL;
+        px_watch_touch_others(b->twin, n, t, c);
+    }
 }
 
 /* The first sequence: key after key until one answers. */
@@ -662,6 +686,13 @@ static void block_after_first(px_blk *b) {
 static void on_try(void *arg, const char *reply, size_t len) {
     px_blk *b = arg;
     b->trying = 0;
+    if (b->try_inline) {                            /* answered inside its submit */
+        *b->try_inline = 1;
+        b->try_inline = NULL;
+        watch_outcome(b->twin, b->twn, b->tw, reply, len, NULL);
+    } else if (b->c) {                              /* owed: the others were marked at submit */
+        watch_outcome(b->twin, b->twn, b->tw, reply, len, b->c);
+    }
     int atomic = b->atomic;
     bkey *k = b->try_initial ? NULL : b->try_key;   /* stays busy (not freed) until the end */
     b->try_key = NULL;
@@ -791,6 +822,8 @@ static void on_remote(void *arg, const char *reply, size_t len) {
     px_blk *b = arg;
     b->remote = NULL;
     if (!b->c) { blk_free(b); return; }
+    /* WATCH: the others were marked at submit (block_command) */
+    watch_outcome(fd_command_lookup(b->argv[0].ptr, b->argv[0].len), b->argc, b->argv, reply, len, b->c);
     if (b->unblock) finish_unblocked(b);
     else blk_finish(b, reply, len);
 }
@@ -868,6 +901,7 @@ static void block_command(px_conn *c, int argc, resp_arg *argv, int kind, int tp
         const fd_command *self = fd_command_lookup(argv[0].ptr, argv[0].len);
         /* always a connection of its own: even where the server would not
          * block (a script), a shared connection must never risk it */
+        px_watch_touch_others(self, b->argc, b->argv, c);   /* owed: the safe side for the others */
         px_call_backend(c, self, b->argc, b->argv, NULL, 0, b->proto, 1, on_remote, b, &b->remote);
         return;
     }

@@ -19,6 +19,7 @@
 #include "tracking.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +46,25 @@ static void (*const px_features[])(void) = {
     px_notify_hooks,
 };
 
+/* glibc's malloc arenas, set before any thread exists (docs/robustness.md,
+ * "Memory: malloc arenas"): by default every thread that allocates (the
+ * MongoDB backend's workers, LevelDB's writer and compactor) gets an arena of
+ * its own, up to 8 per core, and an arena gives memory back only from its
+ * top, so what a burst leaves behind stays resident. PX_MALLOC_ARENAS
+ * arenas are shared by all threads instead. The MALLOC_ARENA_MAX variable
+ * (or GLIBC_TUNABLES' glibc.malloc.arena_max) in frontdoor's environment
+ * wins: this is left alone then. */
+#define PX_MALLOC_ARENAS 1
+static void malloc_arenas(void) {
+#ifdef M_ARENA_MAX
+    const char *t = getenv("GLIBC_TUNABLES");
+    if (getenv("MALLOC_ARENA_MAX") || (t && strstr(t, "arena_max"))) return;
+    mallopt(M_ARENA_MAX, PX_MALLOC_ARENAS);
+#endif
+}
+
 int main(int argc, char **argv) {
+    malloc_arenas();                          /* first: no thread exists yet */
     if (argc == 2 && !strcmp(argv[1], "--coverage")) {   /* the README's command x backend table */
         char *md = fd_backend_coverage_markdown();
         if (!md) return 1;

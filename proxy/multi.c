@@ -218,9 +218,14 @@ static void unwatch_all(px_conn *c) {
  * touchAllWatchedKeysInDb): a key absent when WATCH ran is still absent
  * unless a write through frontdoor touched it since (the client is then
  * dirty already), so it is skipped; a key not answered yet counts as live. */
+static const px_conn *t_skip, *t_only;   /* px_watch_touch_others, px_watch_touch_reply_of */
+
 static void touch_entry(wentry *e, int flush) {
-    for (int i = 0; i < e->nws; i++)
-        if (!flush || e->ws[i]->state != W_ABSENT) e->ws[i]->c->watch_dirty = 1;
+    for (int i = 0; i < e->nws; i++) {
+        px_conn *wc = e->ws[i]->c;
+        if (wc == t_skip || (t_only && wc != t_only)) continue;
+        if (!flush || e->ws[i]->state != W_ABSENT) wc->watch_dirty = 1;
+    }
 }
 
 static void touch_every(int flush) {
@@ -293,6 +298,19 @@ static void touch_sort_store(int argc, const resp_arg *argv, const char *reply, 
     if (n < 2) return;
     wentry *e = wfind(argv[pos[1]].ptr, argv[pos[1]].len, 0);
     if (e) touch_entry(e, len == 4 && !memcmp(reply, ":0\r\n", 4));
+}
+
+void px_watch_touch_others(const fd_command *cmd, int argc, const resp_arg *argv, const px_conn *self) {
+    t_skip = self;
+    px_watch_touch(cmd, argc, argv);
+    t_skip = NULL;
+}
+
+void px_watch_touch_reply_of(const fd_command *cmd, int argc, const resp_arg *argv, const char *reply, size_t len,
+                             const px_conn *only) {
+    t_only = only;
+    px_watch_touch_reply(cmd, argc, argv, reply, len, 0);
+    t_only = NULL;
 }
 
 void px_watch_touch_reply(const fd_command *cmd, int argc, const resp_arg *argv, const char *reply, size_t len,
@@ -508,6 +526,20 @@ static const resp_arg *first_key(px_multi *m) {
     return NULL;
 }
 
+/* The queued commands frontdoor answers itself when a Redis server runs the
+ * block: SELECT, SWAPDB and MOVE name frontdoor's one database (0), not the
+ * server's (their handlers' replies, as outside MULTI), SCRIPT DEBUG is
+ * refused (script.h); and a command the
+ * backend refuses at submit (COPY ... DB, WAIT...: storage/redis_conn.c)
+ * answers that refusal. Redis's EXEC reply holds the others; frontdoor's
+ * EXEC reply is both, in the queue's order. */
+static int local_in_block(const px_qcmd *q) {
+    const fd_command *cmd = q->cmd;
+    if (cmd && cmd->id == FD_CMD_script && q->argc > 1 && resp_arg_is(&q->argv[1], "debug"))
+        return 1;                              /* refused on every backend (script.h) */
+    return cmd && (cmd->id == FD_CMD_select || cmd->id == FD_CMD_swapdb || cmd->id == FD_CMD_move);
+}
+
 /* ACL at EXEC (Redis 7.0 execCommand): each queued command is checked
  * again against the user's rules as they are now; a refused one is not run
  * and its slot of EXEC's reply is the refusal (px_acl_exec_check). On a
@@ -520,13 +552,35 @@ typedef struct exec_splice {
     int         n;             /* queued commands */
     size_t     *off, *len;     /* slot i answered here: errs.data[off[i] .. + len[i]) (len 0: not) */
     resp_out    errs;          /* those replies, back to back */
+    int         submitting;    /* the part being submitted (a reply now: refused at submit), -1 none */
+    int         refs;          /* taps still to be told: EXEC's and the tapped parts' */
+    struct exec_part { struct exec_splice *x; int i; } *parts;   /* the parts' tap data */
 } exec_splice;
 
 static void exec_splice_free(exec_splice *x) {
     if (!x) return;
     resp_out_free(&x->errs);
     free(x->off);
+    free(x->parts);
     free(x);
+}
+
+static void exec_splice_unref(exec_splice *x) {
+    if (--x->refs == 0) exec_splice_free(x);
+}
+
+/* A forwarded part's reply (+QUEUED, dropped), or, told while it is being
+ * submitted, the backend's refusal at submit: kept as its slot. */
+static void part_reply(void *ud, const char *reply, size_t len, int failed) {
+    (void)failed;
+    struct exec_part *pt = ud;
+    exec_splice *x = pt->x;
+    if (x->submitting == pt->i) {
+        x->off[pt->i] = x->errs.len;
+        resp_out_raw(&x->errs, reply, len);
+        x->len[pt->i] = x->errs.len - x->off[pt->i];
+    }
+    exec_splice_unref(x);
 }
 
 static exec_splice *exec_splice_new(px_conn *c, int n) {
@@ -535,6 +589,8 @@ static exec_splice *exec_splice_new(px_conn *c, int n) {
     if (!x) return NULL;
     x->len = x->off + n;
     x->n = n;
+    x->submitting = -1;
+    x->refs = 1;
     resp_out_init(&x->errs, c->out.proto);
     return x;
 }
@@ -561,8 +617,21 @@ static exec_splice *exec_recheck(px_conn *c, px_multi *m, int *oom) {
  * are about frontdoor's own users (the server would run them on a shared
  * connection, as frontdoor's upstream user); answered here, in their
  * places, by frontdoor's handlers. */
-static int answered_here(const fd_command *cmd) {
-    return cmd && (cmd->id == FD_CMD_auth || cmd->id == FD_CMD_hello || cmd->id == FD_CMD_acl);
+static int answered_here(const px_qcmd *q) {
+    const fd_command *cmd = q->cmd;
+    return local_in_block(q) || (cmd && (cmd->id == FD_CMD_auth || cmd->id == FD_CMD_hello || cmd->id == FD_CMD_acl));
+}
+
+/* 1 when the backend may refuse one of m's commands at submit (COPY ... DB,
+ * WAIT, SYNC, PSYNC, REPLCONF, SHUTDOWN: storage/redis_conn.c): that
+ * refusal is the command's slot of EXEC's reply (part_reply), the command
+ * never reaches the block. */
+static int may_refuse_at_submit(const px_multi *m) {
+    static const char *const names[] = {"copy", "wait", "sync", "psync", "replconf", "shutdown"};
+    for (int i = 0; i < m->n; i++)
+        for (size_t k = 0; m->q[i].argc && k < sizeof names / sizeof *names; k++)
+            if (resp_arg_is(&m->q[i].argv[0], names[k])) return 1;
+    return 0;
 }
 
 /* A passthrough EXEC: run the queued commands answered here (not refused),
@@ -571,7 +640,7 @@ static int answered_here(const fd_command *cmd) {
 static exec_splice *exec_here(px_conn *c, px_multi *m, exec_splice *x, int *oom) {
     for (int i = 0; i < m->n; i++) {
         px_qcmd *q = &m->q[i];
-        if (!answered_here(q->cmd) || (x && x->len[i])) continue;
+        if (!answered_here(q) || (x && x->len[i])) continue;
         if (!x) {
             if (!(x = exec_splice_new(c, m->n))) { *oom = 1; return NULL; }
             if (!(x->mark = px_pending_push(c, NULL, fd_mono_ns()))) { exec_splice_free(x); *oom = 1; return NULL; }
@@ -624,7 +693,7 @@ static void exec_splice_reply(void *ud, const char *reply, size_t len, int faile
     else px_pending_reply(x->mark, reply, len);
     if (x->ab.fn) x->ab.fn(x->ab.ud, reply, len, failed);
     resp_out_free(&o);
-    exec_splice_free(x);
+    exec_splice_unref(x);
 }
 
 void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
@@ -678,7 +747,13 @@ void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
         static resp_arg multi_arg[1] = {{"MULTI", 5}};
         const resp_arg *rk = first_key(m);
         x = exec_here(c, m, x, &oom);
+        if (!oom && !x && may_refuse_at_submit(m)) {
+            if (!(x = exec_splice_new(c, m->n))) oom = 1;
+            else if (!(x->mark = px_pending_push(c, NULL, fd_mono_ns()))) { exec_splice_free(x); x = NULL; oom = 1; }
+        }
+        if (!oom && x && !(x->parts = calloc((size_t)m->n, sizeof *x->parts))) oom = 1;
         if (oom) {                 /* the client cannot get its reply */
+            if (x) { px_pending_drop(x->mark); exec_splice_free(x); }
             c->flags |= PX_CONN_CLOSE_ASAP;
             px_conn_touch(c);
             px_ab_exec_end(c);
@@ -690,7 +765,16 @@ void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
             if (REFUSED(i)) continue;
             /* the block bypasses px_execute: its writes touch watches here */
             if (m->q[i].cmd) px_watch_touch_if_write(m->q[i].cmd, m->q[i].argc, m->q[i].argv);
-            px_forward_unit(c, be, m->q[i].argc, m->q[i].argv, qcmd_raw(&m->q[i]), m->q[i].rawlen, rk, 1, NULL);
+            if (!x) {
+                px_forward_unit(c, be, m->q[i].argc, m->q[i].argv, qcmd_raw(&m->q[i]), m->q[i].rawlen, rk, 1, NULL);
+                continue;
+            }
+            x->parts[i] = (struct exec_part){x, i};
+            px_tap tap = {part_reply, &x->parts[i]};
+            x->refs++;
+            x->submitting = i;
+            px_forward_unit(c, be, m->q[i].argc, m->q[i].argv, qcmd_raw(&m->q[i]), m->q[i].rawlen, rk, 1, &tap);
+            x->submitting = -1;
         }
         if (x) {
             const px_tap *ab = px_ab_exec_tap();
@@ -816,16 +900,14 @@ static int multi_checked(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, 
     return PX_HOOK_TAKEN;
 }
 
-/* WATCH: a proxy-served write touches every key it names as it starts */
-static void watch_exec_start(const px_exec *e) {
-    if (e->handler && (e->cmd->flags & FD_CMD_WRITE)) px_watch_touch(e->cmd, e->argc, e->argv);
-}
-
 /* WATCH: a backend's write right after its submit, before any other client
  * runs: from its reply when it was answered inside submit (the embedded
  * backends, also a LevelDB write that changed nothing; a script's, whose
  * reply is always in), every key it names when the reply is owed
- * (asynchronous backends, LevelDB's writer thread) */
+ * (asynchronous backends, LevelDB's writer thread). The proxy-served
+ * writes touch nothing here: MOVE and SWAPDB change no key (frontdoor's one
+ * database: refused, or SWAPDB 0 0), the blocking commands touch from the
+ * replies of the pops they run (proxy/blocking.c) */
 static void watch_exec_done(const px_exec *e) {
     if (e->handler || !(e->cmd->flags & FD_CMD_WRITE) || !wcount) return;
     if (e->script) px_watch_touch_reply(e->cmd, e->argc, e->argv, e->reply, e->len, e->untouched);
@@ -839,7 +921,6 @@ static void atomic_owed(px_conn *c, fd_pending *p, const fd_command *cmd, int ar
 }
 
 static void watch_arm(int on) {
-    px_hook_arm(exec_start, watch_exec_start, on);
     px_hook_arm(exec_done, watch_exec_done, on);
 }
 
@@ -869,8 +950,7 @@ static void multi_refused(px_conn *c, const fd_command *cmd, size_t out0) {
 void px_multi_hooks(void) {
     PX_HOOK_ADD_IDLE(checked, multi_checked);         /* armed while a client is in MULTI */
     PX_HOOK_ADD(refused, multi_refused);              /* always: a refused EXEC aborts outside MULTI too */
-    PX_HOOK_ADD_IDLE(exec_start, watch_exec_start);   /* both armed while a key is watched */
-    PX_HOOK_ADD_IDLE(exec_done, watch_exec_done);
+    PX_HOOK_ADD_IDLE(exec_done, watch_exec_done);     /* armed while a key is watched */
     PX_HOOK_ADD(owed, atomic_owed);
     PX_HOOK_ADD_IDLE(held, px_atomic_hold);   /* armed by px_atomic_arm, idles itself when nothing is held */
     PX_HOOK_ADD(closed, px_multi_release);

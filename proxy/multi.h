@@ -38,8 +38,8 @@
  * something (px_watch_touch_reply: errors, and :0/null/empty for the
  * commands flagged FD_CMD_TOUCH_CHANGED, do not), as Redis 7.0's
  * signalModifiedKey. Limits: a write whose reply is owed by an asynchronous
- * backend (mongodb, redis, redis-cluster; EXEC's commands there), a
- * proxy-served write, a forwarded script or MULTI block count as a change
+ * backend (mongodb, redis, redis-cluster; EXEC's commands there; for the
+ * other clients, a blocking command's pop there), a forwarded script or MULTI block count as a change
  * of every key they name even when they changed nothing, so an EXEC may
  * abort where redis-server's would not, never the reverse; on the redis
  * backends, writes made by other clients of the Redis server directly are
@@ -85,6 +85,15 @@ void px_watch_touch(const fd_command *cmd, int argc, const resp_arg *argv);
  * command can run (the loop thread, no turn in between). */
 void px_watch_touch_reply(const fd_command *cmd, int argc, const resp_arg *argv, const char *reply, size_t len,
                           unsigned untouched);
+/* A write whose reply an asynchronous backend owes, run for client `self`
+ * (a blocking command's pop, proxy/blocking.c): at its submit, the other
+ * clients watching its keys are marked (the safe side: their EXEC may run
+ * before the reply is in); self's own next command waits for the reply,
+ * which decides for self (px_watch_touch_reply_of(..., self)). */
+void px_watch_touch_others(const fd_command *cmd, int argc, const resp_arg *argv, const px_conn *self);
+/* px_watch_touch_reply for the clients `only` (NULL: every client). */
+void px_watch_touch_reply_of(const fd_command *cmd, int argc, const resp_arg *argv, const char *reply, size_t len,
+                             const px_conn *only);
 /* A command a Redis server runs without px_execute (forwarded EVAL/EVALSHA,
  * the commands of an EXEC block): px_watch_touch if it is a write, or a
  * script that may write (EVAL/EVALSHA: every key it declares, as a write). */

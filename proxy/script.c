@@ -1613,6 +1613,16 @@ static int find_subcommand(const subcommand *subs, int n, int argc, const resp_a
     return known;
 }
 
+int fd_script_debug_cmd(int argc, const resp_arg *argv, resp_out *out) {
+    static const subcommand subs[] = {{"debug", 3}};
+    int rc;
+    if (find_subcommand(subs, 1, argc, &argv[1], "script", "SCRIPT", out, &rc) < 0) return rc;
+    if (argis(&argv[2], "no")) return resp_add_status(out, "OK");
+    if (argis(&argv[2], "yes") || argis(&argv[2], "sync"))
+        return resp_add_error(out, "ERR frontdoor does not support the Lua debugger (SCRIPT DEBUG)");
+    return resp_add_error(out, "ERR Use SCRIPT DEBUG YES/SYNC/NO");
+}
+
 int fd_script_script_cmd(fd_script_engine *e, int argc, const resp_arg *argv, resp_out *out) {
     e->oom = 0;
     const resp_arg *sub = &argv[1];
@@ -1650,12 +1660,7 @@ int fd_script_script_cmd(fd_script_engine *e, int argc, const resp_arg *argv, re
         return resp_add_status(out, "OK");
     }
     if (known == 3) return fd_script_kill(e, out);
-    if (known == 4) {   /* DEBUG */
-        if (argis(&argv[2], "no")) return resp_add_status(out, "OK");
-        if (argis(&argv[2], "yes") || argis(&argv[2], "sync"))
-            return resp_add_error(out, "ERR frontdoor does not support the Lua debugger (SCRIPT DEBUG)");
-        return resp_add_error(out, "ERR Use SCRIPT DEBUG YES/SYNC/NO");
-    }
+    if (known == 4) return fd_script_debug_cmd(argc, argv, out);
     return resp_add_error(out, "ERR SCRIPT HELP is answered by the caller");
 }
 

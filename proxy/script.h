@@ -154,6 +154,13 @@ int fd_script_eval(fd_script_engine *e, int argc, const resp_arg *argv, resp_out
  * SCRIPT HELP." SCRIPT FLUSH while a script runs is refused with -BUSY
  * (the host should not pass it then anyway). Returns 0, -1 if out could not grow. */
 int fd_script_script_cmd(fd_script_engine *e, int argc, const resp_arg *argv, resp_out *out);
+/* SCRIPT DEBUG (argv[1] is "debug"; no engine needed, on every backend:
+ * a Redis backend's shared connection must never enter Redis's debugger):
+ * NO answers +OK, YES and SYNC "ERR frontdoor does not support the Lua
+ * debugger (SCRIPT DEBUG)", anything else Redis 7.0's "Use SCRIPT DEBUG
+ * YES/SYNC/NO", a wrong arity Redis's arity error. Returns as
+ * fd_script_script_cmd. */
+int fd_script_debug_cmd(int argc, const resp_arg *argv, resp_out *out);
 /* The lines of SCRIPT HELP after Redis's heading (NULL-terminated). */
 extern const char *const fd_script_help_lines[];
 

@@ -292,6 +292,10 @@ void px_cmd_script(px_conn *c, int argc, resp_arg *argv) {
         px_reply_help(c, "SCRIPT", fd_script_help_lines);
         return;
     }
+    if (resp_arg_is(&argv[1], "debug")) {   /* never to a Redis backend: its debugger would take the shared connection */
+        fd_script_debug_cmd(argc, argv, &c->out);
+        return;
+    }
     if (!(argc == 2 && resp_arg_is(&argv[1], "kill")) && routed(c, argc, argv)) return;
     if (forwarded(c, argc, argv)) return;
     fd_script_engine *e = get_engine();

@@ -15,6 +15,7 @@
 #include <limits.h>
 #include "kv.h"
 #include "../cmdargs.h"
+#include "../clock.h"
 
 
 static const char *type_name(int t)
@@ -144,11 +145,11 @@ static int ttl_generic(kv_ctx *c, int mode)
     long long r;
     if (!m.live) r = -2;
     else if (!m.expire) r = -1;
-    else if (mode >= 2) r = mode == 2 ? (m.expire + 500) / 1000 : m.expire;   /* Redis rounds EXPIRETIME too */
+    else if (mode >= 2) r = mode == 2 ? fd_ms_to_s_rounded(m.expire) : m.expire;   /* Redis rounds EXPIRETIME too */
     else {
         long long ttl = m.expire - c->now_ms;
         if (ttl < 0) ttl = 0;
-        r = mode == 1 ? ttl : (ttl + 500) / 1000;
+        r = mode == 1 ? ttl : fd_ms_to_s_rounded(ttl);
     }
     FD_OUT(resp_add_int(c->out, r));
     return FD_OK;

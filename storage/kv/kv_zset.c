@@ -181,6 +181,23 @@ static int zwalk(kv_ctx *c, const zref *r, const zspec *z, zsink *k)
     FD_TRY(c->drv->iter_open(c->txn, &it));
     const void *kp, *vp; size_t kl, vl;
     int s;
+    if (z->type == Z_LEX) {
+        /* Redis 7.0's zzlIsInLexRange/zslIsInLexRange: nothing unless the
+         * last member (by score) is >= min and the first <= max; it
+         * matters only when the scores differ (lex ranges assume equal
+         * ones), e.g. ZREVRANGEBYLEX over d(-1) a(1) c(2.5): [a - is empty */
+        for (int end = 0; end < 2; end++) {
+            const char *mb, *v; size_t ml, vvl;
+            s = kv_range_seek(c, it, r->sp, pl, r->sp, pl, end == 0, &kp, &kl, &vp, &vl);
+            if (s == FD_OK && kl < pl + 8) s = FD_E_CORRUPT;
+            if (s == FD_OK) s = kv_elem_decode(kp, kl, pl + 8, vp, vl, &mb, &ml, &v, &vvl);
+            if (s == FD_OK && !(end == 0 ? lex_gte_min(z, mb, ml) : lex_lte_max(z, mb, ml))) s = FD_NOTFOUND;
+            if (s != FD_OK) {
+                c->drv->iter_close(it);
+                return s == FD_NOTFOUND ? FD_OK : s;
+            }
+        }
+    }
     if (z->type == Z_SCORE) {
         kv_enc_double(from + pl, rev ? z->max : z->min);
         fl = pl + 8;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "mg.h"
+#include "../clock.h"
 
 int mg_cmd_del(mg_ctx *c)
 {
@@ -116,11 +117,11 @@ static int ttl_generic(mg_ctx *c, int mode)
     long long r;
     if (!m.live) r = -2;
     else if (!m.expire) r = -1;
-    else if (mode >= 2) r = mode == 2 ? (m.expire + 500) / 1000 : m.expire;
+    else if (mode >= 2) r = mode == 2 ? fd_ms_to_s_rounded(m.expire) : m.expire;
     else {
         long long ttl = m.expire - c->now_ms;
         if (ttl < 0) ttl = 0;
-        r = mode == 1 ? ttl : (ttl + 500) / 1000;
+        r = mode == 1 ? ttl : fd_ms_to_s_rounded(ttl);
     }
     mg_meta_free(&m);
     FD_OUT(resp_add_int(c->out, r));

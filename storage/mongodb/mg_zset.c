@@ -268,7 +268,7 @@ int mg_cmd_zrevrank(mg_ctx *c) { return zrank_generic(c, 1); }
  * the count. A rank range must be sanitized (fd_rank_range) first. As the
  * embedded backends' walk: a score or lex walk starts at the first member
  * inside the near bound and stops at the first one outside the far one. */
-static size_t zwalk(const mg_zset *Z, const fd_zrange *z, size_t *out)
+static size_t zwalk(const mg_zset *Z, const fd_zrange *z, size_t *out, int whole)
 {
     size_t k = 0, n = Z->n;
     if (z->type == FD_ZR_RANK) {
@@ -276,6 +276,13 @@ static size_t zwalk(const mg_zset *Z, const fd_zrange *z, size_t *out)
         return k;
     }
     if (fd_zrange_empty(z) || z->offset < 0 || z->limit == 0) return 0;
+    /* whole (Z holds every member): Redis 7.0's zzlIsInLexRange, as
+     * storage/kv/kv_zset.c zwalk: nothing unless the last member (by score)
+     * is >= min and the first <= max (scores that differ) */
+    if (whole && z->type == FD_ZR_LEX && n &&
+        (!fd_zrange_gte_min(z, Z->a[n - 1].s, Z->a[n - 1].m, Z->a[n - 1].ml) ||
+         !fd_zrange_lte_max(z, Z->a[0].s, Z->a[0].m, Z->a[0].ml)))
+        return 0;
     long long skip = z->offset, left = z->limit;
     int started = 0;
     for (size_t j = 0; j < n && left != 0; j++) {
@@ -317,7 +324,7 @@ static int zrange_generic(mg_ctx *c, int type, int rev)
         ZSET_DONE(resp_add_array(c->out, 0) ? FD_E_NOMEM : FD_OK);
     size_t *pos = malloc((Z.n ? Z.n : 1) * sizeof *pos);
     if (!pos) ZSET_DONE(FD_E_NOMEM);
-    size_t k = zwalk(&Z, &z, pos);
+    size_t k = zwalk(&Z, &z, pos, m.expanded != 2);
     int nested = z.withscores && c->out->proto == 3;
     int r = resp_add_array(c->out, (long long)(z.withscores && !nested ? 2 * k : k));
     for (size_t j = 0; j < k && !r; j++) {
@@ -351,7 +358,7 @@ static int zrange_count_or_remove(mg_ctx *c, int type, int count)
     size_t *pos = malloc(Z.n * sizeof *pos);
     unsigned char *gone = count ? NULL : calloc(Z.n, 1);
     if (!pos || (!count && !gone)) { free(pos); free(gone); ZSET_DONE(FD_E_NOMEM); }
-    size_t k = zwalk(&Z, &z, pos);
+    size_t k = zwalk(&Z, &z, pos, 1);
     int s = FD_OK;
     if (!count && k) {
         for (size_t j = 0; j < k; j++) gone[pos[j]] = 1;
@@ -417,4 +424,4 @@ int mg_cmd_zpopmax(mg_ctx *c) { return zpop_generic(c, 1); }
 
 int mg_zset_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, mg_zset *Z) { return zset_save(c, key, m, Z); }
 long mg_zset_find(mg_zset *Z, const char *p, size_t n) { return zset_find(Z, p, n); }
-size_t mg_zset_range(const mg_zset *Z, const fd_zrange *z, size_t *pos) { return zwalk(Z, z, pos); }
+size_t mg_zset_range(const mg_zset *Z, const fd_zrange *z, size_t *pos) { return zwalk(Z, z, pos, 1); }

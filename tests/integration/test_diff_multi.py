@@ -371,5 +371,87 @@ scripted("exec_arity_aborts", [
 ])
 
 
+# SELECT, SWAPDB, MOVE queued in MULTI (the fuzzer's redis-multi-db): EXEC
+# answers them as outside MULTI, where they are frontdoor's (one database,
+# 0), on every backend; on the redis backends they never reach the server
+# (SWAPDB 0 3 there swapped the server's databases). The texts chosen are
+# Redis's own (the reference has one database too).
+scripted("multi_db_commands", [
+    ("SET", "{t}a", "1"), ("MULTI",), ("SET", "{t}a", "2"), ("SWAPDB", "0", "0"), ("SWAPDB", "0", "x"),
+    ("SELECT", "0"), ("SELECT", "1"), ("SELECT", "x"), ("MOVE", "{t}a", "0"), ("MOVE", "{t}a", "-4294967296"),
+    ("MOVE", "{t}a", "x"), ("COPY", "{t}a", "{t}b", "DB", "x"), ("GET", "{t}a"), ("EXEC",),
+    ("GET", "{t}a"), ("EXISTS", "{t}b"),
+    ("MULTI",), ("SELECT", "0"), ("EXEC",), ("MULTI",), ("MOVE", "{t}a", "0"), ("MOVE", "{t}a", "0"), ("EXEC",),
+    ("MULTI",), ("COPY", "{t}a", "{t}b", "DB", "x"), ("EXEC",),
+])
+
+
+@T.case
+def multi_db_commands_as_outside():
+    """A command frontdoor answers for its one database (SWAPDB 0 3, MOVE k 1,
+    SELECT 2) or a backend refuses (COPY ... DB 3 on a Redis backend) gets,
+    inside EXEC, the reply it gets outside MULTI, one element per queued
+    command, and changes nothing: the key stays where it was (on the redis
+    backend, the server's database 3 stays empty)."""
+    _, fd = shared_pair()
+    one = [("SWAPDB", "0", "3"), ("MOVE", "{t}m", "1"), ("SELECT", "2"), ("COPY", "{t}m", "{t}n", "DB", "3")]
+    with fd.conn() as c:
+        c.cmd("DEL", "{t}m", "{t}n")
+        c.cmd("SET", "{t}m", "v")
+        outside = [c.cmd(*cmd) for cmd in one]
+        for r in outside:
+            check(r.startswith(b"-ERR "), "outside MULTI, %r" % (r,))
+        check(c.cmd("MULTI") == b"+OK\r\n", "MULTI")
+        for cmd in [("INCR", "{t}cnt")] + one + [("GET", "{t}m")]:
+            check(c.cmd(*cmd) == b"+QUEUED\r\n", "queued %r" % (cmd,))
+        got = c.cmd("EXEC")
+        head = b"*%d\r\n" % (len(one) + 2)
+        check(got.startswith(head), "EXEC: %d replies expected: %r" % (len(one) + 2, got))
+        rest = got[len(head):]
+        check(rest.startswith(b":") and rest.index(b"\r\n") > 0, "EXEC's INCR: %r" % got)
+        rest = rest[rest.index(b"\r\n") + 2:]
+        check(rest == b"".join(outside) + b"$1\r\nv\r\n",
+              "EXEC's replies differ from outside MULTI's:\n  outside: %r\n  EXEC:    %r" % (outside, got))
+        check(c.cmd("GET", "{t}m") == b"$1\r\nv\r\n", "the key moved")
+        check(c.cmd("EXISTS", "{t}n") == b":0\r\n", "the copy was made")
+    if getattr(fd, "backing", None) is not None:
+        with fd.backing.conn() as b:
+            b.cmd("SELECT", "3")
+            check(b.cmd("DBSIZE") == b":0\r\n", "the backend server's database 3 is not empty")
+
+
+@T.case
+def script_debug_refused():
+    """SCRIPT DEBUG YES|SYNC is refused on every backend, also queued in
+    MULTI (frontdoor has no Lua debugger to offer; on a Redis backend the
+    server's would take over a connection every client shares); NO is +OK,
+    other values and arities Redis 7.0's errors. Scripts keep running on
+    every connection afterwards."""
+    _, fd = shared_pair()
+    refused = b"-ERR frontdoor does not support the Lua debugger (SCRIPT DEBUG)\r\n"
+    with fd.conn() as c:
+        for how in ("YES", "sync"):
+            r = c.cmd("SCRIPT", "DEBUG", how)
+            check(r == refused, "SCRIPT DEBUG %s: %r" % (how, r))
+        check(c.cmd("SCRIPT", "DEBUG", "NO") == b"+OK\r\n", "SCRIPT DEBUG NO")
+        check(c.cmd("SCRIPT", "DEBUG", "x") == b"-ERR Use SCRIPT DEBUG YES/SYNC/NO\r\n", "SCRIPT DEBUG x")
+        r = c.cmd("SCRIPT", "DEBUG")
+        check(r == b"-ERR wrong number of arguments for 'script|debug' command\r\n", "SCRIPT DEBUG: %r" % r)
+        c.cmd("MULTI")
+        c.cmd("SCRIPT", "DEBUG", "YES")
+        c.cmd("EVAL", "return 7", "0")
+        r = c.cmd("EXEC")
+        check(r == b"*2\r\n" + refused + b":7\r\n", "SCRIPT DEBUG YES in MULTI: %r" % r)
+        conns = [fd.conn() for _ in range(4)]
+        try:
+            for i, o in enumerate([c] + conns):
+                r = o.cmd("EVAL", "return redis.call('incr', KEYS[1])", "1", "{t}dbg%d" % i)
+                check(r == b":1\r\n", "EVAL after SCRIPT DEBUG on client %d: %r" % (i, r))
+        finally:
+            for o in conns:
+                o.close()
+        c.cmd("DEL", *["{t}dbg%d" % i for i in range(5)])
+
+
 if __name__ == "__main__":
     T.main()

@@ -179,6 +179,14 @@ NOOPS = [
     ("xdel_none", X, ("XDEL", "{t}k", "9-9")),
     ("xtrim_none", X, ("XTRIM", "{t}k", "MAXLEN", "10")),
     ("xadd_nomkstream_missing", [], ("XADD", "{t}k", "NOMKSTREAM", "*", "f", "v")),
+    # a blocking pop that finds nothing (it times out, or runs in MULTI or a
+    # script, where it does not block): nothing popped, nothing signalled
+    ("blpop_times_out", [], ("BLPOP", "{t}k", "0.01")),
+    ("brpop_times_out_two_keys", [], ("BRPOP", "{t}o", "{t}k", "0.01")),
+    ("bzpopmin_times_out", [], ("BZPOPMIN", "{t}k", "0.01")),
+    ("blmove_times_out", [], ("BLMOVE", "{t}k", "{t}d", "LEFT", "RIGHT", "0.01")),
+    ("blmpop_times_out", [], ("BLMPOP", "0.01", "1", "{t}k", "LEFT")),
+    ("swapdb_0_0", ST, ("SWAPDB", "0", "0")),
     # no change by their arguments alone (t_set.c, bitops.c)
     ("smove_same_set", S, ("SMOVE", "{t}k", "{t}k", "a")),
     ("smove_same_set_absent_member", S, ("SMOVE", "{t}k", "{t}k", "x")),
@@ -227,6 +235,15 @@ ERRORS = [
      ("LMOVE", "{t}s", "{t}k", "LEFT", "LEFT")),
     ("sinterstore_wrongtype_source", [("SET", "{t}x", "1"), ("SADD", "{t}k", "a")],
      ("SINTERSTORE", "{t}k", "{t}x")),
+    # MOVE refused (frontdoor's one database; the same texts on redis-server)
+    ("move_db_out_of_range", ST, ("MOVE", "{t}k", "-4294967296")),
+    ("move_db_not_a_number", ST, ("MOVE", "{t}k", "x")),
+    ("move_same_db", ST, ("MOVE", "{t}k", "0")),
+    # a blocking pop failing: WRONGTYPE, a bad timeout
+    ("brpop_wrongtype", [("SET", "{t}s", "x")], ("BRPOP", "{t}k", "{t}s", "1e-9")),
+    ("blpop_negative_timeout", [("RPUSH", "{t}k", "a")], ("BLPOP", "{t}k", "-1")),
+    ("blmove_wrongtype_destination", [("RPUSH", "{t}k", "a"), ("SET", "{t}d", "x")],
+     ("BLMOVE", "{t}k", "{t}d", "LEFT", "RIGHT", "0.01")),
 ]
 
 # real changes, and writes Redis signals even when they change nothing (no
@@ -267,6 +284,13 @@ CHANGES = [
     ("sort_store_into_watched", [("RPUSH", "{t}s", "2", "1")], ("SORT", "{t}s", "STORE", "{t}k")),
     ("sort_store_last_of_two", [("RPUSH", "{t}s", "1")], ("SORT", "{t}s", "STORE", "{t}o", "STORE", "{t}k")),
     ("sort_store_empty_over_existing", ST, ("SORT", "{t}x", "STORE", "{t}k")),
+]
+
+# blocking pops that pop (not from scripts: Redis 7.0 refuses them there)
+BLOCKING_CHANGES = [
+    ("blpop_pops", L, ("BLPOP", "{t}o", "{t}k", "0.01")),
+    ("brpoplpush_into_watched", [("RPUSH", "{t}s", "a")], ("BRPOPLPUSH", "{t}s", "{t}k", "0.01")),
+    ("bzpopmax_pops", Z, ("BZPOPMAX", "{t}k", "0.01")),
 ]
 
 
@@ -312,9 +336,26 @@ case("watch_noop_writes_in_script_run", watch_steps(NOOPS + ERRORS, in_script, F
 case("watch_noop_effect_writes_run", watch_steps(NOOPS_EFFECT, by_client, False))
 case("watch_noop_effect_writes_in_exec_run", watch_steps(NOOPS_EFFECT, in_exec, False))
 case("watch_noop_effect_writes_in_script_run", watch_steps(NOOPS_EFFECT, in_script, False))
-case("watch_changes_abort", watch_steps(CHANGES, by_client, True))
-case("watch_changes_in_exec_abort", watch_steps(CHANGES, in_exec, True))
+case("watch_changes_abort", watch_steps(CHANGES + BLOCKING_CHANGES, by_client, True))
+case("watch_changes_in_exec_abort", watch_steps(CHANGES + BLOCKING_CHANGES, in_exec, True))
 case("watch_changes_in_script_abort", watch_steps(CHANGES, in_script, True))
+
+
+# The client's own failed MOVE or blocking pop between WATCH and EXEC (the
+# fuzzer's run 3, lmdb and leveldb: tests/fuzz/cmdcorpus/watch-*.json): EXEC
+# runs, as on redis-server; its own pop that popped aborts. The client's
+# next command waits for the pop's reply: exact on every backend.
+case("watch_own_failed_move_and_pops_run", [
+    ("DEL", "{t}l", "{t}n", "{t}new") + KEYS, ("SET", "{t}k", "1.5"), ("WATCH", "{t}new", "{t}k"), ("MOVE", "{t}k", "-4294967296"),
+    ("MOVE", "{t}k", "0"), ("MULTI",), ("INCR", "{t}n"), exec_expect("own failed MOVE", False),
+    ("WATCH", "{t}l", "{t}k"), ("BLPOP", "{t}l", "0.01"), ("MULTI",), ("INCR", "{t}n"), exec_expect("own timed-out BLPOP", False),
+    ("WATCH", "{t}l", "{t}o", "{t}k"), ("BRPOP", "{t}o", "{t}l", "{t}k", "{t}none", "1e-9"),
+    ("MULTI",), ("INCR", "{t}n"), exec_expect("own BRPOP on a string", False),
+    ("WATCH", "{t}l"), ("BZPOPMIN", "{t}l", "0.01"), ("BLMOVE", "{t}l", "{t}o", "LEFT", "LEFT", "0.01"),
+    ("MULTI",), ("INCR", "{t}n"), exec_expect("own timed-out BZPOPMIN, BLMOVE", False),
+    ("RPUSH", "{t}l", "a"), ("WATCH", "{t}l"), ("BLPOP", "{t}l", "0.01"), ("MULTI",), ("INCR", "{t}n"),
+    exec_expect("own BLPOP that popped", True), ("GET", "{t}n"),
+])
 
 
 def watch_half_close_and_gone():
