@@ -194,7 +194,9 @@ def drop_while_blocked(fd, admin, rnd):
         c = Conn(fd.port)
         c.send("BLPOP", "blk:%d:%d" % (rnd, i), "0")
         conns.append(c)
-    wait_until(lambda: clients_info(admin).get("blocked_clients") == "5", timeout=5,
+    # timeout 30: on mongodb the previous step's 2000-INCR script (emulator round trips,
+    # other clients held) can still be running
+    wait_until(lambda: clients_info(admin).get("blocked_clients") == "5", timeout=30,
                what="5 blocked clients")
     for c in conns:
         c.close()
