@@ -254,7 +254,11 @@ static void touch_keys(const fd_command *cmd, int argc, const resp_arg *argv, un
     int pos[64], *pp = pos;
     if (argc > 64 && !(pp = malloc((size_t)argc * sizeof *pp))) { touch_every(0); return; }
     int n = fd_command_keys(cmd, argc, argv, pp, argc > 64 ? argc : 64);
-    for (int i = cmd->id == FD_CMD_sort; i < n; i++) {       /* SORT writes its STORE key only */
+    /* SORT writes its STORE key only; a first key the row says is only read
+     * (K1R without K1W: COPY's source) is not changed either */
+    int from = cmd->id == FD_CMD_sort ||
+               ((cmd->flags & (FD_CMD_KEY1_R | FD_CMD_KEY1_W)) == FD_CMD_KEY1_R);
+    for (int i = from; i < n; i++) {
         if (i < 32 && (untouched >> i & 1)) continue;
         wentry *e = wfind(argv[pp[i]].ptr, argv[pp[i]].len, 0);
         if (e) touch_entry(e, 0);
@@ -318,6 +322,7 @@ void px_watch_touch_reply(const fd_command *cmd, int argc, const resp_arg *argv,
     if (!wcount || !(cmd->flags & FD_CMD_WRITE)) return;
     if (len && reply[0] == '-' && error_before_change(reply, len)) return;
     if (cmd->id == FD_CMD_sort && (!len || reply[0] != '-')) { touch_sort_store(argc, argv, reply, len); return; }
+    if (cmd->id == FD_CMD_linsert && len == 5 && !memcmp(reply, ":-1\r\n", 5)) return;   /* no pivot: nothing inserted */
     if ((cmd->flags & FD_CMD_TOUCH_CHANGED) && reply_is_nothing(reply, len)) {
         /* SET ... GET answers the old value: null when the key was absent,
          * set or not (only NX/XX make the null mean "not set") */

@@ -173,6 +173,8 @@ NOOPS = [
     ("rpushx_missing", [], ("RPUSHX", "{t}k", "a")),
     ("lrem_none", L, ("LREM", "{t}k", "0", "x")),
     ("linsert_missing", [], ("LINSERT", "{t}k", "BEFORE", "a", "x")),
+    ("linsert_no_pivot", L, ("LINSERT", "{t}k", "AFTER", "-2", "v1")),      # fuzzer run 6, seed 817393954
+    ("copy_source_watched", ST, ("COPY", "{t}k", "{t}d", "REPLACE")),      # fuzzer run 6: only the destination changes
     ("rpoplpush_empty_source", [], ("RPOPLPUSH", "{t}s", "{t}k")),
     ("lmove_empty", [], ("LMOVE", "{t}k", "{t}d", "LEFT", "RIGHT")),
     ("lmpop_missing", [], ("LMPOP", "1", "{t}k", "LEFT")),
