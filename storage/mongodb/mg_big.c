@@ -1057,7 +1057,7 @@ int mg_big_zset_window(mg_ctx *c, mg_meta *m, const fd_zrange *z)
 
 int mg_big_zrank(mg_ctx *c, const mg_meta *m, const char *p, size_t n, double score, long long *rank)
 {
-    mg_bid lo, hi;
+    mg_bid lo, hi = { 0 };      /* zid frees what hi holds first */
     mg_bid_init(&lo, m->big, 'z');
     int s = zid(&hi, m->big, score, p, n);
     mongoc_collection_t *bc = mg_big_coll(c);
