@@ -305,6 +305,10 @@ static void process_input(px_conn *c) {
             break;
         }
         if (rc == RESP_COMMAND) {
+            /* a silenced blocking command answered since (blk_finish) whose
+             * resume has not run yet: it is done before the next command, so
+             * its silence does not cover that command's reply */
+            if (__builtin_expect(c->reply_blocked, 0) && !c->blk) { c->reply_blocked = 0; reply_done(c); }
             if (__builtin_expect(c->reply != 0, 0) && (c->reply & (PX_REPLY_OFF | PX_REPLY_SKIP)))
                 px_conn_mute_start(c);               /* CLIENT REPLY OFF / SKIP */
             px_dispatch(c, c->parser.argc, c->parser.argv,
