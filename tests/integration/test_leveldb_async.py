@@ -231,8 +231,12 @@ def inline_and_writer_turns_keep_order():
             eq(c.read(), b":%d\r\n" % n)
     f = backend_info(c)
     inline_commits, commits = int(f["leveldb_inline_commits"]), int(f["leveldb_commits"])
-    check(inline_commits >= 20 and commits - inline_commits >= 3,
-          "both paths used: %d inline of %d commits" % (inline_commits, commits))
+    # a slow inline commit that slept sends the next ones to the writer for a
+    # while (under ASan and a parallel ctest that happens: CI saw 17 of 103),
+    # so the bound asks that both paths were used, not how often
+    check(inline_commits >= 10 and commits - inline_commits >= 3,
+          "both paths used: %d inline of %d commits (%s blocked)"
+          % (inline_commits, commits, f["leveldb_inline_blocked"]))
     check(int(f["leveldb_inline_polls"]) >= 3, "polls after the writer", f.get("leveldb_inline_polls"))
     # slow inline commits (> LD_STALL_US) are the machine's, not the order's:
     # under a parallel ctest or the sanitizers a commit can be preempted, so
