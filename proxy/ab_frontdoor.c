@@ -4,7 +4,6 @@
 #include "ab.h"
 #include "ab_int.h"
 #include "ab_report.h" /* issue 18: verdict, REPORT JSON */
-#include "builtin.h"
 #include "capture.h" /* capture (issue 17) */
 #include "backends.h"
 #include "commands.h"
