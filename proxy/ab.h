@@ -52,7 +52,7 @@
  * dispatch calls it while a secondary is open; px_call hands each side's
  * request to a backend).
  * Everything A/B — split choice, mirror copies, comparison, race tracking,
- * policies — is in ab.c, below that call. */
+ * policies — is in ab.c and its ab_*.c files (ab_int.h), below that call. */
 
 void px_ab_info(resp_out *o);                   /* INFO ab lines */
 

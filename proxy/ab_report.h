@@ -2,8 +2,8 @@
  * machine-readable form (issue 18). Module prefix: px_ab_report_, px_ab_.
  *
  * Everything here reads existing measurements, never new ones: the A/B
- * counters and samples of proxy/ab.c (through the read-only views below,
- * defined in ab.c next to its report) and the per-(backend, command)
+ * counters and samples of the A/B layer (through the read-only views below,
+ * defined in ab_samples.c) and the per-(backend, command)
  * records of proxy/backends.h — the same records INFO commandstats,
  * latencystats, INFO backends and the Prometheus endpoint read, so the
  * latency per command per side agrees with them.
@@ -24,7 +24,7 @@
 
 #define PX_AB_VERDICT_MIN_CALLS 20
 
-/* ------------------------------------------- views of ab.c's state (ab.c) */
+/* ------------------------------------------- views of the layer's state (ab_samples.c) */
 typedef struct px_ab_sample_view {
     long long   ms;               /* wall clock, unix ms */
     const char *text;             /* the command, printable */

@@ -33,16 +33,6 @@ static void reply_unknown_subcmd(px_conn *c, const char *cmd, resp_arg *sub) {
     resp_add_errorf(&c->out, "ERR unknown subcommand '%.*s'. Try %s HELP.", (int)(sub->len > 128 ? 128 : sub->len), sub->ptr, cmd);
 }
 
-void px_reply_help(px_conn *c, const char *cmd, const char *const *lines) {
-    int n = 0;
-    while (lines[n]) n++;
-    resp_add_array(&c->out, n + 1);
-    char head[128];
-    snprintf(head, sizeof head, "%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", cmd);
-    resp_add_status(&c->out, head);
-    for (int i = 0; i < n; i++) resp_add_status(&c->out, lines[i]);
-}
-
 void px_cmd_ping(px_conn *c, int argc, resp_arg *argv) {
     if (argc > 2) { resp_add_error(&c->out, "ERR wrong number of arguments for 'ping' command"); return; }
     if (c->out.proto == 2 && px_pubsub_count(c)) {      /* RESP2 subscribed mode: ["pong", message] */

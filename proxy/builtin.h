@@ -7,9 +7,6 @@
 
 /* The handlers: family PROXY rows of commands.def (prototypes in commands.h). */
 
-/* The reply to "<CMD> HELP": Redis's heading, then `lines` (NULL-terminated). */
-void px_reply_help(px_conn *c, const char *cmd, const char *const *lines);
-
 /* The server version frontdoor reports to Redis tools (the Redis release
  * whose commands and replies it follows). */
 #define PX_REDIS_COMPAT_VERSION "7.0.15"

@@ -11,17 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void px_reply_status(resp_out *o, int status, const char *cmdname) {
-    const char *text = fd_strerror(status);
-    if (strstr(text, "%s")) {
-        char buf[512];
-        snprintf(buf, sizeof buf, text, cmdname);   /* texts are ours, with at most one %s */
-        resp_add_error(o, buf);
-    } else {
-        resp_add_error(o, text);
-    }
-}
-
 /* Tell the request's tap the reply written at out[before..]. */
 static inline void tell(const px_request *q, size_t before, int failed) {
     if (q->tap) q->tap->fn(q->tap->ud, q->out->data ? q->out->data + before : "", q->out->len - before, failed);

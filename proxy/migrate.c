@@ -6,7 +6,6 @@
 #include "migrate.h"
 #include "ab.h"
 #include "backends.h"
-#include "builtin.h"
 #include "config.h"
 #include "log.h"
 #include "multi.h"

@@ -298,7 +298,11 @@ void        px_pending_error(fd_pending *p, int status);
 /* Current wall clock in ms (cached per loop turn by libev). */
 int64_t px_now_ms(void);
 
-/* Reply an error from a status code, formatting "%s" with the command name. */
+/* reply.c: an error reply from a status code (storage/status.h), "%s" in
+ * its text formatted with the command name. */
 void px_reply_status(resp_out *o, int status, const char *cmdname);
+/* reply.c: the reply to "<CMD> HELP": Redis's heading, then `lines`
+ * (NULL-terminated), one status line each. */
+void px_reply_help(px_conn *c, const char *cmd, const char *const *lines);
 
 #endif

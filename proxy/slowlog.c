@@ -2,7 +2,6 @@
  * (slowlog.h says what is recorded where). */
 #include "slowlog.h"
 #include "hooks.h"
-#include "builtin.h"
 #include "config.h"
 #include "backends.h"
 #include "../storage/cmdargs.h"

@@ -1,5 +1,5 @@
 /* rdb.h — DUMP / RESTORE payloads in Redis 7.0's serialization format, for
- * every Redis-types backend (storage/kv/, storage/mongodb.c).
+ * every Redis-types backend (storage/kv/, storage/mongodb/).
  *
  * A payload is: one RDB type byte, the value in that type's RDB encoding,
  * the RDB version (10) as 2 bytes little-endian, and the CRC-64 (Jones

@@ -12,7 +12,7 @@
 
 
 static const char *const core[] = {
-    "server.c", "dispatch.c", "pending.c", "backends.c", "hooks.c", "call.c", "tls.c",
+    "server.c", "dispatch.c", "pending.c", "backends.c", "hooks.c", "call.c", "reply.c", "tls.c",
     "server.h", "backends.h", "hooks.h", "config.h", "log.h", "commands.h", "tls.h",
 };
 /* tls.h: the connections' transport (plain or TLS) is the core's */
