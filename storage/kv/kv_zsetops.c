@@ -23,84 +23,75 @@ static int add_ent(void *arg, const char *m, size_t ml, double score)
     return fd_zbuf_add(arg, m, ml, score) ? -1 : 0;
 }
 
-/* Every member of the set or sorted set m of key k into z (sets: score 1). */
-static int load_input(kv_ctx *c, const resp_arg *key, fd_zbuf *z)
+/* fd_zsetop_io.load: every member of the set or sorted set at key into a
+ * fd_zbuf (sets: score 1), held until zs_release. */
+static int zs_load(void *ud, const resp_arg *key, void **hold, fd_zsrc *src)
 {
+    kv_ctx *c = ud;
+    fd_zbuf *z = calloc(1, sizeof *z);
+    if (!(*hold = z)) return FD_E_NOMEM;
+    *src = (fd_zsrc){ NULL, 0 };
     kv_zref r;
     kv_key_init(&r.k, key->ptr, key->len);
     FD_TRY(kv_lookup(c, &r.k, &r.m));
     if (!r.m.live) return FD_OK;
+    int s;
     if (r.m.type == KV_T_ZSET) {
         FD_TRY(kv_zref_load(c, &r, key));
-        return kv_zset_walk(c, &r, -INFINITY, 0, INFINITY, 0, add_ent, z);
+        s = kv_zset_walk(c, &r, -INFINITY, 0, INFINITY, 0, add_ent, z);
+    } else {
+        if (r.m.type != KV_T_SET) return FD_E_WRONGTYPE;
+        uint8_t pfx[KV_ELEM_MAX];
+        size_t pl = kv_elem_prefix(pfx, &r.k, &r.m, KV_TAG_SET);
+        kv_iter *it;
+        FD_TRY(c->drv->iter_open(c->txn, &it));
+        const void *kp, *vp; size_t kl, vl;
+        s = kv_range_seek(c, it, pfx, pl, pfx, pl, 0, &kp, &kl, &vp, &vl);
+        while (s == FD_OK) {
+            const char *mb, *v; size_t ml, vvl;
+            if ((s = kv_elem_decode(kp, kl, pl, vp, vl, &mb, &ml, &v, &vvl)) != FD_OK) break;
+            if (fd_zbuf_add(z, mb, ml, 1.0)) { s = FD_E_NOMEM; break; }
+            s = kv_range_step(c, it, pfx, pl, 0, &kp, &kl, &vp, &vl);
+        }
+        c->drv->iter_close(it);
+        if (s == FD_NOTFOUND) s = FD_OK;
     }
-    if (r.m.type != KV_T_SET) return FD_E_WRONGTYPE;
-    uint8_t pfx[KV_ELEM_MAX];
-    size_t pl = kv_elem_prefix(pfx, &r.k, &r.m, KV_TAG_SET);
-    kv_iter *it;
-    FD_TRY(c->drv->iter_open(c->txn, &it));
-    const void *kp, *vp; size_t kl, vl;
-    int s = kv_range_seek(c, it, pfx, pl, pfx, pl, 0, &kp, &kl, &vp, &vl);
-    while (s == FD_OK) {
-        const char *mb, *v; size_t ml, vvl;
-        if ((s = kv_elem_decode(kp, kl, pl, vp, vl, &mb, &ml, &v, &vvl)) != FD_OK) break;
-        if (fd_zbuf_add(z, mb, ml, 1.0)) { s = FD_E_NOMEM; break; }
-        s = kv_range_step(c, it, pfx, pl, 0, &kp, &kl, &vp, &vl);
-    }
-    c->drv->iter_close(it);
-    return s == FD_NOTFOUND ? FD_OK : s;
+    *src = (fd_zsrc){ z->a, z->n };
+    return s;
+}
+
+static void zs_release(void *ud, void *hold)
+{
+    (void)ud;
+    fd_zbuf_free(hold);
+    free(hold);
+}
+
+/* fd_zsetop_io.check: a sorted set, a set or nothing (lookupKeyRead) */
+static int zs_check(void *ud, const resp_arg *key)
+{
+    kv_ctx *c = ud;
+    kv_key k;
+    kv_meta m;
+    kv_key_init(&k, key->ptr, key->len);
+    c->read = 1;
+    int s = kv_lookup(c, &k, &m);
+    c->read = 0;                          /* the loads after the checks: no second keymiss */
+    if (s == FD_OK && m.live && m.type != KV_T_ZSET && m.type != KV_T_SET) s = FD_E_WRONGTYPE;
+    return s;
+}
+
+static int zs_store(void *ud, const resp_arg *dst, const fd_zent *res, size_t n, const char *event)
+{
+    return kv_zset_store(ud, dst, res, n, event);
 }
 
 /* ---------------------------------------------------------------- ZUNION / ZINTER / ZDIFF */
 
 static int setop(kv_ctx *c, int op, int store, int card)
 {
-    fd_zsetop o;
-    int replied;
-    int nkidx = store ? 2 : 1;
-    int s = fd_zsetop_begin(c->argv, c->argc, op, store, card, nkidx, &o, c->out, &replied);
-    if (s != FD_OK || replied) { fd_zsetop_free(&o); return s; }
-    /* every key's type first, as Redis, then the options (a STORE's
-     * sources are read with lookupKeyRead: keymiss, once per key) */
-    if (store) c->read = 1;
-    for (long long i = 0; i < o.numkeys && s == FD_OK; i++) {
-        const resp_arg *key = &c->argv[nkidx + 1 + i];
-        kv_key k;
-        kv_meta m;
-        kv_key_init(&k, key->ptr, key->len);
-        s = kv_lookup(c, &k, &m);
-        if (s == FD_OK && m.live && m.type != KV_T_ZSET && m.type != KV_T_SET) s = FD_E_WRONGTYPE;
-    }
-    c->read = 0;                          /* the loads below: no second keymiss */
-    if (s == FD_OK) s = fd_zsetop_options(c->argv, c->argc, &o, c->out, &replied);
-    if (s != FD_OK || replied) { fd_zsetop_free(&o); return s; }
-    fd_zbuf *in = calloc((size_t)o.numkeys, sizeof *in);
-    fd_zsrc *src = calloc((size_t)o.numkeys, sizeof *src);
-    fd_zent *res = NULL;
-    size_t nres = 0;
-    if (!in || !src) s = FD_E_NOMEM;
-    for (long long i = 0; i < o.numkeys && s == FD_OK; i++) {
-        s = load_input(c, &c->argv[nkidx + 1 + i], &in[i]);
-        src[i] = (fd_zsrc){ in[i].a, in[i].n };
-    }
-    if (s == FD_OK && fd_zsetop_run(&o, src, &res, &nres)) s = FD_E_NOMEM;
-    if (s == FD_OK) {
-        size_t mark = c->out->len;
-        if (card) s = resp_add_int(c->out, (long long)nres) ? FD_E_NOMEM : FD_OK;
-        else if (store) {
-            static const char *const ev[] = { [FD_ZOP_UNION] = "zunionstore", [FD_ZOP_INTER] = "zinterstore",
-                                              [FD_ZOP_DIFF] = "zdiffstore" };
-            s = kv_zset_store(c, &c->argv[1], res, nres, ev[op]);
-            if (s == FD_OK && resp_add_int(c->out, (long long)nres)) s = FD_E_NOMEM;
-        } else if (fd_zreply_range(c->out, res, nres, o.withscores)) s = FD_E_NOMEM;
-        if (s != FD_OK) c->out->len = mark;
-    }
-    free(res);
-    for (long long i = 0; in && i < o.numkeys; i++) fd_zbuf_free(&in[i]);
-    free(in);
-    free(src);
-    fd_zsetop_free(&o);
-    return s;
+    static const fd_zsetop_io io = { zs_check, zs_load, zs_release, zs_store };
+    return fd_zsetop_cmd(&io, c, c->argv, c->argc, op, store, card, c->out);
 }
 
 int kv_cmd_zunion(kv_ctx *c)       { return setop(c, FD_ZOP_UNION, 0, 0); }

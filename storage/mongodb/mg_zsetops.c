@@ -21,14 +21,18 @@ static void input_free(input *in)
     mg_meta_free(&in->m);
 }
 
-static int input_load(mg_ctx *c, const resp_arg *key, input *in, fd_zsrc *src)
+/* fd_zsetop_io.load: the sorted set's or set's elements (a set's at score 1) */
+static int zs_load(void *ud, const resp_arg *key, void **hold, fd_zsrc *src)
 {
-    memset(in, 0, sizeof *in);
+    mg_ctx *c = ud;
+    input *in = calloc(1, sizeof *in);
+    if (!(*hold = in)) return FD_E_NOMEM;
+    *src = (fd_zsrc){ NULL, 0 };
     mg_meta t;
     FD_TRY(mg_lookup(c, key, &t, 0));
     int live = t.live, type = t.type;
     mg_meta_free(&t);
-    if (!live) { *src = (fd_zsrc){ NULL, 0 }; return FD_OK; }
+    if (!live) return FD_OK;
     if (type == MG_T_ZSET) {
         FD_TRY(mg_zset_load(c, key, &in->m, &in->Z));
         *src = (fd_zsrc){ (const fd_zent *)in->Z.a, in->Z.n };
@@ -44,48 +48,36 @@ static int input_load(mg_ctx *c, const resp_arg *key, input *in, fd_zsrc *src)
     return FD_OK;
 }
 
+static void zs_release(void *ud, void *hold)
+{
+    (void)ud;
+    input_free(hold);
+    free(hold);
+}
+
+/* fd_zsetop_io.check: a sorted set, a set or nothing (lookupKeyRead) */
+static int zs_check(void *ud, const resp_arg *key)
+{
+    mg_ctx *c = ud;
+    mg_meta t;
+    c->read = 1;
+    int s = mg_lookup(c, key, &t, 0);
+    c->read = 0;                               /* the loads after the checks: no second keymiss */
+    if (s != FD_OK) return s;                  /* mg_lookup freed t */
+    if (t.live && t.type != MG_T_ZSET && t.type != MG_T_SET) s = FD_E_WRONGTYPE;
+    mg_meta_free(&t);
+    return s;
+}
+
+static int zs_store(void *ud, const resp_arg *dst, const fd_zent *res, size_t n, const char *event)
+{
+    return mg_zstore(ud, dst, res, n, event);
+}
+
 static int setop(mg_ctx *c, int op, int store, int card)
 {
-    fd_zsetop o;
-    int replied, nkidx = store ? 2 : 1;
-    int s = fd_zsetop_begin(c->argv, c->argc, op, store, card, nkidx, &o, c->out, &replied);
-    if (s != FD_OK || replied) { fd_zsetop_free(&o); return s; }
-    if (store) c->read = 1;                    /* a STORE's sources: lookupKeyRead, once per key */
-    for (long long i = 0; i < o.numkeys && s == FD_OK; i++) {     /* types first, as Redis */
-        mg_meta t;
-        s = mg_lookup(c, &c->argv[nkidx + 1 + i], &t, 0);
-        if (s != FD_OK) break;                  /* mg_lookup freed t */
-        if (t.live && t.type != MG_T_ZSET && t.type != MG_T_SET) s = FD_E_WRONGTYPE;
-        mg_meta_free(&t);
-    }
-    c->read = 0;                               /* the loads below: no second keymiss */
-    if (s == FD_OK) s = fd_zsetop_options(c->argv, c->argc, &o, c->out, &replied);
-    if (s != FD_OK || replied) { fd_zsetop_free(&o); return s; }
-    input *in = calloc((size_t)o.numkeys, sizeof *in);
-    fd_zsrc *src = calloc((size_t)o.numkeys, sizeof *src);
-    fd_zent *res = NULL;
-    size_t nres = 0;
-    if (!in || !src) s = FD_E_NOMEM;
-    for (long long i = 0; i < o.numkeys && s == FD_OK; i++)
-        s = input_load(c, &c->argv[nkidx + 1 + i], &in[i], &src[i]);
-    if (s == FD_OK && fd_zsetop_run(&o, src, &res, &nres)) s = FD_E_NOMEM;
-    if (s == FD_OK) {
-        size_t mark = c->out->len;
-        if (card) s = resp_add_int(c->out, (long long)nres) ? FD_E_NOMEM : FD_OK;
-        else if (store) {
-            static const char *const ev[] = { [FD_ZOP_UNION] = "zunionstore", [FD_ZOP_INTER] = "zinterstore",
-                                              [FD_ZOP_DIFF] = "zdiffstore" };
-            s = mg_zstore(c, &c->argv[1], res, nres, ev[op]);
-            if (s == FD_OK && resp_add_int(c->out, (long long)nres)) s = FD_E_NOMEM;
-        } else if (fd_zreply_range(c->out, res, nres, o.withscores)) s = FD_E_NOMEM;
-        if (s != FD_OK) c->out->len = mark;
-    }
-    free(res);
-    for (long long i = 0; in && i < o.numkeys; i++) input_free(&in[i]);
-    free(in);
-    free(src);
-    fd_zsetop_free(&o);
-    return s;
+    static const fd_zsetop_io io = { zs_check, zs_load, zs_release, zs_store };
+    return fd_zsetop_cmd(&io, c, c->argv, c->argc, op, store, card, c->out);
 }
 
 int mg_cmd_zunion(mg_ctx *c)       { return setop(c, FD_ZOP_UNION, 0, 0); }

@@ -171,6 +171,45 @@ void fd_zsetop_free(fd_zsetop *o)
     o->weights = NULL;
 }
 
+int fd_zsetop_cmd(const fd_zsetop_io *io, void *ud, const resp_arg *argv, int argc, int op, int store,
+                  int card, resp_out *out)
+{
+    fd_zsetop o;
+    int replied, nkidx = store ? 2 : 1;
+    int s = fd_zsetop_begin(argv, argc, op, store, card, nkidx, &o, out, &replied);
+    if (s != FD_OK || replied) { fd_zsetop_free(&o); return s; }
+    for (long long i = 0; i < o.numkeys && s == FD_OK; i++)     /* every key's type first, as Redis */
+        s = io->check(ud, &argv[nkidx + 1 + i]);
+    if (s == FD_OK) s = fd_zsetop_options(argv, argc, &o, out, &replied);
+    if (s != FD_OK || replied) { fd_zsetop_free(&o); return s; }
+    void **hold = calloc((size_t)o.numkeys, sizeof *hold);
+    fd_zsrc *src = calloc((size_t)o.numkeys, sizeof *src);
+    fd_zent *res = NULL;
+    size_t nres = 0;
+    if (!hold || !src) s = FD_E_NOMEM;
+    for (long long i = 0; i < o.numkeys && s == FD_OK; i++)
+        s = io->load(ud, &argv[nkidx + 1 + i], &hold[i], &src[i]);
+    if (s == FD_OK && fd_zsetop_run(&o, src, &res, &nres)) s = FD_E_NOMEM;
+    if (s == FD_OK) {
+        size_t mark = out->len;
+        if (card) s = resp_add_int(out, (long long)nres) ? FD_E_NOMEM : FD_OK;
+        else if (store) {
+            static const char *const ev[] = { [FD_ZOP_UNION] = "zunionstore", [FD_ZOP_INTER] = "zinterstore",
+                                              [FD_ZOP_DIFF] = "zdiffstore" };
+            s = io->store(ud, &argv[1], res, nres, ev[op]);
+            if (s == FD_OK && resp_add_int(out, (long long)nres)) s = FD_E_NOMEM;
+        } else if (fd_zreply_range(out, res, nres, o.withscores)) s = FD_E_NOMEM;
+        if (s != FD_OK) out->len = mark;
+    }
+    free(res);
+    for (long long i = 0; hold && i < o.numkeys; i++)
+        if (hold[i]) io->release(ud, hold[i]);
+    free(hold);
+    free(src);
+    fd_zsetop_free(&o);
+    return s;
+}
+
 static void aggregate(double *target, double val, int agg)
 {
     if (agg == FD_ZAGG_SUM) {

@@ -74,6 +74,31 @@ typedef struct fd_zsrc { const fd_zent *a; size_t n; } fd_zsrc;
  * (capped by the limit). 0, or -1 out of memory. */
 int fd_zsetop_run(const fd_zsetop *o, const fd_zsrc *src, fd_zent **res, size_t *nres);
 
+/* The whole command over a backend (steps 1 to 3, the reply or the STORE):
+ * what a store gives it. ud is the backend's per-command context. */
+typedef struct fd_zsetop_io {
+    /* One source key's type, every key's before the options (Redis's
+     * order), looked up as Redis's lookupKeyRead (a keymiss event; the
+     * loads after it raise none): FD_OK when missing, a sorted set or a
+     * set; FD_E_WRONGTYPE, or an FD_E_* status. */
+    int  (*check)(void *ud, const resp_arg *key);
+    /* One source's elements into *src (a set's at score 1; missing: n 0),
+     * their memory held by *hold until release(ud, *hold) (also called
+     * after a failed load; *hold starts NULL). */
+    int  (*load)(void *ud, const resp_arg *key, void **hold, fd_zsrc *src);
+    void (*release)(void *ud, void *hold);
+    /* STORE: the destination becomes the sorted set res (n 0: deleted),
+     * raising event (Redis's name) as Redis does. */
+    int  (*store)(void *ud, const resp_arg *dst, const fd_zent *res, size_t n, const char *event);
+} fd_zsetop_io;
+
+/* ZUNION/ZINTER/ZDIFF, their STORE forms (store 1: argv[1] the
+ * destination) and ZINTERCARD (card 1) over io: the checks in Redis's
+ * order, the reply written to out (nothing on a failure). FD_OK, or an
+ * FD_E_* status for the caller's error reply. */
+int fd_zsetop_cmd(const fd_zsetop_io *io, void *ud, const resp_arg *argv, int argc, int op, int store,
+                  int card, resp_out *out);
+
 /* A range reply of elements (as ZRANGE: RESP3 WITHSCORES pairs nested). */
 int fd_zreply_range(resp_out *out, const fd_zent *a, size_t n, int withscores);
 
