@@ -52,11 +52,14 @@ int kv_coll_collect(kv_ctx *c, const kv_key *k, const kv_meta *m, long long max,
 
 /* ---------------------------------------------------------------- SORT */
 
+/* What SORT's load holds: the elements' memory; fetch's ud. */
+typedef struct sort_hold { kv_ctx *c; kv_list L; } sort_hold;
+
 /* fd_sort_fetch over the store: a string, or a field of a hash. */
 static int sort_fetch(void *ud, const char *key, size_t kl, const char *field, size_t fl,
                       const char **v, size_t *vl)
 {
-    kv_ctx *c = ud;
+    kv_ctx *c = ((sort_hold *)ud)->c;
     kv_key k; kv_meta m;
     kv_key_init(&k, key, kl);
     int s = kv_lookup(c, &k, &m);
@@ -81,8 +84,9 @@ static int sort_fetch(void *ud, const char *key, size_t kl, const char *field, s
 }
 
 /* Replace key `dst` by a list of the items of r (delete it when r is empty). */
-static int store_list(kv_ctx *c, const resp_arg *dst, const fd_sort_result *r)
+static int store_list(void *ud, const resp_arg *dst, const fd_sort_result *r)
 {
+    kv_ctx *c = ud;
     kv_key k; kv_meta m;
     kv_key_init(&k, dst->ptr, dst->len);
     FD_TRY(kv_lookup(c, &k, &m));
@@ -111,47 +115,44 @@ static int store_list(kv_ctx *c, const resp_arg *dst, const fd_sort_result *r)
     return FD_OK;
 }
 
-static int sort_generic(kv_ctx *c, int ro)
+/* fd_sort_io.load: the list, set or sorted set's elements */
+static int sort_load(void *ud, const resp_arg *key, void **hold, int *type, fd_sort_elem **el, size_t *n)
 {
-    fd_sort o;
-    kv_list L = {0};
-    fd_sort_elem *el = NULL;
-    fd_sort_result res = {0};
-    int replied;
-    int s = fd_sort_begin(c->argv, c->argc, ro, &o, c->out, &replied);
-    if (s != FD_OK || replied) goto done;
+    kv_ctx *c = ud;
+    int ro = c->read;                     /* SORT_RO: its fetches are reads too */
+    sort_hold *h = calloc(1, sizeof *h);
+    if (!(*hold = h)) return FD_E_NOMEM;
+    h->c = c;
     kv_key k; kv_meta m;
-    kv_key_init(&k, c->argv[1].ptr, c->argv[1].len);
+    kv_key_init(&k, key->ptr, key->len);
     c->read = 1;                          /* the source: lookupKeyRead (keymiss) */
-    s = kv_lookup(c, &k, &m);
+    int s = kv_lookup(c, &k, &m);
     c->read = ro;
-    if (s != FD_OK) goto done;
-    int type = FD_SORT_LIST;
+    FD_TRY(s);
     if (m.live) {
-        if (m.type == KV_T_SET) type = FD_SORT_SET;
-        else if (m.type == KV_T_ZSET) type = FD_SORT_ZSET;
-        else if (m.type != KV_T_LIST) { s = FD_E_WRONGTYPE; goto done; }
-        if ((s = kv_coll_collect(c, &k, &m, -1, &L)) != FD_OK) goto done;
+        if (m.type == KV_T_SET) *type = FD_SORT_SET;
+        else if (m.type == KV_T_ZSET) *type = FD_SORT_ZSET;
+        else if (m.type != KV_T_LIST) return FD_E_WRONGTYPE;
+        FD_TRY(kv_coll_collect(c, &k, &m, -1, &h->L));
     }
-    el = malloc((size_t)(L.n ? L.n : 1) * sizeof *el);
-    if (!el) { s = FD_E_NOMEM; goto done; }
-    size_t off = 0, n = 0;
+    if (!(*el = malloc((size_t)(h->L.n ? h->L.n : 1) * sizeof **el))) return FD_E_NOMEM;
+    size_t off = 0;
     const char *p; size_t l;
-    while (kv_list_next(&L, &off, &p, &l)) { el[n].p = p; el[n].l = l; n++; }
-    s = fd_sort_exec(&o, c->argv, type, el, n, sort_fetch, c, c->out, &res, &replied);
-    if (s != FD_OK || replied) goto done;
-    if ((s = store_list(c, o.store, &res)) != FD_OK) goto done;
-    s = resp_add_int(c->out, res.n) ? FD_E_NOMEM : FD_OK;
-done:
-    fd_sort_result_free(&res);
-    free(el);
-    kv_list_free(&L);
-    fd_sort_end(&o);
-    return s;
+    *n = 0;
+    while (kv_list_next(&h->L, &off, &p, &l)) { (*el)[*n].p = p; (*el)[*n].l = l; (*n)++; }
+    return FD_OK;
 }
 
-int kv_cmd_sort(kv_ctx *c)    { return sort_generic(c, 0); }
-int kv_cmd_sort_ro(kv_ctx *c) { return sort_generic(c, 1); }
+static void sort_release(void *hold)
+{
+    kv_list_free(&((sort_hold *)hold)->L);
+    free(hold);
+}
+
+static const fd_sort_io sort_io = { sort_load, sort_fetch, sort_release, store_list };
+
+int kv_cmd_sort(kv_ctx *c)    { return fd_sort_cmd(&sort_io, c, c->argv, c->argc, 0, c->out); }
+int kv_cmd_sort_ro(kv_ctx *c) { return fd_sort_cmd(&sort_io, c, c->argv, c->argc, 1, c->out); }
 
 /* ---------------------------------------------------------------- COPY */
 

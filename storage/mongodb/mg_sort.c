@@ -18,10 +18,15 @@
 
 /* ---------------------------------------------------------------- SORT */
 
+/* What SORT's load holds: the source's elements and the last fetch's
+ * document (its value is returned); fetch's ud. */
 typedef struct fetch_state {
     mg_ctx *c;
-    mg_meta m;      /* the document of the last fetch (its value is returned) */
+    mg_meta m;      /* the document of the last fetch */
     mg_hash h;
+    mg_meta sm;     /* the source's */
+    mg_list L;
+    mg_zset Z;
 } fetch_state;
 
 static void fetch_release(fetch_state *f)
@@ -51,80 +56,78 @@ static int sort_fetch(void *ud, const char *key, size_t kl, const char *field, s
     return 0;
 }
 
-static int sort_generic(mg_ctx *c, int ro)
+/* fd_sort_io.load: the list, set or sorted set's elements */
+static int sort_load(void *ud, const resp_arg *key, void **hold, int *type, fd_sort_elem **el, size_t *n)
 {
-    fd_sort o;
-    fd_sort_elem *el = NULL;
-    fd_sort_result res = {0};
+    mg_ctx *c = ud;
+    fetch_state *f = calloc(1, sizeof *f);
+    if (!(*hold = f)) return FD_E_NOMEM;
+    f->c = c;
     mg_meta m;
-    mg_list L = {0};
-    mg_zset Z = {0};
-    fetch_state f;
-    memset(&f, 0, sizeof f);
-    memset(&m, 0, sizeof m);
-    f.c = c;
-    int replied;
-    int s = fd_sort_begin(c->argv, c->argc, ro, &o, c->out, &replied);
-    if (s != FD_OK || replied) goto done;
     c->read = 1;                          /* the source: lookupKeyRead (keymiss), once */
-    s = mg_lookup(c, &c->argv[1], &m, 0);
+    int s = mg_lookup(c, key, &m, 0);
     c->read = 0;
-    if (s != FD_OK) { memset(&m, 0, sizeof m); goto done; }
-    int type = FD_SORT_LIST, mt = m.live ? m.type : MG_T_NONE;
+    FD_TRY(s);                            /* mg_lookup freed m */
+    int mt = m.live ? m.type : MG_T_NONE;
     mg_meta_free(&m);
-    size_t n = 0;
+    *n = 0;
     if (mt == MG_T_LIST || mt == MG_T_SET) {
-        type = mt == MG_T_SET ? FD_SORT_SET : FD_SORT_LIST;
-        if ((s = mg_array_load(c, &c->argv[1], &m, &L, mt)) != FD_OK) { memset(&m, 0, sizeof m); goto done; }
-        n = L.n;
+        *type = mt == MG_T_SET ? FD_SORT_SET : FD_SORT_LIST;
+        if ((s = mg_array_load(c, key, &f->sm, &f->L, mt)) != FD_OK) { memset(&f->sm, 0, sizeof f->sm); return s; }
+        *n = f->L.n;
     } else if (mt == MG_T_ZSET) {
-        type = FD_SORT_ZSET;
-        if ((s = mg_zset_load(c, &c->argv[1], &m, &Z)) != FD_OK) { memset(&m, 0, sizeof m); goto done; }
-        n = Z.n;
-    } else if (mt != MG_T_NONE) {
-        s = FD_E_WRONGTYPE;
-        goto done;
+        *type = FD_SORT_ZSET;
+        if ((s = mg_zset_load(c, key, &f->sm, &f->Z)) != FD_OK) { memset(&f->sm, 0, sizeof f->sm); return s; }
+        *n = f->Z.n;
+    } else if (mt != MG_T_NONE) return FD_E_WRONGTYPE;
+    if (!(*el = malloc((*n ? *n : 1) * sizeof **el))) return FD_E_NOMEM;
+    for (size_t i = 0; i < *n; i++) {
+        if (*type == FD_SORT_ZSET) { (*el)[i].p = f->Z.a[i].m; (*el)[i].l = f->Z.a[i].ml; }
+        else { (*el)[i].p = f->L.p[i]; (*el)[i].l = f->L.l[i]; }
     }
-    if (!(el = malloc((n ? n : 1) * sizeof *el))) { s = FD_E_NOMEM; goto done; }
-    for (size_t i = 0; i < n; i++) {
-        if (type == FD_SORT_ZSET) { el[i].p = Z.a[i].m; el[i].l = Z.a[i].ml; }
-        else { el[i].p = L.p[i]; el[i].l = L.l[i]; }
-    }
-    s = fd_sort_exec(&o, c->argv, type, el, n, sort_fetch, &f, c->out, &res, &replied);
-    if (s != FD_OK || replied) goto done;
-    /* STORE: the destination becomes a list (no TTL), or goes when empty */
-    if (!res.n) {
+    return FD_OK;
+}
+
+static void sort_release(void *hold)
+{
+    fetch_state *f = hold;
+    fetch_release(f);
+    mg_list_free(&f->L);
+    mg_zset_free(&f->Z);
+    mg_meta_free(&f->sm);
+    free(f);
+}
+
+/* fd_sort_io.store: the destination becomes a list (no TTL), or goes when empty */
+static int sort_store(void *ud, const resp_arg *dst, const fd_sort_result *res)
+{
+    mg_ctx *c = ud;
+    int s;
+    if (!res->n) {
         int was = 0;
-        s = mg_key_live(c, o.store, &was);
-        if (s == FD_OK) s = mg_delete(c, o.store);
-        if (s == FD_OK && was) MG_NOTIFY(c, GENERIC, "del", o.store->ptr, o.store->len);
-    } else {
-        mg_list R = {0};
-        if ((s = mg_list_reserve(&R, (size_t)res.n)) == FD_OK) {
-            size_t off = 0;
-            const char *p; size_t l;
-            while (fd_sort_result_next(&res, &off, &p, &l)) { R.p[R.n] = p; R.l[R.n] = l; R.n++; }
-            mg_meta none;
-            memset(&none, 0, sizeof none);
-            s = mg_array_save(c, o.store, &none, &R, MG_T_LIST);
-            if (s == FD_OK) MG_NOTIFY(c, LIST, "sortstore", o.store->ptr, o.store->len);
-        }
-        mg_list_free(&R);
+        s = mg_key_live(c, dst, &was);
+        if (s == FD_OK) s = mg_delete(c, dst);
+        if (s == FD_OK && was) MG_NOTIFY(c, GENERIC, "del", dst->ptr, dst->len);
+        return s;
     }
-    if (s == FD_OK && resp_add_int(c->out, res.n)) s = FD_E_NOMEM;
-done:
-    fetch_release(&f);
-    fd_sort_result_free(&res);
-    free(el);
-    mg_list_free(&L);
-    mg_zset_free(&Z);
-    mg_meta_free(&m);
-    fd_sort_end(&o);
+    mg_list R = {0};
+    if ((s = mg_list_reserve(&R, (size_t)res->n)) == FD_OK) {
+        size_t off = 0;
+        const char *p; size_t l;
+        while (fd_sort_result_next(res, &off, &p, &l)) { R.p[R.n] = p; R.l[R.n] = l; R.n++; }
+        mg_meta none;
+        memset(&none, 0, sizeof none);
+        s = mg_array_save(c, dst, &none, &R, MG_T_LIST);
+        if (s == FD_OK) MG_NOTIFY(c, LIST, "sortstore", dst->ptr, dst->len);
+    }
+    mg_list_free(&R);
     return s;
 }
 
-int mg_cmd_sort(mg_ctx *c)    { return sort_generic(c, 0); }
-int mg_cmd_sort_ro(mg_ctx *c) { return sort_generic(c, 1); }
+static const fd_sort_io sort_io = { sort_load, sort_fetch, sort_release, sort_store };
+
+int mg_cmd_sort(mg_ctx *c)    { return fd_sort_cmd(&sort_io, c, c->argv, c->argc, 0, c->out); }
+int mg_cmd_sort_ro(mg_ctx *c) { return fd_sort_cmd(&sort_io, c, c->argv, c->argc, 1, c->out); }
 
 /* ---------------------------------------------------------------- COPY */
 

@@ -296,3 +296,23 @@ int fd_sort_exec(const fd_sort *o, const resp_arg *argv, int type, fd_sort_elem 
     free(kbuf);
     return s;
 }
+
+int fd_sort_cmd(const fd_sort_io *io, void *ud, const resp_arg *argv, int argc, int ro, resp_out *out)
+{
+    fd_sort o;
+    fd_sort_result res = {0};
+    fd_sort_elem *el = NULL;
+    size_t n = 0;
+    void *hold = NULL;
+    int type = FD_SORT_LIST, replied;
+    int s = fd_sort_begin(argv, argc, ro, &o, out, &replied);
+    if (s == FD_OK && !replied) s = io->load(ud, &argv[1], &hold, &type, &el, &n);
+    if (s == FD_OK && !replied) s = fd_sort_exec(&o, argv, type, el, n, io->fetch, hold, out, &res, &replied);
+    if (s == FD_OK && !replied) s = io->store(ud, o.store, &res);
+    if (s == FD_OK && !replied) s = resp_add_int(out, res.n) ? FD_E_NOMEM : FD_OK;
+    fd_sort_result_free(&res);
+    free(el);
+    if (hold) io->release(hold);
+    fd_sort_end(&o);
+    return s;
+}

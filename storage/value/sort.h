@@ -83,4 +83,26 @@ void fd_sort_result_free(fd_sort_result *r);
 int fd_sort_exec(const fd_sort *o, const resp_arg *argv, int type, fd_sort_elem *elems, size_t n,
                  fd_sort_fetch fetch, void *ud, resp_out *out, fd_sort_result *res, int *replied);
 
+/* The whole command over a backend (steps 1 to 4 above, the reply or the
+ * STORE and :n): what a store gives it. ud is the backend's per-command
+ * context. */
+typedef struct fd_sort_io {
+    /* Steps 2 and 3: look key up (Redis's lookupKeyRead: a keymiss event)
+     * and load its elements: *type, and *el (malloc'd, n of them, freed by
+     * fd_sort_cmd; NULL when n is 0) pointing into memory held by *hold
+     * until release(*hold); *hold is also fetch's ud. FD_E_WRONGTYPE for
+     * another type than list/set/zset. *hold starts NULL and is released
+     * when set, also after a failure. */
+    int  (*load)(void *ud, const resp_arg *key, void **hold, int *type, fd_sort_elem **el, size_t *n);
+    fd_sort_fetch fetch;
+    void (*release)(void *hold);
+    /* STORE: replace dst by a list of r's items (no TTL), or delete it when
+     * r is empty, raising Redis's events ("sortstore", or "del"). */
+    int  (*store)(void *ud, const resp_arg *dst, const fd_sort_result *r);
+} fd_sort_io;
+
+/* SORT (ro 0) or SORT_RO (ro 1) over io: the reply written to out. FD_OK,
+ * or an FD_E_* status for the caller's error reply. */
+int fd_sort_cmd(const fd_sort_io *io, void *ud, const resp_arg *argv, int argc, int ro, resp_out *out);
+
 #endif
