@@ -284,10 +284,10 @@ static int error_before_change(const char *r, size_t len) {
     return !(len >= sizeof mongo - 1 && !memcmp(r, mongo, sizeof mongo - 1));
 }
 
-/* :0, a null or an empty aggregate, RESP2 or RESP3: "nothing changed" for
+/* :0, :-1, a null or an empty aggregate, RESP2 or RESP3: "nothing changed" for
  * a FD_CMD_TOUCH_CHANGED command. */
 static int reply_is_nothing(const char *r, size_t len) {
-    static const char *const nothing[] = {":0\r\n", "$-1\r\n", "*-1\r\n", "_\r\n", "*0\r\n", "~0\r\n", "%0\r\n"};
+    static const char *const nothing[] = {":0\r\n", ":-1\r\n", "$-1\r\n", "*-1\r\n", "_\r\n", "*0\r\n", "~0\r\n", "%0\r\n"};
     for (size_t i = 0; i < sizeof nothing / sizeof *nothing; i++)
         if (len == strlen(nothing[i]) && !memcmp(r, nothing[i], len)) return 1;
     return 0;
@@ -322,7 +322,6 @@ void px_watch_touch_reply(const fd_command *cmd, int argc, const resp_arg *argv,
     if (!wcount || !(cmd->flags & FD_CMD_WRITE)) return;
     if (len && reply[0] == '-' && error_before_change(reply, len)) return;
     if (cmd->id == FD_CMD_sort && (!len || reply[0] != '-')) { touch_sort_store(argc, argv, reply, len); return; }
-    if (cmd->id == FD_CMD_linsert && len == 5 && !memcmp(reply, ":-1\r\n", 5)) return;   /* no pivot: nothing inserted */
     if ((cmd->flags & FD_CMD_TOUCH_CHANGED) && reply_is_nothing(reply, len)) {
         /* SET ... GET answers the old value: null when the key was absent,
          * set or not (only NX/XX make the null mean "not set") */

@@ -42,7 +42,8 @@ enum {
     /* the keys are the first half of the arguments after STREAMS (XREAD, XREADGROUP) */
     FD_CMD_STREAMKEYS = 1 << 14,
     /* WATCH (proxy/multi.c px_watch_touch_reply): the command changes its keys
-     * only when its reply says so. A reply of :0, a null ($-1, *-1, _) or an
+     * only when its reply says so. A reply of :0, :-1 (LINSERT's missing
+     * pivot; no flagged command answers it after a change), a null ($-1, *-1, _) or an
      * empty array/set/map (*0, ~0, %0) means Redis 7.0 did not call
      * signalModifiedKey for any of its keys; any other reply counts as a change
      * of every key (a superset of Redis's). Exception: SET with GET, whose
