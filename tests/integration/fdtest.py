@@ -1584,6 +1584,11 @@ def shared_frontdoor():
     return _shared_server("fd")
 
 
+def shared_redis():
+    """The reference redis-server (--databases 1) of shared_pair() alone."""
+    return _shared_server("ref")
+
+
 def shared_pair():
     """(ref, fd): one reference redis-server (--databases 1, so that SELECT 1
     fails as on frontdoor, which has one database) and shared_frontdoor(),

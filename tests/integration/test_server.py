@@ -16,24 +16,14 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import (Tests, Diff, Conn, ConnClosed, start_frontdoor, start_redis, encode,
+from fdtest import (Tests, shared_frontdoor, Diff, Conn, ConnClosed, start_frontdoor, start_redis, encode,
                     encode_many, parse, check, eq, wait_until, kv_pairs, info_fields,
                     info_sections, run_frontdoor_expect_exit, make_tempdir, frontdoor_is_redis,
                     skip, Err, to_str, run, ReplyTimeout, is_sanitized)
 
 T = Tests(case_timeout=50)
 
-_shared = {}
-
-
-def fd_shared():
-    s = _shared.get("fd")
-    if s is None or not s.alive():
-        if s is not None:
-            print("      !! frontdoor died (status %s):\n%s" % (s.proc.returncode, s.log()[-3000:]))
-            s.cleanup()
-        s = _shared["fd"] = start_frontdoor(keep=True)
-    return s
+fd_shared = shared_frontdoor
 
 
 def is_err(v, prefix="ERR"):

@@ -12,29 +12,15 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fdtest import (Tests, start_frontdoor, start_redis, encode, parse, check, eq, run, skip,
+from fdtest import (Tests, shared_frontdoor, shared_redis, start_frontdoor, start_redis, encode, parse, check, eq, run, skip,
                     REDIS_CLI, REDIS_BENCHMARK)
 
 T = Tests(case_timeout=100)
 
-_shared = {}
+fd_shared = shared_frontdoor
 
 
-def fd_shared():
-    s = _shared.get("fd")
-    if s is None or not s.alive():
-        if s is not None:
-            print("      !! frontdoor died (status %s):\n%s" % (s.proc.returncode, s.log()[-3000:]))
-            s.cleanup()
-        s = _shared["fd"] = start_frontdoor(keep=True)
-    return s
-
-
-def ref_shared():
-    s = _shared.get("ref")
-    if s is None or not s.alive():
-        s = _shared["ref"] = start_redis(keep=True, databases=1)
-    return s
+ref_shared = shared_redis
 
 
 def flush(*servers):
