@@ -6,10 +6,8 @@ plus "fdload": the parts of fdload's --json the report draws (timeline, SLO
 steps, dropped requests)."""
 import json
 import os
-import resource
 import shutil
 import subprocess
-import time
 
 from . import procs, rb
 
@@ -95,35 +93,17 @@ def fill(fdload, port, setting, timeout_s, tls=None):
 def run(fdload, port, setting, timeout_s, pids=None, tls=None):
     """One fdload run; the dict measure() expects from rb.run."""
     argv = argv_for(fdload, port, setting, tls=tls)
-    full = ["timeout", "-k", "5", str(int(timeout_s)), *argv]
-    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.monotonic()
-    p = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         start_new_session=True, preexec_fn=procs._child_setup)
-    procs.LIVE[p.pid] = p
-    watch = rb.RssWatch(pids)
-    watch.start()
-    try:
-        out, err = p.communicate()
-    finally:
-        if p.poll() is None:
-            procs.stop(p, grace=2.0)
-        procs.LIVE.pop(p.pid, None)
-    wall = time.monotonic() - t0
-    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    res = {"argv": argv, "rc": p.returncode, "wall_s": round(wall, 3),
-           "client_cpu_s": round((ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime), 3),
-           "warnings": [], "ok": False, "reason": None, "rss_peak_during_kb": watch.finish()}
+    rc, out, err, res = rb.run_client(argv, timeout_s, pids)
     err = err.decode("utf-8", "replace")
     try:
         j = json.loads(out)
     except ValueError:
         j = None
-    if p.returncode in (124, 137, -9):
+    if rc in (124, 137, -9):
         res["reason"] = f"timed out after {int(timeout_s)} s"
-    elif p.returncode != 0 or j is None:
+    elif rc != 0 or j is None:
         tail = [ln for ln in err.splitlines() if ln.strip()]
-        res["reason"] = f"fdload exit {p.returncode}" + (f": {tail[-1][:300]}" if tail else "")
+        res["reason"] = f"fdload exit {rc}" + (f": {tail[-1][:300]}" if tail else "")
     else:
         lat = j["latency_ms"]
         res.update({"rps": round(j["slo"]["max_rate"] if setting.get("slo") else j["throughput"], 2),

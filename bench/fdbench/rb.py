@@ -147,6 +147,33 @@ class RssWatch(threading.Thread):
         return self.peak
 
 
+
+def run_client(argv, timeout_s, pids):
+    """Run a load client (argv) under `timeout`, watching the servers' RSS
+    (pids) meanwhile: (rc, stdout bytes, stderr bytes, the result dict's
+    common fields: argv, rc, wall_s, client_cpu_s, warnings, ok, reason,
+    rss_peak_during_kb)."""
+    full = ["timeout", "-k", "5", str(int(timeout_s)), *argv]
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    p = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=True, preexec_fn=procs._child_setup)
+    procs.LIVE[p.pid] = p
+    watch = RssWatch(pids)   # started after the fork: preexec_fn and threads don't mix
+    watch.start()
+    try:
+        out, err = p.communicate()
+    finally:
+        if p.poll() is None:
+            procs.stop(p, grace=2.0)
+        procs.LIVE.pop(p.pid, None)
+    wall = time.monotonic() - t0
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    res = {"argv": argv, "rc": p.returncode, "wall_s": round(wall, 3),
+           "client_cpu_s": round((ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime), 3),
+           "warnings": [], "ok": False, "reason": None, "rss_peak_during_kb": watch.finish()}
+    return p.returncode, out, err, res
+
 def run(port, test, n, clients, pipeline, data_size=None, keyspace=None, timeout_s=120,
         command=None, cluster=False, pids=None, tls=None):
     """Run redis-benchmark once: `-t test`, or the literal `command` (a list
@@ -171,29 +198,11 @@ def run(port, test, n, clients, pipeline, data_size=None, keyspace=None, timeout
         argv += ["--tls", "--cacert", tls["ca"]]   # targets.make_tls
     if command is not None:
         argv += [str(x) for x in command]
-    full = ["timeout", "-k", "5", str(int(timeout_s)), *argv]
-    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.monotonic()
-    p = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         start_new_session=True, preexec_fn=procs._child_setup)
-    procs.LIVE[p.pid] = p
-    watch = RssWatch(pids)   # started after the fork: preexec_fn and threads don't mix
-    watch.start()
-    try:
-        out, err = p.communicate()
-    finally:
-        if p.poll() is None:
-            procs.stop(p, grace=2.0)
-        procs.LIVE.pop(p.pid, None)
-    wall = time.monotonic() - t0
-    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    peak = watch.finish()
+    rc, out, err, res = run_client(argv, timeout_s, pids)
+    wall = res["wall_s"]
     out = out.decode("utf-8", "replace")
     err = err.decode("utf-8", "replace")
-    rows = parse_output(out)
-    res = {"argv": argv, "rc": p.returncode, "wall_s": round(wall, 3),
-           "client_cpu_s": round((ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime), 3),
-           "rows": rows, "warnings": [], "ok": False, "reason": None, "rss_peak_during_kb": peak}
+    rows = res["rows"] = parse_output(out)
     for line in (out + "\n" + err).replace("\r", "\n").splitlines():
         if line.startswith("WARNING"):
             res["warnings"].append(line.strip())
@@ -212,13 +221,13 @@ def run(port, test, n, clients, pipeline, data_size=None, keyspace=None, timeout
     # Decide failure: any server error, a non-zero exit, a timeout, no row.
     text = (out + "\n" + err).replace("\r", "\n")
     server_err = next((ln.strip() for ln in text.splitlines() if "Error from server" in ln), None)
-    if p.returncode in (124, 137, -9):
+    if rc in (124, 137, -9):
         res["reason"] = f"timed out after {int(timeout_s)} s"
     elif server_err:
         res["reason"] = server_err
-    elif p.returncode != 0:
+    elif rc != 0:
         tail = [ln.strip() for ln in (err or out).splitlines() if ln.strip() and not ln.startswith("WARNING")]
-        res["reason"] = f"exit {p.returncode}" + (f": {tail[-1][:300]}" if tail else "")
+        res["reason"] = f"exit {rc}" + (f": {tail[-1][:300]}" if tail else "")
     elif not main:
         res["reason"] = f"no result for '{test}' (redis-benchmark ran no such test?)"
     else:
