@@ -9,7 +9,7 @@
 set -u
 FD=$1; RS=${2:-redis-server}
 HERE=$(dirname "$0"); out=$(mktemp -d)
-port() { /usr/bin/python3 -c "import socket;s=socket.socket();s.bind(('127.0.0.1',0));print(s.getsockname()[1])"; }
+. "$HERE"/tracking_lib.sh
 total() { callgrind_annotate --threshold=100 --auto=no "$1" 2>/dev/null | grep 'PROGRAM TOTALS' | awk '{gsub(",","",$1); print $1}'; }
 printf "%-13s %-5s %-8s %10s\n" server test mode "instr/cmd"
 for srv in frontdoor redis-server; do
@@ -24,13 +24,7 @@ for srv in frontdoor redis-server; do
     vp=$!
     for i in $(seq 150); do redis-cli -p $p ping >/dev/null 2>&1 && break; sleep 0.2; done
     redis-benchmark -p $p -n 5000 -c 10 -r 100000 -t set,get -q >/dev/null 2>&1   # warm-up
-    tp=""
-    rm -f $out/ready
-    case $mode in
-      default) /usr/bin/python3 $HERE/tracking_clients.py $p 10 100000 $out/ready 2>>$out/clients.log & tp=$!;;
-      bcast) /usr/bin/python3 $HERE/tracking_clients.py $p 2 100000 $out/ready BCAST PREFIX key: 2>>$out/clients.log & tp=$!;;
-    esac
-    if [ -n "$tp" ]; then while [ ! -e $out/ready ]; do sleep 0.2; done; fi
+    start_trackers $p $mode $out/ready; tp=$TRACKERS
     callgrind_control -z $vp >/dev/null
     redis-benchmark -p $p -n 20000 -c 10 -r 100000 -t $t -P 16 -q >/dev/null 2>&1
     sleep 0.5
@@ -41,5 +35,5 @@ for srv in frontdoor redis-server; do
     printf "%-13s %-5s %-8s %10.0f\n" $srv $t $mode $(echo "$(total $f) / 20000" | bc -l)
   done; done
 done
-cat $out/clients.log
+cat $out/ready.log
 rm -rf $out

@@ -12,8 +12,8 @@
 # "bcast" = 2 RESP3 clients in BCAST PREFIX key: (every SET of the run is
 # broadcast to both). FCALL: a trivial function (return 1).
 FD=$1; ROUNDS=${2:-3}; N=${3:-300000}
-port() { /usr/bin/python3 -c "import socket;s=socket.socket();s.bind(('127.0.0.1',0));print(s.getsockname()[1])"; }
 HERE=$(dirname "$0")
+. "$HERE"/tracking_lib.sh
 PF=$(port); PR=$(port); D=$(mktemp -d)
 $FD --port $PF --dir $D/fd --durability nosync >$D/fd.log 2>&1 & FPID=$!
 redis-server --port $PR --save '' --appendonly no >$D/r.log 2>&1 & RPID=$!
@@ -24,13 +24,8 @@ for p in $PF $PR; do redis-cli -p $p FUNCTION LOAD REPLACE "$LIB" >/dev/null; do
 ticks() { awk '{print $14+$15}' /proc/$1/stat; }
 rps() { redis-benchmark -p $1 -P 16 -c 50 -n $N -r 100000 -q "${@:2}" 2>/dev/null | tr '\r' '\n' | grep -o '[0-9.]* requests per second' | tail -1 | awk '{print $1}'; }
 run() { # pid port mode benchmark-args... -> "rps us/cmd"
-  local pid=$1 p=$2 mode=$3 tp=""; shift 3
-  rm -f $D/ready
-  case $mode in
-    default) /usr/bin/python3 $HERE/tracking_clients.py $p 10 100000 $D/ready 2>>$D/clients.log & tp=$!;;
-    bcast) /usr/bin/python3 $HERE/tracking_clients.py $p 2 100000 $D/ready BCAST PREFIX key: 2>>$D/clients.log & tp=$!;;
-  esac
-  if [ -n "$tp" ]; then while [ ! -e $D/ready ]; do sleep 0.1; done; fi
+  local pid=$1 p=$2 mode=$3 tp; shift 3
+  start_trackers $p $mode $D/ready; tp=$TRACKERS
   local t0=$(ticks $pid)
   local r=$(rps $p "$@")
   local t1=$(ticks $pid)
@@ -49,5 +44,5 @@ for i in $(seq $ROUNDS); do
   line FCALL none $i "$(run $FPID $PF none FCALL f 0)" "$(run $RPID $PR none FCALL f 0)"
 done
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-tail -4 $D/clients.log
+tail -4 $D/ready.log
 kill $FPID $RPID; wait 2>/dev/null; rm -rf $D
