@@ -626,15 +626,14 @@ static int answered_here(const px_qcmd *q) {
     return local_in_block(q) || (cmd && (cmd->id == FD_CMD_auth || cmd->id == FD_CMD_hello || cmd->id == FD_CMD_acl));
 }
 
-/* 1 when the backend may refuse one of m's commands at submit (COPY ... DB,
- * WAIT, SYNC, PSYNC, REPLCONF, SHUTDOWN: storage/redis_conn.c): that
+/* 1 when backend b refuses one of m's commands at submit (its ops'
+ * refusal(): a Redis server's WAIT, COPY ... DB n, SHUTDOWN...): that
  * refusal is the command's slot of EXEC's reply (part_reply), the command
  * never reaches the block. */
-static int may_refuse_at_submit(const px_multi *m) {
-    static const char *const names[] = {"copy", "wait", "sync", "psync", "replconf", "shutdown"};
+static int may_refuse_at_submit(const px_multi *m, const fd_backend *b) {
+    if (!b->ops->refusal) return 0;
     for (int i = 0; i < m->n; i++)
-        for (size_t k = 0; m->q[i].argc && k < sizeof names / sizeof *names; k++)
-            if (resp_arg_is(&m->q[i].argv[0], names[k])) return 1;
+        if (m->q[i].argc && b->ops->refusal(m->q[i].argc, m->q[i].argv)) return 1;
     return 0;
 }
 
@@ -751,7 +750,7 @@ void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
         static resp_arg multi_arg[1] = {{"MULTI", 5}};
         const resp_arg *rk = first_key(m);
         x = exec_here(c, m, x, &oom);
-        if (!oom && !x && may_refuse_at_submit(m)) {
+        if (!oom && !x && may_refuse_at_submit(m, &be->b)) {
             if (!(x = exec_splice_new(c, m->n))) oom = 1;
             else if (!(x->mark = px_pending_push(c, NULL, fd_mono_ns()))) { exec_splice_free(x); x = NULL; oom = 1; }
         }

@@ -124,6 +124,12 @@ typedef struct fd_backend_ops {
      * <reason>", and the README's coverage table shows it). NULL means
      * neither — a bug that tests/unit/test_command_coverage.c fails on. */
     const char *(*support)(const struct fd_command *cmd);
+    /* Optional: the reason this backend refuses, from its arguments, a
+     * command support() says it serves (a Redis server: WAIT, COPY ... DB n,
+     * SHUTDOWN...), or NULL. submit() answers such a command with
+     * fd_reply_unsupported at once, even inside a forwarded MULTI block
+     * (proxy/multi.c keeps its refusal's place in EXEC's reply). */
+    const char *(*refusal)(int argc, const resp_arg *argv);
     /* Optional, for backends that are Redis servers (redis, redis-cluster),
      * which block clients themselves (proxy/blocking.h; the other backends'
      * waiting is the proxy's):

@@ -361,6 +361,7 @@ const fd_backend_ops fd_redis_backend = {
     .keyspace = NULL,
     .info = rb_info,
     .support = rc_support,
+    .refusal = rc_refusal,
     .submit_blocking = rb_submit_blocking,
     .cancel_blocking = rb_cancel_blocking,
     .pubsub = rb_pubsub,

@@ -1647,6 +1647,7 @@ const fd_backend_ops fd_redis_cluster_backend = {
     .keyspace = NULL,
     .info = cl_info,
     .support = rc_support,
+    .refusal = rc_refusal,
     .key_group = cl_key_group,
     .doc_note = cl_doc_note,
     .submit_blocking = cl_submit_blocking,

@@ -376,6 +376,15 @@ def shared_connection_breakers_refused():
                                                           "databases (frontdoor exposes one, redis-db there)")]:
             eq(c.cmd(*cmd), ("-ERR '%s' is not supported by frontdoor's redis backend: %s\r\n"
                              % (cmd[0].lower(), why)).encode(), " ".join(cmd))
+        # inside MULTI too: the refusal keeps its place in EXEC's reply
+        # (the backend's ops.refusal, asked by proxy/multi.c), the block runs
+        eq(c.cmd("MULTI"), b"+OK\r\n")
+        for cmd in (("SET", "a", "1"), ("COPY", "a", "b", "DB", "1"), ("COPY", "a", "b"), ("GET", "b")):
+            eq(c.cmd(*cmd), b"+QUEUED\r\n", " ".join(cmd))
+        why = b"its DB option would name the backend server's databases (frontdoor exposes one, redis-db there)"
+        eq(c.cmd("EXEC"), b"*4\r\n+OK\r\n-ERR 'copy' is not supported by frontdoor's redis backend: " + why
+           + b"\r\n:1\r\n$1\r\n1\r\n")
+        eq(c.cmd("DEL", "a", "b"), b":2\r\n")
         # still usable, and XREAD without BLOCK is forwarded
         eq(c.cmd("XADD", "x", "1-0", "a", "b"), b"$3\r\n1-0\r\n")
         eq(c.cmd("XREAD", "STREAMS", "x", "0"), b"*1\r\n*2\r\n$1\r\nx\r\n*1\r\n*2\r\n$3\r\n1-0\r\n*2\r\n$1\r\na\r\n$1\r\nb\r\n")
