@@ -445,8 +445,10 @@ void px_cmd_config(px_conn *c, int argc, resp_arg *argv) {
         if (groups & (1 << PX_CFG_PRIMARY)) {
             /* a network backend answers a probe before traffic moves: the
              * reply to this CONFIG SET waits for it (the client's later
-             * replies queue behind it, in order) */
-            owed = px_pending_push(c, NULL, 0);
+             * replies queue behind it, in order); in a spliced EXEC (a
+             * lent buffer: proxy/multi.c) +OK at once, the probe's outcome
+             * logged, as a SIGHUP's */
+            owed = c->out_lent ? NULL : px_pending_push(c, NULL, 0);
             int rc = px_backends_swap(0, owed, err, sizeof err);
             if (rc != 1 && owed) { px_pending_drop(owed); owed = NULL; }
             if (rc < 0) {

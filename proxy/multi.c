@@ -531,17 +531,26 @@ static const resp_arg *first_key(px_multi *m) {
 }
 
 /* The queued commands frontdoor answers itself when a Redis server runs the
- * block: SELECT, SWAPDB and MOVE name frontdoor's one database (0), not the
- * server's (their handlers' replies, as outside MULTI), SCRIPT DEBUG is
- * refused (script.h); and a command the
- * backend refuses at submit (COPY ... DB, WAIT...: storage/redis_conn.c)
- * answers that refusal. Redis's EXEC reply holds the others; frontdoor's
- * EXEC reply is both, in the queue's order. */
-static int local_in_block(const px_qcmd *q) {
+ * block, in their slots of EXEC's reply (exec_here, before the block
+ * goes), as they are answered outside MULTI:
+ *   - its own connection and server commands (the PROXY family's groups
+ *     "connection" and "server": CLIENT, CONFIG, INFO, PING, ECHO, TIME,
+ *     WAIT, COMMAND, SLOWLOG, LATENCY, LASTSAVE, FRONTDOOR, AUTH, HELLO,
+ *     ACL, SELECT, SWAPDB), sent upstream they would act on frontdoor's
+ *     shared link or the server's settings; but MONITOR, RESET and QUIT,
+ *     which change what the connection is, go in the block as before;
+ *   - MOVE (frontdoor's one database), SCRIPT DEBUG (refused: script.h).
+ * Scripting, blocking and pub/sub commands go in the block: the server
+ * runs them as Redis does inside a transaction. */
+static int answered_here(const px_qcmd *q) {
     const fd_command *cmd = q->cmd;
-    if (cmd && cmd->id == FD_CMD_script && q->argc > 1 && resp_arg_is(&q->argv[1], "debug"))
-        return 1;                              /* refused on every backend (script.h) */
-    return cmd && (cmd->id == FD_CMD_select || cmd->id == FD_CMD_swapdb || cmd->id == FD_CMD_move);
+    if (!cmd) return 0;
+    if (cmd->id == FD_CMD_script) return q->argc > 1 && resp_arg_is(&q->argv[1], "debug");
+    if (cmd->id == FD_CMD_move) return 1;
+    if (cmd->family != FD_FAM_PROXY || cmd->id == FD_CMD_monitor || cmd->id == FD_CMD_reset ||
+        cmd->id == FD_CMD_quit)
+        return 0;
+    return !strcmp(cmd->group, "connection") || !strcmp(cmd->group, "server");
 }
 
 /* ACL at EXEC (Redis 7.0 execCommand): each queued command is checked
@@ -621,10 +630,6 @@ static exec_splice *exec_recheck(px_conn *c, px_multi *m, int *oom) {
  * are about frontdoor's own users (the server would run them on a shared
  * connection, as frontdoor's upstream user); answered here, in their
  * places, by frontdoor's handlers. */
-static int answered_here(const px_qcmd *q) {
-    const fd_command *cmd = q->cmd;
-    return local_in_block(q) || (cmd && (cmd->id == FD_CMD_auth || cmd->id == FD_CMD_hello || cmd->id == FD_CMD_acl));
-}
 
 /* 1 when backend b refuses one of m's commands at submit (its ops'
  * refusal(): a Redis server's WAIT, COPY ... DB n, SHUTDOWN...): that

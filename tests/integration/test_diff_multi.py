@@ -421,6 +421,35 @@ def multi_db_commands_as_outside():
 
 
 @T.case
+def multi_own_commands_as_outside():
+    """frontdoor's own connection and server commands queued in MULTI
+    (CLIENT SETNAME/GETNAME/ID, CONFIG GET, WAIT, PING, ECHO, FRONTDOOR)
+    answer inside EXEC as outside it, on every backend: on the redis
+    backends they never go up to the server (where CLIENT SETNAME would name
+    frontdoor's shared link, and FRONTDOOR is unknown)."""
+    _, fd = shared_pair()
+    with fd.conn() as c:
+        cid = c.cmd("CLIENT", "ID")
+        check(cid.startswith(b":"), "CLIENT ID: %r" % cid)
+        cfg = c.cmd("CONFIG", "GET", "maxclients")
+        fdhelp = c.cmd("FRONTDOOR", "HELP")
+        check(fdhelp.startswith(b"*"), "FRONTDOOR HELP: %r" % fdhelp[:60])
+        check(c.cmd("MULTI") == b"+OK\r\n", "MULTI")
+        cmds = [("INCR", "{t}own"), ("CLIENT", "SETNAME", "in-multi"), ("CLIENT", "GETNAME"), ("CLIENT", "ID"),
+                ("CONFIG", "GET", "maxclients"), ("WAIT", "0", "0"), ("PING",), ("ECHO", "e"), ("FRONTDOOR", "HELP")]
+        for cmd in cmds:
+            check(c.cmd(*cmd) == b"+QUEUED\r\n", "queued %r" % (cmd,))
+        got = c.cmd("EXEC")
+        check(got.startswith(b"*%d\r\n:" % len(cmds)), "EXEC: %r" % got[:80])
+        rest = got[got.index(b"\r\n:") + 2:]
+        rest = rest[rest.index(b"\r\n") + 2:]
+        want = b"+OK\r\n$8\r\nin-multi\r\n" + cid + cfg + b":0\r\n+PONG\r\n$1\r\ne\r\n" + fdhelp
+        check(rest == want, "EXEC's replies differ from outside MULTI's:\n  want: %r\n  EXEC: %r" % (want[:300], got[:300]))
+        check(c.cmd("CLIENT", "GETNAME") == b"$8\r\nin-multi\r\n", "the name set in EXEC is the client's")
+        c.cmd("CLIENT", "SETNAME", "")
+
+
+@T.case
 def script_debug_refused():
     """SCRIPT DEBUG YES|SYNC is refused on every backend, also queued in
     MULTI (frontdoor has no Lua debugger to offer; on a Redis backend the
