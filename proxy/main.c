@@ -88,7 +88,8 @@ int main(int argc, char **argv) {
     }
     px_log_open();
     static const fd_host host = {px_vlog, px_pending_reply, px_pending_error,
-                                 px_pubsub_backend_message, px_pubsub_backend_resync};
+                                 px_pubsub_backend_message, px_pubsub_backend_resync,
+                                 px_pubsub_backend_ready};
     fd_host_set(&host);
     fd_commands_init();
     for (size_t i = 0; i < sizeof px_features / sizeof px_features[0]; i++) px_features[i]();

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <ev.h>
 
 enum { PS_NKINDS = 3 };          /* FD_PS_CHANNEL, FD_PS_PATTERN, FD_PS_SHARD */
 
@@ -25,11 +26,28 @@ typedef struct ps_sub {
     struct ps_sub *prev, *next;
 } ps_sub;
 
+typedef struct ps_wait ps_wait;
+
 /* A name with subscribers (the map entry's data). */
 struct ps_chan {
     px_strent *e;
     ps_sub    *head, *tail;
     size_t     n;
+    int        held;             /* a relay's subscription to it is not confirmed yet */
+    ps_wait   *waiting;          /* the confirmations held until it is (oldest first) */
+};
+
+/* A subscribe confirmation held at a reply mark until the relay holds the
+ * name (docs/pubsub.md, "Subscribing through a relay"): in its name's list
+ * and, by deadline, in one list of all. */
+struct ps_wait {
+    ps_wait   *next_in_chan;
+    ps_wait   *prev, *next;      /* all waits, oldest (first deadline) first */
+    ps_chan   *ch;
+    fd_pending *mark;
+    int64_t    deadline_ms;
+    size_t     len;
+    char       data[];           /* the confirmation */
 };
 
 /* A client's subscriptions, per kind, in subscription order. */
@@ -90,6 +108,85 @@ static long long confirm_count(const px_conn *c, int kind) {
 static px_backend *relay(void) {
     px_backend *be = px_srv.primary;
     return be && be->b.ops->pubsub ? be : NULL;
+}
+
+/* ------------------------------------------------------------ held confirmations */
+
+static ps_wait *wait_head, *wait_tail;
+static ev_timer wait_timer;
+static int wait_timer_on;
+
+static void wait_unlink(ps_wait *w) {
+    if (w->prev) w->prev->next = w->next;
+    else wait_head = w->next;
+    if (w->next) w->next->prev = w->prev;
+    else wait_tail = w->prev;
+    if (!wait_head && wait_timer_on) {
+        ev_timer_stop(px_srv.loop, &wait_timer);
+        wait_timer_on = 0;
+    }
+}
+
+/* Every confirmation held for pc goes out (in the clients' output order:
+ * each at its mark); pc is not held any more. */
+static void chan_release(ps_chan *pc) {
+    pc->held = 0;
+    for (ps_wait *w = pc->waiting, *next; w; w = next) {
+        next = w->next_in_chan;
+        wait_unlink(w);
+        px_pending_reply(w->mark, w->data, w->len);
+        free(w);
+    }
+    pc->waiting = NULL;
+}
+
+/* The bound: a relay that has not confirmed a name within backend-timeout
+ * (down, or slow) releases what waits for it, logged; its subscription is
+ * made when it comes back (resync), messages meanwhile are not relayed. */
+static void on_wait_timer(struct ev_loop *loop, ev_timer *t, int revents) {
+    (void)loop; (void)t; (void)revents;
+    int64_t now = px_now_ms();
+    while (wait_head && wait_head->deadline_ms <= now) {
+        ps_chan *pc = wait_head->ch;
+        px_log(PX_LOG_WARNING, "pub/sub: the backend's relay did not confirm '%.*s' within backend-timeout "
+               "(%lld ms): subscribe confirmed anyway, messages published before the relay subscribes are lost",
+               (int)(pc->e->len > 200 ? 200 : pc->e->len), pc->e->name, px_cfg.be.backend_timeout);
+        chan_release(pc);
+    }
+}
+
+/* Hold c's confirmation (o: its bytes) until pc's relay subscription is
+ * confirmed. 0, or -1 (out of memory: the caller writes it now). */
+static int chan_hold(px_conn *c, ps_chan *pc, const resp_out *o) {
+    ps_wait *w = malloc(sizeof *w + o->len);
+    if (!w) return -1;
+    if (!(w->mark = px_pending_push(c, NULL, 0))) { free(w); return -1; }
+    memcpy(w->data, o->data, o->len);
+    w->len = o->len;
+    w->ch = pc;
+    w->deadline_ms = px_now_ms() + px_cfg.be.backend_timeout;
+    w->next_in_chan = NULL;
+    ps_wait **at = &pc->waiting;
+    while (*at) at = &(*at)->next_in_chan;
+    *at = w;
+    w->next = NULL;
+    w->prev = wait_tail;
+    if (wait_tail) wait_tail->next = w;
+    else wait_head = w;
+    wait_tail = w;
+    if (!wait_timer_on) {
+        ev_timer_init(&wait_timer, on_wait_timer, 0.05, 0.05);
+        ev_timer_start(px_srv.loop, &wait_timer);
+        wait_timer_on = 1;
+    }
+    return 0;
+}
+
+void px_pubsub_backend_ready(struct fd_backend *b, int kind, const char *name, size_t len) {
+    px_backend *be = relay();
+    if (!be || &be->b != b || kind < 0 || kind >= PS_NKINDS) return;
+    px_strent *e = px_strmap_get(&names[kind], name, len);
+    if (e) chan_release(px_strmap_data(e));
 }
 
 /* ------------------------------------------------------------ delivery */
@@ -171,6 +268,7 @@ typedef struct { px_backend *be; int kind; } resync_walk;
 
 static void resync_each(px_strent *e, void *arg) {
     resync_walk *w = arg;
+    ((ps_chan *)px_strmap_data(e))->held = 1;    /* until the relay confirms it again */
     w->be->b.ops->pubsub(&w->be->b, w->kind, e->name, e->len, 1);
 }
 
@@ -225,6 +323,8 @@ static int add_sub(px_conn *c, int kind, const char *name, size_t len) {
     ps->subs[kind][ps->n[kind]++] = s;
     if (created) {
         px_backend *be = relay();
+        pc->held = be != NULL;
+        pc->waiting = NULL;
         if (be) be->b.ops->pubsub(&be->b, kind, name, len, 1);
     }
     return 1;
@@ -243,6 +343,7 @@ static void del_sub(px_conn *c, int kind, size_t idx) {
     pc->n--;
     free(s);
     if (!pc->head) {
+        chan_release(pc);        /* (its subscribers left while it waited) */
         px_backend *be = relay();
         if (be) be->b.ops->pubsub(&be->b, kind, pc->e->name, pc->e->len, 0);
         px_strmap_del(&names[kind], pc->e);
@@ -251,21 +352,37 @@ static void del_sub(px_conn *c, int kind, size_t idx) {
 
 /* A (un)subscribe confirmation: a push, sent whatever CLIENT REPLY says
  * (Redis 7.0, RESP2 included). */
+/* 0, or -1 out of memory (o then holds part of it) */
+static int confirm_into(resp_out *o, const px_conn *c, const char *what, const char *name, size_t len, int kind) {
+    return resp_add_push(o, 3) || resp_add_bulk(o, what, strlen(what)) ||
+           (name ? resp_add_bulk(o, name, len) : resp_add_null(o)) || resp_add_int(o, confirm_count(c, kind));
+}
+
 static void confirm(px_conn *c, const char *what, const char *name, size_t len, int kind) {
     px_conn_push_begin(c);
-    resp_add_push(&c->out, 3);
-    resp_add_bulk(&c->out, what, strlen(what));
-    if (name) resp_add_bulk(&c->out, name, len);
-    else resp_add_null(&c->out);
-    resp_add_int(&c->out, confirm_count(c, kind));
+    (void)confirm_into(&c->out, c, what, name, len, kind);   /* out of memory: the output's own handling */
     px_conn_push_end(c);
 }
 
+/* A name the relay does not hold yet (a Redis backend): the confirmation
+ * waits for the relay's (chan_hold), so that a message published after the
+ * client got it reaches the client, as Redis guarantees. Not for a client
+ * silenced by CLIENT REPLY (its confirmation is written now, as a push) nor
+ * inside a lent buffer (a script, an EXEC answered here). */
 static void subscribe(px_conn *c, int argc, resp_arg *argv, int kind) {
     for (int i = 1; i < argc; i++) {
         if (add_sub(c, kind, argv[i].ptr, argv[i].len) < 0) {
             resp_add_error(&c->out, PX_OOM_TEXT);
             return;
+        }
+        ps_chan *pc = px_strmap_data(px_strmap_get(&names[kind], argv[i].ptr, argv[i].len));
+        if (pc->held && !c->muting && !c->out_lent) {
+            resp_out o;
+            resp_out_init(&o, c->out.proto);
+            int held = confirm_into(&o, c, kind_sub[kind], argv[i].ptr, argv[i].len, kind) == 0 &&
+                       chan_hold(c, pc, &o) == 0;
+            resp_out_free(&o);
+            if (held) continue;
         }
         confirm(c, kind_sub[kind], argv[i].ptr, argv[i].len, kind);
     }

@@ -60,6 +60,9 @@ long long px_pubsub_publish_local(const char *ch, size_t clen, const char *msg, 
 void px_pubsub_backend_message(struct fd_backend *b, int kind, const char *pattern, size_t plen,
                                const char *channel, size_t clen, const char *msg, size_t mlen);
 void px_pubsub_backend_resync(struct fd_backend *b);
+/* fd_host.pubsub_ready: the relay holds `name` now; the subscribe
+ * confirmations held for it go out (docs/pubsub.md). */
+void px_pubsub_backend_ready(struct fd_backend *b, int kind, const char *name, size_t len);
 
 /* INFO: distinct channels, patterns, shard channels with subscribers. */
 void px_pubsub_stats(uint64_t *channels, uint64_t *patterns, uint64_t *shard);

@@ -22,7 +22,7 @@ static void no_pending_error(fd_pending *p, int status) {
     no_pending_reply(p, NULL, 0);
 }
 
-static const fd_host default_host = {default_vlog, no_pending_reply, no_pending_error, NULL, NULL};
+static const fd_host default_host = {default_vlog, no_pending_reply, no_pending_error, NULL, NULL, NULL};
 static const fd_host *host = &default_host;
 
 void fd_host_set(const fd_host *h) { host = h ? h : &default_host; }
@@ -44,6 +44,10 @@ void fd_pubsub_message(struct fd_backend *b, int kind, const char *pattern, size
 
 void fd_pubsub_resync(struct fd_backend *b) {
     if (host->pubsub_resync) host->pubsub_resync(b);
+}
+
+void fd_pubsub_ready(struct fd_backend *b, int kind, const char *name, size_t len) {
+    if (host->pubsub_ready) host->pubsub_ready(b, kind, name, len);
 }
 
 /* ---------------------------------------------------------------- keyspace events */

@@ -40,6 +40,10 @@ typedef struct fd_host {
     /* The backend's relay connection (re)connected: the host calls
      * ops->pubsub(on = 1) again for every name it has subscribers for. */
     void (*pubsub_resync)(struct fd_backend *b);
+    /* The relay's own subscription to `name` (kind FD_PS_*) is confirmed by
+     * the server: a message published from now on reaches it. The host
+     * holds a client's confirmation until then (docs/pubsub.md). */
+    void (*pubsub_ready)(struct fd_backend *b, int kind, const char *name, size_t len);
 } fd_host;
 
 /* Register the host (the table must outlive every backend). */
@@ -56,6 +60,7 @@ void fd_pending_error(fd_pending *p, int status);
 void fd_pubsub_message(struct fd_backend *b, int kind, const char *pattern, size_t plen,
                        const char *channel, size_t clen, const char *msg, size_t mlen);
 void fd_pubsub_resync(struct fd_backend *b);
+void fd_pubsub_ready(struct fd_backend *b, int kind, const char *name, size_t len);
 
 /* ---------------------------------------------------------------- keyspace events
  * notify-keyspace-events (docs/notifications.md). A backend that produces

@@ -1124,7 +1124,14 @@ static void relay_push(rc_conn *c, const char *data, size_t len) {
     size_t fl[4];
     if (n < 3 || n > 4) return;                     /* (pong and the like) */
     for (int i = 0; i < n; i++)
-        if (read_bulk(&p, end, &f[i], &fl[i])) return;   /* a confirmation: its count is an integer */
+        if (read_bulk(&p, end, &f[i], &fl[i])) {
+            /* a confirmation (its count is an integer): a subscribe's tells
+             * the host the relay holds the name now */
+            static const char *const sub[3] = {"subscribe", "psubscribe", "ssubscribe"};   /* FD_PS_* */
+            for (int k = 0; i == 2 && n == 3 && k < 3; k++)
+                if (fl[0] == strlen(sub[k]) && !memcmp(f[0], sub[k], fl[0])) fd_pubsub_ready(c->user, k, f[1], fl[1]);
+            return;
+        }
     int kind;
     if (n == 3 && fl[0] == 7 && !memcmp(f[0], "message", 7)) kind = FD_PS_CHANNEL;
     else if (n == 3 && fl[0] == 8 && !memcmp(f[0], "smessage", 8)) kind = FD_PS_SHARD;

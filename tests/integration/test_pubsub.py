@@ -113,6 +113,120 @@ def relay_up_before_the_first_subscribe():
         eq(m, [b"message", b"first", b"hello"], "the message published right after the first SUBSCRIBE")
 
 
+class SubscribeDelay:
+    """A TCP proxy in front of a redis-server that holds every packet a
+    client sends with SUBSCRIBE in it (frontdoor's relay) for `delay`
+    seconds (None: for ever); the rest passes at once."""
+
+    def __init__(self, port, delay):
+        import threading
+        self.port_to, self.delay, self.stop = port, delay, threading.Event()
+        self.ls = socket.socket()
+        self.ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.ls.bind((HOST, 0))
+        self.ls.listen(16)
+        self.port = self.ls.getsockname()[1]
+        self.socks = [self.ls]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _pump(self, a, b, hold):
+        try:
+            while True:
+                d = a.recv(65536)
+                if not d:
+                    break
+                if hold and b"SUBSCRIBE" in d.upper():
+                    if self.delay is None:
+                        self.stop.wait()
+                        break
+                    time.sleep(self.delay)
+                b.sendall(d)
+        except OSError:
+            pass
+
+    def _accept(self):
+        import threading
+        while True:
+            try:
+                c, _ = self.ls.accept()
+            except OSError:
+                return
+            u = socket.create_connection((HOST, self.port_to))
+            self.socks += [c, u]
+            threading.Thread(target=self._pump, args=(c, u, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(u, c, False), daemon=True).start()
+
+    def close(self):
+        self.stop.set()
+        for x in self.socks:
+            try:
+                x.close()
+            except OSError:
+                pass
+
+
+@T.case
+def subscribe_confirmed_after_the_relay():
+    """redis: a client's SUBSCRIBE confirmation waits until the relay's own
+    subscription is confirmed by the server, so a message another client
+    publishes right after it is delivered, as with Redis (the relay's
+    SUBSCRIBE held 400 ms by a proxy: without the wait the PUBLISH got there
+    first and the message was lost). The client's next command's reply
+    stays behind the confirmation."""
+    if BACKEND != "redis":
+        skip("the relay proxy is set up for the redis backend")
+    r = start_redis()
+    d = SubscribeDelay(r.port, 0.4)
+    f = start_frontdoor(backend="redis", redis_address="%s:%d" % (HOST, d.port))
+    try:
+        with f.conn(timeout=5) as sub, f.conn() as pub:
+            eq(sub.cmd("PING"), b"+PONG\r\n")
+            t0 = time.monotonic()
+            eq(parse(sub.cmd("SUBSCRIBE", "late")), [b"subscribe", b"late", 1])
+            waited = time.monotonic() - t0
+            check(waited >= 0.3, "the confirmation waited for the relay's (%.3f s)" % waited)
+            eq(parse(pub.cmd("PUBLISH", "late", "hello")), 1, "PUBLISH right after the confirmation counts it")
+            eq(parse(sub.read(timeout=3)), [b"message", b"late", b"hello"])
+            # a second subscriber of the same name: confirmed at once
+            with f.conn() as sub2:
+                t0 = time.monotonic()
+                eq(parse(sub2.cmd("SUBSCRIBE", "late")), [b"subscribe", b"late", 1])
+                check(time.monotonic() - t0 < 0.3, "a name the relay holds is confirmed at once")
+            # pipelined: SUBSCRIBE new then PING: the PONG after the confirmation
+            sub3 = f.conn(timeout=5)
+            sub3.send_raw(encode("SUBSCRIBE", "late2") + encode("PING"))
+            eq(parse(sub3.read(timeout=5)), [b"subscribe", b"late2", 1])
+            eq(parse(sub3.read(timeout=5)), [b"pong", b""])
+            sub3.close()
+    finally:
+        f.stop()
+        d.close()
+        r.stop()
+
+
+@T.case
+def subscribe_confirmed_at_backend_timeout():
+    """redis: a relay whose SUBSCRIBE the server never confirms holds the
+    client's confirmation for backend-timeout at most (here 500 ms), then
+    sends it, with a log line: the client is not left hanging."""
+    if BACKEND != "redis":
+        skip("the relay proxy is set up for the redis backend")
+    r = start_redis()
+    d = SubscribeDelay(r.port, None)
+    f = start_frontdoor(backend="redis", redis_address="%s:%d" % (HOST, d.port), backend_timeout="500")
+    try:
+        with f.conn(timeout=5) as sub:
+            t0 = time.monotonic()
+            eq(parse(sub.cmd("SUBSCRIBE", "never")), [b"subscribe", b"never", 1])
+            waited = time.monotonic() - t0
+            check(0.4 <= waited < 3, "confirmed at backend-timeout (%.3f s)" % waited)
+        wait_until(lambda: "did not confirm 'never'" in f.log(), timeout=3, what="the log line")
+    finally:
+        f.stop()
+        d.close()
+        r.stop()
+
+
 @T.case
 def shard_channels():
     f = shared_frontdoor()
