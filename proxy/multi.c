@@ -255,9 +255,12 @@ static void touch_keys(const fd_command *cmd, int argc, const resp_arg *argv, un
     if (argc > 64 && !(pp = malloc((size_t)argc * sizeof *pp))) { touch_every(0); return; }
     int n = fd_command_keys(cmd, argc, argv, pp, argc > 64 ? argc : 64);
     /* SORT writes its STORE key only; a first key the row says is only read
-     * (K1R without K1W: COPY's source) is not changed either */
-    int from = cmd->id == FD_CMD_sort ||
-               ((cmd->flags & (FD_CMD_KEY1_R | FD_CMD_KEY1_W)) == FD_CMD_KEY1_R);
+     * (K1R without K1W: COPY's source) is not changed either, nor are the
+     * sources of a STORE command (KR|K1W: the destination first, the others
+     * only read: SINTERSTORE, ZUNIONSTORE, BITOP, PFMERGE...) */
+    uint32_t f = cmd->flags;
+    int from = cmd->id == FD_CMD_sort || ((f & (FD_CMD_KEY1_R | FD_CMD_KEY1_W)) == FD_CMD_KEY1_R);
+    if ((f & FD_CMD_KEY1_W) && (f & (FD_CMD_KEY_R | FD_CMD_KEY_W)) == FD_CMD_KEY_R && n > 1) n = 1;
     for (int i = from; i < n; i++) {
         if (i < 32 && (untouched >> i & 1)) continue;
         wentry *e = wfind(argv[pp[i]].ptr, argv[pp[i]].len, 0);

@@ -208,6 +208,22 @@ NOOPS = [
      ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "{t}k", ">")),
 ]
 
+# a STORE command reads its sources and writes its destination only
+# (Redis signals the destination): a watched source is not touched, on every
+# backend (the rule is the row's key flags KR|K1W, applied at dispatch too;
+# fuzzer run 7, seed 2121023245: SINTERSTORE)
+SOURCES = [
+    ("sinterstore_source", S, ("SINTERSTORE", "{t}d", "{t}k")),
+    ("sunionstore_source", S, ("SUNIONSTORE", "{t}d", "{t}k", "{t}o")),
+    ("sdiffstore_missing_source", [], ("SDIFFSTORE", "{t}d", "{t}k")),
+    ("zunionstore_source", Z, ("ZUNIONSTORE", "{t}d", "1", "{t}k")),
+    ("zrangestore_source", Z, ("ZRANGESTORE", "{t}d", "{t}k", "0", "-1")),
+    ("bitop_source", ST, ("BITOP", "OR", "{t}d", "{t}k")),
+    ("pfmerge_source", [("PFADD", "{t}k", "a")], ("PFMERGE", "{t}d", "{t}k")),
+    ("geosearchstore_source", [("GEOADD", "{t}k", "13.36", "38.11", "p")],
+     ("GEOSEARCHSTORE", "{t}d", "{t}k", "FROMLONLAT", "13.36", "38.11", "BYRADIUS", "10", "km")),
+]
+
 # no change by their effect, which the reply does not show (Redis 7.0's
 # setbitCommand / bitfieldGeneric `changes` / smoveCommand): the backend
 # reports the keys it left unchanged (fd_request.untouched). The embedded
@@ -335,6 +351,8 @@ case("watch_noop_writes_run", watch_steps(NOOPS, by_client, False))
 case("watch_error_writes_run", watch_steps(ERRORS, by_client, False))
 case("watch_noop_writes_in_exec_run", watch_steps(NOOPS + ERRORS, in_exec, False))
 case("watch_noop_writes_in_script_run", watch_steps(NOOPS + ERRORS, in_script, False))
+case("watch_store_sources_run", watch_steps(SOURCES, by_client, False))
+case("watch_store_sources_in_exec_run", watch_steps(SOURCES, in_exec, False))
 case("watch_noop_effect_writes_run", watch_steps(NOOPS_EFFECT, by_client, False))
 case("watch_noop_effect_writes_in_exec_run", watch_steps(NOOPS_EFFECT, in_exec, False))
 case("watch_noop_effect_writes_in_script_run", watch_steps(NOOPS_EFFECT, in_script, False))
