@@ -116,7 +116,7 @@ void px_cmd_hello(px_conn *c, int argc, resp_arg *argv) {
             j += 2;
         } else if (resp_arg_is(&argv[j], "SETNAME") && more >= 1) { name = &argv[j + 1]; j++; }
         else {
-            resp_add_errorf(&c->out, "ERR Syntax error in HELLO option '%.*s'", (int)(argv[j].len > 128 ? 128 : argv[j].len), argv[j].ptr);
+            resp_add_errorf(&c->out, "ERR Syntax error in HELLO option '%.*s'", (int)argv[j].len, argv[j].ptr);   /* whole, as Redis */
             return;
         }
     }

@@ -649,17 +649,23 @@ static int may_refuse_at_submit(const px_multi *m, const fd_backend *b) {
  * in their order, before the block goes (x: the refusals or NULL; made if
  * needed, with its mark). x, NULL when none (or out of memory: *oom). */
 static exec_splice *exec_here(px_conn *c, px_multi *m, exec_splice *x, int *oom) {
+    exec_conn = c;                 /* CLIENT INFO/LIST among them: flags=x multi=n, as in EXEC */
+    exec_n = m->n;
     for (int i = 0; i < m->n; i++) {
         px_qcmd *q = &m->q[i];
         if (!answered_here(q) || (x && x->len[i])) continue;
         if (!x) {
-            if (!(x = exec_splice_new(c, m->n))) { *oom = 1; return NULL; }
-            if (!(x->mark = px_pending_push(c, NULL, fd_mono_ns()))) { exec_splice_free(x); *oom = 1; return NULL; }
+            if ((x = exec_splice_new(c, m->n)) && !(x->mark = px_pending_push(c, NULL, fd_mono_ns()))) {
+                exec_splice_free(x);
+                x = NULL;
+            }
+            if (!x) { *oom = 1; break; }
         }
         x->off[i] = x->errs.len;
         px_execute_into(c, q->cmd, q->argc, q->argv, &x->errs);
         x->len[i] = x->errs.len - x->off[i];
     }
+    exec_conn = NULL;
     return x;
 }
 

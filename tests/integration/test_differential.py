@@ -656,7 +656,8 @@ def resp3_reply_shapes():
         check(isinstance(v, list) and kv_pairs(v).get("proto") == 2,
               "HELLO 2 must reply with a flat array and proto 2", v)
     run_script(d, [("GET", "nokey"), ("MGET", "nokey"), ("FLUSHDB",), ("RANDOMKEY",), ("HELLO", "4"),
-                   ("HELLO", "x"), ("HELLO", "1"), ("GET", "nokey")])
+                   ("HELLO", "x"), ("HELLO", "1"), ("GET", "nokey"),
+                   ("HELLO", "2", "x" * 300, "4294967296", "4")])   # the whole option in the error (fuzzer run 7)
     d.finish()
 
 
