@@ -741,10 +741,14 @@ void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
 #define REFUSED(i) (x && x->len[i])
     /* where it runs, and in mirror mode the unit the A/B layer compares
      * (proxy/ab.h): the queued commands that run, as the layer sees them */
+    /* (a Redis primary runs the block without the commands answered here:
+     * the unit compared is the block's, so they are left out of it too) */
     px_unit_cmd uq0[16], *uq = m->n <= 16 ? uq0 : malloc((size_t)m->n * sizeof *uq);
-    int nq = 0;
+    int nq = 0, block = px_srv.primary && px_srv.primary->b.ops->passthrough &&
+                        !(px_acl_restricted(c) && queues_script(m));
     for (int i = 0; uq && i < m->n; i++)
-        if (!REFUSED(i)) uq[nq++] = (px_unit_cmd){m->q[i].cmd, m->q[i].argc, m->q[i].argv};
+        if (!REFUSED(i) && !(block && answered_here(&m->q[i])))
+            uq[nq++] = (px_unit_cmd){m->q[i].cmd, m->q[i].argc, m->q[i].argv};
     px_backend *be = px_ab_exec_begin(c, nq, uq);
     if (uq != uq0) free(uq);
     /* a restricted user's script runs in frontdoor's engine, its redis.call
