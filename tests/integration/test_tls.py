@@ -578,12 +578,15 @@ def mongodb_tls_directives():
         eq(term.handshakes, n)
         check("ignored: TLS is off" in s.log(), s.log()[-2000:])
         s.stop()
-        # a CA that did not sign the terminator's certificate: a prompt, clear error
-        s = start_mongo_frontdoor(uri, backend_timeout=2000, **dict(tls, mongo_tls_ca_cert_file=p["ca2.crt"]))
+        # a CA that did not sign the terminator's certificate: a prompt, clear
+        # error (backend-timeout 8 s: under ASan on loaded cores the handshake's
+        # failure once came after a 2 s timeout, CI ci7; it is the error text,
+        # not the timeout, that is checked)
+        s = start_mongo_frontdoor(uri, backend_timeout=8000, **dict(tls, mongo_tls_ca_cert_file=p["ca2.crt"]))
         got, took = first_reply(s)
         check(got.startswith(b"-ERR backend unavailable (mongodb") and b"certificate" in got,
               "a server of another CA was trusted", got)
-        check(took < 10, "the error took %.1f s (backend-timeout 2000)" % took)
+        check(took < 10, "the error took %.1f s (backend-timeout 8000)" % took)
         s.stop()
         # ... accepted with mongo-tls-allow-invalid-certificates yes
         s = start_mongo_frontdoor(uri, **dict(tls, mongo_tls_ca_cert_file=p["ca2.crt"],
