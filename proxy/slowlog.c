@@ -72,12 +72,25 @@ static size_t kept_arg(const fd_command *cmd, int argc, const resp_arg *argv, in
     return hn + tn;
 }
 
+/* Only these commands have arguments px_arg_redacted may hide. */
+static int may_redact(const fd_command *cmd) {
+    return cmd && (cmd->id == FD_CMD_auth || cmd->id == FD_CMD_acl || cmd->id == FD_CMD_hello ||
+                   cmd->id == FD_CMD_config);
+}
+
+/* Every pending command's arguments are kept in case it turns out slow:
+ * the usual argument (not redacted, not cut) is copied as is, without
+ * kept_arg's checks (bench/cg_percmd.sh: ~300 instructions a command on
+ * the redis backend, docs/benchmarks.md). */
 static px_slowargs *make_args(const px_conn *c, const fd_command *cmd, int argc, const resp_arg *argv) {
     int n = argc > SLOW_MAX_ARGC ? SLOW_MAX_ARGC : argc;
+    int plain = n == argc && !may_redact(cmd);
     const char *addr = c ? c->addr : "?:0";
     const char *name = c && c->name ? c->name : "";
-    size_t bytes = sizeof(px_slowargs) + (size_t)n * sizeof(resp_arg) + strlen(addr) + strlen(name) + 2;
-    for (int j = 0; j < n; j++) bytes += kept_arg(cmd, argc, argv, j, n, NULL);
+    size_t al = strlen(addr), nl = strlen(name);
+    size_t bytes = sizeof(px_slowargs) + (size_t)n * sizeof(resp_arg) + al + nl + 2;
+    for (int j = 0; j < n; j++)
+        bytes += plain && argv[j].len <= SLOW_MAX_STRING ? argv[j].len : kept_arg(cmd, argc, argv, j, n, NULL);
     px_slowargs *a = malloc(bytes);
     if (!a) return NULL;
     a->argc = n;
@@ -85,13 +98,18 @@ static px_slowargs *make_args(const px_conn *c, const fd_command *cmd, int argc,
     char *p = (char *)(a->argv + n);
     for (int j = 0; j < n; j++) {
         a->argv[j].ptr = p;
-        a->argv[j].len = kept_arg(cmd, argc, argv, j, n, p);
+        if (plain && argv[j].len <= SLOW_MAX_STRING) {
+            memcpy(p, argv[j].ptr, argv[j].len);
+            a->argv[j].len = argv[j].len;
+        } else {
+            a->argv[j].len = kept_arg(cmd, argc, argv, j, n, p);
+        }
         p += a->argv[j].len;
     }
     a->addr = p;
-    p = stpcpy(p, addr) + 1;
-    a->name = p;
-    strcpy(p, name);
+    memcpy(p, addr, al + 1);
+    a->name = p + al + 1;
+    memcpy(a->name, name, nl + 1);
     return a;
 }
 
