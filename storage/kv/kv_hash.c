@@ -1,6 +1,6 @@
-/* kv_hash.c — the hash commands of KV_COMMANDS over the ordered-KV layer,
- * with Redis 7.0's semantics, reply shapes and error texts (t_hash.c), and
- * the generic HSCAN/SSCAN/ZSCAN walk.
+/* kv_hash.c — the hashes over the ordered-KV layer: the store of
+ * storage/value/hash.c's commands (fd_hash_io), HRANDFIELD, and the
+ * generic HSCAN/SSCAN/ZSCAN walk.
  *
  * A hash is its metadata (version, size) plus one record per field:
  *   'S' len enc version 'f' field' -> value
@@ -15,284 +15,127 @@
 #include <limits.h>
 #include "kv.h"
 #include "../cmdargs.h"
+#include "../value/hash.h"
 
 
-static int hash_lookup(kv_ctx *c, kv_key *k, kv_meta *m)
+/* ---------------------------------------------------------------- fd_hash_io
+ * The commands are storage/value/hash.c's; this is the store: the hash's
+ * metadata (kept open in the caller's buffer) and its field records. */
+
+typedef struct kv_hk {
+    kv_key  k;
+    kv_meta m;
+    size_t  pl;                   /* the element prefix's length in ek (m.live) */
+    uint8_t ek[KV_ELEM_MAX];
+} kv_hk;
+_Static_assert(sizeof(kv_hk) <= sizeof(fd_hash_hk), "kv_hk fits fd_hash_hk");
+
+static int hk_open(void *h, const resp_arg *key, int named, int step, fd_hash_hk *b, int *exists)
 {
-    return kv_coll_lookup(c, k, m, &c->argv[1], KV_T_HASH);
+    (void)named; (void)step;
+    kv_ctx *c = h;
+    kv_hk *x = (kv_hk *)b->b;
+    FD_TRY(kv_coll_lookup(c, &x->k, &x->m, key, KV_T_HASH));
+    if ((*exists = x->m.live)) x->pl = kv_elem_prefix(x->ek, &x->k, &x->m, KV_TAG_HASH);
+    return FD_OK;
 }
 
-/* Look up field f of the live hash (k, m): FD_OK / FD_NOTFOUND / FD_E_*. */
-static int field_get(kv_ctx *c, const kv_key *k, const kv_meta *m, const resp_arg *f,
-                     const void **v, size_t *vl)
+static int hk_get(void *h, fd_hash_hk *b, const char *f, size_t fl, const void **v, size_t *vl)
 {
-    uint8_t ek[KV_ELEM_MAX];
-    size_t pl = kv_elem_prefix(ek, k, m, KV_TAG_HASH);
-    size_t el = kv_elem_key(ek, ek, pl, f->ptr, f->len);
-    return kv_elem_get(c, ek, el, f->ptr, f->len, v, vl);
+    kv_hk *x = (kv_hk *)b->b;
+    size_t el = kv_elem_key(x->ek, x->ek, x->pl, f, fl);
+    return kv_elem_get(h, x->ek, el, f, fl, v, vl);
 }
 
-/* Set field f to (v, vl) (not driver memory); *created += 1 when new. */
-static int field_set(kv_ctx *c, const kv_key *k, const kv_meta *m, const char *f, size_t fl,
-                     const void *v, size_t vl, long long *created)
+static int hk_put(void *h, fd_hash_hk *b, const char *f, size_t fl, const void *v, size_t vl, int *created)
 {
-    uint8_t ek[KV_ELEM_MAX];
-    size_t pl = kv_elem_prefix(ek, k, m, KV_TAG_HASH);
-    size_t el = kv_elem_key(ek, ek, pl, f, fl);
+    kv_ctx *c = h;
+    kv_hk *x = (kv_hk *)b->b;
+    if (!x->m.live) {
+        FD_TRY(kv_coll_new(c, &x->k, &x->m, KV_T_HASH));
+        x->m.live = 1;
+        x->pl = kv_elem_prefix(x->ek, &x->k, &x->m, KV_TAG_HASH);
+    }
+    size_t el = kv_elem_key(x->ek, x->ek, x->pl, f, fl);
     const void *ov; size_t ovl;
-    int s = kv_elem_get(c, ek, el, f, fl, &ov, &ovl);
-    if (s == FD_NOTFOUND) (*created)++;
+    int s = kv_elem_get(c, x->ek, el, f, fl, &ov, &ovl);
+    if (s == FD_NOTFOUND) { *created = 1; x->m.size++; }
     else if (s != FD_OK) return s;
-    return kv_elem_put(c, ek, el, f, fl, v, vl);
+    return kv_elem_put(c, x->ek, el, f, fl, v, vl);
 }
 
-/* ---------------------------------------------------------------- writes */
-
-static int hset_generic(kv_ctx *c, int hmset)
+static int hk_del(void *h, fd_hash_hk *b, const char *f, size_t fl, int *removed)
 {
-    if (c->argc % 2 == 1) {
-        FD_OUT(resp_add_errorf(c->out, "ERR wrong number of arguments for '%s' command",
-                            hmset ? "hmset" : "hset"));
-        return FD_OK;
-    }
-    kv_key k; kv_meta m;
-    FD_TRY(hash_lookup(c, &k, &m));
-    if (!m.live) FD_TRY(kv_coll_new(c, &k, &m, KV_T_HASH));
-    long long created = 0;
-    for (int j = 2; j < c->argc; j += 2)
-        FD_TRY(field_set(c, &k, &m, c->argv[j].ptr, c->argv[j].len,
-                      c->argv[j + 1].ptr, c->argv[j + 1].len, &created));
-    m.size += (uint64_t)created;
-    FD_TRY(kv_coll_save(c, &k, &m));
-    KV_NOTIFY_ARG(c, HASH, "hset", 1);
-    if (hmset) FD_OUT(resp_add_status(c->out, "OK"));
-    else FD_OUT(resp_add_int(c->out, created));
-    return FD_OK;
-}
-
-int kv_cmd_hset(kv_ctx *c)  { return hset_generic(c, 0); }
-int kv_cmd_hmset(kv_ctx *c) { return hset_generic(c, 1); }
-
-int kv_cmd_hsetnx(kv_ctx *c)
-{
-    kv_key k; kv_meta m;
-    FD_TRY(hash_lookup(c, &k, &m));
-    if (m.live) {
-        const void *v; size_t vl;
-        int s = field_get(c, &k, &m, &c->argv[2], &v, &vl);
-        if (s == FD_OK) { FD_OUT(resp_add_int(c->out, 0)); return FD_OK; }
-        if (s != FD_NOTFOUND) return s;
-    } else {
-        FD_TRY(kv_coll_new(c, &k, &m, KV_T_HASH));
-    }
-    long long created = 0;
-    FD_TRY(field_set(c, &k, &m, c->argv[2].ptr, c->argv[2].len, c->argv[3].ptr, c->argv[3].len, &created));
-    m.size += (uint64_t)created;
-    FD_TRY(kv_coll_save(c, &k, &m));
-    KV_NOTIFY_ARG(c, HASH, "hset", 1);
-    FD_OUT(resp_add_int(c->out, 1));
-    return FD_OK;
-}
-
-int kv_cmd_hdel(kv_ctx *c)
-{
-    kv_key k; kv_meta m;
-    FD_TRY(hash_lookup(c, &k, &m));
-    long long n = 0;
-    if (m.live) {
-        uint8_t ek[KV_ELEM_MAX];
-        size_t pl = kv_elem_prefix(ek, &k, &m, KV_TAG_HASH);
-        for (int j = 2; j < c->argc && (uint64_t)n < m.size; j++) {
-            size_t el = kv_elem_key(ek, ek, pl, c->argv[j].ptr, c->argv[j].len);
-            const void *v; size_t vl;
-            int s = kv_elem_get(c, ek, el, c->argv[j].ptr, c->argv[j].len, &v, &vl);
-            if (s == FD_NOTFOUND) continue;
-            if (s != FD_OK) return s;
-            FD_TRY(c->drv->del(c->txn, ek, el));
-            n++;
-        }
-        if (n) {
-            m.size -= (uint64_t)n;
-            FD_TRY(kv_coll_save(c, &k, &m));
-            KV_NOTIFY_ARG(c, HASH, "hdel", 1);
-            if (!m.size) KV_NOTIFY_ARG(c, GENERIC, "del", 1);
-        }
-    }
-    FD_OUT(resp_add_int(c->out, n));
-    return FD_OK;
-}
-
-int kv_cmd_hincrby(kv_ctx *c)
-{
-    long long incr, v = 0;
-    if (resp_str2ll(c->argv[3].ptr, c->argv[3].len, &incr) != 0) return FD_E_NOTINT;
-    kv_key k; kv_meta m;
-    FD_TRY(hash_lookup(c, &k, &m));
-    if (m.live) {
-        const void *ov; size_t ovl;
-        int s = field_get(c, &k, &m, &c->argv[2], &ov, &ovl);
-        if (s == FD_OK && resp_str2ll(ov, ovl, &v) != 0) {
-            FD_OUT(resp_add_error(c->out, "ERR hash value is not an integer"));
-            return FD_OK;
-        }
-        if (s != FD_OK && s != FD_NOTFOUND) return s;
-    } else {
-        FD_TRY(kv_coll_new(c, &k, &m, KV_T_HASH));
-    }
-    if ((incr < 0 && v < 0 && incr < LLONG_MIN - v) || (incr > 0 && v > 0 && incr > LLONG_MAX - v))
-        return FD_E_OVERFLOW;
-    v += incr;
-    char buf[32];
-    int n = resp_ll2str(buf, sizeof buf, v);
-    long long created = 0;
-    FD_TRY(field_set(c, &k, &m, c->argv[2].ptr, c->argv[2].len, buf, (size_t)n, &created));
-    m.size += (uint64_t)created;
-    FD_TRY(kv_coll_save(c, &k, &m));
-    KV_NOTIFY_ARG(c, HASH, "hincrby", 1);
-    FD_OUT(resp_add_int(c->out, v));
-    return FD_OK;
-}
-
-int kv_cmd_hincrbyfloat(kv_ctx *c)
-{
-    long double v = 0, incr;
-    if (resp_str2ld(c->argv[3].ptr, c->argv[3].len, &incr) != 0) return FD_E_NOTFLOAT;
-    if (isnan(incr) || isinf(incr)) {
-        FD_OUT(resp_add_error(c->out, "ERR value is NaN or Infinity"));
-        return FD_OK;
-    }
-    kv_key k; kv_meta m;
-    FD_TRY(hash_lookup(c, &k, &m));
-    if (m.live) {
-        const void *ov; size_t ovl;
-        int s = field_get(c, &k, &m, &c->argv[2], &ov, &ovl);
-        if (s == FD_OK && resp_str2ld(ov, ovl, &v) != 0) {
-            FD_OUT(resp_add_error(c->out, "ERR hash value is not a float"));
-            return FD_OK;
-        }
-        if (s != FD_OK && s != FD_NOTFOUND) return s;
-    } else {
-        FD_TRY(kv_coll_new(c, &k, &m, KV_T_HASH));
-    }
-    v += incr;
-    if (isnan(v) || isinf(v)) return FD_E_NAN;
-    char buf[5 * 1024 + 64];
-    int n = resp_format_ld(buf, sizeof buf, v);
-    if (n <= 0 || (size_t)n >= sizeof buf) return FD_E_INTERNAL;
-    long long created = 0;
-    FD_TRY(field_set(c, &k, &m, c->argv[2].ptr, c->argv[2].len, buf, (size_t)n, &created));
-    m.size += (uint64_t)created;
-    FD_TRY(kv_coll_save(c, &k, &m));
-    KV_NOTIFY_ARG(c, HASH, "hincrbyfloat", 1);
-    FD_OUT(resp_add_bulk(c->out, buf, (size_t)n));
-    return FD_OK;
-}
-
-/* ---------------------------------------------------------------- reads */
-
-int kv_cmd_hget(kv_ctx *c)
-{
-    kv_key k; kv_meta m;
-    FD_TRY(hash_lookup(c, &k, &m));
-    if (!m.live) { FD_OUT(resp_add_null(c->out)); return FD_OK; }
+    kv_ctx *c = h;
+    kv_hk *x = (kv_hk *)b->b;
+    if (!x->m.size) return FD_OK;
+    size_t el = kv_elem_key(x->ek, x->ek, x->pl, f, fl);
     const void *v; size_t vl;
-    int s = field_get(c, &k, &m, &c->argv[2], &v, &vl);
-    if (s == FD_NOTFOUND) FD_OUT(resp_add_null(c->out));
-    else if (s != FD_OK) return s;
-    else FD_OUT(resp_add_bulk(c->out, v, vl));
+    int s = kv_elem_get(c, x->ek, el, f, fl, &v, &vl);
+    if (s == FD_NOTFOUND) return FD_OK;
+    if (s != FD_OK) return s;
+    FD_TRY(c->drv->del(c->txn, x->ek, el));
+    *removed = 1;
+    x->m.size--;
     return FD_OK;
 }
 
-int kv_cmd_hmget(kv_ctx *c)
-{
-    kv_key k; kv_meta m;
-    FD_TRY(hash_lookup(c, &k, &m));
-    size_t mark = c->out->len;
-    FD_OUT(resp_add_array(c->out, c->argc - 2));
-    for (int j = 2; j < c->argc; j++) {
-        const void *v; size_t vl;
-        int s = m.live ? field_get(c, &k, &m, &c->argv[j], &v, &vl) : FD_NOTFOUND;
-        if (s == FD_OK) s = resp_add_bulk(c->out, v, vl) ? FD_E_NOMEM : FD_OK;
-        else if (s == FD_NOTFOUND) s = resp_add_null(c->out) ? FD_E_NOMEM : FD_OK;
-        if (s != FD_OK) { c->out->len = mark; return s; }
-    }
-    return FD_OK;
-}
+static long long hk_count(void *h, fd_hash_hk *b) { (void)h; return (long long)((kv_hk *)b->b)->m.size; }
 
-int kv_cmd_hlen(kv_ctx *c)
+/* One range scan, in byte order (Redis: insertion order for small hashes,
+ * hash order else — neither is specified). */
+static int hk_walk(void *h, fd_hash_hk *b, fd_hash_walk_fn fn, void *arg)
 {
-    kv_key k; kv_meta m;
-    FD_TRY(hash_lookup(c, &k, &m));
-    FD_OUT(resp_add_int(c->out, m.live ? (long long)m.size : 0));
-    return FD_OK;
-}
-
-int kv_cmd_hexists(kv_ctx *c)
-{
-    kv_key k; kv_meta m;
-    FD_TRY(hash_lookup(c, &k, &m));
-    int found = 0;
-    if (m.live) {
-        const void *v; size_t vl;
-        int s = field_get(c, &k, &m, &c->argv[2], &v, &vl);
-        if (s != FD_OK && s != FD_NOTFOUND) return s;
-        found = s == FD_OK;
-    }
-    FD_OUT(resp_add_int(c->out, found));
-    return FD_OK;
-}
-
-int kv_cmd_hstrlen(kv_ctx *c)
-{
-    kv_key k; kv_meta m;
-    FD_TRY(hash_lookup(c, &k, &m));
-    long long n = 0;
-    if (m.live) {
-        const void *v; size_t vl;
-        int s = field_get(c, &k, &m, &c->argv[2], &v, &vl);
-        if (s != FD_OK && s != FD_NOTFOUND) return s;
-        if (s == FD_OK) n = (long long)vl;
-    }
-    FD_OUT(resp_add_int(c->out, n));
-    return FD_OK;
-}
-
-/* HGETALL (keys and values), HKEYS, HVALS: one range scan. */
-static int getall_generic(kv_ctx *c, int keys, int vals)
-{
-    kv_key k; kv_meta m;
-    FD_TRY(hash_lookup(c, &k, &m));
-    size_t mark = c->out->len;
-    long long n = m.live ? (long long)m.size : 0;
-    if (keys && vals) FD_OUT(resp_add_map(c->out, n));
-    else FD_OUT(resp_add_array(c->out, n));
-    if (!n) return FD_OK;
+    kv_ctx *c = h;
+    kv_hk *x = (kv_hk *)b->b;
     uint8_t pfx[KV_ELEM_MAX];
-    size_t pl = kv_elem_prefix(pfx, &k, &m, KV_TAG_HASH);
+    size_t pl = kv_elem_prefix(pfx, &x->k, &x->m, KV_TAG_HASH);
     kv_iter *it;
     FD_TRY(c->drv->iter_open(c->txn, &it));
     const void *kp, *vp; size_t kl, vl;
     int s = kv_range_seek(c, it, pfx, pl, pfx, pl, 0, &kp, &kl, &vp, &vl);
-    long long got = 0;
     while (s == FD_OK) {
         const char *f, *v; size_t fl, vvl;
         if ((s = kv_elem_decode(kp, kl, pl, vp, vl, &f, &fl, &v, &vvl)) != FD_OK) break;
-        if ((keys && resp_add_bulk(c->out, f, fl)) || (vals && resp_add_bulk(c->out, v, vvl))) {
-            s = FD_E_NOMEM;
-            break;
-        }
-        got++;
+        if ((s = fn(arg, f, fl, v, vvl)) != 0) break;
         s = kv_range_step(c, it, pfx, pl, 0, &kp, &kl, &vp, &vl);
     }
     c->drv->iter_close(it);
-    if (s == FD_NOTFOUND) s = got == n ? FD_OK : FD_E_CORRUPT;
-    if (s != FD_OK) c->out->len = mark;
-    return s;
+    return s == FD_NOTFOUND ? FD_OK : s;
 }
 
-int kv_cmd_hgetall(kv_ctx *c) { return getall_generic(c, 1, 1); }
-int kv_cmd_hkeys(kv_ctx *c)   { return getall_generic(c, 1, 0); }
-int kv_cmd_hvals(kv_ctx *c)   { return getall_generic(c, 0, 1); }
+static int hk_save(void *h, fd_hash_hk *b)
+{
+    kv_hk *x = (kv_hk *)b->b;
+    return kv_coll_save(h, &x->k, &x->m);
+}
+
+static int hk_gone(void *h, fd_hash_hk *b) { (void)h; return ((kv_hk *)b->b)->m.size == 0; }
+static void hk_close(void *h, fd_hash_hk *b) { (void)h; (void)b; }
+
+static void hk_event(void *h, int cls, const char *event, const resp_arg *key)
+{
+    kv_ctx *c = h;
+    FD_NOTIFY(&c->st->events, cls, event, key->ptr, key->len);
+}
+
+static const fd_hash_io hash_io = { hk_open, hk_get, hk_put, hk_del, hk_count, hk_walk,
+                                    hk_save, hk_gone, hk_close, hk_event };
+
+int kv_cmd_hset(kv_ctx *c)         { return fd_hash_hset(&hash_io, c, c->argc, c->argv, 0, c->out); }
+int kv_cmd_hmset(kv_ctx *c)        { return fd_hash_hset(&hash_io, c, c->argc, c->argv, 1, c->out); }
+int kv_cmd_hsetnx(kv_ctx *c)       { return fd_hash_hsetnx(&hash_io, c, c->argv, c->out); }
+int kv_cmd_hdel(kv_ctx *c)         { return fd_hash_hdel(&hash_io, c, c->argc, c->argv, c->out); }
+int kv_cmd_hincrby(kv_ctx *c)      { return fd_hash_hincrby(&hash_io, c, c->argv, c->out); }
+int kv_cmd_hincrbyfloat(kv_ctx *c) { return fd_hash_hincrbyfloat(&hash_io, c, c->argv, c->out); }
+int kv_cmd_hget(kv_ctx *c)         { return fd_hash_hget(&hash_io, c, c->argv, c->out); }
+int kv_cmd_hmget(kv_ctx *c)        { return fd_hash_hmget(&hash_io, c, c->argc, c->argv, c->out); }
+int kv_cmd_hlen(kv_ctx *c)         { return fd_hash_hlen(&hash_io, c, c->argv, c->out); }
+int kv_cmd_hexists(kv_ctx *c)      { return fd_hash_hexists(&hash_io, c, c->argv, c->out); }
+int kv_cmd_hstrlen(kv_ctx *c)      { return fd_hash_hstrlen(&hash_io, c, c->argv, c->out); }
+int kv_cmd_hgetall(kv_ctx *c)      { return fd_hash_getall(&hash_io, c, c->argv, 1, 1, c->out); }
+int kv_cmd_hkeys(kv_ctx *c)        { return fd_hash_getall(&hash_io, c, c->argv, 1, 0, c->out); }
+int kv_cmd_hvals(kv_ctx *c)        { return fd_hash_getall(&hash_io, c, c->argv, 0, 1, c->out); }
 
 /* ---------------------------------------------------------------- HRANDFIELD */
 
@@ -442,7 +285,7 @@ int kv_cmd_hrandfield(kv_ctx *c)
                                c->out, &replied));
     if (replied) return FD_OK;
     kv_key k; kv_meta m;
-    FD_TRY(hash_lookup(c, &k, &m));
+    FD_TRY(kv_coll_lookup(c, &k, &m, &c->argv[1], KV_T_HASH));
     if (!m.live) {
         if (hascount) FD_OUT(resp_add_array(c->out, 0));
         else FD_OUT(resp_add_null(c->out));

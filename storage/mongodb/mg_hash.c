@@ -2,15 +2,17 @@
  *
  * { _id, type: "hash", value: [ {f: BinData, v: BinData}, ... ], expireAt? }
  * Field names are arbitrary bytes, so they are values, never MongoDB field
- * names. Each command reads the document, changes the array here and writes
- * it back (one replaceOne; the key's worker runs its commands in order, so
- * this is atomic for this frontdoor). Fields keep insertion order. */
+ * names. Each command (storage/value/hash.c over this file's fd_hash_io)
+ * reads the document, changes the array here and writes it back (one
+ * replaceOne; the key's worker runs its commands in order, so this is
+ * atomic for this frontdoor). Fields keep insertion order. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mg.h"
+#include "../value/hash.h"
 
 void mg_hash_free(mg_hash *h)
 {
@@ -111,204 +113,125 @@ static int hash_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg_
     return s;
 }
 
-/* the result first: it may read h */
+/* ---------------------------------------------------------------- fd_hash_io
+ * The commands are storage/value/hash.c's; this is the store: the hash's
+ * document loaded (a big hash: only the named fields, mg_big.c), changed
+ * here and written back by save. */
 
-static int hset_generic(mg_ctx *c, int hmset)
+typedef struct mg_hk {
+    const resp_arg *key;
+    mg_meta m;
+    mg_hash h;
+} mg_hk;
+_Static_assert(sizeof(mg_hk) <= sizeof(fd_hash_hk), "mg_hk fits fd_hash_hk");
+
+static int hk_open(void *hp, const resp_arg *key, int named, int step, fd_hash_hk *b, int *exists)
 {
-    if (c->argc % 2 == 1) {
-        FD_OUT(resp_add_errorf(c->out, "ERR wrong number of arguments for '%s' command", hmset ? "hmset" : "hset"));
-        return FD_OK;
-    }
-    mg_meta m; mg_hash h;
-    mg_named(c, 2, 1);     /* a big hash: only these fields (mg_big.c) */
-    FD_TRY(mg_hash_load(c, &c->argv[1], &m, &h));
-    long long created = 0;
-    int s = FD_OK;
-    for (int j = 2; j < c->argc && s == FD_OK; j += 2)
-        s = hash_set(&h, c->argv[j].ptr, c->argv[j].len, c->argv[j + 1].ptr, c->argv[j + 1].len, 0, &created);
-    if (s == FD_OK) s = hash_save(c, &c->argv[1], &m, &h);
-    if (s == FD_OK) s = (hmset ? resp_add_status(c->out, "OK") : resp_add_int(c->out, created)) ? FD_E_NOMEM : FD_OK;
-    HASH_DONE(s);
+    mg_ctx *c = hp;
+    mg_hk *x = (mg_hk *)b->b;
+    memset(x, 0, sizeof *x);
+    x->key = key;
+    if (named >= 0) mg_named(c, named < c->argc ? named : c->argc, step);   /* a big hash: only these fields */
+    int s = mg_hash_load(c, key, &x->m, &x->h);
+    if (s != FD_OK) { memset(x, 0, sizeof *x); return s; }      /* (freed by the load) */
+    *exists = x->m.live;
+    return FD_OK;
 }
 
-/* The keyspace event of a hash command, from its reply (Redis's t_hash.c):
- * always (any), or when an integer above 0; then "del" when the hash is
- * gone (HDEL). */
-static int hash_events(mg_ctx *c, int s, size_t mark, const char *ev, int any, int dels)
+static int hk_get(void *hp, fd_hash_hk *b, const char *f, size_t fl, const void **v, size_t *vl)
 {
-    long long v = 0;
-    if (s != FD_OK || !fd_notify_on(FD_NOTIFY_HASH | FD_NOTIFY_GENERIC)) return s;
-    if (any ? (c->out->len <= mark || c->out->data[mark] == '-') : !(mg_reply_int(c, mark, &v) && v > 0)) return s;
-    MG_NOTIFY_ARG(c, HASH, ev, 1);
-    if (dels) mg_notify_del_if_gone(c, &c->argv[1]);
+    (void)hp;
+    mg_hk *x = (mg_hk *)b->b;
+    long i = hash_find(&x->h, f, fl);
+    if (i < 0) return FD_NOTFOUND;
+    *v = x->h.a[i].v;
+    *vl = x->h.a[i].vl;
+    return FD_OK;
+}
+
+static int hk_put(void *hp, fd_hash_hk *b, const char *f, size_t fl, const void *v, size_t vl, int *created)
+{
+    (void)hp;
+    long long n = 0;
+    int s = hash_set(&((mg_hk *)b->b)->h, f, fl, v, vl, 1, &n);
+    *created = n > 0;
     return s;
 }
-#define HASH_EV(call, ev, any, dels) \
-    do { size_t mark_ = c->out->len; return hash_events(c, (call), mark_, ev, any, dels); } while (0)
 
-int mg_cmd_hset(mg_ctx *c)  { HASH_EV(hset_generic(c, 0), "hset", 1, 0); }
-int mg_cmd_hmset(mg_ctx *c) { HASH_EV(hset_generic(c, 1), "hset", 1, 0); }
-static int hsetnx_do(mg_ctx *c);
-static int hdel_do(mg_ctx *c);
-static int hincrby_do(mg_ctx *c);
-static int hincrbyfloat_do(mg_ctx *c);
-int mg_cmd_hsetnx(mg_ctx *c)       { HASH_EV(hsetnx_do(c), "hset", 0, 0); }
-int mg_cmd_hdel(mg_ctx *c)         { HASH_EV(hdel_do(c), "hdel", 0, 1); }
-int mg_cmd_hincrby(mg_ctx *c)      { HASH_EV(hincrby_do(c), "hincrby", 1, 0); }
-int mg_cmd_hincrbyfloat(mg_ctx *c) { HASH_EV(hincrbyfloat_do(c), "hincrbyfloat", 1, 0); }
-
-static int hsetnx_do(mg_ctx *c)
+static int hk_del(void *hp, fd_hash_hk *b, const char *f, size_t fl, int *removed)
 {
-    mg_meta m; mg_hash h;
-    mg_named(c, 2, 1);     /* a big hash: only these fields (mg_big.c) */
-    FD_TRY(mg_hash_load(c, &c->argv[1], &m, &h));
-    int s;
-    if (hash_find(&h, c->argv[2].ptr, c->argv[2].len) >= 0) s = resp_add_int(c->out, 0) ? FD_E_NOMEM : FD_OK;
-    else {
-        s = hash_set(&h, c->argv[2].ptr, c->argv[2].len, c->argv[3].ptr, c->argv[3].len, 0, NULL);
-        if (s == FD_OK) s = hash_save(c, &c->argv[1], &m, &h);
-        if (s == FD_OK && resp_add_int(c->out, 1)) s = FD_E_NOMEM;
+    (void)hp;
+    mg_hash *h = &((mg_hk *)b->b)->h;
+    long i = hash_find(h, f, fl);
+    if (i < 0) return FD_OK;
+    free(h->a[i].own);
+    memmove(&h->a[i], &h->a[i + 1], (h->n - (size_t)i - 1) * sizeof h->a[0]);
+    h->n--;
+    mg_ix_invalidate(&h->ix);
+    *removed = 1;
+    return FD_OK;
+}
+
+static long long hk_count(void *hp, fd_hash_hk *b)
+{
+    (void)hp;
+    mg_hk *x = (mg_hk *)b->b;
+    return mg_coll_count(&x->m, x->h.n);
+}
+
+static int hk_walk(void *hp, fd_hash_hk *b, fd_hash_walk_fn fn, void *arg)
+{
+    (void)hp;
+    mg_hash *h = &((mg_hk *)b->b)->h;
+    for (size_t i = 0; i < h->n; i++) {
+        int s = fn(arg, h->a[i].f, h->a[i].fl, h->a[i].v, h->a[i].vl);
+        if (s) return s;
     }
-    HASH_DONE(s);
+    return FD_OK;
 }
 
-static int hdel_do(mg_ctx *c)
+static int hk_save(void *hp, fd_hash_hk *b)
 {
-    mg_meta m; mg_hash h;
-    mg_named(c, 2, 1);     /* a big hash: only these fields (mg_big.c) */
-    FD_TRY(mg_hash_load(c, &c->argv[1], &m, &h));
-    long long n = 0;
-    for (int j = 2; j < c->argc; j++) {
-        long i = hash_find(&h, c->argv[j].ptr, c->argv[j].len);
-        if (i < 0) continue;
-        free(h.a[i].own);
-        memmove(&h.a[i], &h.a[i + 1], (h.n - (size_t)i - 1) * sizeof h.a[0]);
-        h.n--;
-        mg_ix_invalidate(&h.ix);
-        n++;
-    }
-    int s = n ? hash_save(c, &c->argv[1], &m, &h) : FD_OK;
-    if (s == FD_OK && resp_add_int(c->out, n)) s = FD_E_NOMEM;
-    HASH_DONE(s);
+    mg_hk *x = (mg_hk *)b->b;
+    return hash_save(hp, x->key, &x->m, &x->h);
 }
 
-static int hincrby_do(mg_ctx *c)
+static int hk_gone(void *hp, fd_hash_hk *b)
 {
-    long long incr, v = 0;
-    if (resp_str2ll(c->argv[3].ptr, c->argv[3].len, &incr) != 0) return FD_E_NOTINT;
-    mg_meta m; mg_hash h;
-    mg_named(c, 2, 1);     /* a big hash: only these fields (mg_big.c) */
-    FD_TRY(mg_hash_load(c, &c->argv[1], &m, &h));
-    long i = hash_find(&h, c->argv[2].ptr, c->argv[2].len);
-    int s = FD_OK;
-    if (i >= 0 && resp_str2ll(h.a[i].v, h.a[i].vl, &v) != 0) {
-        s = resp_add_error(c->out, "ERR hash value is not an integer") ? FD_E_NOMEM : FD_OK;
-        HASH_DONE(s);
-    }
-    if ((incr < 0 && v < 0 && incr < LLONG_MIN - v) || (incr > 0 && v > 0 && incr > LLONG_MAX - v))
-        HASH_DONE(FD_E_OVERFLOW);
-    v += incr;
-    char buf[32];
-    int n = resp_ll2str(buf, sizeof buf, v);
-    s = hash_set(&h, c->argv[2].ptr, c->argv[2].len, buf, (size_t)n, 1, NULL);
-    if (s == FD_OK) s = hash_save(c, &c->argv[1], &m, &h);
-    if (s == FD_OK && resp_add_int(c->out, v)) s = FD_E_NOMEM;
-    HASH_DONE(s);
+    int live = 1;
+    return mg_key_live(hp, ((mg_hk *)b->b)->key, &live) == FD_OK && !live;
 }
 
-static int hincrbyfloat_do(mg_ctx *c)
+static void hk_close(void *hp, fd_hash_hk *b)
 {
-    long double v = 0, incr;
-    if (resp_str2ld(c->argv[3].ptr, c->argv[3].len, &incr) != 0) return FD_E_NOTFLOAT;
-    if (isnan(incr) || isinf(incr)) {
-        FD_OUT(resp_add_error(c->out, "ERR value is NaN or Infinity"));
-        return FD_OK;
-    }
-    mg_meta m; mg_hash h;
-    mg_named(c, 2, 1);     /* a big hash: only these fields (mg_big.c) */
-    FD_TRY(mg_hash_load(c, &c->argv[1], &m, &h));
-    long i = hash_find(&h, c->argv[2].ptr, c->argv[2].len);
-    int s = FD_OK;
-    if (i >= 0 && resp_str2ld(h.a[i].v, h.a[i].vl, &v) != 0) {
-        s = resp_add_error(c->out, "ERR hash value is not a float") ? FD_E_NOMEM : FD_OK;
-        HASH_DONE(s);
-    }
-    v += incr;
-    if (isnan(v) || isinf(v)) HASH_DONE(FD_E_NAN);
-    size_t cap = 5 * 1024 + 64;
-    char *buf = malloc(cap);
-    if (!buf) HASH_DONE(FD_E_NOMEM);
-    int n = resp_format_ld(buf, cap, v);
-    if (n <= 0 || (size_t)n >= cap) { free(buf); HASH_DONE(FD_E_INTERNAL); }
-    s = hash_set(&h, c->argv[2].ptr, c->argv[2].len, buf, (size_t)n, 1, NULL);
-    if (s == FD_OK) s = hash_save(c, &c->argv[1], &m, &h);
-    if (s == FD_OK && resp_add_bulk(c->out, buf, (size_t)n)) s = FD_E_NOMEM;
-    free(buf);
-    HASH_DONE(s);
+    (void)hp;
+    mg_hk *x = (mg_hk *)b->b;
+    mg_hash_free(&x->h);
+    mg_meta_free(&x->m);
 }
 
-int mg_cmd_hget(mg_ctx *c)
+static void hk_event(void *hp, int cls, const char *event, const resp_arg *key)
 {
-    mg_meta m; mg_hash h;
-    mg_named(c, 2, 1);     /* a big hash: only these fields (mg_big.c) */
-    FD_TRY(mg_hash_load(c, &c->argv[1], &m, &h));
-    long i = hash_find(&h, c->argv[2].ptr, c->argv[2].len);
-    int r = i >= 0 ? resp_add_bulk(c->out, h.a[i].v, h.a[i].vl) : resp_add_null(c->out);
-    HASH_DONE(r ? FD_E_NOMEM : FD_OK);
+    mg_ctx *c = hp;
+    FD_NOTIFY(c->ev, cls, event, key->ptr, key->len);
 }
 
-int mg_cmd_hmget(mg_ctx *c)
-{
-    mg_meta m; mg_hash h;
-    mg_named(c, 2, 1);     /* a big hash: only these fields (mg_big.c) */
-    FD_TRY(mg_hash_load(c, &c->argv[1], &m, &h));
-    int r = resp_add_array(c->out, c->argc - 2);
-    for (int j = 2; j < c->argc && !r; j++) {
-        long i = hash_find(&h, c->argv[j].ptr, c->argv[j].len);
-        r = i >= 0 ? resp_add_bulk(c->out, h.a[i].v, h.a[i].vl) : resp_add_null(c->out);
-    }
-    HASH_DONE(r ? FD_E_NOMEM : FD_OK);
-}
+static const fd_hash_io hash_io = { hk_open, hk_get, hk_put, hk_del, hk_count, hk_walk,
+                                    hk_save, hk_gone, hk_close, hk_event };
 
-int mg_cmd_hlen(mg_ctx *c)
-{
-    mg_meta m; mg_hash h;
-    mg_named(c, c->argc, 1);     /* a big hash: only these fields (mg_big.c) */
-    FD_TRY(mg_hash_load(c, &c->argv[1], &m, &h));
-    HASH_DONE(resp_add_int(c->out, mg_coll_count(&m, h.n)) ? FD_E_NOMEM : FD_OK);
-}
-
-int mg_cmd_hexists(mg_ctx *c)
-{
-    mg_meta m; mg_hash h;
-    mg_named(c, 2, 1);     /* a big hash: only these fields (mg_big.c) */
-    FD_TRY(mg_hash_load(c, &c->argv[1], &m, &h));
-    HASH_DONE(resp_add_int(c->out, hash_find(&h, c->argv[2].ptr, c->argv[2].len) >= 0) ? FD_E_NOMEM : FD_OK);
-}
-
-int mg_cmd_hstrlen(mg_ctx *c)
-{
-    mg_meta m; mg_hash h;
-    mg_named(c, 2, 1);     /* a big hash: only these fields (mg_big.c) */
-    FD_TRY(mg_hash_load(c, &c->argv[1], &m, &h));
-    long i = hash_find(&h, c->argv[2].ptr, c->argv[2].len);
-    HASH_DONE(resp_add_int(c->out, i >= 0 ? (long long)h.a[i].vl : 0) ? FD_E_NOMEM : FD_OK);
-}
-
-static int getall_generic(mg_ctx *c, int keys, int vals)
-{
-    mg_meta m; mg_hash h;
-    FD_TRY(mg_hash_load(c, &c->argv[1], &m, &h));
-    int r = keys && vals ? resp_add_map(c->out, (long long)h.n) : resp_add_array(c->out, (long long)h.n);
-    for (size_t i = 0; i < h.n && !r; i++) {
-        if (keys) r = resp_add_bulk(c->out, h.a[i].f, h.a[i].fl);
-        if (!r && vals) r = resp_add_bulk(c->out, h.a[i].v, h.a[i].vl);
-    }
-    HASH_DONE(r ? FD_E_NOMEM : FD_OK);
-}
-
-int mg_cmd_hgetall(mg_ctx *c) { return getall_generic(c, 1, 1); }
-int mg_cmd_hkeys(mg_ctx *c)   { return getall_generic(c, 1, 0); }
-int mg_cmd_hvals(mg_ctx *c)   { return getall_generic(c, 0, 1); }
+int mg_cmd_hset(mg_ctx *c)         { return fd_hash_hset(&hash_io, c, c->argc, c->argv, 0, c->out); }
+int mg_cmd_hmset(mg_ctx *c)        { return fd_hash_hset(&hash_io, c, c->argc, c->argv, 1, c->out); }
+int mg_cmd_hsetnx(mg_ctx *c)       { return fd_hash_hsetnx(&hash_io, c, c->argv, c->out); }
+int mg_cmd_hdel(mg_ctx *c)         { return fd_hash_hdel(&hash_io, c, c->argc, c->argv, c->out); }
+int mg_cmd_hincrby(mg_ctx *c)      { return fd_hash_hincrby(&hash_io, c, c->argv, c->out); }
+int mg_cmd_hincrbyfloat(mg_ctx *c) { return fd_hash_hincrbyfloat(&hash_io, c, c->argv, c->out); }
+int mg_cmd_hget(mg_ctx *c)         { return fd_hash_hget(&hash_io, c, c->argv, c->out); }
+int mg_cmd_hmget(mg_ctx *c)        { return fd_hash_hmget(&hash_io, c, c->argc, c->argv, c->out); }
+int mg_cmd_hlen(mg_ctx *c)         { return fd_hash_hlen(&hash_io, c, c->argv, c->out); }
+int mg_cmd_hexists(mg_ctx *c)      { return fd_hash_hexists(&hash_io, c, c->argv, c->out); }
+int mg_cmd_hstrlen(mg_ctx *c)      { return fd_hash_hstrlen(&hash_io, c, c->argv, c->out); }
+int mg_cmd_hgetall(mg_ctx *c)      { return fd_hash_getall(&hash_io, c, c->argv, 1, 1, c->out); }
+int mg_cmd_hkeys(mg_ctx *c)        { return fd_hash_getall(&hash_io, c, c->argv, 1, 0, c->out); }
+int mg_cmd_hvals(mg_ctx *c)        { return fd_hash_getall(&hash_io, c, c->argv, 0, 1, c->out); }
 
 int mg_hash_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg_hash *h) { return hash_save(c, key, m, h); }
