@@ -122,20 +122,7 @@ static void hk_event(void *h, int cls, const char *event, const resp_arg *key)
 static const fd_hash_io hash_io = { hk_open, hk_get, hk_put, hk_del, hk_count, hk_walk,
                                     hk_save, hk_gone, hk_close, hk_event };
 
-int kv_cmd_hset(kv_ctx *c)         { return fd_hash_hset(&hash_io, c, c->argc, c->argv, 0, c->out); }
-int kv_cmd_hmset(kv_ctx *c)        { return fd_hash_hset(&hash_io, c, c->argc, c->argv, 1, c->out); }
-int kv_cmd_hsetnx(kv_ctx *c)       { return fd_hash_hsetnx(&hash_io, c, c->argv, c->out); }
-int kv_cmd_hdel(kv_ctx *c)         { return fd_hash_hdel(&hash_io, c, c->argc, c->argv, c->out); }
-int kv_cmd_hincrby(kv_ctx *c)      { return fd_hash_hincrby(&hash_io, c, c->argv, c->out); }
-int kv_cmd_hincrbyfloat(kv_ctx *c) { return fd_hash_hincrbyfloat(&hash_io, c, c->argv, c->out); }
-int kv_cmd_hget(kv_ctx *c)         { return fd_hash_hget(&hash_io, c, c->argv, c->out); }
-int kv_cmd_hmget(kv_ctx *c)        { return fd_hash_hmget(&hash_io, c, c->argc, c->argv, c->out); }
-int kv_cmd_hlen(kv_ctx *c)         { return fd_hash_hlen(&hash_io, c, c->argv, c->out); }
-int kv_cmd_hexists(kv_ctx *c)      { return fd_hash_hexists(&hash_io, c, c->argv, c->out); }
-int kv_cmd_hstrlen(kv_ctx *c)      { return fd_hash_hstrlen(&hash_io, c, c->argv, c->out); }
-int kv_cmd_hgetall(kv_ctx *c)      { return fd_hash_getall(&hash_io, c, c->argv, 1, 1, c->out); }
-int kv_cmd_hkeys(kv_ctx *c)        { return fd_hash_getall(&hash_io, c, c->argv, 1, 0, c->out); }
-int kv_cmd_hvals(kv_ctx *c)        { return fd_hash_getall(&hash_io, c, c->argv, 0, 1, c->out); }
+FD_HASH_HANDLERS(kv, kv_ctx, hash_io)
 
 /* ---------------------------------------------------------------- HRANDFIELD */
 

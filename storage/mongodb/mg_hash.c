@@ -219,19 +219,6 @@ static void hk_event(void *hp, int cls, const char *event, const resp_arg *key)
 static const fd_hash_io hash_io = { hk_open, hk_get, hk_put, hk_del, hk_count, hk_walk,
                                     hk_save, hk_gone, hk_close, hk_event };
 
-int mg_cmd_hset(mg_ctx *c)         { return fd_hash_hset(&hash_io, c, c->argc, c->argv, 0, c->out); }
-int mg_cmd_hmset(mg_ctx *c)        { return fd_hash_hset(&hash_io, c, c->argc, c->argv, 1, c->out); }
-int mg_cmd_hsetnx(mg_ctx *c)       { return fd_hash_hsetnx(&hash_io, c, c->argv, c->out); }
-int mg_cmd_hdel(mg_ctx *c)         { return fd_hash_hdel(&hash_io, c, c->argc, c->argv, c->out); }
-int mg_cmd_hincrby(mg_ctx *c)      { return fd_hash_hincrby(&hash_io, c, c->argv, c->out); }
-int mg_cmd_hincrbyfloat(mg_ctx *c) { return fd_hash_hincrbyfloat(&hash_io, c, c->argv, c->out); }
-int mg_cmd_hget(mg_ctx *c)         { return fd_hash_hget(&hash_io, c, c->argv, c->out); }
-int mg_cmd_hmget(mg_ctx *c)        { return fd_hash_hmget(&hash_io, c, c->argc, c->argv, c->out); }
-int mg_cmd_hlen(mg_ctx *c)         { return fd_hash_hlen(&hash_io, c, c->argv, c->out); }
-int mg_cmd_hexists(mg_ctx *c)      { return fd_hash_hexists(&hash_io, c, c->argv, c->out); }
-int mg_cmd_hstrlen(mg_ctx *c)      { return fd_hash_hstrlen(&hash_io, c, c->argv, c->out); }
-int mg_cmd_hgetall(mg_ctx *c)      { return fd_hash_getall(&hash_io, c, c->argv, 1, 1, c->out); }
-int mg_cmd_hkeys(mg_ctx *c)        { return fd_hash_getall(&hash_io, c, c->argv, 1, 0, c->out); }
-int mg_cmd_hvals(mg_ctx *c)        { return fd_hash_getall(&hash_io, c, c->argv, 0, 1, c->out); }
+FD_HASH_HANDLERS(mg, mg_ctx, hash_io)
 
 int mg_hash_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg_hash *h) { return hash_save(c, key, m, h); }

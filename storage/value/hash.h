@@ -73,4 +73,23 @@ int fd_hash_hstrlen(const fd_hash_io *io, void *h, const resp_arg *argv, resp_ou
 /* HGETALL (keys 1, vals 1), HKEYS (1, 0), HVALS (0, 1). */
 int fd_hash_getall(const fd_hash_io *io, void *h, const resp_arg *argv, int keys, int vals, resp_out *out);
 
+/* The hash handlers of a family, named <P>_cmd_<command> as commands.def's
+ * impl column binds them, each a call over io for a context type CTX with
+ * argc, argv and out (kv_ctx, mg_ctx). */
+#define FD_HASH_HANDLERS(P, CTX, IO) \
+    int P##_cmd_hset(CTX *c)         { return fd_hash_hset(&(IO), c, c->argc, c->argv, 0, c->out); } \
+    int P##_cmd_hmset(CTX *c)        { return fd_hash_hset(&(IO), c, c->argc, c->argv, 1, c->out); } \
+    int P##_cmd_hsetnx(CTX *c)       { return fd_hash_hsetnx(&(IO), c, c->argv, c->out); } \
+    int P##_cmd_hdel(CTX *c)         { return fd_hash_hdel(&(IO), c, c->argc, c->argv, c->out); } \
+    int P##_cmd_hincrby(CTX *c)      { return fd_hash_hincrby(&(IO), c, c->argv, c->out); } \
+    int P##_cmd_hincrbyfloat(CTX *c) { return fd_hash_hincrbyfloat(&(IO), c, c->argv, c->out); } \
+    int P##_cmd_hget(CTX *c)         { return fd_hash_hget(&(IO), c, c->argv, c->out); } \
+    int P##_cmd_hmget(CTX *c)        { return fd_hash_hmget(&(IO), c, c->argc, c->argv, c->out); } \
+    int P##_cmd_hlen(CTX *c)         { return fd_hash_hlen(&(IO), c, c->argv, c->out); } \
+    int P##_cmd_hexists(CTX *c)      { return fd_hash_hexists(&(IO), c, c->argv, c->out); } \
+    int P##_cmd_hstrlen(CTX *c)      { return fd_hash_hstrlen(&(IO), c, c->argv, c->out); } \
+    int P##_cmd_hgetall(CTX *c)      { return fd_hash_getall(&(IO), c, c->argv, 1, 1, c->out); } \
+    int P##_cmd_hkeys(CTX *c)        { return fd_hash_getall(&(IO), c, c->argv, 1, 0, c->out); } \
+    int P##_cmd_hvals(CTX *c)        { return fd_hash_getall(&(IO), c, c->argv, 0, 1, c->out); }
+
 #endif
