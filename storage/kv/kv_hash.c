@@ -47,13 +47,14 @@ static int hk_get(void *h, fd_hash_hk *b, const char *f, size_t fl, const void *
     return kv_elem_get(h, x->ek, el, f, fl, v, vl);
 }
 
-static int hk_put(void *h, fd_hash_hk *b, const char *f, size_t fl, const void *v, size_t vl, int *created)
+static int hk_put(void *h, fd_hash_hk *b, const char *f, size_t fl, const void *v, size_t vl, int lasting,
+                  int *created)
 {
+    (void)lasting;                /* kv_elem_put copies into the transaction */
     kv_ctx *c = h;
     kv_hk *x = (kv_hk *)b->b;
     if (!x->m.live) {
         FD_TRY(kv_coll_new(c, &x->k, &x->m, KV_T_HASH));
-        x->m.live = 1;
         x->pl = kv_elem_prefix(x->ek, &x->k, &x->m, KV_TAG_HASH);
     }
     size_t el = kv_elem_key(x->ek, x->ek, x->pl, f, fl);

@@ -149,11 +149,12 @@ static int hk_get(void *hp, fd_hash_hk *b, const char *f, size_t fl, const void 
     return FD_OK;
 }
 
-static int hk_put(void *hp, fd_hash_hk *b, const char *f, size_t fl, const void *v, size_t vl, int *created)
+static int hk_put(void *hp, fd_hash_hk *b, const char *f, size_t fl, const void *v, size_t vl, int lasting,
+                  int *created)
 {
     (void)hp;
     long long n = 0;
-    int s = hash_set(&((mg_hk *)b->b)->h, f, fl, v, vl, 1, &n);
+    int s = hash_set(&((mg_hk *)b->b)->h, f, fl, v, vl, !lasting, &n);   /* an argument: kept as is, as before */
     *created = n > 0;
     return s;
 }

@@ -38,7 +38,7 @@ int fd_hash_hset(const fd_hash_io *io, void *h, int argc, const resp_arg *argv, 
     long long created = 0;
     for (int j = 2; j < argc && s == FD_OK; j += 2) {
         int c = 0;
-        s = io->put(h, &hk, argv[j].ptr, argv[j].len, argv[j + 1].ptr, argv[j + 1].len, &c);
+        s = io->put(h, &hk, argv[j].ptr, argv[j].len, argv[j + 1].ptr, argv[j + 1].len, 1, &c);
         created += c;
     }
     if (s == FD_OK) s = io->save(h, &hk);
@@ -60,7 +60,7 @@ int fd_hash_hsetnx(const fd_hash_io *io, void *h, const resp_arg *argv, resp_out
         if (s == FD_NOTFOUND) s = FD_OK;
     }
     int c = 0;
-    if (s == FD_OK) s = io->put(h, &hk, argv[2].ptr, argv[2].len, argv[3].ptr, argv[3].len, &c);
+    if (s == FD_OK) s = io->put(h, &hk, argv[2].ptr, argv[2].len, argv[3].ptr, argv[3].len, 1, &c);
     if (s == FD_OK) s = io->save(h, &hk);
     if (s == FD_OK) {
         EVENT(HASH, "hset");
@@ -109,7 +109,7 @@ int fd_hash_hincrby(const fd_hash_io *io, void *h, const resp_arg *argv, resp_ou
         v += incr;
         char buf[32];
         int n = resp_ll2str(buf, sizeof buf, v), c = 0;
-        s = io->put(h, &hk, argv[2].ptr, argv[2].len, buf, (size_t)n, &c);
+        s = io->put(h, &hk, argv[2].ptr, argv[2].len, buf, (size_t)n, 0, &c);
     }
     if (s == FD_OK) s = io->save(h, &hk);
     if (s == FD_OK) {
@@ -139,7 +139,7 @@ int fd_hash_hincrbyfloat(const fd_hash_io *io, void *h, const resp_arg *argv, re
     char buf[5 * 1024 + 64];
     int n = resp_format_ld(buf, sizeof buf, v), c = 0;
     if (n <= 0 || (size_t)n >= sizeof buf) return done(io, h, &hk, FD_E_INTERNAL);
-    s = io->put(h, &hk, argv[2].ptr, argv[2].len, buf, (size_t)n, &c);
+    s = io->put(h, &hk, argv[2].ptr, argv[2].len, buf, (size_t)n, 0, &c);
     if (s == FD_OK) s = io->save(h, &hk);
     if (s == FD_OK) {
         EVENT(HASH, "hincrbyfloat");

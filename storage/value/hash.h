@@ -40,8 +40,11 @@ typedef struct fd_hash_io {
     int  (*open)(void *h, const resp_arg *key, int named, int step, fd_hash_hk *hk, int *exists);
     int  (*get)(void *h, fd_hash_hk *hk, const char *f, size_t fl, const void **v, size_t *vl); /* FD_NOTFOUND */
     /* Set f to v (v is not the store's memory); the hash is created when it
-     * did not exist. *created 1 when f is new. */
-    int  (*put)(void *h, fd_hash_hk *hk, const char *f, size_t fl, const void *v, size_t vl, int *created);
+     * did not exist. lasting: v stays valid until close (a command argument;
+     * else a buffer of this call's: a store that keeps v must copy it).
+     * *created 1 when f is new. */
+    int  (*put)(void *h, fd_hash_hk *hk, const char *f, size_t fl, const void *v, size_t vl, int lasting,
+                int *created);
     /* Remove f: *removed 1 when it was there. */
     int  (*del)(void *h, fd_hash_hk *hk, const char *f, size_t fl, int *removed);
     /* The number of fields (0: none). */
