@@ -34,7 +34,7 @@ struct ps_chan {
     ps_sub    *head, *tail;
     size_t     n;
     int        held;             /* a relay's subscription to it is not confirmed yet */
-    ps_wait   *waiting;          /* the confirmations held until it is (oldest first) */
+    ps_wait   *waiting, **wtail; /* the confirmations held until it is (oldest first), its end */
 };
 
 /* A subscribe confirmation held at a reply mark until the relay holds the
@@ -166,9 +166,9 @@ static int chan_hold(px_conn *c, ps_chan *pc, const resp_out *o) {
     w->ch = pc;
     w->deadline_ms = px_now_ms() + px_cfg.be.backend_timeout;
     w->next_in_chan = NULL;
-    ps_wait **at = &pc->waiting;
-    while (*at) at = &(*at)->next_in_chan;
-    *at = w;
+    if (!pc->waiting) pc->wtail = &pc->waiting;
+    *pc->wtail = w;
+    pc->wtail = &w->next_in_chan;
     w->next = NULL;
     w->prev = wait_tail;
     if (wait_tail) wait_tail->next = w;
