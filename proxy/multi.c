@@ -713,6 +713,15 @@ static void exec_splice_reply(void *ud, const char *reply, size_t len, int faile
     exec_splice_unref(x);
 }
 
+/* 1 when the block goes to be as MULTI ... EXEC (a Redis server runs it).
+ * A restricted user's script runs in frontdoor's engine, its redis.call
+ * checked (docs/acl.md): with one queued, a Redis server does not run the
+ * block; the commands run one by one here, other clients held (as on
+ * mongodb: atomic against frontdoor's clients). */
+static int runs_as_block(const px_backend *be, px_conn *c, const px_multi *m) {
+    return be && be->b.ops->passthrough && !(px_acl_restricted(c) && queues_script(m));
+}
+
 void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
     px_multi *m = c->multi;
     if (!m) { resp_add_error(&c->out, "ERR EXEC without MULTI"); return; }
@@ -740,22 +749,17 @@ void px_cmd_exec(px_conn *c, int argc, resp_arg *argv) {
     }
 #define REFUSED(i) (x && x->len[i])
     /* where it runs, and in mirror mode the unit the A/B layer compares
-     * (proxy/ab.h): the queued commands that run, as the layer sees them */
-    /* (a Redis primary runs the block without the commands answered here:
+     * (proxy/ab.h): the queued commands that run, as the layer sees them
+     * (a Redis primary runs the block without the commands answered here:
      * the unit compared is the block's, so they are left out of it too) */
     px_unit_cmd uq0[16], *uq = m->n <= 16 ? uq0 : malloc((size_t)m->n * sizeof *uq);
-    int nq = 0, block = px_srv.primary && px_srv.primary->b.ops->passthrough &&
-                        !(px_acl_restricted(c) && queues_script(m));
+    int nq = 0, block = runs_as_block(px_srv.primary, c, m);
     for (int i = 0; uq && i < m->n; i++)
         if (!REFUSED(i) && !(block && answered_here(&m->q[i])))
             uq[nq++] = (px_unit_cmd){m->q[i].cmd, m->q[i].argc, m->q[i].argv};
     px_backend *be = px_ab_exec_begin(c, nq, uq);
     if (uq != uq0) free(uq);
-    /* a restricted user's script runs in frontdoor's engine, its redis.call
-     * checked (docs/acl.md): with one queued, a Redis server does not run
-     * the block; the commands run one by one here, other clients held (as
-     * on mongodb: atomic against frontdoor's clients) */
-    int passthrough = be && be->b.ops->passthrough && !(px_acl_restricted(c) && queues_script(m));
+    int passthrough = runs_as_block(be, c, m);
     if (x && !passthrough) {       /* the replies are written here, in order: no mark */
         px_pending_drop(x->mark);
         x->mark = NULL;
