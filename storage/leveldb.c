@@ -55,13 +55,7 @@ int ld_status(ld_db *db, char *err)
  * transaction's end. */
 int ld_defer_free(ld_txn *x, void *p)
 {
-    if (x->nreads == x->capreads) {
-        size_t cap = x->capreads ? x->capreads * 2 : 16;
-        char **r = realloc(x->reads, cap * sizeof *r);
-        if (!r) return FD_E_NOMEM;
-        x->reads = r;
-        x->capreads = cap;
-    }
+    if (ld_reads_room(x)) return FD_E_NOMEM;
     x->reads[x->nreads++] = p;
     return FD_OK;
 }

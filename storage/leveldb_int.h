@@ -310,4 +310,17 @@ int ld_next(kv_iter *it);
 int ld_prev(kv_iter *it);
 int ld_cur(kv_iter *it, const void **k, size_t *kl, const void **v, size_t *vl);
 
+/* Room for one more entry in x->reads (the turn's read copies, freed at the
+ * next write or the transaction's end). 0, or -1 out of memory. */
+static inline int ld_reads_room(ld_txn *x)
+{
+    if (x->nreads < x->capreads) return 0;
+    size_t cap = x->capreads ? x->capreads * 2 : 16;
+    char **r = realloc(x->reads, cap * sizeof *r);
+    if (!r) return -1;
+    x->reads = r;
+    x->capreads = cap;
+    return 0;
+}
+
 #endif

@@ -154,13 +154,7 @@ int ld_get(void *txn, const void *k, size_t kl, const void **v, size_t *vl)
         *vl = n->vlen;
         return FD_OK;
     }
-    if (x->nreads == x->capreads) {
-        size_t cap = x->capreads ? x->capreads * 2 : 16;
-        char **r = realloc(x->reads, cap * sizeof *r);
-        if (!r) return FD_E_NOMEM;
-        x->reads = r;
-        x->capreads = cap;
-    }
+    if (ld_reads_room(x)) return FD_E_NOMEM;
     int step = ld_memo_step(x, k, kl);
     if (step > 0) return sit_get(x, k, kl, v, vl);
     ld_db *db = x->db;
