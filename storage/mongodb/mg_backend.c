@@ -835,6 +835,11 @@ static void mg_info(fd_backend *be, resp_out *lines)
     if (n > 0) resp_out_raw(lines, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 
+/* No mongoc_cleanup() here or anywhere: libmongoc runs it once per process
+ * (pthread_once), freeing its globals (counters, the SSL state) under every
+ * other client. A mongodb backend closing while another is open (an A/B
+ * secondary closing as a swap opens the primary) corrupted the heap that
+ * way; the process's exit reclaims what it holds. */
 static void mg_close(fd_backend *be)
 {
     mg_backend *b = be->state;
@@ -892,7 +897,6 @@ static void mg_close(fd_backend *be)
     pthread_cond_destroy(&b->acv);
     free(b);
     be->state = NULL;
-    mongoc_cleanup();
 }
 
 /* libmongoc's log lines go to frontdoor's log: errors as warnings, its
@@ -951,7 +955,7 @@ static int mg_open(fd_backend *be, const fd_backend_config *cfg, char *err, size
 {
     if (!cfg->loop) { snprintf(err, errlen, "no event loop"); return FD_E_INTERNAL; }
     mongoc_log_set_handler(mongoc_to_fd_log, NULL);
-    mongoc_init();
+    mongoc_init();                       /* once per process (libmongoc runs it once); see mg_close */
     mg_backend *b = calloc(1, sizeof *b);
     if (!b) { snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }
     b->cfg = *cfg;
@@ -1055,7 +1059,6 @@ fail:
         mg_close(be);
         return FD_E_UNAVAILABLE;
     }
-    mongoc_cleanup();
     if (b->uri) mongoc_uri_destroy(b->uri);
     if (b->wc) mongoc_write_concern_destroy(b->wc);
     free(b->uri_str);
