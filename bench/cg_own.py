@@ -1,6 +1,7 @@
 """cg_own.py — frontdoor's own instructions per command (functions under
-proxy/, storage/, protocol/) and the whole process's, from bench/cg_percmd.sh's dumps."""
-import re, subprocess, sys, glob
+proxy/, storage/, protocol/) and the whole process's, from bench/cg_percmd.sh's dumps
+(CG_TESTS: the tests it counted, as for it)."""
+import os, re, subprocess, sys, glob
 N = 20000
 D = sys.argv[1] if len(sys.argv) > 1 else '/tmp/cg-percmd'
 def own(path):
@@ -16,7 +17,7 @@ def own(path):
     tot = int(re.search(r'([\d,]+)\s+(\([^)]*\)\s+)?PROGRAM TOTALS', out).group(1).replace(',', ''))
     # frames on the stack when the counters were zeroed show the whole run: not self cost
     return sum(x for x in own if x < 0.9 * tot), tot
-for t in ('get', 'set'):
+for t in os.environ.get('CG_TESTS', 'get set').split():
     for P in ('1', '16'):
         row = []
         for tag in ('base', 'new'):

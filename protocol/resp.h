@@ -126,6 +126,11 @@ void resp_out_init(resp_out *o, int proto);
 void resp_out_free(resp_out *o);
 int  resp_out_reserve(resp_out *o, size_t extra);
 int  resp_out_raw(resp_out *o, const void *p, size_t n);     /* bytes as is */
+/* Put an aggregate header of n elements in front of what was written
+ * since mark (elements written before their count was known): kind 'a'
+ * array, 's' set, 'm' map (RESP2: arrays of n, n, 2n). 0, or -1 (out of
+ * memory or over the limit; nothing changed). */
+int  resp_out_insert_header(resp_out *o, size_t mark, int kind, long long n);
 
 int resp_add_simple(resp_out *o, const char *s, size_t n);   /* +s */
 int resp_add_status(resp_out *o, const char *s);             /* +s (NUL-terminated) */

@@ -44,6 +44,18 @@ int resp_out_reserve(resp_out *o, size_t extra) {
     return 0;
 }
 
+int resp_out_insert_header(resp_out *o, size_t mark, int kind, long long n) {
+    char buf[32];
+    resp_out h = { .data = buf, .cap = sizeof buf, .proto = o->proto };   /* room enough: never grows */
+    int r = kind == 'm' ? resp_add_map(&h, n) : kind == 's' ? resp_add_set(&h, n) : resp_add_array(&h, n);
+    if (r == 0) r = resp_out_reserve(o, h.len);
+    if (r != 0) return -1;
+    memmove(o->data + mark + h.len, o->data + mark, o->len - mark);
+    memcpy(o->data + mark, h.data, h.len);
+    o->len += h.len;
+    return 0;
+}
+
 int resp_out_raw(resp_out *o, const void *p, size_t n) {
     if (resp_out_reserve(o, n) < 0) return -1;
     if (n) memcpy(o->data + o->len, p, n);

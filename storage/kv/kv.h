@@ -443,9 +443,6 @@ int  kv_random_picks(kv_ctx *c, const uint8_t *pfx, size_t pl, uint64_t size, lo
                      kv_pick_fn fn, void *arg);
 /* xorshift64* of the store (random pickers). */
 uint64_t kv_rand(kv_store *st);
-/* Insert the header of an aggregate of n elements ('a' array, 'm' map of n
- * pairs, 's' set) at offset mark of o, in o's protocol. 0 or -1. */
-int  kv_reply_header(resp_out *o, size_t mark, int kind, long long n);
 
 /* A growable list of byte strings (each stored as u32 length + bytes),
  * for results collected before writing (the driver's memory is invalid
@@ -459,6 +456,10 @@ int  kv_list_add(kv_list *l, const void *a, size_t al, const void *b, size_t bl)
 /* Walk: *off starts at 0; returns 1 with the item, 0 at the end. */
 int  kv_list_next(const kv_list *l, size_t *off, const char **p, size_t *n);
 void kv_list_free(kv_list *l);
+
+/* The stores of hashes and sets (kv_coll.c; storage/value/coll.h). */
+struct fd_coll_io;
+extern const struct fd_coll_io kv_hash_io, kv_set_io;
 
 /* HSCAN/SSCAN/ZSCAN (kv_hash.c): walk the `tag` records of a `type` key. */
 int  kv_subscan(kv_ctx *c, int type, int tag);

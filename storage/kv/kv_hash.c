@@ -1,5 +1,5 @@
 /* kv_hash.c — the hashes over the ordered-KV layer: the store of
- * storage/value/hash.c's commands (fd_hash_io), HRANDFIELD, and the
+ * storage/value/hash.c's commands (fd_coll_io), HRANDFIELD, and the
  * generic HSCAN/SSCAN/ZSCAN walk.
  *
  * A hash is its metadata (version, size) plus one record per field:
@@ -18,112 +18,7 @@
 #include "../value/hash.h"
 
 
-/* ---------------------------------------------------------------- fd_hash_io
- * The commands are storage/value/hash.c's; this is the store: the hash's
- * metadata (kept open in the caller's buffer) and its field records. */
-
-typedef struct kv_hk {
-    kv_key  k;
-    kv_meta m;
-    size_t  pl;                   /* the element prefix's length in ek (m.live) */
-    uint8_t ek[KV_ELEM_MAX];
-} kv_hk;
-_Static_assert(sizeof(kv_hk) <= sizeof(fd_hash_hk), "kv_hk fits fd_hash_hk");
-
-static int hk_open(void *h, const resp_arg *key, int named, int step, fd_hash_hk *b, int *exists)
-{
-    (void)named; (void)step;
-    kv_ctx *c = h;
-    kv_hk *x = (kv_hk *)b->b;
-    FD_TRY(kv_coll_lookup(c, &x->k, &x->m, key, KV_T_HASH));
-    if ((*exists = x->m.live)) x->pl = kv_elem_prefix(x->ek, &x->k, &x->m, KV_TAG_HASH);
-    return FD_OK;
-}
-
-static int hk_get(void *h, fd_hash_hk *b, const char *f, size_t fl, const void **v, size_t *vl)
-{
-    kv_hk *x = (kv_hk *)b->b;
-    size_t el = kv_elem_key(x->ek, x->ek, x->pl, f, fl);
-    return kv_elem_get(h, x->ek, el, f, fl, v, vl);
-}
-
-static int hk_put(void *h, fd_hash_hk *b, const char *f, size_t fl, const void *v, size_t vl, int lasting,
-                  int *created)
-{
-    (void)lasting;                /* kv_elem_put copies into the transaction */
-    kv_ctx *c = h;
-    kv_hk *x = (kv_hk *)b->b;
-    if (!x->m.live) {
-        FD_TRY(kv_coll_new(c, &x->k, &x->m, KV_T_HASH));
-        x->pl = kv_elem_prefix(x->ek, &x->k, &x->m, KV_TAG_HASH);
-    }
-    size_t el = kv_elem_key(x->ek, x->ek, x->pl, f, fl);
-    const void *ov; size_t ovl;
-    int s = kv_elem_get(c, x->ek, el, f, fl, &ov, &ovl);
-    if (s == FD_NOTFOUND) { *created = 1; x->m.size++; }
-    else if (s != FD_OK) return s;
-    return kv_elem_put(c, x->ek, el, f, fl, v, vl);
-}
-
-static int hk_del(void *h, fd_hash_hk *b, const char *f, size_t fl, int *removed)
-{
-    kv_ctx *c = h;
-    kv_hk *x = (kv_hk *)b->b;
-    if (!x->m.size) return FD_OK;
-    size_t el = kv_elem_key(x->ek, x->ek, x->pl, f, fl);
-    const void *v; size_t vl;
-    int s = kv_elem_get(c, x->ek, el, f, fl, &v, &vl);
-    if (s == FD_NOTFOUND) return FD_OK;
-    if (s != FD_OK) return s;
-    FD_TRY(c->drv->del(c->txn, x->ek, el));
-    *removed = 1;
-    x->m.size--;
-    return FD_OK;
-}
-
-static long long hk_count(void *h, fd_hash_hk *b) { (void)h; return (long long)((kv_hk *)b->b)->m.size; }
-
-/* One range scan, in byte order (Redis: insertion order for small hashes,
- * hash order else — neither is specified). */
-static int hk_walk(void *h, fd_hash_hk *b, fd_hash_walk_fn fn, void *arg)
-{
-    kv_ctx *c = h;
-    kv_hk *x = (kv_hk *)b->b;
-    uint8_t pfx[KV_ELEM_MAX];
-    size_t pl = kv_elem_prefix(pfx, &x->k, &x->m, KV_TAG_HASH);
-    kv_iter *it;
-    FD_TRY(c->drv->iter_open(c->txn, &it));
-    const void *kp, *vp; size_t kl, vl;
-    int s = kv_range_seek(c, it, pfx, pl, pfx, pl, 0, &kp, &kl, &vp, &vl);
-    while (s == FD_OK) {
-        const char *f, *v; size_t fl, vvl;
-        if ((s = kv_elem_decode(kp, kl, pl, vp, vl, &f, &fl, &v, &vvl)) != FD_OK) break;
-        if ((s = fn(arg, f, fl, v, vvl)) != 0) break;
-        s = kv_range_step(c, it, pfx, pl, 0, &kp, &kl, &vp, &vl);
-    }
-    c->drv->iter_close(it);
-    return s == FD_NOTFOUND ? FD_OK : s;
-}
-
-static int hk_save(void *h, fd_hash_hk *b)
-{
-    kv_hk *x = (kv_hk *)b->b;
-    return kv_coll_save(h, &x->k, &x->m);
-}
-
-static int hk_gone(void *h, fd_hash_hk *b) { (void)h; return ((kv_hk *)b->b)->m.size == 0; }
-static void hk_close(void *h, fd_hash_hk *b) { (void)h; (void)b; }
-
-static void hk_event(void *h, int cls, const char *event, const resp_arg *key)
-{
-    kv_ctx *c = h;
-    FD_NOTIFY(&c->st->events, cls, event, key->ptr, key->len);
-}
-
-static const fd_hash_io hash_io = { hk_open, hk_get, hk_put, hk_del, hk_count, hk_walk,
-                                    hk_save, hk_gone, hk_close, hk_event };
-
-FD_HASH_HANDLERS(kv, kv_ctx, hash_io)
+FD_HASH_HANDLERS(kv, kv_ctx, kv_hash_io)   /* the store: kv_coll.c */
 
 /* ---------------------------------------------------------------- HRANDFIELD */
 
@@ -396,7 +291,7 @@ int kv_subscan(kv_ctx *c, int type, int tag)
     if (s != FD_OK && s != FD_NOTFOUND) { c->out->len = mark; return s; }
     uint64_t next = 0;
     if (s == FD_OK && lastl) next = kv_cursor_remember(st, last, lastl);
-    if (kv_reply_header(c->out, mark, 'a', n)) { c->out->len = mark; return FD_E_NOMEM; }
+    if (resp_out_insert_header(c->out, mark, 'a', n)) { c->out->len = mark; return FD_E_NOMEM; }
     resp_out h;
     char num[24];
     int nl = resp_u64_fmt(num, next);

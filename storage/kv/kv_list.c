@@ -304,7 +304,7 @@ int kv_cmd_lpos(kv_ctx *c)
     c->drv->iter_close(it);
     if (s != FD_OK && s != FD_NOTFOUND) { c->out->len = mark; return s; }
     if (count != -1) {
-        if (kv_reply_header(c->out, mark, 'a', emitted)) { c->out->len = mark; return FD_E_NOMEM; }
+        if (resp_out_insert_header(c->out, mark, 'a', emitted)) { c->out->len = mark; return FD_E_NOMEM; }
     } else if (!emitted) FD_OUT(resp_add_null(c->out));
     return FD_OK;
 }

@@ -632,21 +632,6 @@ uint64_t kv_rand(kv_store *st)
     return x * 0x2545f4914f6cdd1dULL;
 }
 
-int kv_reply_header(resp_out *o, size_t mark, int kind, long long n)
-{
-    resp_out h;
-    resp_out_init(&h, o->proto);
-    int r = kind == 'm' ? resp_add_map(&h, n) : kind == 's' ? resp_add_set(&h, n) : resp_add_array(&h, n);
-    if (r == 0) r = resp_out_reserve(o, h.len);
-    if (r == 0) {
-        memmove(o->data + mark + h.len, o->data + mark, o->len - mark);
-        memcpy(o->data + mark, h.data, h.len);
-        o->len += h.len;
-    }
-    resp_out_free(&h);
-    return r;
-}
-
 int kv_list_add(kv_list *l, const void *a, size_t al, const void *b, size_t bl)
 {
     size_t need = l->len + 4 + al + bl;

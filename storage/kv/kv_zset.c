@@ -549,7 +549,7 @@ static int zrange_generic(kv_ctx *c, int type, int rev)
     zsink k = { .act = ACT_REPLY, .withscores = withscores };
     size_t mark = c->out->len;
     int s = zwalk(c, &r, &z, &k);
-    if (s == FD_OK && kv_reply_header(c->out, mark, 'a', withscores && c->out->proto != 3 ? 2 * k.n : k.n))
+    if (s == FD_OK && resp_out_insert_header(c->out, mark, 'a', withscores && c->out->proto != 3 ? 2 * k.n : k.n))
         s = FD_E_NOMEM;
     if (s != FD_OK) c->out->len = mark;
     return s;

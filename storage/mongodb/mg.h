@@ -194,6 +194,12 @@ int  mg_reply_some(const mg_ctx *c, size_t mark);
 /* "del" on key when it no longer exists (a collection emptied): one more
  * read, made only while class g is delivered. */
 void mg_notify_del_if_gone(mg_ctx *c, const resp_arg *key);
+/* fd_coll_io (storage/value/coll.h) for the hash and set stores: gone()
+ * of a handle whose first member is its key (const resp_arg *), and
+ * event(). h is the mg_ctx. */
+struct fd_coll_hk;
+int  mg_coll_gone(void *h, struct fd_coll_hk *hk);
+void mg_coll_event(void *h, int cls, const char *event, const resp_arg *key);
 
 /* ================================================================ handlers
  *

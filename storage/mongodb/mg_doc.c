@@ -455,3 +455,17 @@ void mg_notify_del_if_gone(mg_ctx *c, const resp_arg *key)
     if (fd_notify_on(FD_NOTIFY_GENERIC) && mg_key_live(c, key, &live) == FD_OK && !live)
         MG_NOTIFY(c, GENERIC, "del", key->ptr, key->len);
 }
+
+int mg_coll_gone(void *h, struct fd_coll_hk *hk)
+{
+    const resp_arg *key;
+    memcpy(&key, hk, sizeof key);
+    int live = 1;
+    return mg_key_live(h, key, &live) == FD_OK && !live;
+}
+
+void mg_coll_event(void *h, int cls, const char *event, const resp_arg *key)
+{
+    mg_ctx *c = h;
+    FD_NOTIFY(c->ev, cls, event, key->ptr, key->len);
+}

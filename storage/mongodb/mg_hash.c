@@ -2,7 +2,7 @@
  *
  * { _id, type: "hash", value: [ {f: BinData, v: BinData}, ... ], expireAt? }
  * Field names are arbitrary bytes, so they are values, never MongoDB field
- * names. Each command (storage/value/hash.c over this file's fd_hash_io)
+ * names. Each command (storage/value/hash.c over this file's fd_coll_io)
  * reads the document, changes the array here and writes it back (one
  * replaceOne; the key's worker runs its commands in order, so this is
  * atomic for this frontdoor). Fields keep insertion order. */
@@ -13,6 +13,7 @@
 
 #include "mg.h"
 #include "../value/hash.h"
+#include "../value/coll.h"
 
 void mg_hash_free(mg_hash *h)
 {
@@ -113,23 +114,24 @@ static int hash_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg_
     return s;
 }
 
-/* ---------------------------------------------------------------- fd_hash_io
+/* ---------------------------------------------------------------- fd_coll_io
  * The commands are storage/value/hash.c's; this is the store: the hash's
  * document loaded (a big hash: only the named fields, mg_big.c), changed
  * here and written back by save. */
 
 typedef struct mg_hk {
-    const resp_arg *key;
+    const resp_arg *key;          /* first: mg_coll_gone */
     mg_meta m;
     mg_hash h;
 } mg_hk;
-_Static_assert(sizeof(mg_hk) <= sizeof(fd_hash_hk), "mg_hk fits fd_hash_hk");
+_Static_assert(sizeof(mg_hk) <= sizeof(fd_coll_hk), "mg_hk fits fd_coll_hk");
 
-static int hk_open(void *hp, const resp_arg *key, int named, int step, fd_hash_hk *b, int *exists)
+static int hk_open(void *hp, const resp_arg *key, int how, int named, int step, fd_coll_hk *b, int *exists)
 {
     mg_ctx *c = hp;
     mg_hk *x = (mg_hk *)b->b;
     memset(x, 0, sizeof *x);
+    (void)how;                    /* (no STORE form reads a hash) */
     x->key = key;
     if (named >= 0) mg_named(c, named < c->argc ? named : c->argc, step);   /* a big hash: only these fields */
     int s = mg_hash_load(c, key, &x->m, &x->h);
@@ -138,7 +140,7 @@ static int hk_open(void *hp, const resp_arg *key, int named, int step, fd_hash_h
     return FD_OK;
 }
 
-static int hk_get(void *hp, fd_hash_hk *b, const char *f, size_t fl, const void **v, size_t *vl)
+static int hk_get(void *hp, fd_coll_hk *b, const char *f, size_t fl, const void **v, size_t *vl)
 {
     (void)hp;
     mg_hk *x = (mg_hk *)b->b;
@@ -149,7 +151,7 @@ static int hk_get(void *hp, fd_hash_hk *b, const char *f, size_t fl, const void 
     return FD_OK;
 }
 
-static int hk_put(void *hp, fd_hash_hk *b, const char *f, size_t fl, const void *v, size_t vl, int lasting,
+static int hk_put(void *hp, fd_coll_hk *b, const char *f, size_t fl, const void *v, size_t vl, int lasting,
                   int *created)
 {
     (void)hp;
@@ -159,7 +161,7 @@ static int hk_put(void *hp, fd_hash_hk *b, const char *f, size_t fl, const void 
     return s;
 }
 
-static int hk_del(void *hp, fd_hash_hk *b, const char *f, size_t fl, int *removed)
+static int hk_del(void *hp, fd_coll_hk *b, const char *f, size_t fl, int *removed)
 {
     (void)hp;
     mg_hash *h = &((mg_hk *)b->b)->h;
@@ -173,14 +175,14 @@ static int hk_del(void *hp, fd_hash_hk *b, const char *f, size_t fl, int *remove
     return FD_OK;
 }
 
-static long long hk_count(void *hp, fd_hash_hk *b)
+static long long hk_count(void *hp, fd_coll_hk *b)
 {
     (void)hp;
     mg_hk *x = (mg_hk *)b->b;
     return mg_coll_count(&x->m, x->h.n);
 }
 
-static int hk_walk(void *hp, fd_hash_hk *b, fd_hash_walk_fn fn, void *arg)
+static int hk_walk(void *hp, fd_coll_hk *b, fd_coll_walk_fn fn, void *arg)
 {
     (void)hp;
     mg_hash *h = &((mg_hk *)b->b)->h;
@@ -191,19 +193,14 @@ static int hk_walk(void *hp, fd_hash_hk *b, fd_hash_walk_fn fn, void *arg)
     return FD_OK;
 }
 
-static int hk_save(void *hp, fd_hash_hk *b)
+static int hk_save(void *hp, fd_coll_hk *b)
 {
     mg_hk *x = (mg_hk *)b->b;
     return hash_save(hp, x->key, &x->m, &x->h);
 }
 
-static int hk_gone(void *hp, fd_hash_hk *b)
-{
-    int live = 1;
-    return mg_key_live(hp, ((mg_hk *)b->b)->key, &live) == FD_OK && !live;
-}
 
-static void hk_close(void *hp, fd_hash_hk *b)
+static void hk_close(void *hp, fd_coll_hk *b)
 {
     (void)hp;
     mg_hk *x = (mg_hk *)b->b;
@@ -211,14 +208,9 @@ static void hk_close(void *hp, fd_hash_hk *b)
     mg_meta_free(&x->m);
 }
 
-static void hk_event(void *hp, int cls, const char *event, const resp_arg *key)
-{
-    mg_ctx *c = hp;
-    FD_NOTIFY(c->ev, cls, event, key->ptr, key->len);
-}
 
-static const fd_hash_io hash_io = { hk_open, hk_get, hk_put, hk_del, hk_count, hk_walk,
-                                    hk_save, hk_gone, hk_close, hk_event };
+static const fd_coll_io hash_io = { hk_open, NULL, hk_get, hk_put, hk_del, hk_count, hk_walk,
+                                    hk_save, mg_coll_gone, hk_close, mg_coll_event, NULL };
 
 FD_HASH_HANDLERS(mg, mg_ctx, hash_io)
 

@@ -1,4 +1,4 @@
-/* hash.c — the hash commands over fd_hash_io (see hash.h), with Redis
+/* hash.c — the hash commands over fd_coll_io (see hash.h), with Redis
  * 7.0's semantics, reply shapes, error texts and keyspace events
  * (t_hash.c: learned from it, written here anew). */
 #include <limits.h>
@@ -13,14 +13,14 @@
                                   io->event(h, FD_NOTIFY_##cls, name, &argv[1]); } while (0)
 
 /* Open argv[1] (close it whatever happens: done()). */
-static int open_hash(const fd_hash_io *io, void *h, const resp_arg *argv, int named, int step,
-                     fd_hash_hk *hk, int *exists)
+static int open_hash(const fd_coll_io *io, void *h, const resp_arg *argv, int named, int step,
+                     fd_coll_hk *hk, int *exists)
 {
     *exists = 0;
-    return io->open(h, &argv[1], named, step, hk, exists);
+    return io->open(h, &argv[1], FD_COLL_AS_CMD, named, step, hk, exists);
 }
 
-static int done(const fd_hash_io *io, void *h, fd_hash_hk *hk, int s)
+static int done(const fd_coll_io *io, void *h, fd_coll_hk *hk, int s)
 {
     io->close(h, hk);
     return s;
@@ -28,12 +28,12 @@ static int done(const fd_hash_io *io, void *h, fd_hash_hk *hk, int s)
 
 /* ---------------------------------------------------------------- writes */
 
-int fd_hash_hset(const fd_hash_io *io, void *h, int argc, const resp_arg *argv, int hmset, resp_out *out)
+int fd_hash_hset(const fd_coll_io *io, void *h, int argc, const resp_arg *argv, int hmset, resp_out *out)
 {
     if (argc % 2 == 1)
         return resp_add_errorf(out, "ERR wrong number of arguments for '%s' command", hmset ? "hmset" : "hset")
                ? FD_E_NOMEM : FD_OK;
-    fd_hash_hk hk;
+    fd_coll_hk hk;
     int exists, s = open_hash(io, h, argv, 2, 1, &hk, &exists);
     long long created = 0;
     for (int j = 2; j < argc && s == FD_OK; j += 2) {
@@ -49,9 +49,9 @@ int fd_hash_hset(const fd_hash_io *io, void *h, int argc, const resp_arg *argv, 
     return done(io, h, &hk, s);
 }
 
-int fd_hash_hsetnx(const fd_hash_io *io, void *h, const resp_arg *argv, resp_out *out)
+int fd_hash_hsetnx(const fd_coll_io *io, void *h, const resp_arg *argv, resp_out *out)
 {
-    fd_hash_hk hk;
+    fd_coll_hk hk;
     int exists, s = open_hash(io, h, argv, 2, 1, &hk, &exists);
     if (s == FD_OK && exists) {
         const void *v; size_t vl;
@@ -69,32 +69,16 @@ int fd_hash_hsetnx(const fd_hash_io *io, void *h, const resp_arg *argv, resp_out
     return done(io, h, &hk, s);
 }
 
-int fd_hash_hdel(const fd_hash_io *io, void *h, int argc, const resp_arg *argv, resp_out *out)
+int fd_hash_hdel(const fd_coll_io *io, void *h, int argc, const resp_arg *argv, resp_out *out)
 {
-    fd_hash_hk hk;
-    int exists, s = open_hash(io, h, argv, 2, 1, &hk, &exists);
-    long long n = 0;
-    for (int j = 2; j < argc && s == FD_OK && exists; j++) {
-        int r = 0;
-        s = io->del(h, &hk, argv[j].ptr, argv[j].len, &r);
-        n += r;
-    }
-    if (s == FD_OK && n) {
-        s = io->save(h, &hk);
-        if (s == FD_OK) {
-            EVENT(HASH, "hdel");
-            if (io->gone(h, &hk)) EVENT(GENERIC, "del");
-        }
-    }
-    if (s == FD_OK && resp_add_int(out, n)) s = FD_E_NOMEM;
-    return done(io, h, &hk, s);
+    return fd_coll_remove(io, h, argc, argv, FD_NOTIFY_HASH, "hdel", out);
 }
 
-int fd_hash_hincrby(const fd_hash_io *io, void *h, const resp_arg *argv, resp_out *out)
+int fd_hash_hincrby(const fd_coll_io *io, void *h, const resp_arg *argv, resp_out *out)
 {
     long long incr, v = 0;
     if (resp_str2ll(argv[3].ptr, argv[3].len, &incr) != 0) return FD_E_NOTINT;
-    fd_hash_hk hk;
+    fd_coll_hk hk;
     int exists, s = open_hash(io, h, argv, 2, 1, &hk, &exists);
     if (s == FD_OK && exists) {
         const void *ov; size_t ovl;
@@ -119,12 +103,12 @@ int fd_hash_hincrby(const fd_hash_io *io, void *h, const resp_arg *argv, resp_ou
     return done(io, h, &hk, s);
 }
 
-int fd_hash_hincrbyfloat(const fd_hash_io *io, void *h, const resp_arg *argv, resp_out *out)
+int fd_hash_hincrbyfloat(const fd_coll_io *io, void *h, const resp_arg *argv, resp_out *out)
 {
     long double v = 0, incr;
     if (resp_str2ld(argv[3].ptr, argv[3].len, &incr) != 0) return FD_E_NOTFLOAT;
     if (isnan(incr) || isinf(incr)) return resp_add_error(out, "ERR value is NaN or Infinity") ? FD_E_NOMEM : FD_OK;
-    fd_hash_hk hk;
+    fd_coll_hk hk;
     int exists, s = open_hash(io, h, argv, 2, 1, &hk, &exists);
     if (s == FD_OK && exists) {
         const void *ov; size_t ovl;
@@ -151,15 +135,15 @@ int fd_hash_hincrbyfloat(const fd_hash_io *io, void *h, const resp_arg *argv, re
 /* ---------------------------------------------------------------- reads */
 
 /* The value of field argv[j] (FD_NOTFOUND also when the hash does not exist). */
-static int field(const fd_hash_io *io, void *h, fd_hash_hk *hk, int exists, const resp_arg *f,
+static int field(const fd_coll_io *io, void *h, fd_coll_hk *hk, int exists, const resp_arg *f,
                  const void **v, size_t *vl)
 {
     return exists ? io->get(h, hk, f->ptr, f->len, v, vl) : FD_NOTFOUND;
 }
 
-int fd_hash_hget(const fd_hash_io *io, void *h, const resp_arg *argv, resp_out *out)
+int fd_hash_hget(const fd_coll_io *io, void *h, const resp_arg *argv, resp_out *out)
 {
-    fd_hash_hk hk;
+    fd_coll_hk hk;
     const void *v; size_t vl;
     int exists, s = open_hash(io, h, argv, 2, 1, &hk, &exists);
     if (s == FD_OK) s = field(io, h, &hk, exists, &argv[2], &v, &vl);
@@ -168,9 +152,9 @@ int fd_hash_hget(const fd_hash_io *io, void *h, const resp_arg *argv, resp_out *
     return done(io, h, &hk, s);
 }
 
-int fd_hash_hmget(const fd_hash_io *io, void *h, int argc, const resp_arg *argv, resp_out *out)
+int fd_hash_hmget(const fd_coll_io *io, void *h, int argc, const resp_arg *argv, resp_out *out)
 {
-    fd_hash_hk hk;
+    fd_coll_hk hk;
     int exists, s = open_hash(io, h, argv, 2, 1, &hk, &exists);
     size_t mark = out->len;
     if (s == FD_OK && resp_add_array(out, argc - 2)) s = FD_E_NOMEM;
@@ -184,17 +168,17 @@ int fd_hash_hmget(const fd_hash_io *io, void *h, int argc, const resp_arg *argv,
     return done(io, h, &hk, s);
 }
 
-int fd_hash_hlen(const fd_hash_io *io, void *h, const resp_arg *argv, resp_out *out)
+int fd_hash_hlen(const fd_coll_io *io, void *h, const resp_arg *argv, resp_out *out)
 {
-    fd_hash_hk hk;
+    fd_coll_hk hk;
     int exists, s = open_hash(io, h, argv, INT_MAX, 1, &hk, &exists);     /* no field named */
     if (s == FD_OK && resp_add_int(out, exists ? io->count(h, &hk) : 0)) s = FD_E_NOMEM;
     return done(io, h, &hk, s);
 }
 
-int fd_hash_hexists(const fd_hash_io *io, void *h, const resp_arg *argv, resp_out *out)
+int fd_hash_hexists(const fd_coll_io *io, void *h, const resp_arg *argv, resp_out *out)
 {
-    fd_hash_hk hk;
+    fd_coll_hk hk;
     const void *v; size_t vl;
     int exists, s = open_hash(io, h, argv, 2, 1, &hk, &exists);
     if (s == FD_OK) s = field(io, h, &hk, exists, &argv[2], &v, &vl);
@@ -202,9 +186,9 @@ int fd_hash_hexists(const fd_hash_io *io, void *h, const resp_arg *argv, resp_ou
     return done(io, h, &hk, s);
 }
 
-int fd_hash_hstrlen(const fd_hash_io *io, void *h, const resp_arg *argv, resp_out *out)
+int fd_hash_hstrlen(const fd_coll_io *io, void *h, const resp_arg *argv, resp_out *out)
 {
-    fd_hash_hk hk;
+    fd_coll_hk hk;
     const void *v; size_t vl = 0;
     int exists, s = open_hash(io, h, argv, 2, 1, &hk, &exists);
     if (s == FD_OK) s = field(io, h, &hk, exists, &argv[2], &v, &vl);
@@ -222,9 +206,9 @@ static int getall_one(void *arg, const char *f, size_t fl, const char *v, size_t
     return 0;
 }
 
-int fd_hash_getall(const fd_hash_io *io, void *h, const resp_arg *argv, int keys, int vals, resp_out *out)
+int fd_hash_getall(const fd_coll_io *io, void *h, const resp_arg *argv, int keys, int vals, resp_out *out)
 {
-    fd_hash_hk hk;
+    fd_coll_hk hk;
     int exists, s = open_hash(io, h, argv, -1, 1, &hk, &exists);
     size_t mark = out->len;
     long long n = s == FD_OK && exists ? io->count(h, &hk) : 0;
