@@ -460,6 +460,8 @@ void kv_list_free(kv_list *l);
 /* The stores of hashes and sets (kv_coll.c; storage/value/coll.h). */
 struct fd_coll_io;
 extern const struct fd_coll_io kv_hash_io, kv_set_io;
+/* The event() of the value/ adapters: a keyspace event on key (h: kv_ctx). */
+void kv_io_event(void *h, int cls, const char *event, const resp_arg *key);
 
 /* HSCAN/SSCAN/ZSCAN (kv_hash.c): walk the `tag` records of a `type` key. */
 int  kv_subscan(kv_ctx *c, int type, int tag);

@@ -147,7 +147,7 @@ static int hk_save(void *h, fd_coll_hk *b)
 static int hk_gone(void *h, fd_coll_hk *b) { (void)h; return ((kv_hk *)b->b)->m.size == 0; }
 static void hk_close(void *h, fd_coll_hk *b) { (void)h; (void)b; }
 
-static void hk_event(void *h, int cls, const char *event, const resp_arg *key)
+void kv_io_event(void *h, int cls, const char *event, const resp_arg *key)
 {
     kv_ctx *c = h;
     FD_NOTIFY(&c->st->events, cls, event, key->ptr, key->len);
@@ -156,6 +156,6 @@ static void hk_event(void *h, int cls, const char *event, const resp_arg *key)
 static void hk_untouched(void *h, int nth) { ((kv_ctx *)h)->untouched |= 1u << nth; }
 
 const fd_coll_io kv_hash_io = { hash_open, NULL, hk_get, hk_put, hk_del, hk_count, hk_walk,
-                                hk_save, hk_gone, hk_close, hk_event, hk_untouched };
+                                hk_save, hk_gone, hk_close, kv_io_event, hk_untouched };
 const fd_coll_io kv_set_io = { set_open, set_open_dest, hk_get, hk_put, hk_del, hk_count, hk_walk,
-                               hk_save, hk_gone, hk_close, hk_event, hk_untouched };
+                               hk_save, hk_gone, hk_close, kv_io_event, hk_untouched };

@@ -354,6 +354,8 @@ events("notify_events_keymiss", "KEm", [
     ("RPOPLPUSH", "no55", "l"), ("LPOP", "no56"), ("INCR", "cnt"), ("APPEND", "no57", "x"),
     ("ZUNION", "2", "z", "no58"), ("ZINTERCARD", "2", "no59", "z"), ("SDIFF", "no60", "t"),
     ("SINTERCARD", "2", "t", "no61"), ("HRANDFIELD", "no62"), ("SRANDMEMBER", "no63"), ("ZRANDMEMBER", "no64"),
+    # writes that read the key first (getGenericCommand): GETDEL, GETEX, SET ... GET, GETSET
+    ("GETDEL", "no65"), ("GETEX", "no66", "EX", "10"), ("SET", "no67", "v", "GET"), ("GETSET", "no68", "v"),
 ], cluster_ok=False)
 
 
