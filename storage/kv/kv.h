@@ -460,6 +460,8 @@ void kv_list_free(kv_list *l);
 /* The stores of hashes and sets (kv_coll.c; storage/value/coll.h). */
 struct fd_coll_io;
 extern const struct fd_coll_io kv_hash_io, kv_set_io;
+/* TYPE's name of a KV_T_* type (kv_keys.c). */
+const char *kv_type_name(int t);
 /* The event() of the value/ adapters: a keyspace event on key (h: kv_ctx). */
 void kv_io_event(void *h, int cls, const char *event, const resp_arg *key);
 

@@ -18,7 +18,7 @@
 #include "../clock.h"
 
 
-static const char *type_name(int t)
+const char *kv_type_name(int t)
 {
     switch (t) {
     case KV_T_STRING: return "string";
@@ -60,115 +60,6 @@ static int record_name(const void *k, size_t kl, const void *v, size_t vl,
     FD_TRY(kv_meta_parse(v, vl, m));
     if (m->fullkey) { *name = m->fullkey; *nl = m->fullkey_len; }
     else { *name = (const char *)k + 1; *nl = kl - 1; }
-    return FD_OK;
-}
-
-/* ---------------------------------------------------------------- DEL/EXISTS/TYPE/TOUCH */
-
-int kv_cmd_del(kv_ctx *c)
-{
-    long long n = 0;
-    for (int j = 1; j < c->argc; j++) {
-        kv_key k; kv_meta m;
-        kv_key_init(&k, c->argv[j].ptr, c->argv[j].len);
-        FD_TRY(kv_lookup(c, &k, &m));
-        if (!m.found) continue;
-        FD_TRY(kv_delete(c, &k, &m));      /* an expired record goes too, uncounted */
-        if (m.live) { n++; KV_NOTIFY_ARG(c, GENERIC, "del", j); }
-    }
-    FD_OUT(resp_add_int(c->out, n));
-    return FD_OK;
-}
-
-static int count_live(kv_ctx *c)
-{
-    long long n = 0;
-    for (int j = 1; j < c->argc; j++) {
-        kv_key k; kv_meta m;
-        kv_key_init(&k, c->argv[j].ptr, c->argv[j].len);
-        FD_TRY(kv_lookup(c, &k, &m));
-        if (m.live) n++;
-    }
-    FD_OUT(resp_add_int(c->out, n));
-    return FD_OK;
-}
-
-int kv_cmd_exists(kv_ctx *c) { return count_live(c); }
-int kv_cmd_touch(kv_ctx *c)  { return count_live(c); }
-
-int kv_cmd_type(kv_ctx *c)
-{
-    kv_key k; kv_meta m;
-    kv_key_init(&k, c->argv[1].ptr, c->argv[1].len);
-    FD_TRY(kv_lookup(c, &k, &m));
-    FD_OUT(resp_add_status(c->out, m.live ? type_name(m.type) : "none"));
-    return FD_OK;
-}
-
-/* ---------------------------------------------------------------- expiry */
-
-/* EXPIRE/PEXPIRE/EXPIREAT/PEXPIREAT (Redis 7.0 expireGenericCommand). */
-static int expire_generic(kv_ctx *c, int64_t base, int seconds)
-{
-    int flags;
-    int r = fd_parse_expire_opts(c->argv, c->argc, 3, &flags, c->out);
-    if (r) return r > 0 ? FD_OK : FD_E_NOMEM;    /* 1: an error was replied */
-    long long when;
-    FD_TRY(fd_expire_when(&c->argv[2], base, seconds, &when));
-
-    kv_key k; kv_meta m;
-    kv_key_init(&k, c->argv[1].ptr, c->argv[1].len);
-    FD_TRY(kv_lookup(c, &k, &m));
-    if (!m.live) { FD_OUT(resp_add_int(c->out, 0)); return FD_OK; }
-    int64_t cur = m.expire;              /* 0: no expiry (Redis's -1) */
-    if (fd_expire_refused(flags, cur, when)) {
-        FD_OUT(resp_add_int(c->out, 0));
-        return FD_OK;
-    }
-    if (when <= c->now_ms) { FD_TRY(kv_delete(c, &k, &m)); KV_NOTIFY_ARG(c, GENERIC, "del", 1); }
-    else { FD_TRY(kv_set_expire(c, &k, &m, when)); KV_NOTIFY_ARG(c, GENERIC, "expire", 1); }
-    FD_OUT(resp_add_int(c->out, 1));
-    return FD_OK;
-}
-
-int kv_cmd_expire(kv_ctx *c)    { return expire_generic(c, c->now_ms, 1); }
-int kv_cmd_pexpire(kv_ctx *c)   { return expire_generic(c, c->now_ms, 0); }
-int kv_cmd_expireat(kv_ctx *c)  { return expire_generic(c, 0, 1); }
-int kv_cmd_pexpireat(kv_ctx *c) { return expire_generic(c, 0, 0); }
-
-/* TTL (mode 0), PTTL (1), EXPIRETIME (2), PEXPIRETIME (3). */
-static int ttl_generic(kv_ctx *c, int mode)
-{
-    kv_key k; kv_meta m;
-    kv_key_init(&k, c->argv[1].ptr, c->argv[1].len);
-    FD_TRY(kv_lookup(c, &k, &m));
-    long long r;
-    if (!m.live) r = -2;
-    else if (!m.expire) r = -1;
-    else if (mode >= 2) r = mode == 2 ? fd_ms_to_s_rounded(m.expire) : m.expire;   /* Redis rounds EXPIRETIME too */
-    else {
-        long long ttl = m.expire - c->now_ms;
-        if (ttl < 0) ttl = 0;
-        r = mode == 1 ? ttl : fd_ms_to_s_rounded(ttl);
-    }
-    FD_OUT(resp_add_int(c->out, r));
-    return FD_OK;
-}
-
-int kv_cmd_ttl(kv_ctx *c)         { return ttl_generic(c, 0); }
-int kv_cmd_pttl(kv_ctx *c)        { return ttl_generic(c, 1); }
-int kv_cmd_expiretime(kv_ctx *c)  { return ttl_generic(c, 2); }
-int kv_cmd_pexpiretime(kv_ctx *c) { return ttl_generic(c, 3); }
-
-int kv_cmd_persist(kv_ctx *c)
-{
-    kv_key k; kv_meta m;
-    kv_key_init(&k, c->argv[1].ptr, c->argv[1].len);
-    FD_TRY(kv_lookup(c, &k, &m));
-    if (!m.live || !m.expire) { FD_OUT(resp_add_int(c->out, 0)); return FD_OK; }
-    FD_TRY(kv_set_expire(c, &k, &m, 0));
-    KV_NOTIFY_ARG(c, GENERIC, "persist", 1);
-    FD_OUT(resp_add_int(c->out, 1));
     return FD_OK;
 }
 
@@ -251,8 +142,8 @@ int kv_cmd_scan(kv_ctx *c)
         const char *name; size_t nl; kv_meta m;
         if ((s = record_name(kp, kl, vp, vl, &name, &nl, &m)) != FD_OK) break;
         if ((!m.expire || m.expire > c->now_ms) &&
-            (!type || (type->len == strlen(type_name(m.type)) &&
-                       strncasecmp(type->ptr, type_name(m.type), type->len) == 0)) &&
+            (!type || (type->len == strlen(kv_type_name(m.type)) &&
+                       strncasecmp(type->ptr, kv_type_name(m.type), type->len) == 0)) &&
             (!pat || resp_glob_match(pat->ptr, pat->len, name, nl, 0))) {
             if (resp_add_bulk(c->out, name, nl)) { s = FD_E_NOMEM; break; }
             n++;

@@ -1,5 +1,6 @@
-/* kv_string.c — the strings over the ordered-KV layer: the store of
- * storage/value/strings.c's commands (fd_str_io).
+/* kv_string.c — a key's own record over the ordered-KV layer: the store of
+ * storage/value/strings.c's commands (fd_str_io) and of value/keys.c's
+ * (fd_key_io: DEL, EXISTS, TYPE, the expiry commands), one adapter for both.
  *
  * Strings live inline in the key's metadata record, so GET is one read.
  * Integers written by INCR are stored as their decimal text, as Redis
@@ -9,6 +10,7 @@
 #include <string.h>
 #include "kv.h"
 #include "../value/strings.h"
+#include "../value/keys.h"
 
 typedef struct kv_sk {
     kv_key  k;
@@ -22,6 +24,7 @@ static int sk_open(void *h, const resp_arg *key, int want, fd_str_sk *b, fd_str_
     kv_key_init(&x->k, key->ptr, key->len);
     int s = kv_lookup(h, &x->k, &x->m);
     if (s != FD_OK) x->m.live = 0;
+    v->found = x->m.found;
     v->live = x->m.live;
     v->string = v->live && x->m.type == KV_T_STRING;
     v->v = x->m.val;
@@ -67,3 +70,9 @@ static const fd_str_io str_io = { sk_open, sk_write, sk_del, sk_expire, sk_scrat
                                   NULL, NULL, NULL, NULL, NULL };
 
 FD_STR_HANDLERS(kv, kv_ctx, str_io)
+
+static const char *sk_type(void *h, fd_str_sk *b) { (void)h; return kv_type_name(((kv_sk *)b->b)->m.type); }
+
+static const fd_key_io key_io = { sk_open, sk_del, sk_expire, sk_type, NULL, kv_io_event, NULL, NULL };
+
+FD_KEY_HANDLERS(kv, kv_ctx, key_io)

@@ -1,8 +1,9 @@
-/* mg_string.c — the MongoDB backend's strings: the store of
- * storage/value/strings.c's commands (fd_str_io), with MongoDB's own
+/* mg_string.c — a key's own document: the store of storage/value/
+ * strings.c's commands (fd_str_io) and of value/keys.c's (fd_key_io: DEL,
+ * EXISTS, TYPE, the expiry commands; one adapter for both), with MongoDB's own
  * one-round-trip paths as its hooks: a plain SET is one replace without a
  * read, INCR & co. one findAndModify ($inc) on a live integer, MGET one
- * find of every key, MSET one bulk write.
+ * find of every key, MSET one bulk write, DEL one delete of every key.
  *
  * { _id, type: "string", value: Int64 | BinData, expireAt? }: see mg.h. */
 #include <limits.h>
@@ -11,6 +12,7 @@
 
 #include "mg.h"
 #include "../value/strings.h"
+#include "../value/keys.h"
 
 typedef struct mg_sk {
     mg_meta m;
@@ -25,6 +27,7 @@ static int sk_open(void *h, const resp_arg *key, int want, fd_str_sk *b, fd_str_
     x->scratch = NULL;
     int s = want == FD_STR_STRING ? mg_lookup_string(c, key, &x->m) : mg_lookup(c, key, &x->m, want == FD_STR_ANY_VALUE);
     if (s != FD_OK) memset(&x->m, 0, sizeof x->m);     /* (freed by the lookup) */
+    v->found = x->m.found;
     v->live = x->m.live;
     v->string = v->live && x->m.type == MG_T_STRING;
     v->v = x->m.val;
@@ -132,18 +135,6 @@ static int sk_mget(void *h, int argc, const resp_arg *argv, resp_out *out)
     return s;
 }
 
-static int sk_any_live(void *h, int argc, const resp_arg *argv, int *any)
-{
-    (void)argv;
-    int n = (argc - 1) / 2;
-    mg_meta *m = calloc((size_t)n, sizeof *m);
-    if (!m) return FD_E_NOMEM;
-    int s = mg_lookup_many(h, 1, 2, m, n, 0, NULL);
-    if (s == FD_OK)
-        for (int i = 0; i < n; i++) { if (m[i].live) *any = 1; mg_meta_free(&m[i]); }
-    free(m);
-    return s;
-}
 
 /* MSET's pairs in one bulk write of upserting replaces. */
 static int sk_mset(void *h, int argc, const resp_arg *argv)
@@ -168,7 +159,90 @@ static int sk_mset(void *h, int argc, const resp_arg *argv)
     return s;
 }
 
+static int sk_any_live(void *h, int argc, const resp_arg *argv, int *any);
+
 static const fd_str_io str_io = { sk_open, sk_write, sk_del, sk_expire, sk_scratch, sk_close, mg_coll_event,
                                   sk_set_blind, sk_incr, sk_mget, sk_mset, sk_any_live };
 
 FD_STR_HANDLERS(mg, mg_ctx, str_io)
+
+static const char *sk_type(void *h, fd_str_sk *b) { (void)h; return mg_type_names[((mg_sk *)b->b)->m.type]; }
+
+/* DEL: one find of every key, one deleteMany of those found (a stream's
+ * or a big collection's side documents after). */
+static int sk_del_many(void *h, int argc, const resp_arg *argv, unsigned char *dead)
+{
+    (void)argv;                   /* (mg_lookup_many reads the command's) */
+    mg_ctx *c = h;
+    int n = argc - 1;
+    mg_meta *m = calloc((size_t)n, sizeof *m);
+    unsigned char *dup = calloc((size_t)n, 1);
+    if (!m || !dup) { free(m); free(dup); return FD_E_NOMEM; }
+    int s = mg_lookup_many(c, 1, 1, m, n, 0, dup);
+    if (s != FD_OK) { free(m); free(dup); return s; }
+    int found = 0;
+    for (int i = 0; i < n; i++) {
+        if (dup[i]) continue;                 /* DEL a a counts a once */
+        if (m[i].found) found = 1;
+        if (m[i].live) dead[i] = 1;
+    }
+    if (found) {
+        bson_t q = BSON_INITIALIZER, in, arr;
+        bson_append_document_begin(&q, "_id", -1, &in);
+        bson_append_array_begin(&in, "$in", -1, &arr);
+        for (int i = 0, k = 0; i < n; i++) {
+            if (!m[i].found || dup[i]) continue;
+            char idx[16];
+            const char *ks;
+            bson_uint32_to_string((uint32_t)k++, &ks, idx, sizeof idx);
+            mg_append_key(&arr, ks, c->argv[1 + i].ptr, c->argv[1 + i].len);
+        }
+        bson_append_array_end(&in, &arr);
+        bson_append_document_end(&q, &in);
+        if (!mongoc_collection_delete_many(c->coll, &q, NULL, NULL, &c->err)) s = mg_fail(c);
+        bson_destroy(&q);
+    }
+    for (int i = 0; i < n; i++) {
+        if (s == FD_OK && m[i].found && !dup[i] && m[i].type == MG_T_STREAM) s = mg_stream_drop(c, &m[i]);
+        if (s == FD_OK && m[i].found && !dup[i] && m[i].big) s = mg_big_drop(c, m[i].big);
+        mg_meta_free(&m[i]);
+    }
+    free(m);
+    free(dup);
+    return s;
+}
+
+/* How many of the keys argv[1], argv[1 + step]... (n of them) are live:
+ * one find of every key. */
+static int live_keys(mg_ctx *c, int step, int n, long long *live)
+{
+    mg_meta *m = calloc((size_t)n, sizeof *m);
+    if (!m) return FD_E_NOMEM;
+    int s = mg_lookup_many(c, 1, step, m, n, 0, NULL);
+    if (s == FD_OK)
+        for (int i = 0; i < n; i++) { if (m[i].live) (*live)++; mg_meta_free(&m[i]); }
+    free(m);
+    return s;
+}
+
+/* EXISTS / TOUCH (TOUCH has no access time to update here). */
+static int sk_count_live(void *h, int argc, const resp_arg *argv, long long *live)
+{
+    (void)argv;                   /* (mg_lookup_many reads the command's) */
+    return live_keys(h, 1, argc - 1, live);
+}
+
+/* MSETNX's check. */
+static int sk_any_live(void *h, int argc, const resp_arg *argv, int *any)
+{
+    (void)argv;
+    long long n = 0;
+    int s = live_keys(h, 2, (argc - 1) / 2, &n);
+    *any = n > 0;
+    return s;
+}
+
+static const fd_key_io key_io = { sk_open, sk_del, sk_expire, sk_type, sk_close, mg_coll_event,
+                                  sk_del_many, sk_count_live };
+
+FD_KEY_HANDLERS(mg, mg_ctx, key_io)

@@ -59,6 +59,7 @@ typedef struct fd_str_sk { _Alignas(16) unsigned char b[FD_STR_SK_BYTES]; } fd_s
 
 /* A key as open() found it. */
 typedef struct fd_str_val {
+    int         found;      /* a record exists, maybe expired */
     int         live;       /* a live key (a string, unless open's want allowed any type) */
     int         string;     /* live and a string */
     const char *v;          /* string: its value, valid until write/del/close */
