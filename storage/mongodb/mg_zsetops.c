@@ -165,38 +165,13 @@ int mg_zset_mpop_one(mg_ctx *c, const resp_arg *key, int max, long long count, i
     ZSET_DONE(s);
 }
 
-int mg_list_mpop_one(mg_ctx *c, const resp_arg *key, int left, long long count, int *done)
-{
-    *done = 0;
-    mg_meta m; mg_list L;
-    FD_TRY(mg_array_load(c, key, &m, &L, MG_T_LIST));
-    if (!m.live || !L.n) LIST_DONE(FD_OK);
-    size_t k = count < (long long)L.n ? (size_t)count : L.n, mark = c->out->len;
-    int e = resp_add_array(c->out, 2) || resp_add_bulk(c->out, key->ptr, key->len) ||
-            resp_add_array(c->out, (long long)k);
-    for (size_t i = 0; i < k && !e; i++) {
-        size_t at = left ? i : L.n - 1 - i;
-        e = resp_add_bulk(c->out, L.p[at], L.l[at]);
-    }
-    if (e) { c->out->len = mark; LIST_DONE(FD_E_NOMEM); }
-    if (left) {
-        memmove(L.p, L.p + k, (L.n - k) * sizeof *L.p);
-        memmove(L.l, L.l + k, (L.n - k) * sizeof *L.l);
-    }
-    L.n -= k;
-    int s = mg_array_save(c, key, &m, &L, MG_T_LIST);
-    if (s != FD_OK) c->out->len = mark;
-    else *done = 1;
-    LIST_DONE(s);
-}
-
 static int pop_one(void *ud, int zset, const resp_arg *key, int where, long long count, int *done)
 {
     mg_ctx *c = ud;
-    int s = zset ? mg_zset_mpop_one(c, key, where, count, done) : mg_list_mpop_one(c, key, !where, count, done);
+    if (!zset) return mg_list_mpop_one(c, key, !where, count, done);      /* (its events: value/list.c) */
+    int s = mg_zset_mpop_one(c, key, where, count, done);
     if (s == FD_OK && *done) {
-        if (zset) MG_NOTIFY(c, ZSET, where ? "zpopmax" : "zpopmin", key->ptr, key->len);
-        else MG_NOTIFY(c, LIST, where ? "rpop" : "lpop", key->ptr, key->len);
+        MG_NOTIFY(c, ZSET, where ? "zpopmax" : "zpopmin", key->ptr, key->len);
         mg_notify_del_if_gone(c, key);
     }
     return s;
