@@ -116,23 +116,48 @@ static int lk_get(void *h, fd_list_lk *b, long long idx, const void **v, size_t 
     return get_at(h, r, r->m.head + (uint64_t)idx, v, vl);
 }
 
-/* One range scan from element idx (rev: from the tail's idx-th). */
+/* A range scan from element idx (rev: from the tail's idx-th): *it open
+ * (the caller closes it) and the first element, or the status. */
+static int seek_at(kv_ctx *c, const lref *r, long long idx, int rev, kv_iter **it,
+                   const void **kp, size_t *kl, const void **vp, size_t *vl)
+{
+    uint8_t from[KV_ELEM_MAX];
+    size_t fl = seq_key(from, r, rev ? r->m.tail - (uint64_t)idx : r->m.head + (uint64_t)idx);
+    FD_TRY(c->drv->iter_open(c->txn, it));
+    return kv_range_seek(c, *it, r->pfx, r->pl, from, fl, rev, kp, kl, vp, vl);
+}
+
 static int lk_walk(void *h, fd_list_lk *b, long long idx, int rev, fd_list_walk_fn fn, void *arg)
 {
     kv_ctx *c = h;
     lref *r = (lref *)b->b;
-    uint8_t from[KV_ELEM_MAX];
-    size_t fl = seq_key(from, r, rev ? r->m.tail - (uint64_t)idx : r->m.head + (uint64_t)idx);
-    kv_iter *it;
-    FD_TRY(c->drv->iter_open(c->txn, &it));
+    kv_iter *it = NULL;
     const void *kp, *vp; size_t kl, vl;
-    int s = kv_range_seek(c, it, r->pfx, r->pl, from, fl, rev, &kp, &kl, &vp, &vl);
+    int s = seek_at(c, r, idx, rev, &it, &kp, &kl, &vp, &vl);
     while (s == FD_OK) {
         if ((s = fn(arg, vp, vl)) != 0) break;
         s = kv_range_step(c, it, r->pfx, r->pl, rev, &kp, &kl, &vp, &vl);
     }
-    c->drv->iter_close(it);
+    if (it) c->drv->iter_close(it);
     return s == FD_NOTFOUND ? FD_OK : s;
+}
+
+/* The same scan, replying as it goes. */
+static int lk_reply(void *h, fd_list_lk *b, long long idx, int rev, long long n, resp_out *out)
+{
+    kv_ctx *c = h;
+    lref *r = (lref *)b->b;
+    kv_iter *it = NULL;
+    const void *kp, *vp; size_t kl, vl;
+    long long got = 0;
+    int s = seek_at(c, r, idx, rev, &it, &kp, &kl, &vp, &vl);
+    while (s == FD_OK) {
+        if (resp_add_bulk(out, vp, vl)) { s = FD_E_NOMEM; break; }
+        if (++got == n) break;
+        s = kv_range_step(c, it, r->pfx, r->pl, rev, &kp, &kl, &vp, &vl);
+    }
+    if (it) c->drv->iter_close(it);
+    return s == FD_NOTFOUND ? FD_E_CORRUPT : s;
 }
 
 static int lk_push(void *h, fd_list_lk *b, int left, const void *v, size_t vl)
@@ -220,7 +245,7 @@ static int lk_save(void *h, fd_list_lk *b)
     return r->dropped ? FD_OK : kv_coll_save(h, &r->k, &r->m);
 }
 
-static const fd_list_io list_io = { lk_open, NULL, lk_get, lk_walk, lk_push, lk_trim, lk_set, lk_insert,
+static const fd_list_io list_io = { lk_open, NULL, lk_get, lk_walk, lk_reply, lk_push, lk_trim, lk_set, lk_insert,
                                     lk_remove, lk_save, NULL, kv_io_event, NULL, NULL, NULL, NULL };
 
 FD_LIST_HANDLERS(kv, kv_ctx, list_io)

@@ -501,7 +501,7 @@ static int key_gone(void *h, const resp_arg *key)
     return mg_key_live(h, key, &live) == FD_OK && !live;
 }
 
-static const fd_list_io list_io = { lk_open, lk_need, lk_get, lk_walk, lk_push, lk_trim, lk_set, lk_insert,
+static const fd_list_io list_io = { lk_open, lk_need, lk_get, lk_walk, NULL, lk_push, lk_trim, lk_set, lk_insert,
                                     lk_remove, lk_save, lk_close, mg_coll_event,
                                     push_quick, pop_quick, ltrim_quick, key_gone };
 

@@ -55,6 +55,7 @@ static int emit_one(void *arg, const char *v, size_t vl)
 static int emit(const fd_list_io *io, void *h, fd_list_lk *lk, long long idx, int rev, long long n, resp_out *out)
 {
     if (n <= 0) return FD_OK;
+    if (io->reply) return io->reply(h, lk, idx, rev, n, out);
     emit_arg a = { out, n };
     int s = io->walk(h, lk, idx, rev, emit_one, &a);
     if (s == -1) return FD_OK;

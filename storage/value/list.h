@@ -42,6 +42,10 @@ typedef struct fd_list_io {
     /* From element idx toward the tail, or (rev) from element len-1-idx
      * toward the head, until the end or fn returns nonzero (returned). */
     int  (*walk)(void *h, fd_list_lk *lk, long long idx, int rev, fd_list_walk_fn fn, void *arg);
+    /* Optional: n (>= 1) elements from idx (as walk) written to out as
+     * bulks, FD_E_CORRUPT when fewer are there (NULL: walk does it; this
+     * saves a call per element on a store that reads elements itself). */
+    int  (*reply)(void *h, fd_list_lk *lk, long long idx, int rev, long long n, resp_out *out);
     /* Push v at one end (the list is created when it did not exist); v
      * stays valid until close. */
     int  (*push)(void *h, fd_list_lk *lk, int left, const void *v, size_t vl);

@@ -678,6 +678,22 @@ scripted("lists_basic", [
 ], requires=("rpush", "lpush", "lrange", "llen", "lindex", "lpop", "rpop", "lset", "lrem",
              "ltrim", "lpushx", "rpushx"))
 
+# LMOVE / RPOPLPUSH edges: one element onto itself (the list stays, its TTL
+# too), the last element to another key (the source goes), a missing
+# source, a wrong-type destination, LINSERT/LPOS around the moves
+scripted("lists_move_edges", [
+    ("RPUSH", "one", "x"), ("PEXPIRE", "one", "100000"), ("LMOVE", "one", "one", "LEFT", "RIGHT"),
+    ("LRANGE", "one", "0", "-1"), ("ttl_close", "PTTL", "one"), ("RPOPLPUSH", "one", "one"), ("LLEN", "one"),
+    ("RPUSH", "src", "a", "b"), ("LMOVE", "src", "dst", "RIGHT", "LEFT"), ("LMOVE", "src", "dst", "LEFT", "LEFT"),
+    ("EXISTS", "src"), ("LRANGE", "dst", "0", "-1"), ("LMOVE", "nosrc", "dst", "LEFT", "LEFT"),
+    ("SET", "str", "v"), ("LMOVE", "dst", "str", "LEFT", "LEFT"), ("LRANGE", "dst", "0", "-1"),
+    ("LMOVE", "dst", "dst", "LEFT", "RIGHT"), ("LRANGE", "dst", "0", "-1"),
+    ("LINSERT", "dst", "BEFORE", "a", "m"), ("LINSERT", "dst", "AFTER", "a", "n"), ("LINSERT", "dst", "AFTER", "zz", "q"),
+    ("LRANGE", "dst", "0", "-1"), ("LPOS", "dst", "a"), ("LPOS", "dst", "a", "RANK", "-1"),
+    ("LRANGE", "dst", "-2", "-1"), ("LRANGE", "dst", "1", "2"), ("LINDEX", "dst", "-2"), ("LINDEX", "dst", "x"),
+    ("LPOP", "dst", "0"), ("RPOP", "dst", "10"), ("EXISTS", "dst"),
+], requires=("lmove", "rpoplpush", "linsert", "lpos"))
+
 scripted("hashes_basic", [
     ("HSET", "h", "f1", "v1", "f2", "v2"), ("HGET", "h", "f1"), ("HGET", "h", "nof"),
     ("HSET", "h", "f1", "v9"), ("HMGET", "h", "f1", "nof", "f2"), ("HLEN", "h"),
