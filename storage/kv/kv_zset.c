@@ -24,6 +24,7 @@
 #include <limits.h>
 #include <ctype.h>
 #include "kv.h"
+#include "../value/zset.h"
 #include "../cmdargs.h"
 #include "../value/zsetops.h"
 
@@ -252,150 +253,64 @@ static int delete_collected(kv_ctx *c, zref *r, zsink *k)
     return kv_coll_save(c, &r->k, &r->m);
 }
 
-/* ---------------------------------------------------------------- ZADD / ZINCRBY */
+/* ---------------------------------------------------------------- fd_zset_io
+ * ZADD, ZINCRBY, ZREM, ZSCORE, ZMSCORE, ZCARD are storage/value/zset.c's;
+ * this is their store: point reads and writes of a member record and its
+ * score-index record. */
 
-static int zadd_generic(kv_ctx *c, int incr)
+_Static_assert(sizeof(zref) <= sizeof(fd_zset_zk), "kv_zref fits fd_zset_zk");
+
+static int zk_open(void *h, const resp_arg *key, int named, int step, fd_zset_zk *b, int *exists)
 {
-    int nx = 0, xx = 0, gt = 0, lt = 0, ch = 0, idx = 2;
-    while (idx < c->argc) {
-        const resp_arg *a = &c->argv[idx];
-        if (resp_arg_is(a, "nx")) nx = 1;
-        else if (resp_arg_is(a, "xx")) xx = 1;
-        else if (resp_arg_is(a, "ch")) ch = 1;
-        else if (resp_arg_is(a, "incr")) incr = 1;
-        else if (resp_arg_is(a, "gt")) gt = 1;
-        else if (resp_arg_is(a, "lt")) lt = 1;
-        else break;
-        idx++;
-    }
-    int elements = c->argc - idx;
-    if (elements % 2 || !elements) return FD_E_SYNTAX;
-    elements /= 2;
-    if (nx && xx) {
-        FD_OUT(resp_add_error(c->out, "ERR XX and NX options at the same time are not compatible"));
-        return FD_OK;
-    }
-    if ((gt && nx) || (lt && nx) || (gt && lt)) {
-        FD_OUT(resp_add_error(c->out, "ERR GT, LT, and/or NX options at the same time are not compatible"));
-        return FD_OK;
-    }
-    if (incr && elements > 1) {
-        FD_OUT(resp_add_error(c->out, "ERR INCR option supports a single increment-element pair"));
-        return FD_OK;
-    }
-    for (int j = 0; j < elements; j++) {
-        double d;
-        if (fd_parse_score(&c->argv[idx + 2 * j], &d) != 0) return FD_E_NOTFLOAT;
-    }
-    zref r;
-    FD_TRY(zref_load(c, &r, &c->argv[1]));
-    long long added = 0, updated = 0, processed = 0;
-    double score = 0;
-    if (!r.m.live && xx) goto reply;
-    FD_TRY(zref_create(c, &r));
-    for (int j = 0; j < elements; j++) {
-        const resp_arg *mb = &c->argv[idx + 2 * j + 1];
-        double cur;
-        fd_parse_score(&c->argv[idx + 2 * j], &score);
-        int s = score_get(c, &r, mb->ptr, mb->len, &cur);
-        if (s == FD_OK) {
-            if (nx) continue;
-            if (incr) {
-                score += cur;
-                if (isnan(score)) {
-                    FD_OUT(resp_add_error(c->out, "ERR resulting score is not a number (NaN)"));
-                    return FD_OK;
-                }
-            }
-            if ((lt && score >= cur) || (gt && score <= cur)) continue;
-            processed++;
-            if (score != cur) {
-                FD_TRY(member_write(c, &r, mb->ptr, mb->len, score, 1, cur));
-                updated++;
-            }
-        } else if (s == FD_NOTFOUND) {
-            if (xx) continue;
-            FD_TRY(member_write(c, &r, mb->ptr, mb->len, score, 0, 0));
-            added++;
-            processed++;
-        } else return s;
-    }
-    r.m.size += (uint64_t)added;
-    FD_TRY(kv_coll_save(c, &r.k, &r.m));
-    if (added || updated) KV_NOTIFY_ARG(c, ZSET, incr ? "zincr" : "zadd", 1);
-reply:
-    if (incr) {
-        if (processed) FD_OUT(resp_add_double(c->out, score));
-        else FD_OUT(resp_add_null(c->out));
-    } else FD_OUT(resp_add_int(c->out, ch ? added + updated : added));
+    (void)named; (void)step;
+    zref *r = (zref *)b->b;
+    int s = zref_load(h, r, key);
+    *exists = s == FD_OK && r->m.live;
+    return s;
+}
+
+static int zk_score(void *h, fd_zset_zk *b, const char *m, size_t ml, double *score)
+{
+    return score_get(h, (zref *)b->b, m, ml, score);
+}
+
+static int zk_put(void *h, fd_zset_zk *b, const char *m, size_t ml, double score, int had_old, double old)
+{
+    zref *r = (zref *)b->b;
+    FD_TRY(zref_create(h, r));
+    FD_TRY(member_write(h, r, m, ml, score, had_old, old));
+    if (!had_old) r->m.size++;
     return FD_OK;
 }
 
-int kv_cmd_zadd(kv_ctx *c)    { return zadd_generic(c, 0); }
-int kv_cmd_zincrby(kv_ctx *c) { return zadd_generic(c, 1); }
-
-int kv_cmd_zrem(kv_ctx *c)
+static int zk_del(void *h, fd_zset_zk *b, const char *m, size_t ml, int *removed)
 {
-    zref r;
-    FD_TRY(zref_load(c, &r, &c->argv[1]));
-    long long n = 0;
-    if (r.m.live) {
-        for (int j = 2; j < c->argc && (uint64_t)n < r.m.size; j++) {
-            double cur;
-            int s = score_get(c, &r, c->argv[j].ptr, c->argv[j].len, &cur);
-            if (s == FD_NOTFOUND) continue;
-            if (s != FD_OK) return s;
-            FD_TRY(member_del(c, &r, c->argv[j].ptr, c->argv[j].len, cur));
-            n++;
-        }
-        if (n) {
-            r.m.size -= (uint64_t)n;
-            FD_TRY(kv_coll_save(c, &r.k, &r.m));
-            KV_NOTIFY_ARG(c, ZSET, "zrem", 1);
-            if (!r.m.size) KV_NOTIFY_ARG(c, GENERIC, "del", 1);
-        }
-    }
-    FD_OUT(resp_add_int(c->out, n));
+    zref *r = (zref *)b->b;
+    double cur;
+    if (!r->m.size) return FD_OK;
+    int s = score_get(h, r, m, ml, &cur);
+    if (s == FD_NOTFOUND) return FD_OK;
+    FD_TRY(s);
+    FD_TRY(member_del(h, r, m, ml, cur));
+    r->m.size--;
+    *removed = 1;
     return FD_OK;
 }
 
-/* ---------------------------------------------------------------- point reads */
+static long long zk_count(void *h, fd_zset_zk *b) { (void)h; return (long long)((zref *)b->b)->m.size; }
 
-int kv_cmd_zscore(kv_ctx *c)
+static int zk_save(void *h, fd_zset_zk *b)
 {
-    zref r;
-    FD_TRY(zref_load(c, &r, &c->argv[1]));
-    double d;
-    int s = score_get(c, &r, c->argv[2].ptr, c->argv[2].len, &d);
-    if (s == FD_NOTFOUND) FD_OUT(resp_add_null(c->out));
-    else if (s != FD_OK) return s;
-    else FD_OUT(resp_add_double(c->out, d));
-    return FD_OK;
+    zref *r = (zref *)b->b;
+    return kv_coll_save(h, &r->k, &r->m);
 }
 
-int kv_cmd_zmscore(kv_ctx *c)
-{
-    zref r;
-    FD_TRY(zref_load(c, &r, &c->argv[1]));
-    size_t mark = c->out->len;
-    FD_OUT(resp_add_array(c->out, c->argc - 2));
-    for (int j = 2; j < c->argc; j++) {
-        double d;
-        int s = score_get(c, &r, c->argv[j].ptr, c->argv[j].len, &d);
-        if (s == FD_OK) s = resp_add_double(c->out, d) ? FD_E_NOMEM : FD_OK;
-        else if (s == FD_NOTFOUND) s = resp_add_null(c->out) ? FD_E_NOMEM : FD_OK;
-        if (s != FD_OK) { c->out->len = mark; return s; }
-    }
-    return FD_OK;
-}
+static int zk_gone(void *h, fd_zset_zk *b) { (void)h; return ((zref *)b->b)->m.size == 0; }
 
-int kv_cmd_zcard(kv_ctx *c)
-{
-    zref r;
-    FD_TRY(zref_load(c, &r, &c->argv[1]));
-    FD_OUT(resp_add_int(c->out, r.m.live ? (long long)r.m.size : 0));
-    return FD_OK;
-}
+static const fd_zset_io zset_io = { zk_open, zk_score, zk_put, zk_del, zk_count, zk_save, zk_gone, NULL,
+                                    kv_io_event };
+
+FD_ZSET_HANDLERS(kv, kv_ctx, zset_io)
 
 /* ZRANK (rev 0) / ZREVRANK (1). Two walks in step: one from the starting
  * end towards the member (counting the records before it), one from the

@@ -199,6 +199,8 @@ void mg_notify_del_if_gone(mg_ctx *c, const resp_arg *key);
  * event(). h is the mg_ctx. */
 struct fd_coll_hk;
 int  mg_coll_gone(void *h, struct fd_coll_hk *hk);
+/* 1 when key is not live (after a write: it went). h: the mg_ctx. */
+int  mg_key_gone(void *h, const resp_arg *key);
 void mg_coll_event(void *h, int cls, const char *event, const resp_arg *key);
 
 /* ================================================================ handlers

@@ -456,12 +456,17 @@ void mg_notify_del_if_gone(mg_ctx *c, const resp_arg *key)
         MG_NOTIFY(c, GENERIC, "del", key->ptr, key->len);
 }
 
+int mg_key_gone(void *h, const resp_arg *key)
+{
+    int live = 1;
+    return mg_key_live(h, key, &live) == FD_OK && !live;
+}
+
 int mg_coll_gone(void *h, struct fd_coll_hk *hk)
 {
     const resp_arg *key;
     memcpy(&key, hk, sizeof key);
-    int live = 1;
-    return mg_key_live(h, key, &live) == FD_OK && !live;
+    return mg_key_gone(h, key);
 }
 
 void mg_coll_event(void *h, int cls, const char *event, const resp_arg *key)

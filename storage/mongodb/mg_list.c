@@ -495,14 +495,8 @@ static int ltrim_quick(void *h, const resp_arg *key, long long end, int *done)
     return s;
 }
 
-static int key_gone(void *h, const resp_arg *key)
-{
-    int live = 1;
-    return mg_key_live(h, key, &live) == FD_OK && !live;
-}
-
 static const fd_list_io list_io = { lk_open, lk_need, lk_get, lk_walk, NULL, lk_push, lk_trim, lk_set, lk_insert,
                                     lk_remove, lk_save, lk_close, mg_coll_event,
-                                    push_quick, pop_quick, ltrim_quick, key_gone };
+                                    push_quick, pop_quick, ltrim_quick, mg_key_gone };
 
 FD_LIST_HANDLERS(mg, mg_ctx, list_io)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "mg.h"
+#include "../value/zset.h"
 
 void mg_zset_free(mg_zset *Z) { free(Z->a); mg_ix_free(&Z->ix); memset(Z, 0, sizeof *Z); }
 
@@ -140,110 +141,91 @@ static void zset_compact(mg_zset *Z, const unsigned char *gone)
 
 #define ZSET_DONE(st) do { int st_ = (st); mg_zset_free(&Z); mg_meta_free(&m); return st_; } while (0)
 
-static int zadd_generic(mg_ctx *c, int is_incr)
+/* ---------------------------------------------------------------- fd_zset_io
+ * ZADD, ZINCRBY, ZREM, ZSCORE, ZMSCORE, ZCARD are storage/value/zset.c's;
+ * this is their store: the sorted array loaded (a big set: only the named
+ * members, mg_big.c), changed here, sorted again and written back. */
+
+typedef struct mg_zk {
+    const resp_arg *key;
+    mg_meta m;
+    mg_zset Z;
+} mg_zk;
+_Static_assert(sizeof(mg_zk) <= sizeof(fd_zset_zk), "mg_zk fits fd_zset_zk");
+
+static int zk_open(void *h, const resp_arg *key, int named, int step, fd_zset_zk *b, int *exists)
 {
-    int flags, idx, elements, replied;
-    FD_TRY(fd_parse_zadd(c->argv, c->argc, is_incr, &flags, &idx, &elements, c->out, &replied));
-    if (replied) return FD_OK;
-    int nx = flags & FD_ZADD_NX, xx = flags & FD_ZADD_XX, gt = flags & FD_ZADD_GT,
-        lt = flags & FD_ZADD_LT, incr = flags & FD_ZADD_INCR;
-    mg_meta m; mg_zset Z;
-    mg_named(c, 2, 1);     /* a big sorted set: only these members (mg_big.c) */
-    FD_TRY(mg_zset_load(c, &c->argv[1], &m, &Z));
-    long long added = 0, updated = 0, processed = 0;
-    double score = 0;
-    int s = FD_OK;
-    if (m.live || !xx) {
-        for (int j = 0; j < elements && s == FD_OK; j++) {
-            const resp_arg *mb = &c->argv[idx + 2 * j + 1];
-            fd_parse_score(&c->argv[idx + 2 * j], &score);
-            long i = zset_find(&Z, mb->ptr, mb->len);
-            if (i >= 0) {
-                double cur = Z.a[i].s;
-                if (nx) continue;
-                if (incr) {
-                    score += cur;
-                    if (isnan(score))
-                        ZSET_DONE(resp_add_error(c->out, "ERR resulting score is not a number (NaN)") ? FD_E_NOMEM : FD_OK);
-                }
-                if ((lt && score >= cur) || (gt && score <= cur)) continue;
-                processed++;
-                if (score != cur) { Z.a[i].s = score; Z.dirty = 1; updated++; }
-            } else {
-                if (xx) continue;
-                s = zset_push(&Z, mb->ptr, mb->len, score);
-                Z.dirty = 1;
-                added++;
-                processed++;
-            }
-        }
-        if (s == FD_OK && (added || updated)) s = zset_save(c, &c->argv[1], &m, &Z);
-        if (s == FD_OK && (added || updated)) MG_NOTIFY_ARG(c, ZSET, incr ? "zincr" : "zadd", 1);
-    }
-    if (s == FD_OK) {
-        int r;
-        if (incr) r = processed ? resp_add_double(c->out, score) : resp_add_null(c->out);
-        else r = resp_add_int(c->out, (flags & FD_ZADD_CH) ? added + updated : added);
-        if (r) s = FD_E_NOMEM;
-    }
-    ZSET_DONE(s);
+    mg_ctx *c = h;
+    mg_zk *x = (mg_zk *)b->b;
+    memset(x, 0, sizeof *x);
+    x->key = key;
+    mg_named(c, named < c->argc ? named : c->argc, step);   /* a big sorted set: only these members */
+    int s = mg_zset_load(c, key, &x->m, &x->Z);
+    if (s != FD_OK) { memset(x, 0, sizeof *x); return s; }    /* (freed by the load) */
+    *exists = x->m.live;
+    return FD_OK;
 }
 
-int mg_cmd_zadd(mg_ctx *c)    { return zadd_generic(c, 0); }
-int mg_cmd_zincrby(mg_ctx *c) { return zadd_generic(c, 1); }
-
-int mg_cmd_zrem(mg_ctx *c)
+static int zk_score(void *h, fd_zset_zk *b, const char *m, size_t ml, double *score)
 {
-    mg_meta m; mg_zset Z;
-    mg_named(c, 2, 1);     /* a big sorted set: only these members (mg_big.c) */
-    FD_TRY(mg_zset_load(c, &c->argv[1], &m, &Z));
-    long long n = 0;
-    for (int j = 2; j < c->argc; j++) {
-        long i = zset_find(&Z, c->argv[j].ptr, c->argv[j].len);
-        if (i < 0) continue;
-        memmove(&Z.a[i], &Z.a[i + 1], (Z.n - (size_t)i - 1) * sizeof Z.a[0]);
-        Z.n--;
-        mg_ix_invalidate(&Z.ix);
-        n++;
-    }
-    int s = n ? zset_save(c, &c->argv[1], &m, &Z) : FD_OK;
-    if (s == FD_OK && n) {
-        MG_NOTIFY_ARG(c, ZSET, "zrem", 1);
-        mg_notify_del_if_gone(c, &c->argv[1]);
-    }
-    if (s == FD_OK && resp_add_int(c->out, n)) s = FD_E_NOMEM;
-    ZSET_DONE(s);
+    (void)h;
+    mg_zk *x = (mg_zk *)b->b;
+    long i = zset_find(&x->Z, m, ml);
+    if (i < 0) return FD_NOTFOUND;
+    *score = x->Z.a[i].s;
+    return FD_OK;
 }
 
-int mg_cmd_zscore(mg_ctx *c)
+static int zk_put(void *h, fd_zset_zk *b, const char *m, size_t ml, double score, int had_old, double old)
 {
-    mg_meta m; mg_zset Z;
-    mg_named(c, 2, 1);     /* a big sorted set: only these members (mg_big.c) */
-    FD_TRY(mg_zset_load(c, &c->argv[1], &m, &Z));
-    long i = zset_find(&Z, c->argv[2].ptr, c->argv[2].len);
-    ZSET_DONE((i >= 0 ? resp_add_double(c->out, Z.a[i].s) : resp_add_null(c->out)) ? FD_E_NOMEM : FD_OK);
+    (void)h; (void)old;
+    mg_zk *x = (mg_zk *)b->b;
+    x->Z.dirty = 1;
+    long i = had_old ? zset_find(&x->Z, m, ml) : -1;
+    if (i >= 0) { x->Z.a[i].s = score; return FD_OK; }
+    return zset_push(&x->Z, m, ml, score);
 }
 
-int mg_cmd_zmscore(mg_ctx *c)
+static int zk_del(void *h, fd_zset_zk *b, const char *m, size_t ml, int *removed)
 {
-    mg_meta m; mg_zset Z;
-    mg_named(c, 2, 1);     /* a big sorted set: only these members (mg_big.c) */
-    FD_TRY(mg_zset_load(c, &c->argv[1], &m, &Z));
-    int r = resp_add_array(c->out, c->argc - 2);
-    for (int j = 2; j < c->argc && !r; j++) {
-        long i = zset_find(&Z, c->argv[j].ptr, c->argv[j].len);
-        r = i >= 0 ? resp_add_double(c->out, Z.a[i].s) : resp_add_null(c->out);
-    }
-    ZSET_DONE(r ? FD_E_NOMEM : FD_OK);
+    (void)h;
+    mg_zset *Z = &((mg_zk *)b->b)->Z;
+    long i = zset_find(Z, m, ml);
+    if (i < 0) return FD_OK;
+    memmove(&Z->a[i], &Z->a[i + 1], (Z->n - (size_t)i - 1) * sizeof Z->a[0]);
+    Z->n--;
+    mg_ix_invalidate(&Z->ix);
+    *removed = 1;
+    return FD_OK;
 }
 
-int mg_cmd_zcard(mg_ctx *c)
+static long long zk_count(void *h, fd_zset_zk *b)
 {
-    mg_meta m; mg_zset Z;
-    mg_named(c, c->argc, 1);     /* a big sorted set: only these members (mg_big.c) */
-    FD_TRY(mg_zset_load(c, &c->argv[1], &m, &Z));
-    ZSET_DONE(resp_add_int(c->out, mg_coll_count(&m, Z.n)) ? FD_E_NOMEM : FD_OK);
+    (void)h;
+    mg_zk *x = (mg_zk *)b->b;
+    return mg_coll_count(&x->m, x->Z.n);
 }
+
+static int zk_save(void *h, fd_zset_zk *b)
+{
+    mg_zk *x = (mg_zk *)b->b;
+    return zset_save(h, x->key, &x->m, &x->Z);
+}
+
+static int zk_gone(void *h, fd_zset_zk *b) { return mg_key_gone(h, ((mg_zk *)b->b)->key); }
+
+static void zk_close(void *h, fd_zset_zk *b)
+{
+    (void)h;
+    mg_zk *x = (mg_zk *)b->b;
+    mg_zset_free(&x->Z);
+    mg_meta_free(&x->m);
+}
+
+static const fd_zset_io zset_io = { zk_open, zk_score, zk_put, zk_del, zk_count, zk_save,
+                                    zk_gone, zk_close, mg_coll_event };
+
+FD_ZSET_HANDLERS(mg, mg_ctx, zset_io)
 
 static int zrank_generic(mg_ctx *c, int rev)
 {
