@@ -88,19 +88,9 @@ static int zs_store(void *ud, const resp_arg *dst, const fd_zent *res, size_t n,
 
 /* ---------------------------------------------------------------- ZUNION / ZINTER / ZDIFF */
 
-static int setop(kv_ctx *c, int op, int store, int card)
-{
-    static const fd_zsetop_io io = { zs_check, zs_load, zs_release, zs_store };
-    return fd_zsetop_cmd(&io, c, c->argv, c->argc, op, store, card, c->out);
-}
+static const fd_zsetop_io zsetop_io = { zs_check, zs_load, zs_release, zs_store };
 
-int kv_cmd_zunion(kv_ctx *c)       { return setop(c, FD_ZOP_UNION, 0, 0); }
-int kv_cmd_zinter(kv_ctx *c)       { return setop(c, FD_ZOP_INTER, 0, 0); }
-int kv_cmd_zdiff(kv_ctx *c)        { return setop(c, FD_ZOP_DIFF, 0, 0); }
-int kv_cmd_zunionstore(kv_ctx *c)  { return setop(c, FD_ZOP_UNION, 1, 0); }
-int kv_cmd_zinterstore(kv_ctx *c)  { return setop(c, FD_ZOP_INTER, 1, 0); }
-int kv_cmd_zdiffstore(kv_ctx *c)   { return setop(c, FD_ZOP_DIFF, 1, 0); }
-int kv_cmd_zintercard(kv_ctx *c)   { return setop(c, FD_ZOP_INTER, 0, 1); }
+FD_ZSETOP_HANDLERS(kv, kv_ctx, zsetop_io)
 
 /* ---------------------------------------------------------------- ZRANGESTORE */
 

@@ -74,19 +74,9 @@ static int zs_store(void *ud, const resp_arg *dst, const fd_zent *res, size_t n,
     return mg_zstore(ud, dst, res, n, event);
 }
 
-static int setop(mg_ctx *c, int op, int store, int card)
-{
-    static const fd_zsetop_io io = { zs_check, zs_load, zs_release, zs_store };
-    return fd_zsetop_cmd(&io, c, c->argv, c->argc, op, store, card, c->out);
-}
+static const fd_zsetop_io zsetop_io = { zs_check, zs_load, zs_release, zs_store };
 
-int mg_cmd_zunion(mg_ctx *c)       { return setop(c, FD_ZOP_UNION, 0, 0); }
-int mg_cmd_zinter(mg_ctx *c)       { return setop(c, FD_ZOP_INTER, 0, 0); }
-int mg_cmd_zdiff(mg_ctx *c)        { return setop(c, FD_ZOP_DIFF, 0, 0); }
-int mg_cmd_zunionstore(mg_ctx *c)  { return setop(c, FD_ZOP_UNION, 1, 0); }
-int mg_cmd_zinterstore(mg_ctx *c)  { return setop(c, FD_ZOP_INTER, 1, 0); }
-int mg_cmd_zdiffstore(mg_ctx *c)   { return setop(c, FD_ZOP_DIFF, 1, 0); }
-int mg_cmd_zintercard(mg_ctx *c)   { return setop(c, FD_ZOP_INTER, 0, 1); }
+FD_ZSETOP_HANDLERS(mg, mg_ctx, zsetop_io)
 
 /* ---------------------------------------------------------------- ZRANGESTORE */
 

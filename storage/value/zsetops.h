@@ -98,6 +98,17 @@ typedef struct fd_zsetop_io {
  * FD_E_* status for the caller's error reply. */
 int fd_zsetop_cmd(const fd_zsetop_io *io, void *ud, const resp_arg *argv, int argc, int op, int store,
                   int card, resp_out *out);
+/* The seven handlers of a family, named <P>_cmd_<command> as
+ * commands.def's impl column binds them, over io for a context type CTX
+ * with argc, argv and out (kv_ctx, mg_ctx). */
+#define FD_ZSETOP_HANDLERS(P, CTX, IO) \
+    int P##_cmd_zunion(CTX *c)      { return fd_zsetop_cmd(&(IO), c, c->argv, c->argc, FD_ZOP_UNION, 0, 0, c->out); } \
+    int P##_cmd_zinter(CTX *c)      { return fd_zsetop_cmd(&(IO), c, c->argv, c->argc, FD_ZOP_INTER, 0, 0, c->out); } \
+    int P##_cmd_zdiff(CTX *c)       { return fd_zsetop_cmd(&(IO), c, c->argv, c->argc, FD_ZOP_DIFF, 0, 0, c->out); } \
+    int P##_cmd_zunionstore(CTX *c) { return fd_zsetop_cmd(&(IO), c, c->argv, c->argc, FD_ZOP_UNION, 1, 0, c->out); } \
+    int P##_cmd_zinterstore(CTX *c) { return fd_zsetop_cmd(&(IO), c, c->argv, c->argc, FD_ZOP_INTER, 1, 0, c->out); } \
+    int P##_cmd_zdiffstore(CTX *c)  { return fd_zsetop_cmd(&(IO), c, c->argv, c->argc, FD_ZOP_DIFF, 1, 0, c->out); } \
+    int P##_cmd_zintercard(CTX *c)  { return fd_zsetop_cmd(&(IO), c, c->argv, c->argc, FD_ZOP_INTER, 0, 1, c->out); }
 
 /* A range reply of elements (as ZRANGE: RESP3 WITHSCORES pairs nested). */
 int fd_zreply_range(resp_out *out, const fd_zent *a, size_t n, int withscores);

@@ -680,18 +680,19 @@ scripted("lists_basic", [
 
 # LMOVE / RPOPLPUSH edges: one element onto itself (the list stays, its TTL
 # too), the last element to another key (the source goes), a missing
-# source, a wrong-type destination, LINSERT/LPOS around the moves
+# source, a wrong-type destination, LINSERT/LPOS around the moves ({m}: one
+# cluster slot)
 scripted("lists_move_edges", [
-    ("RPUSH", "one", "x"), ("PEXPIRE", "one", "100000"), ("LMOVE", "one", "one", "LEFT", "RIGHT"),
-    ("LRANGE", "one", "0", "-1"), ("ttl_close", "PTTL", "one"), ("RPOPLPUSH", "one", "one"), ("LLEN", "one"),
-    ("RPUSH", "src", "a", "b"), ("LMOVE", "src", "dst", "RIGHT", "LEFT"), ("LMOVE", "src", "dst", "LEFT", "LEFT"),
-    ("EXISTS", "src"), ("LRANGE", "dst", "0", "-1"), ("LMOVE", "nosrc", "dst", "LEFT", "LEFT"),
-    ("SET", "str", "v"), ("LMOVE", "dst", "str", "LEFT", "LEFT"), ("LRANGE", "dst", "0", "-1"),
-    ("LMOVE", "dst", "dst", "LEFT", "RIGHT"), ("LRANGE", "dst", "0", "-1"),
-    ("LINSERT", "dst", "BEFORE", "a", "m"), ("LINSERT", "dst", "AFTER", "a", "n"), ("LINSERT", "dst", "AFTER", "zz", "q"),
-    ("LRANGE", "dst", "0", "-1"), ("LPOS", "dst", "a"), ("LPOS", "dst", "a", "RANK", "-1"),
-    ("LRANGE", "dst", "-2", "-1"), ("LRANGE", "dst", "1", "2"), ("LINDEX", "dst", "-2"), ("LINDEX", "dst", "x"),
-    ("LPOP", "dst", "0"), ("RPOP", "dst", "10"), ("EXISTS", "dst"),
+    ("RPUSH", "{m}one", "x"), ("PEXPIRE", "{m}one", "100000"), ("LMOVE", "{m}one", "{m}one", "LEFT", "RIGHT"),
+    ("LRANGE", "{m}one", "0", "-1"), ("ttl_close", "PTTL", "{m}one"), ("RPOPLPUSH", "{m}one", "{m}one"), ("LLEN", "{m}one"),
+    ("RPUSH", "{m}src", "a", "b"), ("LMOVE", "{m}src", "{m}dst", "RIGHT", "LEFT"), ("LMOVE", "{m}src", "{m}dst", "LEFT", "LEFT"),
+    ("EXISTS", "{m}src"), ("LRANGE", "{m}dst", "0", "-1"), ("LMOVE", "{m}nosrc", "{m}dst", "LEFT", "LEFT"),
+    ("SET", "{m}str", "v"), ("LMOVE", "{m}dst", "{m}str", "LEFT", "LEFT"), ("LRANGE", "{m}dst", "0", "-1"),
+    ("LMOVE", "{m}dst", "{m}dst", "LEFT", "RIGHT"), ("LRANGE", "{m}dst", "0", "-1"),
+    ("LINSERT", "{m}dst", "BEFORE", "a", "m"), ("LINSERT", "{m}dst", "AFTER", "a", "n"), ("LINSERT", "{m}dst", "AFTER", "zz", "q"),
+    ("LRANGE", "{m}dst", "0", "-1"), ("LPOS", "{m}dst", "a"), ("LPOS", "{m}dst", "a", "RANK", "-1"),
+    ("LRANGE", "{m}dst", "-2", "-1"), ("LRANGE", "{m}dst", "1", "2"), ("LINDEX", "{m}dst", "-2"), ("LINDEX", "{m}dst", "x"),
+    ("LPOP", "{m}dst", "0"), ("RPOP", "{m}dst", "10"), ("EXISTS", "{m}dst"),
 ], requires=("lmove", "rpoplpush", "linsert", "lpos"))
 
 scripted("hashes_basic", [
