@@ -109,19 +109,9 @@ static int member_del(kv_ctx *c, zref *r, const char *mb, size_t ml, double scor
 
 /* ---------------------------------------------------------------- range walks */
 
-enum { Z_RANK, Z_SCORE, Z_LEX };
 enum { ACT_REPLY, ACT_COUNT, ACT_COLLECT };
 
-typedef struct zspec {
-    int type, rev;
-    long long start, end;               /* rank: 0-based from the walk's end, sanitized */
-    double min, max;
-    int minex, maxex;
-    int lmin_kind, lmax_kind;           /* parse_lex results */
-    const char *lmin, *lmax;
-    size_t lminl, lmaxl;
-    long long offset, limit;            /* limit < 0: no limit */
-} zspec;
+/* A range: fd_zrange (storage/cmdargs.h), as fd_parse_zrange reads it. */
 
 typedef struct zsink {
     int act, withscores;
@@ -129,24 +119,8 @@ typedef struct zsink {
     kv_list l;                          /* ACT_COLLECT: score(8) + member */
 } zsink;
 
-static int lex_gte_min(const zspec *z, const char *mb, size_t ml)
-{
-    if (z->lmin_kind == 1) return 1;
-    if (z->lmin_kind == 2) return 0;
-    int r = fd_lexcmp(mb, ml, z->lmin, z->lminl);
-    return z->minex ? r > 0 : r >= 0;
-}
 
-static int lex_lte_max(const zspec *z, const char *mb, size_t ml)
-{
-    if (z->lmax_kind == 2) return 1;
-    if (z->lmax_kind == 1) return 0;
-    int r = fd_lexcmp(mb, ml, z->lmax, z->lmaxl);
-    return z->maxex ? r < 0 : r <= 0;
-}
 
-static int score_gte_min(const zspec *z, double d) { return z->minex ? d > z->min : d >= z->min; }
-static int score_lte_max(const zspec *z, double d) { return z->maxex ? d < z->max : d <= z->max; }
 
 static int sink_emit(kv_ctx *c, zsink *k, const uint8_t *sc8, double score, const char *mb, size_t ml)
 {
@@ -161,18 +135,18 @@ static int sink_emit(kv_ctx *c, zsink *k, const uint8_t *sc8, double score, cons
 }
 
 /* Walk the score index of r as z says, sending each member to k. */
-static int zwalk(kv_ctx *c, const zref *r, const zspec *z, zsink *k)
+static int zwalk(kv_ctx *c, const zref *r, const fd_zrange *z, zsink *k)
 {
     if (!r->m.live) return FD_OK;
-    if (z->type == Z_SCORE && (z->min > z->max || (z->min == z->max && (z->minex || z->maxex))))
+    if (z->type == FD_ZR_SCORE && (z->min > z->max || (z->min == z->max && (z->minex || z->maxex))))
         return FD_OK;
-    if (z->type == Z_LEX && (z->lmin_kind == 2 || z->lmax_kind == 1)) return FD_OK;
-    if (z->type == Z_LEX && z->lmin_kind == 0 && z->lmax_kind == 0) {
+    if (z->type == FD_ZR_LEX && (z->lmin_kind == 2 || z->lmax_kind == 1)) return FD_OK;
+    if (z->type == FD_ZR_LEX && z->lmin_kind == 0 && z->lmax_kind == 0) {
         int cmp = fd_lexcmp(z->lmin, z->lminl, z->lmax, z->lmaxl);
         if (cmp > 0 || (cmp == 0 && (z->minex || z->maxex))) return FD_OK;
     }
-    if (z->type != Z_RANK && z->offset < 0) return FD_OK;   /* Redis skips past the end */
-    if (z->type != Z_RANK && z->limit == 0) return FD_OK;
+    if (z->type != FD_ZR_RANK && z->offset < 0) return FD_OK;   /* Redis skips past the end */
+    if (z->type != FD_ZR_RANK && z->limit == 0) return FD_OK;
     const size_t pl = r->pl;
     const int rev = z->rev;
     uint8_t from[KV_ELEM_MAX + 8];
@@ -182,7 +156,7 @@ static int zwalk(kv_ctx *c, const zref *r, const zspec *z, zsink *k)
     FD_TRY(c->drv->iter_open(c->txn, &it));
     const void *kp, *vp; size_t kl, vl;
     int s;
-    if (z->type == Z_LEX) {
+    if (z->type == FD_ZR_LEX) {
         /* Redis 7.0's zzlIsInLexRange/zslIsInLexRange: nothing unless the
          * last member (by score) is >= min and the first <= max; it
          * matters only when the scores differ (lex ranges assume equal
@@ -192,19 +166,19 @@ static int zwalk(kv_ctx *c, const zref *r, const zspec *z, zsink *k)
             s = kv_range_seek(c, it, r->sp, pl, r->sp, pl, end == 0, &kp, &kl, &vp, &vl);
             if (s == FD_OK && kl < pl + 8) s = FD_E_CORRUPT;
             if (s == FD_OK) s = kv_elem_decode(kp, kl, pl + 8, vp, vl, &mb, &ml, &v, &vvl);
-            if (s == FD_OK && !(end == 0 ? lex_gte_min(z, mb, ml) : lex_lte_max(z, mb, ml))) s = FD_NOTFOUND;
+            if (s == FD_OK && !(end == 0 ? fd_zrange_gte_min(z, 0, mb, ml) : fd_zrange_lte_max(z, 0, mb, ml))) s = FD_NOTFOUND;
             if (s != FD_OK) {
                 c->drv->iter_close(it);
                 return s == FD_NOTFOUND ? FD_OK : s;
             }
         }
     }
-    if (z->type == Z_SCORE) {
+    if (z->type == FD_ZR_SCORE) {
         kv_enc_double(from + pl, rev ? z->max : z->min);
         fl = pl + 8;
         if (!rev && isinf(z->min) && z->min < 0) fl = pl;
         if (rev && isinf(z->max) && z->max > 0) fl = pl;
-    } else if (z->type == Z_LEX && ((!rev && z->lmin_kind == 0) || (rev && z->lmax_kind == 0))) {
+    } else if (z->type == FD_ZR_LEX && ((!rev && z->lmin_kind == 0) || (rev && z->lmax_kind == 0))) {
         /* members of equal scores: seek inside the first (last) score */
         s = kv_range_seek(c, it, r->sp, pl, r->sp, pl, rev, &kp, &kl, &vp, &vl);
         if (s == FD_OK && kl >= pl + 8) {
@@ -213,8 +187,8 @@ static int zwalk(kv_ctx *c, const zref *r, const zspec *z, zsink *k)
         }
     }
     s = kv_range_seek(c, it, r->sp, pl, from, fl, rev, &kp, &kl, &vp, &vl);
-    long long idx = 0, skip = z->type == Z_RANK ? z->start : z->offset;
-    long long left = z->type == Z_RANK ? z->end - z->start + 1 : z->limit;
+    long long idx = 0, skip = z->type == FD_ZR_RANK ? z->start : z->offset;
+    long long left = z->type == FD_ZR_RANK ? z->end - z->start + 1 : z->limit;
     int started = 0;
     while (s == FD_OK && left != 0) {
         if (kl < pl + 8) { s = FD_E_CORRUPT; break; }
@@ -222,12 +196,12 @@ static int zwalk(kv_ctx *c, const zref *r, const zspec *z, zsink *k)
         double score = kv_dec_double(sc8);
         const char *mb, *v; size_t ml, vvl;
         if ((s = kv_elem_decode(kp, kl, pl + 8, vp, vl, &mb, &ml, &v, &vvl)) != FD_OK) break;
-        if (z->type == Z_SCORE) {
-            if (!started && !(rev ? score_lte_max(z, score) : score_gte_min(z, score))) goto next;
-            if (!(rev ? score_gte_min(z, score) : score_lte_max(z, score))) break;
-        } else if (z->type == Z_LEX) {
-            if (!started && !(rev ? lex_lte_max(z, mb, ml) : lex_gte_min(z, mb, ml))) goto next;
-            if (!(rev ? lex_gte_min(z, mb, ml) : lex_lte_max(z, mb, ml))) break;
+        if (z->type == FD_ZR_SCORE) {
+            if (!started && !(rev ? fd_zrange_lte_max(z, score, NULL, 0) : fd_zrange_gte_min(z, score, NULL, 0))) goto next;
+            if (!(rev ? fd_zrange_gte_min(z, score, NULL, 0) : fd_zrange_lte_max(z, score, NULL, 0))) break;
+        } else if (z->type == FD_ZR_LEX) {
+            if (!started && !(rev ? fd_zrange_lte_max(z, 0, mb, ml) : fd_zrange_gte_min(z, 0, mb, ml))) goto next;
+            if (!(rev ? fd_zrange_gte_min(z, 0, mb, ml) : fd_zrange_lte_max(z, 0, mb, ml))) break;
         }
         started = 1;
         if (skip > 0) { skip--; goto next; }
@@ -361,81 +335,27 @@ int kv_cmd_zrevrank(kv_ctx *c) { return rank_generic(c, 1); }
 
 /* ---------------------------------------------------------------- ZRANGE family */
 
-/* Parse the range arguments argv[minidx], argv[maxidx] into z by type.
- * FD_OK, or an error reply was written (*replied = 1), or FD_E_*. */
-static int parse_range(kv_ctx *c, zspec *z, int minidx, int maxidx, int *replied)
-{
-    *replied = 0;
-    if (z->type == Z_RANK) {
-        if (resp_str2ll(c->argv[minidx].ptr, c->argv[minidx].len, &z->start) != 0 ||
-            resp_str2ll(c->argv[maxidx].ptr, c->argv[maxidx].len, &z->end) != 0) return FD_E_NOTINT;
-    } else if (z->type == Z_SCORE) {
-        if (fd_parse_score_bound(&c->argv[minidx], &z->min, &z->minex) != 0 ||
-            fd_parse_score_bound(&c->argv[maxidx], &z->max, &z->maxex) != 0) {
-            FD_OUT(resp_add_error(c->out, "ERR min or max is not a float"));
-            *replied = 1;
-        }
-    } else {
-        if ((z->lmin_kind = fd_parse_lex_bound(&c->argv[minidx], &z->lmin, &z->lminl, &z->minex)) < 0 ||
-            (z->lmax_kind = fd_parse_lex_bound(&c->argv[maxidx], &z->lmax, &z->lmaxl, &z->maxex)) < 0) {
-            FD_OUT(resp_add_error(c->out, "ERR min or max not valid string range item"));
-            *replied = 1;
-        }
-    }
-    return FD_OK;
-}
-
 /* zrangeGenericCommand: type/rev fixed by the command name, or -1 (ZRANGE:
  * chosen by BYSCORE/BYLEX/REV). */
 static int zrange_generic(kv_ctx *c, int type, int rev)
 {
-    zspec z;
-    memset(&z, 0, sizeof z);
-    z.limit = -1;
-    int withscores = 0, auto_type = type < 0, auto_dir = rev < 0, have_limit = 0;
-    if (auto_type) type = -1;
-    if (auto_dir) rev = 0;
-    for (int j = 4; j < c->argc; j++) {
-        int left = c->argc - j - 1;
-        const resp_arg *a = &c->argv[j];
-        if (resp_arg_is(a, "withscores")) withscores = 1;
-        else if (resp_arg_is(a, "limit") && left >= 2) {
-            if (resp_str2ll(c->argv[j + 1].ptr, c->argv[j + 1].len, &z.offset) != 0 ||
-                resp_str2ll(c->argv[j + 2].ptr, c->argv[j + 2].len, &z.limit) != 0) return FD_E_NOTINT;
-            have_limit = 1;
-            j += 2;
-        } else if (auto_dir && !rev && resp_arg_is(a, "rev")) rev = 1;
-        else if (auto_type && type == -1 && resp_arg_is(a, "bylex")) type = Z_LEX;
-        else if (auto_type && type == -1 && resp_arg_is(a, "byscore")) type = Z_SCORE;
-        else return FD_E_SYNTAX;
-    }
-    if (type == -1) type = Z_RANK;
-    if (have_limit && z.limit != -1 && type == Z_RANK) {
-        FD_OUT(resp_add_error(c->out, "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"));
-        return FD_OK;
-    }
-    if (withscores && type == Z_LEX) {
-        FD_OUT(resp_add_error(c->out, "ERR syntax error, WITHSCORES not supported in combination with BYLEX"));
-        return FD_OK;
-    }
-    int minidx = 2, maxidx = 3;
-    if (rev && type != Z_RANK) { minidx = 3; maxidx = 2; }
-    z.type = type;
-    z.rev = rev;
+    fd_zrange z;
     int replied;
-    FD_TRY(parse_range(c, &z, minidx, maxidx, &replied));
+    FD_TRY(fd_parse_zrange(c->argv, c->argc, type, rev, &z, c->out, &replied));
     if (replied) return FD_OK;
+    int withscores = z.withscores;
+    type = z.type;
     zref r;
     FD_TRY(zref_load(c, &r, &c->argv[1]));
     if (!r.m.live) { FD_OUT(resp_add_array(c->out, 0)); return FD_OK; }
-    if (type == Z_RANK && !fd_rank_range((long long)r.m.size, &z.start, &z.end)) {
+    if (type == FD_ZR_RANK && !fd_rank_range((long long)r.m.size, &z.start, &z.end)) {
         FD_OUT(resp_add_array(c->out, 0));
         return FD_OK;
     }
     long long n = (long long)r.m.size;
-    if (type == Z_RANK && z.start > n - 1 - z.end) {
+    if (type == FD_ZR_RANK && z.start > n - 1 - z.end) {
         /* nearer the other end: walk from there and reply in reverse */
-        zspec f = z;
+        fd_zrange f = z;
         f.rev = !z.rev;
         f.start = n - 1 - z.end;
         f.end = n - 1 - z.start;
@@ -471,20 +391,17 @@ static int zrange_generic(kv_ctx *c, int type, int rev)
 }
 
 int kv_cmd_zrange(kv_ctx *c)            { return zrange_generic(c, -1, -1); }
-int kv_cmd_zrevrange(kv_ctx *c)         { return zrange_generic(c, Z_RANK, 1); }
-int kv_cmd_zrangebyscore(kv_ctx *c)     { return zrange_generic(c, Z_SCORE, 0); }
-int kv_cmd_zrevrangebyscore(kv_ctx *c)  { return zrange_generic(c, Z_SCORE, 1); }
-int kv_cmd_zrangebylex(kv_ctx *c)       { return zrange_generic(c, Z_LEX, 0); }
-int kv_cmd_zrevrangebylex(kv_ctx *c)    { return zrange_generic(c, Z_LEX, 1); }
+int kv_cmd_zrevrange(kv_ctx *c)         { return zrange_generic(c, FD_ZR_RANK, 1); }
+int kv_cmd_zrangebyscore(kv_ctx *c)     { return zrange_generic(c, FD_ZR_SCORE, 0); }
+int kv_cmd_zrevrangebyscore(kv_ctx *c)  { return zrange_generic(c, FD_ZR_SCORE, 1); }
+int kv_cmd_zrangebylex(kv_ctx *c)       { return zrange_generic(c, FD_ZR_LEX, 0); }
+int kv_cmd_zrevrangebylex(kv_ctx *c)    { return zrange_generic(c, FD_ZR_LEX, 1); }
 
 static int count_generic(kv_ctx *c, int type)
 {
-    zspec z;
-    memset(&z, 0, sizeof z);
-    z.type = type;
-    z.limit = -1;
+    fd_zrange z;
     int replied;
-    FD_TRY(parse_range(c, &z, 2, 3, &replied));
+    FD_TRY(fd_parse_zrange(c->argv, c->argc, type, 0, &z, c->out, &replied));
     if (replied) return FD_OK;
     zref r;
     FD_TRY(zref_load(c, &r, &c->argv[1]));
@@ -494,26 +411,23 @@ static int count_generic(kv_ctx *c, int type)
     return FD_OK;
 }
 
-int kv_cmd_zcount(kv_ctx *c)    { return count_generic(c, Z_SCORE); }
-int kv_cmd_zlexcount(kv_ctx *c) { return count_generic(c, Z_LEX); }
+int kv_cmd_zcount(kv_ctx *c)    { return count_generic(c, FD_ZR_SCORE); }
+int kv_cmd_zlexcount(kv_ctx *c) { return count_generic(c, FD_ZR_LEX); }
 
 static int remrange_generic(kv_ctx *c, int type)
 {
-    zspec z;
-    memset(&z, 0, sizeof z);
-    z.type = type;
-    z.limit = -1;
+    fd_zrange z;
     int replied;
-    FD_TRY(parse_range(c, &z, 2, 3, &replied));
+    FD_TRY(fd_parse_zrange(c->argv, c->argc, type, 0, &z, c->out, &replied));
     if (replied) return FD_OK;
     zref r;
     FD_TRY(zref_load(c, &r, &c->argv[1]));
-    if (!r.m.live || (type == Z_RANK && !fd_rank_range((long long)r.m.size, &z.start, &z.end))) {
+    if (!r.m.live || (type == FD_ZR_RANK && !fd_rank_range((long long)r.m.size, &z.start, &z.end))) {
         FD_OUT(resp_add_int(c->out, 0));
         return FD_OK;
     }
     long long n = (long long)r.m.size;
-    if (type == Z_RANK && z.start > n - 1 - z.end) {    /* nearer the other end */
+    if (type == FD_ZR_RANK && z.start > n - 1 - z.end) {    /* nearer the other end */
         long long st = z.start;
         z.rev = 1;
         z.start = n - 1 - z.end;
@@ -525,8 +439,8 @@ static int remrange_generic(kv_ctx *c, int type)
         int all = (uint64_t)k.n >= r.m.size;
         if (all) s = kv_delete(c, &r.k, &r.m);   /* all: O(1) */
         else s = delete_collected(c, &r, &k);
-        static const char *const ev[] = { [Z_RANK] = "zremrangebyrank", [Z_SCORE] = "zremrangebyscore",
-                                          [Z_LEX] = "zremrangebylex" };
+        static const char *const ev[] = { [FD_ZR_RANK] = "zremrangebyrank", [FD_ZR_SCORE] = "zremrangebyscore",
+                                          [FD_ZR_LEX] = "zremrangebylex" };
         if (s == FD_OK) KV_NOTIFY_ARG(c, ZSET, ev[type], 1);
         if (s == FD_OK && all) KV_NOTIFY_ARG(c, GENERIC, "del", 1);
     }
@@ -535,9 +449,9 @@ static int remrange_generic(kv_ctx *c, int type)
     return s;
 }
 
-int kv_cmd_zremrangebyrank(kv_ctx *c)  { return remrange_generic(c, Z_RANK); }
-int kv_cmd_zremrangebyscore(kv_ctx *c) { return remrange_generic(c, Z_SCORE); }
-int kv_cmd_zremrangebylex(kv_ctx *c)   { return remrange_generic(c, Z_LEX); }
+int kv_cmd_zremrangebyrank(kv_ctx *c)  { return remrange_generic(c, FD_ZR_RANK); }
+int kv_cmd_zremrangebyscore(kv_ctx *c) { return remrange_generic(c, FD_ZR_SCORE); }
+int kv_cmd_zremrangebylex(kv_ctx *c)   { return remrange_generic(c, FD_ZR_LEX); }
 
 /* ZPOPMIN (rev 0) / ZPOPMAX (rev 1). */
 static int pop_generic(kv_ctx *c, int rev)
@@ -623,9 +537,9 @@ int kv_zset_walk(kv_ctx *c, const kv_zref *r, double min, int minex, double max,
 
 int kv_zset_range(kv_ctx *c, const kv_zref *r, const fd_zrange *zr, kv_list *l)
 {
-    zspec z;
+    fd_zrange z;
     memset(&z, 0, sizeof z);
-    z.type = zr->type == FD_ZR_RANK ? Z_RANK : zr->type == FD_ZR_SCORE ? Z_SCORE : Z_LEX;
+    z.type = zr->type == FD_ZR_RANK ? FD_ZR_RANK : zr->type == FD_ZR_SCORE ? FD_ZR_SCORE : FD_ZR_LEX;
     z.rev = zr->rev;
     z.start = zr->start; z.end = zr->end;
     z.min = zr->min; z.max = zr->max; z.minex = zr->minex; z.maxex = zr->maxex;
@@ -633,7 +547,7 @@ int kv_zset_range(kv_ctx *c, const kv_zref *r, const fd_zrange *zr, kv_list *l)
     z.lmin = zr->lmin; z.lmax = zr->lmax; z.lminl = zr->lminl; z.lmaxl = zr->lmaxl;
     z.offset = zr->offset; z.limit = zr->limit;
     if (!r->m.live) return FD_OK;
-    if (z.type == Z_RANK && !fd_rank_range((long long)r->m.size, &z.start, &z.end)) return FD_OK;
+    if (z.type == FD_ZR_RANK && !fd_rank_range((long long)r->m.size, &z.start, &z.end)) return FD_OK;
     zsink k = { .act = ACT_COLLECT };
     int s = zwalk(c, r, &z, &k);
     *l = k.l;
@@ -642,9 +556,9 @@ int kv_zset_range(kv_ctx *c, const kv_zref *r, const fd_zrange *zr, kv_list *l)
 
 int kv_zset_pop(kv_ctx *c, kv_zref *r, int rev, long long count, kv_list *l)
 {
-    zspec z;
+    fd_zrange z;
     memset(&z, 0, sizeof z);
-    z.type = Z_RANK;
+    z.type = FD_ZR_RANK;
     z.rev = rev;
     z.start = 0;
     z.end = count < (long long)r->m.size ? count - 1 : (long long)r->m.size - 1;

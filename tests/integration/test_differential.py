@@ -695,6 +695,25 @@ scripted("lists_move_edges", [
     ("LPOP", "{m}dst", "0"), ("RPOP", "{m}dst", "10"), ("EXISTS", "{m}dst"),
 ], requires=("lmove", "rpoplpush", "linsert", "lpos"))
 
+# the sorted-set range family's argument errors and bounds (one parser for
+# every store: fd_parse_zrange), lex ranges and the rank walk from the far end
+scripted("zsets_range_edges", [
+    ("ZADD", "{z}l", "0", "a", "0", "b", "0", "c", "0", "d", "0", "e"),
+    ("ZRANGEBYLEX", "{z}l", "[b", "(d"), ("ZREVRANGEBYLEX", "{z}l", "+", "[c", "LIMIT", "1", "2"),
+    ("ZLEXCOUNT", "{z}l", "(a", "+"), ("ZLEXCOUNT", "{z}l", "-", "-"), ("ZRANGEBYLEX", "{z}l", "b", "c"),
+    ("ZRANGE", "{z}l", "[a", "[c", "BYLEX", "WITHSCORES"), ("ZRANGE", "{z}l", "0", "1", "LIMIT", "0", "1"),
+    ("ZRANGE", "{z}l", "0", "-1", "BOGUS"), ("ZRANGE", "{z}l", "x", "1"),
+    ("ZADD", "{z}s", "1", "one", "2", "two", "3", "three", "4", "four", "5", "five"),
+    ("ZCOUNT", "{z}s", "(1", "(5"), ("ZCOUNT", "{z}s", "-inf", "+inf"), ("ZCOUNT", "{z}s", "a", "2"),
+    ("ZRANGEBYSCORE", "{z}s", "(2", "5", "WITHSCORES", "LIMIT", "1", "2"),
+    ("ZREVRANGEBYSCORE", "{z}s", "+inf", "(1", "LIMIT", "0", "-1"), ("ZRANGEBYSCORE", "{z}s", "3", "1"),
+    ("ZRANGE", "{z}s", "-2", "-1", "WITHSCORES"), ("ZRANGE", "{z}s", "3", "10"), ("ZREVRANGE", "{z}s", "1", "-2"),
+    ("ZREMRANGEBYRANK", "{z}s", "-2", "-1"), ("ZREMRANGEBYSCORE", "{z}s", "(1", "2"),
+    ("ZRANGE", "{z}s", "0", "-1", "WITHSCORES"), ("ZREMRANGEBYLEX", "{z}l", "[d", "+"),
+    ("ZRANGE", "{z}l", "0", "-1"), ("ZREMRANGEBYLEX", "{z}l", "-", "+"), ("EXISTS", "{z}l"),
+    ("ZRANK", "{z}s", "one"), ("ZREVRANK", "{z}s", "one"), ("ZRANK", "{z}s", "none"),
+], requires=("zrangebylex", "zlexcount", "zremrangebylex", "zcount", "zremrangebyrank"))
+
 scripted("hashes_basic", [
     ("HSET", "h", "f1", "v1", "f2", "v2"), ("HGET", "h", "f1"), ("HGET", "h", "nof"),
     ("HSET", "h", "f1", "v9"), ("HMGET", "h", "f1", "nof", "f2"), ("HLEN", "h"),
