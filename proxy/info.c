@@ -63,7 +63,7 @@ static void backend_line(resp_out *o, const px_backend *be) {
     double us = 1e-3;
     line(o, "be_%s:name=%s,opened_at=%lld,calls=%llu,errors=%llu,inflight=%llu,"
             "p50_us=%.1f,p99_us=%.1f,p999_us=%.1f,max_us=%.1f,wait_p50_us=%.1f,wait_p99_us=%.1f,wait_p999_us=%.1f,"
-            "usec=%.0f,wait_usec=%.0f,fd_usec_per_call=%.2f,wait_usec_per_call=%.2f",
+            "usec=%.3f,wait_usec=%.3f,fd_usec_per_call=%.2f,wait_usec_per_call=%.2f",
          be->role, be->b.ops->name, (long long)be->opened_at, (unsigned long long)be->calls,
          (unsigned long long)be->errors, (unsigned long long)be->inflight,
          px_hist_quantile(l, 0.5) * us, px_hist_quantile(l, 0.99) * us, px_hist_quantile(l, 0.999) * us, l->max_ns * us,

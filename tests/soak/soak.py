@@ -269,6 +269,22 @@ def _phase(fd, redis, backend, swaps, tmp, seconds, fault_every, rate, clients, 
     return fig, writers
 
 
+def _drained(fd, timeout=30.0):
+    """Wait until no request is in flight to any backend (INFO backends):
+    clients that timed out leave their requests queued to a slow backend
+    (the MongoDB emulator under load), and RSS is compared once they are
+    answered, not while the backlog drains."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with Conn(fd.port, timeout=5) as c:
+            f = info_fields(parse(c.cmd("INFO", "backends")))
+        owed = sum(int(x.split("inflight=")[1].split(",")[0]) for k, x in f.items()
+                   if k.startswith("be_") and "inflight=" in x)
+        if owed == 0 or time.monotonic() > deadline:
+            return owed
+        time.sleep(0.2)
+
+
 def soak_one(backend, seconds, fault_every=3.0, rate=1500, clients=16, log=print):
     """Run the soak on one backend; returns a dict of figures. Raises
     AssertionError on a crash, a lost acknowledged write or RSS growth.
@@ -287,12 +303,15 @@ def soak_one(backend, seconds, fault_every=3.0, rate=1500, clients=16, log=print
                       clients, 0, "warm")
     # frontdoor gives back what a burst left free once a second (malloc_trim
     # in proxy/backends.c): both measures wait for that check
+    _drained(fd)
     time.sleep(1.5)
     base = settled_rss_kb(fd, field="RssAnon")
     fig, writers = _phase(fd, redis, backend, swaps, tmp, seconds, fault_every, rate, clients,
                           10, "load")
     for w in wwarm + writers:
         w.verify(fd.port)
+    owed = _drained(fd)
+    check(owed == 0, "%s: %d requests still in flight 30 s after the load" % (backend, owed))
     time.sleep(1.5)
     rss = settled_rss_kb(fd, timeout=10, field="RssAnon")
     fig.update({"backend": backend, "seconds": seconds, "warmup_seconds": warm,
