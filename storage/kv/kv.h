@@ -495,14 +495,6 @@ int kv_zset_put(kv_ctx *c, kv_zref *r, const char *m, size_t ml, double score, i
 typedef int (*kv_zset_fn)(void *arg, const char *m, size_t ml, double score);
 int kv_zset_walk(kv_ctx *c, const kv_zref *r, double min, int minex, double max, int maxex,
                  kv_zset_fn fn, void *arg);
-/* A ZRANGE-style range (storage/cmdargs.h fd_zrange, parsed) collected
- * into l as score(8, kv_enc_double) + member items, in reply order. */
-struct fd_zrange;
-int kv_zset_range(kv_ctx *c, const kv_zref *r, const struct fd_zrange *z, kv_list *l);
-/* Remove up to count members from the low (rev 0) or high end of the live
- * sorted set r, collected into l as score(8) + member, in pop order; the key
- * goes when emptied. Raises "zpopmin"/"zpopmax" (and "del"). */
-int kv_zset_pop(kv_ctx *c, kv_zref *r, int rev, long long count, kv_list *l);
 /* Replace key dst (whatever it holds) with a sorted set of a[0..n) (distinct
  * members), or delete it when n is 0. a must not point into driver memory.
  * Raises `event` on dst (n > 0), or "del" when a live dst was deleted. */
@@ -523,7 +515,7 @@ int kv_stream_restore(kv_ctx *c, const resp_arg *key, const void *p, size_t n);
  * reply [key, [elements]], *done = 1; a missing key: *done = 0 and nothing
  * written; FD_E_WRONGTYPE for another type. */
 int kv_list_mpop_one(kv_ctx *c, const resp_arg *key, int left, long long count, int *done);
-/* ZMPOP's core for one key (kv_mpop.c), the same contract: a sorted set
+/* ZMPOP's core for one key (storage/value/zset.c over kv_zset.c), the same contract: a sorted set
  * pops up to count members from the low (max 0) or high end and replies
  * [key, [[member, score]...]]. */
 int kv_zset_mpop_one(kv_ctx *c, const resp_arg *key, int max, long long count, int *done);

@@ -109,44 +109,29 @@ static int member_del(kv_ctx *c, zref *r, const char *mb, size_t ml, double scor
 
 /* ---------------------------------------------------------------- range walks */
 
-enum { ACT_REPLY, ACT_COUNT, ACT_COLLECT };
-
-/* A range: fd_zrange (storage/cmdargs.h), as fd_parse_zrange reads it. */
-
+/* A walk's sink: the caller's fn (NULL: only counted) and, when the walked
+ * members leave the set (or are handed over later), their list of
+ * score(8) + member. */
 typedef struct zsink {
-    int act, withscores;
+    fd_zset_fn fn;
+    void *arg;
+    int keep;
     long long n;
-    kv_list l;                          /* ACT_COLLECT: score(8) + member */
+    kv_list l;
 } zsink;
 
-
-
-
-static int sink_emit(kv_ctx *c, zsink *k, const uint8_t *sc8, double score, const char *mb, size_t ml)
+static int sink_emit(zsink *k, const uint8_t *sc8, double score, const char *mb, size_t ml)
 {
     k->n++;
-    if (k->act == ACT_COUNT) return FD_OK;
-    if (k->act == ACT_COLLECT) return kv_list_add(&k->l, sc8, 8, mb, ml);
-    int r = 0;
-    if (k->withscores && c->out->proto == 3) r = resp_add_array(c->out, 2);
-    if (!r) r = resp_add_bulk(c->out, mb, ml);
-    if (!r && k->withscores) r = resp_add_double(c->out, score);
-    return r ? FD_E_NOMEM : FD_OK;
+    if (k->fn && k->fn(k->arg, mb, ml, score)) return FD_E_NOMEM;
+    return k->keep ? kv_list_add(&k->l, sc8, 8, mb, ml) : FD_OK;
 }
 
-/* Walk the score index of r as z says, sending each member to k. */
+/* Walk the score index of r as z says (checked by storage/value/zset.c:
+ * fd_zset_io.range), sending each member to k. */
 static int zwalk(kv_ctx *c, const zref *r, const fd_zrange *z, zsink *k)
 {
     if (!r->m.live) return FD_OK;
-    if (z->type == FD_ZR_SCORE && (z->min > z->max || (z->min == z->max && (z->minex || z->maxex))))
-        return FD_OK;
-    if (z->type == FD_ZR_LEX && (z->lmin_kind == 2 || z->lmax_kind == 1)) return FD_OK;
-    if (z->type == FD_ZR_LEX && z->lmin_kind == 0 && z->lmax_kind == 0) {
-        int cmp = fd_lexcmp(z->lmin, z->lminl, z->lmax, z->lmaxl);
-        if (cmp > 0 || (cmp == 0 && (z->minex || z->maxex))) return FD_OK;
-    }
-    if (z->type != FD_ZR_RANK && z->offset < 0) return FD_OK;   /* Redis skips past the end */
-    if (z->type != FD_ZR_RANK && z->limit == 0) return FD_OK;
     const size_t pl = r->pl;
     const int rev = z->rev;
     uint8_t from[KV_ELEM_MAX + 8];
@@ -156,23 +141,6 @@ static int zwalk(kv_ctx *c, const zref *r, const fd_zrange *z, zsink *k)
     FD_TRY(c->drv->iter_open(c->txn, &it));
     const void *kp, *vp; size_t kl, vl;
     int s;
-    if (z->type == FD_ZR_LEX) {
-        /* Redis 7.0's zzlIsInLexRange/zslIsInLexRange: nothing unless the
-         * last member (by score) is >= min and the first <= max; it
-         * matters only when the scores differ (lex ranges assume equal
-         * ones), e.g. ZREVRANGEBYLEX over d(-1) a(1) c(2.5): [a - is empty */
-        for (int end = 0; end < 2; end++) {
-            const char *mb, *v; size_t ml, vvl;
-            s = kv_range_seek(c, it, r->sp, pl, r->sp, pl, end == 0, &kp, &kl, &vp, &vl);
-            if (s == FD_OK && kl < pl + 8) s = FD_E_CORRUPT;
-            if (s == FD_OK) s = kv_elem_decode(kp, kl, pl + 8, vp, vl, &mb, &ml, &v, &vvl);
-            if (s == FD_OK && !(end == 0 ? fd_zrange_gte_min(z, 0, mb, ml) : fd_zrange_lte_max(z, 0, mb, ml))) s = FD_NOTFOUND;
-            if (s != FD_OK) {
-                c->drv->iter_close(it);
-                return s == FD_NOTFOUND ? FD_OK : s;
-            }
-        }
-    }
     if (z->type == FD_ZR_SCORE) {
         kv_enc_double(from + pl, rev ? z->max : z->min);
         fl = pl + 8;
@@ -205,7 +173,7 @@ static int zwalk(kv_ctx *c, const zref *r, const fd_zrange *z, zsink *k)
         }
         started = 1;
         if (skip > 0) { skip--; goto next; }
-        if ((s = sink_emit(c, k, sc8, score, mb, ml)) != FD_OK) break;
+        if ((s = sink_emit(k, sc8, score, mb, ml)) != FD_OK) break;
         if (left > 0) left--;
     next:
         idx++;
@@ -216,29 +184,58 @@ static int zwalk(kv_ctx *c, const zref *r, const fd_zrange *z, zsink *k)
     return s;
 }
 
-/* Delete the collected members of k from r; returns FD_OK. */
-static int delete_collected(kv_ctx *c, zref *r, zsink *k)
+/* The n members listed in l leave r (all of them: the key's records go at
+ * once); the caller saves r. */
+static int delete_walked(kv_ctx *c, zref *r, const kv_list *l, long long n)
 {
+    if ((uint64_t)n >= r->m.size) {
+        FD_TRY(kv_delete(c, &r->k, &r->m));          /* all: O(1) */
+        r->m.found = r->m.live = 0;
+        r->m.size = 0;
+        return FD_OK;
+    }
     size_t off = 0;
-    const char *p; size_t n;
-    while (kv_list_next(&k->l, &off, &p, &n))
-        FD_TRY(member_del(c, r, p + 8, n - 8, kv_dec_double((const uint8_t *)p)));
-    r->m.size -= (uint64_t)k->l.n;
-    return kv_coll_save(c, &r->k, &r->m);
+    const char *p; size_t pn;
+    while (kv_list_next(l, &off, &p, &pn))
+        FD_TRY(member_del(c, r, p + 8, pn - 8, kv_dec_double((const uint8_t *)p)));
+    r->m.size -= (uint64_t)n;
+    return FD_OK;
+}
+
+/* The members of l to k, last first. */
+static int replay_reversed(const kv_list *l, zsink *k)
+{
+    size_t *offs = malloc(((size_t)l->n + 1) * sizeof *offs), off = 0;
+    if (!offs) return FD_E_NOMEM;
+    const char *p; size_t pn;
+    long long i = 0;
+    while (i < l->n && (offs[i] = off, kv_list_next(l, &off, &p, &pn))) i++;
+    int s = FD_OK;
+    for (long long j = i - 1; j >= 0 && s == FD_OK; j--) {
+        size_t o = offs[j];
+        kv_list_next(l, &o, &p, &pn);
+        s = sink_emit(k, (const uint8_t *)p, kv_dec_double((const uint8_t *)p), p + 8, pn - 8);
+    }
+    free(offs);
+    return s;
 }
 
 /* ---------------------------------------------------------------- fd_zset_io
- * ZADD, ZINCRBY, ZREM, ZSCORE, ZMSCORE, ZCARD are storage/value/zset.c's;
- * this is their store: point reads and writes of a member record and its
- * score-index record. */
+ * The sorted-set commands are storage/value/zset.c's; this is their store:
+ * point reads and writes of a member record and its score-index record,
+ * walks of the score index. */
 
 _Static_assert(sizeof(zref) <= sizeof(fd_zset_zk), "kv_zref fits fd_zset_zk");
 
-static int zk_open(void *h, const resp_arg *key, int named, int step, fd_zset_zk *b, int *exists)
+static int zk_open(void *h, const resp_arg *key, int source, int named, int step, fd_zset_zk *b, int *exists)
 {
     (void)named; (void)step;
+    kv_ctx *c = h;
     zref *r = (zref *)b->b;
-    int s = zref_load(h, r, key);
+    int read = c->read;
+    if (source) c->read = 1;                      /* lookupKeyRead: its keymiss */
+    int s = zref_load(c, r, key);
+    c->read = read;
     *exists = s == FD_OK && r->m.live;
     return s;
 }
@@ -281,212 +278,84 @@ static int zk_save(void *h, fd_zset_zk *b)
 
 static int zk_gone(void *h, fd_zset_zk *b) { (void)h; return ((zref *)b->b)->m.size == 0; }
 
-static const fd_zset_io zset_io = { zk_open, zk_score, zk_put, zk_del, zk_count, zk_save, zk_gone, NULL,
-                                    kv_io_event };
-
-FD_ZSET_HANDLERS(kv, kv_ctx, zset_io)
-
-/* ZRANK (rev 0) / ZREVRANK (1). Two walks in step: one from the starting
- * end towards the member (counting the records before it), one from the
- * member towards the other end (counting those after it); the first to
- * finish gives the rank: O(min(rank, size - rank)). */
-static int rank_generic(kv_ctx *c, int rev)
+/* A rank range nearer the far end is walked from there and handed over
+ * in z's order: O(min(start, size - end) + returned). */
+static int zk_range(void *h, fd_zset_zk *b, const fd_zrange *z, int remove, fd_zset_fn fn, void *arg, long long *n)
 {
-    zref r;
-    FD_TRY(zref_load(c, &r, &c->argv[1]));
-    const resp_arg *mb = &c->argv[2];
+    kv_ctx *c = h;
+    zref *r = (zref *)b->b;
+    long long size = (long long)r->m.size;
+    zsink k = { fn, arg, remove, 0, { 0 } };
+    int s;
+    if (z->type == FD_ZR_RANK && z->start > size - 1 - z->end) {
+        fd_zrange f = *z;
+        f.rev = !z->rev;
+        f.start = size - 1 - z->end;
+        f.end = size - 1 - z->start;
+        zsink all = { NULL, NULL, 1, 0, { 0 } };
+        s = zwalk(c, r, &f, &all);
+        k.keep = 0;
+        if (s == FD_OK) s = replay_reversed(&all.l, &k);
+        if (s == FD_OK && remove && all.n) s = delete_walked(c, r, &all.l, all.n);
+        kv_list_free(&all.l);
+    } else {
+        s = zwalk(c, r, z, &k);
+        if (s == FD_OK && remove && k.n) s = delete_walked(c, r, &k.l, k.n);
+    }
+    kv_list_free(&k.l);
+    *n = k.n;
+    return s;
+}
+
+/* Two walks in step: one from the low end towards the member (counting the
+ * records before it), one from the member towards the high end (counting
+ * those after it); the first to finish gives the rank: O(min(rank, size -
+ * rank)). */
+static int zk_rank(void *h, fd_zset_zk *b, const char *m, size_t ml, long long *rank)
+{
+    kv_ctx *c = h;
+    zref *r = (zref *)b->b;
     double d;
-    int s = score_get(c, &r, mb->ptr, mb->len, &d);
-    if (s == FD_NOTFOUND) { FD_OUT(resp_add_null(c->out)); return FD_OK; }
-    if (s != FD_OK) return s;
+    FD_TRY(score_get(c, r, m, ml, &d));
     uint8_t target[KV_ELEM_MAX + 8];
-    size_t tl = index_key(target, &r, d, mb->ptr, mb->len);
-    kv_iter *a, *b;
+    size_t tl = index_key(target, r, d, m, ml);
+    kv_iter *a, *bi;
     FD_TRY(c->drv->iter_open(c->txn, &a));
-    if ((s = c->drv->iter_open(c->txn, &b)) != FD_OK) { c->drv->iter_close(a); return s; }
+    int s = c->drv->iter_open(c->txn, &bi);
+    if (s != FD_OK) { c->drv->iter_close(a); return s; }
     const void *kp, *vp; size_t kl, vl;
-    long long before = 0, after = 0, rank = -1, n = (long long)r.m.size;
-    int sa = kv_range_seek(c, a, r.sp, r.pl, r.sp, r.pl, rev, &kp, &kl, &vp, &vl);
-    if (sa == FD_OK && kl == tl && memcmp(kp, target, tl) == 0) rank = 0;
-    int sb = rank < 0 ? kv_range_seek(c, b, r.sp, r.pl, target, tl, 0, &kp, &kl, &vp, &vl) : FD_OK;
-    if (rank < 0 && sb == FD_OK && !(kl == tl && memcmp(kp, target, tl) == 0)) sb = FD_E_CORRUPT;
-    while (rank < 0 && sa == FD_OK && sb == FD_OK) {
-        /* a: one more record before the member */
-        before++;
-        sa = kv_range_step(c, a, r.sp, r.pl, rev, &kp, &kl, &vp, &vl);
-        if (sa == FD_OK && kl == tl && memcmp(kp, target, tl) == 0) { rank = before; break; }
-        /* b: one more record on the member's other side */
-        sb = kv_range_step(c, b, r.sp, r.pl, rev, &kp, &kl, &vp, &vl);
-        if (sb == FD_NOTFOUND) { rank = n - 1 - after; break; }
+    long long before = 0, after = 0, n = (long long)r->m.size;
+    *rank = -1;
+    int sa = kv_range_seek(c, a, r->sp, r->pl, r->sp, r->pl, 0, &kp, &kl, &vp, &vl);
+    if (sa == FD_OK && kl == tl && memcmp(kp, target, tl) == 0) *rank = 0;
+    int sb = *rank < 0 ? kv_range_seek(c, bi, r->sp, r->pl, target, tl, 0, &kp, &kl, &vp, &vl) : FD_OK;
+    if (*rank < 0 && sb == FD_OK && !(kl == tl && memcmp(kp, target, tl) == 0)) sb = FD_E_CORRUPT;
+    while (*rank < 0 && sa == FD_OK && sb == FD_OK) {
+        before++;                                   /* a: one more record before the member */
+        sa = kv_range_step(c, a, r->sp, r->pl, 0, &kp, &kl, &vp, &vl);
+        if (sa == FD_OK && kl == tl && memcmp(kp, target, tl) == 0) { *rank = before; break; }
+        sb = kv_range_step(c, bi, r->sp, r->pl, 0, &kp, &kl, &vp, &vl);   /* b: one more after it */
+        if (sb == FD_NOTFOUND) { *rank = n - 1 - after; break; }
         after++;
     }
     c->drv->iter_close(a);
-    c->drv->iter_close(b);
-    if (rank < 0) {
+    c->drv->iter_close(bi);
+    if (*rank < 0) {
         s = sa != FD_OK ? sa : sb;
         return s == FD_NOTFOUND || s == FD_OK ? FD_E_CORRUPT : s;
     }
-    FD_OUT(resp_add_int(c->out, rank));
     return FD_OK;
 }
 
-int kv_cmd_zrank(kv_ctx *c)    { return rank_generic(c, 0); }
-int kv_cmd_zrevrank(kv_ctx *c) { return rank_generic(c, 1); }
-
-/* ---------------------------------------------------------------- ZRANGE family */
-
-/* zrangeGenericCommand: type/rev fixed by the command name, or -1 (ZRANGE:
- * chosen by BYSCORE/BYLEX/REV). */
-static int zrange_generic(kv_ctx *c, int type, int rev)
+static int zk_store(void *h, const resp_arg *dst, const fd_zent *a, size_t n, const char *event)
 {
-    fd_zrange z;
-    int replied;
-    FD_TRY(fd_parse_zrange(c->argv, c->argc, type, rev, &z, c->out, &replied));
-    if (replied) return FD_OK;
-    int withscores = z.withscores;
-    type = z.type;
-    zref r;
-    FD_TRY(zref_load(c, &r, &c->argv[1]));
-    if (!r.m.live) { FD_OUT(resp_add_array(c->out, 0)); return FD_OK; }
-    if (type == FD_ZR_RANK && !fd_rank_range((long long)r.m.size, &z.start, &z.end)) {
-        FD_OUT(resp_add_array(c->out, 0));
-        return FD_OK;
-    }
-    long long n = (long long)r.m.size;
-    if (type == FD_ZR_RANK && z.start > n - 1 - z.end) {
-        /* nearer the other end: walk from there and reply in reverse */
-        fd_zrange f = z;
-        f.rev = !z.rev;
-        f.start = n - 1 - z.end;
-        f.end = n - 1 - z.start;
-        zsink k = { .act = ACT_COLLECT };
-        int s = zwalk(c, &r, &f, &k);
-        size_t *offs = s == FD_OK ? malloc(((size_t)k.l.n + 1) * sizeof *offs) : NULL;
-        if (s == FD_OK && !offs) s = FD_E_NOMEM;
-        if (s == FD_OK) {
-            size_t off = 0, mark = c->out->len;
-            const char *p; size_t pl;
-            long long i = 0;
-            while (i < k.l.n && (offs[i] = off, kv_list_next(&k.l, &off, &p, &pl))) i++;
-            int e = resp_add_array(c->out, withscores && c->out->proto != 3 ? 2 * k.l.n : k.l.n);
-            zsink rk = { .act = ACT_REPLY, .withscores = withscores };
-            for (long long j = i - 1; j >= 0 && !e; j--) {
-                size_t o = offs[j];
-                kv_list_next(&k.l, &o, &p, &pl);
-                e = sink_emit(c, &rk, (const uint8_t *)p, kv_dec_double((const uint8_t *)p), p + 8, pl - 8) != FD_OK;
-            }
-            if (e) { c->out->len = mark; s = FD_E_NOMEM; }
-        }
-        free(offs);
-        kv_list_free(&k.l);
-        return s;
-    }
-    zsink k = { .act = ACT_REPLY, .withscores = withscores };
-    size_t mark = c->out->len;
-    int s = zwalk(c, &r, &z, &k);
-    if (s == FD_OK && resp_out_insert_header(c->out, mark, 'a', withscores && c->out->proto != 3 ? 2 * k.n : k.n))
-        s = FD_E_NOMEM;
-    if (s != FD_OK) c->out->len = mark;
-    return s;
+    return kv_zset_store(h, dst, a, n, event);
 }
 
-int kv_cmd_zrange(kv_ctx *c)            { return zrange_generic(c, -1, -1); }
-int kv_cmd_zrevrange(kv_ctx *c)         { return zrange_generic(c, FD_ZR_RANK, 1); }
-int kv_cmd_zrangebyscore(kv_ctx *c)     { return zrange_generic(c, FD_ZR_SCORE, 0); }
-int kv_cmd_zrevrangebyscore(kv_ctx *c)  { return zrange_generic(c, FD_ZR_SCORE, 1); }
-int kv_cmd_zrangebylex(kv_ctx *c)       { return zrange_generic(c, FD_ZR_LEX, 0); }
-int kv_cmd_zrevrangebylex(kv_ctx *c)    { return zrange_generic(c, FD_ZR_LEX, 1); }
+static const fd_zset_io zset_io = { zk_open, zk_score, zk_put, zk_del, zk_count, zk_save, zk_gone, NULL,
+                                    kv_io_event, zk_range, zk_rank, zk_store };
 
-static int count_generic(kv_ctx *c, int type)
-{
-    fd_zrange z;
-    int replied;
-    FD_TRY(fd_parse_zrange(c->argv, c->argc, type, 0, &z, c->out, &replied));
-    if (replied) return FD_OK;
-    zref r;
-    FD_TRY(zref_load(c, &r, &c->argv[1]));
-    zsink k = { .act = ACT_COUNT };
-    FD_TRY(zwalk(c, &r, &z, &k));
-    FD_OUT(resp_add_int(c->out, k.n));
-    return FD_OK;
-}
-
-int kv_cmd_zcount(kv_ctx *c)    { return count_generic(c, FD_ZR_SCORE); }
-int kv_cmd_zlexcount(kv_ctx *c) { return count_generic(c, FD_ZR_LEX); }
-
-static int remrange_generic(kv_ctx *c, int type)
-{
-    fd_zrange z;
-    int replied;
-    FD_TRY(fd_parse_zrange(c->argv, c->argc, type, 0, &z, c->out, &replied));
-    if (replied) return FD_OK;
-    zref r;
-    FD_TRY(zref_load(c, &r, &c->argv[1]));
-    if (!r.m.live || (type == FD_ZR_RANK && !fd_rank_range((long long)r.m.size, &z.start, &z.end))) {
-        FD_OUT(resp_add_int(c->out, 0));
-        return FD_OK;
-    }
-    long long n = (long long)r.m.size;
-    if (type == FD_ZR_RANK && z.start > n - 1 - z.end) {    /* nearer the other end */
-        long long st = z.start;
-        z.rev = 1;
-        z.start = n - 1 - z.end;
-        z.end = n - 1 - st;
-    }
-    zsink k = { .act = ACT_COLLECT };
-    int s = zwalk(c, &r, &z, &k);
-    if (s == FD_OK && k.n) {
-        int all = (uint64_t)k.n >= r.m.size;
-        if (all) s = kv_delete(c, &r.k, &r.m);   /* all: O(1) */
-        else s = delete_collected(c, &r, &k);
-        static const char *const ev[] = { [FD_ZR_RANK] = "zremrangebyrank", [FD_ZR_SCORE] = "zremrangebyscore",
-                                          [FD_ZR_LEX] = "zremrangebylex" };
-        if (s == FD_OK) KV_NOTIFY_ARG(c, ZSET, ev[type], 1);
-        if (s == FD_OK && all) KV_NOTIFY_ARG(c, GENERIC, "del", 1);
-    }
-    if (s == FD_OK && resp_add_int(c->out, k.n)) s = FD_E_NOMEM;
-    kv_list_free(&k.l);
-    return s;
-}
-
-int kv_cmd_zremrangebyrank(kv_ctx *c)  { return remrange_generic(c, FD_ZR_RANK); }
-int kv_cmd_zremrangebyscore(kv_ctx *c) { return remrange_generic(c, FD_ZR_SCORE); }
-int kv_cmd_zremrangebylex(kv_ctx *c)   { return remrange_generic(c, FD_ZR_LEX); }
-
-/* ZPOPMIN (rev 0) / ZPOPMAX (rev 1). */
-static int pop_generic(kv_ctx *c, int rev)
-{
-    long long count = -1;
-    if (c->argc > 3) return FD_E_SYNTAX;
-    if (c->argc == 3) {
-        /* getPositiveLongFromObjectOrReply: one text for both errors */
-        if (resp_str2ll(c->argv[2].ptr, c->argv[2].len, &count) != 0 || count < 0) return FD_E_RANGE_POSITIVE;
-    }
-    int nested = c->out->proto == 3 && count != -1;
-    zref r;
-    FD_TRY(zref_load(c, &r, &c->argv[1]));
-    if (!r.m.live || count == 0) { FD_OUT(resp_add_array(c->out, 0)); return FD_OK; }
-    if (count == -1) count = 1;
-    zsink k = { .act = ACT_COLLECT };
-    int s = kv_zset_pop(c, &r, rev, count, &k.l);
-    k.n = k.l.n;
-    if (s == FD_OK) {
-        size_t mark = c->out->len, off = 0;
-        const char *p; size_t n;
-        int e = resp_add_array(c->out, nested ? k.n : 2 * k.n);
-        while (!e && kv_list_next(&k.l, &off, &p, &n)) {
-            if (nested) e = resp_add_array(c->out, 2);
-            if (!e) e = resp_add_bulk(c->out, p + 8, n - 8);
-            if (!e) e = resp_add_double(c->out, kv_dec_double((const uint8_t *)p));
-        }
-        if (e) { c->out->len = mark; s = FD_E_NOMEM; }
-    }
-    kv_list_free(&k.l);
-    return s;
-}
-
-int kv_cmd_zpopmin(kv_ctx *c) { return pop_generic(c, 0); }
-int kv_cmd_zpopmax(kv_ctx *c) { return pop_generic(c, 1); }
+FD_ZSET_HANDLERS(kv, kv_ctx, zset_io)
 
 int kv_cmd_zscan(kv_ctx *c) { return kv_subscan(c, KV_T_ZSET, KV_TAG_ZMEMBER); }
 
@@ -533,49 +402,6 @@ int kv_zset_walk(kv_ctx *c, const kv_zref *r, double min, int minex, double max,
     }
     c->drv->iter_close(it);
     return s == FD_NOTFOUND ? FD_OK : s;
-}
-
-int kv_zset_range(kv_ctx *c, const kv_zref *r, const fd_zrange *zr, kv_list *l)
-{
-    fd_zrange z;
-    memset(&z, 0, sizeof z);
-    z.type = zr->type == FD_ZR_RANK ? FD_ZR_RANK : zr->type == FD_ZR_SCORE ? FD_ZR_SCORE : FD_ZR_LEX;
-    z.rev = zr->rev;
-    z.start = zr->start; z.end = zr->end;
-    z.min = zr->min; z.max = zr->max; z.minex = zr->minex; z.maxex = zr->maxex;
-    z.lmin_kind = zr->lmin_kind; z.lmax_kind = zr->lmax_kind;
-    z.lmin = zr->lmin; z.lmax = zr->lmax; z.lminl = zr->lminl; z.lmaxl = zr->lmaxl;
-    z.offset = zr->offset; z.limit = zr->limit;
-    if (!r->m.live) return FD_OK;
-    if (z.type == FD_ZR_RANK && !fd_rank_range((long long)r->m.size, &z.start, &z.end)) return FD_OK;
-    zsink k = { .act = ACT_COLLECT };
-    int s = zwalk(c, r, &z, &k);
-    *l = k.l;
-    return s;
-}
-
-int kv_zset_pop(kv_ctx *c, kv_zref *r, int rev, long long count, kv_list *l)
-{
-    fd_zrange z;
-    memset(&z, 0, sizeof z);
-    z.type = FD_ZR_RANK;
-    z.rev = rev;
-    z.start = 0;
-    z.end = count < (long long)r->m.size ? count - 1 : (long long)r->m.size - 1;
-    zsink k = { .act = ACT_COLLECT };
-    int s = zwalk(c, r, &z, &k);
-    int all = 0;
-    if (s == FD_OK) {
-        all = (uint64_t)k.n >= r->m.size;
-        if (all) s = kv_delete(c, &r->k, &r->m);   /* all: O(1) */
-        else s = delete_collected(c, r, &k);
-    }
-    if (s == FD_OK && k.n) {
-        KV_NOTIFY(c, ZSET, rev ? "zpopmax" : "zpopmin", r->k.key, r->k.klen);
-        if (all) KV_NOTIFY(c, GENERIC, "del", r->k.key, r->k.klen);
-    }
-    *l = k.l;
-    return s;
 }
 
 int kv_zset_store(kv_ctx *c, const resp_arg *dst, const fd_zent *a, size_t n, const char *event)

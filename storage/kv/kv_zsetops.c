@@ -92,33 +92,6 @@ static const fd_zsetop_io zsetop_io = { zs_check, zs_load, zs_release, zs_store 
 
 FD_ZSETOP_HANDLERS(kv, kv_ctx, zsetop_io)
 
-/* ---------------------------------------------------------------- ZRANGESTORE */
-
-int kv_cmd_zrangestore(kv_ctx *c)
-{
-    fd_zrange z;
-    int replied;
-    FD_TRY(fd_parse_zrangestore(c->argv, c->argc, &z, c->out, &replied));
-    if (replied) return FD_OK;
-    kv_zref r;
-    c->read = 1;                          /* the source: lookupKeyRead (keymiss) */
-    int s0 = kv_zref_load(c, &r, &c->argv[2]);
-    c->read = 0;
-    FD_TRY(s0);
-    kv_list l = { 0 };
-    fd_zbuf b = { 0 };
-    int s = kv_zset_range(c, &r, &z, &l);
-    size_t off = 0;
-    const char *p; size_t n;
-    while (s == FD_OK && kv_list_next(&l, &off, &p, &n))
-        if (fd_zbuf_add(&b, p + 8, n - 8, kv_dec_double((const uint8_t *)p))) s = FD_E_NOMEM;
-    if (s == FD_OK) s = kv_zset_store(c, &c->argv[1], b.a, b.n, "zrangestore");
-    if (s == FD_OK && resp_add_int(c->out, (long long)b.n)) s = FD_E_NOMEM;
-    kv_list_free(&l);
-    fd_zbuf_free(&b);
-    return s;
-}
-
 /* ---------------------------------------------------------------- ZRANDMEMBER */
 
 int kv_cmd_zrandmember(kv_ctx *c)

@@ -360,24 +360,17 @@ void mg_zset_free(mg_zset *Z);
 int  mg_zset_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, mg_zset *Z);
 /* The position of member p/n in Z, or -1. */
 long mg_zset_find(mg_zset *Z, const char *p, size_t n);
-/* The positions of a parsed ZRANGE-style range (rank ranges sanitized by
- * the caller with fd_rank_range) into pos (room for Z->n), in reply order. */
-size_t mg_zset_range(const mg_zset *Z, const fd_zrange *z, size_t *pos);
 /* Replace key dst (whatever it holds, TTL dropped) with the sorted set
  * a[0..n) of distinct members, or delete it when n is 0 (mg_geo.c); raises
  * `event` on dst (n > 0), or "del" when a live dst was deleted. */
 struct fd_zent;
 int  mg_zstore(mg_ctx *c, const resp_arg *dst, const struct fd_zent *a, size_t n, const char *event);
-/* ZMPOP's / LMPOP's core for one key (mg_zsetops.c; the blocking forms
- * reuse it): a sorted set (list) pops up to count members from the low
+/* ZMPOP's / LMPOP's core for one key (storage/value/zset.c and list.c over
+ * this store): a sorted set (list) pops up to count members from the low
  * (max 0) / left end or the other, replies [key, [[member, score]...]]
  * ([key, [elements...]]) and sets *done; a missing key: *done 0, nothing
  * written; FD_E_WRONGTYPE. */
 int  mg_zset_mpop_one(mg_ctx *c, const resp_arg *key, int max, long long count, int *done);
-/* Load the sorted set for a pop of count members from the low (rev 0) or
- * high end: the whole of a small one, only those members of a big one (a
- * part: m->expanded 2). As mg_zset_load otherwise. */
-int  mg_zset_load_end(mg_ctx *c, const resp_arg *key, mg_meta *m, mg_zset *Z, int rev, long long count);
 int  mg_list_mpop_one(mg_ctx *c, const resp_arg *key, int left, long long count, int *done);
 /* hashes: write h back as mg_zset_save does (mg_hash.c) */
 int  mg_hash_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, const mg_hash *h);

@@ -78,34 +78,7 @@ static const fd_zsetop_io zsetop_io = { zs_check, zs_load, zs_release, zs_store 
 
 FD_ZSETOP_HANDLERS(mg, mg_ctx, zsetop_io)
 
-/* ---------------------------------------------------------------- ZRANGESTORE */
-
 #define ZSET_DONE(st) do { int st_ = (st); mg_zset_free(&Z); mg_meta_free(&m); return st_; } while (0)
-
-int mg_cmd_zrangestore(mg_ctx *c)
-{
-    fd_zrange z;
-    int replied;
-    FD_TRY(fd_parse_zrangestore(c->argv, c->argc, &z, c->out, &replied));
-    if (replied) return FD_OK;
-    mg_meta m; mg_zset Z;
-    c->read = 1;                          /* the source: lookupKeyRead (keymiss) */
-    int s0 = mg_zset_load(c, &c->argv[2], &m, &Z);
-    c->read = 0;
-    FD_TRY(s0);
-    size_t k = 0;
-    fd_zent *a = malloc((Z.n ? Z.n : 1) * sizeof *a);
-    size_t *pos = malloc((Z.n ? Z.n : 1) * sizeof *pos);
-    int s = a && pos ? FD_OK : FD_E_NOMEM;
-    if (s == FD_OK && m.live && (z.type != FD_ZR_RANK || fd_rank_range((long long)Z.n, &z.start, &z.end)))
-        k = mg_zset_range(&Z, &z, pos);
-    for (size_t i = 0; s == FD_OK && i < k; i++) a[i] = (fd_zent){ Z.a[pos[i]].m, Z.a[pos[i]].ml, Z.a[pos[i]].s };
-    if (s == FD_OK) s = mg_zstore(c, &c->argv[1], a, k, "zrangestore");
-    if (s == FD_OK && resp_add_int(c->out, (long long)k)) s = FD_E_NOMEM;
-    free(a);
-    free(pos);
-    ZSET_DONE(s);
-}
 
 /* ---------------------------------------------------------------- ZRANDMEMBER */
 
@@ -132,39 +105,10 @@ int mg_cmd_zrandmember(mg_ctx *c)
 
 /* ---------------------------------------------------------------- ZMPOP / LMPOP */
 
-int mg_zset_mpop_one(mg_ctx *c, const resp_arg *key, int max, long long count, int *done)
-{
-    *done = 0;
-    mg_meta m; mg_zset Z;
-    FD_TRY(mg_zset_load_end(c, key, &m, &Z, max, count));
-    if (!m.live || !Z.n) ZSET_DONE(FD_OK);
-    size_t k = count < (long long)Z.n ? (size_t)count : Z.n, mark = c->out->len;
-    int e = resp_add_array(c->out, 2) || resp_add_bulk(c->out, key->ptr, key->len) ||
-            resp_add_array(c->out, (long long)k);
-    for (size_t j = 0; j < k && !e; j++) {
-        const mg_zent *z = &Z.a[max ? Z.n - 1 - j : j];
-        e = resp_add_array(c->out, 2) || resp_add_bulk(c->out, z->m, z->ml) || resp_add_double(c->out, z->s);
-    }
-    if (e) { c->out->len = mark; ZSET_DONE(FD_E_NOMEM); }
-    if (!max) memmove(Z.a, Z.a + k, (Z.n - k) * sizeof *Z.a);
-    Z.n -= k;
-    mg_ix_invalidate(&Z.ix);
-    int s = mg_zset_save(c, key, &m, &Z);
-    if (s != FD_OK) c->out->len = mark;
-    else *done = 1;
-    ZSET_DONE(s);
-}
-
 static int pop_one(void *ud, int zset, const resp_arg *key, int where, long long count, int *done)
 {
-    mg_ctx *c = ud;
-    if (!zset) return mg_list_mpop_one(c, key, !where, count, done);      /* (its events: value/list.c) */
-    int s = mg_zset_mpop_one(c, key, where, count, done);
-    if (s == FD_OK && *done) {
-        MG_NOTIFY(c, ZSET, where ? "zpopmax" : "zpopmin", key->ptr, key->len);
-        mg_notify_del_if_gone(c, key);
-    }
-    return s;
+    /* (the events: value/zset.c and value/list.c) */
+    return zset ? mg_zset_mpop_one(ud, key, where, count, done) : mg_list_mpop_one(ud, key, !where, count, done);
 }
 
 int mg_cmd_zmpop(mg_ctx *c) { return fd_mpop_run(c->argv, c->argc, 1, pop_one, c, c->out); }

@@ -27,7 +27,7 @@ int fd_zset_zadd(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, 
         lt = flags & FD_ZADD_LT, incr = flags & FD_ZADD_INCR;
     fd_zset_zk zk;
     int exists;
-    s = io->open(h, &argv[1], 2, 1, &zk, &exists);      /* (the members: argv[idx + 1], step 2; a superset) */
+    s = io->open(h, &argv[1], 0, 2, 1, &zk, &exists);      /* (the members: argv[idx + 1], step 2; a superset) */
     long long added = 0, updated = 0, processed = 0;
     double score = 0;
     for (int j = 0; j < elements && s == FD_OK && (exists || !xx); j++) {
@@ -72,7 +72,7 @@ int fd_zset_zadd(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, 
 int fd_zset_zrem(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, resp_out *out)
 {
     fd_zset_zk zk;
-    int exists, s = io->open(h, &argv[1], 2, 1, &zk, &exists);
+    int exists, s = io->open(h, &argv[1], 0, 2, 1, &zk, &exists);
     long long n = 0;
     for (int j = 2; j < argc && s == FD_OK && exists; j++) {
         int r = 0;
@@ -92,7 +92,7 @@ int fd_zset_zrem(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, 
 int fd_zset_zscore(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, int many, resp_out *out)
 {
     fd_zset_zk zk;
-    int exists, s = io->open(h, &argv[1], 2, 1, &zk, &exists);
+    int exists, s = io->open(h, &argv[1], 0, 2, 1, &zk, &exists);
     size_t mark = out->len;
     if (s == FD_OK && many) s = OUT(resp_add_array(out, argc - 2));
     for (int j = 2; j < (many ? argc : 3) && s == FD_OK; j++) {
@@ -109,7 +109,199 @@ int fd_zset_zscore(const fd_zset_io *io, void *h, int argc, const resp_arg *argv
 int fd_zset_zcard(const fd_zset_io *io, void *h, const resp_arg *argv, resp_out *out)
 {
     fd_zset_zk zk;
-    int exists, s = io->open(h, &argv[1], INT_MAX, 1, &zk, &exists);      /* no member named */
+    int exists, s = io->open(h, &argv[1], 0, INT_MAX, 1, &zk, &exists);      /* no member named */
     if (s == FD_OK) s = OUT(resp_add_int(out, exists ? io->count(h, &zk) : 0));
+    return done(io, h, &zk, s);
+}
+
+/* ---------------------------------------------------------------- ranges */
+
+typedef struct lex_end { const fd_zrange *z; int last, in; } lex_end;
+
+static int lex_end_fn(void *arg, const char *m, size_t ml, double score)
+{
+    lex_end *e = arg;
+    e->in = e->last ? fd_zrange_gte_min(e->z, score, m, ml) : fd_zrange_lte_max(e->z, score, m, ml);
+    return 0;
+}
+
+/* Bring z to what io->range walks (see zset.h) over the open set: 0 when
+ * it selects nothing (or *s says why not). Redis 7.0: a rank range is
+ * sanitized against the size; an empty score or lex range, a negative
+ * offset or a zero limit select nothing; a lex range nothing unless the
+ * last member (in score order) is >= min and the first <= max
+ * (zslIsInLexRange; it matters when the scores differ). */
+static int selects(const fd_zset_io *io, void *h, fd_zset_zk *zk, fd_zrange *z, int *s)
+{
+    *s = FD_OK;
+    long long n = io->count(h, zk), got;
+    if (z->type == FD_ZR_RANK) return fd_rank_range(n, &z->start, &z->end);
+    if (fd_zrange_empty(z) || z->offset < 0 || z->limit == 0 || n == 0) return 0;
+    if (z->type != FD_ZR_LEX) return 1;
+    for (int last = 1; last >= 0; last--) {
+        lex_end e = { z, last, 0 };
+        fd_zrange end = { .type = FD_ZR_RANK, .start = last ? n - 1 : 0, .end = last ? n - 1 : 0 };
+        if ((*s = io->range(h, zk, &end, 0, lex_end_fn, &e, &got)) != FD_OK || !e.in) return 0;
+    }
+    return 1;
+}
+
+/* How a range command opens its key: a lex range reads the whole set (a
+ * store that reads windows reads rank and score ranges only). */
+static int range_open(const fd_zset_io *io, void *h, const resp_arg *key, int source, const fd_zrange *z,
+                      fd_zset_zk *zk, int *exists)
+{
+    return io->open(h, key, source, z->type == FD_ZR_LEX ? FD_ZSET_WHOLE : INT_MAX, 1, zk, exists);
+}
+
+typedef struct zemit { resp_out *out; int withscores, nested; } zemit;
+
+/* A member into the reply: m (bulk), or [m, score] nested (RESP3 pairs),
+ * or m then score. */
+static int emit_fn(void *arg, const char *m, size_t ml, double score)
+{
+    zemit *e = arg;
+    if (e->nested && resp_add_array(e->out, 2)) return -1;
+    if (resp_add_bulk(e->out, m, ml)) return -1;
+    return e->withscores && resp_add_double(e->out, score) ? -1 : 0;
+}
+
+int fd_zset_zrange(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, int type, int rev, resp_out *out)
+{
+    fd_zrange z;
+    int replied;
+    int s = fd_parse_zrange(argv, argc, type, rev, &z, out, &replied);
+    if (s != FD_OK || replied) return s;
+    fd_zset_zk zk;
+    int exists;
+    s = range_open(io, h, &argv[1], 0, &z, &zk, &exists);
+    long long n = 0;
+    size_t mark = out->len;
+    if (s == FD_OK && exists && selects(io, h, &zk, &z, &s)) {
+        zemit e = { out, z.withscores, z.withscores && out->proto == 3 };
+        s = io->range(h, &zk, &z, 0, emit_fn, &e, &n);
+    }
+    if (s == FD_OK && resp_out_insert_header(out, mark, 'a', z.withscores && out->proto != 3 ? 2 * n : n))
+        s = FD_E_NOMEM;
+    if (s != FD_OK) out->len = mark;
+    return done(io, h, &zk, s);
+}
+
+/* ZCOUNT / ZLEXCOUNT (count 1) and ZREMRANGEBYRANK/SCORE/LEX (count 0). */
+int fd_zset_zcount(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, int type, int count, resp_out *out)
+{
+    fd_zrange z;
+    int replied;
+    int s = fd_parse_zrange(argv, argc, type, 0, &z, out, &replied);
+    if (s != FD_OK || replied) return s;
+    fd_zset_zk zk;
+    int exists;
+    s = io->open(h, &argv[1], 0, FD_ZSET_WHOLE, 1, &zk, &exists);
+    long long n = 0;
+    if (s == FD_OK && exists && selects(io, h, &zk, &z, &s))
+        s = io->range(h, &zk, &z, !count, NULL, NULL, &n);
+    if (s == FD_OK && !count && n) {
+        static const char *const ev[] = { [FD_ZR_RANK] = "zremrangebyrank", [FD_ZR_SCORE] = "zremrangebyscore",
+                                          [FD_ZR_LEX] = "zremrangebylex" };
+        s = io->save(h, &zk);
+        if (s == FD_OK) {
+            EVENT(ZSET, ev[type], &argv[1]);
+            if (fd_notify_on(FD_NOTIFY_GENERIC) && io->gone(h, &zk)) EVENT(GENERIC, "del", &argv[1]);
+        }
+    }
+    if (s == FD_OK) s = OUT(resp_add_int(out, n));
+    return done(io, h, &zk, s);
+}
+
+int fd_zset_zrank(const fd_zset_io *io, void *h, const resp_arg *argv, int rev, resp_out *out)
+{
+    fd_zset_zk zk;
+    int exists, s = io->open(h, &argv[1], 0, 2, 1, &zk, &exists);
+    long long rank = 0;
+    int f = s == FD_OK && exists ? io->rank(h, &zk, argv[2].ptr, argv[2].len, &rank) : FD_NOTFOUND;
+    if (s == FD_OK && f == FD_NOTFOUND) s = OUT(resp_add_null(out));
+    else if (s == FD_OK && f != FD_OK) s = f;
+    else if (s == FD_OK) s = OUT(resp_add_int(out, rev ? io->count(h, &zk) - 1 - rank : rank));
+    return done(io, h, &zk, s);
+}
+
+/* Pop the members z (a sanitized rank range from one end) selects, each
+ * through e after the caller's header, then store the set and raise
+ * zpopmin/zpopmax (and del when it is gone): genericZpopCommand. */
+static int pop_walk(const fd_zset_io *io, void *h, fd_zset_zk *zk, const resp_arg *key, const fd_zrange *z,
+                    zemit *e)
+{
+    long long k = 0;
+    FD_TRY(io->range(h, zk, z, 1, emit_fn, e, &k));
+    if (k != z->end - z->start + 1) return FD_E_CORRUPT;     /* the header said so many */
+    FD_TRY(io->save(h, zk));
+    EVENT(ZSET, z->rev ? "zpopmax" : "zpopmin", key);
+    if (fd_notify_on(FD_NOTIFY_GENERIC) && io->gone(h, zk)) EVENT(GENERIC, "del", key);
+    return FD_OK;
+}
+
+int fd_zset_zpop(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, int max, resp_out *out)
+{
+    long long count = -1;
+    if (argc > 3) return FD_E_SYNTAX;
+    /* getPositiveLongFromObjectOrReply: one text for both errors */
+    if (argc == 3 && (resp_str2ll(argv[2].ptr, argv[2].len, &count) != 0 || count < 0)) return FD_E_RANGE_POSITIVE;
+    int nested = out->proto == 3 && count != -1;
+    fd_zset_zk zk;
+    int exists, s = io->open(h, &argv[1], 0, INT_MAX, 1, &zk, &exists);
+    size_t mark = out->len;
+    fd_zrange z = { .type = FD_ZR_RANK, .rev = max, .start = 0, .end = (count < 0 ? 1 : count) - 1 };
+    if (s == FD_OK && exists && count != 0 && selects(io, h, &zk, &z, &s)) {
+        zemit e = { out, 1, nested };
+        long long k = z.end + 1;
+        s = OUT(resp_add_array(out, nested ? k : 2 * k));
+        if (s == FD_OK) s = pop_walk(io, h, &zk, &argv[1], &z, &e);
+    } else if (s == FD_OK) {
+        s = OUT(resp_add_array(out, 0));
+    }
+    if (s != FD_OK) out->len = mark;
+    return done(io, h, &zk, s);
+}
+
+int fd_zset_mpop_one(const fd_zset_io *io, void *h, const resp_arg *key, int max, long long count,
+                     resp_out *out, int *popped)
+{
+    fd_zset_zk zk;
+    int exists, s = io->open(h, key, 0, INT_MAX, 1, &zk, &exists);
+    size_t mark = out->len;
+    fd_zrange z = { .type = FD_ZR_RANK, .rev = max, .start = 0, .end = count - 1 };
+    *popped = 0;
+    if (s == FD_OK && exists && selects(io, h, &zk, &z, &s)) {
+        zemit e = { out, 1, 1 };
+        s = OUT(resp_add_array(out, 2) || resp_add_bulk(out, key->ptr, key->len) || resp_add_array(out, z.end + 1));
+        if (s == FD_OK) s = pop_walk(io, h, &zk, key, &z, &e);
+        if (s != FD_OK) out->len = mark;
+        else *popped = 1;
+    }
+    return done(io, h, &zk, s);
+}
+
+typedef struct zcopy { fd_zbuf b; } zcopy;
+
+static int copy_fn(void *arg, const char *m, size_t ml, double score)
+{
+    return fd_zbuf_add(&((zcopy *)arg)->b, m, ml, score);
+}
+
+int fd_zset_zrangestore(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, resp_out *out)
+{
+    fd_zrange z;
+    int replied;
+    int s = fd_parse_zrangestore(argv, argc, &z, out, &replied);
+    if (s != FD_OK || replied) return s;
+    fd_zset_zk zk;
+    int exists;
+    s = range_open(io, h, &argv[2], 1, &z, &zk, &exists);      /* the source: lookupKeyRead (keymiss) */
+    zcopy cp = { { 0 } };
+    long long n = 0;
+    if (s == FD_OK && exists && selects(io, h, &zk, &z, &s)) s = io->range(h, &zk, &z, 0, copy_fn, &cp, &n);
+    if (s == FD_OK) s = io->store(h, &argv[1], cp.b.a, cp.b.n, "zrangestore");
+    if (s == FD_OK) s = OUT(resp_add_int(out, (long long)cp.b.n));
+    fd_zbuf_free(&cp.b);
     return done(io, h, &zk, s);
 }

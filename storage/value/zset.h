@@ -1,12 +1,16 @@
 /* zset.h — Redis 7.0's sorted-set commands that name their members
  * (t_zset.c), written once over a small adapter per store (fd_zset_io):
- * ZADD, ZINCRBY, ZREM, ZSCORE, ZMSCORE, ZCARD — the argument checks
- * (fd_parse_zadd), Redis's error texts, replies and keyspace events. The
- * store keeps the members in score order (storage/kv/kv_zset.c: a member
- * record and a score-index record each; storage/mongodb/mg_zset.c: the
- * document's sorted array or the big layout). The range commands (ZRANGE
- * and its family, ZRANK, ZCOUNT, ZREMRANGEBY*, ZPOP*) walk each store's
- * order its own way and stay with it; the multi-key ones are zsetops.h's.
+ * ZADD, ZINCRBY, ZREM, ZSCORE, ZMSCORE, ZCARD, and (over the store's
+ * ordered walk, `range`, and its rank) ZRANGE and its family, ZRANGESTORE,
+ * ZRANK/ZREVRANK, ZCOUNT/ZLEXCOUNT, ZREMRANGEBY*, ZPOPMIN/ZPOPMAX and
+ * ZMPOP's pop of one key — the argument checks (fd_parse_zadd,
+ * fd_parse_zrange), the range rules of Redis 7.0 (sanitized ranks, empty
+ * ranges, LIMIT, zslIsInLexRange's test of the ends), Redis's error texts,
+ * replies and keyspace events. The store keeps the members in score order
+ * (storage/kv/kv_zset.c: a member record and a score-index record each,
+ * walked by seeks; storage/mongodb/mg_zset.c: the document's sorted array,
+ * or a big set's window read as one _id range). The multi-key commands and
+ * ZRANDMEMBER are zsetops.h's.
  *
  * Module prefix: fd_zset. No global state; nothing blocks.
  */
@@ -14,19 +18,30 @@
 #define FRONTDOOR_VALUE_ZSET_H
 
 #include "../../protocol/resp.h"
+#include "../cmdargs.h"
+#include "zsetops.h"
 
 /* An open sorted set: the adapter's state, in a buffer of the caller's. */
 #define FD_ZSET_ZK_BYTES 1536
 typedef struct fd_zset_zk { _Alignas(16) unsigned char b[FD_ZSET_ZK_BYTES]; } fd_zset_zk;
 
+/* A member handed to a range walk's callback: m is valid only during the
+ * call. 0 goes on; -1: out of memory (the walk fails with FD_E_NOMEM). */
+typedef int (*fd_zset_fn)(void *arg, const char *m, size_t ml, double score);
+
+/* open()'s named: every member (a store that reads parts reads the whole). */
+#define FD_ZSET_WHOLE (-1)
+
 /* What a store provides. h is its per-command context, zk the open set.
  * Statuses: FD_OK, FD_NOTFOUND where said, or FD_E_*. */
 typedef struct fd_zset_io {
-    /* Open the sorted set at key (the command's lookup): *exists 0 when
-     * there is none; FD_E_WRONGTYPE for another type. named: the members
+    /* Open the sorted set at key: *exists 0 when there is none;
+     * FD_E_WRONGTYPE for another type. source: a STORE form's source (a
+     * read lookup whatever the command: its keymiss). named: the members
      * the command names are argv[named], argv[named + step]... (a store
-     * that loads only those may); close() is called whatever it returned. */
-    int  (*open)(void *h, const resp_arg *key, int named, int step, fd_zset_zk *zk, int *exists);
+     * that loads only those may; named >= argc: none, a range() follows;
+     * FD_ZSET_WHOLE: all); close() is called whatever it returned. */
+    int  (*open)(void *h, const resp_arg *key, int source, int named, int step, fd_zset_zk *zk, int *exists);
     int  (*score)(void *h, fd_zset_zk *zk, const char *m, size_t ml, double *score);    /* FD_NOTFOUND */
     /* Member m (a command argument) gets score; old: its score when had_old.
      * The set is created when it did not exist. */
@@ -39,6 +54,20 @@ typedef struct fd_zset_io {
     int  (*gone)(void *h, fd_zset_zk *zk);
     void (*close)(void *h, fd_zset_zk *zk);                 /* NULL: nothing */
     void (*event)(void *h, int cls, const char *event, const resp_arg *key);
+    /* The members z selects, in its order (z->rev: from the highest), to
+     * fn (NULL: only counted), *n of them. z is checked first (zset.c): a
+     * rank range lies within 0..count-1, a score or lex range is not empty,
+     * offset >= 0 and limit != 0 (limit -1: no limit). A score or lex walk
+     * starts at the first member inside the near bound, skips z->offset,
+     * and stops at the first outside the far bound or after z->limit.
+     * remove: the members walked leave the set too (save() stores it). */
+    int  (*range)(void *h, fd_zset_zk *zk, const fd_zrange *z, int remove, fd_zset_fn fn, void *arg,
+                  long long *n);
+    /* The rank of m counted from the lowest score: FD_NOTFOUND when absent. */
+    int  (*rank)(void *h, fd_zset_zk *zk, const char *m, size_t ml, long long *rank);
+    /* Replace dst by the sorted set a[0..n) (n 0: dst goes), with its
+     * events (zsetops.h's store: ZRANGESTORE's destination). */
+    int  (*store)(void *h, const resp_arg *dst, const fd_zent *a, size_t n, const char *event);
 } fd_zset_io;
 
 /* One command over io: argv[0] is its name, the reply goes to out
@@ -47,6 +76,18 @@ int fd_zset_zadd(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, 
 int fd_zset_zrem(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, resp_out *out);
 int fd_zset_zscore(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, int many, resp_out *out);
 int fd_zset_zcard(const fd_zset_io *io, void *h, const resp_arg *argv, resp_out *out);
+/* ZRANGE and its family: type/rev fixed by the command, or -1 (ZRANGE:
+ * BYSCORE/BYLEX/REV decide); ZCOUNT/ZLEXCOUNT (count 1) and ZREMRANGEBY*
+ * (count 0) for a type; ZRANK/ZREVRANK; ZPOPMIN/ZPOPMAX; ZRANGESTORE. */
+int fd_zset_zrange(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, int type, int rev, resp_out *out);
+int fd_zset_zcount(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, int type, int count, resp_out *out);
+int fd_zset_zrank(const fd_zset_io *io, void *h, const resp_arg *argv, int rev, resp_out *out);
+int fd_zset_zpop(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, int max, resp_out *out);
+int fd_zset_zrangestore(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, resp_out *out);
+/* ZMPOP's pop of one key (count >= 1): [key, [[member, score]...]] to out
+ * and *done 1, or nothing (*done 0) when the key holds no sorted set. */
+int fd_zset_mpop_one(const fd_zset_io *io, void *h, const resp_arg *key, int max, long long count,
+                     resp_out *out, int *done);
 
 /* The handlers of a family, named <P>_cmd_<command> as commands.def's
  * impl column binds them, over io for a context type CTX with argc, argv
@@ -57,6 +98,24 @@ int fd_zset_zcard(const fd_zset_io *io, void *h, const resp_arg *argv, resp_out 
     int P##_cmd_zrem(CTX *c)    { return fd_zset_zrem(&(IO), c, c->argc, c->argv, c->out); } \
     int P##_cmd_zscore(CTX *c)  { return fd_zset_zscore(&(IO), c, c->argc, c->argv, 0, c->out); } \
     int P##_cmd_zmscore(CTX *c) { return fd_zset_zscore(&(IO), c, c->argc, c->argv, 1, c->out); } \
-    int P##_cmd_zcard(CTX *c)   { return fd_zset_zcard(&(IO), c, c->argv, c->out); }
+    int P##_cmd_zcard(CTX *c)   { return fd_zset_zcard(&(IO), c, c->argv, c->out); } \
+    int P##_cmd_zrange(CTX *c)  { return fd_zset_zrange(&(IO), c, c->argc, c->argv, -1, -1, c->out); } \
+    int P##_cmd_zrevrange(CTX *c) { return fd_zset_zrange(&(IO), c, c->argc, c->argv, FD_ZR_RANK, 1, c->out); } \
+    int P##_cmd_zrangebyscore(CTX *c) { return fd_zset_zrange(&(IO), c, c->argc, c->argv, FD_ZR_SCORE, 0, c->out); } \
+    int P##_cmd_zrevrangebyscore(CTX *c) { return fd_zset_zrange(&(IO), c, c->argc, c->argv, FD_ZR_SCORE, 1, c->out); } \
+    int P##_cmd_zrangebylex(CTX *c) { return fd_zset_zrange(&(IO), c, c->argc, c->argv, FD_ZR_LEX, 0, c->out); } \
+    int P##_cmd_zrevrangebylex(CTX *c) { return fd_zset_zrange(&(IO), c, c->argc, c->argv, FD_ZR_LEX, 1, c->out); } \
+    int P##_cmd_zcount(CTX *c)  { return fd_zset_zcount(&(IO), c, c->argc, c->argv, FD_ZR_SCORE, 1, c->out); } \
+    int P##_cmd_zlexcount(CTX *c) { return fd_zset_zcount(&(IO), c, c->argc, c->argv, FD_ZR_LEX, 1, c->out); } \
+    int P##_cmd_zremrangebyrank(CTX *c) { return fd_zset_zcount(&(IO), c, c->argc, c->argv, FD_ZR_RANK, 0, c->out); } \
+    int P##_cmd_zremrangebyscore(CTX *c) { return fd_zset_zcount(&(IO), c, c->argc, c->argv, FD_ZR_SCORE, 0, c->out); } \
+    int P##_cmd_zremrangebylex(CTX *c) { return fd_zset_zcount(&(IO), c, c->argc, c->argv, FD_ZR_LEX, 0, c->out); } \
+    int P##_cmd_zrank(CTX *c)   { return fd_zset_zrank(&(IO), c, c->argv, 0, c->out); } \
+    int P##_cmd_zrevrank(CTX *c) { return fd_zset_zrank(&(IO), c, c->argv, 1, c->out); } \
+    int P##_cmd_zpopmin(CTX *c) { return fd_zset_zpop(&(IO), c, c->argc, c->argv, 0, c->out); } \
+    int P##_cmd_zpopmax(CTX *c) { return fd_zset_zpop(&(IO), c, c->argc, c->argv, 1, c->out); } \
+    int P##_cmd_zrangestore(CTX *c) { return fd_zset_zrangestore(&(IO), c, c->argc, c->argv, c->out); } \
+    int P##_zset_mpop_one(CTX *c, const resp_arg *key, int max, long long count, int *done) \
+        { return fd_zset_mpop_one(&(IO), c, key, max, count, c->out, done); }
 
 #endif

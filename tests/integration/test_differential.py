@@ -714,6 +714,40 @@ scripted("zsets_range_edges", [
     ("ZRANK", "{z}s", "one"), ("ZREVRANK", "{z}s", "one"), ("ZRANK", "{z}s", "none"),
 ], requires=("zrangebylex", "zlexcount", "zremrangebylex", "zcount", "zremrangebyrank"))
 
+ZPOP_STEPS = [
+    ("ZADD", "{z}p", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e", "6", "f"),
+    ("ZPOPMIN", "{z}p"), ("ZPOPMAX", "{z}p", "2"), ("ZPOPMIN", "{z}p", "0"), ("ZPOPMIN", "{z}p", "-1"),
+    ("ZPOPMIN", "{z}p", "x"), ("ZPOPMIN", "{z}p", "1", "2"), ("ZPOPMIN", "{z}none"), ("ZPOPMAX", "{z}none", "3"),
+    ("ZRANK", "{z}p", "c"), ("ZREVRANK", "{z}p", "c"), ("ZRANK", "{z}p", "d"), ("ZREVRANK", "{z}p", "b"),
+    ("ZRANK", "{z}none", "a"), ("ZMPOP", "2", "{z}none", "{z}p", "MAX", "COUNT", "2"),
+    ("ZMPOP", "1", "{z}p", "MIN", "COUNT", "5"), ("EXISTS", "{z}p"), ("ZMPOP", "1", "{z}p", "MIN"),
+    ("ZADD", "{z}r", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e"),
+    ("ZREMRANGEBYRANK", "{z}r", "-3", "-2"), ("ZRANGE", "{z}r", "0", "-1", "WITHSCORES"),
+    ("ZREMRANGEBYRANK", "{z}r", "5", "9"), ("ZREMRANGEBYRANK", "{z}r", "0", "-1"), ("EXISTS", "{z}r"),
+    # lex ranges over members of different scores (zslIsInLexRange tests the ends)
+    ("ZADD", "{z}x", "-1", "d", "1", "a", "2.5", "c", "3", "b"),
+    ("ZREVRANGEBYLEX", "{z}x", "[a", "-"), ("ZRANGEBYLEX", "{z}x", "-", "+"), ("ZLEXCOUNT", "{z}x", "[b", "+"),
+    ("ZLEXCOUNT", "{z}x", "-", "[c"), ("ZRANGESTORE", "{z}d", "{z}x", "[a", "[z", "BYLEX"), ("EXISTS", "{z}d"),
+    ("ZREMRANGEBYLEX", "{z}x", "[a", "[z"), ("ZRANGE", "{z}x", "0", "-1", "WITHSCORES"),
+    ("ZPOPMAX", "{z}x", "10"), ("EXISTS", "{z}x"),
+]
+
+
+@T.case
+def zsets_pops_and_ranks():
+    """ZPOP*/ZMPOP/ZRANK/ZREMRANGEBY*/lex ends, in RESP2 then RESP3 (the
+    nested [member, score] pairs)."""
+    need("zpopmin", "zmpop", "zrank", "zremrangebyrank", "zrangebylex", "zrangestore")
+    d = diff_pair()
+    run_script(d, ZPOP_STEPS)
+    for c in (d.ref, d.fd):
+        eq(parse(c.cmd("HELLO", "3")).__class__.__name__ in ("dict", "list"), True, "HELLO 3")
+    run_script(d, ZPOP_STEPS + [("ZADD", "{z}w", "1", "a", "2", "b"),
+                                ("ZRANGE", "{z}w", "0", "-1", "WITHSCORES"),
+                                ("ZRANGEBYSCORE", "{z}w", "-inf", "+inf", "WITHSCORES")])
+    d.finish()
+
+
 scripted("hashes_basic", [
     ("HSET", "h", "f1", "v1", "f2", "v2"), ("HGET", "h", "f1"), ("HGET", "h", "nof"),
     ("HSET", "h", "f1", "v9"), ("HMGET", "h", "f1", "nof", "f2"), ("HLEN", "h"),
