@@ -215,7 +215,8 @@ typedef struct kv_meta {
     size_t      fullkey_len;
     const char *val;        /* string: the value */
     size_t      vlen;
-    uint64_t    version, size, head, tail;  /* collections */
+    uint64_t    version, size, head, tail;  /* collections; lists: the sequence ends;
+                                              * sorted sets: score bounds (kv_zset.c), 0 = none */
 } kv_meta;
 
 /* Parse a metadata value. FD_OK or FD_E_CORRUPT. Sets found=1, live=1

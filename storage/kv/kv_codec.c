@@ -155,6 +155,10 @@ int kv_meta_parse(const void *v, size_t vl, kv_meta *m)
         if (end - p < 16) return FD_E_CORRUPT;
         m->version = kv_get_u64(p);
         m->size = kv_get_u64(p + 8);
+        if (m->type == KV_T_ZSET && end - p >= 32) {     /* a sorted set's score bounds (kv_zset.c) */
+            m->head = kv_get_u64(p + 16);
+            m->tail = kv_get_u64(p + 24);
+        }
         return FD_OK;
     case KV_T_STREAM:   /* version, then the stream engine's metadata */
         if (end - p < 8) return FD_E_CORRUPT;

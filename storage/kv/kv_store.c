@@ -483,8 +483,10 @@ int kv_coll_new(kv_ctx *c, const kv_key *k, kv_meta *m, int type)
     m->live = 1;
     m->type = type;
     m->version = kv_new_version(c->st);
-    m->head = KV_LIST_SEQ_START;
-    m->tail = KV_LIST_SEQ_START - 1;
+    if (type == KV_T_LIST) {
+        m->head = KV_LIST_SEQ_START;
+        m->tail = KV_LIST_SEQ_START - 1;
+    }
     return FD_OK;
 }
 
@@ -505,7 +507,7 @@ int kv_coll_save(kv_ctx *c, const kv_key *k, kv_meta *m)
         return FD_OK;
     }
     uint8_t buf[KV_META_HDR + 32];
-    size_t hl = meta_hdr_len(k), bl = m->type == KV_T_LIST ? 32 : 16;
+    size_t hl = meta_hdr_len(k), bl = m->type == KV_T_LIST || (m->type == KV_T_ZSET && (m->head || m->tail)) ? 32 : 16;
     void *dst;
     if ((s = c->drv->reserve(c->txn, k->mkey, k->mlen, hl + bl, &dst)) != FD_OK) return s;
     uint8_t *p = meta_hdr_write(dst, k, m->type, m->expire);

@@ -16,7 +16,18 @@
  *   ZRANK/ZREVRANK: index walks from the member and from that end in step,
  *     O(min(rank, size - rank));
  *   ZPOPMIN/ZPOPMAX O(count); ZREMRANGEBY*: O(removed) (+ the skip).
- * -0 is stored as 0 (Redis replies "-0" for a score set to -0). */
+ * -0 is stored as 0 (Redis replies "-0" for a score set to -0).
+ *
+ * Score bounds (issue 31): the metadata may carry a floor and a ceiling
+ * (kv_meta head/tail: kv_enc_double's 8 bytes, 0 = none) such that every
+ * member's score lies within them. A pop from an end (ZPOPMIN/ZPOPMAX,
+ * ZMPOP, ZREMRANGEBYRANK 0.., ZREMRANGEBYSCORE -inf..) sets the bound to the
+ * last score it removed, a write outside a bound moves it, and walks from
+ * an end seek from the bound. On LevelDB this is what keeps a queue drained
+ * from one end cheap: the deleted index records stay in the tree as
+ * tombstones until compaction, and a seek from the start of the set would
+ * step over every one of them (ZPOPMIN on a set fed by ZADD: 13 times
+ * slower than on LMDB before, docs/benchmarks.md). */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -87,6 +98,9 @@ static int member_write(kv_ctx *c, zref *r, const char *mb, size_t ml, double sc
     el = index_key(ek, r, score, mb, ml);
     FD_TRY(kv_elem_put(c, ek, el, mb, ml, NULL, 0));
     kv_enc_double(sc, score);
+    uint64_t e = kv_get_u64(sc);                  /* outside a bound: the bound moves (the caller saves r) */
+    if (r->m.head && e < r->m.head) r->m.head = e;
+    if (r->m.tail && e > r->m.tail) r->m.tail = e;
     el = kv_elem_key(ek, r->zp, r->pl, mb, ml);
     return kv_elem_put(c, ek, el, mb, ml, sc, 8);
 }
@@ -127,6 +141,21 @@ static int sink_emit(zsink *k, const uint8_t *sc8, double score, const char *mb,
     return k->keep ? kv_list_add(&k->l, sc8, 8, mb, ml) : FD_OK;
 }
 
+/* A walk of r's score index from `from` (fl bytes, the prefix first), in
+ * direction rev: from the score bound instead when the walk would start
+ * beyond it (every member lies inside the bounds). */
+static size_t bound_from(const zref *r, uint8_t *from, size_t fl, int rev)
+{
+    uint64_t b = rev ? r->m.tail : r->m.head;
+    if (!b) return fl;
+    uint8_t be[8];
+    kv_put_u64(be, b);
+    int beyond = fl < r->pl + 8 ? 1 : (rev ? memcmp(from + r->pl, be, 8) > 0 : memcmp(from + r->pl, be, 8) < 0);
+    if (!beyond) return fl;
+    memcpy(from + r->pl, be, 8);
+    return r->pl + 8;
+}
+
 /* Walk the score index of r as z says (checked by storage/value/zset.c:
  * fd_zset_io.range), sending each member to k. */
 static int zwalk(kv_ctx *c, const zref *r, const fd_zrange *z, zsink *k)
@@ -148,12 +177,13 @@ static int zwalk(kv_ctx *c, const zref *r, const fd_zrange *z, zsink *k)
         if (rev && isinf(z->max) && z->max > 0) fl = pl;
     } else if (z->type == FD_ZR_LEX && ((!rev && z->lmin_kind == 0) || (rev && z->lmax_kind == 0))) {
         /* members of equal scores: seek inside the first (last) score */
-        s = kv_range_seek(c, it, r->sp, pl, r->sp, pl, rev, &kp, &kl, &vp, &vl);
+        s = kv_range_seek(c, it, r->sp, pl, from, bound_from(r, from, pl, rev), rev, &kp, &kl, &vp, &vl);
         if (s == FD_OK && kl >= pl + 8) {
             memcpy(from + pl, (const uint8_t *)kp + pl, 8);
             fl = pl + 8 + kv_enc_key(from + pl + 8, rev ? z->lmax : z->lmin, rev ? z->lmaxl : z->lminl);
         }
     }
+    fl = bound_from(r, from, fl, rev);
     s = kv_range_seek(c, it, r->sp, pl, from, fl, rev, &kp, &kl, &vp, &vl);
     long long idx = 0, skip = z->type == FD_ZR_RANK ? z->start : z->offset;
     long long left = z->type == FD_ZR_RANK ? z->end - z->start + 1 : z->limit;
@@ -185,8 +215,9 @@ static int zwalk(kv_ctx *c, const zref *r, const fd_zrange *z, zsink *k)
 }
 
 /* The n members listed in l leave r (all of them: the key's records go at
- * once); the caller saves r. */
-static int delete_walked(kv_ctx *c, zref *r, const kv_list *l, long long n)
+ * once); the caller saves r. bound 0 / 1: they were the lowest / highest,
+ * walked from that end: the last one's score is the new floor / ceiling. */
+static int delete_walked(kv_ctx *c, zref *r, const kv_list *l, long long n, int bound)
 {
     if ((uint64_t)n >= r->m.size) {
         FD_TRY(kv_delete(c, &r->k, &r->m));          /* all: O(1) */
@@ -196,8 +227,13 @@ static int delete_walked(kv_ctx *c, zref *r, const kv_list *l, long long n)
     }
     size_t off = 0;
     const char *p; size_t pn;
-    while (kv_list_next(l, &off, &p, &pn))
+    uint64_t last = 0;
+    while (kv_list_next(l, &off, &p, &pn)) {
         FD_TRY(member_del(c, r, p + 8, pn - 8, kv_dec_double((const uint8_t *)p)));
+        last = kv_get_u64((const uint8_t *)p);
+    }
+    if (bound == 0) r->m.head = last;
+    if (bound == 1) r->m.tail = last;
     r->m.size -= (uint64_t)n;
     return FD_OK;
 }
@@ -296,11 +332,13 @@ static int zk_range(void *h, fd_zset_zk *b, const fd_zrange *z, int remove, fd_z
         s = zwalk(c, r, &f, &all);
         k.keep = 0;
         if (s == FD_OK) s = replay_reversed(&all.l, &k);
-        if (s == FD_OK && remove && all.n) s = delete_walked(c, r, &all.l, all.n);
+        if (s == FD_OK && remove && all.n) s = delete_walked(c, r, &all.l, all.n, f.start == 0 ? f.rev : -1);
         kv_list_free(&all.l);
     } else {
         s = zwalk(c, r, z, &k);
-        if (s == FD_OK && remove && k.n) s = delete_walked(c, r, &k.l, k.n);
+        int end = (z->type == FD_ZR_RANK && z->start == 0) ||
+                  (z->type == FD_ZR_SCORE && z->offset == 0 && (z->rev ? isinf(z->max) && z->max > 0 : isinf(z->min) && z->min < 0));
+        if (s == FD_OK && remove && k.n) s = delete_walked(c, r, &k.l, k.n, end ? z->rev : -1);
     }
     kv_list_free(&k.l);
     *n = k.n;
@@ -326,7 +364,9 @@ static int zk_rank(void *h, fd_zset_zk *b, const char *m, size_t ml, long long *
     const void *kp, *vp; size_t kl, vl;
     long long before = 0, after = 0, n = (long long)r->m.size;
     *rank = -1;
-    int sa = kv_range_seek(c, a, r->sp, r->pl, r->sp, r->pl, 0, &kp, &kl, &vp, &vl);
+    uint8_t from[KV_ELEM_MAX + 8];
+    memcpy(from, r->sp, r->pl);
+    int sa = kv_range_seek(c, a, r->sp, r->pl, from, bound_from(r, from, r->pl, 0), 0, &kp, &kl, &vp, &vl);
     if (sa == FD_OK && kl == tl && memcmp(kp, target, tl) == 0) *rank = 0;
     int sb = *rank < 0 ? kv_range_seek(c, bi, r->sp, r->pl, target, tl, 0, &kp, &kl, &vp, &vl) : FD_OK;
     if (*rank < 0 && sb == FD_OK && !(kl == tl && memcmp(kp, target, tl) == 0)) sb = FD_E_CORRUPT;
@@ -383,6 +423,7 @@ int kv_zset_walk(kv_ctx *c, const kv_zref *r, double min, int minex, double max,
     size_t fl = pl;
     memcpy(from, r->sp, pl);
     if (!(isinf(min) && min < 0)) { kv_enc_double(from + pl, min); fl = pl + 8; }
+    fl = bound_from(r, from, fl, 0);
     kv_iter *it;
     FD_TRY(c->drv->iter_open(c->txn, &it));
     const void *kp, *vp; size_t kl, vl;

@@ -730,6 +730,18 @@ ZPOP_STEPS = [
     ("ZLEXCOUNT", "{z}x", "-", "[c"), ("ZRANGESTORE", "{z}d", "{z}x", "[a", "[z", "BYLEX"), ("EXISTS", "{z}d"),
     ("ZREMRANGEBYLEX", "{z}x", "[a", "[z"), ("ZRANGE", "{z}x", "0", "-1", "WITHSCORES"),
     ("ZPOPMAX", "{z}x", "10"), ("EXISTS", "{z}x"),
+    # a set drained from both ends, then written below and above what went
+    # (the embedded stores' score bounds: storage/kv/kv_zset.c)
+    ("ZADD", "{z}q", "1", "a", "2", "b", "3", "c", "3", "cc", "4", "d", "5", "e", "6", "f", "7", "g"),
+    ("ZPOPMIN", "{z}q", "2"), ("ZPOPMAX", "{z}q"), ("ZRANGE", "{z}q", "0", "-1", "WITHSCORES"),
+    ("ZRANK", "{z}q", "c"), ("ZREVRANK", "{z}q", "c"), ("ZRANGEBYSCORE", "{z}q", "-inf", "+inf", "LIMIT", "1", "2"),
+    ("ZADD", "{z}q", "0", "z0", "9", "z9"), ("ZRANGE", "{z}q", "0", "1"), ("ZREVRANGE", "{z}q", "0", "1"),
+    ("ZRANK", "{z}q", "z0"), ("ZRANK", "{z}q", "z9"), ("ZINCRBY", "{z}q", "-10", "d"), ("ZINCRBY", "{z}q", "10", "e"),
+    ("ZRANGE", "{z}q", "0", "-1", "WITHSCORES"), ("ZREMRANGEBYSCORE", "{z}q", "-inf", "(0"),
+    ("ZREMRANGEBYRANK", "{z}q", "-1", "-1"), ("ZRANGE", "{z}q", "0", "-1", "WITHSCORES"),
+    ("ZADD", "{z}q", "-5", "m5", "50", "p50"), ("ZCOUNT", "{z}q", "-inf", "+inf"), ("ZRANGE", "{z}q", "0", "-1"),
+    ("ZADD", "{z}q", "3", "b"), ("ZRANGEBYLEX", "{z}q", "-", "+"), ("ZPOPMIN", "{z}q", "100"), ("EXISTS", "{z}q"),
+    ("ZADD", "{z}q", "1", "again"), ("ZRANGE", "{z}q", "0", "-1", "WITHSCORES"),
 ]
 
 
