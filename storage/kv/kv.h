@@ -470,8 +470,8 @@ void kv_io_event(void *h, int cls, const char *event, const resp_arg *key);
 int  kv_subscan(kv_ctx *c, int type, int tag);
 
 /* ---------------------------------------------------------------- sorted sets (kv_zset.c)
- * The sorted-set layout for the files built on it (kv_geo.c, kv_zsetops.c,
- * kv_dump.c): a key with its 'z' (member -> score) and 's' (score index)
+ * The sorted-set layout for the files built on it (kv_zsetops.c,
+ * kv_dump.c, kv_sort.c): a key with its 'z' (member -> score) and 's' (score index)
  * element prefixes. */
 typedef struct kv_zref {
     kv_key  k;
@@ -482,10 +482,6 @@ typedef struct kv_zref {
 /* Look key up as a sorted set (FD_E_WRONGTYPE for another live type);
  * r->m.live says whether it exists. */
 int kv_zref_load(kv_ctx *c, kv_zref *r, const resp_arg *key);
-/* Make r a new empty sorted set unless it is live (nothing written yet). */
-int kv_zref_create(kv_ctx *c, kv_zref *r);
-/* The score of a member: FD_OK, FD_NOTFOUND, FD_E_*. */
-int kv_zset_score(kv_ctx *c, const kv_zref *r, const char *m, size_t ml, double *score);
 /* Write member m with score (had_old: its previous score was old). The
  * caller counts new members into r->m.size and calls kv_coll_save. */
 int kv_zset_put(kv_ctx *c, kv_zref *r, const char *m, size_t ml, double score, int had_old, double old);

@@ -36,6 +36,7 @@
 #include <ctype.h>
 #include "kv.h"
 #include "../value/zset.h"
+#include "../value/geo.h"
 #include "../cmdargs.h"
 #include "../value/zsetops.h"
 
@@ -137,8 +138,10 @@ typedef struct zsink {
 static int sink_emit(zsink *k, const uint8_t *sc8, double score, const char *mb, size_t ml)
 {
     k->n++;
-    if (k->fn && k->fn(k->arg, mb, ml, score)) return FD_E_NOMEM;
-    return k->keep ? kv_list_add(&k->l, sc8, 8, mb, ml) : FD_OK;
+    int r = k->fn ? k->fn(k->arg, mb, ml, score) : 0;
+    if (r < 0) return FD_E_NOMEM;
+    if (k->keep) FD_TRY(kv_list_add(&k->l, sc8, 8, mb, ml));
+    return r > 0 ? FD_NOTFOUND : FD_OK;          /* FD_NOTFOUND: fn stops the walk (FD_OK) */
 }
 
 /* A walk of r's score index from `from` (fl bytes, the prefix first), in
@@ -253,7 +256,7 @@ static int replay_reversed(const kv_list *l, zsink *k)
         s = sink_emit(k, (const uint8_t *)p, kv_dec_double((const uint8_t *)p), p + 8, pn - 8);
     }
     free(offs);
-    return s;
+    return s == FD_NOTFOUND ? FD_OK : s;
 }
 
 /* ---------------------------------------------------------------- fd_zset_io
@@ -396,18 +399,13 @@ static const fd_zset_io zset_io = { zk_open, zk_score, zk_put, zk_del, zk_count,
                                     kv_io_event, zk_range, zk_rank, zk_store };
 
 FD_ZSET_HANDLERS(kv, kv_ctx, zset_io)
+FD_GEO_HANDLERS(kv, kv_ctx, zset_io)
 
 int kv_cmd_zscan(kv_ctx *c) { return kv_subscan(c, KV_T_ZSET, KV_TAG_ZMEMBER); }
 
-/* ---------------------------------------------------------------- for kv_geo.c, kv_zsetops.c, kv_dump.c */
+/* ---------------------------------------------------------------- for kv_zsetops.c, kv_dump.c */
 
 int kv_zref_load(kv_ctx *c, kv_zref *r, const resp_arg *key) { return zref_load(c, r, key); }
-int kv_zref_create(kv_ctx *c, kv_zref *r) { return zref_create(c, r); }
-
-int kv_zset_score(kv_ctx *c, const kv_zref *r, const char *m, size_t ml, double *score)
-{
-    return score_get(c, r, m, ml, score);
-}
 
 int kv_zset_put(kv_ctx *c, kv_zref *r, const char *m, size_t ml, double score, int had_old, double old)
 {

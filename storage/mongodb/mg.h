@@ -358,10 +358,8 @@ void mg_zset_free(mg_zset *Z);
 /* Write Z back (sorted first if dirty), keeping m's TTL when m->live; an
  * empty Z deletes the key (when m->found). */
 int  mg_zset_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, mg_zset *Z);
-/* The position of member p/n in Z, or -1. */
-long mg_zset_find(mg_zset *Z, const char *p, size_t n);
 /* Replace key dst (whatever it holds, TTL dropped) with the sorted set
- * a[0..n) of distinct members, or delete it when n is 0 (mg_geo.c); raises
+ * a[0..n) of distinct members, or delete it when n is 0 (mg_zsetops.c); raises
  * `event` on dst (n > 0), or "del" when a live dst was deleted. */
 struct fd_zent;
 int  mg_zstore(mg_ctx *c, const resp_arg *dst, const struct fd_zent *a, size_t n, const char *event);

@@ -11,6 +11,7 @@
 
 #include "mg.h"
 #include "../value/zset.h"
+#include "../value/geo.h"
 
 void mg_zset_free(mg_zset *Z) { free(Z->a); mg_ix_free(&Z->ix); memset(Z, 0, sizeof *Z); }
 
@@ -231,16 +232,30 @@ static int zk_range(void *h, fd_zset_zk *b, const fd_zrange *zin, int remove, fd
         for (long long r = z.start; r <= z.end && s == FD_OK; r++) {
             size_t i = z.rev ? len - 1 - (size_t)r : (size_t)r;
             const mg_zent *e = &Z->a[i];
-            if (fn && fn(arg, e->m, e->ml, e->s)) s = FD_E_NOMEM;
+            int rc = fn ? fn(arg, e->m, e->ml, e->s) : 0;
+            if (rc < 0) s = FD_E_NOMEM;
             if (gone) gone[i] = 1;
             ++*n;
+            if (rc > 0) break;
         }
     } else {
         /* as the embedded backends' walk: start at the first member inside
          * the near bound, stop at the first outside the far one */
         long long skip = z.offset, left = z.limit;
         int started = 0;
-        for (size_t j = 0; j < len && left != 0 && s == FD_OK; j++) {
+        size_t j0 = 0;
+        if (z.type == FD_ZR_SCORE) {         /* the near bound by bisection (the array is in score order) */
+            size_t lo = 0, hi = len;
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2, i = z.rev ? len - 1 - mid : mid;
+                if (z.rev ? !fd_zrange_lte_max(&z, Z->a[i].s, NULL, 0) : !fd_zrange_gte_min(&z, Z->a[i].s, NULL, 0))
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            j0 = lo;
+        }
+        for (size_t j = j0; j < len && left != 0 && s == FD_OK; j++) {
             size_t i = z.rev ? len - 1 - j : j;
             const mg_zent *e = &Z->a[i];
             if (!started && !(z.rev ? fd_zrange_lte_max(&z, e->s, e->m, e->ml) : fd_zrange_gte_min(&z, e->s, e->m, e->ml)))
@@ -248,10 +263,12 @@ static int zk_range(void *h, fd_zset_zk *b, const fd_zrange *zin, int remove, fd
             if (!(z.rev ? fd_zrange_gte_min(&z, e->s, e->m, e->ml) : fd_zrange_lte_max(&z, e->s, e->m, e->ml))) break;
             started = 1;
             if (skip > 0) { skip--; continue; }
-            if (fn && fn(arg, e->m, e->ml, e->s)) s = FD_E_NOMEM;
+            int rc = fn ? fn(arg, e->m, e->ml, e->s) : 0;
+            if (rc < 0) s = FD_E_NOMEM;
             if (gone) gone[i] = 1;
             ++*n;
             if (left > 0) left--;
+            if (rc > 0) break;
         }
     }
     if (s == FD_OK && gone && *n) zset_compact(Z, gone);
@@ -279,8 +296,8 @@ static const fd_zset_io zset_io = { zk_open, zk_score, zk_put, zk_del, zk_count,
                                     zk_gone, zk_close, mg_coll_event, zk_range, zk_rank, zk_store };
 
 FD_ZSET_HANDLERS(mg, mg_ctx, zset_io)
+FD_GEO_HANDLERS(mg, mg_ctx, zset_io)
 
-/* ---------------------------------------------------------------- for mg_geo.c, mg_zsetops.c, mg_dump.c */
+/* ---------------------------------------------------------------- for mg_zsetops.c, mg_dump.c, mg_sort.c, mg_scan.c */
 
 int mg_zset_save(mg_ctx *c, const resp_arg *key, const mg_meta *m, mg_zset *Z) { return zset_save(c, key, m, Z); }
-long mg_zset_find(mg_zset *Z, const char *p, size_t n) { return zset_find(Z, p, n); }

@@ -69,6 +69,30 @@ static int zs_check(void *ud, const resp_arg *key)
     return s;
 }
 
+/* (mg.h) the destination of a STORE form: one document in Redis's order */
+int mg_zstore(mg_ctx *c, const resp_arg *dst, const fd_zent *a, size_t n, const char *event)
+{
+    mg_meta m;
+    FD_TRY(mg_lookup(c, dst, &m, 0));
+    int found = m.found, was = m.live;
+    mg_meta_free(&m);
+    mg_meta fresh;
+    memset(&fresh, 0, sizeof fresh);
+    fresh.found = found;                    /* a new key: no TTL */
+    mg_zset Z;
+    memset(&Z, 0, sizeof Z);
+    Z.a = malloc((n ? n : 1) * sizeof *Z.a);
+    if (!Z.a) return FD_E_NOMEM;
+    for (size_t i = 0; i < n; i++) Z.a[i] = (mg_zent){ a[i].m, a[i].ml, a[i].s };
+    Z.n = Z.cap = n;
+    Z.dirty = 1;
+    int s = mg_zset_save(c, dst, &fresh, &Z);
+    mg_zset_free(&Z);
+    if (s == FD_OK && n) MG_NOTIFY(c, ZSET, event, dst->ptr, dst->len);
+    else if (s == FD_OK && was) MG_NOTIFY(c, GENERIC, "del", dst->ptr, dst->len);
+    return s;
+}
+
 static int zs_store(void *ud, const resp_arg *dst, const fd_zent *res, size_t n, const char *event)
 {
     return mg_zstore(ud, dst, res, n, event);

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "../../protocol/resp.h"
+#include "zset.h"
 
 #define FD_GEO_STEP_MAX 26              /* 26*2 = 52 bits: a double holds them exactly */
 #define FD_GEO_LAT_MIN  -85.05112878
@@ -184,5 +185,30 @@ typedef int (*fd_geo_store_fn)(void *ctx, const resp_arg *dst, const fd_geo_quer
  * reply was written; otherwise an FD_E_* status to reply with. */
 int fd_geo_command(const resp_arg *argv, int argc, int cmd, const fd_geo_zset *z,
                    fd_geo_store_fn store, void *store_ctx, resp_out *out);
+
+/* ---------------------------------------------------------------- the commands (geo_cmd.c)
+ * Over a store's sorted sets (zset.h's fd_zset_io): GEOADD, GEOPOS and
+ * GEOHASH (hash 1), GEODIST, and the searches (cmd: enum fd_geo_cmd). The
+ * reply goes to out (nothing on a failure); FD_OK or an FD_E_* status. */
+int fd_geo_add(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, resp_out *out);
+int fd_geo_members(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, int hash, resp_out *out);
+int fd_geo_dist(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, resp_out *out);
+int fd_geo_search(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, int cmd, resp_out *out);
+
+/* The handlers of a family, named <P>_cmd_<command>, over io for a context
+ * type CTX with argc, argv and out (kv_ctx, mg_ctx). */
+#define FD_GEO_HANDLERS(P, CTX, IO) \
+    int P##_cmd_geoadd(CTX *c)  { return fd_geo_add(&(IO), c, c->argc, c->argv, c->out); } \
+    int P##_cmd_geopos(CTX *c)  { return fd_geo_members(&(IO), c, c->argc, c->argv, 0, c->out); } \
+    int P##_cmd_geohash(CTX *c) { return fd_geo_members(&(IO), c, c->argc, c->argv, 1, c->out); } \
+    int P##_cmd_geodist(CTX *c) { return fd_geo_dist(&(IO), c, c->argc, c->argv, c->out); } \
+    int P##_cmd_georadius(CTX *c) { return fd_geo_search(&(IO), c, c->argc, c->argv, FD_GEO_RADIUS, c->out); } \
+    int P##_cmd_georadius_ro(CTX *c) { return fd_geo_search(&(IO), c, c->argc, c->argv, FD_GEO_RADIUS_RO, c->out); } \
+    int P##_cmd_georadiusbymember(CTX *c) \
+        { return fd_geo_search(&(IO), c, c->argc, c->argv, FD_GEO_RADIUSBYMEMBER, c->out); } \
+    int P##_cmd_georadiusbymember_ro(CTX *c) \
+        { return fd_geo_search(&(IO), c, c->argc, c->argv, FD_GEO_RADIUSBYMEMBER_RO, c->out); } \
+    int P##_cmd_geosearch(CTX *c) { return fd_geo_search(&(IO), c, c->argc, c->argv, FD_GEO_SEARCH, c->out); } \
+    int P##_cmd_geosearchstore(CTX *c) { return fd_geo_search(&(IO), c, c->argc, c->argv, FD_GEO_SEARCHSTORE, c->out); }
 
 #endif

@@ -18,12 +18,25 @@ static int done(const fd_zset_io *io, void *h, fd_zset_zk *zk, int s)
     return s;
 }
 
+/* ZADD's item j: score argv[first + 2j], member the next (checked by fd_parse_zadd). */
+static void zadd_item(const resp_arg *argv, int first, int j, double *score, const resp_arg **member)
+{
+    fd_parse_score(&argv[first + 2 * j], score);
+    *member = &argv[first + 2 * j + 1];
+}
+
 int fd_zset_zadd(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, int is_incr, resp_out *out)
 {
     int flags, idx, elements, replied;
     int s = fd_parse_zadd(argv, argc, is_incr, &flags, &idx, &elements, out, &replied);
     if (s != FD_OK || replied) return s;
-    int nx = flags & FD_ZADD_NX, xx = flags & FD_ZADD_XX, gt = flags & FD_ZADD_GT,
+    return fd_zset_add(io, h, argv, flags, idx, elements, zadd_item, out);
+}
+
+int fd_zset_add(const fd_zset_io *io, void *h, const resp_arg *argv, int flags, int idx, int elements,
+                fd_zset_item_fn item, resp_out *out)
+{
+    int s, nx = flags & FD_ZADD_NX, xx = flags & FD_ZADD_XX, gt = flags & FD_ZADD_GT,
         lt = flags & FD_ZADD_LT, incr = flags & FD_ZADD_INCR;
     fd_zset_zk zk;
     int exists;
@@ -31,9 +44,9 @@ int fd_zset_zadd(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, 
     long long added = 0, updated = 0, processed = 0;
     double score = 0;
     for (int j = 0; j < elements && s == FD_OK && (exists || !xx); j++) {
-        const resp_arg *mb = &argv[idx + 2 * j + 1];
+        const resp_arg *mb;
         double cur;
-        fd_parse_score(&argv[idx + 2 * j], &score);
+        item(argv, idx, j, &score, &mb);
         int f = exists ? io->score(h, &zk, mb->ptr, mb->len, &cur) : FD_NOTFOUND;
         if (f == FD_OK) {
             if (nx) continue;

@@ -26,7 +26,8 @@
 typedef struct fd_zset_zk { _Alignas(16) unsigned char b[FD_ZSET_ZK_BYTES]; } fd_zset_zk;
 
 /* A member handed to a range walk's callback: m is valid only during the
- * call. 0 goes on; -1: out of memory (the walk fails with FD_E_NOMEM). */
+ * call. 0 goes on; 1 stops the walk (FD_OK); -1: out of memory (the walk
+ * fails with FD_E_NOMEM). */
 typedef int (*fd_zset_fn)(void *arg, const char *m, size_t ml, double score);
 
 /* open()'s named: every member (a store that reads parts reads the whole). */
@@ -73,6 +74,11 @@ typedef struct fd_zset_io {
 /* One command over io: argv[0] is its name, the reply goes to out
  * (nothing on a failure). FD_OK or an FD_E_* status. */
 int fd_zset_zadd(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, int incr, resp_out *out);
+/* ZADD's body after its parse (GEOADD's too): flags FD_ZADD_*, elements
+ * items read by item(argv, first, j, ...) (checked before any write). */
+typedef void (*fd_zset_item_fn)(const resp_arg *argv, int first, int j, double *score, const resp_arg **member);
+int fd_zset_add(const fd_zset_io *io, void *h, const resp_arg *argv, int flags, int first, int elements,
+                fd_zset_item_fn item, resp_out *out);
 int fd_zset_zrem(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, resp_out *out);
 int fd_zset_zscore(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, int many, resp_out *out);
 int fd_zset_zcard(const fd_zset_io *io, void *h, const resp_arg *argv, resp_out *out);

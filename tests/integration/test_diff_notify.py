@@ -356,6 +356,10 @@ events("notify_events_keymiss", "KEm", [
     ("SINTERCARD", "2", "t", "no61"), ("HRANDFIELD", "no62"), ("SRANDMEMBER", "no63"), ("ZRANDMEMBER", "no64"),
     # writes that read the key first (getGenericCommand): GETDEL, GETEX, SET ... GET, GETSET
     ("GETDEL", "no65"), ("GETEX", "no66", "EX", "10"), ("SET", "no67", "v", "GET"), ("GETSET", "no68", "v"),
+    # the geo searches (georadiusGeneric: lookupKeyRead), GEOPOS/GEODIST
+    ("GEOSEARCHSTORE", "d", "no69", "FROMLONLAT", "15", "37", "BYRADIUS", "10", "km"),
+    ("GEORADIUS", "no70", "15", "37", "10", "km"), ("GEOSEARCH", "no71", "FROMLONLAT", "15", "37", "BYBOX", "1", "1", "km"),
+    ("GEOPOS", "no72", "m"), ("GEODIST", "no73", "a", "b"), ("ZCOUNT", "no74", "0", "1"), ("ZPOPMIN", "no75"),
 ], cluster_ok=False)
 
 
