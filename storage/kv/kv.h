@@ -465,6 +465,8 @@ extern const struct fd_coll_io kv_hash_io, kv_set_io;
 const char *kv_type_name(int t);
 /* The event() of the value/ adapters: a keyspace event on key (h: kv_ctx). */
 void kv_io_event(void *h, int cls, const char *event, const resp_arg *key);
+/* Their untouched(): the command's key number nth was left as it was. */
+void kv_io_untouched(void *h, int nth);
 
 /* HSCAN/SSCAN/ZSCAN (kv_hash.c): walk the `tag` records of a `type` key. */
 int  kv_subscan(kv_ctx *c, int type, int tag);
@@ -516,9 +518,6 @@ int kv_list_mpop_one(kv_ctx *c, const resp_arg *key, int left, long long count, 
  * pops up to count members from the low (max 0) or high end and replies
  * [key, [[member, score]...]]. */
 int kv_zset_mpop_one(kv_ctx *c, const resp_arg *key, int max, long long count, int *done);
-/* Look the key `key` up as a string (kv_bits.c): FD_OK (m->live 0 when
- * absent or expired), FD_E_WRONGTYPE for another live type, or FD_E_*. */
-int  kv_string_lookup(kv_ctx *c, kv_key *k, kv_meta *m, const resp_arg *key);
 
 /* Every element of the live collection m of key k, in its native order
  * (list: head to tail; set: stored order; sorted set: by score, then

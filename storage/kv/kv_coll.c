@@ -153,9 +153,9 @@ void kv_io_event(void *h, int cls, const char *event, const resp_arg *key)
     FD_NOTIFY(&c->st->events, cls, event, key->ptr, key->len);
 }
 
-static void hk_untouched(void *h, int nth) { ((kv_ctx *)h)->untouched |= 1u << nth; }
+void kv_io_untouched(void *h, int nth) { ((kv_ctx *)h)->untouched |= 1u << nth; }
 
 const fd_coll_io kv_hash_io = { hash_open, NULL, hk_get, hk_put, hk_del, hk_count, hk_walk,
-                                hk_save, hk_gone, hk_close, kv_io_event, hk_untouched };
+                                hk_save, hk_gone, hk_close, kv_io_event, kv_io_untouched };
 const fd_coll_io kv_set_io = { set_open, set_open_dest, hk_get, hk_put, hk_del, hk_count, hk_walk,
-                               hk_save, hk_gone, hk_close, kv_io_event, hk_untouched };
+                               hk_save, hk_gone, hk_close, kv_io_event, kv_io_untouched };

@@ -10,6 +10,7 @@
 #include <string.h>
 #include "kv.h"
 #include "../value/strings.h"
+#include "../value/string_ops.h"
 #include "../value/keys.h"
 
 typedef struct kv_sk {
@@ -20,9 +21,14 @@ _Static_assert(sizeof(kv_sk) <= sizeof(fd_str_sk), "kv_sk fits fd_str_sk");
 
 static int sk_open(void *h, const resp_arg *key, int want, fd_str_sk *b, fd_str_val *v)
 {
+    kv_ctx *c = h;
     kv_sk *x = (kv_sk *)b->b;
     kv_key_init(&x->k, key->ptr, key->len);
-    int s = kv_lookup(h, &x->k, &x->m);
+    int read = c->read;
+    if (want & FD_STR_SOURCE) c->read = 1;        /* lookupKeyRead: its keymiss */
+    int s = kv_lookup(c, &x->k, &x->m);
+    c->read = read;
+    want &= ~FD_STR_SOURCE;
     if (s != FD_OK) x->m.live = 0;
     v->found = x->m.found;
     v->live = x->m.live;
@@ -67,9 +73,10 @@ static int sk_expire(void *h, fd_str_sk *b, const resp_arg *key, int64_t at)
 static char *sk_scratch(void *h, fd_str_sk *b, size_t n) { (void)b; return kv_scratch(((kv_ctx *)h)->st, n); }
 
 static const fd_str_io str_io = { sk_open, sk_write, sk_del, sk_expire, sk_scratch, NULL, kv_io_event,
-                                  NULL, NULL, NULL, NULL, NULL };
+                                  NULL, NULL, NULL, NULL, NULL, kv_io_untouched };
 
 FD_STR_HANDLERS(kv, kv_ctx, str_io)
+FD_SOP_HANDLERS(kv, kv_ctx, str_io)
 
 static const char *sk_type(void *h, fd_str_sk *b) { (void)h; return kv_type_name(((kv_sk *)b->b)->m.type); }
 

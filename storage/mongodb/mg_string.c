@@ -12,6 +12,7 @@
 
 #include "mg.h"
 #include "../value/strings.h"
+#include "../value/string_ops.h"
 #include "../value/keys.h"
 
 typedef struct mg_sk {
@@ -25,7 +26,11 @@ static int sk_open(void *h, const resp_arg *key, int want, fd_str_sk *b, fd_str_
     mg_ctx *c = h;
     mg_sk *x = (mg_sk *)b->b;
     x->scratch = NULL;
+    int read = c->read;
+    if (want & FD_STR_SOURCE) c->read = 1;        /* lookupKeyRead: its keymiss */
+    want &= ~FD_STR_SOURCE;
     int s = want == FD_STR_STRING ? mg_lookup_string(c, key, &x->m) : mg_lookup(c, key, &x->m, want == FD_STR_ANY_VALUE);
+    c->read = read;
     if (s != FD_OK) memset(&x->m, 0, sizeof x->m);     /* (freed by the lookup) */
     v->found = x->m.found;
     v->live = x->m.live;
@@ -162,9 +167,10 @@ static int sk_mset(void *h, int argc, const resp_arg *argv)
 static int sk_any_live(void *h, int argc, const resp_arg *argv, int *any);
 
 static const fd_str_io str_io = { sk_open, sk_write, sk_del, sk_expire, sk_scratch, sk_close, mg_coll_event,
-                                  sk_set_blind, sk_incr, sk_mget, sk_mset, sk_any_live };
+                                  sk_set_blind, sk_incr, sk_mget, sk_mset, sk_any_live, NULL };
 
 FD_STR_HANDLERS(mg, mg_ctx, str_io)
+FD_SOP_HANDLERS(mg, mg_ctx, str_io)
 
 static const char *sk_type(void *h, fd_str_sk *b) { (void)h; return mg_type_names[((mg_sk *)b->b)->m.type]; }
 

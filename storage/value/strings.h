@@ -72,6 +72,7 @@ enum {
     FD_STR_ANY = 0,         /* any type (SET, MSET...): the value may be left out */
     FD_STR_STRING = 1,      /* FD_E_WRONGTYPE for a live key of another type; the value read */
     FD_STR_ANY_VALUE = 2,   /* any type, a string's value read (MGET) */
+    FD_STR_SOURCE = 4,      /* or'd: a source's lookup (lookupKeyRead: its keymiss) whatever the command */
 };
 
 /* What a store provides. h is its per-command context. Statuses: FD_OK or
@@ -101,6 +102,9 @@ typedef struct fd_str_io {
      * *any for MSETNX: whether a key of argv[1], argv[3]... is live. */
     int   (*mset)(void *h, int argc, const resp_arg *argv);
     int   (*any_live)(void *h, int argc, const resp_arg *argv, int *any);
+    /* Optional: the command's key number `nth` was left unchanged by this
+     * write (WATCH does not see it touched: fd_request.untouched). */
+    void  (*untouched)(void *h, int nth);
 } fd_str_io;
 
 /* One command over io: argv[0] is its name; now: the command's clock
