@@ -138,7 +138,7 @@ typedef struct zsink {
 static int sink_emit(zsink *k, const uint8_t *sc8, double score, const char *mb, size_t ml)
 {
     k->n++;
-    int r = k->fn ? k->fn(k->arg, mb, ml, score) : 0;
+    int r = k->fn == fd_zset_emit ? fd_zset_emit_inline(k->arg, mb, ml, score) : k->fn ? k->fn(k->arg, mb, ml, score) : 0;
     if (r < 0) return FD_E_NOMEM;
     if (k->keep) FD_TRY(kv_list_add(&k->l, sc8, 8, mb, ml));
     return r > 0 ? FD_NOTFOUND : FD_OK;          /* FD_NOTFOUND: fn stops the walk (FD_OK) */

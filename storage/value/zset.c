@@ -167,17 +167,9 @@ static int range_open(const fd_zset_io *io, void *h, const resp_arg *key, int so
     return io->open(h, key, source, z->type == FD_ZR_LEX ? FD_ZSET_WHOLE : INT_MAX, 1, zk, exists);
 }
 
-typedef struct zemit { resp_out *out; int withscores, nested; } zemit;
+typedef fd_zset_emit_to zemit;
 
-/* A member into the reply: m (bulk), or [m, score] nested (RESP3 pairs),
- * or m then score. */
-static int emit_fn(void *arg, const char *m, size_t ml, double score)
-{
-    zemit *e = arg;
-    if (e->nested && resp_add_array(e->out, 2)) return -1;
-    if (resp_add_bulk(e->out, m, ml)) return -1;
-    return e->withscores && resp_add_double(e->out, score) ? -1 : 0;
-}
+int fd_zset_emit(void *arg, const char *m, size_t ml, double score) { return fd_zset_emit_inline(arg, m, ml, score); }
 
 int fd_zset_zrange(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, int type, int rev, resp_out *out)
 {
@@ -192,7 +184,7 @@ int fd_zset_zrange(const fd_zset_io *io, void *h, int argc, const resp_arg *argv
     size_t mark = out->len;
     if (s == FD_OK && exists && selects(io, h, &zk, &z, &s)) {
         zemit e = { out, z.withscores, z.withscores && out->proto == 3 };
-        s = io->range(h, &zk, &z, 0, emit_fn, &e, &n);
+        s = io->range(h, &zk, &z, 0, fd_zset_emit, &e, &n);
     }
     if (s == FD_OK && resp_out_insert_header(out, mark, 'a', z.withscores && out->proto != 3 ? 2 * n : n))
         s = FD_E_NOMEM;
@@ -245,7 +237,7 @@ static int pop_walk(const fd_zset_io *io, void *h, fd_zset_zk *zk, const resp_ar
                     zemit *e)
 {
     long long k = 0;
-    FD_TRY(io->range(h, zk, z, 1, emit_fn, e, &k));
+    FD_TRY(io->range(h, zk, z, 1, fd_zset_emit, e, &k));
     if (k != z->end - z->start + 1) return FD_E_CORRUPT;     /* the header said so many */
     FD_TRY(io->save(h, zk));
     EVENT(ZSET, z->rev ? "zpopmax" : "zpopmin", key);

@@ -30,6 +30,20 @@ typedef struct fd_zset_zk { _Alignas(16) unsigned char b[FD_ZSET_ZK_BYTES]; } fd
  * fails with FD_E_NOMEM). */
 typedef int (*fd_zset_fn)(void *arg, const char *m, size_t ml, double score);
 
+/* The range commands' reply sink: fd_zset_emit(&(fd_zset_emit_to){...})
+ * writes a member (a bulk, [member, score] when nested: RESP3 pairs, or
+ * member then score). A store may test fn == fd_zset_emit and call the
+ * inline fd_zset_emit_inline itself (one indirect call less per member). */
+typedef struct fd_zset_emit_to { resp_out *out; int withscores, nested; } fd_zset_emit_to;
+static inline int fd_zset_emit_inline(void *arg, const char *m, size_t ml, double score)
+{
+    fd_zset_emit_to *e = arg;
+    if (e->nested && resp_add_array(e->out, 2)) return -1;
+    if (resp_add_bulk(e->out, m, ml)) return -1;
+    return e->withscores && resp_add_double(e->out, score) ? -1 : 0;
+}
+int fd_zset_emit(void *arg, const char *m, size_t ml, double score);
+
 /* open()'s named: every member (a store that reads parts reads the whole). */
 #define FD_ZSET_WHOLE (-1)
 
