@@ -7,12 +7,6 @@
 #include "geo.h"
 #include "../status.h"
 
-static int done(const fd_zset_io *io, void *h, fd_zset_zk *zk, int s)
-{
-    if (io->close) io->close(h, zk);
-    return s;
-}
-
 int fd_geo_add(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, resp_out *out)
 {
     int flags, first, n, replied;
@@ -36,7 +30,7 @@ int fd_geo_members(const fd_zset_io *io, void *h, int argc, const resp_arg *argv
             s = FD_E_NOMEM;
     }
     if (s != FD_OK) out->len = mark;
-    return done(io, h, &zk, s);
+    return fd_zset_close(io, h, &zk, s);
 }
 
 int fd_geo_dist(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, resp_out *out)
@@ -56,7 +50,7 @@ int fd_geo_dist(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, r
         else s = f;
     }
     if (s == FD_OK && fd_geo_reply_dist(out, found, sc[0], sc[1], to_m)) s = FD_E_NOMEM;
-    return done(io, h, &zk, s);
+    return fd_zset_close(io, h, &zk, s);
 }
 
 /* ---------------------------------------------------------------- searches */
@@ -103,11 +97,11 @@ int fd_geo_search(const fd_zset_io *io, void *h, int argc, const resp_arg *argv,
     /* georadiusGeneric: lookupKeyRead whatever the command (its keymiss);
      * the whole set (FROMMEMBER looks a member up, nine cells are walked) */
     int s = io->open(h, &argv[cmd == FD_GEO_SEARCHSTORE ? 2 : 1], 1, FD_ZSET_WHOLE, 1, &zk, &exists);
-    if (s != FD_OK) return done(io, h, &zk, s);
+    if (s != FD_OK) return fd_zset_close(io, h, &zk, s);
     geoz g = { io, h, &zk, argv };
     fd_geo_zset z = { &g, exists, gz_score, gz_range };
     size_t mark = out->len;
     s = fd_geo_command(argv, argc, cmd, &z, gz_store, &g, out);
     if (s != FD_OK) out->len = mark;
-    return done(io, h, &zk, s);
+    return fd_zset_close(io, h, &zk, s);
 }

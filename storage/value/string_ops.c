@@ -15,12 +15,6 @@
 #define UV(x) ((x).string ? (const unsigned char *)(x).v : NULL)
 #define UL(x) ((x).string ? (x).len : 0)
 
-static int done(const fd_str_io *io, void *h, fd_str_sk *sk, int s)
-{
-    if (io->close) io->close(h, sk);
-    return s;
-}
-
 /* An error text of the value library as the reply: the command is done. */
 static int reply_err(resp_out *out, const char *e) { return OUT(resp_add_error(out, e)); }
 
@@ -46,7 +40,7 @@ int fd_sop_setbit(const fd_str_io *io, void *h, int argc, const resp_arg *argv, 
         fd_setbit_plan(&p, UV(v), old, &pt);
         if (pt.write) {
             unsigned char *b = (unsigned char *)io->scratch(h, &sk, pt.newlen);
-            if (!b) return done(io, h, &sk, FD_E_NOMEM);
+            if (!b) return fd_str_close(io, h, &sk, FD_E_NOMEM);
             if (old) memcpy(b, v.v, old);
             fd_bitpatch_apply(&pt, b, old);
             s = io->write(h, &sk, &argv[1], v.live ? v.expire : 0, (const char *)b, pt.newlen, NULL, 0);
@@ -56,7 +50,7 @@ int fd_sop_setbit(const fd_str_io *io, void *h, int argc, const resp_arg *argv, 
         }
     }
     if (s == FD_OK) s = OUT(resp_add_int(out, pt.oldbit));
-    return done(io, h, &sk, s);
+    return fd_str_close(io, h, &sk, s);
 }
 
 int fd_sop_getbit(const fd_str_io *io, void *h, const resp_arg *argv, long long max_bulk, resp_out *out)
@@ -68,7 +62,7 @@ int fd_sop_getbit(const fd_str_io *io, void *h, const resp_arg *argv, long long 
     fd_str_val v;
     int s = io->open(h, &argv[1], FD_STR_STRING, &sk, &v);
     if (s == FD_OK) s = OUT(resp_add_int(out, v.string ? fd_getbit(UV(v), v.len, off) : 0));
-    return done(io, h, &sk, s);
+    return fd_str_close(io, h, &sk, s);
 }
 
 int fd_sop_bitcount(const fd_str_io *io, void *h, int argc, const resp_arg *argv, resp_out *out)
@@ -77,7 +71,7 @@ int fd_sop_bitcount(const fd_str_io *io, void *h, int argc, const resp_arg *argv
     fd_str_val v;
     int s = io->open(h, &argv[1], FD_STR_STRING, &sk, &v);
     if (s == FD_OK) s = OUT(v.string ? fd_bitcount_cmd(argv, argc, UV(v), v.len, out) : resp_add_int(out, 0));
-    return done(io, h, &sk, s);
+    return fd_str_close(io, h, &sk, s);
 }
 
 int fd_sop_bitpos(const fd_str_io *io, void *h, int argc, const resp_arg *argv, resp_out *out)
@@ -89,7 +83,7 @@ int fd_sop_bitpos(const fd_str_io *io, void *h, int argc, const resp_arg *argv, 
     fd_str_val v;
     int s = io->open(h, &argv[1], FD_STR_STRING, &sk, &v);
     if (s == FD_OK) s = OUT(fd_bitpos_cmd(argv, argc, bit, UV(v), UL(v), v.string, out));
-    return done(io, h, &sk, s);
+    return fd_str_close(io, h, &sk, s);
 }
 
 int fd_sop_bitop(const fd_str_io *io, void *h, int argc, const resp_arg *argv, resp_out *out)
@@ -104,7 +98,7 @@ int fd_sop_bitop(const fd_str_io *io, void *h, int argc, const resp_arg *argv, r
     for (int i = 3; i < argc; i++) {
         int s = io->open(h, &argv[i], FD_STR_STRING | FD_STR_SOURCE, &sk, &v);   /* lookupKeyRead */
         if (s == FD_OK && fd_bitop_add(op, &acc, &n, &cap, UV(v), UL(v), i == 3)) s = FD_E_NOMEM;
-        done(io, h, &sk, s);
+        fd_str_close(io, h, &sk, s);
         if (s != FD_OK) { free(acc); return s; }
     }
     int s = io->open(h, &argv[2], FD_STR_ANY, &sk, &v);          /* whatever it holds goes */
@@ -117,7 +111,7 @@ int fd_sop_bitop(const fd_str_io *io, void *h, int argc, const resp_arg *argv, r
     }
     free(acc);
     if (s == FD_OK) s = OUT(resp_add_int(out, (long long)n));
-    return done(io, h, &sk, s);
+    return fd_str_close(io, h, &sk, s);
 }
 
 int fd_sop_bitfield(const fd_str_io *io, void *h, int argc, const resp_arg *argv, int ro, long long max_bulk,
@@ -147,7 +141,7 @@ int fd_sop_bitfield(const fd_str_io *io, void *h, int argc, const resp_arg *argv
         }
     }
     fd_bitfield_end(&bf);
-    return done(io, h, &sk, s);
+    return fd_str_close(io, h, &sk, s);
 }
 
 /* ---------------------------------------------------------------- LCS */
@@ -157,15 +151,15 @@ int fd_sop_lcs(const fd_str_io *io, void *h, int argc, const resp_arg *argv, lon
     fd_str_sk ska, skb;
     fd_str_val a, b;
     int s = io->open(h, &argv[1], FD_STR_ANY_VALUE, &ska, &a);
-    if (s != FD_OK) return done(io, h, &ska, s);
+    if (s != FD_OK) return fd_str_close(io, h, &ska, s);
     s = io->open(h, &argv[2], FD_STR_ANY_VALUE, &skb, &b);       /* reads only: a's value stays valid */
     if (s == FD_OK) {
         fd_lcs o;
         const char *e = (a.live && !a.string) || (b.live && !b.string) ? FD_LCS_ERR_TYPE : fd_lcs_parse(argv, argc, &o);
         s = OUT(e ? resp_add_error(out, e) : fd_lcs_reply(&o, UV(a), UL(a), UV(b), UL(b), max_bulk, out));
     }
-    done(io, h, &skb, s);
-    return done(io, h, &ska, s);
+    fd_str_close(io, h, &skb, s);
+    return fd_str_close(io, h, &ska, s);
 }
 
 /* ---------------------------------------------------------------- HyperLogLog */
@@ -175,17 +169,17 @@ int fd_sop_pfadd(const fd_str_io *io, void *h, int argc, const resp_arg *argv, r
     fd_str_sk sk;
     fd_str_val v;
     int s = io->open(h, &argv[1], FD_STR_STRING, &sk, &v);
-    if (s != FD_OK) return done(io, h, &sk, s);
+    if (s != FD_OK) return fd_str_close(io, h, &sk, s);
     unsigned char *buf = (unsigned char *)io->scratch(h, &sk, FD_HLL_BUF_SIZE);
-    if (!buf) return done(io, h, &sk, FD_E_NOMEM);
+    if (!buf) return fd_str_close(io, h, &sk, FD_E_NOMEM);
     size_t len;
     int upd;
     const char *e = fd_pfadd_value(argv + 2, argc - 2, UV(v), UL(v), v.string, buf, &len, &upd);
-    if (e) return done(io, h, &sk, reply_err(out, e));
+    if (e) return fd_str_close(io, h, &sk, reply_err(out, e));
     if (upd) s = io->write(h, &sk, &argv[1], v.live ? v.expire : 0, (const char *)buf, len, NULL, 0);
     if (s == FD_OK && upd) EVENT(STRING, "pfadd", &argv[1]);
     if (s == FD_OK) s = OUT(resp_add_int(out, upd));
-    return done(io, h, &sk, s);
+    return fd_str_close(io, h, &sk, s);
 }
 
 /* Merge every key of argv[1..argc) into regs (missing keys skipped;
@@ -200,7 +194,7 @@ static int merge_keys(const fd_str_io *io, void *h, int argc, const resp_arg *ar
         fd_str_val v;
         int s = io->open(h, &argv[i], FD_STR_STRING | (source ? FD_STR_SOURCE : 0), &sk, &v);
         if (s == FD_OK && v.string) *err = fd_hll_merge_raw(regs, UV(v), v.len, dense);
-        done(io, h, &sk, s);
+        fd_str_close(io, h, &sk, s);
         FD_TRY(s);
     }
     return FD_OK;
@@ -218,14 +212,14 @@ int fd_sop_pfcount(const fd_str_io *io, void *h, int argc, const resp_arg *argv,
         if (s == FD_OK && v.string && !(e = fd_hll_check(UV(v), v.len))) {
             unsigned char *buf = (unsigned char *)io->scratch(h, &sk, v.len ? v.len : 1);
             int wrote = 0;
-            if (!buf) return done(io, h, &sk, FD_E_NOMEM);
+            if (!buf) return fd_str_close(io, h, &sk, FD_E_NOMEM);
             memcpy(buf, v.v, v.len);
             e = fd_hll_card(buf, v.len, &card, &wrote);
             if (!e && wrote)        /* a stale cached cardinality: written back, as Redis does */
                 s = io->write(h, &sk, &argv[1], v.expire, (const char *)buf, v.len, NULL, 0);
         }
         if (s == FD_OK) s = OUT(e ? resp_add_error(out, e) : resp_add_int(out, (long long)card));
-        return done(io, h, &sk, s);
+        return fd_str_close(io, h, &sk, s);
     }
     uint8_t *regs = calloc(1, FD_HLL_REGISTERS);
     if (!regs) return FD_E_NOMEM;
@@ -253,7 +247,7 @@ int fd_sop_pfmerge(const fd_str_io *io, void *h, int argc, const resp_arg *argv,
             s = io->write(h, &sk, &argv[1], v.live ? v.expire : 0, (const char *)buf, len, NULL, 0);
             if (s == FD_OK) EVENT(STRING, "pfadd", &argv[1]);
         }
-        done(io, h, &sk, s);
+        fd_str_close(io, h, &sk, s);
     }
     free(regs);
     if (s == FD_OK) s = OUT(e ? resp_add_error(out, e) : resp_add_status(out, "OK"));

@@ -83,12 +83,6 @@ void fd_str_setrange(char *b, const char *old, size_t olen, size_t off, const re
                                        io->event(h, FD_NOTIFY_##cls, name, key); } while (0)
 #define OUT(expr) ((expr) ? FD_E_NOMEM : FD_OK)
 
-static int done(const fd_str_io *io, void *h, fd_str_sk *sk, int s)
-{
-    if (io->close) io->close(h, sk);
-    return s;
-}
-
 /* The SET core. abort_nx: reply :0/:1 (SETNX) instead of nil/+OK. */
 static int set_generic(const fd_str_io *io, void *h, int flags, int64_t expire, const resp_arg *key,
                        const resp_arg *val, int abort_nx, resp_out *out)
@@ -103,11 +97,11 @@ static int set_generic(const fd_str_io *io, void *h, int flags, int64_t expire, 
     fd_str_sk sk;
     fd_str_val v;
     int s = io->open(h, key, (flags & FD_SET_GET) ? FD_STR_STRING : FD_STR_ANY, &sk, &v);
-    if (s != FD_OK) return done(io, h, &sk, s);
+    if (s != FD_OK) return fd_str_close(io, h, &sk, s);
     size_t mark = out->len;
     if (flags & FD_SET_GET) {
         /* the old value may be the store's memory: reply now, before writing */
-        if (OUT(v.live ? resp_add_bulk(out, v.v, v.len) : resp_add_null(out))) return done(io, h, &sk, FD_E_NOMEM);
+        if (OUT(v.live ? resp_add_bulk(out, v.v, v.len) : resp_add_null(out))) return fd_str_close(io, h, &sk, FD_E_NOMEM);
         if (!v.live) EVENT(KEY_MISS, "keymiss", key);
     }
     int write = !fd_str_set_blocked(flags, v.live);
@@ -115,11 +109,11 @@ static int set_generic(const fd_str_io *io, void *h, int flags, int64_t expire, 
         int expires = expire != 0 && !(flags & FD_SET_KEEPTTL);
         if ((flags & FD_SET_KEEPTTL) && v.live) expire = v.expire;
         s = io->write(h, &sk, key, expire, val->ptr, val->len, NULL, 0);
-        if (s != FD_OK) { out->len = mark; return done(io, h, &sk, s); }
+        if (s != FD_OK) { out->len = mark; return fd_str_close(io, h, &sk, s); }
         EVENT(STRING, "set", key);
         if (expires) EVENT(GENERIC, "expire", key);
     }
-    return done(io, h, &sk, OUT(fd_str_set_reply(out, flags, abort_nx, write)));
+    return fd_str_close(io, h, &sk, OUT(fd_str_set_reply(out, flags, abort_nx, write)));
 }
 
 int fd_str_set(const fd_str_io *io, void *h, int argc, const resp_arg *argv, int64_t now, resp_out *out)
@@ -157,7 +151,7 @@ int fd_str_get(const fd_str_io *io, void *h, const resp_arg *argv, resp_out *out
     fd_str_val v;
     int s = io->open(h, &argv[1], FD_STR_STRING, &sk, &v);
     if (s == FD_OK) s = OUT(v.live ? resp_add_bulk(out, v.v, v.len) : resp_add_null(out));
-    return done(io, h, &sk, s);
+    return fd_str_close(io, h, &sk, s);
 }
 
 /* GETDEL / GETEX on a missing key: keymiss (lookupKeyRead), nil. */
@@ -172,12 +166,12 @@ int fd_str_getdel(const fd_str_io *io, void *h, const resp_arg *argv, resp_out *
     fd_str_sk sk;
     fd_str_val v;
     int s = io->open(h, &argv[1], FD_STR_STRING, &sk, &v);
-    if (s != FD_OK || !v.live) return done(io, h, &sk, s != FD_OK ? s : get_missing(io, h, argv, out));
+    if (s != FD_OK || !v.live) return fd_str_close(io, h, &sk, s != FD_OK ? s : get_missing(io, h, argv, out));
     size_t mark = out->len;
     s = OUT(resp_add_bulk(out, v.v, v.len));
     if (s == FD_OK && (s = io->del(h, &sk, &argv[1])) != FD_OK) out->len = mark;
     else if (s == FD_OK) EVENT(GENERIC, "del", &argv[1]);
-    return done(io, h, &sk, s);
+    return fd_str_close(io, h, &sk, s);
 }
 
 int fd_str_getex(const fd_str_io *io, void *h, int argc, const resp_arg *argv, int64_t now, resp_out *out)
@@ -190,18 +184,18 @@ int fd_str_getex(const fd_str_io *io, void *h, int argc, const resp_arg *argv, i
     fd_str_sk sk;
     fd_str_val v;
     s = io->open(h, &argv[1], FD_STR_STRING, &sk, &v);
-    if (s != FD_OK || !v.live) return done(io, h, &sk, s != FD_OK ? s : get_missing(io, h, argv, out));
+    if (s != FD_OK || !v.live) return fd_str_close(io, h, &sk, s != FD_OK ? s : get_missing(io, h, argv, out));
     /* as Redis 7.0: the expiry value is validated only for an existing string */
-    if (exp && (s = fd_set_expire_ms(exp, flags, now, &expire)) != FD_OK) return done(io, h, &sk, s);
+    if (exp && (s = fd_set_expire_ms(exp, flags, now, &expire)) != FD_OK) return fd_str_close(io, h, &sk, s);
     size_t mark = out->len;
-    if (resp_add_bulk(out, v.v, v.len)) return done(io, h, &sk, FD_E_NOMEM);
+    if (resp_add_bulk(out, v.v, v.len)) return fd_str_close(io, h, &sk, FD_E_NOMEM);
     const char *ev = NULL;
     if (exp && expire <= now) { s = io->del(h, &sk, &argv[1]); ev = "del"; }
     else if (exp) { s = io->expire(h, &sk, &argv[1], expire); ev = "expire"; }
     else if ((flags & FD_SET_PERSIST) && v.expire) { s = io->expire(h, &sk, &argv[1], 0); ev = "persist"; }
     if (s != FD_OK) out->len = mark;
     else if (ev) EVENT(GENERIC, ev, &argv[1]);
-    return done(io, h, &sk, s);
+    return fd_str_close(io, h, &sk, s);
 }
 
 int fd_str_mget(const fd_str_io *io, void *h, int argc, const resp_arg *argv, resp_out *out)
@@ -214,7 +208,7 @@ int fd_str_mget(const fd_str_io *io, void *h, int argc, const resp_arg *argv, re
         fd_str_val v;
         s = io->open(h, &argv[j], FD_STR_ANY_VALUE, &sk, &v);
         if (s == FD_OK) s = OUT(v.string ? resp_add_bulk(out, v.v, v.len) : resp_add_null(out));
-        done(io, h, &sk, s);
+        fd_str_close(io, h, &sk, s);
     }
     if (s != FD_OK) out->len = mark;
     return s;
@@ -226,7 +220,7 @@ int fd_str_strlen(const fd_str_io *io, void *h, const resp_arg *argv, resp_out *
     fd_str_val v;
     int s = io->open(h, &argv[1], FD_STR_STRING, &sk, &v);
     if (s == FD_OK) s = OUT(resp_add_int(out, v.live ? (long long)v.len : 0));
-    return done(io, h, &sk, s);
+    return fd_str_close(io, h, &sk, s);
 }
 
 int fd_str_getrange(const fd_str_io *io, void *h, const resp_arg *argv, resp_out *out)
@@ -239,7 +233,7 @@ int fd_str_getrange(const fd_str_io *io, void *h, const resp_arg *argv, resp_out
     fd_str_val v;
     s = io->open(h, &argv[1], FD_STR_STRING, &sk, &v);
     if (s == FD_OK) s = OUT(fd_str_getrange_reply(out, v.v, v.live ? v.len : 0, start, end));
-    return done(io, h, &sk, s);
+    return fd_str_close(io, h, &sk, s);
 }
 
 /* ---------------------------------------------------------------- writes */
@@ -252,7 +246,7 @@ static int mset_one(const fd_str_io *io, void *h, const resp_arg *argv, int j, i
     int s = io->open(h, &argv[j], FD_STR_ANY, &sk, &v);
     *live = v.live;
     if (s == FD_OK && write) s = io->write(h, &sk, &argv[j], 0, argv[j + 1].ptr, argv[j + 1].len, NULL, 0);
-    return done(io, h, &sk, s);
+    return fd_str_close(io, h, &sk, s);
 }
 
 int fd_str_mset(const fd_str_io *io, void *h, int argc, const resp_arg *argv, int nx, resp_out *out)
@@ -302,7 +296,7 @@ int fd_str_incrby(const fd_str_io *io, void *h, const resp_arg *argv, int by, in
         EVENT(STRING, "incrby", key);
         s = OUT(resp_add_int(out, v));
     }
-    return done(io, h, &sk, s);
+    return fd_str_close(io, h, &sk, s);
 }
 
 int fd_str_incrbyfloat_cmd(const fd_str_io *io, void *h, const resp_arg *argv, resp_out *out)
@@ -319,7 +313,7 @@ int fd_str_incrbyfloat_cmd(const fd_str_io *io, void *h, const resp_arg *argv, r
         EVENT(STRING, "incrbyfloat", &argv[1]);
         s = OUT(resp_add_bulk(out, buf, n));
     }
-    return done(io, h, &sk, s);
+    return fd_str_close(io, h, &sk, s);
 }
 
 int fd_str_append(const fd_str_io *io, void *h, const resp_arg *argv, long long max_bulk, resp_out *out)
@@ -337,7 +331,7 @@ int fd_str_append(const fd_str_io *io, void *h, const resp_arg *argv, long long 
         EVENT(STRING, "append", &argv[1]);
         s = OUT(resp_add_int(out, (long long)total));
     }
-    return done(io, h, &sk, s);
+    return fd_str_close(io, h, &sk, s);
 }
 
 int fd_str_setrange_cmd(const fd_str_io *io, void *h, const resp_arg *argv, long long max_bulk, resp_out *out)
@@ -351,17 +345,17 @@ int fd_str_setrange_cmd(const fd_str_io *io, void *h, const resp_arg *argv, long
     fd_str_val o;
     s = io->open(h, &argv[1], FD_STR_STRING, &sk, &o);
     size_t olen = o.live ? o.len : 0;
-    if (s != FD_OK) return done(io, h, &sk, s);
-    if (a->len == 0) return done(io, h, &sk, OUT(resp_add_int(out, (long long)olen)));
-    if (off > max_bulk - (long long)a->len) return done(io, h, &sk, FD_E_STRLEN);
+    if (s != FD_OK) return fd_str_close(io, h, &sk, s);
+    if (a->len == 0) return fd_str_close(io, h, &sk, OUT(resp_add_int(out, (long long)olen)));
+    if (off > max_bulk - (long long)a->len) return fd_str_close(io, h, &sk, FD_E_STRLEN);
     size_t end = (size_t)off + a->len, nlen = end > olen ? end : olen;
     char *b = io->scratch(h, &sk, nlen);
-    if (!b) return done(io, h, &sk, FD_E_NOMEM);
+    if (!b) return fd_str_close(io, h, &sk, FD_E_NOMEM);
     fd_str_setrange(b, o.v, olen, (size_t)off, a);
     s = io->write(h, &sk, &argv[1], o.live ? o.expire : 0, b, nlen, NULL, 0);
     if (s == FD_OK) {
         EVENT(STRING, "setrange", &argv[1]);
         s = OUT(resp_add_int(out, (long long)nlen));
     }
-    return done(io, h, &sk, s);
+    return fd_str_close(io, h, &sk, s);
 }

@@ -107,6 +107,14 @@ typedef struct fd_str_io {
     void  (*untouched)(void *h, int nth);
 } fd_str_io;
 
+/* The end of a command over io: close the key (when the store has a close)
+ * and return the status s. */
+static inline int fd_str_close(const fd_str_io *io, void *h, fd_str_sk *sk, int s)
+{
+    if (io->close) io->close(h, sk);
+    return s;
+}
+
 /* One command over io: argv[0] is its name; now: the command's clock
  * (ms); max_bulk: proto-max-bulk-len. The reply goes to out (nothing on a
  * failure). FD_OK or an FD_E_* status. */

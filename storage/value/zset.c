@@ -12,12 +12,6 @@
                                        io->event(h, FD_NOTIFY_##cls, name, key); } while (0)
 #define OUT(expr) ((expr) ? FD_E_NOMEM : FD_OK)
 
-static int done(const fd_zset_io *io, void *h, fd_zset_zk *zk, int s)
-{
-    if (io->close) io->close(h, zk);
-    return s;
-}
-
 /* ZADD's item j: score argv[first + 2j], member the next (checked by fd_parse_zadd). */
 static void zadd_item(const resp_arg *argv, int first, int j, double *score, const resp_arg **member)
 {
@@ -53,7 +47,7 @@ int fd_zset_add(const fd_zset_io *io, void *h, const resp_arg *argv, int flags, 
             if (incr) {
                 score += cur;
                 if (isnan(score))
-                    return done(io, h, &zk, OUT(resp_add_error(out, "ERR resulting score is not a number (NaN)")));
+                    return fd_zset_close(io, h, &zk, OUT(resp_add_error(out, "ERR resulting score is not a number (NaN)")));
             }
             if ((lt && score >= cur) || (gt && score <= cur)) continue;
             processed++;
@@ -79,7 +73,7 @@ int fd_zset_add(const fd_zset_io *io, void *h, const resp_arg *argv, int flags, 
         if (incr) s = OUT(processed ? resp_add_double(out, score) : resp_add_null(out));
         else s = OUT(resp_add_int(out, (flags & FD_ZADD_CH) ? added + updated : added));
     }
-    return done(io, h, &zk, s);
+    return fd_zset_close(io, h, &zk, s);
 }
 
 int fd_zset_zrem(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, resp_out *out)
@@ -98,7 +92,7 @@ int fd_zset_zrem(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, 
         if (fd_notify_on(FD_NOTIFY_GENERIC) && io->gone(h, &zk)) EVENT(GENERIC, "del", &argv[1]);
     }
     if (s == FD_OK) s = OUT(resp_add_int(out, n));
-    return done(io, h, &zk, s);
+    return fd_zset_close(io, h, &zk, s);
 }
 
 /* ZSCORE (many 0: one member, a double or nil) / ZMSCORE (an array). */
@@ -116,7 +110,7 @@ int fd_zset_zscore(const fd_zset_io *io, void *h, int argc, const resp_arg *argv
         else s = f;
     }
     if (s != FD_OK) out->len = mark;
-    return done(io, h, &zk, s);
+    return fd_zset_close(io, h, &zk, s);
 }
 
 int fd_zset_zcard(const fd_zset_io *io, void *h, const resp_arg *argv, resp_out *out)
@@ -124,7 +118,7 @@ int fd_zset_zcard(const fd_zset_io *io, void *h, const resp_arg *argv, resp_out 
     fd_zset_zk zk;
     int exists, s = io->open(h, &argv[1], 0, INT_MAX, 1, &zk, &exists);      /* no member named */
     if (s == FD_OK) s = OUT(resp_add_int(out, exists ? io->count(h, &zk) : 0));
-    return done(io, h, &zk, s);
+    return fd_zset_close(io, h, &zk, s);
 }
 
 /* ---------------------------------------------------------------- ranges */
@@ -167,8 +161,6 @@ static int range_open(const fd_zset_io *io, void *h, const resp_arg *key, int so
     return io->open(h, key, source, z->type == FD_ZR_LEX ? FD_ZSET_WHOLE : INT_MAX, 1, zk, exists);
 }
 
-typedef fd_zset_emit_to zemit;
-
 int fd_zset_emit(void *arg, const char *m, size_t ml, double score) { return fd_zset_emit_inline(arg, m, ml, score); }
 
 int fd_zset_zrange(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, int type, int rev, resp_out *out)
@@ -183,13 +175,13 @@ int fd_zset_zrange(const fd_zset_io *io, void *h, int argc, const resp_arg *argv
     long long n = 0;
     size_t mark = out->len;
     if (s == FD_OK && exists && selects(io, h, &zk, &z, &s)) {
-        zemit e = { out, z.withscores, z.withscores && out->proto == 3 };
+        fd_zset_emit_to e = { out, z.withscores, z.withscores && out->proto == 3 };
         s = io->range(h, &zk, &z, 0, fd_zset_emit, &e, &n);
     }
     if (s == FD_OK && resp_out_insert_header(out, mark, 'a', z.withscores && out->proto != 3 ? 2 * n : n))
         s = FD_E_NOMEM;
     if (s != FD_OK) out->len = mark;
-    return done(io, h, &zk, s);
+    return fd_zset_close(io, h, &zk, s);
 }
 
 /* ZCOUNT / ZLEXCOUNT (count 1) and ZREMRANGEBYRANK/SCORE/LEX (count 0). */
@@ -215,7 +207,7 @@ int fd_zset_zcount(const fd_zset_io *io, void *h, int argc, const resp_arg *argv
         }
     }
     if (s == FD_OK) s = OUT(resp_add_int(out, n));
-    return done(io, h, &zk, s);
+    return fd_zset_close(io, h, &zk, s);
 }
 
 int fd_zset_zrank(const fd_zset_io *io, void *h, const resp_arg *argv, int rev, resp_out *out)
@@ -227,14 +219,14 @@ int fd_zset_zrank(const fd_zset_io *io, void *h, const resp_arg *argv, int rev, 
     if (s == FD_OK && f == FD_NOTFOUND) s = OUT(resp_add_null(out));
     else if (s == FD_OK && f != FD_OK) s = f;
     else if (s == FD_OK) s = OUT(resp_add_int(out, rev ? io->count(h, &zk) - 1 - rank : rank));
-    return done(io, h, &zk, s);
+    return fd_zset_close(io, h, &zk, s);
 }
 
 /* Pop the members z (a sanitized rank range from one end) selects, each
  * through e after the caller's header, then store the set and raise
  * zpopmin/zpopmax (and del when it is gone): genericZpopCommand. */
 static int pop_walk(const fd_zset_io *io, void *h, fd_zset_zk *zk, const resp_arg *key, const fd_zrange *z,
-                    zemit *e)
+                    fd_zset_emit_to *e)
 {
     long long k = 0;
     FD_TRY(io->range(h, zk, z, 1, fd_zset_emit, e, &k));
@@ -257,7 +249,7 @@ int fd_zset_zpop(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, 
     size_t mark = out->len;
     fd_zrange z = { .type = FD_ZR_RANK, .rev = max, .start = 0, .end = (count < 0 ? 1 : count) - 1 };
     if (s == FD_OK && exists && count != 0 && selects(io, h, &zk, &z, &s)) {
-        zemit e = { out, 1, nested };
+        fd_zset_emit_to e = { out, 1, nested };
         long long k = z.end + 1;
         s = OUT(resp_add_array(out, nested ? k : 2 * k));
         if (s == FD_OK) s = pop_walk(io, h, &zk, &argv[1], &z, &e);
@@ -265,7 +257,7 @@ int fd_zset_zpop(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, 
         s = OUT(resp_add_array(out, 0));
     }
     if (s != FD_OK) out->len = mark;
-    return done(io, h, &zk, s);
+    return fd_zset_close(io, h, &zk, s);
 }
 
 int fd_zset_mpop_one(const fd_zset_io *io, void *h, const resp_arg *key, int max, long long count,
@@ -277,20 +269,18 @@ int fd_zset_mpop_one(const fd_zset_io *io, void *h, const resp_arg *key, int max
     fd_zrange z = { .type = FD_ZR_RANK, .rev = max, .start = 0, .end = count - 1 };
     *popped = 0;
     if (s == FD_OK && exists && selects(io, h, &zk, &z, &s)) {
-        zemit e = { out, 1, 1 };
+        fd_zset_emit_to e = { out, 1, 1 };
         s = OUT(resp_add_array(out, 2) || resp_add_bulk(out, key->ptr, key->len) || resp_add_array(out, z.end + 1));
         if (s == FD_OK) s = pop_walk(io, h, &zk, key, &z, &e);
         if (s != FD_OK) out->len = mark;
         else *popped = 1;
     }
-    return done(io, h, &zk, s);
+    return fd_zset_close(io, h, &zk, s);
 }
-
-typedef struct zcopy { fd_zbuf b; } zcopy;
 
 static int copy_fn(void *arg, const char *m, size_t ml, double score)
 {
-    return fd_zbuf_add(&((zcopy *)arg)->b, m, ml, score);
+    return fd_zbuf_add(arg, m, ml, score);
 }
 
 int fd_zset_zrangestore(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, resp_out *out)
@@ -302,11 +292,11 @@ int fd_zset_zrangestore(const fd_zset_io *io, void *h, int argc, const resp_arg 
     fd_zset_zk zk;
     int exists;
     s = range_open(io, h, &argv[2], 1, &z, &zk, &exists);      /* the source: lookupKeyRead (keymiss) */
-    zcopy cp = { { 0 } };
+    fd_zbuf cp = { 0 };
     long long n = 0;
     if (s == FD_OK && exists && selects(io, h, &zk, &z, &s)) s = io->range(h, &zk, &z, 0, copy_fn, &cp, &n);
-    if (s == FD_OK) s = io->store(h, &argv[1], cp.b.a, cp.b.n, "zrangestore");
-    if (s == FD_OK) s = OUT(resp_add_int(out, (long long)cp.b.n));
-    fd_zbuf_free(&cp.b);
-    return done(io, h, &zk, s);
+    if (s == FD_OK) s = io->store(h, &argv[1], cp.a, cp.n, "zrangestore");
+    if (s == FD_OK) s = OUT(resp_add_int(out, (long long)cp.n));
+    fd_zbuf_free(&cp);
+    return fd_zset_close(io, h, &zk, s);
 }

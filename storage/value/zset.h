@@ -85,6 +85,14 @@ typedef struct fd_zset_io {
     int  (*store)(void *h, const resp_arg *dst, const fd_zent *a, size_t n, const char *event);
 } fd_zset_io;
 
+/* The end of a command over io: close the set (when the store has a close)
+ * and return the status s. */
+static inline int fd_zset_close(const fd_zset_io *io, void *h, fd_zset_zk *zk, int s)
+{
+    if (io->close) io->close(h, zk);
+    return s;
+}
+
 /* One command over io: argv[0] is its name, the reply goes to out
  * (nothing on a failure). FD_OK or an FD_E_* status. */
 int fd_zset_zadd(const fd_zset_io *io, void *h, int argc, const resp_arg *argv, int incr, resp_out *out);

@@ -1757,6 +1757,23 @@ class Probe:
               % (what, self.worst, max_latency))
 
 
+def backends_idle(c, timeout=15.0):
+    """Wait until frontdoor (c: a connection with .cmd) has no request in
+    flight to any backend (the inflight= of every be_* line of INFO
+    backends); returns how many are still owed at the timeout (0: idle).
+    Clients that timed out or closed leave their requests queued to a slow
+    backend, and the MongoDB backend raises events in submission order,
+    behind the requests before them."""
+    deadline = time.monotonic() + timeout
+    while True:
+        f = info_fields(parse(c.cmd("INFO", "backends")))
+        owed = sum(int(v.split("inflight=")[1].split(",")[0]) for k, v in f.items()
+                   if k.startswith("be_") and "inflight=" in v)
+        if owed == 0 or time.monotonic() > deadline:
+            return owed
+        time.sleep(0.05)
+
+
 def settled_rss_kb(server, timeout=5.0, interval=0.2, field="VmRSS"):
     """The server's VmRSS (or another /proc/PID/status field: RssAnon, its
     own memory without the file pages it maps, e.g. LMDB's data file) once

@@ -20,7 +20,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import time
 
-from fdtest import Tests, diff_case, diff_pair, shared_pair, start_frontdoor, start_redis, HOST, parse, info_fields
+from fdtest import Tests, diff_case, diff_pair, shared_pair, start_frontdoor, start_redis, HOST, backends_idle
 
 T = Tests(case_timeout=60)
 
@@ -186,7 +186,9 @@ def events_case(name, classes, steps, resp3=False, pause=0.0, unordered=False, c
                 d.cmd(*st)
             if pause:
                 time.sleep(pause)
-            _backend_idle(d.fd)
+            # MongoDB raises a request's events in submission order: they can
+            # trail the replies behind another client's slow request
+            backends_idle(d.fd)
             got = []
             for c, sc in zip((d.ref, d.fd), subs):
                 c.cmd("PUBLISH", "__keyend", "end")
@@ -235,24 +237,6 @@ def events_case(name, classes, steps, resp3=False, pause=0.0, unordered=False, c
             d.fd.close()
     if BACKEND in DELIVERS and (not CLUSTER or cluster_ok) and eff is not None:
         T.add(name, run)
-
-
-def _backend_idle(c, timeout=15.0):
-    """Wait until frontdoor has no request in flight to a backend: the
-    MongoDB backend raises a request's events in submission order, so they
-    wait for any earlier request still running (another client's, a
-    previous case's), which under load can outlast the replies; the end
-    marker goes out after them, not before."""
-    if not c.cmd("INFO", "backends").startswith(b"$"):
-        return
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        f = info_fields(parse(c.cmd("INFO", "backends")))
-        owed = sum(int(v.split("inflight=")[1].split(",")[0]) for k, v in f.items()
-                   if k.startswith("be_") and "inflight=" in v)
-        if owed == 0:
-            return
-        time.sleep(0.05)
 
 
 def events(name, classes, steps, pause=0.0, unordered=False, cluster_ok=False):

@@ -45,7 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 
 from fdtest import (is_sanitized, frontdoor_bin, Conn, Probe, start_frontdoor, start_redis, start_mongo_frontdoor,  # noqa: E402
-                    shared_mongo, check, eq, encode, parse, info_fields, settled_rss_kb,
+                    shared_mongo, check, eq, encode, parse, info_fields, settled_rss_kb, backends_idle,
                     make_tempdir, REPO, HOST)
 
 
@@ -270,19 +270,12 @@ def _phase(fd, redis, backend, swaps, tmp, seconds, fault_every, rate, clients, 
 
 
 def _drained(fd, timeout=30.0):
-    """Wait until no request is in flight to any backend (INFO backends):
-    clients that timed out leave their requests queued to a slow backend
-    (the MongoDB emulator under load), and RSS is compared once they are
-    answered, not while the backlog drains."""
-    deadline = time.monotonic() + timeout
-    while True:
-        with Conn(fd.port, timeout=5) as c:
-            f = info_fields(parse(c.cmd("INFO", "backends")))
-        owed = sum(int(x.split("inflight=")[1].split(",")[0]) for k, x in f.items()
-                   if k.startswith("be_") and "inflight=" in x)
-        if owed == 0 or time.monotonic() > deadline:
-            return owed
-        time.sleep(0.2)
+    """No request in flight to any backend (fdtest.backends_idle): RSS is
+    compared once a slow backend (the MongoDB emulator under load) has
+    answered what clients that timed out left queued, not while that
+    backlog drains. Returns how many are still owed."""
+    with Conn(fd.port, timeout=5) as c:
+        return backends_idle(c, timeout)
 
 
 def soak_one(backend, seconds, fault_every=3.0, rate=1500, clients=16, log=print):
