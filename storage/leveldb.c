@@ -95,7 +95,36 @@ void ld_txn_end(ld_txn *x)
  * SCAN) steps over all of them: slow, on the loop thread. So after a clear
  * is committed a helper thread runs leveldb_compact_range over everything
  * (requests made meanwhile are merged into one more run); the loop goes on
- * serving. */
+ * serving.
+ *
+ * Scattered deletes do the same on a smaller scale: SPOP takes members
+ * from random places of a set, and its next random pick (kv_random_seek)
+ * steps over the tombstones of the earlier ones, more with each pop
+ * (measured: the last thousand SPOPs of a 60k-member set at 150/s, 7 ms
+ * each). The kv layer reports such deletes (kv_driver.scattered); after
+ * LD_TOMBS_COMPACT of them the helper compacts the range of the
+ * collections they fell in, unless LevelDB's files hold more than
+ * LD_TOMBS_COMPACT_MAX bytes there (a rewrite that big is left to
+ * LevelDB's own compactions; counted as skipped). Deletes at the ends of a
+ * collection (LPOP, ZPOPMIN) are not reported: seeks start past them (seek
+ * hints, list read-behind, sorted-set bounds), and compacting behind every
+ * 4096 of them measured slower (LPOP -P 16: 725k -> 332k/s). */
+#define LD_TOMBS_COMPACT      4096
+#define LD_TOMBS_COMPACT_MAX  ((uint64_t)64 << 20)
+
+/* Compact [lo, hi] when LevelDB's files hold at most LD_TOMBS_COMPACT_MAX
+ * bytes of it: 1 done, 0 skipped. The compactor thread. */
+static int compact_range_bounded(ld_db *db, const char *lo, size_t lol, const char *hi, size_t hil)
+{
+    const char *ks[1] = { lo }, *ke[1] = { hi };
+    size_t ksl[1] = { lol }, kel[1] = { hil };
+    uint64_t size = 0;
+    leveldb_approximate_sizes(db->ldb, 1, ks, ksl, ke, kel, &size);
+    if (size > LD_TOMBS_COMPACT_MAX) return 0;
+    leveldb_compact_range(db->ldb, lo, lol, hi, hil);
+    return 1;
+}
+
 static void *compactor(void *arg)
 {
     ld_db *db = arg;
@@ -103,19 +132,40 @@ static void *compactor(void *arg)
     for (;;) {
         while (!db->cwant && !db->cstop) pthread_cond_wait(&db->ccv, &db->cmu);
         if (db->cstop) break;
+        int want = db->cwant;
+        char *lo = db->clo, *hi = db->chi;
+        size_t lol = db->clol, hil = db->chil;
+        db->clo = db->chi = NULL;
         db->cwant = 0;
         db->cbusy = 1;
         pthread_mutex_unlock(&db->cmu);
-        leveldb_compact_range(db->ldb, NULL, 0, NULL, 0);
+        int done = 1;
+        if (want == 1) leveldb_compact_range(db->ldb, NULL, 0, NULL, 0);
+        else done = compact_range_bounded(db, lo, lol, hi, hil);
+        free(lo);
+        free(hi);
         pthread_mutex_lock(&db->cmu);
         db->cbusy = 0;
-        db->compactions++;
+        if (want == 1) db->compactions++;
+        else if (done) db->range_compactions++;
+        else db->range_skipped++;
     }
     pthread_mutex_unlock(&db->cmu);
     return NULL;
 }
 
-void ld_request_compaction(ld_db *db)
+/* A copy of k (one byte at least), or NULL. */
+static char *key_dup(const char *k, size_t kl)
+{
+    char *c = malloc(kl ? kl : 1);
+    if (c && kl) memcpy(c, k, kl);
+    return c;
+}
+
+/* Ask the helper for a compaction: everything (lo NULL), or [lo, hi],
+ * merged with a range request still waiting. Best effort: without memory
+ * or a thread, LevelDB compacts in its own time. */
+static void request_compaction(ld_db *db, const char *lo, size_t lol, const char *hi, size_t hil)
 {
     /* compact_range switches the memtable and waits for its flush, holding
      * LevelDB's write queue: a write behind it would wait too */
@@ -126,14 +176,72 @@ void ld_request_compaction(ld_db *db)
         if (pthread_create(&db->cthread, NULL, compactor, db) != 0) {
             pthread_cond_destroy(&db->ccv);
             pthread_mutex_destroy(&db->cmu);
-            return;                  /* no helper: LevelDB compacts in its own time */
+            return;
         }
         db->cstarted = 1;
     }
     pthread_mutex_lock(&db->cmu);
-    db->cwant = 1;
+    if (!lo || db->cwant == 1) {
+        free(db->clo);
+        free(db->chi);
+        db->clo = db->chi = NULL;
+        db->cwant = 1;
+    } else {
+        int wider_lo = !db->clo || kv_overlay_keycmp(lo, lol, db->clo, db->clol) < 0;
+        int wider_hi = !db->chi || kv_overlay_keycmp(hi, hil, db->chi, db->chil) > 0;
+        char *nlo = wider_lo ? key_dup(lo, lol) : NULL, *nhi = wider_hi ? key_dup(hi, hil) : NULL;
+        if ((wider_lo && !nlo) || (wider_hi && !nhi)) {
+            free(nlo);
+            free(nhi);
+        } else {
+            if (nlo) { free(db->clo); db->clo = nlo; db->clol = lol; }
+            if (nhi) { free(db->chi); db->chi = nhi; db->chil = hil; }
+            db->cwant = 2;
+        }
+    }
     pthread_cond_signal(&db->ccv);
     pthread_mutex_unlock(&db->cmu);
+}
+
+void ld_request_compaction(ld_db *db)
+{
+    request_compaction(db, NULL, 0, NULL, 0);
+}
+
+/* Widen the bound *b (lower when dir < 0, upper else) to k. */
+static void widen(char **b, size_t *bl, const char *k, size_t kl, int dir)
+{
+    if (*b) {
+        int c = kv_overlay_keycmp(k, kl, *b, *bl);
+        if (dir < 0 ? c >= 0 : c <= 0) return;
+    }
+    char *n = key_dup(k, kl);
+    if (!n) return;
+    free(*b);
+    *b = n;
+    *bl = kl;
+}
+
+static void ld_scattered(void *txn, const void *pfx, size_t pl, uint64_t n)
+{
+    ld_db *db = ((ld_txn *)txn)->db;
+    if (!pl || !n) return;
+    /* the prefix's range ends at its successor (pl <= KV_ELEM_MAX) */
+    char end[KV_ELEM_MAX];
+    size_t el = pl < sizeof end ? pl : sizeof end;
+    memcpy(end, pfx, el);
+    while (el && (uint8_t)end[el - 1] == 0xff) el--;
+    if (!el) return;
+    end[el - 1]++;
+    widen(&db->tlo, &db->tlol, pfx, pl, -1);
+    widen(&db->thi, &db->thil, end, el, 1);
+    db->tombs += n;
+    if (db->tombs < LD_TOMBS_COMPACT || !db->tlo || !db->thi) return;
+    request_compaction(db, db->tlo, db->tlol, db->thi, db->thil);
+    free(db->tlo);
+    free(db->thi);
+    db->tlo = db->thi = NULL;
+    db->tombs = 0;
 }
 
 
@@ -180,7 +288,7 @@ static const kv_driver ld_driver = {
     .iter_open = ld_iter_open, .iter_close = ld_iter_close,
     .seek = ld_seek, .seek_le = ld_seek_le, .next = ld_next, .prev = ld_prev, .cur = ld_cur,
     .nearly_full = NULL,     /* no nested transactions: see the top of the file */
-    .stamp = ld_stamp, .hold = ld_hold,
+    .stamp = ld_stamp, .hold = ld_hold, .scattered = ld_scattered,
 };
 
 /* ---------------------------------------------------------------- backend */
@@ -225,6 +333,12 @@ static void ld_release(ld_db *db)
         pthread_mutex_destroy(&db->cmu);
         db->cstarted = 0;
     }
+    free(db->clo);
+    free(db->chi);
+    free(db->tlo);
+    free(db->thi);
+    db->clo = db->chi = db->tlo = db->thi = NULL;
+    db->tombs = 0;
     if (db->ldb) leveldb_close(db->ldb);
     if (db->opts) leveldb_options_destroy(db->opts);
     if (db->cache) leveldb_cache_destroy(db->cache);
@@ -367,13 +481,17 @@ unsigned long long ld_prop_ull(ld_db *db, const char *name)
     return n;
 }
 
-static uint64_t leveldb_compactions_done(ld_db *db)
+/* The helper's counters: FLUSHDB compactions, range compactions done and
+ * skipped (too big). */
+static void compactions_done(ld_db *db, uint64_t n[3])
 {
-    if (!db->cstarted) return 0;
+    n[0] = n[1] = n[2] = 0;
+    if (!db->cstarted) return;
     pthread_mutex_lock(&db->cmu);
-    uint64_t n = db->compactions;
+    n[0] = db->compactions;
+    n[1] = db->range_compactions;
+    n[2] = db->range_skipped;
     pthread_mutex_unlock(&db->cmu);
-    return n;
 }
 
 /* LevelDB's compaction table (property "leveldb.stats": per level, files,
@@ -406,6 +524,8 @@ static void leveldb_backend_info(fd_backend *b, resp_out *lines)
     char files[128];
     ld_cstats cs;
     compaction_stats(db, &cs);
+    uint64_t cn[3];
+    compactions_done(db, cn);
     int fl = 0;
     for (int lvl = 0; lvl < 7; lvl++) {
         char name[64];
@@ -423,6 +543,7 @@ static void leveldb_backend_info(fd_backend *b, resp_out *lines)
                      "leveldb_avg_commit_us:%llu\r\nleveldb_slow_commits:%llu\r\n"
                      "leveldb_max_turn_records:%llu\r\nleveldb_seek_hint_hits:%llu\r\n"
                      "leveldb_flush_compactions:%llu\r\n"
+                     "leveldb_delete_compactions:%llu\r\nleveldb_delete_compactions_skipped:%llu\r\n"
                      "leveldb_row_cache_entries:%llu\r\nleveldb_row_cache_bytes:%llu\r\n"
                      "leveldb_row_cache_hits:%llu\r\nleveldb_row_cache_misses:%llu\r\n"
                      "leveldb_row_cache_evicted:%llu\r\n"
@@ -450,7 +571,7 @@ static void leveldb_backend_info(fd_backend *b, resp_out *lines)
                      (unsigned long long)db->max_commit_us,
                      (unsigned long long)(db->commits ? db->total_commit_us / db->commits : 0),
                      (unsigned long long)db->slow_commits, (unsigned long long)db->max_overlay, (unsigned long long)db->hint_hits,
-                     (unsigned long long)leveldb_compactions_done(db),
+                     (unsigned long long)cn[0], (unsigned long long)cn[1], (unsigned long long)cn[2],
                      (unsigned long long)db->rc_entries, (unsigned long long)db->rc_bytes,
                      (unsigned long long)db->rc_hits, (unsigned long long)db->rc_misses,
                      (unsigned long long)db->rc_evicted,

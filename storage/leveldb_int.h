@@ -188,12 +188,21 @@ struct ld_db {
     uint64_t rc_hits, rc_misses, rc_evicted;
     ld_hint  hints[LD_HINTS];
     uint64_t hint_clock, hint_hits;
-    /* after a FLUSHDB: a helper thread compacts the whole key space */
+    /* after a FLUSHDB: a helper thread compacts the whole key space; after
+     * LD_TOMBS_COMPACT scattered deletes, the range they fell in (cwant: 1
+     * everything, 2 the range [clo, chi); under cmu) */
     pthread_t       cthread;
     pthread_mutex_t cmu;
     pthread_cond_t  ccv;
     int             cstarted, cwant, cstop, cbusy;
-    uint64_t        compactions;
+    uint64_t        compactions, range_compactions, range_skipped;
+    char           *clo, *chi;
+    size_t          clol, chil;
+    /* scattered deletes (kv_driver.scattered) since the last range request
+     * (loop thread): their count and the range [tlo, thi) they fell in */
+    uint64_t        tombs;
+    char           *tlo, *thi;
+    size_t          tlol, thil;
     char     last_error[256];
     /* asynchronous commits: the writer thread (none without a loop: unit
      * tests commit inline) */

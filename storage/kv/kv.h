@@ -82,6 +82,12 @@ typedef struct kv_driver {
      *     commit() must store it before it returns. */
     uint64_t (*stamp)(void *txn);
     int  (*hold)(void *txn, fd_pending *p, const void *reply, size_t len);
+    /* Optional (LevelDB): n records under pfx were deleted from places the
+     * next walks of pfx cross (SPOP's random picks). A store that keeps
+     * tombstones until a compaction may compact that range sooner. A hint:
+     * nothing is promised, and an aborted txn may have given it. NULL:
+     * deletes leave nothing behind (LMDB). */
+    void (*scattered)(void *txn, const void *pfx, size_t pl, uint64_t n);
 } kv_driver;
 
 /* ================================================================ encoding

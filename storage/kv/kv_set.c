@@ -127,6 +127,8 @@ int kv_cmd_spop(kv_ctx *c)
         long long removed = 0;
         while (s == FD_OK && kv_list_next(&l, &off, &p, &n)) s = member_remove(c, &r, p, n, &removed);
         r.m.size -= (uint64_t)removed;
+        /* the next picks walk across these holes */
+        if (removed && c->drv->scattered) c->drv->scattered(c->txn, r.pfx, r.pl, (uint64_t)removed);
         if (s == FD_OK) s = kv_coll_save(c, &r.k, &r.m);
     }
     if (s == FD_OK) {
