@@ -63,7 +63,7 @@ typedef struct opts {
     int fill, quiet, progress, dry_run, timeline, drop_late;
     double speed;                      /* replay: 0 = as fast as possible */
     double slo_step;
-    int slo_steps;
+    int slo_steps, slo_retry;
     double drain_timeout;
 } opts;
 
@@ -71,7 +71,7 @@ static opts O = {
     .host = "127.0.0.1", .port = 6379, .clients = 50, .pipeline = 1,
     .mix = "get:90,set:10", .dist = "uniform", .vsize = "100",
     .keys = 100000, .members = 1000, .seed = 1, .progress = -1, .speed = 1,
-    .slo_step = 5, .slo_steps = 8, .drain_timeout = 30,
+    .slo_step = 5, .slo_steps = 8, .slo_retry = 1, .drain_timeout = 30,
 };
 
 /* -------------------------------------------------------------- state */
@@ -579,7 +579,7 @@ static void json_latency(FILE *f, const summary *s) {
             s->p50, s->p90, s->p99, s->p999, s->p9999, s->max, s->min, s->mean);
 }
 
-typedef struct slo_step { double rate, achieved, pct, p50, p99; uint64_t requests, errors, dropped; int pass; } slo_step;
+typedef struct slo_step { double rate, achieved, pct, p50, p99; uint64_t requests, errors, dropped; int pass, tries; } slo_step;
 static struct { double q, limit_ms; const char *text; slo_step steps[64]; int nsteps; double best, probe; } SLO;
 
 static const char *mode_name(void) {
@@ -641,9 +641,9 @@ static void write_json(const char *path, const summary *s) {
         fprintf(f, ", \"quantile\": %.5f, \"limit_ms\": %.4f, \"probe_closed_loop\": %.2f, \"max_rate\": %.2f, \"steps\": [", SLO.q, SLO.limit_ms, SLO.probe, SLO.best);
         for (int i = 0; i < SLO.nsteps; i++) {
             slo_step *st = &SLO.steps[i];
-            fprintf(f, "%s\n    {\"rate\": %.2f, \"achieved\": %.2f, \"quantile_ms\": %.4f, \"p50_ms\": %.4f, \"p99_ms\": %.4f, \"requests\": %llu, \"errors\": %llu, \"dropped\": %llu, \"pass\": %s}",
+            fprintf(f, "%s\n    {\"rate\": %.2f, \"achieved\": %.2f, \"quantile_ms\": %.4f, \"p50_ms\": %.4f, \"p99_ms\": %.4f, \"requests\": %llu, \"errors\": %llu, \"dropped\": %llu, \"pass\": %s, \"tries\": %d}",
                     i ? "," : "", st->rate, st->achieved, st->pct, st->p50, st->p99, (unsigned long long)st->requests,
-                    (unsigned long long)st->errors, (unsigned long long)st->dropped, st->pass ? "true" : "false");
+                    (unsigned long long)st->errors, (unsigned long long)st->dropped, st->pass ? "true" : "false", st->tries);
         }
         fprintf(f, "\n  ]}");
     }
@@ -868,17 +868,25 @@ static void slo_search(void) {
     for (int i = 0; i < O.slo_steps && i < 64; i++) {
         double rate = i == 0 ? SLO.probe * 0.5 : (lo + hi) / 2;
         if (i > 0 && hi - lo < 0.02 * hi) break;
-        G.drop_late = 1;
-        run_phase(PH_MEASURE, M_OPEN, rate, 0, O.slo_step, 1);
-        G.drop_late = 0;
-        s = summarize(O.slo_step);
+        /* a failed step runs again, up to --slo-retry times, and passes if
+         * a rerun does: on a machine shared with the client one scheduling
+         * stall of a few ms fails a p99 over a few seconds (docs/benchmarks.md),
+         * and the bisection never comes back above a false fail */
         slo_step *st = &SLO.steps[SLO.nsteps++];
-        st->rate = rate; st->achieved = s.throughput; st->pct = pct_ms(&G.hist, SLO.q);
-        st->p50 = s.p50; st->p99 = s.p99; st->requests = s.requests; st->errors = s.errors; st->dropped = s.dropped;
-        uint64_t planned = s.requests + s.dropped;
-        st->pass = st->pct <= SLO.limit_ms && s.dropped <= planned / 100 && s.errors <= planned / 100 && !s.unanswered;
-        if (!O.quiet) fprintf(stderr, "fdload: slo step %d: rate %9.1f/s  achieved %9.1f/s  p%g %8.3f ms  dropped %llu  %s\n",
-                              i + 1, rate, s.throughput, SLO.q * 100, st->pct, (unsigned long long)s.dropped, st->pass ? "pass" : "FAIL");
+        for (st->tries = 1;; st->tries++) {
+            G.drop_late = 1;
+            run_phase(PH_MEASURE, M_OPEN, rate, 0, O.slo_step, 1);
+            G.drop_late = 0;
+            s = summarize(O.slo_step);
+            st->rate = rate; st->achieved = s.throughput; st->pct = pct_ms(&G.hist, SLO.q);
+            st->p50 = s.p50; st->p99 = s.p99; st->requests = s.requests; st->errors = s.errors; st->dropped = s.dropped;
+            uint64_t planned = s.requests + s.dropped;
+            st->pass = st->pct <= SLO.limit_ms && s.dropped <= planned / 100 && s.errors <= planned / 100 && !s.unanswered;
+            if (!O.quiet) fprintf(stderr, "fdload: slo step %d%s: rate %9.1f/s  achieved %9.1f/s  p%g %8.3f ms  dropped %llu  %s\n",
+                                  i + 1, st->tries > 1 ? " (again)" : "", rate, s.throughput, SLO.q * 100, st->pct,
+                                  (unsigned long long)s.dropped, st->pass ? "pass" : "FAIL");
+            if (st->pass || st->tries > O.slo_retry || G.ndead == G.nconn) break;
+        }
         if (st->pass) { lo = rate; if (rate > SLO.best) SLO.best = rate; }
         else hi = rate;
         if (G.ndead == G.nconn) die("every connection was lost during the SLO search");
@@ -934,6 +942,7 @@ static void usage(FILE *f) {
 "                         e.g. 'p99<2ms': a closed-loop probe, then bisection over open-loop runs\n"
 "      --slo-step SECONDS length of each step (5)\n"
 "      --slo-steps N      most bisection steps (8)\n"
+"      --slo-retry N      run a failed step again up to N times: it passes if a rerun does (1; 0: no rerun)\n"
 "Output:\n"
 "      --json FILE        results as JSON (- = stdout; the summary then goes to stderr)\n"
 "      --timeline         print the per-second table (always in --json)\n"
@@ -970,7 +979,7 @@ static void on_sigint(struct ev_loop *loop, ev_signal *w, int revents) {
 
 int main(int argc, char **argv) {
     enum { O_DURATION = 256, O_RATE, O_MIX, O_KEYS, O_DIST, O_MEMBERS, O_SEED, O_WARMUP, O_FILL, O_REPLAY, O_SPEED,
-           O_SLO, O_SLO_STEP, O_SLO_STEPS, O_JSON, O_TIMELINE, O_PROGRESS, O_NOPROGRESS, O_DRY, O_DRAIN, O_DROP, O_HELP, O_VERSION,
+           O_SLO, O_SLO_STEP, O_SLO_STEPS, O_SLO_RETRY, O_JSON, O_TIMELINE, O_PROGRESS, O_NOPROGRESS, O_DRY, O_DRAIN, O_DROP, O_HELP, O_VERSION,
            O_TLS, O_CACERT, O_CERT, O_KEY, O_SNI, O_INSECURE };
     static const struct option lo[] = {
         {"host", 1, 0, 'h'}, {"port", 1, 0, 'p'}, {"socket", 1, 0, 's'}, {"password", 1, 0, 'a'},
@@ -978,7 +987,7 @@ int main(int argc, char **argv) {
         {"quiet", 0, 0, 'q'}, {"duration", 1, 0, O_DURATION}, {"rate", 1, 0, O_RATE}, {"mix", 1, 0, O_MIX},
         {"keys", 1, 0, O_KEYS}, {"dist", 1, 0, O_DIST}, {"members", 1, 0, O_MEMBERS}, {"seed", 1, 0, O_SEED},
         {"warmup", 1, 0, O_WARMUP}, {"fill", 0, 0, O_FILL}, {"replay", 1, 0, O_REPLAY}, {"speed", 1, 0, O_SPEED},
-        {"slo", 1, 0, O_SLO}, {"slo-step", 1, 0, O_SLO_STEP}, {"slo-steps", 1, 0, O_SLO_STEPS}, {"json", 1, 0, O_JSON},
+        {"slo", 1, 0, O_SLO}, {"slo-step", 1, 0, O_SLO_STEP}, {"slo-steps", 1, 0, O_SLO_STEPS}, {"slo-retry", 1, 0, O_SLO_RETRY}, {"json", 1, 0, O_JSON},
         {"timeline", 0, 0, O_TIMELINE}, {"progress", 0, 0, O_PROGRESS}, {"no-progress", 0, 0, O_NOPROGRESS},
         {"dry-run", 0, 0, O_DRY}, {"drain-timeout", 1, 0, O_DRAIN}, {"drop-late", 0, 0, O_DROP}, {"help", 0, 0, O_HELP}, {"version", 0, 0, O_VERSION},
         {"tls", 0, 0, O_TLS}, {"cacert", 1, 0, O_CACERT}, {"cert", 1, 0, O_CERT}, {"key", 1, 0, O_KEY},
@@ -1021,6 +1030,7 @@ int main(int argc, char **argv) {
         case O_SLO: O.slo = optarg; break;
         case O_SLO_STEP: O.slo_step = parse_num(optarg, "--slo-step"); break;
         case O_SLO_STEPS: O.slo_steps = (int)parse_num(optarg, "--slo-steps"); break;
+        case O_SLO_RETRY: O.slo_retry = (int)parse_num(optarg, "--slo-retry"); break;
         case O_JSON: O.json = optarg; break;
         case O_TIMELINE: O.timeline = 1; break;
         case O_PROGRESS: O.progress = 1; break;

@@ -8,6 +8,46 @@
 
 #define OV_MAX_LEVEL 20
 
+/* Memory. Nodes and values come from the overlay's own blocks of OV_BLOCK
+ * bytes, taken in order and given back all at once by clear (a spare list
+ * of up to OV_SPARE blocks is kept for the next transaction); only a node
+ * or a value over OV_SMALL bytes is malloc'ed on its own (OV_HEAP_* in
+ * kv_ov_node.heap) and freed by clear or when replaced. A write used to
+ * cost two malloc and two free calls, the frees often on another thread
+ * (LevelDB's writer frees a written batch's overlay). A value replaced
+ * within a transaction leaves its old room in the block until clear; a
+ * value that grows gets at least twice its old room, so a key rewritten n
+ * times with growing values wastes at most about as much as it holds. */
+#define OV_BLOCK   (64 * 1024)
+#define OV_SMALL   (4 * 1024)
+#define OV_SPARE   16
+#define OV_HEAP_NODE 1
+#define OV_HEAP_VAL  2
+
+/* Under AddressSanitizer a block's free room and a released block are
+ * poisoned: a node used after clear is still reported. */
+#if defined(__SANITIZE_ADDRESS__)
+#define OV_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define OV_ASAN 1
+#endif
+#endif
+#ifdef OV_ASAN
+#include <sanitizer/asan_interface.h>
+#define OV_POISON(p, n)   ASAN_POISON_MEMORY_REGION(p, n)
+#define OV_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define OV_POISON(p, n)   ((void)(p), (void)(n))
+#define OV_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+typedef struct ov_block {
+    struct ov_block *next;
+    size_t used;
+    _Alignas(16) char data[OV_BLOCK];
+} ov_block;
+
 struct kv_overlay {
     kv_ov_node *head;        /* sentinel with OV_MAX_LEVEL pointers */
     int         level;       /* levels in use */
@@ -32,7 +72,72 @@ struct kv_overlay {
     kv_ov_node *fup[OV_MAX_LEVEL];
     kv_ov_node *last;
     uint64_t    fgen;        /* gen the finger was taken at; never gen when unset */
+    ov_block   *blocks;      /* in use, the newest first */
+    ov_block   *spare;       /* given back by clear, at most OV_SPARE */
+    int         nspare;
 };
+
+/* n bytes (at most OV_SMALL) from the blocks, 16-aligned; NULL when out of
+ * memory. */
+static void *ov_alloc(kv_overlay *ov, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    ov_block *b = ov->blocks;
+    if (!b || OV_BLOCK - b->used < n) {
+        if (ov->spare) {
+            b = ov->spare;
+            ov->spare = b->next;
+            ov->nspare--;
+        } else if (!(b = malloc(sizeof *b))) {
+            return NULL;
+        }
+        OV_POISON(b->data, OV_BLOCK);
+        b->used = 0;
+        b->next = ov->blocks;
+        ov->blocks = b;
+    }
+    void *p = b->data + b->used;
+    b->used += n;
+    OV_UNPOISON(p, n);
+    return p;
+}
+
+/* Room for a node or a value of n bytes: from the blocks, or malloc'ed
+ * (*heap |= bit) when big. */
+static void *ov_room(kv_overlay *ov, size_t n, uint8_t *heap, uint8_t bit)
+{
+    if (n <= OV_SMALL) return ov_alloc(ov, n);
+    void *p = malloc(n);
+    if (p) *heap |= bit;
+    return p;
+}
+
+/* The blocks back to the spare list (past OV_SPARE: freed). */
+static void ov_blocks_release(kv_overlay *ov, int keep)
+{
+    while (ov->blocks) {
+        ov_block *b = ov->blocks;
+        ov->blocks = b->next;
+        if (keep && ov->nspare < OV_SPARE) {
+            OV_POISON(b->data, OV_BLOCK);
+            b->next = ov->spare;
+            ov->spare = b;
+            ov->nspare++;
+        } else {
+            OV_UNPOISON(b->data, OV_BLOCK);
+            free(b);
+        }
+    }
+    if (!keep) {
+        while (ov->spare) {
+            ov_block *b = ov->spare;
+            ov->spare = b->next;
+            OV_UNPOISON(b->data, OV_BLOCK);
+            free(b);
+        }
+        ov->nspare = 0;
+    }
+}
 
 int kv_overlay_keycmp(const char *a, size_t al, const char *b, size_t bl)
 {
@@ -111,10 +216,11 @@ void kv_overlay_clear(kv_overlay *ov)
     kv_ov_node *n = ov->head->next[0];
     while (n) {
         kv_ov_node *nx = n->next[0];
-        free(n->val);
-        free(n);
+        if (n->heap & OV_HEAP_VAL) free(n->val);
+        if (n->heap & OV_HEAP_NODE) free(n);
         n = nx;
     }
+    ov_blocks_release(ov, 1);
     memset(ov->head->next, 0, OV_MAX_LEVEL * sizeof(kv_ov_node *));
     ov->level = 1;
     if (ov->tcap > 4096 && ov->count * 16 < ov->tcap) {
@@ -134,6 +240,7 @@ void kv_overlay_free(kv_overlay *ov)
 {
     if (!ov) return;
     kv_overlay_clear(ov);
+    ov_blocks_release(ov, 0);
     free(ov->tab);
     free(ov->head);
     free(ov);
@@ -234,8 +341,10 @@ static kv_ov_node *ov_upsert(kv_overlay *ov, const char *k, size_t kl)
     kv_ov_node *update[OV_MAX_LEVEL];
     ov_place(ov, k, kl, update);
     int lvl = ov_random_level(ov);
-    kv_ov_node *n = malloc(sizeof(kv_ov_node) + (size_t)lvl * sizeof(kv_ov_node *) + kl);
+    uint8_t heap = 0;
+    kv_ov_node *n = ov_room(ov, sizeof(kv_ov_node) + (size_t)lvl * sizeof(kv_ov_node *) + kl, &heap, OV_HEAP_NODE);
     if (!n) return NULL;
+    n->heap = heap;
     n->val = NULL;
     n->vlen = n->vcap = 0;
     n->klen = (uint32_t)kl;
@@ -268,10 +377,13 @@ static int ov_assign(kv_overlay *ov, kv_ov_node *n, const void *v, size_t vl)
 {
     if (vl > n->vcap || (n->vcap > 4096 && vl < n->vcap / 4)) {
         size_t cap = vl ? vl : 1;
-        char *nv = malloc(cap);
+        if (n->vcap && vl > n->vcap && cap < 2 * n->vcap && 2 * n->vcap <= OV_SMALL) cap = 2 * n->vcap;
+        uint8_t heap = n->heap & ~OV_HEAP_VAL;
+        char *nv = ov_room(ov, cap, &heap, OV_HEAP_VAL);
         if (!nv) return FD_E_NOMEM;
         if (v && vl) memcpy(nv, v, vl);
-        free(n->val);
+        if (n->heap & OV_HEAP_VAL) free(n->val);
+        n->heap = heap;
         ov->bytes -= n->vcap;
         n->val = nv;
         n->vcap = cap;
@@ -297,7 +409,8 @@ void kv_overlay_kill(kv_overlay *ov, kv_ov_node *n)
 {
     n->dead = 1;
     ov->bytes -= n->vcap;
-    free(n->val);
+    if (n->heap & OV_HEAP_VAL) free(n->val);
+    n->heap &= ~OV_HEAP_VAL;
     n->val = NULL;
     n->vlen = n->vcap = 0;
 }

@@ -32,11 +32,12 @@ typedef struct kv_overlay kv_overlay;
  * entry's value; val may be NULL when vlen is 0), the key through kv_ov_key
  * and klen. */
 typedef struct kv_ov_node {
-    char    *val;            /* malloc'ed, vcap bytes; NULL when vcap == 0 */
+    char    *val;            /* vcap bytes (the overlay's); NULL when vcap == 0 */
     size_t   vlen, vcap;
     uint32_t klen;
     uint8_t  dead;           /* tombstone: deleted in this transaction */
     uint8_t  level;
+    uint8_t  heap;           /* private: OV_HEAP_* (kv_overlay.c) */
     struct kv_ov_node *next[];  /* `level` pointers, then the key bytes */
 } kv_ov_node;
 

@@ -419,6 +419,9 @@ def slo_search_converges_on_a_throttled_server():
         eq(st["pass"], st["quantile_ms"] <= 20 and st["dropped"] <= (st["requests"] + st["dropped"]) // 100,
            "verdict of step at %.0f/s" % st["rate"])
     check(any(not st["pass"] for st in slo["steps"]), "some step above capacity failed", slo["steps"])
+    # a failed step was run once more (--slo-retry 1) and failed again
+    check(all(st["tries"] == 2 for st in slo["steps"] if not st["pass"]), "a failed step ran twice", slo["steps"])
+    check(all(st["tries"] in (1, 2) for st in slo["steps"]), "at most one rerun", slo["steps"])
     check(all(st["pass"] for st in slo["steps"] if st["rate"] <= 320), "steps well under capacity pass", slo["steps"])
     print("  max rate %.0f/s (probe %.0f/s), steps: %s" % (slo["max_rate"], slo["probe_closed_loop"],
           " ".join("%.0f%s" % (st["rate"], "+" if st["pass"] else "-") for st in slo["steps"])))
