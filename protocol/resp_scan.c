@@ -15,6 +15,28 @@ static int line_int(const char *buf, size_t from, size_t eol, long long *v) {
     return resp_str2ll(buf + from, eol - from, v);
 }
 
+/* The integer of a header whose number starts at buf[i], when it is in
+ * the form servers write ('-'? then 0 or [1-9][0-9]{0,17}, then CRLF): 1
+ * with *v and *next (past the LF). 0 for anything else, a header cut by
+ * the end of buf included: the caller takes the general path (memchr for
+ * the line's end, then resp_str2ll), which decides. A reply of 100 bulk
+ * strings has 101 such headers: this spares a memchr call on each
+ * (LRANGE_100 relayed by the Redis backend: memchr + resp_str2ll were
+ * 12 % of the process). */
+static int fast_int(const char *buf, size_t i, size_t len, long long *v, size_t *next) {
+    int neg = i < len && buf[i] == '-';
+    i += (size_t)neg;
+    size_t d0 = i;
+    long long x = 0;
+    while (i < len && i - d0 < 18 && (unsigned char)(buf[i] - '0') <= 9) x = x * 10 + (buf[i++] - '0');
+    size_t nd = i - d0;
+    if (nd == 0 || (nd > 1 && buf[d0] == '0') || (neg && x == 0) || len - i < 2 || buf[i] != '\r' || buf[i + 1] != '\n')
+        return 0;
+    *v = neg ? -x : x;
+    *next = i + 2;
+    return 1;
+}
+
 /* Add `n` expected values (an aggregate's elements, an attribute's pairs);
  * -1 with s->err set past RESP_SCAN_MAX_OUTSTANDING. */
 static int expect_more(resp_scanner *s, long long n) {
@@ -26,21 +48,33 @@ static int expect_more(resp_scanner *s, long long n) {
 long long resp_scan_reply(resp_scanner *s, const char *buf, size_t len) {
     if (s->err) return -1;
     while (s->pos < len) {
-        size_t start = s->pos;
-        const char *nl = memchr(buf + start, '\n', len - start);
-        if (!nl) return 0;
-        size_t eol = (size_t)(nl - buf);           /* index of '\n' */
-        if (eol == start || buf[eol - 1] != '\r') { s->err = "header line not terminated by CRLF"; return -1; }
-        size_t cr = eol - 1, next = eol + 1;
+        size_t start = s->pos, next;
         char type = buf[start];
         long long n;
+        int num = 0, fast = 0, bad = 0;
+        switch (type) {
+        case '$': case '!': case '=': case '*': case '~': case '>': case '%': case '|':
+            num = 1;
+            fast = fast_int(buf, start + 1, len, &n, &next);
+            break;
+        default:
+            break;
+        }
+        if (!fast) {
+            const char *nl = memchr(buf + start, '\n', len - start);
+            if (!nl) return 0;
+            size_t eol = (size_t)(nl - buf);           /* index of '\n' */
+            if (eol == start || buf[eol - 1] != '\r') { s->err = "header line not terminated by CRLF"; return -1; }
+            next = eol + 1;
+            if (num) bad = line_int(buf, start + 1, eol - 1, &n);
+        }
         switch (type) {
         case '+': case '-': case ':': case '_': case ',': case '#': case '(':
             s->pos = next;
             s->outstanding--;
             break;
         case '$': case '!': case '=':
-            if (line_int(buf, start + 1, cr, &n) || n < -1 || (n == -1 && type != '$')) {
+            if (bad || n < -1 || (n == -1 && type != '$')) {
                 s->err = "invalid bulk length";
                 return -1;
             }
@@ -52,7 +86,7 @@ long long resp_scan_reply(resp_scanner *s, const char *buf, size_t len) {
             s->outstanding--;
             break;
         case '*': case '~': case '>': case '%': case '|':
-            if (line_int(buf, start + 1, cr, &n) || n < -1 || (n == -1 && type != '*') || n > RESP_SCAN_MAX_ELEMENTS) {
+            if (bad || n < -1 || (n == -1 && type != '*') || n > RESP_SCAN_MAX_ELEMENTS) {
                 s->err = "invalid aggregate length";
                 return -1;
             }
