@@ -315,11 +315,24 @@ def soak_one(backend, seconds, fault_every=3.0, rate=1500, clients=16, log=print
         # bound is the plain build's; here the run checks crashes, leaks
         # (LeakSanitizer at exit) and lost writes
         log("      (sanitized build: the RSS bound is checked by the plain build's run)")
-    else:
+    elif rss > max(base * 1.10, base + 1024):
         # 10 %, and never less than 1 MB: RssAnon bases of 2-3 MB (the
-        # redis backend) move by a few hundred kB with the allocator's free lists
-        check(rss <= max(base * 1.10, base + 1024),
-              "%s: RssAnon %d kB after the soak, baseline %d kB (over 10 %% and over 1 MB)" % (backend, rss, base))
+        # redis backend) move by a few hundred kB with the allocator's free
+        # lists. Past that, one more load phase of the same length: a leak
+        # grows again with the load, a one-time step does not (seen on
+        # MongoDB, 1 run in 3 or 4 on ci21's machine, the session's start
+        # included: +6.5 MB once, then flat)
+        log("      RssAnon %d kB after the soak, baseline %d kB: one more phase" % (rss, base))
+        _, more = _phase(fd, redis, backend, swaps, tmp, seconds, fault_every, rate, clients, 20, "again")
+        for w in more:
+            w.verify(fd.port)
+        check(_drained(fd) == 0, "%s: requests still in flight 30 s after the second phase" % backend)
+        time.sleep(1.5)
+        rss2 = settled_rss_kb(fd, timeout=10, field="RssAnon")
+        fig["rss_again_kb"] = rss2
+        check(rss2 <= max(rss * 1.10, rss + 1024),
+              "%s: RssAnon %d kB after the soak, baseline %d kB, and %d kB after one more phase (it grows with the load)"
+              % (backend, rss, base, rss2))
     fd.stop()
     if redis is not None:
         redis.kill()
