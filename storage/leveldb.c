@@ -162,6 +162,20 @@ static char *key_dup(const char *k, size_t kl)
     return c;
 }
 
+/* Widen the bound *b (lower when dir < 0, upper else) to k. */
+static void widen(char **b, size_t *bl, const char *k, size_t kl, int dir)
+{
+    if (*b) {
+        int c = kv_overlay_keycmp(k, kl, *b, *bl);
+        if (dir < 0 ? c >= 0 : c <= 0) return;
+    }
+    char *n = key_dup(k, kl);
+    if (!n) return;
+    free(*b);
+    *b = n;
+    *bl = kl;
+}
+
 /* Ask the helper for a compaction: everything (lo NULL), or [lo, hi],
  * merged with a range request still waiting. Best effort: without memory
  * or a thread, LevelDB compacts in its own time. */
@@ -187,17 +201,9 @@ static void request_compaction(ld_db *db, const char *lo, size_t lol, const char
         db->clo = db->chi = NULL;
         db->cwant = 1;
     } else {
-        int wider_lo = !db->clo || kv_overlay_keycmp(lo, lol, db->clo, db->clol) < 0;
-        int wider_hi = !db->chi || kv_overlay_keycmp(hi, hil, db->chi, db->chil) > 0;
-        char *nlo = wider_lo ? key_dup(lo, lol) : NULL, *nhi = wider_hi ? key_dup(hi, hil) : NULL;
-        if ((wider_lo && !nlo) || (wider_hi && !nhi)) {
-            free(nlo);
-            free(nhi);
-        } else {
-            if (nlo) { free(db->clo); db->clo = nlo; db->clol = lol; }
-            if (nhi) { free(db->chi); db->chi = nhi; db->chil = hil; }
-            db->cwant = 2;
-        }
+        widen(&db->clo, &db->clol, lo, lol, -1);
+        widen(&db->chi, &db->chil, hi, hil, 1);
+        if (db->clo && db->chi) db->cwant = 2;
     }
     pthread_cond_signal(&db->ccv);
     pthread_mutex_unlock(&db->cmu);
@@ -206,20 +212,6 @@ static void request_compaction(ld_db *db, const char *lo, size_t lol, const char
 void ld_request_compaction(ld_db *db)
 {
     request_compaction(db, NULL, 0, NULL, 0);
-}
-
-/* Widen the bound *b (lower when dir < 0, upper else) to k. */
-static void widen(char **b, size_t *bl, const char *k, size_t kl, int dir)
-{
-    if (*b) {
-        int c = kv_overlay_keycmp(k, kl, *b, *bl);
-        if (dir < 0 ? c >= 0 : c <= 0) return;
-    }
-    char *n = key_dup(k, kl);
-    if (!n) return;
-    free(*b);
-    *b = n;
-    *bl = kl;
 }
 
 static void ld_scattered(void *txn, const void *pfx, size_t pl, uint64_t n)

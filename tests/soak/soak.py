@@ -278,6 +278,21 @@ def _drained(fd, timeout=30.0):
         return backends_idle(c, timeout)
 
 
+def _rss_at_rest(fd, backend, after):
+    """frontdoor's RssAnon once nothing is in flight (fails if something
+    still is after 30 s) and the once-a-second malloc_trim has run."""
+    owed = _drained(fd)
+    check(owed == 0, "%s: %d requests still in flight 30 s after %s" % (backend, owed, after))
+    time.sleep(1.5)
+    return settled_rss_kb(fd, timeout=10, field="RssAnon")
+
+
+def _rss_bound(kb):
+    """The most RssAnon may be after a phase that started at kb: 10 %
+    more, and never less than 1 MB more."""
+    return max(kb * 1.10, kb + 1024)
+
+
 def soak_one(backend, seconds, fault_every=3.0, rate=1500, clients=16, log=print):
     """Run the soak on one backend; returns a dict of figures. Raises
     AssertionError on a crash, a lost acknowledged write or RSS growth.
@@ -303,10 +318,7 @@ def soak_one(backend, seconds, fault_every=3.0, rate=1500, clients=16, log=print
                           10, "load")
     for w in wwarm + writers:
         w.verify(fd.port)
-    owed = _drained(fd)
-    check(owed == 0, "%s: %d requests still in flight 30 s after the load" % (backend, owed))
-    time.sleep(1.5)
-    rss = settled_rss_kb(fd, timeout=10, field="RssAnon")
+    rss = _rss_at_rest(fd, backend, "the load")
     fig.update({"backend": backend, "seconds": seconds, "warmup_seconds": warm,
                 "rss_base_kb": base, "rss_end_kb": rss, "vmrss_end_kb": fd.rss_kb()})
     log("      %s" % json.dumps(fig))
@@ -315,7 +327,7 @@ def soak_one(backend, seconds, fault_every=3.0, rate=1500, clients=16, log=print
         # bound is the plain build's; here the run checks crashes, leaks
         # (LeakSanitizer at exit) and lost writes
         log("      (sanitized build: the RSS bound is checked by the plain build's run)")
-    elif rss > max(base * 1.10, base + 1024):
+    elif rss > _rss_bound(base):
         # 10 %, and never less than 1 MB: RssAnon bases of 2-3 MB (the
         # redis backend) move by a few hundred kB with the allocator's free
         # lists. Past that, one more load phase of the same length: a leak
@@ -326,11 +338,9 @@ def soak_one(backend, seconds, fault_every=3.0, rate=1500, clients=16, log=print
         _, more = _phase(fd, redis, backend, swaps, tmp, seconds, fault_every, rate, clients, 20, "again")
         for w in more:
             w.verify(fd.port)
-        check(_drained(fd) == 0, "%s: requests still in flight 30 s after the second phase" % backend)
-        time.sleep(1.5)
-        rss2 = settled_rss_kb(fd, timeout=10, field="RssAnon")
+        rss2 = _rss_at_rest(fd, backend, "the second phase")
         fig["rss_again_kb"] = rss2
-        check(rss2 <= max(rss * 1.10, rss + 1024),
+        check(rss2 <= _rss_bound(rss),
               "%s: RssAnon %d kB after the soak, baseline %d kB, and %d kB after one more phase (it grows with the load)"
               % (backend, rss, base, rss2))
     fd.stop()
