@@ -273,14 +273,38 @@ static int ld_hold(void *txn, fd_pending *p, const void *reply, size_t len)
 }
 
 
+/* kv_driver.prefetch: the overlays' hash slots (the turn's, the batches
+ * in flight) and the row cache's buckets, all at once; then the first
+ * entry of each bucket (its load waits for the bucket, which the first
+ * pass has already asked for). ld_get then finds them cached. */
+static void ld_prefetch(void *txn, int n, const void *const *k, const size_t *kl)
+{
+    ld_txn *x = txn;
+    ld_db *db = x->db;
+    uint64_t h[KV_PREFETCH_MAX];
+    for (int i = 0; i < n; i++) {
+        kv_overlay_prefetch(x->ov, k[i], kl[i]);
+        for (int j = 0; j < db->nb; j++) kv_overlay_prefetch(db->bq[j]->ov, k[i], kl[i]);
+        if (db->rc) {
+            h[i] = ld_row_hash(k[i], kl[i]);
+            __builtin_prefetch(&db->rc[h[i] & (LD_RC_BUCKETS - 1)]);
+        }
+    }
+    if (db->rc)
+        for (int i = 0; i < n; i++) {
+            ld_row *r = db->rc[h[i] & (LD_RC_BUCKETS - 1)];
+            if (r) __builtin_prefetch(r);
+        }
+}
+
 static const kv_driver ld_driver = {
     .name = "leveldb",
     .begin = ld_begin, .commit = ld_commit, .abort = ld_abort,
-    .get = ld_get, .put = ld_put, .reserve = ld_reserve, .del = ld_del, .clear = ld_clear,
+    .get = ld_get, .put = ld_put, .reserve = ld_reserve, .del = ld_del, .drop = ld_drop, .clear = ld_clear,
     .iter_open = ld_iter_open, .iter_close = ld_iter_close,
     .seek = ld_seek, .seek_le = ld_seek_le, .next = ld_next, .prev = ld_prev, .cur = ld_cur,
     .nearly_full = NULL,     /* no nested transactions: see the top of the file */
-    .stamp = ld_stamp, .hold = ld_hold, .scattered = ld_scattered,
+    .stamp = ld_stamp, .hold = ld_hold, .scattered = ld_scattered, .prefetch = ld_prefetch,
 };
 
 /* ---------------------------------------------------------------- backend */
@@ -593,7 +617,7 @@ static const fd_option ld_rows[] = {
     {"leveldb-block-cache-size", FD_OPT_MEM, LDO(block_cache_size), "64mb", 1024 * 1024, 1LL << 40, NULL, 0},
     {"leveldb-compression", FD_OPT_ENUM, LDO(compression), "snappy", 0, 0, ld_compression_names, 0},
     {"leveldb-max-open-files", FD_OPT_INT, LDO(max_open_files), "1000", 64, 1000000, NULL, 0},
-    {"leveldb-write-buffer-size", FD_OPT_MEM, LDO(write_buffer_size), "64mb", 64 * 1024, 1024LL * 1024 * 1024, NULL, 0},
+    {"leveldb-write-buffer-size", FD_OPT_MEM, LDO(write_buffer_size), "16mb", 64 * 1024, 1024LL * 1024 * 1024, NULL, 0},
 };
 const fd_option_set fd_leveldb_options = FD_OPTION_SET("leveldb", ld_rows, fd_leveldb_settings);
 _Static_assert(sizeof(fd_leveldb_settings) <= FD_OPTION_SET_BYTES, "leveldb settings fit a set");

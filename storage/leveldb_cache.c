@@ -84,39 +84,64 @@ void ld_rc_fill(ld_txn *x, const char *k, size_t kl, uint64_t h, const char *v, 
 /* After a successful commit of x: every written key's entry is replaced by
  * the new value or dropped (a delete). Runs between turns: nothing handed
  * out is live. */
+/* One written key's entry: replaced by the new value, or dropped. */
+static void rc_commit_one(ld_db *db, const kv_ov_node *n, uint64_t h)
+{
+    const char *k = kv_ov_key(n);
+    ld_row **l = ld_row_link(db, k, n->klen, h);
+    ld_row *r = *l;
+    if (!r) return;
+    if (!n->dead && r->vl == n->vlen) {          /* same size: in place */
+        r->held = 1;
+        if (n->vlen) memcpy(row_val(r), n->val, n->vlen);
+        return;
+    }
+    *l = r->next;
+    row_count(db, r, -1);
+    if (!n->dead && sizeof *r + n->klen + n->vlen + 16 <= db->rc_budget / 64) {
+        ld_row *nr = malloc(sizeof *nr + n->klen + n->vlen);
+        if (nr) {
+            *nr = *r;
+            nr->vl = (uint32_t)n->vlen;
+            nr->held = 1;
+            memcpy(row_key(nr), k, n->klen);
+            if (n->vlen) memcpy(row_val(nr), n->val, n->vlen);
+            nr->next = *l;
+            *l = nr;
+            row_count(db, nr, 1);
+        }
+    }
+    free(r);
+}
+
+/* Keys are taken LD_RC_AHEAD at a time: their buckets are prefetched
+ * together, then the chains' first entries, then each key is done. Each
+ * lookup is two cache misses (bucket, entry) on a big cache; one after
+ * the other they were 9 % of the loop's time under MSET (perf), in
+ * parallel the misses overlap. */
+#define LD_RC_AHEAD 16
 void ld_rc_commit(ld_db *db, const kv_overlay *ov)
 {
     if (!db->rc || !db->rc_entries) return;
-    for (kv_ov_node *n = kv_overlay_first(ov); n; n = kv_ov_next(n)) {
-        const char *k = kv_ov_key(n);
-        /* element writes (LPUSH, HSET...) skip the lookup (a cache miss
-         * on the bucket array) while no element record is cached */
-        if (!db->rc_sub && n->klen && k[0] == KV_PFX_SUB) continue;
-        uint64_t h = ld_row_hash(k, n->klen);
-        ld_row **l = ld_row_link(db, k, n->klen, h);
-        ld_row *r = *l;
-        if (!r) continue;
-        if (!n->dead && r->vl == n->vlen) {          /* same size: in place */
-            r->held = 1;
-            if (n->vlen) memcpy(row_val(r), n->val, n->vlen);
-            continue;
+    const kv_ov_node *nd[LD_RC_AHEAD];
+    uint64_t hs[LD_RC_AHEAD];
+    for (kv_ov_node *n = kv_overlay_first(ov); n;) {
+        int c = 0;
+        for (; n && c < LD_RC_AHEAD; n = kv_ov_next(n)) {
+            const char *k = kv_ov_key(n);
+            /* element writes (LPUSH, HSET...) skip the lookup while no
+             * element record is cached */
+            if (!db->rc_sub && n->klen && k[0] == KV_PFX_SUB) continue;
+            nd[c] = n;
+            hs[c] = ld_row_hash(k, n->klen);
+            __builtin_prefetch(&db->rc[hs[c] & (LD_RC_BUCKETS - 1)]);
+            c++;
         }
-        *l = r->next;
-        row_count(db, r, -1);
-        if (!n->dead && sizeof *r + n->klen + n->vlen + 16 <= db->rc_budget / 64) {
-            ld_row *nr = malloc(sizeof *nr + n->klen + n->vlen);
-            if (nr) {
-                *nr = *r;
-                nr->vl = (uint32_t)n->vlen;
-                nr->held = 1;
-                memcpy(row_key(nr), k, n->klen);
-                if (n->vlen) memcpy(row_val(nr), n->val, n->vlen);
-                nr->next = *l;
-                *l = nr;
-                row_count(db, nr, 1);
-            }
+        for (int i = 0; i < c; i++) {
+            ld_row *r = db->rc[hs[i] & (LD_RC_BUCKETS - 1)];
+            if (r) __builtin_prefetch(r);
         }
-        free(r);
+        for (int i = 0; i < c; i++) rc_commit_one(db, nd[i], hs[i]);
     }
 }
 

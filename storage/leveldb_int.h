@@ -29,7 +29,7 @@
 #include "leveldb_settings.h"
 
 #define LD_DEFAULT_CACHE  (64ULL << 20)
-#define LD_DEFAULT_WBUF   (64ULL << 20)
+#define LD_DEFAULT_WBUF   (16ULL << 20)
 #define LD_DEFAULT_FILES  1000
 #define LD_BLOOM_BITS     10
 #define LD_SLOW_COMMIT_US 100000          /* a commit above this counts as slow */
@@ -310,6 +310,7 @@ int ld_get(void *txn, const void *k, size_t kl, const void **v, size_t *vl);
 int ld_put(void *txn, const void *k, size_t kl, const void *v, size_t vl);
 int ld_reserve(void *txn, const void *k, size_t kl, size_t vl, void **dst);
 int ld_del(void *txn, const void *k, size_t kl);
+int ld_drop(void *txn, const void *k, size_t kl);
 int ld_clear(void *txn);
 int ld_iter_open(void *txn, kv_iter **itp);
 void ld_iter_close(kv_iter *it);

@@ -88,7 +88,21 @@ typedef struct kv_driver {
      * nothing is promised, and an aborted txn may have given it. NULL:
      * deletes leave nothing behind (LMDB). */
     void (*scattered)(void *txn, const void *pfx, size_t pl, uint64_t n);
+    /* Optional: the records k[0..n) (n <= KV_PREFETCH_MAX) will be read by
+     * get() soon (a multi-key command's metadata records, before the
+     * command runs). A store may start loading the memory those reads
+     * touch, so their cache misses overlap instead of coming one after the
+     * other. A hint: it changes nothing a read answers. NULL: none. */
+    void (*prefetch)(void *txn, int n, const void *const *k, const size_t *kl);
+    /* Optional: delete k, a record the caller knows is there (read in this
+     * transaction, or implied by one that was: a sorted-set member's
+     * score-index record, a key's expiry entry), without del()'s lookup.
+     * FD_OK or FD_E_*. A store whose delete must first ask whether the
+     * record exists (LevelDB: a tombstone only over a held record) saves
+     * that read. NULL: del(). */
+    int  (*drop)(void *txn, const void *k, size_t kl);
 } kv_driver;
+#define KV_PREFETCH_MAX 16
 
 /* ================================================================ encoding
  *
@@ -350,6 +364,8 @@ void kv_key_init(kv_key *k, const void *key, size_t len);
  * live raises "keymiss" (class m), as Redis 7.0's lookupKeyRead. A read
  * never writes (callers keep pointers into driver memory across lookups). */
 int  kv_lookup(kv_ctx *c, const kv_key *k, kv_meta *m);
+/* Delete k, a record known to be there (kv_driver.drop, else del()). */
+int  kv_drop(kv_ctx *c, const void *k, size_t kl);
 /* Delete k's record (m from kv_lookup, m->found): metadata, expiry index
  * entry, counters; a collection's elements go to the garbage queue. */
 int  kv_delete(kv_ctx *c, const kv_key *k, const kv_meta *m);

@@ -139,6 +139,25 @@ int kv_backend_attach(fd_backend *b, kv_store *st, const kv_driver *drv, void *d
     return FD_OK;
 }
 
+/* A multi-key command's metadata records, up to KV_PREFETCH_MAX, handed
+ * to the driver's prefetch before the command reads them one by one. */
+static void prefetch_keys(const kv_driver *d, void *txn, const fd_request *r)
+{
+    const fd_command *cmd = r->cmd;
+    if (cmd->first_key <= 0 || cmd->last_key == cmd->first_key) return;
+    int pos[KV_PREFETCH_MAX];
+    int n = fd_command_keys(cmd, r->argc, r->argv, pos, KV_PREFETCH_MAX);
+    if (n < 2) return;
+    uint8_t enc[KV_PREFETCH_MAX][KV_MKEY_MAX];
+    const void *k[KV_PREFETCH_MAX];
+    size_t kl[KV_PREFETCH_MAX];
+    for (int i = 0; i < n; i++) {
+        kl[i] = kv_enc_meta_key(enc[i], r->argv[pos[i]].ptr, r->argv[pos[i]].len);
+        k[i] = enc[i];
+    }
+    d->prefetch(txn, n, k, kl);
+}
+
 static int submit_one(fd_backend *b, fd_request *r)
 {
     kv_store *st = b->state;
@@ -151,6 +170,7 @@ static int submit_one(fd_backend *b, fd_request *r)
         if (s != FD_OK) return s;
     }
     if (r->is_write) b->turn_writes++;
+    if (d->prefetch) prefetch_keys(d, st->txn, r);
 
     kv_ctx c;
     memset(&c, 0, sizeof c);

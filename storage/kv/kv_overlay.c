@@ -269,6 +269,11 @@ kv_ov_node *kv_overlay_get(kv_overlay *ov, const void *k, size_t kl)
     return ov->tcap ? *ov_slot(ov, k, kl) : NULL;
 }
 
+void kv_overlay_prefetch(const kv_overlay *ov, const void *k, size_t kl)
+{
+    if (ov->tcap) __builtin_prefetch(&ov->tab[(size_t)ov_hash(k, kl) & (ov->tcap - 1)]);
+}
+
 kv_ov_node *kv_overlay_first(const kv_overlay *ov)
 {
     return ov->head->next[0];

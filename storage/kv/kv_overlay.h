@@ -55,6 +55,8 @@ void kv_overlay_free(kv_overlay *ov);
 /* Remove every entry, tombstones included (count and bytes 0); bumps gen. */
 void kv_overlay_clear(kv_overlay *ov);
 
+/* A hint: a get of k follows soon; start loading its hash slot. */
+void kv_overlay_prefetch(const kv_overlay *ov, const void *k, size_t kl);
 /* The entry of k (live or tombstone), or NULL when the overlay has none:
  * one lookup in the overlay's hash index (no walk, nothing changed). */
 kv_ov_node *kv_overlay_get(kv_overlay *ov, const void *k, size_t kl);

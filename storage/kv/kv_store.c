@@ -146,12 +146,19 @@ int kv_lookup(kv_ctx *c, const kv_key *k, kv_meta *m)
     return FD_OK;
 }
 
+int kv_drop(kv_ctx *c, const void *k, size_t kl)
+{
+    if (c->drv->drop) return c->drv->drop(c->txn, k, kl);
+    int s = c->drv->del(c->txn, k, kl);
+    return s == FD_NOTFOUND ? FD_OK : s;
+}
+
+/* A key with an expiry has its entry in the expiry index. */
 static int del_expire_entry(kv_ctx *c, const kv_key *k, int64_t expire)
 {
     uint8_t ek[KV_EKEY_MAX];
     size_t el = kv_enc_expire_key(ek, expire, KV_KEY_ENC(k), KV_KEY_ELEN(k));
-    int s = c->drv->del(c->txn, ek, el);
-    return s == FD_NOTFOUND ? FD_OK : s;
+    return kv_drop(c, ek, el);
 }
 
 static int put_expire_entry(kv_ctx *c, const kv_key *k, int64_t expire)
@@ -180,8 +187,7 @@ int kv_delete(kv_ctx *c, const kv_key *k, const kv_meta *m)
         if ((s = del_expire_entry(c, k, m->expire)) != FD_OK) return s;
         c->d_expires--;
     }
-    s = c->drv->del(c->txn, k->mkey, k->mlen);
-    if (s == FD_NOTFOUND) s = FD_OK;
+    s = kv_drop(c, k->mkey, k->mlen);             /* m was read from it */
     if (s == FD_OK) c->d_keys--;
     return s;
 }
@@ -499,8 +505,7 @@ int kv_coll_save(kv_ctx *c, const kv_key *k, kv_meta *m)
             if ((s = del_expire_entry(c, k, m->expire)) != FD_OK) return s;
             c->d_expires--;
         }
-        s = c->drv->del(c->txn, k->mkey, k->mlen);
-        if (s != FD_OK && s != FD_NOTFOUND) return s;
+        if ((s = kv_drop(c, k->mkey, k->mlen)) != FD_OK) return s;
         c->d_keys--;
         m->found = 0;
         m->live = 0;

@@ -91,10 +91,9 @@ static int member_write(kv_ctx *c, zref *r, const char *mb, size_t ml, double sc
 {
     uint8_t ek[KV_ELEM_MAX], sc[8];
     size_t el;
-    if (had_old) {
+    if (had_old) {                                /* a member's index record is there */
         el = index_key(ek, r, old, mb, ml);
-        int s = c->drv->del(c->txn, ek, el);
-        if (s != FD_OK && s != FD_NOTFOUND) return s;
+        FD_TRY(kv_drop(c, ek, el));
     }
     el = index_key(ek, r, score, mb, ml);
     FD_TRY(kv_elem_put(c, ek, el, mb, ml, NULL, 0));
@@ -110,11 +109,9 @@ static int member_del(kv_ctx *c, zref *r, const char *mb, size_t ml, double scor
 {
     uint8_t ek[KV_ELEM_MAX];
     size_t el = index_key(ek, r, score, mb, ml);
-    int s = c->drv->del(c->txn, ek, el);
-    if (s != FD_OK && s != FD_NOTFOUND) return s;
+    FD_TRY(kv_drop(c, ek, el));
     el = kv_elem_key(ek, r->zp, r->pl, mb, ml);
-    s = c->drv->del(c->txn, ek, el);
-    return s == FD_NOTFOUND ? FD_OK : s;
+    return kv_drop(c, ek, el);
 }
 
 /* ---------------------------------------------------------------- parsing */
