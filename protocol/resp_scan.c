@@ -24,6 +24,12 @@ static int line_int(const char *buf, size_t from, size_t eol, long long *v) {
  * (LRANGE_100 relayed by the Redis backend: memchr + resp_str2ll were
  * 12 % of the process). */
 static int fast_int(const char *buf, size_t i, size_t len, long long *v, size_t *next) {
+    /* the usual header of a short bulk or aggregate: one digit, CRLF */
+    if (len - i >= 3 && (unsigned char)(buf[i] - '0') <= 9 && buf[i + 1] == '\r' && buf[i + 2] == '\n') {
+        *v = buf[i] - '0';
+        *next = i + 3;
+        return 1;
+    }
     int neg = i < len && buf[i] == '-';
     i += (size_t)neg;
     size_t d0 = i;
@@ -50,7 +56,7 @@ long long resp_scan_reply(resp_scanner *s, const char *buf, size_t len) {
     while (s->pos < len) {
         size_t start = s->pos, next;
         char type = buf[start];
-        long long n;
+        long long n = 0;
         int num = 0, fast = 0, bad = 0;
         switch (type) {
         case '$': case '!': case '=': case '*': case '~': case '>': case '%': case '|':
