@@ -300,7 +300,7 @@ static void ld_prefetch(void *txn, int n, const void *const *k, const size_t *kl
 static const kv_driver ld_driver = {
     .name = "leveldb",
     .begin = ld_begin, .commit = ld_commit, .abort = ld_abort,
-    .get = ld_get, .put = ld_put, .reserve = ld_reserve, .del = ld_del, .drop = ld_drop, .clear = ld_clear,
+    .get = ld_get, .get_cached = ld_get_cached, .put = ld_put, .reserve = ld_reserve, .del = ld_del, .drop = ld_drop, .clear = ld_clear,
     .iter_open = ld_iter_open, .iter_close = ld_iter_close,
     .seek = ld_seek, .seek_le = ld_seek_le, .next = ld_next, .prev = ld_prev, .cur = ld_cur,
     .nearly_full = NULL,     /* no nested transactions: see the top of the file */

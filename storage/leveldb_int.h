@@ -311,6 +311,7 @@ int ld_put(void *txn, const void *k, size_t kl, const void *v, size_t vl);
 int ld_reserve(void *txn, const void *k, size_t kl, size_t vl, void **dst);
 int ld_del(void *txn, const void *k, size_t kl);
 int ld_drop(void *txn, const void *k, size_t kl);
+int ld_get_cached(void *txn, const void *k, size_t kl, const void **v, size_t *vl);
 int ld_clear(void *txn);
 int ld_iter_open(void *txn, kv_iter **itp);
 void ld_iter_close(kv_iter *it);

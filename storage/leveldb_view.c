@@ -137,9 +137,14 @@ static int sit_get(ld_txn *x, const char *k, size_t kl, const void **v, size_t *
     return FD_OK;
 }
 
-int ld_get(void *txn, const void *k, size_t kl, const void **v, size_t *vl)
+/* ld_get, and with keep (kv_driver.get_cached) the row cache is asked
+ * first also for the element after the memo key, and what the
+ * transaction's iterator read for it is put there: LRANGE's elements are
+ * read again by the next LRANGE. Without keep (LPOP in a pipeline reads
+ * each element once, then deletes it) the iterator step comes first and
+ * nothing is kept. */
+static int get_impl(ld_txn *x, const void *k, size_t kl, const void **v, size_t *vl, int keep)
 {
-    ld_txn *x = txn;
     kv_ov_node *n = kv_overlay_get(x->ov, k, kl);
     if (n) {
         if (n->dead) return FD_NOTFOUND;
@@ -155,24 +160,34 @@ int ld_get(void *txn, const void *k, size_t kl, const void **v, size_t *vl)
         return FD_OK;
     }
     if (ld_reads_room(x)) return FD_E_NOMEM;
-    int step = ld_memo_step(x, k, kl);
-    if (step > 0) return sit_get(x, k, kl, v, vl);
     ld_db *db = x->db;
-    uint64_t h = ld_row_hash(k, kl);
-    if (step < 0 && !*row_link_or_null(db, k, kl, h)) {
-        int s = read_behind(x, k, kl);
-        if (s != FD_OK) return s;
+    int step = ld_memo_step(x, k, kl);
+    uint64_t h = 0;
+    ld_row *r = NULL;
+    if (keep) {
+        h = ld_row_hash(k, kl);
+        if (db->rc_entries) r = *ld_row_link(db, k, kl, h);
     }
-    if (db->rc_entries) {
-        ld_row *r = *ld_row_link(db, k, kl, h);
-        if (r) {
-            db->rc_hits++;
-            ld_memo_note(x, k, kl, r->held);
-            if (!r->held) return FD_NOTFOUND;
-            *v = row_val(r);
-            *vl = r->vl;
-            return FD_OK;
+    if (!r) {
+        if (step > 0) {
+            int s = sit_get(x, k, kl, v, vl);
+            if (s == FD_OK && keep) ld_rc_fill(x, k, kl, h, *v, *vl);
+            return s;
         }
+        if (!keep) h = ld_row_hash(k, kl);
+        if (step < 0 && !*row_link_or_null(db, k, kl, h)) {
+            int s = read_behind(x, k, kl);
+            if (s != FD_OK) return s;
+        }
+        if (db->rc_entries) r = *ld_row_link(db, k, kl, h);
+    }
+    if (r) {
+        db->rc_hits++;
+        ld_memo_note(x, k, kl, r->held);
+        if (!r->held) return FD_NOTFOUND;
+        *v = row_val(r);
+        *vl = r->vl;
+        return FD_OK;
     }
     db->rc_misses++;
     char *err = NULL;
@@ -188,6 +203,16 @@ int ld_get(void *txn, const void *k, size_t kl, const void **v, size_t *vl)
     *v = val;
     *vl = len;
     return FD_OK;
+}
+
+int ld_get(void *txn, const void *k, size_t kl, const void **v, size_t *vl)
+{
+    return get_impl(txn, k, kl, v, vl, 0);
+}
+
+int ld_get_cached(void *txn, const void *k, size_t kl, const void **v, size_t *vl)
+{
+    return get_impl(txn, k, kl, v, vl, 1);
 }
 
 int ld_put(void *txn, const void *k, size_t kl, const void *v, size_t vl)

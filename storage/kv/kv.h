@@ -101,7 +101,13 @@ typedef struct kv_driver {
      * record exists (LevelDB: a tombstone only over a held record) saves
      * that read. NULL: del(). */
     int  (*drop)(void *txn, const void *k, size_t kl);
+    /* Optional: get() for a read likely to come again soon (LRANGE's
+     * elements, at most KV_CACHED_RUN of them per command): a store with a
+     * cache of recent reads answers from it and keeps what it had to read
+     * there. Same contract as get(). NULL: a cursor walk instead. */
+    int  (*get_cached)(void *txn, const void *k, size_t kl, const void **v, size_t *vl);
 } kv_driver;
+#define KV_CACHED_RUN 128
 #define KV_PREFETCH_MAX 16
 
 /* ================================================================ encoding

@@ -142,11 +142,26 @@ static int lk_walk(void *h, fd_list_lk *b, long long idx, int rev, fd_list_walk_
     return s == FD_NOTFOUND ? FD_OK : s;
 }
 
-/* The same scan, replying as it goes. */
+/* The same scan, replying as it goes. A short range read by a read-only
+ * command (LRANGE; not LPOP's count, whose elements go) from a store whose
+ * recent reads are cached (kv_driver.get_cached) is read element by
+ * element: the list has no holes, so the n elements are seq, seq +- 1... */
 static int lk_reply(void *h, fd_list_lk *b, long long idx, int rev, long long n, resp_out *out)
 {
     kv_ctx *c = h;
     lref *r = (lref *)b->b;
+    if (c->read && c->drv->get_cached && n <= KV_CACHED_RUN) {
+        uint64_t seq = rev ? r->m.tail - (uint64_t)idx : r->m.head + (uint64_t)idx;
+        for (long long i = 0; i < n; i++, seq = rev ? seq - 1 : seq + 1) {
+            uint8_t ek[KV_ELEM_MAX];
+            size_t el = seq_key(ek, r, seq);
+            const void *v; size_t vl;
+            int s = c->drv->get_cached(c->txn, ek, el, &v, &vl);
+            if (s != FD_OK) return s == FD_NOTFOUND ? FD_E_CORRUPT : s;   /* head..tail has no holes */
+            if (resp_add_bulk(out, v, vl)) return FD_E_NOMEM;
+        }
+        return FD_OK;
+    }
     kv_iter *it = NULL;
     const void *kp, *vp; size_t kl, vl;
     long long got = 0;
