@@ -355,6 +355,9 @@ static void ld_release(ld_db *db)
     free(db->thi);
     db->clo = db->chi = db->tlo = db->thi = NULL;
     db->tombs = 0;
+    /* no iterator may outlive the database (LevelDB asserts in
+     * ~VersionSet): the transaction's, should a turn still be open */
+    ld_sit_drop(&db->tx);
     if (db->ldb) leveldb_close(db->ldb);
     if (db->opts) leveldb_options_destroy(db->opts);
     if (db->cache) leveldb_cache_destroy(db->cache);
@@ -472,6 +475,14 @@ static void leveldb_backend_close(fd_backend *b)
     if (!lb) return;
     kv_store_free(&lb->st);          /* aborts an uncommitted turn */
     writer_stop(&lb->db);            /* what is queued is written first */
+    /* The replies writer_stop sent may have run more commands here (a
+     * client blocked in BLPOP served when an LPUSH's reply completed): a
+     * turn they opened is aborted too (bounded: each round's failed
+     * replies may open another). */
+    for (int i = 0; i < 4 && lb->st.txn; i++) {
+        kv_store_free(&lb->st);
+        ld_answers_send(&lb->db);
+    }
     if (!lb->db.sync) {
         /* nosync: make the log durable once, at shutdown (an empty synced
          * write fsyncs LevelDB's log) */
