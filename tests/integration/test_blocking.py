@@ -355,7 +355,7 @@ def element_popped_for_a_client_that_left_goes_back():
                 wait_until(lambda: blocked_clients(f) == 0, timeout=5, what="the waiter gone")
                 check(p.read(timeout=5).startswith(b":"), "the push acknowledged")
                 eq(direct.read(timeout=5), b"+OK\r\n")
-                wait_until(lambda: p.cmd(*read) == want, timeout=3,
+                wait_until(lambda: p.cmd(*read) == want, timeout=10,
                            what="%s: what was popped for the client that left is back (RESP%d)" % (wait[0], proto))
                 p.cmd("DEL", wait[3] if wait[0] in ("BLMPOP", "BZMPOP") else wait[1])
 
