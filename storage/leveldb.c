@@ -274,9 +274,8 @@ static int ld_hold(void *txn, fd_pending *p, const void *reply, size_t len)
 
 
 /* kv_driver.prefetch: the overlays' hash slots (the turn's, the batches
- * in flight) and the row cache's buckets, all at once; then the first
- * entry of each bucket (its load waits for the bucket, which the first
- * pass has already asked for). ld_get then finds them cached. */
+ * in flight) and the row cache's lookups (ld_rc_prefetch), all at once:
+ * ld_get then finds them cached. */
 static void ld_prefetch(void *txn, int n, const void *const *k, const size_t *kl)
 {
     ld_txn *x = txn;
@@ -285,16 +284,9 @@ static void ld_prefetch(void *txn, int n, const void *const *k, const size_t *kl
     for (int i = 0; i < n; i++) {
         kv_overlay_prefetch(x->ov, k[i], kl[i]);
         for (int j = 0; j < db->nb; j++) kv_overlay_prefetch(db->bq[j]->ov, k[i], kl[i]);
-        if (db->rc) {
-            h[i] = ld_row_hash(k[i], kl[i]);
-            __builtin_prefetch(&db->rc[h[i] & (LD_RC_BUCKETS - 1)]);
-        }
+        h[i] = ld_row_hash(k[i], kl[i]);
     }
-    if (db->rc)
-        for (int i = 0; i < n; i++) {
-            ld_row *r = db->rc[h[i] & (LD_RC_BUCKETS - 1)];
-            if (r) __builtin_prefetch(r);
-        }
+    ld_rc_prefetch(db, n, h);
 }
 
 static const kv_driver ld_driver = {

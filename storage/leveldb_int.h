@@ -283,6 +283,7 @@ ld_row **ld_row_link(ld_db *db, const char *k, size_t kl, uint64_t h);
 void ld_rc_clear(ld_db *db);
 void ld_rc_fill(ld_txn *x, const char *k, size_t kl, uint64_t h, const char *v, size_t vl);
 void ld_rc_commit(ld_db *db, const kv_overlay *ov);
+void ld_rc_prefetch(const ld_db *db, int n, const uint64_t *h);
 void ld_memo_note(ld_txn *x, const void *k, size_t kl, int held);
 int ld_memo_find(const ld_txn *x, const void *k, size_t kl);
 int ld_memo_step(const ld_txn *x, const char *k, size_t kl);

@@ -746,6 +746,20 @@ static size_t elem_key(char *out, uint64_t seq)
     return sizeof pfx + 8;
 }
 
+/* Elements from..to-1 but the hole, "v<i>" each, committed. */
+static void put_elems(const kv_driver *d, void *db, uint64_t S, int from, int to, int hole)
+{
+    char k[32], w[16];
+    void *txn;
+    CHECK(d->begin(db, NULL, &txn) == FD_OK);
+    for (int i = from; i < to; i++) {
+        if (i == hole) continue;
+        snprintf(w, sizeof w, "v%d", i);
+        CHECK(d->put(txn, k, elem_key(k, S + i), w, strlen(w)) == FD_OK);
+    }
+    CHECK(d->commit(txn) == FD_OK);
+}
+
 static int elem_cached;   /* elem_is reads with get_cached (LRANGE's reads) */
 
 static int elem_is(const kv_driver *d, void *txn, uint64_t seq, int want)
@@ -814,13 +828,7 @@ static void test_list_reads(void)
     d->abort(txn);
 
     /* downwards (RPOP): elements read behind into the row cache */
-    CHECK(d->begin(db, NULL, &txn) == FD_OK);
-    for (int i = 100; i < 200; i++) {
-        if (i == 150) continue;                                      /* a hole */
-        snprintf(w, sizeof w, "v%d", i);
-        CHECK(d->put(txn, k, elem_key(k, S + i), w, strlen(w)) == FD_OK);
-    }
-    CHECK(d->commit(txn) == FD_OK);
+    put_elems(d, db, S, 100, 200, 150);                              /* a hole at 150 */
     for (int round = 0; round < 2; round++) {
         CHECK(d->begin(db, NULL, &txn) == FD_OK);
         int bad = 0;
@@ -845,13 +853,7 @@ static void test_list_reads(void)
      * there, so the second pass is all hits; a commit's writes (a rewrite,
      * a delete, a new element in a hole) keep it exact */
     CHECK(d->get_cached != NULL);
-    CHECK(d->begin(db, NULL, &txn) == FD_OK);
-    for (int i = 300; i < 400; i++) {
-        if (i == 350) continue;                                      /* a hole */
-        snprintf(w, sizeof w, "v%d", i);
-        CHECK(d->put(txn, k, elem_key(k, S + i), w, strlen(w)) == FD_OK);
-    }
-    CHECK(d->commit(txn) == FD_OK);
+    put_elems(d, db, S, 300, 400, 350);                              /* a hole at 350 */
     elem_cached = 1;
     for (int round = 0; round < 3; round++) {
         CHECK(d->begin(db, NULL, &txn) == FD_OK);
