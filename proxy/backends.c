@@ -368,8 +368,12 @@ int px_backends_swap(int force, fd_pending *reply, char *err, size_t errlen) {
         }
         px_settings keep;
         px_settings_copy(&keep, &old->own);
-        px_backend_close(old);
+        /* out of service before it closes: replies its close still sends
+         * (LevelDB's writer) may run more commands (a client's next
+         * pipelined command, a BLPOP woken by an LPUSH's reply); they find
+         * no backend (-ERR backend unavailable) rather than one half closed */
         px_srv.primary = NULL;
+        px_backend_close(old);
         px_backend *nb = px_backend_open(&px_cfg.be, "primary", err, errlen);
         if (!nb) {
             char e2[512];
@@ -439,13 +443,14 @@ int px_backends_ab_apply(char *err, size_t errlen) {
     }
     if (cur && same_folder(cur, &px_cfg.ab)) {
         if (cur->b.ops->end_turn) cur->b.ops->end_turn(&cur->b);
+        px_srv.secondary = NULL;             /* out of service before it closes (as in a swap) */
         px_backend_close(cur);
-        px_srv.secondary = cur = NULL;
+        cur = NULL;
     }
     px_backend *nb = px_backend_open(&px_cfg.ab, "secondary", err, errlen);
     if (!nb) return -1;
-    if (cur) retire(cur);
     px_srv.secondary = nb;
+    if (cur) retire(cur);
     px_log(PX_LOG_NOTICE, "A/B %s: secondary %s", px_cfg.ab_mode == PX_AB_SPLIT ? "split" : "mirror", nb->own.be.backend);
     return 0;
 }
