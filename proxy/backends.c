@@ -272,6 +272,17 @@ static void retire(px_backend *old) {
     px_srv.draining = old;
 }
 
+/* Close the backend in *slot (primary or secondary) out of service: the
+ * slot is cleared first, since replies its close still sends (LevelDB's
+ * writer) may run more commands (a client's next pipelined command, a
+ * BLPOP woken by an LPUSH's reply); they find no backend (-ERR backend
+ * unavailable) rather than one half closed. */
+static void close_in_slot(px_backend **slot) {
+    px_backend *be = *slot;
+    *slot = NULL;
+    px_backend_close(be);
+}
+
 int px_backends_init(char *err, size_t errlen) {
     px_srv.primary = px_backend_open(&px_cfg.be, "primary", err, errlen);
     if (!px_srv.primary) return -1;
@@ -368,12 +379,7 @@ int px_backends_swap(int force, fd_pending *reply, char *err, size_t errlen) {
         }
         px_settings keep;
         px_settings_copy(&keep, &old->own);
-        /* out of service before it closes: replies its close still sends
-         * (LevelDB's writer) may run more commands (a client's next
-         * pipelined command, a BLPOP woken by an LPUSH's reply); they find
-         * no backend (-ERR backend unavailable) rather than one half closed */
-        px_srv.primary = NULL;
-        px_backend_close(old);
+        close_in_slot(&px_srv.primary);
         px_backend *nb = px_backend_open(&px_cfg.be, "primary", err, errlen);
         if (!nb) {
             char e2[512];
@@ -443,8 +449,7 @@ int px_backends_ab_apply(char *err, size_t errlen) {
     }
     if (cur && same_folder(cur, &px_cfg.ab)) {
         if (cur->b.ops->end_turn) cur->b.ops->end_turn(&cur->b);
-        px_srv.secondary = NULL;             /* out of service before it closes (as in a swap) */
-        px_backend_close(cur);
+        close_in_slot(&px_srv.secondary);
         cur = NULL;
     }
     px_backend *nb = px_backend_open(&px_cfg.ab, "secondary", err, errlen);
@@ -530,9 +535,8 @@ void px_backends_shutdown(void) {
         free_backend_settings(&sw.old);
         px_backend_close(nb);
     }
-    px_backend_close(px_srv.primary);
-    px_backend_close(px_srv.secondary);
-    px_srv.primary = px_srv.secondary = NULL;
+    close_in_slot(&px_srv.primary);
+    close_in_slot(&px_srv.secondary);
     while (px_srv.draining) {
         px_backend *d = px_srv.draining;
         px_srv.draining = d->next;
