@@ -50,12 +50,18 @@ static void target_call(px_conn *c, fd_command *cmd, int argc, resp_arg *argv, r
     px_call(&(px_request){.be = target, .out = &scratch, .client_id = c->id, .cmd = cmd, .argc = argc, .argv = argv,
                           .detached = 1, .tap = &t, .clock = &clock});
     /* a Redis backend writes its requests at the end of a turn, which does
-     * not come while a script runs (server.c): send this one now */
-    if (w.waiting && target->b.ops->passthrough && target->b.ops->end_turn) target->b.ops->end_turn(&target->b);
+     * not come while a script runs (server.c): send this one now, and again
+     * after each nested turn (a connection may hold its writes until the
+     * replies to its last write are in: storage/redis_conn.h) */
+    int flush = target->b.ops->passthrough && target->b.ops->end_turn;
+    if (w.waiting && flush) target->b.ops->end_turn(&target->b);
     if (w.waiting) {
         int rio = ev_is_active(&c->rio);
         if (rio) ev_io_stop(px_srv.loop, &c->rio);
-        while (w.waiting) ev_run(px_srv.loop, EVRUN_ONCE);
+        while (w.waiting) {
+            ev_run(px_srv.loop, EVRUN_ONCE);
+            if (w.waiting && flush) target->b.ops->end_turn(&target->b);
+        }
         if (rio && !(c->flags & (PX_CONN_CLOSE_AFTER_REPLY | PX_CONN_CLOSE_ASAP))) ev_io_start(px_srv.loop, &c->rio);
     }
     resp_out_free(&scratch);

@@ -134,7 +134,7 @@ static int rb_open(fd_backend *fb, const fd_backend_config *cfg, char *err, size
     b->sh.timeout_ms = cfg->backend_timeout_ms > 0 ? cfg->backend_timeout_ms : 1000;
     b->sh.blocking_max = (int)rs->blocking_pool_size;
     b->fb = fb;
-    b->n = rs->pool_size > 0 ? (int)rs->pool_size : 4;
+    b->n = rs->pool_size > 0 ? (int)rs->pool_size : 1;
     b->by_key = rs->pool_affinity == FD_REDIS_AFFINITY_KEY && b->n > 1;
     b->conns = calloc((size_t)b->n, sizeof *b->conns);
     if (!b->conns) { free(b->sh.password); free(b->sh.user); free(b); snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }
@@ -312,12 +312,13 @@ static int rb_end_turn(fd_backend *fb) {
 
 static void rb_info(fd_backend *fb, resp_out *o) {
     rb_backend *b = fb->state;
-    char line[512];
+    char line[768];
     int up = 0;
-    uint64_t inflight = 0, connects = 0, reconnects = 0, timeouts = 0, failed = b->failed;
+    uint64_t inflight = 0, connects = 0, reconnects = 0, timeouts = 0, failed = b->failed, held = 0;
     for (int i = 0; i < b->n; i++) {
         const rc_conn *c = &b->conns[i];
         if (c->state == RC_UP) up++;
+        held += c->holds;
         inflight += rc_inflight(c);
         connects += c->connects;
         reconnects += c->reconnects;
@@ -336,11 +337,12 @@ static void rb_info(fd_backend *fb, resp_out *o) {
                      "redis_backend_connects:%llu\r\n"
                      "redis_backend_reconnects:%llu\r\n"
                      "redis_backend_timeouts:%llu\r\n"
-                     "redis_backend_timeout_ms:%lld\r\n",
+                     "redis_backend_timeout_ms:%lld\r\n"
+                     "redis_backend_writes_held:%llu\r\n",
                      b->addr.name, b->n, b->by_key ? "key" : "client", up, (unsigned long long)inflight, (unsigned long long)b->forwarded,
                      (unsigned long long)b->refused, (unsigned long long)failed,
                      (unsigned long long)connects, (unsigned long long)reconnects,
-                     (unsigned long long)timeouts, (long long)b->sh.timeout_ms);
+                     (unsigned long long)timeouts, (long long)b->sh.timeout_ms, (unsigned long long)held);
     if (n > 0) resp_out_raw(o, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
     rc_blocking_info(&b->sh, o);
     n = snprintf(line, sizeof line, "redis_backend_pubsub_relay:%s\r\n",

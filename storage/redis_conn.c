@@ -652,6 +652,7 @@ void rc_conn_init(rc_conn *c, rc_shared *sh, rc_addr *a, int idx) {
     c->fd = -1;
     c->state = RC_DOWN;
     c->proto = 2;
+    c->hold = idx >= 0;   /* a pooled connection gathers its writes (rc_flush) */
     snprintf(c->lasterr, sizeof c->lasterr, "not connected yet");
     ev_io_init(&c->rio, on_read, -1, EV_READ);
     ev_io_init(&c->wio, on_write, -1, EV_WRITE);
@@ -724,15 +725,27 @@ static void destroy_zombies(rc_shared *sh) {
 
 void rc_flush(rc_shared *sh) {
     destroy_zombies(sh);
-    rc_conn *c = sh->dirty;
+    rc_conn *c = sh->dirty, *held = NULL;
     sh->dirty = NULL;
     while (c) {
         rc_conn *next = c->dirty_next;
-        c->dirty = 0;
         c->dirty_next = NULL;
-        if (c->state == RC_UP && !c->wio_on && c->opos < c->olen) conn_write(c);
+        if (c->hold && c->state == RC_UP && c->qpopped < c->sent_seq && c->olen - c->opos < RC_HOLD_BYTES) {
+            /* held: written when the last write's replies are all in (a
+             * later turn's flush: the connection stays on the list) */
+            c->dirty_next = held;
+            held = c;
+            c->holds++;
+        } else {
+            c->dirty = 0;
+            if (c->state == RC_UP && !c->wio_on && c->opos < c->olen) {
+                c->sent_seq = c->qpushed;
+                conn_write(c);
+            }
+        }
         c = next;
     }
+    sh->dirty = held;
 }
 
 const char *rc_support(const struct fd_command *cmd) {
@@ -1184,7 +1197,7 @@ static const fd_option rs_rows[] = {
     {"redis-db", FD_OPT_INT, RSO(db), "0", 0, 1000000, NULL, 0},
     {"redis-password", FD_OPT_STR, RSO(password), "", 0, 0, NULL, FD_OPT_SECRET},
     {"redis-user", FD_OPT_STR, RSO(user), "", 0, 0, NULL, 0},   /* ACL user upstream (docs/acl.md) */
-    {"redis-pool-size", FD_OPT_INT, RSO(pool_size), "4", 1, 1024, NULL, 0},
+    {"redis-pool-size", FD_OPT_INT, RSO(pool_size), "1", 1, 1024, NULL, 0},
     {"redis-pool-affinity", FD_OPT_ENUM, RSO(pool_affinity), "key", 0, 0, rs_affinity_names, 0},   /* storage/redis.c */
     /* TLS to Redis / Redis Cluster (rc_shared_tls, docs/tls.md) */
     {"redis-tls", FD_OPT_ENUM, RSO(tls), "no", 0, 0, rs_yesno_names, 0},

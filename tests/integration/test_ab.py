@@ -9,7 +9,7 @@
 (c) split by key hash (lmdb primary, redis secondary): 10k keys, each served
     consistently by one side, the secondary's share within tolerance of
     ab-split-fraction, ab_split_secondary counting it; split by client.
-(g) redis-benchmark -c 10 mirrored redis -> lmdb at the default pool size:
+(g) redis-benchmark -c 10 mirrored redis -> lmdb, four connections pinned per client:
     the order-dependent replies (LPUSH lengths, INCR values) differ, all
     counted as races, none as divergences; then keys changed behind
     frontdoor's back (string, list, hash, set, zset, TTL, type) are
@@ -258,11 +258,11 @@ def concurrent_clients_make_races_not_divergences():
     log = os.path.join(make_tempdir("fdtest-ablog-"), "ab.log")
     fd = start_frontdoor(backend="redis", redis_address="%s:%d" % (HOST, r.port), ab_mode="mirror",
                          ab_secondary="lmdb", ab_dir=make_tempdir("fdtest-ab-"), ab_durability="nosync",
-                         ab_log_file=log, redis_pool_affinity="client")   # redis-pool-size: the default
+                         ab_log_file=log, redis_pool_size=4, redis_pool_affinity="client")
     with fd.conn() as c:
         # each client pinned to a connection (the order before issue 30's key affinity): replies of one
         # key come back from four connections in an order frontdoor cannot see
-        eq(c.call("CONFIG", "GET", "redis-pool-size")[1], b"4", "the default pool")
+        eq(c.call("CONFIG", "GET", "redis-pool-size")[1], b"4", "the pool asked for")
         argv = ["timeout", "-k", "5", "90", REDIS_BENCHMARK, "-h", HOST, "-p", str(fd.port),
                 "-t", "lpush,hset,sadd,zadd,incr", "-n", "5000", "-c", "10", "-q"]
         out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=100).stdout.decode()
@@ -341,7 +341,8 @@ def key_affine_pool_makes_no_races():
     need_frontdoor()
     r = start_redis()
     fd = start_frontdoor(backend="redis", redis_address="%s:%d" % (HOST, r.port), ab_mode="mirror",
-                         ab_secondary="lmdb", ab_dir=make_tempdir("fdtest-ab-"), ab_durability="nosync")
+                         ab_secondary="lmdb", ab_dir=make_tempdir("fdtest-ab-"), ab_durability="nosync",
+                         redis_pool_size=4)   # the default is one connection: order is then trivially kept
     with fd.conn() as c:
         eq(c.call("CONFIG", "GET", "redis-pool-affinity")[1], b"key", "the default")
         eq(info(c, "backend").get("redis_backend_pool_affinity"), "key", "INFO backend")

@@ -291,7 +291,7 @@ def writes_racing_the_copy_win():
     # a network primary: between a key's DUMP and its RESTORE, writes run there and their copies reach
     # the (embedded) secondary first
     # (clients pinned to pooled connections: a write and the DUMP of its key travel on different ones)
-    fd, pairs, servers = start_pair("redis", "lmdb", redis_pool_affinity="client")
+    fd, pairs, servers = start_pair("redis", "lmdb", redis_pool_size=4, redis_pool_affinity="client")
     with fd.conn() as c:
         n = 30                                   # writer j writes the keys k = j (mod 3): one client per key
         c.send_many([("SET", "c:%d" % i, "0") for i in range(n)] + [("RPUSH", "l:%d" % i, "a") for i in range(n)])
