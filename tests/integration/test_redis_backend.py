@@ -681,6 +681,41 @@ def old_server_without_hello_and_broken_replies():
 
 # ============================================================ (d) redis-benchmark
 
+@T.case(timeout=60)
+def writes_gather_while_replies_are_due():
+    """A pooled connection whose last write awaits replies holds the next requests and writes them
+    once those replies are in (docs/redis-backend.md, "Gathering"): a lone client is never held; a
+    request held behind a DEBUG SLEEP goes out when the sleep's reply is in (not at the deadline);
+    under -c 50 turns are held and every reply is right."""
+    r, fd = pair(backend_timeout=2000)
+    with fd.conn() as c:
+        eq(c.call("CONFIG", "GET", "redis-pool-size")[1], b"1", "one connection by default")
+        for i in range(300):   # one client, one request at a time: nothing in flight when each comes
+            eq(c.call("SET", "k%d" % i, "v%d" % i), "OK")
+            eq(c.call("GET", "k%d" % i), b"v%d" % i)
+        held = lambda: int(info_fields(parse(c.cmd("INFO", "backend")))["redis_backend_writes_held"])
+        eq(held(), 0, "a lone client is never held")
+        with fd.conn() as a, fd.conn() as b:
+            t0 = time.monotonic()
+            a.send_raw(encode_many([("DEBUG", "SLEEP", "0.4")]))
+            time.sleep(0.1)                      # its write is out, its reply due in 0.3 s
+            b.send_raw(encode_many([("INCR", "held")]))
+            eq(a.read(timeout=5), b"+OK\r\n")
+            eq(b.read(timeout=5), b":1\r\n", "the held request went out once the reply before it was in")
+            took = time.monotonic() - t0
+            check(0.35 < took < 1.5, "answered after the sleep, long before the 2 s deadline", took)
+        check(held() >= 1, "the INCR's turn was held", held())
+        before = held()
+        rc, out = run(["timeout", "40", REDIS_BENCHMARK, "-h", HOST, "-p", str(fd.port), "-n", "20000",
+                       "-c", "50", "-r", "1000", "-t", "set,get,incr", "--csv"], timeout=45)
+        check(rc == 0 and "Error" not in out, "redis-benchmark failed (rc %s)" % rc, out[-2000:])
+        check(held() > before, "turns held under -c 50", held(), before)
+        info = info_fields(parse(c.cmd("INFO", "backend")))
+        eq((info["redis_backend_inflight"], info["redis_backend_failed"], info["redis_backend_timeouts"]),
+           ("0", "0", "0"), "nothing stuck, failed or timed out")
+        eq(c.call("GET", "k299"), b"v299")
+
+
 @T.case(timeout=50)
 def redis_benchmark_default_suite():
     r, fd = pair()
