@@ -95,7 +95,7 @@ int main(void)
 
     /* fd_bytes_cmp itself against the default order, on every pair of
      * neighbours and random pairs: lengths 1..40 put the first difference
-     * in every position of the 8-byte loop and of the overlapping tail */
+     * in every position of the 8-byte loop and of the byte loop after it */
     size_t wrong = 0;
     for (int i = 0; i < NKEYS * 20; i++) {
         int a = i % NKEYS, b = i < NKEYS ? (a + 1) % NKEYS : (int)rnd(NKEYS);
