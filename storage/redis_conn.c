@@ -725,16 +725,18 @@ static void destroy_zombies(rc_shared *sh) {
 
 void rc_flush(rc_shared *sh) {
     destroy_zombies(sh);
-    rc_conn *c = sh->dirty, *held = NULL;
+    rc_conn *c = sh->dirty;
     sh->dirty = NULL;
     while (c) {
         rc_conn *next = c->dirty_next;
         c->dirty_next = NULL;
         if (c->hold && c->state == RC_UP && c->qpopped < c->sent_seq && c->olen - c->opos < RC_HOLD_BYTES) {
-            /* held: written when the last write's replies are all in (a
-             * later turn's flush: the connection stays on the list) */
-            c->dirty_next = held;
-            held = c;
+            /* held: back on the list at once (where rc_conn_destroy finds
+             * it, beside connections a failing write's callbacks mark
+             * dirty), written by the flush of the turn its last write's
+             * replies are all in */
+            c->dirty_next = sh->dirty;
+            sh->dirty = c;
             c->holds++;
         } else {
             c->dirty = 0;
@@ -745,7 +747,6 @@ void rc_flush(rc_shared *sh) {
         }
         c = next;
     }
-    sh->dirty = held;
 }
 
 const char *rc_support(const struct fd_command *cmd) {
