@@ -103,7 +103,8 @@ typedef struct rb_backend {
     int        n;
     rc_conn   *conns;
     rc_conn   *relay;           /* pub/sub: one connection subscribed to every local name */
-    int        by_key;          /* redis-pool-affinity key */
+    int        by_key;          /* redis-pool-affinity key, over more than one connection */
+    int        key_cfg;         /* redis-pool-affinity key as set (INFO shows the setting) */
     rb_client *cl;              /* key affinity: clients' latest requests (capacity clcap, a power of two) */
     size_t     clcap, clused;
     fd_backend *fb;
@@ -135,7 +136,8 @@ static int rb_open(fd_backend *fb, const fd_backend_config *cfg, char *err, size
     b->sh.blocking_max = (int)rs->blocking_pool_size;
     b->fb = fb;
     b->n = rs->pool_size > 0 ? (int)rs->pool_size : 1;
-    b->by_key = rs->pool_affinity == FD_REDIS_AFFINITY_KEY && b->n > 1;
+    b->key_cfg = rs->pool_affinity == FD_REDIS_AFFINITY_KEY;
+    b->by_key = b->key_cfg && b->n > 1;   /* one connection: every order is kept anyway */
     b->conns = calloc((size_t)b->n, sizeof *b->conns);
     if (!b->conns) { free(b->sh.password); free(b->sh.user); free(b); snprintf(err, errlen, "out of memory"); return FD_E_NOMEM; }
     if (rs->tls && rc_shared_tls(&b->sh, rs->tls_ca_cert_file, rs->tls_cert_file,
@@ -339,7 +341,7 @@ static void rb_info(fd_backend *fb, resp_out *o) {
                      "redis_backend_timeouts:%llu\r\n"
                      "redis_backend_timeout_ms:%lld\r\n"
                      "redis_backend_writes_held:%llu\r\n",
-                     b->addr.name, b->n, b->by_key ? "key" : "client", up, (unsigned long long)inflight, (unsigned long long)b->forwarded,
+                     b->addr.name, b->n, b->key_cfg ? "key" : "client", up, (unsigned long long)inflight, (unsigned long long)b->forwarded,
                      (unsigned long long)b->refused, (unsigned long long)failed,
                      (unsigned long long)connects, (unsigned long long)reconnects,
                      (unsigned long long)timeouts, (long long)b->sh.timeout_ms, (unsigned long long)held);

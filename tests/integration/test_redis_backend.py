@@ -690,6 +690,8 @@ def writes_gather_while_replies_are_due():
     r, fd = pair(backend_timeout=2000)
     with fd.conn() as c:
         eq(c.call("CONFIG", "GET", "redis-pool-size")[1], b"1", "one connection by default")
+        eq(info_fields(parse(c.cmd("INFO", "backend")))["redis_backend_pool_affinity"], "key",
+           "INFO shows the affinity as set, even over one connection")
         for i in range(300):   # one client, one request at a time: nothing in flight when each comes
             eq(c.call("SET", "k%d" % i, "v%d" % i), "OK")
             eq(c.call("GET", "k%d" % i), b"v%d" % i)
