@@ -135,7 +135,7 @@ static int rb_open(fd_backend *fb, const fd_backend_config *cfg, char *err, size
     b->sh.timeout_ms = cfg->backend_timeout_ms > 0 ? cfg->backend_timeout_ms : 1000;
     b->sh.blocking_max = (int)rs->blocking_pool_size;
     b->fb = fb;
-    b->n = rs->pool_size > 0 ? (int)rs->pool_size : 1;
+    b->n = rc_pool_size(rs->pool_size);
     b->key_cfg = rs->pool_affinity == FD_REDIS_AFFINITY_KEY;
     b->by_key = b->key_cfg && b->n > 1;   /* one connection: every order is kept anyway */
     b->conns = calloc((size_t)b->n, sizeof *b->conns);

@@ -155,7 +155,7 @@ static int cl_open(fd_backend *fb, const fd_backend_config *cfg, char *err, size
     b->sh.user = rs->user && rs->user[0] ? strdup(rs->user) : NULL;
     b->sh.db = 0;       /* a cluster has database 0 only */
     b->sh.timeout_ms = cfg->backend_timeout_ms > 0 ? cfg->backend_timeout_ms : 1000;
-    b->pool = rs->pool_size > 0 ? (int)rs->pool_size : 1;
+    b->pool = rc_pool_size(rs->pool_size);
     b->sh.blocking_max = (int)rs->blocking_pool_size;
     b->fb = fb;
     b->rng = 0x9e3779b97f4a7c15ULL ^ ((uint64_t)time(NULL) << 32) ^ (uint64_t)fd_mono_ms() ^ ((uint64_t)(uintptr_t)b << 16);

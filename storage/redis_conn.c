@@ -1198,7 +1198,7 @@ static const fd_option rs_rows[] = {
     {"redis-db", FD_OPT_INT, RSO(db), "0", 0, 1000000, NULL, 0},
     {"redis-password", FD_OPT_STR, RSO(password), "", 0, 0, NULL, FD_OPT_SECRET},
     {"redis-user", FD_OPT_STR, RSO(user), "", 0, 0, NULL, 0},   /* ACL user upstream (docs/acl.md) */
-    {"redis-pool-size", FD_OPT_INT, RSO(pool_size), "1", 1, 1024, NULL, 0},
+    {"redis-pool-size", FD_OPT_INT, RSO(pool_size), RC_TEXT(RC_POOL_SIZE), 1, 1024, NULL, 0},
     {"redis-pool-affinity", FD_OPT_ENUM, RSO(pool_affinity), "key", 0, 0, rs_affinity_names, 0},   /* storage/redis.c */
     /* TLS to Redis / Redis Cluster (rc_shared_tls, docs/tls.md) */
     {"redis-tls", FD_OPT_ENUM, RSO(tls), "no", 0, 0, rs_yesno_names, 0},

@@ -168,6 +168,13 @@ struct rc_conn {
 /* Bytes a held connection gathers at most before it writes anyway. */
 #define RC_HOLD_BYTES 16384
 
+/* redis-pool-size's default, stated once: the option row (as text) and both
+ * backends' pool when opened without settings (rc_pool_size). */
+#define RC_POOL_SIZE 1
+#define RC_TEXT_(x) #x
+#define RC_TEXT(x) RC_TEXT_(x)
+static inline int rc_pool_size(long long set) { return set > 0 ? (int)set : RC_POOL_SIZE; }
+
 int64_t rc_mono_ms(void);
 
 /* "host:port", "[v6]:port" or "/unix/path" into a. A host name is resolved
