@@ -62,6 +62,8 @@ struct px_blk {
     bnode       *nodes;
     int          nnodes;
     int          counted;        /* in nblocked */
+    px_blk      *settle_next;    /* settling (block_after_first): not yet counted */
+    px_blk     **settle_pprev;   /* NULL: not settling */
     int          trying;         /* a try is in flight */
     int          try_initial;    /* the try is of the first sequence (else a wake-up) */
     int          seq;            /* first sequence: index of the key tried */
@@ -82,6 +84,7 @@ static px_strmap keys;           /* key -> bkey */
 static bkey *ready_head, *ready_tail;
 static int serving;
 static uint64_t nblocked;
+static px_blk *settling;         /* waiters whose keys are looked at once more */
 static px_conn **resumes;        /* clients answered: their later commands run at the turn's end */
 static size_t nresumes, capresumes;
 
@@ -269,7 +272,16 @@ static void blk_unregister(px_blk *b) {
     b->nnodes = 0;
 }
 
+static void settle_del(px_blk *b) {
+    if (!b->settle_pprev) return;
+    *b->settle_pprev = b->settle_next;
+    if (b->settle_next) b->settle_next->settle_pprev = b->settle_pprev;
+    b->settle_next = NULL;
+    b->settle_pprev = NULL;
+}
+
 static void blk_free(px_blk *b) {
+    settle_del(b);
     blk_unregister(b);
     ev_timer_stop(px_srv.loop, &b->timer);
     if (b->counted) nblocked--;
@@ -438,8 +450,9 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents) {
 }
 
 /* Every key was empty: wait (or, when it cannot block, answer null).
+ * count: b is in blocked_clients from now (else once it has settled).
  * 1: b waits; 0: b was answered (and freed). */
-static int block_or_null(px_blk *b) {
+static int block_or_null(px_blk *b, int count) {
     if (b->atomic) { finish_null(b, 0); return 0; }
     if (b->unblock) { finish_unblocked(b); return 0; }
     if (b->timed_out) { finish_null(b, 1); return 0; }
@@ -459,7 +472,7 @@ static int block_or_null(px_blk *b) {
         blk_finish(b, e, sizeof e - 1);
         return 0;
     }
-    if (!b->counted) { b->counted = 1; nblocked++; }
+    if (count && !b->counted) { b->counted = 1; nblocked++; }
     if (b->deadline > 0 && !ev_is_active(&b->timer)) {
         double s = (double)(b->deadline - px_now_ms()) / 1000.0;
         ev_timer_set(&b->timer, s > 0 ? s : 0.0, 0.);
@@ -676,11 +689,44 @@ static void restore_popped(px_blk *b, const char *reply, size_t len) {
 /* The first sequence found nothing: b waits. On an asynchronous backend a
  * write submitted while that sequence was in flight ran after it, and its
  * signal found no waiter yet (b is in its keys' FIFOs only from now): its
- * keys are tried once more, or that write's wake-up would be lost. */
+ * keys are tried once more, or that write's wake-up would be lost. Until
+ * those tries are over b is *settling*: a write that comes in meanwhile may
+ * be served as one that ran before b blocked (b tries its keys in its own
+ * order, not in the order they were signalled), so b is not yet counted in
+ * blocked_clients (settle_count); CLIENT UNBLOCK reaches it already. */
 static void block_after_first(px_blk *b) {
     px_backend *be = px_srv.primary;
-    if (block_or_null(b) && be && be->b.ops->async)
-        for (int i = 0; i < b->nnodes; i++) make_ready(b->nodes[i].k);
+    int settle = be && be->b.ops->async;
+    if (!block_or_null(b, !settle) || !settle) return;
+    b->settle_next = settling;
+    if (settling) settling->settle_pprev = &b->settle_next;
+    b->settle_pprev = &settling;
+    settling = b;
+    for (int i = 0; i < b->nnodes; i++) make_ready(b->nodes[i].k);
+}
+
+/* b has settled when no try of its own is in flight and none of its keys
+ * has one in flight, is ready, was written meanwhile (dirty) or waits on a
+ * first waiter that is trying (it looks again when that try ends). */
+static int settled(const px_blk *b) {
+    if (b->trying) return 0;
+    for (int i = 0; i < b->nnodes; i++) {
+        const bkey *k = b->nodes[i].k;
+        if (k->busy || k->in_ready || k->dirty || (k->head && k->head->b->trying)) return 0;
+    }
+    return 1;
+}
+
+/* The settled waiters are counted from now: a client that INFO counts as
+ * blocked is served as Redis serves the blocked ones. */
+static void settle_count(void) {
+    for (px_blk *b = settling, *next; b; b = next) {
+        next = b->settle_next;
+        if (!settled(b)) continue;
+        settle_del(b);
+        b->counted = 1;
+        nblocked++;
+    }
 }
 
 static void on_try(void *arg, const char *reply, size_t len) {
@@ -810,6 +856,7 @@ static void serve_ready(void) {
         maybe_free_key(k);
     }
     serving = 0;
+    if (settling) settle_count();
 }
 
 void px_block_after_command(void) {
@@ -966,7 +1013,7 @@ void px_block_conn_closed(px_conn *c) {
 
 int px_block_unblock(px_conn *c, int how) {
     px_blk *b = c->blk;
-    if (!b || b->atomic || !b->counted) return 0;
+    if (!b || b->atomic || !(b->counted || b->settle_pprev)) return 0;
     b->unblock = how + 1;
     if (b->remote) {
         px_backend *be = px_srv.primary;

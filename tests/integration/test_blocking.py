@@ -785,12 +785,13 @@ def read_or_blocked(c):
         return "blocked"
 
 
-@T.case
-def several_waiters_served_in_redis_order():
+def served_in_redis_order(fd):
+    """Each of ORDER against a fresh redis-server and frontdoor fd: the
+    waiters' replies (or 'blocked') must be the same."""
     ref = start_redis()
     for blocks, pushes in ORDER:
         got = []
-        for srv, f in ((ref, None), (shared_frontdoor(), shared_frontdoor())):
+        for srv, f in ((ref, None), (fd, fd)):
             cs = [srv.conn() for _ in blocks]
             with srv.conn() as p:
                 p.cmd("DEL", "{o}k1", "{o}k2", "{o}z1", "{o}z2")
@@ -810,6 +811,33 @@ def several_waiters_served_in_redis_order():
                 c.close()
         if got[0] != got[1]:
             raise AssertionError("%r then %r: redis-server %r, frontdoor %r" % (blocks, pushes, got[0], got[1]))
+
+
+@T.case
+def several_waiters_served_in_redis_order():
+    served_in_redis_order(shared_frontdoor())
+
+
+@T.case
+def waiters_counted_once_settled_on_a_slow_backend():
+    """mongodb, the emulator answering 10 ms late: a waiter looks at its
+    keys once more after it joins their FIFOs (block_after_first); INFO
+    counts it blocked only once those looks are over, so a write sent after
+    INFO counted it is served in Redis's order (the ready keys in the order
+    they were written). With the waiter counted at once, a transaction sent
+    in that window was served in the waiters' own key order (CI, session 15)."""
+    if BACKEND != "mongodb":
+        skip("the window is the emulator's delay: mongodb only")
+    from fdtest import MongoEmulator
+    emu = MongoEmulator(args=["--delay-ms", "10"]).start()
+    try:
+        f = start_frontdoor(backend="mongodb", mongo_uri=emu.uri, backend_timeout=20000)
+        try:
+            served_in_redis_order(f)
+        finally:
+            f.stop()
+    finally:
+        emu.kill()
 
 
 @T.case
