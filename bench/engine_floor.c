@@ -19,11 +19,13 @@
  * taken in the same run (bench/README.md, "The engines' floor").
  *
  * usage: engine_floor lmdb|leveldb DIR [--keys N] [--turn N] [--ops N] [--records R] [--blind]
+ *                     [--write-buffer-mb N]
  *   --records  records read and written per command (1: a string SET; 2: an
  *              HSET of a new value, its field row and the key's `M` row; 3:
  *              a ZADD, member and score rows besides `M`)
  *   --blind    no read before the write (what a write that need not know the
- *              old record would cost) */
+ *              old record would cost)
+ *   --write-buffer-mb  LevelDB's memtable size (16, frontdoor's default) */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -77,6 +79,7 @@ static void die(const char *what, const char *err) {
 static const char VALUE[] = "\x01xxx";          /* flags byte (string) + "xxx" */
 
 static double c0, w0;                           /* when the measured part began */
+static long wbuf_mb = 16;                       /* LevelDB's write buffer (leveldb-write-buffer-size) */
 
 static void lmdb_turns(MDB_env *env, MDB_dbi dbi, long turn, long ops, int blind, const char *kb) {
     MDB_txn *txn;
@@ -153,7 +156,7 @@ static void run_leveldb(const char *dir, long keys, long turn, long ops, int bli
     leveldb_options_set_create_if_missing(o, 1);
     leveldb_options_set_cache(o, cache);
     leveldb_options_set_filter_policy(o, bloom);
-    leveldb_options_set_write_buffer_size(o, 16u << 20);
+    leveldb_options_set_write_buffer_size(o, (size_t)wbuf_mb << 20);
     leveldb_options_set_compression(o, leveldb_snappy_compression);
     leveldb_t *db = leveldb_open(o, dir, &err);
     if (!db) die("leveldb_open", err);
@@ -176,9 +179,10 @@ int main(int argc, char **argv) {
         else if (i + 1 < argc && !strcmp(argv[i], "--turn")) turn = atol(argv[++i]);
         else if (i + 1 < argc && !strcmp(argv[i], "--ops")) ops = atol(argv[++i]);
         else if (i + 1 < argc && !strcmp(argv[i], "--records")) records = atol(argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--write-buffer-mb")) wbuf_mb = atol(argv[++i]);
         else { fprintf(stderr, "engine_floor: unknown option %s\n", argv[i]); return 2; }
     }
-    if (keys < 1 || turn < 1 || ops < turn || records < 1 || records > 8) { fprintf(stderr, "engine_floor: bad sizes\n"); return 2; }
+    if (keys < 1 || turn < 1 || ops < turn || records < 1 || records > 8 || wbuf_mb < 1 || wbuf_mb > 1024) { fprintf(stderr, "engine_floor: bad sizes\n"); return 2; }
     mkdir(argv[2], 0755);
     /* the keys first (as redis-benchmark -r: uniform over keys), so that
      * making them is not measured */
