@@ -861,6 +861,7 @@ static void serve_ready(void) {
 
 void px_block_after_command(void) {
     if (ready_head) serve_ready();
+    else if (settling) settle_count();   /* a try that ended inside an atomic unit left it uncounted */
 }
 
 /* ------------------------------------------------------------ the commands */
