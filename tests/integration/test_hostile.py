@@ -28,7 +28,7 @@ import threading
 import time
 
 from fdtest import (Tests, Conn, ConnClosed, Probe, start_frontdoor, check, eq, wait_until, encode,
-                    parse, info_fields, settled_rss_kb, HOST, skip)
+                    parse, info_fields, settled_rss_kb, HOST, skip, is_sanitized)
 
 T = Tests(case_timeout=120)
 
@@ -294,8 +294,13 @@ def hostile_rounds_leave_nothing_behind():
         finally:
             probe.stop()
         # a script is atomic: the EVAL of 2000 INCRs holds every client for
-        # its run, seconds on the MongoDB emulator (Python)
-        bound = 10.0 if os.environ.get("FD_BACKEND") == "mongodb" else 1.5
+        # its run, seconds on the MongoDB emulator (Python). The sanitizer
+        # build is ~4x slower: its worst wait was 0.77 s alone and 1.53 s
+        # beside CI's other jobs (session 16), the plain build's 0.2-0.3 s
+        if os.environ.get("FD_BACKEND") == "mongodb":
+            bound = 10.0
+        else:
+            bound = 4.0 if is_sanitized(fd.binary) else 1.5
         probe.check_ok("hostile rounds", max_latency=bound)
         print("      probe: %d rounds, worst %.1f ms" % (probe.rounds, probe.worst * 1000))
         # back to baseline: the cron gives freed heap pages back after a burst
