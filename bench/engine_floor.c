@@ -14,7 +14,7 @@
  *   leveldb  bloom 10, 64 MB cache, 16 MB write buffer, snappy; per key a
  *            leveldb_get (LevelDB's memtable + tables), per turn one
  *            WriteBatch in key order (frontdoor's overlay) and leveldb_write
- * It prints CPU microseconds per key for the whole process (LevelDB's
+ * It prints CPU microseconds per command for the whole process (LevelDB's
  * compaction thread included), to be set beside redis-server's CPU per SET
  * taken in the same run (bench/README.md, "The engines' floor").
  *
@@ -177,7 +177,8 @@ static void run_leveldb(const char *dir, long keys, long turn, long ops, int bli
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: engine_floor lmdb|leveldb DIR [--keys N] [--turn N] [--ops N] [--blind]\n");
+        fprintf(stderr, "usage: engine_floor lmdb|leveldb DIR [--keys N] [--turn N] [--ops N] [--records R] [--blind]\n"
+                        "                    [--write-buffer-mb N]\n");
         return 2;
     }
     long keys = 100000, turn = 800, ops = 4000000, records = 1;
