@@ -272,6 +272,13 @@ static void blk_unregister(px_blk *b) {
     b->nnodes = 0;
 }
 
+static void settle_add(px_blk *b) {
+    b->settle_next = settling;
+    if (settling) settling->settle_pprev = &b->settle_next;
+    b->settle_pprev = &settling;
+    settling = b;
+}
+
 static void settle_del(px_blk *b) {
     if (!b->settle_pprev) return;
     *b->settle_pprev = b->settle_next;
@@ -698,10 +705,7 @@ static void block_after_first(px_blk *b) {
     px_backend *be = px_srv.primary;
     int settle = be && be->b.ops->async;
     if (!block_or_null(b, !settle) || !settle) return;
-    b->settle_next = settling;
-    if (settling) settling->settle_pprev = &b->settle_next;
-    b->settle_pprev = &settling;
-    settling = b;
+    settle_add(b);
     for (int i = 0; i < b->nnodes; i++) make_ready(b->nodes[i].k);
 }
 
